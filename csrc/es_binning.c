@@ -1,0 +1,49 @@
+#include "es_binning.h"
+
+/* Binary search for the first edge >= value; NaN compares false everywhere and is handled by the caller. */
+#define ES_COUNT_EDGES_BELOW(edges, lo, hi, value)      \
+    while ((lo) < (hi)) {                               \
+        uint16_t mid_ = (uint16_t)((lo) + ((hi) - (lo)) / 2u); \
+        if ((edges)[mid_] < (value)) {                  \
+            (lo) = (uint16_t)(mid_ + 1u);               \
+        } else {                                        \
+            (hi) = mid_;                                \
+        }                                               \
+    }
+
+es_status es_quantize_f32(const float *features, const float *edges, const uint16_t *offsets,
+                          uint8_t n_features, uint8_t *bins)
+{
+    uint8_t j;
+    if (features == 0 || edges == 0 || offsets == 0 || bins == 0) {
+        return ES_ERR_NULL;
+    }
+    for (j = 0; j < n_features; j++) {
+        const float value = features[j];
+        uint16_t lo = offsets[j];
+        uint16_t hi = offsets[j + 1u];
+        if (value != value) {
+            bins[j] = (uint8_t)ES_MISSING_BIN;
+            continue;
+        }
+        ES_COUNT_EDGES_BELOW(edges, lo, hi, value)
+        bins[j] = (uint8_t)(lo - offsets[j]);
+    }
+    return ES_OK;
+}
+
+es_status es_quantize_i32(const int32_t *features, const int32_t *edges, const uint16_t *offsets,
+                          uint8_t n_features, uint8_t *bins)
+{
+    uint8_t j;
+    if (features == 0 || edges == 0 || offsets == 0 || bins == 0) {
+        return ES_ERR_NULL;
+    }
+    for (j = 0; j < n_features; j++) {
+        uint16_t lo = offsets[j];
+        uint16_t hi = offsets[j + 1u];
+        ES_COUNT_EDGES_BELOW(edges, lo, hi, features[j])
+        bins[j] = (uint8_t)(lo - offsets[j]);
+    }
+    return ES_OK;
+}

@@ -1,0 +1,68 @@
+"""Emit the generated files of a bundle from a :class:`~edgestream.export.DeviceModel` (templates in codegen/)."""
+
+from __future__ import annotations
+
+from importlib import resources
+
+import jinja2
+import numpy as np
+
+TEMPLATES = {
+    "{name}.h": "model.h.j2",
+    "{name}.c": "model.c.j2",
+    "main.c": "main.c.j2",
+    "Makefile": "Makefile.j2",
+    "CMakeLists.txt": "CMakeLists.txt.j2",
+}
+C_TYPES = {"float32": "float", "int32": "int32_t"}
+VALUES_PER_LINE = 12
+
+
+def c_literal(value, dtype: str) -> str:
+    """Exact C literal: the shortest decimal that reads back as the same float32, or a plain integer."""
+    if dtype == "float32":
+        value = np.float32(value)
+        if value == 0 or 1e-4 <= abs(value) < 1e7:
+            return np.format_float_positional(value, unique=True, trim="0") + "f"
+        return np.format_float_scientific(value, unique=True, trim="0") + "f"
+    return str(int(value))
+
+
+def c_array(values, dtype: str = "int") -> str:
+    """Comma-separated literals, a dozen per line; one 0 for an empty array (C has no zero-length arrays)."""
+    items = [c_literal(v, dtype) for v in np.asarray(values).reshape(-1)] or ["0"]
+    lines = [", ".join(items[i : i + VALUES_PER_LINE]) for i in range(0, len(items), VALUES_PER_LINE)]
+    return ",\n    ".join(lines)
+
+
+def environment() -> jinja2.Environment:
+    loader = jinja2.FileSystemLoader(str(resources.files("edgestream.codegen")))
+    env = jinja2.Environment(loader=loader, undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
+                             trim_blocks=True, lstrip_blocks=True)
+    env.filters["c_array"] = c_array
+    return env
+
+
+def render_bundle(device) -> dict[str, str]:
+    """File name -> text of every generated file."""
+    env = environment()
+    ensemble = device.ensemble
+    context = {
+        "name": device.name,
+        "NAME": device.name.upper(),
+        "input_type": C_TYPES[device.input_dtype],
+        "input_dtype": device.input_dtype,
+        "quantize": "es_quantize_f32" if device.input_dtype == "float32" else "es_quantize_i32",
+        "n_features": device.n_features,
+        "n_classes": device.n_classes,
+        "n_trees": ensemble.n_trees,
+        "edges": device.edges,
+        "offsets": device.offsets,
+        "nodes": ensemble.nodes,
+        "roots": ensemble.roots,
+        "weights": ensemble.weights,
+        "leaf_values": ensemble.leaf_values,
+        "n_leaves": len(ensemble.leaf_values),
+    }
+    return {out.format(name=device.name): env.get_template(template).render(context)
+            for out, template in TEMPLATES.items()}

@@ -1,0 +1,115 @@
+"""Understand a fitted model as the device will hold it, and export it as a self-contained C bundle.
+
+:class:`DeviceModel` is the model reduced to the tables that go to flash. For a frozen model two lossless
+reductions are applied, both checked by the parity tests:
+
+* only the bin edges some split compares against are kept, and thresholds are renumbered to the kept edges
+  (``bin <= t`` is ``x <= edges[t]``, so comparing against the kept edge gives the same branch);
+* identical leaf rows (e.g. every pure leaf of one class) are stored once.
+
+:func:`export_bundle` writes the runtime sources, the generated model files (see :mod:`edgestream.emit`), the
+build files and a copy of the model into one directory.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+from .tree import LEAF_FEATURE, TreeEnsemble
+
+MANIFEST = "edgestream.json"
+MODEL_COPY = "model.esm"
+
+
+@dataclass
+class DeviceModel:
+    """The tables of one model as they are stored on the device."""
+
+    name: str
+    input_dtype: str  # "float32" or "int32"
+    edges: np.ndarray  # float32 or int32, all features' edges back to back
+    offsets: np.ndarray  # uint16 [n_features + 1]
+    ensemble: TreeEnsemble
+
+    @property
+    def n_features(self) -> int:
+        return len(self.offsets) - 1
+
+    @property
+    def n_classes(self) -> int:
+        return self.ensemble.n_classes
+
+    @classmethod
+    def from_model(cls, model, name: str = "model") -> "DeviceModel":
+        if not hasattr(model, "ensemble_"):
+            raise ValueError(f"{type(model).__name__} is not fitted; fit it before exporting")
+        check_name(name)
+        edges, offsets, nodes = prune_edges(model.bins_.edges_, model.ensemble_.nodes)
+        leaf_values, leaf_index = np.unique(model.ensemble_.leaf_values, axis=0, return_inverse=True)
+        is_leaf = nodes["feature"] == LEAF_FEATURE
+        nodes["child"][is_leaf] = leaf_index.reshape(-1)[nodes["child"][is_leaf]]
+        ensemble = TreeEnsemble(nodes, model.ensemble_.roots.copy(), model.ensemble_.weights.copy(),
+                                leaf_values.astype(np.uint16), model.ensemble_.n_features)
+        ensemble.validate()
+        return cls(name, model.bins_.dtype, edges.astype(model.bins_.dtype), offsets, ensemble)
+
+
+def prune_edges(edges_per_feature, nodes):
+    """Keep only the edges that splits use; returns (flat edges, offsets, nodes with renumbered thresholds)."""
+    nodes = nodes.copy()
+    split = nodes["feature"] != LEAF_FEATURE
+    kept_edges, offsets = [], [0]
+    for feature, edges in enumerate(edges_per_feature):
+        on_feature = split & (nodes["feature"] == feature)
+        thresholds = nodes["threshold"][on_feature].astype(np.int64)
+        used = np.unique(thresholds[thresholds < len(edges)])
+        # A threshold past the last edge sends every value left; past the last kept edge does the same.
+        nodes["threshold"][on_feature] = np.searchsorted(used, thresholds)
+        kept_edges.append(np.asarray(edges)[used])
+        offsets.append(offsets[-1] + len(used))
+    flat = np.concatenate(kept_edges) if kept_edges else np.empty(0)
+    return flat, np.asarray(offsets, dtype=np.uint16), nodes
+
+
+def check_name(name: str) -> None:
+    if not (name.isidentifier() and name.isascii() and name.lower() == name) or name == "main" or name.startswith("es_"):
+        raise ValueError(f"bundle name {name!r} must be a lowercase C identifier (letters, digits, _), "
+                         "not 'main' and not starting with 'es_'")
+
+
+def runtime_sources() -> list[Path]:
+    """The hand-written device runtime shipped with the package (csrc/)."""
+    root = resources.files("edgestream.csrc")
+    return sorted(Path(str(p)) for p in root.iterdir() if p.name.endswith((".c", ".h")))
+
+
+def export_bundle(model, out_dir, name: str = "model") -> Path:
+    """Write a C bundle for ``model`` into ``out_dir`` (created; existing bundle files are replaced)."""
+    from . import emit
+    from .modelfile import save_model
+
+    device = DeviceModel.from_model(model, name)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    for source in runtime_sources():
+        shutil.copyfile(source, out / source.name)
+    generated = emit.render_bundle(device)
+    for filename, text in generated.items():
+        (out / filename).write_text(text)
+    save_model(model, out / MODEL_COPY)
+    manifest = {
+        "name": name,
+        "input_dtype": device.input_dtype,
+        "n_features": device.n_features,
+        "n_classes": device.n_classes,
+        "sources": sorted(p.name for p in out.glob("*.c") if p.name != "main.c"),
+        "model": MODEL_COPY,
+    }
+    (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+    return out

@@ -1,0 +1,66 @@
+"""Bagged forest of binned CART trees with soft voting (all tree weights 1)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .tree import BinnedClassifier, TreeEnsemble, grow_tree
+
+
+class ForestClassifier(BinnedClassifier):
+    """Random forest on 8-bit bins: bootstrap samples, a random feature subset at every split, soft voting.
+
+    Parameters
+    ----------
+    n_trees : number of trees (1..255).
+    max_features : features tried per split: ``"sqrt"``, ``"log2"``, ``None`` (all), an int or a fraction.
+    bootstrap : draw each tree's sample multiplicities with replacement (otherwise every sample once).
+    random_state : seed; the same seed gives the same forest.
+    The tree parameters are those of :class:`edgestream.TreeClassifier`.
+    """
+
+    def __init__(self, n_trees: int = 10, max_depth: int = 8, min_samples_leaf: int = 1,
+                 max_nodes: int | None = None, criterion: str = "gini", max_features="sqrt",
+                 bootstrap: bool = True, max_bins: int = 255, binning: str = "quantile", random_state: int = 0):
+        self.n_trees = n_trees
+        self.max_depth = max_depth
+        self.min_samples_leaf = min_samples_leaf
+        self.max_nodes = max_nodes
+        self.criterion = criterion
+        self.max_features = max_features
+        self.bootstrap = bootstrap
+        self.max_bins = max_bins
+        self.binning = binning
+        self.random_state = random_state
+
+    def _fit_ensemble(self, X_binned, y, n_classes) -> TreeEnsemble:
+        if not isinstance(self.n_trees, (int, np.integer)) or not 1 <= self.n_trees <= 255:
+            raise ValueError(f"n_trees={self.n_trees!r} must be an integer from 1 to 255")
+        settings = self._tree_settings(X_binned.shape[1])
+        n_features = X_binned.shape[1]
+        max_features = features_per_split(self.max_features, n_features)
+        rng = np.random.default_rng(self.random_state)
+        trees = []
+        for _ in range(self.n_trees):
+            if self.bootstrap:
+                weight = np.bincount(rng.integers(0, len(y), len(y)), minlength=len(y)).astype(np.uint32)
+            else:
+                weight = np.ones(len(y), dtype=np.uint32)
+            seed = int(rng.integers(1, 2**32))
+            trees.append(grow_tree(X_binned, y, weight, n_classes, max_features=max_features, seed=seed, **settings))
+        return TreeEnsemble.from_trees(trees, [1] * self.n_trees, n_features, n_classes)
+
+
+def features_per_split(max_features, n_features: int) -> int:
+    if max_features is None:
+        return n_features
+    if max_features == "sqrt":
+        return max(1, int(np.sqrt(n_features)))
+    if max_features == "log2":
+        return max(1, int(np.log2(n_features)))
+    if isinstance(max_features, (int, np.integer)) and not isinstance(max_features, bool) and 1 <= max_features <= n_features:
+        return int(max_features)
+    if isinstance(max_features, float) and 0.0 < max_features <= 1.0:
+        return max(1, int(max_features * n_features))
+    raise ValueError(f"max_features={max_features!r} must be 'sqrt', 'log2', None, an int in 1..{n_features} "
+                     "or a fraction in (0, 1]")

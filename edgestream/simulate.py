@@ -1,0 +1,185 @@
+"""Run the device C on the host through cffi, so what is tested is what gets flashed.
+
+Two entry points:
+
+* :func:`load_bundle` compiles a generated bundle directory (its runtime copy and its generated tables) and
+  predicts with it row by row, exactly as firmware would call it;
+* :func:`runtime` compiles the runtime in csrc/ once and feeds it tables from numpy arrays, so property
+  tests can check thousands of models against one compiled library.
+
+Compiled libraries are cached by a hash of their sources in ``$EDGESTREAM_CACHE`` (default
+``~/.cache/edgestream``).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.machinery
+import importlib.util
+import json
+import os
+import sys
+from pathlib import Path
+
+import cffi
+import numpy as np
+
+from .export import MANIFEST, DeviceModel, runtime_sources
+
+STATUS_CDEF = """
+typedef enum { ES_OK = 0, ES_ERR_NULL = 1, ES_ERR_MODEL = 2, ES_ERR_LABEL = 3, ES_ERR_FULL = 4 } es_status;
+"""
+
+RUNTIME_CDEF = STATUS_CDEF + """
+typedef struct { uint8_t feature; uint8_t threshold; uint16_t child; } es_node;
+typedef struct {
+    const es_node *nodes; const uint16_t *roots; const uint16_t *weights; const uint16_t *leaf_values;
+    uint16_t n_trees; uint8_t n_features; uint8_t n_classes;
+} es_ensemble;
+es_status es_quantize_f32(const float *features, const float *edges, const uint16_t *offsets,
+                          uint8_t n_features, uint8_t *bins);
+es_status es_quantize_i32(const int32_t *features, const int32_t *edges, const uint16_t *offsets,
+                          uint8_t n_features, uint8_t *bins);
+es_status es_ensemble_predict_proba(const es_ensemble *model, const uint8_t *bins, uint32_t *acc,
+                                    uint16_t *proba);
+"""
+
+BUNDLE_CDEF = """
+es_status {name}_predict(const {ctype} *features, uint8_t *class_out);
+es_status {name}_predict_proba(const {ctype} *features, uint16_t *proba_q15);
+"""
+
+C_TYPES = {"float32": "float", "int32": "int32_t"}
+
+
+class DeviceError(RuntimeError):
+    """The C code returned a status other than ES_OK."""
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("EDGESTREAM_CACHE", Path.home() / ".cache" / "edgestream"))
+
+
+def compile_library(cdef: str, header: str, sources: list[Path], include_dir: Path):
+    """Compile (or reuse from the cache) a cffi extension of ``sources``; returns (ffi, lib)."""
+    digest = hashlib.sha256(cdef.encode() + header.encode() + cffi.__version__.encode() + sys.version.encode())
+    for source in sources:
+        digest.update(source.name.encode() + source.read_bytes())
+    module = f"_es_{digest.hexdigest()[:20]}"
+    build = cache_dir() / "cffi" / module
+    built = list(build.glob(f"{module}*.so")) + list(build.glob(f"{module}*.pyd"))
+    if not built:
+        ffi = cffi.FFI()
+        ffi.cdef(cdef)
+        ffi.set_source(module, header, sources=[str(s) for s in sources], include_dirs=[str(include_dir)],
+                       extra_compile_args=["-O2", "-std=c99"])
+        build.mkdir(parents=True, exist_ok=True)
+        built = [Path(ffi.compile(tmpdir=str(build)))]
+    spec = importlib.util.spec_from_file_location(module, built[0])
+    extension = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(extension)
+    return extension.ffi, extension.lib
+
+
+def check(status: int, what: str) -> None:
+    if status != 0:
+        raise DeviceError(f"{what} returned status {status}")
+
+
+class Bundle:
+    """A generated bundle compiled for the host; predictions come from its C code."""
+
+    def __init__(self, directory):
+        from .modelfile import load_model
+
+        self.directory = Path(directory)
+        manifest_path = self.directory / MANIFEST
+        if not manifest_path.is_file():
+            raise ValueError(f"{self.directory} is not an edgestream bundle (no {MANIFEST})")
+        self.manifest = json.loads(manifest_path.read_text())
+        self.name = self.manifest["name"]
+        self.input_dtype = self.manifest["input_dtype"]
+        self.n_features = self.manifest["n_features"]
+        self.n_classes = self.manifest["n_classes"]
+        self.model = load_model(self.directory / self.manifest["model"])
+        cdef = STATUS_CDEF + BUNDLE_CDEF.format(name=self.name, ctype=C_TYPES[self.input_dtype])
+        sources = [self.directory / s for s in self.manifest["sources"]]
+        self.ffi, self.lib = compile_library(cdef, f'#include "{self.name}.h"', sources, self.directory)
+
+    def _rows(self, X):
+        X = np.asarray(X)
+        if X.ndim != 2 or X.shape[1] != self.n_features:
+            raise ValueError(f"X must have shape (rows, {self.n_features}), got {X.shape}")
+        return np.ascontiguousarray(X, dtype=self.input_dtype)
+
+    def predict_encoded(self, X) -> np.ndarray:
+        rows = self._rows(X)
+        predict = getattr(self.lib, f"{self.name}_predict")
+        out = self.ffi.new("uint8_t *")
+        classes = np.empty(len(rows), dtype=np.uint8)
+        for i, row in enumerate(rows):
+            check(predict(self.ffi.from_buffer(f"{C_TYPES[self.input_dtype]}[]", row), out), "predict")
+            classes[i] = out[0]
+        return classes
+
+    def predict_proba_q15(self, X) -> np.ndarray:
+        rows = self._rows(X)
+        predict_proba = getattr(self.lib, f"{self.name}_predict_proba")
+        proba = np.empty((len(rows), self.n_classes), dtype=np.uint16)
+        for i, row in enumerate(rows):
+            out = self.ffi.from_buffer("uint16_t[]", proba[i])
+            check(predict_proba(self.ffi.from_buffer(f"{C_TYPES[self.input_dtype]}[]", row), out), "predict_proba")
+        return proba
+
+    def predict(self, X) -> np.ndarray:
+        return self.model.classes_[self.predict_encoded(X)]
+
+
+def load_bundle(directory) -> Bundle:
+    return Bundle(directory)
+
+
+@functools.lru_cache(maxsize=1)
+def runtime():
+    """The runtime in csrc/ compiled once: (ffi, lib) with the functions of RUNTIME_CDEF."""
+    sources = [p for p in runtime_sources() if p.suffix == ".c"]
+    header = '#include "es_binning.h"\n#include "es_tree.h"\n'
+    return compile_library(RUNTIME_CDEF, header, sources, sources[0].parent)
+
+
+def runtime_quantize(X, edges: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Bins of every row of X computed by the C quantizer (float32 or int32 edges, as given)."""
+    ffi, lib = runtime()
+    dtype = edges.dtype
+    quantize = lib.es_quantize_f32 if dtype == np.float32 else lib.es_quantize_i32
+    ctype = C_TYPES[dtype.name]
+    rows = np.ascontiguousarray(X, dtype=dtype)
+    edges_buffer = ffi.from_buffer(f"{ctype}[]", np.ascontiguousarray(edges) if len(edges) else np.zeros(1, dtype))
+    offsets_buffer = ffi.from_buffer("uint16_t[]", np.ascontiguousarray(offsets, dtype=np.uint16))
+    bins = np.empty(rows.shape, dtype=np.uint8)
+    for i, row in enumerate(rows):
+        check(quantize(ffi.from_buffer(f"{ctype}[]", row), edges_buffer, offsets_buffer, rows.shape[1],
+                       ffi.from_buffer("uint8_t[]", bins[i])), "quantize")
+    return bins
+
+
+def runtime_predict_proba(device: DeviceModel, X) -> np.ndarray:
+    """Q15 probabilities of every row computed by the C runtime from the device tables of ``device``."""
+    ffi, lib = runtime()
+    ensemble = device.ensemble
+    bins = runtime_quantize(X, device.edges, device.offsets)
+    keep = [ensemble.nodes, ensemble.roots, ensemble.weights, np.ascontiguousarray(ensemble.leaf_values)]
+    model = ffi.new("es_ensemble *", {
+        "nodes": ffi.from_buffer("es_node[]", keep[0]),
+        "roots": ffi.from_buffer("uint16_t[]", keep[1]),
+        "weights": ffi.from_buffer("uint16_t[]", keep[2]),
+        "leaf_values": ffi.from_buffer("uint16_t[]", keep[3]),
+        "n_trees": ensemble.n_trees, "n_features": device.n_features, "n_classes": device.n_classes,
+    })
+    acc = ffi.new("uint32_t[]", device.n_classes)
+    proba = np.empty((len(bins), device.n_classes), dtype=np.uint16)
+    for i, row in enumerate(bins):
+        check(lib.es_ensemble_predict_proba(model, ffi.from_buffer("uint8_t[]", row), acc,
+                                            ffi.from_buffer("uint16_t[]", proba[i])), "predict_proba")
+    return proba

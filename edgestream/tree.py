@@ -1,0 +1,261 @@
+"""The shared tree core: one compact integer-binned tree format, its exact prediction rule, and CART on bins.
+
+Format (identical to ``es_node`` / ``es_ensemble`` in ``csrc/es_tree.h``):
+
+* a node is 4 bytes: ``feature`` (uint8), ``threshold`` (uint8), ``child`` (uint16). An internal node sends a
+  row left to node ``child`` when ``bin[feature] <= threshold`` and right to node ``child + 1`` otherwise. A leaf
+  has ``feature == LEAF_FEATURE`` (255) and ``child`` is its row in the leaf table.
+* leaf rows hold class probabilities in Q15: ``p_k = (c_k * 32768 + n // 2) // n`` (1.0 == 32768, uint16).
+* an ensemble is all trees' nodes in one array, a root index per tree and an integer weight per tree.
+
+Prediction (the specification the C runtime follows to the bit):
+``acc_k = sum_t weight_t * leaf_t[k]`` (fits uint32 because the weights sum to at most 65535),
+``proba_k = (acc_k + W // 2) // W`` with ``W = sum_t weight_t``, and the class is the first index of the largest
+``proba_k``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import _kernels
+from .binning import MISSING_BIN, BinMapper
+
+LEAF_FEATURE = _kernels.LEAF_FEATURE
+NODE_DTYPE = _kernels.NODE_DTYPE
+Q15_ONE = _kernels.Q15_ONE
+MAX_FEATURES = 255  # feature 255 marks a leaf
+MAX_CLASSES = 255
+MAX_NODES = 65535
+MAX_TOTAL_WEIGHT = 65535
+CRITERIA = {"gini": _kernels.GINI, "entropy": _kernels.ENTROPY}
+
+
+@dataclass
+class TreeEnsemble:
+    """Trees (nodes, roots), their integer weights and the Q15 leaf table, as the device stores them."""
+
+    nodes: np.ndarray  # NODE_DTYPE [n_nodes]
+    roots: np.ndarray  # uint16 [n_trees]
+    weights: np.ndarray  # uint16 [n_trees]
+    leaf_values: np.ndarray  # uint16 [n_leaves, n_classes]
+    n_features: int
+
+    @property
+    def n_classes(self) -> int:
+        return self.leaf_values.shape[1]
+
+    @property
+    def n_trees(self) -> int:
+        return len(self.roots)
+
+    @classmethod
+    def from_trees(cls, trees, weights, n_features: int, n_classes: int) -> "TreeEnsemble":
+        """Concatenate per-tree (nodes, leaf_values) pairs, shifting child indices into the joint arrays."""
+        nodes, leaves, roots = [], [], []
+        node_offset = leaf_offset = 0
+        for tree_nodes, tree_leaves in trees:
+            shifted = tree_nodes.copy()
+            is_leaf = shifted["feature"] == LEAF_FEATURE
+            child = shifted["child"].astype(np.int64) + np.where(is_leaf, leaf_offset, node_offset)
+            if child.size and child.max() > MAX_NODES:
+                raise ValueError(f"the ensemble needs more than {MAX_NODES} nodes or leaves; lower max_depth or n_trees")
+            shifted["child"] = child
+            roots.append(node_offset)
+            nodes.append(shifted)
+            leaves.append(tree_leaves)
+            node_offset += len(tree_nodes)
+            leaf_offset += len(tree_leaves)
+        if node_offset > MAX_NODES:
+            raise ValueError(f"the ensemble has {node_offset} nodes, the format holds at most {MAX_NODES}")
+        ensemble = cls(
+            nodes=np.concatenate(nodes),
+            roots=np.asarray(roots, dtype=np.uint16),
+            weights=np.asarray(weights, dtype=np.uint16),
+            leaf_values=np.concatenate(leaves).reshape(-1, n_classes).astype(np.uint16),
+            n_features=n_features,
+        )
+        ensemble.validate()
+        return ensemble
+
+    def validate(self) -> None:
+        """Refuse tables the device could loop or read out of bounds on (children must point forward)."""
+        nodes = self.nodes
+        if nodes.dtype != NODE_DTYPE or self.roots.dtype != np.uint16 or self.weights.dtype != np.uint16:
+            raise ValueError("tree tables have the wrong dtypes")
+        if len(self.roots) == 0 or len(self.roots) != len(self.weights):
+            raise ValueError(f"{len(self.roots)} roots and {len(self.weights)} weights: need one weight per tree, at least one tree")
+        total = int(self.weights.astype(np.int64).sum())
+        if not 0 < total <= MAX_TOTAL_WEIGHT:
+            raise ValueError(f"tree weights sum to {total}, must be 1..{MAX_TOTAL_WEIGHT}")
+        if not 1 <= self.n_classes <= MAX_CLASSES or not 1 <= self.n_features <= MAX_FEATURES:
+            raise ValueError(f"{self.n_classes} classes / {self.n_features} features out of range")
+        leaf = nodes["feature"] == LEAF_FEATURE
+        index = np.arange(len(nodes))
+        child = nodes["child"].astype(np.int64)
+        bad_leaf = leaf & (child >= len(self.leaf_values))
+        bad_split = ~leaf & ((child <= index) | (child + 1 >= len(nodes)) | (nodes["feature"] >= self.n_features))
+        bad_root = self.roots.astype(np.int64) >= len(nodes)
+        if bad_leaf.any() or bad_split.any() or bad_root.any():
+            raise ValueError("corrupt tree tables: a child, leaf, feature or root index is out of range")
+        if (self.leaf_values > Q15_ONE).any():
+            raise ValueError(f"leaf probabilities must be Q15 values <= {Q15_ONE}")
+
+    def predict_proba_q15(self, X_binned: np.ndarray) -> np.ndarray:
+        leaves = _kernels.apply(self.nodes, self.roots, np.ascontiguousarray(X_binned, dtype=np.uint8))
+        acc = np.zeros((len(X_binned), self.n_classes), dtype=np.uint64)
+        for t, weight in enumerate(self.weights):
+            acc += np.uint64(weight) * self.leaf_values[leaves[:, t]].astype(np.uint64)
+        total = np.uint64(int(self.weights.astype(np.int64).sum()))
+        return ((acc + total // np.uint64(2)) // total).astype(np.uint16)
+
+    def predict(self, X_binned: np.ndarray) -> np.ndarray:
+        return np.argmax(self.predict_proba_q15(X_binned), axis=1).astype(np.uint8)
+
+    def arrays(self) -> dict:
+        return {"nodes": self.nodes, "roots": self.roots, "weights": self.weights, "leaf_values": self.leaf_values}
+
+
+class BinnedClassifier:
+    """Common base of the tree learners: input checks, label encoding, binning and prediction.
+
+    Subclasses implement ``_fit_ensemble(X_binned, y_encoded, n_classes) -> TreeEnsemble``.
+    """
+
+    def get_params(self, deep: bool = True) -> dict:
+        names = [p for p in inspect.signature(type(self).__init__).parameters if p != "self"]
+        return {name: getattr(self, name) for name in names}
+
+    def set_params(self, **params):
+        valid = self.get_params()
+        for name, value in params.items():
+            if name not in valid:
+                raise ValueError(f"unknown parameter {name!r} for {type(self).__name__}; valid: {sorted(valid)}")
+            setattr(self, name, value)
+        return self
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"{type(self).__name__}({args})"
+
+    def fit(self, X, y):
+        X = check_features(X)
+        self.classes_, y_encoded = encode_labels(y, len(X))
+        self.bins_ = BinMapper(self.max_bins, self.binning, "float32").fit(X)
+        self.ensemble_ = self._fit_ensemble(self.bins_.transform(X), y_encoded, len(self.classes_))
+        return self
+
+    def predict_proba_q15(self, X) -> np.ndarray:
+        """Class probabilities exactly as the device computes them (uint16, 32768 == 1.0)."""
+        self._check_fitted()
+        return self.ensemble_.predict_proba_q15(self.bins_.transform(check_features(X, self.bins_.n_features)))
+
+    def predict_proba(self, X) -> np.ndarray:
+        return self.predict_proba_q15(X) / Q15_ONE
+
+    def predict_encoded(self, X) -> np.ndarray:
+        """Class indices (0..n_classes-1) as the device returns them."""
+        return np.argmax(self.predict_proba_q15(X), axis=1).astype(np.uint8)
+
+    def predict(self, X) -> np.ndarray:
+        return self.classes_[self.predict_encoded(X)]
+
+    def score(self, X, y) -> float:
+        return float(np.mean(self.predict(X) == np.asarray(y)))
+
+    def _check_fitted(self):
+        if not hasattr(self, "ensemble_"):
+            raise RuntimeError(f"this {type(self).__name__} is not fitted yet; call fit(X, y) first")
+
+    def _tree_settings(self, n_features: int) -> dict:
+        if self.criterion not in CRITERIA:
+            raise ValueError(f"criterion={self.criterion!r} must be one of {sorted(CRITERIA)}")
+        if not isinstance(self.max_depth, (int, np.integer)) or not 0 <= self.max_depth <= 32:
+            raise ValueError(f"max_depth={self.max_depth!r} must be an integer from 0 to 32")
+        if not isinstance(self.min_samples_leaf, (int, np.integer)) or self.min_samples_leaf < 1:
+            raise ValueError(f"min_samples_leaf={self.min_samples_leaf!r} must be an integer >= 1")
+        max_nodes = self.max_nodes if self.max_nodes is not None else min(MAX_NODES, 2 ** (self.max_depth + 1) - 1)
+        if not isinstance(max_nodes, (int, np.integer)) or not 1 <= max_nodes <= MAX_NODES:
+            raise ValueError(f"max_nodes={max_nodes!r} must be an integer from 1 to {MAX_NODES}")
+        return dict(criterion=CRITERIA[self.criterion], max_depth=int(self.max_depth),
+                    min_samples_leaf=int(self.min_samples_leaf), max_nodes=int(max_nodes))
+
+
+class TreeClassifier(BinnedClassifier):
+    """A CART classification tree grown on 8-bit feature bins.
+
+    Parameters
+    ----------
+    max_depth : depth limit (a root-only tree has depth 0).
+    min_samples_leaf : smallest number of samples a leaf may hold.
+    max_nodes : node budget (internal nodes and leaves); by default the full binary tree of ``max_depth``,
+        capped at 65535. Growth is breadth first, so a small budget keeps the upper levels.
+    criterion : ``"gini"`` or ``"entropy"`` (both evaluated in exact integer arithmetic, see ``_kernels``).
+    max_bins, binning : feature quantization, see :class:`edgestream.binning.BinMapper`.
+    """
+
+    def __init__(self, max_depth: int = 8, min_samples_leaf: int = 1, max_nodes: int | None = None,
+                 criterion: str = "gini", max_bins: int = 255, binning: str = "quantile"):
+        self.max_depth = max_depth
+        self.min_samples_leaf = min_samples_leaf
+        self.max_nodes = max_nodes
+        self.criterion = criterion
+        self.max_bins = max_bins
+        self.binning = binning
+
+    def _fit_ensemble(self, X_binned, y, n_classes) -> TreeEnsemble:
+        settings = self._tree_settings(X_binned.shape[1])
+        tree = grow_tree(X_binned, y, np.ones(len(y), dtype=np.uint32), n_classes, **settings)
+        return TreeEnsemble.from_trees([tree], [1], X_binned.shape[1], n_classes)
+
+
+def grow_tree(X_binned, y, weight, n_classes, *, criterion, max_depth, min_samples_leaf, max_nodes,
+              max_features=None, seed=0):
+    """One tree on binned data (see ``_kernels.build_tree``): returns (nodes, leaf_values)."""
+    n_features = X_binned.shape[1]
+    return _kernels.build_tree(
+        np.ascontiguousarray(X_binned, dtype=np.uint8), np.ascontiguousarray(y, dtype=np.uint8),
+        np.ascontiguousarray(weight, dtype=np.uint32), n_classes, criterion, max_depth, min_samples_leaf,
+        max_nodes, n_features if max_features is None else max_features, seed)
+
+
+def check_features(X, n_features: int | None = None) -> np.ndarray:
+    """A float 2-D array with 1..255 features and at least one row; NaN is allowed (missing)."""
+    try:
+        X = np.asarray(X, dtype=np.float64)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"features must be numeric: {error}") from None
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-dimensional (samples, features), got shape {X.shape}")
+    if X.shape[0] == 0:
+        raise ValueError("X has no rows")
+    if not 1 <= X.shape[1] <= MAX_FEATURES:
+        raise ValueError(f"X has {X.shape[1]} features, edgestream supports 1 to {MAX_FEATURES}")
+    if n_features is not None and X.shape[1] != n_features:
+        raise ValueError(f"X has {X.shape[1]} features, the model was fitted on {n_features}")
+    return X
+
+
+def encode_labels(y, n_rows: int) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted class labels and the uint8 class index of every row."""
+    y = np.asarray(y)
+    if y.ndim != 1:
+        raise ValueError(f"y must be 1-dimensional, got shape {y.shape}")
+    if len(y) != n_rows:
+        raise ValueError(f"X has {n_rows} rows but y has {len(y)} labels")
+    if y.dtype.kind == "f" and np.isnan(y).any():
+        raise ValueError(f"y has {int(np.isnan(y).sum())} missing (NaN) labels")
+    if y.dtype == object and any(label is None for label in y):
+        raise ValueError("y has missing (None) labels")
+    classes, encoded = np.unique(y, return_inverse=True)
+    if len(classes) < 2:
+        raise ValueError(f"y has a single class ({classes[0]!r}); a classifier needs at least 2")
+    if len(classes) > MAX_CLASSES:
+        raise ValueError(f"y has {len(classes)} classes, edgestream supports at most {MAX_CLASSES}")
+    return classes, encoded.astype(np.uint8)
+
+
+__all__ = ["TreeEnsemble", "TreeClassifier", "BinnedClassifier", "grow_tree", "MISSING_BIN"]

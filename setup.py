@@ -1,0 +1,15 @@
+"""Build the Cython kernels; everything else is declared in pyproject.toml."""
+import numpy
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+extensions = [
+    Extension(
+        "edgestream._kernels",
+        ["edgestream/_kernels.pyx"],
+        include_dirs=[numpy.get_include()],
+        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+    )
+]
+
+setup(ext_modules=cythonize(extensions, language_level=3))
