@@ -21,7 +21,8 @@ class ForestClassifier(BinnedClassifier):
 
     def __init__(self, n_trees: int = 10, max_depth: int = 8, min_samples_leaf: int = 1,
                  max_nodes: int | None = None, criterion: str = "gini", max_features="sqrt",
-                 bootstrap: bool = True, max_bins: int = 255, binning: str = "quantile", random_state: int = 0):
+                 bootstrap: bool = True, max_bins: int = 255, binning: str = "quantile",
+                 input_dtype: str = "float32", random_state: int = 0):
         self.n_trees = n_trees
         self.max_depth = max_depth
         self.min_samples_leaf = min_samples_leaf
@@ -31,6 +32,7 @@ class ForestClassifier(BinnedClassifier):
         self.bootstrap = bootstrap
         self.max_bins = max_bins
         self.binning = binning
+        self.input_dtype = input_dtype
         self.random_state = random_state
 
     def _fit_ensemble(self, X_binned, y, n_classes) -> TreeEnsemble:

@@ -25,6 +25,7 @@ from pathlib import Path
 import cffi
 import numpy as np
 
+from .emit import C_TYPES
 from .export import MANIFEST, DeviceModel, runtime_sources
 
 STATUS_CDEF = """
@@ -49,9 +50,6 @@ BUNDLE_CDEF = """
 es_status {name}_predict(const {ctype} *features, uint8_t *class_out);
 es_status {name}_predict_proba(const {ctype} *features, uint16_t *proba_q15);
 """
-
-C_TYPES = {"float32": "float", "int32": "int32_t"}
-
 
 class DeviceError(RuntimeError):
     """The C code returned a status other than ES_OK."""

@@ -142,16 +142,17 @@ class BinnedClassifier:
         return f"{type(self).__name__}({args})"
 
     def fit(self, X, y):
-        X = check_features(X)
+        X = check_features(X, dtype=self.input_dtype)
         self.classes_, y_encoded = encode_labels(y, len(X))
-        self.bins_ = BinMapper(self.max_bins, self.binning, "float32").fit(X)
+        self.bins_ = BinMapper(self.max_bins, self.binning, self.input_dtype).fit(X)
         self.ensemble_ = self._fit_ensemble(self.bins_.transform(X), y_encoded, len(self.classes_))
         return self
 
     def predict_proba_q15(self, X) -> np.ndarray:
         """Class probabilities exactly as the device computes them (uint16, 32768 == 1.0)."""
         self._check_fitted()
-        return self.ensemble_.predict_proba_q15(self.bins_.transform(check_features(X, self.bins_.n_features)))
+        X = check_features(X, self.bins_.n_features, self.input_dtype)
+        return self.ensemble_.predict_proba_q15(self.bins_.transform(X))
 
     def predict_proba(self, X) -> np.ndarray:
         return self.predict_proba_q15(X) / Q15_ONE
@@ -161,7 +162,8 @@ class BinnedClassifier:
         return np.argmax(self.predict_proba_q15(X), axis=1).astype(np.uint8)
 
     def predict(self, X) -> np.ndarray:
-        return self.classes_[self.predict_encoded(X)]
+        encoded = self.predict_encoded(X)
+        return self.classes_[encoded]
 
     def score(self, X, y) -> float:
         return float(np.mean(self.predict(X) == np.asarray(y)))
@@ -195,16 +197,19 @@ class TreeClassifier(BinnedClassifier):
         capped at 65535. Growth is breadth first, so a small budget keeps the upper levels.
     criterion : ``"gini"`` or ``"entropy"`` (both evaluated in exact integer arithmetic, see ``_kernels``).
     max_bins, binning : feature quantization, see :class:`edgestream.binning.BinMapper`.
+    input_dtype : ``"float32"`` (device input is float) or ``"int32"`` (raw integer readings, no FPU needed).
     """
 
     def __init__(self, max_depth: int = 8, min_samples_leaf: int = 1, max_nodes: int | None = None,
-                 criterion: str = "gini", max_bins: int = 255, binning: str = "quantile"):
+                 criterion: str = "gini", max_bins: int = 255, binning: str = "quantile",
+                 input_dtype: str = "float32"):
         self.max_depth = max_depth
         self.min_samples_leaf = min_samples_leaf
         self.max_nodes = max_nodes
         self.criterion = criterion
         self.max_bins = max_bins
         self.binning = binning
+        self.input_dtype = input_dtype
 
     def _fit_ensemble(self, X_binned, y, n_classes) -> TreeEnsemble:
         settings = self._tree_settings(X_binned.shape[1])
@@ -222,12 +227,14 @@ def grow_tree(X_binned, y, weight, n_classes, *, criterion, max_depth, min_sampl
         max_nodes, n_features if max_features is None else max_features, seed)
 
 
-def check_features(X, n_features: int | None = None) -> np.ndarray:
-    """A float 2-D array with 1..255 features and at least one row; NaN is allowed (missing)."""
+def check_features(X, n_features: int | None = None, dtype: str = "float32") -> np.ndarray:
+    """A 2-D array with 1..255 features and at least one row: float (NaN = missing) or, for int32 bins, integer."""
     try:
-        X = np.asarray(X, dtype=np.float64)
+        X = np.asarray(X) if dtype == "int32" else np.asarray(X, dtype=np.float64)
     except (TypeError, ValueError) as error:
         raise ValueError(f"features must be numeric: {error}") from None
+    if dtype == "int32" and not np.issubdtype(X.dtype, np.integer):
+        raise ValueError(f"input_dtype='int32' needs integer features, got dtype {X.dtype}")
     if X.ndim != 2:
         raise ValueError(f"X must be 2-dimensional (samples, features), got shape {X.shape}")
     if X.shape[0] == 0:
