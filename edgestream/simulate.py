@@ -91,7 +91,7 @@ class Bundle:
     def __init__(self, directory):
         from .modelfile import load_model
 
-        self.directory = Path(directory)
+        self.directory = Path(directory).resolve()  # cffi compiles elsewhere: includes must be absolute
         manifest_path = self.directory / MANIFEST
         if not manifest_path.is_file():
             raise ValueError(f"{self.directory} is not an edgestream bundle (no {MANIFEST})")

@@ -1,0 +1,184 @@
+"""Data in and out of the package: a strict CSV reader and built-in stream generators.
+
+The generators let every command and test run with no data files. All of them are deterministic for a seed and
+return ``(X float64 [n, d], y int64 [n])`` in stream order.
+"""
+
+from __future__ import annotations
+
+import csv
+
+import numpy as np
+
+from .errors import DataError
+
+MISSING = frozenset({"", "?", "na", "nan"})  # compared case-insensitively
+
+
+def load_csv(path, label, no_header: bool = False) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Read a CSV file into ``(X, y, feature_names)``.
+
+    ``label`` is a column name or a 0-based index; a string of digits is an index unless it is a header name.
+    Without ``no_header``, the first row is a header when all its cells are non-numeric or when a feature column
+    holds a non-numeric cell. Missing feature values (empty, ``?``, ``NA``, ``nan``) become NaN, the bin every
+    model reserves for them. Labels stay ints if all are integers, else floats if all are numbers, else strings.
+    Columns without a header are named ``x0``, ``x1``, ... by their index in the file.
+    """
+    rows = _read_rows(path)
+    first = rows[0][1]
+    header = None if no_header or not _is_header(first, label) else first
+    if header is not None:
+        rows = rows[1:]
+    column = _label_index(label, header, len(first), path)
+    if not rows:
+        raise DataError(f"{path} has a header row but no data rows")
+    if len(first) < 2:
+        raise DataError(f"{path} has a single column; need at least one feature column besides the label")
+    names = header or [f"x{j}" for j in range(len(first))]
+    features = [j for j in range(len(first)) if j != column]
+    X = np.empty((len(rows), len(features)), dtype=np.float64)
+    labels = []
+    for i, (line, cells) in enumerate(rows):
+        if len(cells) != len(first):
+            raise DataError(f"{path}, line {line}: {len(cells)} columns, expected {len(first)} like the first row")
+        if cells[column].casefold() in MISSING:
+            raise DataError(f"{path}, line {line}: missing label in column {names[column]!r}")
+        labels.append(cells[column])
+        X[i] = [_feature_value(cells[j], path, line, names[j]) for j in features]
+    return X, _label_array(labels), [names[j] for j in features]
+
+
+def _read_rows(path) -> list[tuple[int, list[str]]]:
+    """Non-blank rows with their line numbers, cells stripped of surrounding spaces."""
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as handle:
+            reader = csv.reader(handle)
+            rows = [(reader.line_num, [cell.strip() for cell in row]) for row in reader if any(c.strip() for c in row)]
+    except (OSError, UnicodeDecodeError, csv.Error) as error:
+        raise DataError(f"cannot read {path}: {getattr(error, 'strerror', None) or error}") from None
+    if not rows:
+        raise DataError(f"{path} is empty")
+    return rows
+
+
+def _is_number(cell: str) -> bool:
+    if cell.casefold() in MISSING:
+        return True  # a missing value is data, not a column name
+    try:
+        float(cell)
+    except ValueError:
+        return False
+    return True
+
+
+def _is_header(first: list[str], label) -> bool:
+    numeric = [_is_number(cell) for cell in first]
+    if not any(numeric):
+        return True
+    if isinstance(label, str) and label in first:
+        column = first.index(label)
+    else:
+        column = _as_index(label)
+    return any(not ok for j, ok in enumerate(numeric) if j != column)
+
+
+def _as_index(label) -> int | None:
+    if isinstance(label, (int, np.integer)) and not isinstance(label, bool):
+        return int(label)
+    if isinstance(label, str) and label.isdigit():
+        return int(label)
+    return None
+
+
+def _label_index(label, header: list[str] | None, n_columns: int, path) -> int:
+    if header is not None and isinstance(label, str) and label in header:
+        return header.index(label)
+    index = _as_index(label)
+    if index is not None and 0 <= index < n_columns:
+        return index
+    if header is not None:
+        available = ", ".join(repr(name) for name in header)
+        raise DataError(f"label column {label!r} does not exist in {path}; columns: {available} "
+                        f"(or a 0-based index below {n_columns})")
+    raise DataError(f"label column {label!r} does not exist in {path}: it has no header row and {n_columns} "
+                    f"columns, so the label must be a 0-based index from 0 to {n_columns - 1}")
+
+
+def _feature_value(cell: str, path, line: int, name: str) -> float:
+    if cell.casefold() in MISSING:
+        return np.nan
+    try:
+        return float(cell)
+    except ValueError:
+        raise DataError(f"{path}, line {line}, column {name!r}: non-numeric value {cell!r}") from None
+
+
+def _label_array(labels: list[str]) -> np.ndarray:
+    for kind in (int, float):
+        try:
+            return np.array([kind(label) for label in labels])
+        except ValueError:
+            continue
+    return np.array(labels)
+
+
+def make_stream(name: str, n_samples: int = 1000, seed: int = 0, **options) -> tuple[np.ndarray, np.ndarray]:
+    """A built-in stream by name (see ``STREAMS``); ``options`` go to its generator."""
+    if name not in STREAMS:
+        raise ValueError(f"unknown stream {name!r}; available: {', '.join(sorted(STREAMS))}")
+    if not isinstance(n_samples, (int, np.integer)) or n_samples < 1:
+        raise ValueError(f"n_samples={n_samples!r} must be a positive integer")
+    return STREAMS[name](int(n_samples), np.random.default_rng(seed), **options)
+
+
+def rotating_hyperplane(n_samples: int, rng, n_features: int = 10, n_drift_features: int = 2,
+                        magnitude: float = 0.001, reversal: float = 0.1, noise: float = 0.05):
+    """Rotating hyperplane (Hulten et al. 2001, as in MOA): gradual drift.
+
+    ``x`` is uniform in [0, 1]^d and the label is ``w . x >= sum(w) / 2``. After every sample the first
+    ``n_drift_features`` weights move by ``magnitude`` in their current direction, which reverses with
+    probability ``reversal``; a fraction ``noise`` of labels is flipped.
+    """
+    X = rng.random((n_samples, n_features))
+    w0 = rng.random(n_features)
+    flips = np.where(rng.random((n_samples, n_drift_features)) < reversal, -1.0, 1.0)
+    flips[0] = np.where(rng.random(n_drift_features) < 0.5, -1.0, 1.0)  # initial directions
+    steps = magnitude * np.cumsum(np.cumprod(flips, axis=0), axis=0)
+    w = np.tile(w0, (n_samples, 1))
+    w[1:, :n_drift_features] += steps[:-1]  # sample t sees the weights after t updates
+    y = (np.einsum("ij,ij->i", X, w) >= w.sum(axis=1) / 2).astype(np.int64)
+    return X, _flip_labels(y, noise, 2, rng)
+
+
+def gaussian_blobs(n_samples: int, rng, n_classes: int = 3, n_features: int = 4, spread: float = 1.0,
+                   distance: float = 3.0):
+    """Gaussian blobs: one isotropic cluster per class, centres drawn from N(0, distance^2), no drift."""
+    centres = rng.normal(0.0, distance, (n_classes, n_features))
+    y = rng.integers(0, n_classes, n_samples)
+    return centres[y] + rng.normal(0.0, spread, (n_samples, n_features)), y.astype(np.int64)
+
+
+def sea_concepts(n_samples: int, rng, thresholds=(8.0, 9.0, 7.0, 9.5), noise: float = 0.1):
+    """SEA concepts (Street and Kim 2001): abrupt drift.
+
+    Three features uniform in [0, 10]; the label is ``x0 + x1 <= theta``, the third feature is irrelevant.
+    The stream is cut into ``len(thresholds)`` equal blocks, each with its own ``theta``, so the concept
+    changes abruptly at every block boundary. A fraction ``noise`` of labels is flipped.
+    """
+    X = 10.0 * rng.random((n_samples, 3))
+    theta = np.asarray(thresholds, dtype=np.float64)[np.arange(n_samples) * len(thresholds) // n_samples]
+    y = (X[:, 0] + X[:, 1] <= theta).astype(np.int64)
+    return X, _flip_labels(y, noise, 2, rng)
+
+
+def _flip_labels(y: np.ndarray, noise: float, n_classes: int, rng) -> np.ndarray:
+    """Replace a fraction ``noise`` of labels with a different class, drawn uniformly."""
+    flip = rng.random(len(y)) < noise
+    y = y.copy()
+    y[flip] = (y[flip] + rng.integers(1, n_classes, int(flip.sum()))) % n_classes
+    return y
+
+
+STREAMS = {"hyperplane": rotating_hyperplane, "blobs": gaussian_blobs, "sea": sea_concepts}
+
+__all__ = ["DataError", "STREAMS", "load_csv", "make_stream"]

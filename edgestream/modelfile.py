@@ -1,0 +1,216 @@
+"""Saving and loading fitted models.
+
+A model file is three parts:
+
+1. the magic line ``EDGESTREAM-MODEL\\n``;
+2. one line of JSON: ``format_version``, ``learner`` (class name), ``params`` (``get_params()``), ``classes``
+   (JSON keeps ints, floats, strings and booleans apart, so labels come back as the kind they were),
+   ``binning`` (``max_bins``, ``strategy``, ``dtype``), ``n_features`` and ``sha256`` of the payload;
+3. the payload: an ``.npz`` archive of the tree tables and the flat bin edges, read with ``allow_pickle=False``
+   so that loading a file never runs code from it.
+
+The payload's zip entries carry a fixed timestamp, so the same model always gives the same bytes (bundles that
+embed the file can be cached by content hash). Files are written to a temporary file in the target directory and
+moved into place, so a failure never leaves a half-written model. Every problem raises
+:class:`edgestream.errors.ModelFileError`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import tempfile
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+from .binning import MAX_EDGES, BinMapper
+from .errors import ModelFileError
+from .forest import ForestClassifier
+from .tree import NODE_DTYPE, TreeClassifier, TreeEnsemble
+
+MAGIC = b"EDGESTREAM-MODEL\n"
+FORMAT_VERSION = 1
+LEARNERS: dict[str, type] = {}
+_ZIP_DATE = (1980, 1, 1, 0, 0, 0)
+_TABLE_DTYPES = {"nodes": NODE_DTYPE, "roots": np.uint16, "weights": np.uint16, "leaf_values": np.uint16,
+                 "bin_offsets": np.uint16}
+
+
+def register_learner(cls: type) -> type:
+    """Make ``cls`` saveable and loadable. It must be a ``BinnedClassifier`` (``bins_``, ``ensemble_``, ``classes_``)."""
+    LEARNERS[cls.__name__] = cls
+    return cls
+
+
+register_learner(TreeClassifier)
+register_learner(ForestClassifier)
+
+
+def save_model(model, path) -> Path:
+    """Write a fitted model to ``path`` atomically and return the path."""
+    path = Path(path)
+    data = model_bytes(model)
+    try:
+        _write_atomic(path, data)
+    except OSError as error:
+        raise ModelFileError(f"cannot write model file {path}: {error.strerror or error}") from None
+    return path
+
+
+def load_model(path):
+    """Read a model file written by :func:`save_model`, checking magic, version, checksum and every table."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise ModelFileError(f"cannot read model file {path}: {error.strerror or error}") from None
+    return model_from_bytes(data, str(path))
+
+
+def model_bytes(model) -> bytes:
+    """The complete file contents for a fitted model."""
+    name = type(model).__name__
+    if LEARNERS.get(name) is not type(model):
+        raise ModelFileError(f"cannot save a {name}: not a registered learner ({', '.join(sorted(LEARNERS))})")
+    if not all(hasattr(model, a) for a in ("ensemble_", "bins_", "classes_")):
+        raise ModelFileError(f"cannot save an unfitted {name}; call fit(X, y) first")
+    edges, offsets = model.bins_.flat_edges()
+    payload = _npz_bytes({**model.ensemble_.arrays(), "bin_edges": edges, "bin_offsets": offsets})
+    header = {
+        "format_version": FORMAT_VERSION,
+        "learner": name,
+        "params": model.get_params(),
+        "classes": np.asarray(model.classes_).tolist(),
+        "binning": {"max_bins": model.bins_.max_bins, "strategy": model.bins_.strategy, "dtype": model.bins_.dtype},
+        "n_features": model.ensemble_.n_features,
+        "sha256": hashlib.sha256(payload).hexdigest(),
+    }
+    try:
+        line = json.dumps(header, default=_json_scalar, allow_nan=False)
+    except (TypeError, ValueError) as error:
+        raise ModelFileError(f"cannot save this {name}: {error}") from None
+    return MAGIC + line.encode() + b"\n" + payload
+
+
+def model_from_bytes(data: bytes, source: str = "<bytes>"):
+    """Rebuild a model from file contents; ``source`` names the file in error messages."""
+    if not data.startswith(MAGIC):
+        raise ModelFileError(f"{source} is not an edgestream model file (it does not start with {MAGIC[:-1].decode()!r})")
+    end = data.find(b"\n", len(MAGIC))
+    if end < 0:
+        raise ModelFileError(f"corrupt model file {source}: the header line is incomplete (truncated file?)")
+    try:
+        header = json.loads(data[len(MAGIC):end])
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ModelFileError(f"corrupt model file {source}: the header is not valid JSON ({error})") from None
+    if not isinstance(header, dict):
+        raise ModelFileError(f"corrupt model file {source}: the header is not a JSON object")
+    _check_version(header, source)
+    payload = data[end + 1:]
+    if hashlib.sha256(payload).hexdigest() != header.get("sha256"):
+        raise ModelFileError(f"corrupt model file {source}: payload checksum mismatch (truncated or modified)")
+    try:
+        return _rebuild(header, _read_npz(payload), source)
+    except KeyError as error:
+        raise ModelFileError(f"corrupt model file {source}: missing entry {error}") from None
+    except (TypeError, ValueError) as error:
+        raise ModelFileError(f"invalid model file {source}: {error}") from None
+
+
+def _check_version(header: dict, source: str) -> None:
+    found = header.get("format_version")
+    if type(found) is not int or found != FORMAT_VERSION:
+        hint = "; upgrade edgestream to read it" if isinstance(found, int) and found > FORMAT_VERSION else ""
+        raise ModelFileError(f"model file {source} has format_version {found!r}; this edgestream supports "
+                             f"format_version {FORMAT_VERSION}{hint}")
+
+
+def _rebuild(header: dict, arrays: dict, source: str):
+    cls = LEARNERS.get(header["learner"])
+    if cls is None:
+        raise ModelFileError(f"model file {source} holds an unknown learner {header['learner']!r}; "
+                             f"known: {', '.join(sorted(LEARNERS))}")
+    model = cls(**header["params"])
+    model.classes_ = _classes(header["classes"])
+    binning = header["binning"]
+    _check_tables(arrays, binning["dtype"])
+    model.bins_ = BinMapper.from_flat_edges(arrays["bin_edges"], arrays["bin_offsets"], binning["max_bins"],
+                                            binning["strategy"], binning["dtype"])
+    model.ensemble_ = TreeEnsemble(nodes=arrays["nodes"], roots=arrays["roots"], weights=arrays["weights"],
+                                   leaf_values=arrays["leaf_values"], n_features=int(header["n_features"]))
+    model.ensemble_.validate()
+    if model.bins_.n_features != model.ensemble_.n_features:
+        raise ValueError(f"bin edges for {model.bins_.n_features} features, trees for {model.ensemble_.n_features}")
+    if model.ensemble_.n_classes != len(model.classes_):
+        raise ValueError(f"{len(model.classes_)} class labels, leaf table for {model.ensemble_.n_classes} classes")
+    return model
+
+
+def _classes(labels) -> np.ndarray:
+    """Class labels of one kind (all int, float, str or bool), as ``np.unique`` had sorted them at fit time."""
+    kinds = {type(label) for label in labels} if isinstance(labels, list) else set()
+    if len(kinds) != 1 or not kinds <= {int, float, str, bool}:
+        raise ValueError("classes must be a non-empty list of labels of one kind (int, float, str or bool)")
+    return np.asarray(labels)
+
+
+def _check_tables(arrays: dict, edge_dtype: str) -> None:
+    """Dtypes, shapes and bin offsets, checked before anything indexes with them."""
+    for name, dtype in {**_TABLE_DTYPES, "bin_edges": edge_dtype}.items():
+        if arrays[name].dtype != np.dtype(dtype):
+            raise ValueError(f"table {name!r} has dtype {arrays[name].dtype}, expected {np.dtype(dtype)}")
+        if arrays[name].ndim != (2 if name == "leaf_values" else 1):
+            raise ValueError(f"table {name!r} has shape {arrays[name].shape}")
+    offsets, edges = arrays["bin_offsets"].astype(np.int64), arrays["bin_edges"]
+    if len(offsets) < 2 or offsets[0] != 0 or offsets[-1] != len(edges) or (np.diff(offsets) < 0).any():
+        raise ValueError("bin offsets do not partition the bin edges")
+    for start, stop in zip(offsets[:-1], offsets[1:]):
+        if stop - start > MAX_EDGES or not (np.diff(edges[start:stop]) > 0).all():
+            raise ValueError(f"a feature has more than {MAX_EDGES} or unsorted bin edges")
+
+
+def _npz_bytes(arrays: dict) -> bytes:
+    """An ``np.savez``-compatible archive with fixed timestamps, so equal models give equal bytes."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as archive:
+        for name, array in arrays.items():
+            with archive.open(zipfile.ZipInfo(f"{name}.npy", _ZIP_DATE), "w") as entry:
+                np.lib.format.write_array(entry, np.ascontiguousarray(array), allow_pickle=False)
+    return buffer.getvalue()
+
+
+def _read_npz(payload: bytes) -> dict:
+    try:
+        with np.load(io.BytesIO(payload), allow_pickle=False) as archive:
+            return {name: archive[name] for name in archive.files}
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as error:
+        raise ValueError(f"the payload is not a readable array archive ({error})") from None
+
+
+def _json_scalar(value):
+    """numpy scalars in ``get_params()`` become plain JSON numbers and booleans."""
+    if isinstance(value, (np.integer, np.floating, np.bool_)):
+        return value.item()
+    raise TypeError(f"parameter value {value!r} of type {type(value).__name__} cannot be stored in a model file")
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temp, 0o644)
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+
+
+__all__ = ["FORMAT_VERSION", "LEARNERS", "MAGIC", "load_model", "model_bytes", "model_from_bytes",
+           "register_learner", "save_model"]

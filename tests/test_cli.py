@@ -1,0 +1,187 @@
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import edgestream
+from edgestream import simulate
+from edgestream.cli import main
+from edgestream.data import make_stream
+from edgestream.modelfile import load_model
+
+
+def write_csv(path, X, y, header=True):
+    lines = [",".join([*(f"f{j}" for j in range(X.shape[1])), "label"])] if header else []
+    lines += [",".join([*(repr(float(v)) for v in x), str(k)]) for x, k in zip(X, y)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.fixture
+def blobs_csv(tmp_path):
+    X, y = make_stream("blobs", 400, seed=5)
+    return write_csv(tmp_path / "blobs.csv", X, np.array(["red", "green", "blue"])[y])
+
+
+def run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def assert_user_error(code, err, message):
+    assert code == 2 and err.startswith("edgestream: error: ") and message in err and "Traceback" not in err
+
+
+def test_fit_tree_prints_summary_and_saves(capsys, tmp_path, blobs_csv):
+    code, out, _ = run(capsys, "fit", blobs_csv, "--label", "label", "--learner", "tree", "--max-depth", 3,
+                       "--criterion", "entropy", "--min-samples-leaf", 2, "--max-bins", 32, "--binning", "adaptive",
+                       "-o", tmp_path / "m.esm")
+    model = load_model(tmp_path / "m.esm")
+    assert code == 0 and "400 rows" in out and "3 classes" in out and f"{len(model.ensemble_.nodes)} nodes" in out
+    assert "training accuracy" in out and len(out.splitlines()) == 1
+    assert (model.max_depth, model.criterion, model.min_samples_leaf, model.max_bins, model.binning) == \
+        (3, "entropy", 2, 32, "adaptive")
+    assert model.bins_.strategy == "adaptive" and model.classes_.tolist() == ["blue", "green", "red"]
+
+
+def test_fit_forest_options(capsys, tmp_path, blobs_csv):
+    code, _, _ = run(capsys, "fit", blobs_csv, "--label", 4, "--learner", "forest", "--n-trees", 4, "--seed", 9,
+                     "-o", tmp_path / "f.esm")
+    model = load_model(tmp_path / "f.esm")
+    assert code == 0 and type(model).__name__ == "ForestClassifier"
+    assert model.n_trees == 4 and model.random_state == 9 and model.ensemble_.n_trees == 4
+
+
+def test_int32_model_end_to_end(capsys, tmp_path):
+    X, y = make_stream("blobs", 300, seed=2)
+    path = write_csv(tmp_path / "raw.csv", np.round(X * 1000), y)
+    code, _, _ = run(capsys, "fit", path, "--label", "label", "--input-dtype", "int32", "-o", tmp_path / "m.esm")
+    assert code == 0 and load_model(tmp_path / "m.esm").bins_.dtype == "int32"
+    assert run(capsys, "export", tmp_path / "m.esm", "-o", tmp_path / "bundle")[0] == 0
+    code, out, _ = run(capsys, "simulate", tmp_path / "bundle", path, "--label", "label", "--json")
+    assert code == 0 and json.loads(out)["mismatches"] == 0 and json.loads(out)["proba_mismatches"] == 0
+    code, _, err = run(capsys, "simulate", tmp_path / "bundle", write_csv(tmp_path / "f.csv", X, y), "--label", "label")
+    assert_user_error(code, err, "int32 needs whole-number features")
+
+
+def test_fit_without_header(capsys, tmp_path):
+    X, y = make_stream("sea", 200, seed=1)
+    path = write_csv(tmp_path / "sea.csv", X, y, header=False)
+    code, out, _ = run(capsys, "fit", path, "--label", 3, "--no-header", "-o", tmp_path / "m.esm")
+    assert code == 0 and "200 rows, 3 features, 2 classes" in out
+
+
+@pytest.mark.parametrize("text, argv, message", [
+    ("a,b\n1,2\n", ["--label", "c"], "label column 'c' does not exist"),
+    ("a,b\n1,0\n2,0\n", ["--label", "b"], "single class"),
+    ("", ["--label", "0"], "is empty"),
+    ("a,b,c\n1,2,3\n1,2\n", ["--label", "c"], "line 3: 2 columns, expected 3"),
+    ("a,b\n1,0\n2,1\n", ["--label", "b", "--n-trees", "3"], "--n-trees applies to --learner forest only"),
+    ("a,b\n1,0\n2,1\n", ["--label", "b", "--max-depth", "99"], "max_depth=99"),
+])
+def test_fit_user_errors(capsys, tmp_path, text, argv, message):
+    path = tmp_path / "d.csv"
+    path.write_text(text)
+    code, _, err = run(capsys, "fit", path, *argv, "-o", tmp_path / "m.esm")
+    assert_user_error(code, err, message)
+    assert not (tmp_path / "m.esm").exists()
+
+
+def test_export_of_corrupt_model_is_a_user_error(capsys, tmp_path, blobs_csv):
+    run(capsys, "fit", blobs_csv, "--label", "label", "-o", tmp_path / "m.esm")
+    data = bytearray((tmp_path / "m.esm").read_bytes())
+    data[-10] ^= 0xFF
+    (tmp_path / "m.esm").write_bytes(bytes(data))
+    code, _, err = run(capsys, "export", tmp_path / "m.esm", "-o", tmp_path / "bundle")
+    assert_user_error(code, err, "checksum mismatch")
+    code, _, err = run(capsys, "export", tmp_path / "absent.esm", "-o", tmp_path / "bundle")
+    assert_user_error(code, err, "cannot read model file")
+
+
+def test_fit_export_simulate_end_to_end(capsys, tmp_path, blobs_csv):
+    assert run(capsys, "fit", blobs_csv, "--label", "label", "--learner", "forest", "--n-trees", 3,
+               "-o", tmp_path / "m.esm")[0] == 0
+    code, out, _ = run(capsys, "export", tmp_path / "m.esm", "-o", tmp_path / "bundle", "--name", "blobs")
+    assert code == 0 and (tmp_path / "bundle" / "blobs.h").is_file() and (tmp_path / "bundle" / "model.esm").is_file()
+    code, out, _ = run(capsys, "simulate", tmp_path / "bundle", blobs_csv, "--label", "label", "--json")
+    report = json.loads(out)
+    model = load_model(tmp_path / "m.esm")
+    X, y = make_stream("blobs", 400, seed=5)
+    assert code == 0 and report["n"] == 400 and report["mismatches"] == 0 and report["proba_mismatches"] == 0
+    assert report["accuracy"] == pytest.approx(model.score(X, np.array(["red", "green", "blue"])[y]))
+    assert report["bundle"] == str(tmp_path / "bundle") and report["target"] == "host"
+    code, out, _ = run(capsys, "simulate", tmp_path / "bundle", blobs_csv, "--label", "label")
+    assert code == 0 and "400 rows" in out and "0 class mismatches" in out
+
+
+def test_simulate_user_errors(capsys, tmp_path, blobs_csv):
+    code, _, err = run(capsys, "simulate", tmp_path, blobs_csv, "--label", "label")
+    assert_user_error(code, err, "not an edgestream bundle")
+    code, _, err = run(capsys, "simulate", tmp_path, blobs_csv, "--label", "nope")
+    assert_user_error(code, err, "label column 'nope' does not exist")
+
+
+class FakeBundle:
+    """Stands in for a compiled bundle: the Python model, with chosen rows' C outputs altered."""
+
+    def __init__(self, model, wrong_rows=()):
+        self.model = model
+        self.wrong_rows = list(wrong_rows)
+
+    def predict_encoded(self, X):
+        predicted = self.model.predict_encoded(X)
+        predicted[self.wrong_rows] = (predicted[self.wrong_rows] + 1) % len(self.model.classes_)
+        return predicted
+
+    def predict_proba_q15(self, X):
+        proba = self.model.predict_proba_q15(X)
+        proba[self.wrong_rows, 0] ^= 1
+        return proba
+
+
+def test_simulate_counts_mismatches_and_unknown_labels(capsys, tmp_path, monkeypatch):
+    X = np.arange(40, dtype=float).reshape(20, 2)
+    y = (X[:, 0] > 20).astype(int)
+    model = edgestream.TreeClassifier(max_depth=2).fit(X, y)
+    labels = y.copy()
+    labels[:3] = 7  # a label the model never saw counts as wrong
+    path = write_csv(tmp_path / "d.csv", X, labels)
+    monkeypatch.setattr(simulate, "load_bundle", lambda directory: FakeBundle(model, wrong_rows=[5, 6]))
+    code, out, _ = run(capsys, "simulate", tmp_path, path, "--label", "label", "--json")
+    assert code == 0 and json.loads(out) == {"n": 20, "accuracy": 15 / 20, "mismatches": 2, "proba_mismatches": 2,
+                                             "bundle": str(tmp_path), "target": "host"}
+
+
+def test_demo_end_to_end(capsys, tmp_path):
+    code, out, _ = run(capsys, "demo", "--out", tmp_path / "demo", "--n-samples", 600)
+    assert code == 0 and "0 class mismatches, 0 probability mismatches" in out
+    assert (tmp_path / "demo" / "model.esm").is_file() and (tmp_path / "demo" / "bundle" / "edgestream.json").is_file()
+
+
+def test_demo_fails_on_mismatch(capsys, tmp_path, monkeypatch):
+    monkeypatch.setattr(simulate, "load_bundle", lambda directory: FakeBundle(load_model(directory / "model.esm"), [0]))
+    code, out, _ = run(capsys, "demo", "--out", tmp_path, "--n-samples", 300)
+    assert code == 1 and "1 class mismatches" in out
+
+
+def test_version_and_usage(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0 and capsys.readouterr().out.strip() == f"edgestream {edgestream.__version__}"
+    with pytest.raises(SystemExit) as exit_info:
+        main([])
+    assert exit_info.value.code == 2
+
+
+def test_subprocess_round_trip(tmp_path, blobs_csv):
+    cli = [sys.executable, "-m", "edgestream.cli"]
+    done = subprocess.run([*cli, "fit", blobs_csv, "--label", "label", "-o", tmp_path / "m.esm"],
+                          capture_output=True, text=True, check=True)
+    assert "training accuracy" in done.stdout
+    done = subprocess.run([*cli, "fit", blobs_csv, "--label", "missing", "-o", tmp_path / "x.esm"],
+                          capture_output=True, text=True)
+    assert done.returncode == 2 and done.stderr.startswith("edgestream: error: label column 'missing'")
+    assert "Traceback" not in done.stderr
