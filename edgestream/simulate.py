@@ -27,6 +27,7 @@ import numpy as np
 
 from .emit import C_TYPES
 from .export import MANIFEST, DeviceModel, runtime_sources
+from .tree import NODE_DTYPE
 
 STATUS_CDEF = """
 typedef enum { ES_OK = 0, ES_ERR_NULL = 1, ES_ERR_MODEL = 2, ES_ERR_LABEL = 3, ES_ERR_FULL = 4 } es_status;
@@ -44,6 +45,21 @@ es_status es_quantize_i32(const int32_t *features, const int32_t *edges, const u
                           uint8_t n_features, uint8_t *bins);
 es_status es_ensemble_predict_proba(const es_ensemble *model, const uint8_t *bins, uint32_t *acc,
                                     uint16_t *proba);
+typedef struct {
+    uint8_t n_features; uint8_t n_classes; uint8_t max_depth; uint8_t criterion;
+    uint16_t window_size; uint16_t max_shrubs; uint16_t min_samples_leaf; uint16_t burnin; uint16_t update_every;
+    uint32_t step_q16;
+} es_shrubs_config;
+typedef struct { uint16_t head; uint16_t count; uint16_t n_shrubs; uint16_t since_update; } es_shrubs_counters;
+typedef struct {
+    const es_shrubs_config *config;
+    uint8_t *window_bins; uint8_t *window_labels; es_node *nodes; uint16_t *leaf_values; uint16_t *roots;
+    uint16_t *weights; uint16_t *leaf_index; int32_t *residual; int32_t *work_weights; uint16_t *order;
+    uint16_t *node_start; uint16_t *node_stop; uint8_t *node_depth; uint8_t *rank; uint32_t *class_counts;
+    uint32_t *left_counts; es_shrubs_counters *counters;
+} es_shrubs;
+es_status es_shrubs_learn(const es_shrubs *model, const uint8_t *bins, uint8_t label);
+es_status es_shrubs_predict_proba(const es_shrubs *model, const uint8_t *bins, uint32_t *acc, uint16_t *proba);
 """
 
 BUNDLE_CDEF = """
@@ -142,7 +158,7 @@ def load_bundle(directory) -> Bundle:
 def runtime():
     """The runtime in csrc/ compiled once: (ffi, lib) with the functions of RUNTIME_CDEF."""
     sources = [p for p in runtime_sources() if p.suffix == ".c"]
-    header = '#include "es_binning.h"\n#include "es_tree.h"\n'
+    header = '#include "es_binning.h"\n#include "es_tree.h"\n#include "es_shrubs.h"\n'
     return compile_library(RUNTIME_CDEF, header, sources, sources[0].parent)
 
 
@@ -181,3 +197,53 @@ def runtime_predict_proba(device: DeviceModel, X) -> np.ndarray:
         check(lib.es_ensemble_predict_proba(model, ffi.from_buffer("uint8_t[]", row), acc,
                                             ffi.from_buffer("uint16_t[]", proba[i])), "predict_proba")
     return proba
+
+
+NUMPY_TYPES = {"uint8_t": np.uint8, "uint16_t": np.uint16, "int32_t": np.int32, "uint32_t": np.uint32}
+COUNTERS = ("head", "count", "n_shrubs", "since_update")
+
+
+class RuntimeShrubs:
+    """A shrub ensemble state in numpy arrays, learning and predicting through the compiled C runtime.
+
+    The arrays are the regions of ``learner.layout()``, so after any step they can be compared with the Python
+    learner's state directly.
+    """
+
+    def __init__(self, learner):
+        from .shrubs import config_values
+
+        self.ffi, self.lib = runtime()
+        self.n_classes = len(learner.classes_)
+        self.config = self.ffi.new("es_shrubs_config *", config_values(learner))
+        self.regions = {}
+        fields = {"config": self.config}
+        for region in learner.layout():
+            if region.name == "counters":
+                continue
+            if region.c_type == "es_node":
+                array = np.zeros(region.count, dtype=NODE_DTYPE)
+            else:
+                array = np.zeros(region.count, dtype=NUMPY_TYPES[region.c_type])
+            self.regions[region.name] = array
+            fields[region.name] = self.ffi.from_buffer(f"{region.c_type}[]", array)
+        self.counters = self.ffi.new("es_shrubs_counters *")
+        fields["counters"] = self.counters
+        self.model = self.ffi.new("es_shrubs *", fields)
+        self._acc = self.ffi.new("uint32_t[]", self.n_classes)
+
+    def learn(self, bins: np.ndarray, label: int) -> int:
+        """Status of es_shrubs_learn (0 = ES_OK)."""
+        row = np.ascontiguousarray(bins, dtype=np.uint8)
+        return self.lib.es_shrubs_learn(self.model, self.ffi.from_buffer("uint8_t[]", row), label)
+
+    def predict_proba(self, bins: np.ndarray) -> np.ndarray:
+        rows = np.ascontiguousarray(np.atleast_2d(bins), dtype=np.uint8)
+        proba = np.empty((len(rows), self.n_classes), dtype=np.uint16)
+        for i, row in enumerate(rows):
+            check(self.lib.es_shrubs_predict_proba(self.model, self.ffi.from_buffer("uint8_t[]", row), self._acc,
+                                                   self.ffi.from_buffer("uint16_t[]", proba[i])), "predict_proba")
+        return proba
+
+    def counter_values(self) -> dict:
+        return {name: getattr(self.counters, name) for name in COUNTERS}
