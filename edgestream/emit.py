@@ -9,7 +9,6 @@ import numpy as np
 
 TEMPLATES = {
     "{name}.h": "model.h.j2",
-    "{name}.c": "model.c.j2",
     "main.c": "main.c.j2",
     "Makefile": "Makefile.j2",
     "CMakeLists.txt": "CMakeLists.txt.j2",
@@ -43,26 +42,15 @@ def environment() -> jinja2.Environment:
     return env
 
 
-def render_bundle(device) -> dict[str, str]:
-    """File name -> text of every generated file."""
+def render_bundle(context: dict, model_template: str) -> dict[str, str]:
+    """File name -> text of every generated file; ``model_template`` renders ``<name>.c``."""
     env = environment()
-    ensemble = device.ensemble
+    name, input_dtype = context["name"], context["input_dtype"]
     context = {
-        "name": device.name,
-        "NAME": device.name.upper(),
-        "input_type": C_TYPES[device.input_dtype],
-        "input_dtype": device.input_dtype,
-        "quantize": "es_quantize_f32" if device.input_dtype == "float32" else "es_quantize_i32",
-        "n_features": device.n_features,
-        "n_classes": device.n_classes,
-        "n_trees": ensemble.n_trees,
-        "edges": device.edges,
-        "offsets": device.offsets,
-        "nodes": ensemble.nodes,
-        "roots": ensemble.roots,
-        "weights": ensemble.weights,
-        "leaf_values": ensemble.leaf_values,
-        "n_leaves": len(ensemble.leaf_values),
+        "NAME": name.upper(),
+        "input_type": C_TYPES[input_dtype],
+        "quantize": "es_quantize_f32" if input_dtype == "float32" else "es_quantize_i32",
+        **context,
     }
-    return {out.format(name=device.name): env.get_template(template).render(context)
-            for out, template in TEMPLATES.items()}
+    templates = {**TEMPLATES, "{name}.c": model_template}
+    return {out.format(name=name): env.get_template(template).render(context) for out, template in templates.items()}

@@ -89,25 +89,61 @@ def runtime_sources() -> list[Path]:
     return sorted(Path(str(p)) for p in root.iterdir() if p.name.endswith((".c", ".h")))
 
 
+def tree_context(device: DeviceModel) -> dict:
+    ensemble = device.ensemble
+    return {
+        "name": device.name, "input_dtype": device.input_dtype, "learning": False,
+        "n_features": device.n_features, "n_classes": device.n_classes, "n_trees": ensemble.n_trees,
+        "edges": device.edges, "offsets": device.offsets, "nodes": ensemble.nodes, "roots": ensemble.roots,
+        "weights": ensemble.weights, "leaf_values": ensemble.leaf_values, "n_leaves": len(ensemble.leaf_values),
+    }
+
+
+def shrubs_context(learner, name: str) -> dict:
+    """A learning bundle keeps every bin edge (new shrubs may split anywhere) and starts from the current state."""
+    from .shrubs import config_values
+
+    if not hasattr(learner, "window_bins"):
+        raise ValueError("the shrub ensemble has no bins or classes yet; call fit_bins() and set_classes() first")
+    edges, offsets = learner.bins_.flat_edges()
+    state = learner.saved_arrays()
+    initial = {key: state[key] for key in ("window_bins", "window_labels", "leaf_values", "roots", "weights")
+               if state[key].any()}
+    return {
+        "name": name, "input_dtype": learner.input_dtype, "learning": True,
+        "n_features": learner.n_features_, "n_classes": len(learner.classes_),
+        "edges": edges, "offsets": offsets, "config": config_values(learner), "regions": learner.layout(),
+        "state_bytes": learner.state_bytes(), "initial": initial,
+        "nodes": state["nodes"] if state["nodes"].view(np.uint8).any() else [], "counters": state["counters"].tolist(),
+    }
+
+
 def export_bundle(model, out_dir, name: str = "model") -> Path:
     """Write a C bundle for ``model`` into ``out_dir`` (created; existing bundle files are replaced)."""
     from . import emit
-    from .modelfile import save_model
+    from .modelfile import model_bytes
+    from .shrubs import ShrubEnsemble
 
-    device = DeviceModel.from_model(model, name)
+    check_name(name)
+    if isinstance(model, ShrubEnsemble):
+        context, template, kind = shrubs_context(model, name), "shrubs.c.j2", "shrubs"
+    else:
+        context, template, kind = tree_context(DeviceModel.from_model(model, name)), "model.c.j2", "trees"
+    generated = emit.render_bundle(context, template)
+    saved = model_bytes(model)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     for source in runtime_sources():
         shutil.copyfile(source, out / source.name)
-    generated = emit.render_bundle(device)
     for filename, text in generated.items():
         (out / filename).write_text(text)
-    save_model(model, out / MODEL_COPY)
+    (out / MODEL_COPY).write_bytes(saved)
     manifest = {
         "name": name,
-        "input_dtype": device.input_dtype,
-        "n_features": device.n_features,
-        "n_classes": device.n_classes,
+        "learner": kind,
+        "input_dtype": context["input_dtype"],
+        "n_features": context["n_features"],
+        "n_classes": context["n_classes"],
         "sources": sorted(p.name for p in out.glob("*.c") if p.name != "main.c"),
         "model": MODEL_COPY,
     }

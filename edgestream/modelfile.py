@@ -30,24 +30,25 @@ import numpy as np
 from .binning import MAX_EDGES, BinMapper
 from .errors import ModelFileError
 from .forest import ForestClassifier
-from .tree import NODE_DTYPE, TreeClassifier, TreeEnsemble
+from .shrubs import ShrubEnsemble
+from .tree import TreeClassifier
 
 MAGIC = b"EDGESTREAM-MODEL\n"
 FORMAT_VERSION = 1
 LEARNERS: dict[str, type] = {}
 _ZIP_DATE = (1980, 1, 1, 0, 0, 0)
-_TABLE_DTYPES = {"nodes": NODE_DTYPE, "roots": np.uint16, "weights": np.uint16, "leaf_values": np.uint16,
-                 "bin_offsets": np.uint16}
 
 
 def register_learner(cls: type) -> type:
-    """Make ``cls`` saveable and loadable. It must be a ``BinnedClassifier`` (``bins_``, ``ensemble_``, ``classes_``)."""
+    """Make ``cls`` saveable and loadable: it has ``bins_``, ``classes_``, ``get_params()``, ``saved_arrays()`` and
+    ``restore_arrays(arrays)`` (which checks every table it is given)."""
     LEARNERS[cls.__name__] = cls
     return cls
 
 
 register_learner(TreeClassifier)
 register_learner(ForestClassifier)
+register_learner(ShrubEnsemble)
 
 
 def save_model(model, path) -> Path:
@@ -76,17 +77,19 @@ def model_bytes(model) -> bytes:
     name = type(model).__name__
     if LEARNERS.get(name) is not type(model):
         raise ModelFileError(f"cannot save a {name}: not a registered learner ({', '.join(sorted(LEARNERS))})")
-    if not all(hasattr(model, a) for a in ("ensemble_", "bins_", "classes_")):
-        raise ModelFileError(f"cannot save an unfitted {name}; call fit(X, y) first")
+    try:
+        arrays = model.saved_arrays()
+    except RuntimeError as error:
+        raise ModelFileError(f"cannot save an unfitted {name}: {error}") from None
     edges, offsets = model.bins_.flat_edges()
-    payload = _npz_bytes({**model.ensemble_.arrays(), "bin_edges": edges, "bin_offsets": offsets})
+    payload = _npz_bytes({**arrays, "bin_edges": edges, "bin_offsets": offsets})
     header = {
         "format_version": FORMAT_VERSION,
         "learner": name,
         "params": model.get_params(),
         "classes": np.asarray(model.classes_).tolist(),
         "binning": {"max_bins": model.bins_.max_bins, "strategy": model.bins_.strategy, "dtype": model.bins_.dtype},
-        "n_features": model.ensemble_.n_features,
+        "n_features": model.bins_.n_features,
         "sha256": hashlib.sha256(payload).hexdigest(),
     }
     try:
@@ -137,16 +140,12 @@ def _rebuild(header: dict, arrays: dict, source: str):
     model = cls(**header["params"])
     model.classes_ = _classes(header["classes"])
     binning = header["binning"]
-    _check_tables(arrays, binning["dtype"])
+    _check_bin_tables(arrays, binning["dtype"])
     model.bins_ = BinMapper.from_flat_edges(arrays["bin_edges"], arrays["bin_offsets"], binning["max_bins"],
                                             binning["strategy"], binning["dtype"])
-    model.ensemble_ = TreeEnsemble(nodes=arrays["nodes"], roots=arrays["roots"], weights=arrays["weights"],
-                                   leaf_values=arrays["leaf_values"], n_features=int(header["n_features"]))
-    model.ensemble_.validate()
-    if model.bins_.n_features != model.ensemble_.n_features:
-        raise ValueError(f"bin edges for {model.bins_.n_features} features, trees for {model.ensemble_.n_features}")
-    if model.ensemble_.n_classes != len(model.classes_):
-        raise ValueError(f"{len(model.classes_)} class labels, leaf table for {model.ensemble_.n_classes} classes")
+    if model.bins_.n_features != header["n_features"]:
+        raise ValueError(f"bin edges for {model.bins_.n_features} features, header says {header['n_features']}")
+    model.restore_arrays(arrays)
     return model
 
 
@@ -158,13 +157,12 @@ def _classes(labels) -> np.ndarray:
     return np.asarray(labels)
 
 
-def _check_tables(arrays: dict, edge_dtype: str) -> None:
+def _check_bin_tables(arrays: dict, edge_dtype: str) -> None:
     """Dtypes, shapes and bin offsets, checked before anything indexes with them."""
-    for name, dtype in {**_TABLE_DTYPES, "bin_edges": edge_dtype}.items():
-        if arrays[name].dtype != np.dtype(dtype):
-            raise ValueError(f"table {name!r} has dtype {arrays[name].dtype}, expected {np.dtype(dtype)}")
-        if arrays[name].ndim != (2 if name == "leaf_values" else 1):
-            raise ValueError(f"table {name!r} has shape {arrays[name].shape}")
+    for name, dtype in {"bin_offsets": np.uint16, "bin_edges": edge_dtype}.items():
+        if arrays[name].dtype != np.dtype(dtype) or arrays[name].ndim != 1:
+            raise ValueError(f"table {name!r} has dtype {arrays[name].dtype} and shape {arrays[name].shape}, "
+                             f"expected a 1-D {np.dtype(dtype)} array")
     offsets, edges = arrays["bin_offsets"].astype(np.int64), arrays["bin_edges"]
     if len(offsets) < 2 or offsets[0] != 0 or offsets[-1] != len(edges) or (np.diff(offsets) < 0).any():
         raise ValueError("bin offsets do not partition the bin edges")

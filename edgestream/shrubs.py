@@ -42,13 +42,14 @@ from .binning import BinMapper
 from .tree import (CRITERIA, LEAF_FEATURE, MAX_CLASSES, NODE_DTYPE, Q15_ONE, TreeEnsemble, check_features,
                    grow_tree)
 
+STATE_ARRAYS = ("window_bins", "window_labels", "nodes", "leaf_values", "roots", "weights")
 MAX_WINDOW = 4096
 MAX_SHRUBS = 64
 MAX_DEPTH = 8
 MAX_STEP = 256.0
 WEIGHT_LIMIT = 2**17
-C_ALIGN = {"uint8_t": 1, "uint16_t": 2, "es_node": 2, "int32_t": 4, "uint32_t": 4}
-C_SIZE = {"uint8_t": 1, "uint16_t": 2, "es_node": 4, "int32_t": 4, "uint32_t": 4}
+C_ALIGN = {"uint8_t": 1, "uint16_t": 2, "es_node": 2, "int32_t": 4, "uint32_t": 4, "es_shrubs_counters": 2}
+C_SIZE = {"uint8_t": 1, "uint16_t": 2, "es_node": 4, "int32_t": 4, "uint32_t": 4, "es_shrubs_counters": 8}
 
 
 @dataclass(frozen=True)
@@ -190,7 +191,7 @@ class ShrubEnsemble:
             Region("rank", "scratch", "uint8_t", slots),
             Region("class_counts", "scratch", "uint32_t", c),
             Region("left_counts", "scratch", "uint32_t", c),
-            Region("counters", "counters", "uint16_t", 4),
+            Region("counters", "counters", "es_shrubs_counters", 1),
         ]
 
     def state_bytes(self, n_features: int | None = None, n_classes: int | None = None, packed=False) -> int:
@@ -258,6 +259,36 @@ class ShrubEnsemble:
     def _check_ready(self):
         if not hasattr(self, "window_bins"):
             raise RuntimeError("call fit_bins(X_sample) and set_classes(classes) (or partial_fit) before learning")
+
+    def saved_arrays(self) -> dict:
+        """The whole learning state, as a model file stores it."""
+        self._check_ready()
+        counters = np.array([self.head, self.count, self.n_shrubs, self.since_update], dtype=np.uint16)
+        return {name: getattr(self, name) for name in STATE_ARRAYS} | {"counters": counters}
+
+    def restore_arrays(self, arrays: dict) -> None:
+        """Take a saved state (after ``bins_`` and ``classes_`` are set); refuses tables of the wrong layout."""
+        self.reset()
+        for name in STATE_ARRAYS:
+            expected = getattr(self, name)
+            if arrays[name].dtype != expected.dtype or arrays[name].shape != expected.shape:
+                raise ValueError(f"state {name!r} has dtype {arrays[name].dtype} and shape {arrays[name].shape}, "
+                                 f"this configuration needs {expected.dtype} {expected.shape}")
+            expected[...] = arrays[name]
+        head, count, n_shrubs, since_update = (int(v) for v in arrays["counters"])
+        if not (head < self.window_size and count <= self.window_size and n_shrubs <= self.max_shrubs
+                and since_update < self.update_every and (count == self.window_size or head == count)):
+            raise ValueError(f"inconsistent counters head={head} count={count} shrubs={n_shrubs} "
+                             f"since_update={since_update}")
+        roots = self.roots[:n_shrubs].astype(np.int64)
+        if (roots % self.nodes_per_shrub).any() or len(set(roots.tolist())) != n_shrubs:
+            raise ValueError("shrub roots must be distinct slot starts")
+        if (self.window_labels >= len(self.classes_)).any():
+            raise ValueError("window labels out of range")
+        if n_shrubs:
+            TreeEnsemble(self.nodes, self.roots[:n_shrubs], self.weights[:n_shrubs], self.leaf_values,
+                         self.n_features_).validate()
+        self.head, self.count, self.n_shrubs, self.since_update = head, count, n_shrubs, since_update
 
     # -- learning --------------------------------------------------------------------------------------------
 

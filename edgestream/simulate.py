@@ -67,6 +67,11 @@ es_status {name}_predict(const {ctype} *features, uint8_t *class_out);
 es_status {name}_predict_proba(const {ctype} *features, uint16_t *proba_q15);
 """
 
+LEARNING_CDEF = """
+es_status {name}_learn(const {ctype} *features, uint8_t label);
+uint32_t {name}_state_size(void);
+"""
+
 class DeviceError(RuntimeError):
     """The C code returned a status other than ES_OK."""
 
@@ -117,7 +122,9 @@ class Bundle:
         self.n_features = self.manifest["n_features"]
         self.n_classes = self.manifest["n_classes"]
         self.model = load_model(self.directory / self.manifest["model"])
-        cdef = STATUS_CDEF + BUNDLE_CDEF.format(name=self.name, ctype=C_TYPES[self.input_dtype])
+        self.learning = self.manifest.get("learner") == "shrubs"
+        cdef = STATUS_CDEF + (BUNDLE_CDEF + (LEARNING_CDEF if self.learning else "")).format(
+            name=self.name, ctype=C_TYPES[self.input_dtype])
         sources = [self.directory / s for s in self.manifest["sources"]]
         self.ffi, self.lib = compile_library(cdef, f'#include "{self.name}.h"', sources, self.directory)
 
@@ -148,6 +155,25 @@ class Bundle:
 
     def predict(self, X) -> np.ndarray:
         return self.model.classes_[self.predict_encoded(X)]
+
+    def predict_one(self, x):
+        return self.predict(np.asarray(x).reshape(1, -1))[0]
+
+    def learn_encoded(self, x, label: int) -> int:
+        """es_status of the bundle's learn function for one row and a class index (no checks on the host)."""
+        row = self._rows(np.asarray(x).reshape(1, -1))[0]
+        return getattr(self.lib, f"{self.name}_learn")(self.ffi.from_buffer(f"{C_TYPES[self.input_dtype]}[]", row),
+                                                       label)
+
+    def learn_one(self, x, y) -> "Bundle":
+        """Learn one row on the device code; the label must be one of the model's classes."""
+        if not self.learning:
+            raise ValueError(f"bundle {self.directory} holds a frozen model; only shrub bundles learn")
+        check(self.learn_encoded(x, self.model.encode_label(y)), "learn")
+        return self
+
+    def state_size(self) -> int:
+        return int(getattr(self.lib, f"{self.name}_state_size")())
 
 
 def load_bundle(directory) -> Bundle:

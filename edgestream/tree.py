@@ -84,8 +84,13 @@ class TreeEnsemble:
     def validate(self) -> None:
         """Refuse tables the device could loop or read out of bounds on (children must point forward)."""
         nodes = self.nodes
-        if nodes.dtype != NODE_DTYPE or self.roots.dtype != np.uint16 or self.weights.dtype != np.uint16:
-            raise ValueError("tree tables have the wrong dtypes")
+        expected = {"nodes": (NODE_DTYPE, 1), "roots": (np.uint16, 1), "weights": (np.uint16, 1),
+                    "leaf_values": (np.uint16, 2)}
+        for name, (dtype, ndim) in expected.items():
+            table = getattr(self, name)
+            if table.dtype != np.dtype(dtype) or table.ndim != ndim:
+                raise ValueError(f"table {name!r} has dtype {table.dtype} and shape {table.shape}, "
+                                 f"expected a {ndim}-D {np.dtype(dtype)} array")
         if len(self.roots) == 0 or len(self.roots) != len(self.weights):
             raise ValueError(f"{len(self.roots)} roots and {len(self.weights)} weights: need one weight per tree, at least one tree")
         total = int(self.weights.astype(np.int64).sum())
@@ -93,14 +98,19 @@ class TreeEnsemble:
             raise ValueError(f"tree weights sum to {total}, must be 1..{MAX_TOTAL_WEIGHT}")
         if not 1 <= self.n_classes <= MAX_CLASSES or not 1 <= self.n_features <= MAX_FEATURES:
             raise ValueError(f"{self.n_classes} classes / {self.n_features} features out of range")
-        leaf = nodes["feature"] == LEAF_FEATURE
-        index = np.arange(len(nodes))
-        child = nodes["child"].astype(np.int64)
-        bad_leaf = leaf & (child >= len(self.leaf_values))
-        bad_split = ~leaf & ((child <= index) | (child + 1 >= len(nodes)) | (nodes["feature"] >= self.n_features))
-        bad_root = self.roots.astype(np.int64) >= len(nodes)
-        if bad_leaf.any() or bad_split.any() or bad_root.any():
-            raise ValueError("corrupt tree tables: a child, leaf, feature or root index is out of range")
+        if (self.roots.astype(np.int64) >= len(nodes)).any():
+            raise ValueError("corrupt tree tables: a root index is out of range")
+        frontier = np.unique(self.roots.astype(np.int64))
+        while len(frontier):  # only reachable nodes are ever read; children must point forward, so this ends
+            node = nodes[frontier]
+            leaf = node["feature"] == LEAF_FEATURE
+            child = node["child"].astype(np.int64)
+            if (child[leaf] >= len(self.leaf_values)).any():
+                raise ValueError("corrupt tree tables: a leaf index is out of range")
+            split, child = frontier[~leaf], child[~leaf]
+            if ((child <= split) | (child + 1 >= len(nodes)) | (node["feature"][~leaf] >= self.n_features)).any():
+                raise ValueError("corrupt tree tables: a child or feature index is out of range")
+            frontier = np.unique(np.concatenate([child, child + 1]))
         if (self.leaf_values > Q15_ONE).any():
             raise ValueError(f"leaf probabilities must be Q15 values <= {Q15_ONE}")
 
@@ -171,6 +181,20 @@ class BinnedClassifier:
     def _check_fitted(self):
         if not hasattr(self, "ensemble_"):
             raise RuntimeError(f"this {type(self).__name__} is not fitted yet; call fit(X, y) first")
+
+    def saved_arrays(self) -> dict:
+        """The tables a model file stores (see :mod:`edgestream.modelfile`)."""
+        self._check_fitted()
+        return self.ensemble_.arrays()
+
+    def restore_arrays(self, arrays: dict) -> None:
+        """Take the tables of a model file, after ``bins_`` and ``classes_`` are set; refuses inconsistent ones."""
+        ensemble = TreeEnsemble(arrays["nodes"], arrays["roots"], arrays["weights"], arrays["leaf_values"],
+                                self.bins_.n_features)
+        ensemble.validate()
+        if ensemble.n_classes != len(self.classes_):
+            raise ValueError(f"{len(self.classes_)} class labels, leaf table for {ensemble.n_classes} classes")
+        self.ensemble_ = ensemble
 
     def _tree_settings(self, n_features: int) -> dict:
         if self.criterion not in CRITERIA:
