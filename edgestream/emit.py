@@ -34,6 +34,13 @@ def c_array(values, dtype: str = "int") -> str:
     return ",\n    ".join(lines)
 
 
+def state_struct(name: str, regions) -> str:
+    """The C typedef of a learner's state: one member per region, in layout order."""
+    members = [f"    es_shrubs_counters {r.name};" if r.c_type == "es_shrubs_counters" else
+               f"    {r.c_type} {r.name}[{r.count}];" for r in regions]
+    return "typedef struct {\n" + "\n".join(members) + f"\n}} {name}_state;"
+
+
 def environment() -> jinja2.Environment:
     loader = jinja2.FileSystemLoader(str(resources.files("edgestream.codegen")))
     env = jinja2.Environment(loader=loader, undefined=jinja2.StrictUndefined, keep_trailing_newline=True,

@@ -101,6 +101,7 @@ def tree_context(device: DeviceModel) -> dict:
 
 def shrubs_context(learner, name: str) -> dict:
     """A learning bundle keeps every bin edge (new shrubs may split anywhere) and starts from the current state."""
+    from .emit import state_struct
     from .shrubs import config_values
 
     if not hasattr(learner, "window_bins"):
@@ -113,6 +114,7 @@ def shrubs_context(learner, name: str) -> dict:
         "name": name, "input_dtype": learner.input_dtype, "learning": True,
         "n_features": learner.n_features_, "n_classes": len(learner.classes_),
         "edges": edges, "offsets": offsets, "config": config_values(learner), "regions": learner.layout(),
+        "state_struct": state_struct(name, learner.layout()),
         "state_bytes": learner.state_bytes(), "initial": initial,
         "nodes": state["nodes"] if state["nodes"].view(np.uint8).any() else [], "counters": state["counters"].tolist(),
     }

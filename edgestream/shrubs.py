@@ -113,11 +113,13 @@ class ShrubEnsemble:
     criterion, min_samples_leaf : shrub training, see :class:`edgestream.TreeClassifier`.
     max_bins, binning, input_dtype : feature quantization, fitted once by :meth:`fit_bins` (the device ships
         with fixed edges).
+    allow_missing : treat NaN features as missing values (their own bin) instead of refusing them.
     """
 
     def __init__(self, window_size: int = 64, max_shrubs: int = 16, max_depth: int = 4, step_size="adaptive",
                  burnin: int = 5, update_every: int = 1, criterion: str = "gini", min_samples_leaf: int = 1,
-                 max_bins: int = 64, binning: str = "quantile", input_dtype: str = "float32"):
+                 max_bins: int = 64, binning: str = "quantile", input_dtype: str = "float32",
+                 allow_missing: bool = False):
         self.window_size = window_size
         self.max_shrubs = max_shrubs
         self.max_depth = max_depth
@@ -129,13 +131,14 @@ class ShrubEnsemble:
         self.max_bins = max_bins
         self.binning = binning
         self.input_dtype = input_dtype
+        self.allow_missing = allow_missing
         self._check_params()
 
     # -- parameters and layout ---------------------------------------------------------------------------------
 
     def get_params(self, deep: bool = True) -> dict:
         names = ("window_size", "max_shrubs", "max_depth", "step_size", "burnin", "update_every", "criterion",
-                 "min_samples_leaf", "max_bins", "binning", "input_dtype")
+                 "min_samples_leaf", "max_bins", "binning", "input_dtype", "allow_missing")
         return {name: getattr(self, name) for name in names}
 
     def _check_params(self):
@@ -293,16 +296,25 @@ class ShrubEnsemble:
     # -- learning --------------------------------------------------------------------------------------------
 
     def encode_label(self, label) -> int:
+        self._check_ready()
         index = int(np.searchsorted(self.classes_, label))
         if index >= len(self.classes_) or self.classes_[index] != label:
             raise ValueError(f"label {label!r} is not one of the configured classes {self.classes_.tolist()}")
         return index
 
-    def learn_one(self, x, y) -> "ShrubEnsemble":
+    def transform(self, X) -> np.ndarray:
+        """Bins of raw rows; NaN is refused unless ``allow_missing``."""
         self._check_ready()
+        X = check_features(X, self.n_features_, self.input_dtype)
+        if not self.allow_missing and X.dtype.kind == "f" and np.isnan(X).any():
+            row, feature = np.argwhere(np.isnan(X))[0]
+            raise ValueError(f"feature {feature} of row {row} is NaN; pass allow_missing=True to learn from "
+                             "missing values")
+        return self.bins_.transform(X)
+
+    def learn_one(self, x, y) -> "ShrubEnsemble":
         label = self.encode_label(y)
-        bins = self.bins_.transform(check_features(np.asarray(x).reshape(1, -1), self.n_features_, self.input_dtype))
-        self.learn_bins(bins[0], label)
+        self.learn_bins(self.transform(np.asarray(x).reshape(1, -1))[0], label)
         return self
 
     def partial_fit(self, X, y, classes=None) -> "ShrubEnsemble":
@@ -313,7 +325,7 @@ class ShrubEnsemble:
         if not hasattr(self, "classes_"):
             self.set_classes(np.unique(y) if classes is None else classes)
         labels = [self.encode_label(label) for label in np.asarray(y)]
-        for row, label in zip(self.bins_.transform(check_features(X, self.n_features_, self.input_dtype)), labels):
+        for row, label in zip(self.transform(X), labels):
             self.learn_bins(row, label)
         return self
 
@@ -393,9 +405,7 @@ class ShrubEnsemble:
         return active.predict_proba_q15(bins)
 
     def predict_proba_q15(self, X) -> np.ndarray:
-        self._check_ready()
-        X = check_features(X, self.n_features_, self.input_dtype)
-        return self.predict_proba_bins(self.bins_.transform(X))
+        return self.predict_proba_bins(self.transform(X))
 
     def predict_proba(self, X) -> np.ndarray:
         return self.predict_proba_q15(X) / Q15_ONE

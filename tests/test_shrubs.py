@@ -1,0 +1,192 @@
+"""Shrub Ensembles: the algorithm's behaviour, bad input, memory bounds and learning bundles."""
+
+import cffi
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from edgestream.data import make_stream
+from edgestream.emit import state_struct
+from edgestream.export import export_bundle
+from edgestream.modelfile import load_model, save_model
+from edgestream.shrubs import ShrubEnsemble, simplex_q15
+from edgestream.simulate import RuntimeShrubs, load_bundle
+from edgestream.tree import LEAF_FEATURE, Q15_ONE
+
+
+def ready(learner, X=None, classes=(0, 1), seed=0):
+    """Bins fitted on X (or on 300 normal rows of 3 features) and the given classes."""
+    X = np.random.default_rng(seed).normal(size=(300, 3)) if X is None else X
+    return learner.fit_bins(X).set_classes(list(classes))
+
+
+@given(st.lists(st.integers(-(2**17), 2**17), min_size=1, max_size=65))
+def test_simplex_projection_is_exact_and_keeps_order(values):
+    u = sorted(values, reverse=True)
+    w = simplex_q15(u)
+    assert sum(w) == Q15_ONE
+    assert min(w) >= 0
+    assert w == sorted(w, reverse=True)
+    real = np.asarray(u, dtype=float) / Q15_ONE  # the real-valued projection, for comparison
+    cumulative = np.cumsum(real)
+    rho = max(j for j in range(1, len(u) + 1) if real[j - 1] + (1 - cumulative[j - 1]) / j > 0)
+    expected = np.maximum(real + (1 - cumulative[rho - 1]) / rho, 0) * Q15_ONE
+    assert np.abs(np.asarray(w) - expected).max() <= 1.0 + 1e-9
+
+
+def test_learns_a_drifting_concept_and_forgets_the_old_one():
+    X, y = make_stream("sea", 4000, seed=3)
+    learner = ready(ShrubEnsemble(window_size=64, max_shrubs=16, max_depth=4), X,
+                    classes=np.unique(y))
+    correct = []
+    for x, label in zip(X, y):
+        correct.append(learner.predict_one(x) == label)
+        learner.learn_one(x, label)
+    majority = np.mean(y == 0)  # about 0.62; the label noise caps accuracy at 0.9
+    assert np.mean(correct) > majority + 0.12
+    assert np.mean(correct[-500:]) > majority + 0.12  # after the last drift it has adapted
+
+
+def test_ensemble_respects_max_shrubs_and_weights_sum_to_one():
+    X, y = make_stream("hyperplane", 500, seed=1)
+    learner = ready(ShrubEnsemble(window_size=16, max_shrubs=3), X, classes=np.unique(y))
+    for x, label in zip(X, y):
+        learner.learn_one(x, label)
+        assert 1 <= learner.n_shrubs <= 3
+        assert int(learner.weights[: learner.n_shrubs].astype(int).sum()) == Q15_ONE
+        assert (learner.weights[: learner.n_shrubs] > 0).all()
+
+
+def test_update_every_adds_shrubs_only_that_often():
+    learner = ready(ShrubEnsemble(update_every=5, max_shrubs=64))
+    X = np.random.default_rng(1).normal(size=(23, 3))
+    for i, x in enumerate(X):
+        learner.learn_one(x, i % 2)
+    assert learner.since_update == 3
+    assert learner.n_shrubs <= 23 // 5
+
+
+def test_empty_ensemble_predicts_uniform():
+    learner = ready(ShrubEnsemble(), classes=(0, 1, 2))
+    assert learner.predict_proba_q15(np.zeros((1, 3))).tolist() == [[Q15_ONE // 3] * 3]
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"window_size": 0}, "window_size=0"), ({"max_shrubs": 0}, "max_shrubs=0"), ({"max_depth": 9}, "max_depth=9"),
+    ({"step_size": 0}, "step_size=0"), ({"step_size": "fast"}, "step_size='fast'"), ({"burnin": 0}, "burnin=0"),
+    ({"criterion": "mse"}, "criterion='mse'"),
+])
+def test_bad_settings_are_named(params, message):
+    with pytest.raises(ValueError, match=message):
+        ShrubEnsemble(**params)
+
+
+def test_bad_stream_input_is_named():
+    learner = ready(ShrubEnsemble())
+    with pytest.raises(ValueError, match="label 7 is not one of the configured classes"):
+        learner.learn_one(np.zeros(3), 7)
+    with pytest.raises(ValueError, match="NaN"):
+        learner.learn_one(np.array([0.0, np.nan, 1.0]), 1)
+    with pytest.raises(ValueError, match="fitted on 3"):
+        learner.learn_one(np.zeros(4), 1)
+    with pytest.raises(RuntimeError, match="fit_bins"):
+        ShrubEnsemble().learn_one(np.zeros(3), 1)
+    assert learner.count == 0  # nothing was learned from the rejected rows
+
+
+def test_missing_values_allowed_on_request():
+    learner = ready(ShrubEnsemble(allow_missing=True))
+    learner.learn_one(np.array([0.0, np.nan, 1.0]), 1)
+    assert learner.window_bins[0, 1] == 255
+
+
+def test_budget_refusal_names_bytes_and_budget():
+    learner = ready(ShrubEnsemble(window_size=256, max_shrubs=32, max_depth=6))
+    with pytest.raises(ValueError, match=rf"needs {learner.state_bytes()} bytes of RAM, the budget is 8192 bytes"):
+        learner.check_budget(8192)
+    with pytest.raises(ValueError, match="smallest needs .* bytes"):
+        ShrubEnsemble.for_budget(100, n_features=8, n_classes=2)
+    for budget in (2048, 8192, 32768):
+        chosen = ShrubEnsemble.for_budget(budget, n_features=6, n_classes=2)
+        assert chosen.state_bytes(6, 2) <= budget
+
+
+@st.composite
+def configs(draw):
+    return ShrubEnsemble(window_size=draw(st.integers(1, 300)), max_shrubs=draw(st.integers(1, 64)),
+                         max_depth=draw(st.integers(0, 8))), draw(st.integers(1, 40)), draw(st.integers(2, 20))
+
+
+@settings(max_examples=200)
+@given(configs())
+def test_layout_equals_sizeof_of_the_generated_state_struct(config):
+    learner, n_features, n_classes = config
+    ffi = cffi.FFI()
+    ffi.cdef("typedef struct { uint8_t feature; uint8_t threshold; uint16_t child; } es_node;"
+             "typedef struct { uint16_t head; uint16_t count; uint16_t n_shrubs; uint16_t since_update; }"
+             " es_shrubs_counters;" + state_struct("m", learner.layout(n_features, n_classes)))
+    assert ffi.sizeof("m_state") == learner.state_bytes(n_features, n_classes)
+
+
+@settings(max_examples=100)
+@given(st.integers(1, 24), st.integers(1, 6), st.integers(0, 5), st.integers(0, 2**31), st.integers(2, 5))
+def test_nothing_leaves_its_pool(window_size, max_shrubs, max_depth, seed, n_classes):
+    learner = ready(ShrubEnsemble(window_size=window_size, max_shrubs=max_shrubs, max_depth=max_depth),
+                    classes=range(n_classes), seed=seed % 1000)
+    rng = np.random.default_rng(seed)
+    S, L = learner.nodes_per_shrub, learner.leaves_per_shrub
+    for _ in range(60):
+        learner.learn_one(rng.normal(size=3), int(rng.integers(0, n_classes)))
+        assert learner.n_shrubs <= max_shrubs and learner.count <= window_size
+        for root in learner.roots[: learner.n_shrubs].astype(int):
+            slot, stack = root // S, [root]
+            while stack:
+                node = learner.nodes[stack.pop()]
+                if node["feature"] == LEAF_FEATURE:
+                    assert slot * L <= node["child"] < (slot + 1) * L
+                else:
+                    assert slot * S < node["child"] < (slot + 1) * S - 1
+                    stack += [int(node["child"]), int(node["child"]) + 1]
+
+
+def test_device_rejects_bad_labels_and_keeps_its_state():
+    learner = ready(ShrubEnsemble(window_size=8, max_shrubs=2))
+    device = RuntimeShrubs(learner)
+    bins = learner.bins_.transform(np.random.default_rng(2).normal(size=(10, 3)))
+    for i, row in enumerate(bins):
+        assert device.learn(row, i % 2) == 0
+    before = {name: region.copy() for name, region in device.regions.items()}
+    counters = device.counter_values()
+    assert device.learn(bins[0], 2) == 3  # ES_ERR_LABEL
+    assert device.learn(bins[0], 255) == 3
+    assert counters == device.counter_values()
+    assert all(np.array_equal(before[name], device.regions[name]) for name in before)
+
+
+def test_model_file_keeps_the_learning_state(tmp_path):
+    X, y = make_stream("hyperplane", 300, seed=4)
+    learner = ready(ShrubEnsemble(window_size=16, max_shrubs=4), X, classes=np.unique(y))
+    for x, label in zip(X[:200], y[:200]):
+        learner.learn_one(x, label)
+    copy = load_model(save_model(learner, tmp_path / "se.esm"))
+    for x, label in zip(X[200:], y[200:]):
+        assert copy.predict_one(x) == learner.predict_one(x)
+        copy.learn_one(x, label)
+        learner.learn_one(x, label)
+    assert np.array_equal(copy.nodes, learner.nodes) and np.array_equal(copy.weights, learner.weights)
+
+
+def test_bundle_continues_learning_from_the_exported_state(tmp_path):
+    X, y = make_stream("sea", 700, seed=5)
+    learner = ready(ShrubEnsemble(window_size=24, max_shrubs=6, max_depth=3, criterion="entropy"),
+                    X, classes=np.unique(y))
+    for x, label in zip(X[:200], y[:200]):
+        learner.learn_one(x, label)
+    bundle = load_bundle(export_bundle(learner, tmp_path / "bundle", name="learner"))
+    assert bundle.state_size() == learner.state_bytes()
+    for x, label in zip(X[200:], y[200:]):
+        assert np.array_equal(bundle.predict_proba_q15(x[None]), learner.predict_proba_q15(x[None]))
+        bundle.learn_one(x, label)
+        learner.learn_one(x, label)
+    assert bundle.learn_encoded(X[0], 2) == 3  # labels beyond the classes are refused on the device
