@@ -18,7 +18,7 @@ Fixed-point decisions (the C runtime follows them to the bit):
       w[k]     -= trunc(mean[k] * alpha_q16 / 2**30)                    (alpha * 2 * mean gradient)
       w[k]      = clip(w[k], -2**17, 2**17)                             (keeps int64 products bounded)
 
-  ``trunc`` rounds toward zero like C99 integer division. ``alpha_q16 = round(step_size * 65536)``, or with
+  ``trunc`` rounds toward zero like C99 integer division (the steps run in ``_kernels.shrub_gradient_steps``). ``alpha_q16 = round(step_size * 65536)``, or with
   ``step_size="adaptive"`` ``65536 // (K + 1)`` (the reference implementation's ``1 / (n_estimators + 1)``).
 * Hard-L0: shrubs are ranked by weight, descending, ties to the older position; the first ``max_shrubs`` stay.
 * Simplex projection (Wang & Carreira-Perpiñán) of the non-zero kept weights ``u`` (in rank order) in integers:
@@ -74,13 +74,6 @@ def struct_size(regions, packed: bool = False) -> int:
         offset = -(-offset // align) * align + region.bytes
     align = 1 if packed else max(C_ALIGN[r.c_type] for r in regions)
     return -(-offset // align) * align
-
-
-def trunc_div(a, b):
-    """Integer division rounding toward zero (C99 semantics), elementwise for numpy int64 or Python ints."""
-    quotient = np.abs(a) // b
-    return np.where(np.asarray(a) < 0, -quotient, quotient) if isinstance(a, np.ndarray) else (
-        -quotient if a < 0 else quotient)
 
 
 def simplex_q15(u: list[int]) -> list[int]:
@@ -369,18 +362,12 @@ class ShrubEnsemble:
         self.leaf_values[first_leaf : first_leaf + len(leaves)] = leaves
 
     def _gradient_steps(self, roots: list[int], weights: list[int]) -> np.ndarray:
-        n, c = self.count, len(self.classes_)
+        n = self.count
         leaves = _kernels.apply(self.nodes, np.asarray(roots, dtype=np.uint16), self.window_bins[:n])
-        outputs = self.leaf_values[leaves].astype(np.int64)  # [sample, shrub, class]
-        target = np.zeros((n, c), dtype=np.int64)
-        target[np.arange(n), self.window_labels[:n]] = 2**30
         w = np.asarray(weights, dtype=np.int64)
         alpha = self.step_q16 or 65536 // (len(roots) + 1)
-        for _ in range(self.burnin):
-            f30 = np.einsum("skc,k->sc", outputs, w)
-            r15 = trunc_div(f30 - target, 2**15)
-            g = np.einsum("skc,sc->k", outputs, r15)
-            w = np.clip(w - trunc_div(trunc_div(g, n * c) * alpha, 2**30), -WEIGHT_LIMIT, WEIGHT_LIMIT)
+        _kernels.shrub_gradient_steps(self.leaf_values, leaves, self.window_labels[:n], w, alpha, self.burnin,
+                                      WEIGHT_LIMIT)
         return w
 
     def _prox(self, roots: list[int], weights: np.ndarray) -> None:
