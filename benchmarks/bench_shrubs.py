@@ -1,0 +1,179 @@
+"""Benchmark: edgestream's ShrubEnsemble at fixed RAM budgets against River's online trees, prequentially.
+
+Run from the repository root::
+
+    .venv/bin/python benchmarks/bench_shrubs.py [--rows N] [--json] [--plot FILE] [--synthetic sea] [--progress]
+
+Streams: ``elec.csv`` (label ``class``) and ``weather.csv`` (label ``target``) from ``../shared/data`` (a missing
+file is skipped with a note), and a built-in drifting stream (``make_stream(SYNTHETIC, 20000, seed=1)``, SEA
+concepts with abrupt drift by default). ``--rows N`` keeps the first N rows of every stream.
+
+Learners, all in one run over the same rows:
+
+* ``ShrubEnsemble.for_budget(KiB * 1024, n_features, n_classes)`` for each budget in ``BUDGETS_KIB``. Before the
+  stream starts, its bin edges are fitted on the first ``BIN_SAMPLE`` rows and its classes set to all labels of
+  the stream: that is what a device ships with. Those rows are then evaluated like every other row.
+* River's ``HoeffdingTreeClassifier()``, ``HoeffdingAdaptiveTreeClassifier()`` and
+  ``ARFClassifier(n_models=10, seed=1)``, defaults otherwise, fed through ``RiverAdapter`` (numpy row -> dict).
+
+Columns: prequential (test-then-train) accuracy over every row; host samples/s, rows divided by the wall time of
+all ``predict_one`` + ``learn_one`` calls (the adapter's row-to-dict conversion included); memory, the device state
+bytes for shrubs (``state_bytes()``, fixed by the budget) and River's ``_raw_memory_usage`` of the model after the
+stream for River; memory as a percentage of ARF's and the accuracy difference to ARF in points; the shrub
+configuration (window B, shrubs M, depth) the budget selected.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+from river import forest, tree
+
+from edgestream.data import load_csv, make_stream
+from edgestream.evaluate import PrequentialResult, RiverAdapter, plot_curves, prequential
+from edgestream.shrubs import ShrubEnsemble
+
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+REAL_STREAMS = {"elec": ("elec.csv", "class"), "weather": ("weather.csv", "target")}
+SYNTHETIC_ROWS = 20_000
+BUDGETS_KIB = (2, 8, 32)
+BIN_SAMPLE = 1000
+WINDOW = 500  # rows per point of the accuracy curves
+REFERENCE = "river ARF"
+
+
+@dataclass
+class Stream:
+    name: str
+    X: np.ndarray
+    y: np.ndarray
+    feature_names: list[str]
+
+
+@dataclass(frozen=True)
+class Learner:
+    name: str
+    build: Callable[[Stream], object]  # a fresh learner with predict_one, learn_one and state_bytes
+
+
+@dataclass
+class Row:
+    stream: str
+    learner: str
+    accuracy: float
+    samples_per_s: float
+    memory_bytes: int
+    config: str
+    memory_vs_ref: float = float("nan")  # memory / ARF's memory
+    accuracy_vs_ref: float = float("nan")  # (accuracy - ARF's accuracy) in points
+
+
+def load_streams(rows: int | None, synthetic: str) -> list[Stream]:
+    streams = []
+    for name, (file, label) in REAL_STREAMS.items():
+        path = DATA / file
+        if path.is_file():
+            streams.append(Stream(name, *load_csv(path, label)))
+        else:
+            print(f"note: {path} is absent, stream {name!r} skipped", file=sys.stderr)
+    X, y = make_stream(synthetic, SYNTHETIC_ROWS, seed=1)
+    streams.append(Stream(synthetic, X, y, [f"x{j}" for j in range(X.shape[1])]))
+    return [Stream(s.name, s.X[:rows], s.y[:rows], s.feature_names) for s in streams]
+
+
+def shrubs(budget_kib: int) -> Learner:
+    def build(stream: Stream) -> ShrubEnsemble:
+        classes = np.unique(stream.y)
+        learner = ShrubEnsemble.for_budget(budget_kib * 1024, stream.X.shape[1], len(classes))
+        return learner.fit_bins(stream.X[:BIN_SAMPLE]).set_classes(classes)
+
+    return Learner(f"shrubs {budget_kib} KiB", build)
+
+
+def river_model(name: str, make_model: Callable[[], object]) -> Learner:
+    return Learner(f"river {name}", lambda stream: RiverAdapter(make_model(), stream.feature_names))
+
+
+LEARNERS = [
+    *(shrubs(kib) for kib in BUDGETS_KIB),
+    river_model("HT", tree.HoeffdingTreeClassifier),
+    river_model("HAT", tree.HoeffdingAdaptiveTreeClassifier),
+    river_model("ARF", lambda: forest.ARFClassifier(n_models=10, seed=1)),
+]
+
+
+def describe(learner) -> str:
+    if isinstance(learner, ShrubEnsemble):
+        return f"B={learner.window_size} M={learner.max_shrubs} depth={learner.max_depth}"
+    return ""
+
+
+def evaluate(stream: Stream, progress: bool) -> tuple[list[Row], dict[str, PrequentialResult]]:
+    rows, results = [], {}
+    for spec in LEARNERS:
+        learner = spec.build(stream)
+        result = prequential(learner, stream.X, stream.y, window=WINDOW, progress=progress,
+                             desc=f"{stream.name} {spec.name}")
+        results[spec.name] = result
+        rows.append(Row(stream.name, spec.name, result.accuracy, result.samples_per_second, learner.state_bytes(),
+                        describe(learner)))
+    reference = next(row for row in rows if row.learner == REFERENCE)
+    for row in rows:
+        row.memory_vs_ref = row.memory_bytes / reference.memory_bytes
+        row.accuracy_vs_ref = 100 * (row.accuracy - reference.accuracy)
+    return rows, results
+
+
+COLUMNS = [  # header, Row attribute, format
+    ("stream", "stream", "{}"),
+    ("learner", "learner", "{}"),
+    ("accuracy", "accuracy", "{:.4f}"),
+    ("samples/s", "samples_per_s", "{:,.0f}"),
+    ("memory B", "memory_bytes", "{:,}"),
+    ("mem vs ARF", "memory_vs_ref", "{:.2%}"),
+    ("acc vs ARF", "accuracy_vs_ref", "{:+.2f} pt"),
+    ("config", "config", "{}"),
+]
+
+
+def format_table(rows: list[Row]) -> str:
+    cells = [[header for header, _, _ in COLUMNS]]
+    cells += [[fmt.format(getattr(row, attribute)) for _, attribute, fmt in COLUMNS] for row in rows]
+    widths = [max(len(line[j]) for line in cells) for j in range(len(COLUMNS))]
+    text = ["  ".join(cell.ljust(width) if j < 2 or j == len(COLUMNS) - 1 else cell.rjust(width)
+                      for j, (cell, width) in enumerate(zip(line, widths))).rstrip() for line in cells]
+    return "\n".join([text[0], "-" * len(text[0]), *text[1:]])
+
+
+def curve_path(path: Path, stream: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path.with_name(f"{path.stem}-{stream}{path.suffix or '.png'}")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, help="keep the first ROWS rows of every stream")
+    parser.add_argument("--synthetic", default="sea", choices=["sea", "hyperplane"], help="drifting stream")
+    parser.add_argument("--json", action="store_true", help="print the rows as JSON instead of a table")
+    parser.add_argument("--plot", type=Path, metavar="FILE", help="write FILE-<stream>.png accuracy curves")
+    parser.add_argument("--progress", action="store_true", help="a progress bar per run")
+    args = parser.parse_args(argv)
+    rows = []
+    for stream in load_streams(args.rows, args.synthetic):
+        stream_rows, results = evaluate(stream, args.progress)
+        rows += stream_rows
+        if args.plot:
+            plot_curves(results, curve_path(args.plot, stream.name), title=f"{stream.name}, {len(stream.y)} rows")
+    print(json.dumps([dataclasses.asdict(row) for row in rows], indent=1) if args.json else format_table(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,174 @@
+"""Prequential (test-then-train) evaluation of any online learner, and plots of its accuracy curves.
+
+A learner is anything with ``predict_one(x)`` and ``learn_one(x, y)``, where ``x`` is one row of features as a
+1-D numpy array: the Python ``ShrubEnsemble``, a simulated C bundle, or a River model wrapped in
+``RiverAdapter``. Every row is first predicted, the prediction scored against its label, and only then learned,
+so each prediction is made by a model that has never seen that row.
+
+A learner may answer ``None`` before it has learned anything (River does). Such a row counts as wrong, and its
+prediction is stored as ``no_prediction(dtype)``: NaN for float labels, the smallest value of the dtype for
+signed integers, the largest for unsigned integers, ``""`` for string labels. For any other label dtype
+(bool, object) the predictions are an object array holding ``None`` itself.
+"""
+
+from __future__ import annotations
+
+import gc
+import sys
+import time
+import types
+from dataclasses import dataclass
+
+import numpy as np
+from tqdm import tqdm
+
+
+@dataclass
+class PrequentialResult:
+    """The outcome of one test-then-train pass over a stream."""
+
+    n: int
+    correct: int
+    window: int
+    curve: list[float]  # accuracy of each window of ``window`` rows; the last one may be shorter
+    predictions: np.ndarray  # one per row, see the module docstring for rows without a prediction
+    seconds: float  # wall time of the predict + learn calls (adapter conversions included)
+
+    @property
+    def accuracy(self) -> float:
+        return self.correct / self.n
+
+    @property
+    def samples_per_second(self) -> float:
+        return self.n / self.seconds if self.seconds > 0 else float("inf")
+
+    def to_json(self) -> dict:
+        """The scores as plain JSON types; predictions are left out (compare them with ``compare_predictions``)."""
+        return {"n": self.n, "accuracy": self.accuracy, "correct": self.correct, "window": self.window,
+                "curve": self.curve, "seconds": self.seconds, "samples_per_second": self.samples_per_second}
+
+
+def prequential(learner, X, y, window: int = 500, progress: bool = False, desc: str | None = None) -> PrequentialResult:
+    """Test-then-train over the rows of ``X`` in order: ``predict_one(X[i])``, score it, ``learn_one(X[i], y[i])``.
+
+    ``window`` is the number of rows per point of the accuracy curve; ``progress`` shows a tqdm bar titled ``desc``.
+    """
+    X, y = np.asarray(X), np.asarray(y)
+    if X.ndim != 2 or y.ndim != 1 or len(X) != len(y):
+        raise ValueError(f"need X of shape (n, d) and y of shape (n,); got {X.shape} and {y.shape}")
+    if len(y) == 0:
+        raise ValueError("the stream is empty: prequential evaluation needs at least one row")
+    if not isinstance(window, (int, np.integer)) or window < 1:
+        raise ValueError(f"window={window!r} must be a positive integer")
+    predictions, hits = [], np.zeros(len(y), dtype=bool)
+    start = time.perf_counter()
+    for i in tqdm(range(len(y)), desc=desc, disable=not progress, unit="rows"):
+        x, target = X[i], y[i]
+        pred = learner.predict_one(x)
+        hits[i] = pred is not None and bool(pred == target)
+        predictions.append(pred)
+        learner.learn_one(x, target)
+    seconds = time.perf_counter() - start
+    curve = [float(hits[i:i + window].mean()) for i in range(0, len(y), window)]
+    return PrequentialResult(n=len(y), correct=int(hits.sum()), window=int(window), curve=curve,
+                             predictions=_prediction_array(predictions, y.dtype), seconds=seconds)
+
+
+def no_prediction(dtype):
+    """The value stored for a row the learner did not predict (``None`` if the dtype has no spare value)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        return np.nan
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return info.min if dtype.kind == "i" else info.max
+    if dtype.kind in "US":
+        return dtype.type()
+    return None
+
+
+def _prediction_array(predictions: list, dtype) -> np.ndarray:
+    """The predictions in the labels' dtype when every one fits it, else as objects."""
+    sentinel = no_prediction(dtype)
+    if sentinel is not None:
+        try:
+            return np.array([sentinel if p is None else p for p in predictions], dtype=dtype)
+        except (TypeError, ValueError, OverflowError):
+            pass
+    array = np.empty(len(predictions), dtype=object)
+    array[:] = predictions
+    return array
+
+
+def compare_predictions(a: PrequentialResult, b: PrequentialResult) -> int:
+    """Rows where two runs over the same stream predicted differently (two missing predictions agree)."""
+    if a.n != b.n:
+        raise ValueError(f"the runs cover different streams: {a.n} rows against {b.n}")
+    same = a.predictions == b.predictions
+    if a.predictions.dtype.kind == "f" and b.predictions.dtype.kind == "f":
+        same |= np.isnan(a.predictions) & np.isnan(b.predictions)
+    return int(a.n - np.count_nonzero(same))
+
+
+class RiverAdapter:
+    """A River classifier behind the numpy-row interface: each row becomes ``{feature_name: float}``.
+
+    Labels go to River as Python scalars, so its predictions come back as the same Python types.
+    """
+
+    def __init__(self, model, feature_names):
+        self.model = model
+        self.feature_names = list(feature_names)
+
+    def _features(self, x) -> dict:
+        return dict(zip(self.feature_names, x.tolist()))
+
+    def predict_one(self, x):
+        return self.model.predict_one(self._features(x))
+
+    def learn_one(self, x, y) -> None:
+        self.model.learn_one(self._features(x), y.item() if isinstance(y, np.generic) else y)
+
+    def state_bytes(self) -> int:
+        """River's own measure of the model's memory (``_raw_memory_usage``), else a deep ``sys.getsizeof``."""
+        size = getattr(self.model, "_raw_memory_usage", None)
+        return int(size) if size is not None else deep_sizeof(self.model)
+
+
+SHARED_OBJECTS = (type, types.ModuleType, types.FunctionType)  # not part of any one model
+
+
+def deep_sizeof(obj) -> int:
+    """``sys.getsizeof`` summed over every object reachable from ``obj`` through ``gc.get_referents``,
+    classes, modules and functions excepted."""
+    seen, stack, total = set(), [obj], 0
+    while stack:
+        item = stack.pop()
+        if id(item) in seen or isinstance(item, SHARED_OBJECTS):
+            continue
+        seen.add(id(item))
+        total += sys.getsizeof(item)
+        stack.extend(gc.get_referents(item))
+    return total
+
+
+def plot_curves(results: dict[str, PrequentialResult], path, title: str | None = None) -> None:
+    """Write a PNG of the windowed accuracy curves, one line per named result (needs matplotlib)."""
+    try:
+        from matplotlib.figure import Figure
+    except ImportError as error:
+        raise ImportError("plot_curves needs matplotlib: pip install matplotlib "
+                          "(or install edgestream's bench extra)") from error
+    figure = Figure(figsize=(9, 5), layout="constrained")
+    axes = figure.add_subplot()
+    for name, result in results.items():
+        ends = np.minimum(np.arange(1, len(result.curve) + 1) * result.window, result.n)
+        axes.plot(ends, result.curve, label=f"{name} ({result.accuracy:.3f})", linewidth=1)
+    axes.set(xlabel="rows seen", ylabel="window accuracy", title=title)
+    axes.grid(alpha=0.3)
+    axes.legend(fontsize="small")
+    figure.savefig(path, format="png", dpi=120)
+
+
+__all__ = ["PrequentialResult", "RiverAdapter", "compare_predictions", "deep_sizeof", "no_prediction",
+           "plot_curves", "prequential"]
