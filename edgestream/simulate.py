@@ -19,7 +19,9 @@ import importlib.machinery
 import importlib.util
 import json
 import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import cffi
@@ -80,8 +82,12 @@ def cache_dir() -> Path:
     return Path(os.environ.get("EDGESTREAM_CACHE", Path.home() / ".cache" / "edgestream"))
 
 
-def compile_library(cdef: str, header: str, sources: list[Path], include_dir: Path):
-    """Compile (or reuse from the cache) a cffi extension of ``sources``; returns (ffi, lib)."""
+def compile_library(cdef: str, header: str, sources: list[Path], include_dir: Path, private: bool = False):
+    """Compile (or reuse from the cache) a cffi extension of ``sources``; returns (ffi, lib).
+
+    A process loads one library file once, so its static variables are shared; ``private`` loads a copy of
+    the file instead, giving the caller its own static state (a learning bundle's model).
+    """
     digest = hashlib.sha256(cdef.encode() + header.encode() + cffi.__version__.encode() + sys.version.encode())
     for source in sources:
         digest.update(source.name.encode() + source.read_bytes())
@@ -95,7 +101,12 @@ def compile_library(cdef: str, header: str, sources: list[Path], include_dir: Pa
                        extra_compile_args=["-O2", "-std=c99"])
         build.mkdir(parents=True, exist_ok=True)
         built = [Path(ffi.compile(tmpdir=str(build)))]
-    spec = importlib.util.spec_from_file_location(module, built[0])
+    library = built[0]
+    if private:
+        copy = Path(tempfile.mkdtemp(prefix="es_bundle_")) / library.name
+        shutil.copyfile(library, copy)
+        library = copy
+    spec = importlib.util.spec_from_file_location(module, library)
     extension = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(extension)
     return extension.ffi, extension.lib
@@ -126,7 +137,8 @@ class Bundle:
         cdef = STATUS_CDEF + (BUNDLE_CDEF + (LEARNING_CDEF if self.learning else "")).format(
             name=self.name, ctype=C_TYPES[self.input_dtype])
         sources = [self.directory / s for s in self.manifest["sources"]]
-        self.ffi, self.lib = compile_library(cdef, f'#include "{self.name}.h"', sources, self.directory)
+        self.ffi, self.lib = compile_library(cdef, f'#include "{self.name}.h"', sources, self.directory,
+                                             private=self.learning)
 
     def _rows(self, X):
         X = np.asarray(X)

@@ -9,7 +9,9 @@ import edgestream
 from edgestream import simulate
 from edgestream.cli import main
 from edgestream.data import make_stream
+from edgestream.evaluate import prequential
 from edgestream.modelfile import load_model
+from edgestream.shrubs import ShrubEnsemble
 
 
 def write_csv(path, X, y, header=True):
@@ -81,6 +83,10 @@ def test_fit_without_header(capsys, tmp_path):
     ("a,b,c\n1,2,3\n1,2\n", ["--label", "c"], "line 3: 2 columns, expected 3"),
     ("a,b\n1,0\n2,1\n", ["--label", "b", "--n-trees", "3"], "--n-trees applies to --learner forest only"),
     ("a,b\n1,0\n2,1\n", ["--label", "b", "--max-depth", "99"], "max_depth=99"),
+    ("a,b\n1,0\n2,1\n", ["--label", "b", "--window", "8"], "--window applies to --learner shrubs only"),
+    ("a,b\n1,0\n2,1\n", ["--label", "b", "--learner", "forest", "--ram", "8K"], "--ram applies to --learner shrubs"),
+    ("a,b\n1,0\n2,1\n", ["--label", "b", "--learner", "shrubs", "--max-depth", "9"], "max_depth=9"),
+    ("a,b\n1,0\n2,1\n", ["--label", "b", "--learner", "shrubs", "--bins-rows", "0"], "--bins-rows 0"),
 ])
 def test_fit_user_errors(capsys, tmp_path, text, argv, message):
     path = tmp_path / "d.csv"
@@ -122,6 +128,71 @@ def test_simulate_user_errors(capsys, tmp_path, blobs_csv):
     assert_user_error(code, err, "not an edgestream bundle")
     code, _, err = run(capsys, "simulate", tmp_path, blobs_csv, "--label", "nope")
     assert_user_error(code, err, "label column 'nope' does not exist")
+
+
+def test_shrubs_fit_export_simulate_learn(capsys, tmp_path, blobs_csv):
+    code, out, _ = run(capsys, "fit", blobs_csv, "--label", "label", "--learner", "shrubs", "--ram", "8KiB",
+                       "-o", tmp_path / "s.esm")
+    model = load_model(tmp_path / "s.esm")
+    assert code == 0 and type(model).__name__ == "ShrubEnsemble" and model.state_bytes() <= 8192
+    assert "400 rows (bin edges from all rows)" in out and "3 classes" in out and "prequential accuracy" in out
+    assert f"window {model.window_size}, {model.max_shrubs} shrubs of depth {model.max_depth}, " \
+           f"{model.state_bytes()} state bytes" in out
+    assert run(capsys, "export", tmp_path / "s.esm", "-o", tmp_path / "bundle")[0] == 0
+    code, out, _ = run(capsys, "simulate", tmp_path / "bundle", blobs_csv, "--label", "label", "--json")
+    report = json.loads(out)
+    assert code == 0 and set(report) == {"n", "accuracy", "mismatches", "proba_mismatches", "bundle", "target"}
+    assert report["mismatches"] == report["proba_mismatches"] == 0
+    code, out, _ = run(capsys, "simulate", tmp_path / "bundle", blobs_csv, "--label", "label", "--learn", "--json",
+                       "--window", 150)
+    report = json.loads(out)
+    X, y = make_stream("blobs", 400, seed=5)
+    expected = prequential(model, X, np.array(["red", "green", "blue"])[y], window=150)
+    assert code == 0 and report["n"] == 400 and report["mismatches"] == 0 and report["target"] == "host"
+    assert report["accuracy"] == report["python_accuracy"] == expected.accuracy
+    assert report["curve"] == expected.curve and len(report["curve"]) == 3
+    assert report["state_bytes"] == model.state_bytes()
+    # A second run of the same bundle in this process starts again from the exported state.
+    code, out, _ = run(capsys, "simulate", tmp_path / "bundle", blobs_csv, "--label", "label", "--learn")
+    assert code == 0 and "400 rows test-then-train" in out and "0 prediction mismatches" in out
+
+
+def test_fit_shrubs_options(capsys, tmp_path, blobs_csv):
+    code, out, _ = run(capsys, "fit", blobs_csv, "--label", "label", "--learner", "shrubs", "--window", 16,
+                       "--shrubs", 4, "--step-size", 0.25, "--burnin", 3, "--update-every", 2, "--bins-rows", 50,
+                       "--ram", "8KiB", "-o", tmp_path / "s.esm")
+    model = load_model(tmp_path / "s.esm")
+    assert code == 0 and "bin edges from the first 50 rows" in out
+    assert (model.window_size, model.max_shrubs, model.max_depth, model.step_size, model.burnin,
+            model.update_every) == (16, 4, 4, 0.25, 3, 2)
+    first_rows = ShrubEnsemble().fit_bins(make_stream("blobs", 400, seed=5)[0][:50])
+    assert np.array_equal(model.bins_.flat_edges()[0], first_rows.bins_.flat_edges()[0])
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--ram", 64], "fits in 64 bytes of RAM: the smallest needs "),
+    (["--ram", "1KiB", "--window", 256], "bytes of RAM, the budget is 1024 bytes"),
+])
+def test_fit_shrubs_over_budget(capsys, tmp_path, blobs_csv, argv, message):
+    code, _, err = run(capsys, "fit", blobs_csv, "--label", "label", "--learner", "shrubs", *argv,
+                       "-o", tmp_path / "s.esm")
+    assert_user_error(code, err, message)
+    assert not (tmp_path / "s.esm").exists()
+
+
+def test_fit_bad_ram_string(capsys, tmp_path, blobs_csv):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["fit", str(blobs_csv), "--label", "label", "--learner", "shrubs", "--ram", "8 KBs", "-o", "x.esm"])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and "argument --ram: '8 KBs' is not a byte size" in err and "8KiB" in err
+
+
+def test_simulate_learn_on_frozen_bundle(capsys, tmp_path, blobs_csv):
+    run(capsys, "fit", blobs_csv, "--label", "label", "--learner", "forest", "--n-trees", 2, "-o", tmp_path / "f.esm")
+    run(capsys, "export", tmp_path / "f.esm", "-o", tmp_path / "bundle")
+    code, _, err = run(capsys, "simulate", tmp_path / "bundle", blobs_csv, "--label", "label", "--learn")
+    assert_user_error(code, err, "--learn needs a learning bundle (--learner shrubs)")
+    assert "holds a frozen ForestClassifier" in err
 
 
 class FakeBundle:
