@@ -3,7 +3,7 @@
 #ifndef ES_SHRUBS_H
 #define ES_SHRUBS_H
 
-#include "es_tree.h"
+#include "es_cart.h"
 
 typedef struct {
     uint8_t n_features;

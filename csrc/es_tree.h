@@ -27,36 +27,6 @@ typedef struct {
     uint8_t n_classes;
 } es_ensemble;
 
-/* Settings and scratch of es_tree_build (CART on bins; see edgestream/_kernels.pyx for the exact rule). */
-typedef struct {
-    uint8_t criterion;         /* ES_GINI or ES_ENTROPY */
-    uint8_t max_depth;
-    uint16_t min_samples_leaf;
-    uint16_t max_nodes;        /* node slots available to the tree */
-} es_tree_params;
-
-typedef struct {
-    uint16_t *order;           /* n_rows: sample indices, partitioned per node */
-    uint16_t *node_start;      /* max_nodes: first sample of each node in `order` */
-    uint16_t *node_stop;       /* max_nodes: one past its last sample */
-    uint8_t *node_depth;       /* max_nodes */
-    uint32_t *class_counts;    /* n_classes */
-    uint32_t *left_counts;     /* n_classes */
-} es_tree_scratch;
-
-#define ES_GINI 0u
-#define ES_ENTROPY 1u
-
-/* Grow a tree breadth first on rows of bins (n_rows x n_features) with labels < n_classes. Node i is
- * written to nodes[i] with children offset by node_offset, leaf j to leaf_values[j * n_classes] with leaf
- * indices offset by leaf_offset. Ties go to the lowest feature, then the lowest threshold. */
-es_status es_tree_build(const uint8_t *bins, const uint8_t *labels, uint16_t n_rows, uint8_t n_features,
-                        uint8_t n_classes, const es_tree_params *params, const es_tree_scratch *scratch,
-                        es_node *nodes, uint16_t *leaf_values, uint16_t node_offset, uint16_t leaf_offset);
-
-/* floor(log2(x) * 65536) up to the last bit, for x >= 1, in integers. */
-uint32_t es_log2_q16(uint64_t x);
-
 /* Row of the leaf table that `bins` reaches in the tree starting at node `root`. */
 uint16_t es_tree_leaf(const es_node *nodes, uint16_t root, const uint8_t *bins);
 

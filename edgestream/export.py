@@ -83,10 +83,15 @@ def check_name(name: str) -> None:
                          "not 'main' and not starting with 'es_'")
 
 
-def runtime_sources() -> list[Path]:
-    """The hand-written device runtime shipped with the package (csrc/)."""
+RUNTIME_MODULES = {"trees": ("es_common", "es_binning", "es_tree"),
+                   "shrubs": ("es_common", "es_binning", "es_tree", "es_cart", "es_shrubs")}
+
+
+def runtime_sources(kind: str | None = None) -> list[Path]:
+    """The hand-written device runtime shipped with the package (csrc/): all of it, or what ``kind`` needs."""
     root = resources.files("edgestream.csrc")
-    return sorted(Path(str(p)) for p in root.iterdir() if p.name.endswith((".c", ".h")))
+    files = sorted(Path(str(p)) for p in root.iterdir() if p.name.endswith((".c", ".h")))
+    return files if kind is None else [p for p in files if p.stem in RUNTIME_MODULES[kind]]
 
 
 def tree_context(device: DeviceModel) -> dict:
@@ -135,7 +140,7 @@ def export_bundle(model, out_dir, name: str = "model") -> Path:
     saved = model_bytes(model)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    for source in runtime_sources():
+    for source in runtime_sources(kind):
         shutil.copyfile(source, out / source.name)
     for filename, text in generated.items():
         (out / filename).write_text(text)
