@@ -1,20 +1,28 @@
 #!/usr/bin/env bash
-# Prepare a fresh machine: the cross toolchain and emulator (Debian packages) and a project-local venv
+# Prepare a fresh machine: the cross toolchains and emulators (Debian packages) and a project-local venv
 # with edgestream installed in editable mode plus its test and benchmark extras.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES="gcc-arm-none-eabi binutils-arm-none-eabi picolibc-arm-none-eabi qemu-system-arm make"
+# Cortex-M (picolibc, QEMU system mode), AVR, and ARM Linux boards (cross C libraries, QEMU user mode).
+APT_PACKAGES="gcc-arm-none-eabi binutils-arm-none-eabi picolibc-arm-none-eabi qemu-system-arm make
+    gcc-avr binutils-avr avr-libc
+    gcc-arm-linux-gnueabihf libc6-dev-armhf-cross gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user"
 
 missing_tools() {
-    for tool in arm-none-eabi-gcc arm-none-eabi-size qemu-system-arm make cc; do
+    for tool in arm-none-eabi-gcc arm-none-eabi-size arm-none-eabi-readelf arm-none-eabi-objdump qemu-system-arm \
+        avr-gcc avr-size avr-readelf avr-objdump arm-linux-gnueabihf-gcc aarch64-linux-gnu-gcc \
+        qemu-arm qemu-aarch64 make cc; do
         command -v "$tool" >/dev/null 2>&1 || echo "$tool"
     done
     [ -f /usr/lib/picolibc/arm-none-eabi/picolibc.specs ] || echo picolibc
+    [ -f /usr/lib/avr/include/avr/io.h ] || echo avr-libc
+    [ -f /usr/arm-linux-gnueabihf/include/stdio.h ] || echo libc6-dev-armhf-cross
+    [ -f /usr/aarch64-linux-gnu/include/stdio.h ] || echo libc6-dev-arm64-cross
 }
 
 if [ -n "$(missing_tools)" ]; then
-    echo "setup: installing Debian packages: $APT_PACKAGES"
+    echo "setup: installing Debian packages:" $APT_PACKAGES
     SUDO=""
     [ "$(id -u)" -eq 0 ] || SUDO="sudo"
     $SUDO apt-get update -qq

@@ -1,0 +1,1 @@
+"""Board profiles (TOML) shipped with edgestream; read them with edgestream.boards."""

@@ -1,0 +1,196 @@
+"""Board profiles: what a target offers (RAM, flash, CPU, FPU), how to build for it and what emulates it.
+
+A profile is a TOML file; the built-in ones live in ``boards/`` (installed as ``edgestream.board_profiles``) and a
+user can pass the path of their own. Fields (``?`` = optional):
+
+* ``name``, ``description``, ``cpu``, ``arch``, ``ram_bytes``, ``flash_bytes?`` (absent for boards that load
+  programs from a disk), ``clock_hz``, ``fpu``, ``io``: how the firmware harness reads rows and writes results:
+  ``"semihosting"`` (bare metal under QEMU), ``"stdio"`` (Linux) or ``"none"`` (builds only);
+* ``[toolchain]``: ``cc``, ``size``, ``nm``, ``readelf``, ``objdump``, ``cflags``, ``ldflags``, ``packages`` (the
+  Debian packages that provide them), ``note?``;
+* ``[link]?``: the chip's memory map for bare-metal builds: ``flash`` and ``ram`` origins (picolibc's
+  ``__flash``/``__ram``; the sizes default to ``flash_bytes``/``ram_bytes``);
+* ``[emulator]?``: ``kind`` (``"qemu-system"``, ``"qemu-user"`` or ``"simavr"``), ``command``, ``machine?``,
+  ``args?``, ``packages``, ``note?`` and ``[emulator.link]?``: the emulated machine's memory map (origins and
+  sizes), used to link the programs it runs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+import tomllib
+
+IO_KINDS = ("semihosting", "stdio", "none")
+EMULATOR_KINDS = ("qemu-system", "qemu-user", "simavr")
+
+
+class BoardError(ValueError):
+    """An unknown board name or a board file that cannot be used."""
+
+
+@dataclass(frozen=True)
+class Link:
+    """A bare-metal memory map, passed to picolibc's linker script with ``--defsym``."""
+
+    flash: int
+    ram: int
+    flash_size: int | None = None
+    ram_size: int | None = None
+
+    def ldflags(self) -> list[str]:
+        symbols = {"__flash": self.flash, "__flash_size": self.flash_size, "__ram": self.ram,
+                   "__ram_size": self.ram_size}
+        return ["-Wl," + ",".join(f"--defsym={key}={value:#x}" for key, value in symbols.items())]
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    cc: str
+    size: str
+    nm: str
+    readelf: str
+    objdump: str
+    cflags: tuple[str, ...]
+    ldflags: tuple[str, ...]
+    packages: tuple[str, ...]
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Emulator:
+    kind: str
+    command: str
+    packages: tuple[str, ...]
+    machine: str = ""
+    args: tuple[str, ...] = ()
+    note: str = ""
+    link: Link | None = None
+
+
+@dataclass(frozen=True)
+class Board:
+    name: str
+    description: str
+    cpu: str
+    arch: str
+    ram_bytes: int
+    clock_hz: int
+    fpu: bool
+    io: str
+    toolchain: Toolchain
+    flash_bytes: int | None = None
+    link: Link | None = None
+    emulator: Emulator | None = None
+    path: Path | None = field(default=None, metadata={"toml": False})
+
+    def link_for(self, emulated: bool) -> Link | None:
+        """The memory map of a bare-metal build: the emulated machine's for runs, the chip's otherwise."""
+        return self.emulator.link if emulated and self.emulator else self.link
+
+    def to_dict(self) -> dict:
+        data = dataclasses.asdict(self)
+        data["path"] = str(self.path)
+        return data
+
+
+def boards_dir() -> Path:
+    return Path(str(resources.files("edgestream.board_profiles")))
+
+
+def board_names() -> list[str]:
+    return sorted(p.stem for p in boards_dir().glob("*.toml"))
+
+
+def list_boards() -> list[Board]:
+    """Every built-in board profile, by name."""
+    return [load_board(name) for name in board_names()]
+
+
+def load_board(board: str | Path | Board) -> Board:
+    """A built-in board by name, or the board file at a path (anything ending in .toml or an existing file)."""
+    if isinstance(board, Board):
+        return board
+    path = Path(board)
+    if not (str(board).endswith(".toml") or path.is_file()):
+        path = boards_dir() / f"{board}.toml"
+        if not path.is_file():
+            raise BoardError(f"unknown board {str(board)!r}; known boards: {', '.join(board_names())} "
+                             "(or give the path of a board .toml file)")
+    return read_board_file(path)
+
+
+def read_board_file(path: Path) -> Board:
+    try:
+        table = tomllib.loads(path.read_text())
+    except OSError as error:
+        raise BoardError(f"cannot read board file {path}: {error.strerror or error}") from None
+    except tomllib.TOMLDecodeError as error:
+        raise BoardError(f"board file {path} is not valid TOML: {error}") from None
+    board = dataclasses.replace(parse(Board, table, path), path=path)
+    if board.link:
+        link = dataclasses.replace(board.link, flash_size=board.link.flash_size or board.flash_bytes,
+                                   ram_size=board.link.ram_size or board.ram_bytes)
+        board = dataclasses.replace(board, link=link)
+    check(board, path)
+    return board
+
+
+def check(board: Board, path: Path) -> None:
+    def fail(key: str, message: str):
+        raise BoardError(f"board file {path}: field {key!r} {message}")
+
+    if board.io not in IO_KINDS:
+        fail("io", f"must be one of {', '.join(IO_KINDS)}, got {board.io!r}")
+    for key in ("ram_bytes", "flash_bytes", "clock_hz"):
+        if getattr(board, key) is not None and getattr(board, key) <= 0:
+            fail(key, f"must be positive, got {getattr(board, key)}")
+    if board.io == "semihosting" and (board.link is None or board.link.flash_size is None):
+        fail("link", "and flash_bytes are required for semihosting boards (the chip's memory map)")
+    emulator = board.emulator
+    if emulator is None:
+        return
+    if emulator.kind not in EMULATOR_KINDS:
+        fail("emulator.kind", f"must be one of {', '.join(EMULATOR_KINDS)}, got {emulator.kind!r}")
+    if emulator.kind == "qemu-system" and not emulator.machine:
+        fail("emulator.machine", "is required for qemu-system emulators")
+    if board.io == "semihosting":
+        if emulator.link is None or None in (emulator.link.flash_size, emulator.link.ram_size):
+            fail("emulator.link", "needs flash, flash_size, ram and ram_size for semihosting boards")
+
+
+def parse(cls, table, path: Path, prefix: str = ""):
+    """An instance of dataclass ``cls`` from a TOML table, checking names and types of every field."""
+    hints = typing.get_type_hints(cls)
+    known = {f.name: f for f in dataclasses.fields(cls) if f.metadata.get("toml", True)}
+    for key in table:
+        if key not in known:
+            raise BoardError(f"board file {path}: unknown field {prefix + key!r} "
+                             f"(fields: {', '.join(prefix + k for k in known)})")
+    values = {}
+    for name, spec in known.items():
+        if name in table:
+            values[name] = value_of(hints[name], table[name], path, prefix + name)
+        elif spec.default is dataclasses.MISSING:
+            raise BoardError(f"board file {path}: missing field {prefix + name!r}")
+    return cls(**values)
+
+
+def value_of(hint, value, path: Path, key: str):
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        hint = next(t for t in typing.get_args(hint) if t is not type(None))
+    if dataclasses.is_dataclass(hint):
+        if not isinstance(value, dict):
+            raise BoardError(f"board file {path}: field {key!r} must be a table, got {value!r}")
+        return parse(hint, value, path, key + ".")
+    if typing.get_origin(hint) is tuple:
+        if not (isinstance(value, list) and all(isinstance(item, str) for item in value)):
+            raise BoardError(f"board file {path}: field {key!r} must be a list of strings, got {value!r}")
+        return tuple(value)
+    if not isinstance(value, hint) or (hint is int and isinstance(value, bool)):
+        raise BoardError(f"board file {path}: field {key!r} must be {hint.__name__}, got {value!r}")
+    return value

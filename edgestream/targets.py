@@ -1,0 +1,434 @@
+"""Cross builds of a bundle with a board's toolchain, and runs of it under the board's emulator.
+
+:func:`build` compiles the bundle's sources (its manifest's ``sources``) and a firmware harness
+(``codegen/firmware_main.c.j2``) with the board's compiler and reports what the linker produced: text/data/bss of
+the ELF, the model's objects (tables in flash, the learning state ``<name>_memory`` in RAM) and the stack of every
+function (``-fstack-usage``). Bare-metal boards are linked with picolibc at the chip's memory map.
+
+:func:`run` links the same code at the emulated machine's memory map and runs it under QEMU (semihosting files on
+Cortex-M, plain files under qemu-user). The harness reads ``rows.bin`` from its working directory: one mode byte
+(0 = predict, 1 = test-then-train), then per row the features as little-endian float32/int32, followed in mode 1 by
+a uint8 class index. For every row it calls predict_proba, then predict, then (mode 1) learn, and writes to
+``results.bin`` the uint8 class and the uint16 Q15 probabilities. The exit status of the firmware is QEMU's.
+
+Firmware is cached by a hash of its sources, the harness and the compiler commands in
+``$EDGESTREAM_CACHE/targets`` (see :func:`edgestream.simulate.cache_dir`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .boards import Board, load_board
+from .emit import C_TYPES, environment
+from .export import MANIFEST
+from .simulate import cache_dir
+
+COMPILE_FLAGS = ("-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-Os", "-ffunction-sections",
+                 "-fdata-sections", "-fstack-usage")
+LINK_FLAGS = ("-Wl,--gc-sections",)
+HARNESS = "firmware_main.c"
+ELF = "firmware.elf"
+INPUT_FILE, OUTPUT_FILE = "rows.bin", "results.bin"
+EXIT_STATUS = {2: "a file could not be opened or written", 3: "the input file is malformed"}
+EXIT_CALLS = {16: "predict_proba", 32: "predict", 48: "learn"}
+API_CALLS = ("predict_proba", "predict", "learn")  # in the harness's order
+HARNESS_FUNCTIONS = {"main", "step"}
+TRACE = "trace.log"
+
+
+class ToolchainMissing(RuntimeError):
+    """A compiler, binutils tool or emulator of the board is not installed."""
+
+
+class TargetError(RuntimeError):
+    """A cross build failed, or the firmware under emulation ended with an error."""
+
+
+class EmulatorTimeout(TimeoutError):
+    """The emulator did not finish in time."""
+
+
+@dataclass
+class StackUsage:
+    function: str
+    file: str
+    bytes: int
+    qualifier: str  # "static", "dynamic" or "dynamic,bounded" (as GCC writes it)
+
+
+@dataclass
+class SymbolSize:
+    bytes: int
+    memory: str  # "flash" or "ram"
+
+
+@dataclass
+class BuildReport:
+    board: str
+    bundle: str
+    elf: str
+    text: int
+    data: int
+    bss: int
+    stack_reserved: int  # part of bss the C library reserves for the stack (picolibc's .stack; 0 elsewhere)
+    ram_bytes: int  # the board's
+    flash_bytes: int | None  # the board's; None when programs load from a disk
+    code_bytes: int  # functions compiled from the bundle's sources (runtime and model wrappers)
+    objects: dict[str, SymbolSize]  # the model's objects: tables and state
+    state_bytes: int | None  # <name>_memory, the learning state (None for frozen models)
+    stack: list[StackUsage] = field(default_factory=list)  # per function, largest first
+    stack_max: dict[str, int] = field(default_factory=dict)  # main and API functions -> deepest call chain
+
+    @property
+    def flash_used(self) -> int:
+        return self.text + self.data  # .data initializers are stored in flash
+
+    @property
+    def ram_used(self) -> int:
+        return self.data + self.bss
+
+    @property
+    def ram_peak(self) -> int:
+        """Static RAM plus the deepest stack of the firmware, in place of the C library's reservation."""
+        return self.ram_used - self.stack_reserved + self.stack_max.get("main", 0)
+
+    @property
+    def tables_bytes(self) -> int:
+        return sum(s.bytes for name, s in self.objects.items() if name != f"{self.bundle}_memory")
+
+    @property
+    def tables_in_ram(self) -> int:
+        """Bytes of constant tables the toolchain placed in RAM (AVR copies const data to RAM)."""
+        return sum(s.bytes for name, s in self.objects.items()
+                   if s.memory == "ram" and name != f"{self.bundle}_memory")
+
+    @property
+    def fits(self) -> bool:
+        return self.ram_peak <= self.ram_bytes and (self.flash_bytes is None or self.flash_used <= self.flash_bytes)
+
+    def to_dict(self) -> dict:
+        computed = ("flash_used", "ram_used", "ram_peak", "tables_bytes", "tables_in_ram", "fits")
+        return {**dataclasses.asdict(self), **{key: getattr(self, key) for key in computed}}
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent)
+
+
+@dataclass
+class RunResult:
+    board: str
+    emulator: str
+    classes: np.ndarray  # uint8 [n], class indices
+    proba: np.ndarray  # uint16 [n, n_classes], Q15
+    seconds: float  # wall time of the emulator
+    instructions: dict[str, np.ndarray] | None = None  # API call -> executed instructions per row
+
+
+@dataclass(frozen=True)
+class Firmware:
+    board: Board
+    manifest: dict
+    directory: Path
+
+    @property
+    def elf(self) -> Path:
+        return self.directory / ELF
+
+
+def read_manifest(bundle_dir) -> dict:
+    path = Path(bundle_dir) / MANIFEST
+    if not path.is_file():
+        raise ValueError(f"{bundle_dir} is not an edgestream bundle (no {MANIFEST})")
+    return {**json.loads(path.read_text()), "directory": str(Path(bundle_dir).resolve())}
+
+
+def require(tool: str, packages, board: Board) -> str:
+    """Full path of ``tool``, or a clear error naming the Debian packages that provide it."""
+    found = shutil.which(tool)
+    if found is None:
+        raise ToolchainMissing(f"{tool} (needed for board {board.name}) is not installed; install the Debian "
+                               f"package(s) {' '.join(packages)} (apt-get install {' '.join(packages)}) "
+                               "or run scripts/setup.sh")
+    return found
+
+
+def tool(board: Board, name: str, *args) -> str:
+    """Output of one of the board's binutils (size, readelf, ...)."""
+    command = [require(getattr(board.toolchain, name), board.toolchain.packages, board), *map(str, args)]
+    return subprocess.run(command, check=True, capture_output=True, text=True).stdout
+
+
+def render_harness(manifest: dict, board: Board) -> str:
+    name = manifest["name"]
+    return environment().get_template("firmware_main.c.j2").render(
+        name=name, NAME=name.upper(), input_type=C_TYPES[manifest["input_dtype"]],
+        learning=manifest["learner"] == "shrubs", io="none" if board.io == "none" else "file",
+        input_file=INPUT_FILE, output_file=OUTPUT_FILE)
+
+
+def compile_commands(manifest: dict, board: Board, emulated: bool, out: Path) -> list[list[str]]:
+    """Compiler invocations: one per source (objects and .su files in ``out``), then the link."""
+    bundle, chain = Path(manifest["directory"]), board.toolchain
+    sources = [bundle / s for s in manifest["sources"]] + [out / HARNESS]
+    commands = [[chain.cc, *COMPILE_FLAGS, *chain.cflags, "-I", str(bundle), "-c", str(source),
+                 "-o", str(out / f"{source.stem}.o")] for source in sources]
+    link = board.link_for(emulated)
+    commands.append([chain.cc, *chain.cflags, *(str(out / f"{s.stem}.o") for s in sources), *chain.ldflags,
+                     *(link.ldflags() if link else []), *LINK_FLAGS, "-o", str(out / ELF)])
+    return commands
+
+
+def firmware(bundle_dir, board, emulated: bool, out_dir=None) -> Firmware:
+    """Compile the bundle and its harness for ``board`` (cached by content unless ``out_dir`` is given)."""
+    board = load_board(board)
+    manifest = read_manifest(bundle_dir)
+    require(board.toolchain.cc, board.toolchain.packages, board)
+    harness = render_harness(manifest, board)
+    if out_dir is not None:
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        compile_into(out, manifest, board, emulated, harness)
+        return Firmware(board, manifest, out)
+    digest = hashlib.sha256(harness.encode() + repr(compile_commands(manifest, board, emulated, Path())).encode())
+    for source in manifest["sources"]:
+        digest.update(source.encode() + (Path(manifest["directory"]) / source).read_bytes())
+    for header in sorted(Path(manifest["directory"]).glob("*.h")):
+        digest.update(header.name.encode() + header.read_bytes())
+    out = cache_dir() / "targets" / f"{board.name}-{'emulated' if emulated else 'chip'}-{digest.hexdigest()[:20]}"
+    if not (out / ELF).is_file():
+        out.parent.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(dir=out.parent, prefix=out.name + ".tmp"))
+        compile_into(work, manifest, board, emulated, harness)
+        try:
+            work.rename(out)
+        except OSError:  # built meanwhile by another process
+            shutil.rmtree(work, ignore_errors=True)
+    return Firmware(board, manifest, out)
+
+
+def compile_into(out: Path, manifest: dict, board: Board, emulated: bool, harness: str) -> None:
+    (out / HARNESS).write_text(harness)
+    for command in compile_commands(manifest, board, emulated, out):
+        result = subprocess.run(command, capture_output=True, text=True)
+        if result.returncode != 0:
+            raise TargetError(f"building for {board.name} failed:\n$ {' '.join(command)}\n{result.stderr}"
+                              f"(the board's toolchain comes from the Debian packages "
+                              f"{' '.join(board.toolchain.packages)})")
+
+
+def build(bundle_dir, board, out_dir=None) -> BuildReport:
+    """Cross-compile a bundle for ``board`` (a name, a board file or a Board) and report sizes and stack."""
+    return report(firmware(bundle_dir, board, emulated=False, out_dir=out_dir))
+
+
+def report(fw: Firmware) -> BuildReport:
+    board, name = fw.board, fw.manifest["name"]
+    text, data, bss = (int(v) for v in tool(board, "size", "-B", fw.elf).splitlines()[1].split()[:3])
+    sections, symbols = read_elf(tool(board, "readelf", "-SsW", fw.elf))
+    linked = {symbol for symbol, (kind, _, _) in symbols.items() if kind == "FUNC"}  # gc-sections dropped the rest
+    stack = sorted((s for s in stack_usage(fw.directory) if s.function in linked), key=lambda s: (-s.bytes, s.function))
+    objects = {symbol: SymbolSize(size, sections[index].memory) for symbol, (kind, size, index) in symbols.items()
+               if kind == "OBJECT" and symbol.startswith(name + "_") and index in sections}
+    state = objects.get(f"{name}_memory")
+    calls = call_graph(tool(board, "objdump", "-d", "--no-show-raw-insn", fw.elf))
+    return BuildReport(
+        board=board.name, bundle=name, elf=str(fw.elf), text=text, data=data, bss=bss,
+        stack_reserved=sum(s.size for s in sections.values() if s.name == ".stack"),
+        ram_bytes=board.ram_bytes, flash_bytes=board.flash_bytes,
+        code_bytes=sum(symbols[s.function][1] for s in stack if s.file != HARNESS),
+        objects=dict(sorted(objects.items())), state_bytes=state.bytes if state else None, stack=stack,
+        stack_max=worst_stack(calls, {s.function: s.bytes for s in stack},
+                              ["main", *(f"{name}_{call}" for call in API_CALLS)]))
+
+
+@dataclass(frozen=True)
+class Section:
+    name: str
+    size: int
+    memory: str  # "ram" (writable) or "flash"
+
+
+SECTION_LINE = re.compile(  # [Nr] Name Type Addr Off Size ES Flg Lk Inf Al
+    r"^\s*\[\s*(\d+)\]\s+(\S+)\s+\S+\s+[0-9a-f]+\s+[0-9a-f]+\s+([0-9a-f]+)\s+[0-9a-f]+\s+(\S*)\s+\d+")
+SYMBOL_LINE = re.compile(r"^\s*\d+:\s+[0-9a-f]+\s+(\S+)\s+(\w+)\s+\w+\s+\w+\s+(\d+)\s+(\S+)$")
+
+
+def read_elf(readelf: str) -> tuple[dict[int, Section], dict[str, tuple[str, int, int]]]:
+    """From ``readelf -SsW``: section index -> Section, symbol -> (type, size, section index)."""
+    sections, symbols = {}, {}
+    for line in readelf.splitlines():
+        if match := SECTION_LINE.match(line):
+            index, section, size, flags = match.groups()
+            sections[int(index)] = Section(section, int(size, 16), "ram" if "W" in flags else "flash")
+        elif match := SYMBOL_LINE.match(line):
+            size, kind, index, symbol = match.groups()
+            symbols[symbol] = (kind, int(size, 0), int(index))
+    return sections, symbols
+
+
+def stack_usage(directory: Path) -> list[StackUsage]:
+    """Every function of the ``.su`` files GCC wrote with -fstack-usage (``file:line:col:function  bytes  kind``)."""
+    usage = []
+    for su in sorted(directory.glob("*.su")):
+        for line in su.read_text().splitlines():
+            location, size, qualifier = line.rsplit("\t", 2)
+            usage.append(StackUsage(location.rsplit(":", 1)[1], Path(location.split(":")[0]).name, int(size),
+                                    qualifier))
+    return usage
+
+
+FUNCTION_LINE = re.compile(r"^[0-9a-f]+ <([^>]+)>:$")
+INSTRUCTION_LINE = re.compile(r"^\s*[0-9a-f]+:\t")
+REFERENCE = re.compile(r"<([^>+]+)>")
+
+
+def call_graph(disassembly: str) -> dict[str, set[str]]:
+    """Function -> functions it calls or jumps to, from ``objdump -d`` of the linked ELF (``<symbol>`` operands;
+    branches inside a function read ``<symbol+offset>``)."""
+    calls, current = {}, None
+    for line in disassembly.splitlines():
+        if match := FUNCTION_LINE.match(line):
+            current = calls.setdefault(match[1], set())
+        elif current is not None and INSTRUCTION_LINE.match(line):
+            current.update(REFERENCE.findall(line))
+    for function, callees in calls.items():
+        callees.discard(function)
+    return calls
+
+
+def worst_stack(calls: dict[str, set[str]], frames: dict[str, int], functions) -> dict[str, int]:
+    """Deepest stack of each function over its call chains: the sum of GCC's frame sizes (-fstack-usage).
+    Functions without one (C library and compiler helpers such as memset or soft-float routines) count 0."""
+
+    def depth(function: str, chain: frozenset) -> int:
+        callees = calls.get(function, set()) - chain  # a cycle (none in the runtime) is counted once
+        return frames.get(function, 0) + max((depth(c, chain | {c}) for c in callees), default=0)
+
+    return {function: depth(function, frozenset([function])) for function in functions if function in calls}
+
+
+def encode_rows(manifest: dict, X, labels) -> bytes:
+    """The harness input: mode byte, then per row the features (and the class index when learning)."""
+    rows = np.asarray(X)
+    n_features = manifest["n_features"]
+    if rows.ndim != 2 or rows.shape[1] != n_features:
+        raise ValueError(f"X must have shape (rows, {n_features}), got {rows.shape}")
+    fields = [("x", "<f4" if manifest["input_dtype"] == "float32" else "<i4", (n_features,))]
+    if labels is not None:
+        fields.append(("label", "u1"))
+    records = np.zeros(len(rows), dtype=fields)
+    records["x"] = rows
+    if labels is not None:
+        records["label"] = labels
+    return bytes([labels is not None]) + records.tobytes()
+
+
+def decode_results(manifest: dict, raw: bytes, n_rows: int, board: Board) -> tuple[np.ndarray, np.ndarray]:
+    record = np.dtype([("class", "u1"), ("proba", "<u2", (manifest["n_classes"],))])
+    if len(raw) != n_rows * record.itemsize:
+        raise TargetError(f"{board.name}: the firmware wrote {len(raw)} bytes of results, expected "
+                          f"{n_rows * record.itemsize} ({n_rows} rows of {record.itemsize} bytes)")
+    results = np.frombuffer(raw, dtype=record)
+    return results["class"].copy(), results["proba"].astype(np.uint16)
+
+
+def class_indices(manifest: dict, y, n_rows: int) -> np.ndarray:
+    """Labels of the model's classes -> class indices, for a learning bundle."""
+    from .modelfile import load_model
+
+    if manifest["learner"] != "shrubs":
+        raise ValueError(f"bundle {manifest['directory']} holds a frozen model; only shrub bundles learn")
+    if y is None or len(y) != n_rows:
+        raise ValueError(f"learning needs one label per row: {n_rows} rows, "
+                         f"{'no labels' if y is None else f'{len(y)} labels'}")
+    model = load_model(Path(manifest["directory"]) / manifest["model"])
+    return np.array([model.encode_label(label) for label in y], dtype=np.uint8)
+
+
+def emulator_command(board: Board, elf: Path, options=()) -> list[str]:
+    emulator = board.emulator
+    command = require(emulator.command, emulator.packages, board)
+    if emulator.kind == "qemu-user":
+        return [command, *emulator.args, *options, str(elf)]
+    return [command, "-M", emulator.machine, "-display", "none", "-semihosting-config", "enable=on,target=native",
+            *emulator.args, *options, "-kernel", str(elf)]
+
+
+def count_instructions(trace: Path, name: str) -> dict[str, np.ndarray]:
+    """Executed instructions of every API call, per call, from a QEMU ``-singlestep -d exec,nochain`` log (one
+    line per instruction, ending with the function's symbol): a call is the run of lines from the entry of
+    ``<name>_<call>`` up to the next line in the harness, so it includes every callee."""
+    entries = {f"{name}_{call}": call for call in API_CALLS}
+    counts = {call: [] for call in API_CALLS}
+    current = None
+    with trace.open() as log:
+        for line in log:
+            if not line.startswith("Trace"):
+                continue
+            symbol = line.rstrip().rsplit(" ", 1)[-1]
+            if symbol in HARNESS_FUNCTIONS:
+                current = None
+            elif current is None and symbol in entries:
+                current = entries[symbol]
+                counts[current].append(0)
+            if current is not None:
+                counts[current][-1] += 1
+    return {call: np.array(values, dtype=np.int64) for call, values in counts.items() if values}
+
+
+def describe_exit(code: int) -> str:
+    if code in EXIT_STATUS:
+        return EXIT_STATUS[code]
+    call = EXIT_CALLS.get(code & ~15)
+    return f"{call} returned es_status {code & 15}" if call else "the firmware crashed or the emulator failed"
+
+
+def run(bundle_dir, board, X, y=None, learn: bool = False, timeout: float = 60,
+        instructions: bool = False) -> RunResult:
+    """Run a bundle under ``board``'s emulator: per row class and Q15 probabilities (test-then-train with
+    ``learn``, which needs the labels ``y`` of a learning bundle). With ``instructions``, QEMU logs every executed
+    instruction (slow: keep the stream short) and the result counts them per API call and row."""
+    board = load_board(board)
+    emulator = board.emulator
+    if board.io == "none" or emulator is None or emulator.kind == "simavr":
+        raise TargetError(f"board {board.name} has no emulated file I/O; it can be built, not run")
+    manifest = read_manifest(bundle_dir)
+    rows = np.asarray(X)
+    labels = class_indices(manifest, y, len(rows)) if learn else None
+    payload = encode_rows(manifest, rows, labels)
+    fw = firmware(bundle_dir, board, emulated=True)
+    command = emulator_command(board, fw.elf, ["-singlestep", "-d", "exec,nochain", "-D", TRACE] * instructions)
+    where = f"{emulator.command} {emulator.machine}".strip()
+    with tempfile.TemporaryDirectory(prefix="edgestream-run-") as work:
+        (Path(work) / INPUT_FILE).write_bytes(payload)
+        seconds = execute(command, Path(work), timeout, f"board {board.name}: {where}")
+        classes, proba = decode_results(manifest, (Path(work) / OUTPUT_FILE).read_bytes(), len(rows), board)
+        counts = count_instructions(Path(work) / TRACE, manifest["name"]) if instructions else None
+    return RunResult(board.name, where, classes, proba, seconds, counts)
+
+
+def execute(command: list[str], work: Path, timeout: float, what: str) -> float:
+    """Run the emulator in ``work``; its wall time, or a clear error when it hangs or the firmware fails."""
+    start = time.perf_counter()
+    try:
+        result = subprocess.run(command, cwd=work, capture_output=True, text=True, errors="replace",
+                                timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise EmulatorTimeout(f"{what} did not finish within {timeout:g} s") from None
+    if result.returncode != 0:
+        output = "\n".join((result.stderr.strip() or result.stdout.strip()).splitlines()[:4])
+        raise TargetError(f"{what}: the firmware exited with status {result.returncode} "
+                          f"({describe_exit(result.returncode)})" + (f":\n{output}" if output else ""))
+    return time.perf_counter() - start

@@ -1,0 +1,130 @@
+"""Board profiles: the built-in ones, user files, and clear errors for unknown boards and malformed files."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from edgestream.boards import Board, BoardError, Link, board_names, boards_dir, list_boards, load_board
+
+REQUIRED = {"rp2040", "stm32f411", "nrf52840", "stm32h743", "atmega328p", "rpi-zero", "rpi4"}
+
+
+def test_every_required_board_is_built_in():
+    assert REQUIRED <= set(board_names())
+    assert [board.name for board in list_boards()] == board_names()
+
+
+@pytest.mark.parametrize("name", sorted(REQUIRED))
+def test_built_in_boards_are_complete(name):
+    board = load_board(name)
+    assert board.name == name == board.path.stem
+    assert board.ram_bytes > 0 and board.clock_hz > 0 and board.toolchain.packages
+    if board.io == "semihosting":  # linked with picolibc at the chip's map; runs at the emulated machine's
+        assert board.link.flash_size == board.flash_bytes and board.link.ram_size == board.ram_bytes
+        assert board.emulator.kind == "qemu-system" and board.emulator.link.ram_size
+
+
+@pytest.mark.parametrize("name, cpu, ram, flash, fpu, machine", [
+    ("rp2040", "cortex-m0plus", 264 * 1024, 2 * 1024 * 1024, False, "microbit"),
+    ("stm32f411", "cortex-m4", 128 * 1024, 512 * 1024, True, "mps2-an386"),
+    ("nrf52840", "cortex-m4", 256 * 1024, 1024 * 1024, True, "mps2-an386"),
+    ("stm32h743", "cortex-m7", 512 * 1024, 2 * 1024 * 1024, True, "mps2-an500"),
+    ("atmega328p", "atmega328p", 2048, 32 * 1024, False, "arduino-uno"),
+])
+def test_microcontroller_profiles(name, cpu, ram, flash, fpu, machine):
+    board = load_board(name)
+    assert (board.cpu, board.ram_bytes, board.flash_bytes, board.fpu, board.emulator.machine) == (
+        cpu, ram, flash, fpu, machine)
+
+
+def test_linux_boards_run_in_qemu_user_mode():
+    for name, command in (("rpi-zero", "qemu-arm"), ("rpi4", "qemu-aarch64")):
+        board = load_board(name)
+        assert board.io == "stdio" and board.flash_bytes is None and board.link is None
+        assert (board.emulator.kind, board.emulator.command) == ("qemu-user", command)
+
+
+def test_link_passes_the_memory_map_to_picolibc():
+    flags = Link(flash=0x0, ram=0x20000000, flash_size=0x40000, ram_size=0x4000).ldflags()
+    assert flags == ["-Wl,--defsym=__flash=0x0,--defsym=__flash_size=0x40000,--defsym=__ram=0x20000000,"
+                     "--defsym=__ram_size=0x4000"]
+    board = load_board("rp2040")
+    assert board.link_for(emulated=False).flash == 0x10000000  # the RP2040's XIP flash
+    assert board.link_for(emulated=True).ram_size == 16 * 1024  # the micro:bit's RAM
+
+
+def test_to_dict_is_plain_data():
+    data = load_board("stm32f411").to_dict()
+    assert data["toolchain"]["cc"] == "arm-none-eabi-gcc" and data["emulator"]["link"]["ram"] == 0x20000000
+    assert isinstance(data["path"], str)
+
+
+def test_unknown_board_lists_the_known_ones():
+    with pytest.raises(BoardError, match="unknown board 'esp32'.*rp2040.*stm32f411"):
+        load_board("esp32")
+
+
+def test_a_board_is_passed_through():
+    board = load_board("rpi4")
+    assert load_board(board) is board
+
+
+@pytest.fixture
+def user_board(tmp_path) -> Path:
+    """A user's board file: a copy of the STM32F411 profile under another name."""
+    path = tmp_path / "myboard.toml"
+    path.write_text((boards_dir() / "stm32f411.toml").read_text().replace('name = "stm32f411"', 'name = "mine"'))
+    return path
+
+
+def test_user_board_file_by_path(user_board):
+    board = load_board(user_board)
+    assert isinstance(board, Board) and board.name == "mine" and board.path == user_board
+    assert load_board(str(user_board)) == board
+
+
+def edit(path: Path, pattern: str, replacement: str) -> Path:
+    text = path.read_text()
+    assert re.search(pattern, text, flags=re.M), pattern
+    path.write_text(re.sub(pattern, replacement, text, count=1, flags=re.M))
+    return path
+
+
+@pytest.mark.parametrize("pattern, replacement, message", [
+    (r"^ram_bytes = .*$", "", "missing field 'ram_bytes'"),
+    (r"^ram_bytes = .*$", 'ram_bytes = "128K"', "field 'ram_bytes' must be int, got '128K'"),
+    (r"^fpu = true", "fpu = 1", "field 'fpu' must be bool, got 1"),
+    (r"^clock_hz = .*$", "clock_hz = true", "field 'clock_hz' must be int, got True"),
+    (r"^cflags = .*$", 'cflags = "-mcpu=cortex-m4"', "field 'toolchain.cflags' must be a list of strings"),
+    (r"^cc = .*$", "", "missing field 'toolchain.cc'"),
+    (r"^clock_hz", "clock_mhz", "unknown field 'clock_mhz'"),
+    (r"^machine = .*$", 'machin = "mps2-an386"', "unknown field 'emulator.machin'"),
+    (r"^io = .*$", 'io = "uart"', "field 'io' must be one of semihosting, stdio, none, got 'uart'"),
+    (r"^kind = .*$", 'kind = "renode"', "field 'emulator.kind' must be one of"),
+    (r"^ram_bytes = .*$", "ram_bytes = 0", "field 'ram_bytes' must be positive"),
+    (r"^fpu = true", "fpu = true\nfpu = false", "is not valid TOML"),
+    (r"^\[link\][^\[]*", "", "field 'link' and flash_bytes are required for semihosting boards"),
+    (r"^\[emulator\.link\][^\[]*", "", "field 'emulator.link' needs flash, flash_size"),
+])
+def test_malformed_board_files_name_the_file_and_the_field(user_board, pattern, replacement, message):
+    edit(user_board, pattern, replacement)
+    with pytest.raises(BoardError, match=message) as error:
+        load_board(user_board)
+    assert str(user_board) in str(error.value)
+
+
+def test_a_table_field_given_as_a_value(user_board):
+    edit(user_board, r"^\[link\][^\[]*", "")
+    edit(user_board, r"^name = ", "link = 5\nname = ")
+    with pytest.raises(BoardError, match="field 'link' must be a table, got 5"):
+        load_board(user_board)
+
+
+def test_invalid_toml_and_unreadable_files(tmp_path):
+    broken = tmp_path / "broken.toml"
+    broken.write_text("name = \n")
+    with pytest.raises(BoardError, match=f"board file {re.escape(str(broken))} is not valid TOML"):
+        load_board(broken)
+    with pytest.raises(BoardError, match="cannot read board file"):
+        load_board(tmp_path / "absent.toml")

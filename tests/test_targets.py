@@ -1,0 +1,181 @@
+"""Real cross builds and emulated runs: the C under QEMU predicts and learns exactly like the Python model.
+
+The toolchains and emulators come from scripts/setup.sh; a missing one fails with the message naming the
+Debian package (nothing here is skipped).
+"""
+
+import json
+
+import numpy as np
+import pytest
+
+from edgestream import ForestClassifier, TreeClassifier
+from edgestream.boards import boards_dir
+from edgestream.export import export_bundle
+from edgestream.shrubs import ShrubEnsemble
+from edgestream.targets import (EmulatorTimeout, TargetError, ToolchainMissing, build, call_graph,
+                                count_instructions, describe_exit, run, worst_stack)
+
+
+def stream(n_rows: int, n_features: int = 4, seed: int = 0):
+    """Rows with a drift half way: the label rule flips."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n_rows, n_features)).astype(np.float32)
+    y = ((X[:, 0] + X[:, 1] > 0) ^ (np.arange(n_rows) > n_rows // 2)).astype(int) + (X[:, 2] > 1)
+    return X, y
+
+
+@pytest.fixture(scope="module")
+def forest(tmp_path_factory):
+    X, y = stream(300)
+    model = ForestClassifier(n_trees=5, max_depth=5, random_state=0).fit(X, y)
+    return model, export_bundle(model, tmp_path_factory.mktemp("forest"), name="forest"), X
+
+
+@pytest.fixture(scope="module")
+def shrubs(tmp_path_factory):
+    """A shrub bundle exported before learning, the stream, and the Python learner's test-then-train results."""
+    X, y = stream(300, n_features=3, seed=1)
+    learner = ShrubEnsemble(window_size=16, max_shrubs=4, max_depth=3).fit_bins(X).set_classes(np.arange(3))
+    bundle = export_bundle(learner, tmp_path_factory.mktemp("shrubs"), name="shrubs")
+    classes, proba = [], []
+    for x, label in zip(X, y):
+        proba.append(learner.predict_proba_q15(x[None])[0])
+        classes.append(learner.predict_encoded(x[None])[0])
+        learner.learn_one(x, label)
+    return learner, bundle, X, y, np.array(classes), np.array(proba)
+
+
+@pytest.mark.parametrize("board", ["stm32f411", "rp2040", "rpi4"])
+def test_forest_under_emulation_equals_python(forest, board):
+    """Cortex-M4F (mps2-an386), Cortex-M0+ code on the micro:bit's Cortex-M0, and AArch64 Linux (qemu-aarch64)."""
+    model, bundle, X = forest
+    result = run(bundle, board, X)
+    assert result.classes.dtype == np.uint8 and result.proba.dtype == np.uint16
+    assert result.proba.shape == (len(X), model.ensemble_.n_classes)
+    assert np.array_equal(result.classes, model.predict_encoded(X))
+    assert np.array_equal(result.proba, model.predict_proba_q15(X))
+
+
+@pytest.mark.parametrize("board", ["stm32f411", "rpi-zero"])
+def test_shrubs_learning_under_emulation_equals_python(shrubs, board):
+    """Test-then-train over 300 rows on a Cortex-M4F and on ARMv6 Linux (qemu-arm)."""
+    _, bundle, X, y, classes, proba = shrubs
+    result = run(bundle, board, X, y, learn=True)
+    assert np.array_equal(result.proba, proba)
+    assert np.array_equal(result.classes, classes)
+    assert (classes == y).mean() > 0.6  # it did learn the stream
+
+
+def test_stm32h743_runs_on_the_cortex_m7_machine(forest):
+    model, bundle, X = forest
+    assert np.array_equal(run(bundle, "stm32h743", X[:50]).proba, model.predict_proba_q15(X[:50]))
+
+
+def test_instruction_counts_per_call(shrubs):
+    _, bundle, X, y, classes, _ = shrubs
+    first = run(bundle, "stm32f411", X[:20], y[:20], learn=True, instructions=True)
+    assert np.array_equal(first.classes, classes[:20])
+    assert set(first.instructions) == {"predict_proba", "predict", "learn"}
+    assert all(len(counts) == 20 and (counts > 20).all() for counts in first.instructions.values())
+    again = run(bundle, "stm32f411", X[:20], y[:20], learn=True, instructions=True)
+    assert all(np.array_equal(first.instructions[k], again.instructions[k]) for k in first.instructions)
+
+
+def test_count_instructions_attributes_runs_to_api_calls(tmp_path):
+    lines = ["main", "fread", "fread", "m_predict_proba", "es_quantize_f32", "__aeabi_fcmple", "m_predict_proba",
+             "main", "m_predict", "es_argmax", "step", "m_learn", "m_learn", "main", "fwrite"]
+    trace = tmp_path / "trace.log"
+    trace.write_text("".join(f"Trace 0: 0x7f00 [00000000/{i:08x}/0/0] {s}\n" for i, s in enumerate(lines)))
+    counts = count_instructions(trace, "m")
+    assert {k: v.tolist() for k, v in counts.items()} == {"predict_proba": [4], "predict": [2], "learn": [2]}
+
+
+def test_cortex_m4_build_report(shrubs):
+    learner, bundle, *_ = shrubs
+    report = build(bundle, "stm32f411")
+    assert report.state_bytes == learner.state_bytes()  # the predicted state is what the linker placed
+    assert report.objects["shrubs_memory"].memory == "ram"
+    assert {"shrubs_edges", "shrubs_offsets", "shrubs_config"} <= set(report.objects)
+    assert all(report.objects[name].memory == "flash" for name in ("shrubs_edges", "shrubs_config"))
+    assert report.text > report.code_bytes > 0 and report.bss >= report.state_bytes
+    assert report.stack_reserved > 0 and report.fits
+    functions = {usage.function for usage in report.stack}
+    assert {"shrubs_learn", "es_shrubs_learn", "main"} <= functions
+    assert report.stack_max["shrubs_learn"] >= report.stack_max["shrubs_predict_proba"] > 0
+    data = json.loads(report.to_json())
+    assert data["flash_used"] == report.text + report.data and data["ram_used"] == report.data + report.bss
+    assert data["board"] == "stm32f411" and data["objects"]["shrubs_memory"]["bytes"] == learner.state_bytes()
+
+
+def test_avr_build_of_a_small_tree(tmp_path):
+    """avr-gcc keeps const tables in RAM (.data) unless they are placed with PROGMEM: the report says so."""
+    X, y = stream(200)
+    bundle = export_bundle(TreeClassifier(max_depth=4).fit(X, y), tmp_path / "tree", name="tree")
+    report = build(bundle, "atmega328p", out_dir=tmp_path / "avr")
+    assert (tmp_path / "avr" / "firmware.elf").is_file()
+    assert report.tables_bytes > 0 and report.tables_in_ram == report.tables_bytes
+    assert report.data >= report.tables_bytes
+    assert report.stack_reserved == 0 and report.ram_peak == report.ram_used + report.stack_max["main"]
+    assert report.fits and report.ram_peak < 2048 and report.flash_used < 32 * 1024
+    assert report.stack_max["tree_predict"] > 0
+    with pytest.raises(TargetError, match="atmega328p has no emulated file I/O; it can be built, not run"):
+        run(bundle, "atmega328p", X)
+
+
+def test_worst_stack_follows_the_deepest_chain():
+    disassembly = "\n".join([
+        "00000100 <a>:", " 100:\tpush\t{lr}", " 102:\tbl\t200 <b>", " 104:\tbl\t300 <c>", " 106:\tbne.n\t100 <a+0x6>",
+        "00000200 <b>:", " 200:\tbl\t300 <c>", "00000300 <c>:", " 300:\tbx\tlr",
+    ])
+    calls = call_graph(disassembly)
+    assert calls == {"a": {"b", "c"}, "b": {"c"}, "c": set()}
+    assert worst_stack(calls, {"a": 8, "b": 16, "c": 4}, ["a", "b", "missing"]) == {"a": 28, "b": 20}
+
+
+def test_a_hanging_emulator_times_out(forest, tmp_path):
+    """A board whose QEMU starts with the CPU stopped (-S) never finishes."""
+    _, bundle, X = forest
+    board = tmp_path / "frozen.toml"
+    text = (boards_dir() / "stm32f411.toml").read_text().replace('name = "stm32f411"', 'name = "frozen"')
+    board.write_text(text.replace('machine = "mps2-an386"', 'machine = "mps2-an386"\nargs = ["-S"]'))
+    with pytest.raises(EmulatorTimeout, match=r"board frozen: qemu-system-arm mps2-an386 did not finish within 1 s"):
+        run(bundle, board, X[:3], timeout=1)
+
+
+def test_a_missing_toolchain_names_the_package(forest, tmp_path):
+    _, bundle, _ = forest
+    board = tmp_path / "nocc.toml"
+    board.write_text((boards_dir() / "stm32f411.toml").read_text().replace(
+        'cc = "arm-none-eabi-gcc"', 'cc = "no-such-gcc"'))
+    with pytest.raises(ToolchainMissing, match="no-such-gcc .* not installed; install the Debian package.*"
+                                               "gcc-arm-none-eabi"):
+        build(bundle, board)
+
+
+def test_bad_run_requests(forest, shrubs):
+    _, bundle, X = forest
+    with pytest.raises(ValueError, match=r"X must have shape \(rows, 4\), got \(3, 2\)"):
+        run(bundle, "stm32f411", X[:3, :2])
+    with pytest.raises(ValueError, match="holds a frozen model; only shrub bundles learn"):
+        run(bundle, "stm32f411", X[:3], [0, 1, 0], learn=True)
+    _, shrub_bundle, Xs, ys, *_ = shrubs
+    with pytest.raises(ValueError, match="one label per row: 3 rows, no labels"):
+        run(shrub_bundle, "stm32f411", Xs[:3], learn=True)
+    with pytest.raises(ValueError, match="label 7 is not one of the configured classes"):
+        run(shrub_bundle, "stm32f411", Xs[:3], [0, 7, 1], learn=True)
+
+
+def test_exit_status_meanings():
+    assert describe_exit(2) == "a file could not be opened or written"
+    assert describe_exit(48 + 3) == "learn returned es_status 3"
+    assert "crashed" in describe_exit(-6)
+
+
+def test_a_failing_compile_shows_the_command_and_the_packages(forest, tmp_path):
+    _, bundle, _ = forest
+    board = tmp_path / "badflags.toml"
+    board.write_text((boards_dir() / "stm32f411.toml").read_text().replace('"-mcpu=cortex-m4",', '"-mcpu=nonsense",'))
+    with pytest.raises(TargetError, match=r"(?s)building for stm32f411 failed:\n\$ .*-mcpu=nonsense.*"
+                                          r"Debian packages gcc-arm-none-eabi"):
+        build(bundle, board)
