@@ -116,9 +116,7 @@ class TreeEnsemble:
 
     def predict_proba_q15(self, X_binned: np.ndarray) -> np.ndarray:
         leaves = _kernels.apply(self.nodes, self.roots, np.ascontiguousarray(X_binned, dtype=np.uint8))
-        acc = np.zeros((len(X_binned), self.n_classes), dtype=np.uint64)
-        for t, weight in enumerate(self.weights):
-            acc += np.uint64(weight) * self.leaf_values[leaves[:, t]].astype(np.uint64)
+        acc = np.einsum("rtc,t->rc", self.leaf_values[leaves].astype(np.uint64), self.weights.astype(np.uint64))
         total = np.uint64(int(self.weights.astype(np.int64).sum()))
         return ((acc + total // np.uint64(2)) // total).astype(np.uint16)
 
