@@ -17,8 +17,8 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .export import runtime_sources
-from .shrubs import ShrubEnsemble, struct_size
+from .export import runtime_sources, wrapper_stack_bytes
+from .shrubs import Region, ShrubEnsemble, struct_size
 
 LEARNERS = ("tree", "forest", "shrubs")
 BUNDLE_KIND = {"tree": "trees", "forest": "trees", "shrubs": "shrubs"}
@@ -88,8 +88,7 @@ def state_ram(learner: ShrubEnsemble, n_features: int, n_classes: int, packed: b
 
 
 def call_stack(n_features: int, n_classes: int) -> Item:
-    """Locals of the generated predict wrapper: bins, the uint32 accumulator and the Q15 probabilities."""
-    return Item("call locals", "stack", n_features + 4 * n_classes + 2 * n_classes)
+    return Item("call locals", "stack", wrapper_stack_bytes(n_features, n_classes))
 
 
 def table_flash(n_features: int, n_classes: int, n_edges: int, input_bytes: int, n_nodes: int = 0,
@@ -137,16 +136,29 @@ def measured_code_bytes(board) -> dict | None:
     return sizes
 
 
+def is_avr(board) -> bool:
+    return board.arch.startswith("avr")
+
+
+def pointer_bytes(board) -> int:
+    return 2 if is_avr(board) else 8 if board.arch == "armv8-a" else 4
+
+
 def shrubs_budget(board, n_features: int, n_classes: int, learner: ShrubEnsemble, ram: int, flash: int) -> Budget:
-    packed = board.arch == "avr"
+    """Exact for a learner whose bins are fitted (its real edge count); else every feature with max_bins edges."""
+    packed = is_avr(board)
     code, measured = code_flash("shrubs", board)
-    input_bytes = 4
-    tables = table_flash(n_features, n_classes, n_features * (learner.max_bins - 1), input_bytes)
-    config = {"window_size": learner.window_size, "max_shrubs": learner.max_shrubs, "max_depth": learner.max_depth,
-              "max_bins": learner.max_bins, "features": n_features, "classes": n_classes}
-    return Budget("shrubs", board.name, config, state_ram(learner, n_features, n_classes, packed)
-                  + [call_stack(n_features, n_classes)], tables + [Item("config", "tables", 16)] + code,
-                  ram, flash, measured)
+    fitted = hasattr(learner, "bins_")
+    n_edges = len(learner.bins_.flat_edges()[0]) if fitted else n_features * (learner.max_bins - 1)
+    config = [Region("bytes", "", "uint8_t", 4), Region("sizes", "", "uint16_t", 5), Region("step", "", "uint32_t", 1)]
+    structs = [Item("config", "tables", struct_size(config, packed)),
+               Item("model pointers", "tables", 18 * pointer_bytes(board))]
+    tables = table_flash(n_features, n_classes, n_edges, 4) + structs
+    settings = {"window_size": learner.window_size, "max_shrubs": learner.max_shrubs,
+                "max_depth": learner.max_depth, "max_bins": learner.max_bins, "features": n_features,
+                "classes": n_classes}
+    return Budget("shrubs", board.name, settings, state_ram(learner, n_features, n_classes, packed)
+                  + [call_stack(n_features, n_classes)], tables + code, ram, flash, measured)
 
 
 def trees_budget(board, learner: str, n_features: int, n_classes: int, max_depth: int, n_trees: int,
@@ -181,11 +193,10 @@ def plan_shrubs(board, n_features, n_classes, ram, flash, params) -> Budget:
     fixed = {k: params[k] for k in ("window_size", "max_shrubs", "max_depth") if params.get(k) is not None}
     others = {k: v for k, v in params.items() if k not in fixed and v is not None}
     if len(fixed) == 3:
-        candidates = [ShrubEnsemble(**fixed, **others)]
+        learner = ShrubEnsemble(**fixed, **others)
     else:
-        overhead = call_stack(n_features, n_classes).bytes
-        candidates = [ShrubEnsemble.for_budget(ram - overhead, n_features, n_classes, **fixed, **others)]
-    budget = shrubs_budget(board, n_features, n_classes, candidates[0], ram, flash)
+        learner = ShrubEnsemble.for_budget(ram, n_features, n_classes, **fixed, **others)
+    budget = shrubs_budget(board, n_features, n_classes, learner, ram, flash)
     if not budget.fits:
         raise ValueError(f"the shrub ensemble needs {budget.ram_bytes:,} bytes of RAM and {budget.flash_bytes:,} of "
                          f"flash; the budget is {ram:,} and {flash or 'unlimited'} bytes\n{budget.to_text()}")

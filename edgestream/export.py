@@ -77,6 +77,11 @@ def prune_edges(edges_per_feature, nodes):
     return flat, np.asarray(offsets, dtype=np.uint16), nodes
 
 
+def wrapper_stack_bytes(n_features: int, n_classes: int) -> int:
+    """Locals of the generated predict wrapper: the bins, the uint32 accumulator and the Q15 probabilities."""
+    return n_features + 4 * n_classes + 2 * n_classes
+
+
 def check_name(name: str) -> None:
     if not (name.isidentifier() and name.isascii() and name.lower() == name) or name == "main" or name.startswith("es_"):
         raise ValueError(f"bundle name {name!r} must be a lowercase C identifier (letters, digits, _), "

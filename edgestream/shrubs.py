@@ -39,6 +39,7 @@ import numpy as np
 
 from . import _kernels
 from .binning import BinMapper
+from .export import wrapper_stack_bytes
 from .tree import (CRITERIA, LEAF_FEATURE, MAX_CLASSES, NODE_DTYPE, Q15_ONE, TreeEnsemble, check_features,
                    grow_tree)
 
@@ -194,16 +195,22 @@ class ShrubEnsemble:
         """Bytes of RAM the device state takes (sizeof of the generated struct)."""
         return struct_size(self.layout(n_features, n_classes), packed)
 
+    def ram_bytes(self, n_features: int | None = None, n_classes: int | None = None, packed=False) -> int:
+        """The state plus the locals of one call of the generated wrappers: what a RAM budget must hold."""
+        d = self.n_features_ if n_features is None else n_features
+        c = len(self.classes_) if n_classes is None else n_classes
+        return self.state_bytes(d, c, packed) + wrapper_stack_bytes(d, c)
+
     @classmethod
     def for_budget(cls, ram_bytes: int, n_features: int, n_classes: int, **params) -> "ShrubEnsemble":
-        """The largest configuration of a fixed ladder whose state fits ``ram_bytes``; ``params`` are kept."""
+        """The largest configuration of a fixed ladder whose RAM (state and call locals) fits ``ram_bytes``."""
         ladder = [(256, 32, 6), (128, 32, 5), (128, 16, 5), (64, 16, 4), (64, 8, 4), (32, 8, 4), (32, 8, 3),
                   (32, 4, 3), (16, 4, 3), (16, 4, 2), (8, 2, 2), (8, 2, 1), (4, 1, 1)]
         smallest = None
         for window_size, max_shrubs, max_depth in ladder:
             config = dict(window_size=window_size, max_shrubs=max_shrubs, max_depth=max_depth) | params
             learner = cls(**config)
-            needed = learner.state_bytes(n_features, n_classes)
+            needed = learner.ram_bytes(n_features, n_classes)
             if needed <= ram_bytes:
                 return learner
             smallest = needed if smallest is None else min(smallest, needed)
@@ -211,7 +218,7 @@ class ShrubEnsemble:
                          f"{ram_bytes} bytes of RAM: the smallest needs {smallest} bytes")
 
     def check_budget(self, ram_bytes: int) -> None:
-        needed = self.state_bytes()
+        needed = self.ram_bytes()
         if needed > ram_bytes:
             raise ValueError(f"this shrub ensemble needs {needed} bytes of RAM, the budget is {ram_bytes} bytes")
 

@@ -33,9 +33,11 @@ def test_state_ram_equals_the_compiled_struct(tmp_path):
 
 
 def test_avr_layout_is_packed_and_small_budgets_are_refused():
-    avr = load_board("atmega328p")
-    budget = plan("shrubs", avr, n_features=3, n_classes=2, ram=1536)
+    avr, arm = load_board("atmega328p"), load_board("stm32f411")
+    budget = plan("shrubs", avr, n_features=3, n_classes=2, ram=1536, window_size=5, max_shrubs=2, max_depth=1)
+    aligned = plan("shrubs", arm, n_features=3, n_classes=2, ram=1536, window_size=5, max_shrubs=2, max_depth=1)
     assert not any(item.group == "alignment" for item in budget.ram)
+    assert any(item.group == "alignment" for item in aligned.ram)
     with pytest.raises(ValueError, match="smallest needs"):
         plan("shrubs", avr, n_features=40, n_classes=10, ram=256)
     with pytest.raises(ValueError, match="exceeds atmega328p's 2,048 bytes"):

@@ -128,6 +128,13 @@ def test_simulate_user_errors(capsys, tmp_path, blobs_csv):
     assert_user_error(code, err, "not an edgestream bundle")
     code, _, err = run(capsys, "simulate", tmp_path, blobs_csv, "--label", "nope")
     assert_user_error(code, err, "label column 'nope' does not exist")
+    code, _, err = run(capsys, "simulate", tmp_path, blobs_csv, "--label", "label", "--target", "qemu")
+    assert_user_error(code, err, "--target qemu needs --board")
+    code, _, err = run(capsys, "simulate", tmp_path, blobs_csv, "--label", "label", "--board", "stm32f411")
+    assert_user_error(code, err, "--board applies to --target qemu only")
+    code, _, err = run(capsys, "simulate", tmp_path, blobs_csv, "--label", "label", "--target", "qemu",
+                       "--board", "stm32f411")
+    assert_user_error(code, err, "not an edgestream bundle")
 
 
 def test_shrubs_fit_export_simulate_learn(capsys, tmp_path, blobs_csv):
@@ -224,18 +231,6 @@ def test_simulate_counts_mismatches_and_unknown_labels(capsys, tmp_path, monkeyp
     code, out, _ = run(capsys, "simulate", tmp_path, path, "--label", "label", "--json")
     assert code == 0 and json.loads(out) == {"n": 20, "accuracy": 15 / 20, "mismatches": 2, "proba_mismatches": 2,
                                              "bundle": str(tmp_path), "target": "host"}
-
-
-def test_demo_end_to_end(capsys, tmp_path):
-    code, out, _ = run(capsys, "demo", "--out", tmp_path / "demo", "--n-samples", 600)
-    assert code == 0 and "0 class mismatches, 0 probability mismatches" in out
-    assert (tmp_path / "demo" / "model.esm").is_file() and (tmp_path / "demo" / "bundle" / "edgestream.json").is_file()
-
-
-def test_demo_fails_on_mismatch(capsys, tmp_path, monkeypatch):
-    monkeypatch.setattr(simulate, "load_bundle", lambda directory: FakeBundle(load_model(directory / "model.esm"), [0]))
-    code, out, _ = run(capsys, "demo", "--out", tmp_path, "--n-samples", 300)
-    assert code == 1 and "1 class mismatches" in out
 
 
 def test_version_and_usage(capsys):

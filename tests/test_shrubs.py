@@ -103,13 +103,13 @@ def test_missing_values_allowed_on_request():
 
 def test_budget_refusal_names_bytes_and_budget():
     learner = ready(ShrubEnsemble(window_size=256, max_shrubs=32, max_depth=6))
-    with pytest.raises(ValueError, match=rf"needs {learner.state_bytes()} bytes of RAM, the budget is 8192 bytes"):
+    with pytest.raises(ValueError, match=rf"needs {learner.ram_bytes()} bytes of RAM, the budget is 8192 bytes"):
         learner.check_budget(8192)
     with pytest.raises(ValueError, match="smallest needs .* bytes"):
         ShrubEnsemble.for_budget(100, n_features=8, n_classes=2)
     for budget in (2048, 8192, 32768):
         chosen = ShrubEnsemble.for_budget(budget, n_features=6, n_classes=2)
-        assert chosen.state_bytes(6, 2) <= budget
+        assert chosen.ram_bytes(6, 2) <= budget
 
 
 @st.composite

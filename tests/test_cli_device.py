@@ -1,0 +1,211 @@
+"""The board commands end to end: boards, budget, build, simulate under QEMU and the demo.
+
+The cross toolchains and QEMU come from scripts/setup.sh; nothing here is skipped when they are missing.
+"""
+
+import json
+
+import pytest
+from test_cli import assert_user_error, run, write_csv
+
+from edgestream import ForestClassifier, TreeClassifier, simulate, targets
+from edgestream.boards import board_names
+from edgestream.data import make_stream
+from edgestream.export import export_bundle
+from edgestream.shrubs import ShrubEnsemble
+
+HOST_KEYS = {"n", "accuracy", "mismatches", "proba_mismatches", "bundle", "target"}
+HOST_LEARN_KEYS = {"n", "accuracy", "python_accuracy", "mismatches", "window", "curve", "state_bytes", "bundle",
+                   "target"}
+
+
+@pytest.fixture(scope="module")
+def sea(tmp_path_factory):
+    X, y = make_stream("sea", 400, seed=3)
+    return X, y, write_csv(tmp_path_factory.mktemp("data") / "sea.csv", X, y)
+
+
+@pytest.fixture(scope="module")
+def bundles(sea, tmp_path_factory):
+    """A small tree, forest and (untrained) shrub bundle of the sea stream."""
+    X, y, _ = sea
+    out = tmp_path_factory.mktemp("bundles")
+    shrubs = ShrubEnsemble(window_size=16, max_shrubs=4, max_depth=3).fit_bins(X).set_classes(y)
+    return {"tree": export_bundle(TreeClassifier(max_depth=4).fit(X, y), out / "tree", name="tree"),
+            "forest": export_bundle(ForestClassifier(n_trees=3, max_depth=4, random_state=0).fit(X, y),
+                                    out / "forest", name="forest"),
+            "shrubs": export_bundle(shrubs, out / "shrubs", name="shrubs")}
+
+
+def test_boards(capsys):
+    code, out, _ = run(capsys, "boards", "--json")
+    boards = {board["name"]: board for board in json.loads(out)}
+    assert code == 0 and sorted(boards) == board_names()
+    assert {"rp2040", "stm32f411", "nrf52840", "stm32h743", "atmega328p", "rpi-zero", "rpi4"} <= boards.keys()
+    assert boards["stm32f411"]["fpu"] and boards["stm32f411"]["emulator"]["machine"] == "mps2-an386"
+    code, out, _ = run(capsys, "boards")
+    lines = out.splitlines()
+    assert code == 0 and lines[0].split() == ["board", "cpu", "RAM", "flash", "FPU", "emulator"]
+    rows = {line.split()[0]: line.split()[1:] for line in lines[1:]}
+    assert rows["stm32f411"] == ["cortex-m4", "128", "KiB", "512", "KiB", "yes", "qemu-system-arm", "mps2-an386"]
+    assert rows["rpi4"] == ["cortex-a72", "1", "GiB", "-", "yes", "qemu-aarch64"]
+    assert rows["atmega328p"][-2:] == ["(builds", "only)"] and len(rows) == len(boards)
+
+
+def test_budget_text_json_and_html(capsys, tmp_path, sea):
+    argv = ["budget", "--learner", "shrubs", "--board", "stm32f411", "--ram", "8KiB", "--features", 3, "--classes", 2]
+    code, out, _ = run(capsys, *argv)
+    assert code == 0 and out.startswith("shrubs on stm32f411: window_size=64, max_shrubs=16, max_depth=4")
+    assert "RAM: 6,615 of 8,192 bytes" in out and "\n  fits\n" in out
+    code, out, _ = run(capsys, *argv, "--window", 32, "--json")
+    report = json.loads(out)
+    assert code == 0 and report["fits"] and report["config"]["window_size"] == 32 and report["ram_budget"] == 8192
+    assert "curve" not in report and "measured" not in report
+    _, _, path = sea
+    code, out, _ = run(capsys, "budget", "--learner", "shrubs", "--board", "stm32f411", "--data", path,
+                       "--label", "label", "--html", tmp_path / "report.html", "--json")
+    report = json.loads(out)
+    assert code == 0 and list(report["curve"]) == [str(kib * 1024) for kib in (2, 4, 8, 16, 32)]
+    assert all(0.5 < accuracy <= 1 for accuracy in report["curve"].values())
+    assert report["config"]["features"] == 3 and report["config"]["classes"] == 2
+    page = (tmp_path / "report.html").read_text()
+    assert page.count("data:image/png;base64,") == 2  # region breakdown and accuracy against budget
+    code, out, _ = run(capsys, "budget", "--learner", "forest", "--board", "rpi4", "--features", 8, "--classes", 3,
+                       "--n-trees", 4, "--html", tmp_path / "forest.html")
+    assert code == 0 and "forest on rpi4: max_depth=12, n_trees=4" in out and f"report: {tmp_path}" in out
+    assert (tmp_path / "forest.html").read_text().count("data:image/png;base64,") == 1
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--board", "uno", "--features", 3, "--classes", 2], "unknown board 'uno'; known boards: atmega328p, nrf52840"),
+    (["--board", "stm32f411", "--ram", 64, "--features", 3, "--classes", 2],
+     "no shrub ensemble for 3 features and 2 classes fits in"),
+    (["--board", "atmega328p", "--ram", "4KiB", "--features", 3, "--classes", 2],
+     "a RAM budget of 4,096 bytes exceeds atmega328p's 2,048 bytes"),
+    (["--board", "stm32f411", "--features", 3], "--classes needed (or --data and --label"),
+    (["--board", "stm32f411", "--features", 3, "--classes", 2, "--n-trees", 3],
+     "--n-trees applies to --learner forest only"),
+])
+def test_budget_user_errors(capsys, argv, message):
+    code, _, err = run(capsys, "budget", "--learner", "shrubs", *argv)
+    assert_user_error(code, err, message)
+
+
+def test_budget_nothing_fits_and_bad_size(capsys):
+    code, _, err = run(capsys, "budget", "--learner", "tree", "--board", "atmega328p", "--features", 30,
+                       "--classes", 10, "--max-depth", 12)
+    assert_user_error(code, err, "no tree of 1 tree(s) fits 32768 bytes of flash")
+    with pytest.raises(SystemExit) as exit_info:
+        run(capsys, "budget", "--learner", "tree", "--board", "stm32f411", "--flash", "8 KBs")
+    assert exit_info.value.code == 2 and "argument --flash: '8 KBs' is not a byte size" in capsys.readouterr().err
+
+
+def test_budget_predicted_against_measured(capsys, tmp_path, bundles):
+    argv = ["budget", "--learner", "shrubs", "--board", "stm32f411", "--features", 3, "--classes", 2,
+            "--window", 16, "--shrubs", 4, "--max-depth", 3, "--bundle", bundles["shrubs"]]
+    code, out, _ = run(capsys, *argv, "--json")
+    measured = json.loads(out)["measured"]
+    assert code == 0 and measured["board"] == "stm32f411" and measured["elf"].endswith("firmware.elf")
+    state = measured["state_ram"]
+    assert state["predicted"] == state["measured"] == ShrubEnsemble(window_size=16, max_shrubs=4, max_depth=3) \
+        .state_bytes(3, 2)
+    assert measured["tables_flash"]["measured"] > 0 and measured["code_flash"]["measured"] > 0
+    code, out, _ = run(capsys, *argv, "--html", tmp_path / "r.html")
+    assert code == 0 and f"static state RAM  {state['predicted']:>10,}{state['measured']:>10,}" in out
+    assert "<th>static state RAM</th>" in (tmp_path / "r.html").read_text()
+    code, _, err = run(capsys, *argv[:9], "--bundle", bundles["shrubs"])
+    assert_user_error(code, err, "does not hold the planned model: it has window_size 16 (planned ")
+
+
+def test_build(capsys, bundles):
+    code, out, _ = run(capsys, "build", bundles["tree"], "--board", "stm32f411", "--json")
+    report = json.loads(out)
+    assert code == 0 and report["board"] == "stm32f411" and report["bundle"] == "tree"
+    assert {"text", "data", "bss", "objects", "state_bytes", "stack", "stack_max", "flash_used", "ram_peak",
+            "tables_bytes", "code_bytes", "fits"} <= report.keys()
+    assert report["state_bytes"] is None and report["text"] > report["code_bytes"] > 0 and report["fits"]
+    assert {"tree_nodes", "tree_leaf_values", "tree_edges"} <= report["objects"].keys()
+    assert {"main", "tree_predict", "tree_predict_proba"} == report["stack_max"].keys()
+    code, out, _ = run(capsys, "build", bundles["shrubs"], "--board", "stm32f411")
+    assert code == 0 and out.startswith("shrubs for stm32f411: ") and "state: none" not in out
+    assert "shrubs_learn" in out and "model tables" in out and out.rstrip().endswith("fits")
+
+
+def test_simulate_forest_under_qemu(capsys, sea, bundles):
+    _, _, path = sea
+    code, out, _ = run(capsys, "simulate", bundles["forest"], path, "--label", "label", "--json")
+    host = json.loads(out)
+    code, out, _ = run(capsys, "simulate", bundles["forest"], path, "--label", "label", "--target", "qemu",
+                       "--board", "stm32f411", "--json")
+    report = json.loads(out)
+    assert code == 0 and set(report) == HOST_KEYS | {"board"} and report["target"] == "qemu"
+    assert report["board"] == "stm32f411" and report["n"] == 400
+    assert report["mismatches"] == report["proba_mismatches"] == 0 and report["accuracy"] == host["accuracy"]
+
+
+def test_simulate_shrubs_learning_under_qemu(capsys, sea, bundles):
+    _, _, path = sea
+    argv = ["simulate", bundles["shrubs"], path, "--label", "label", "--learn", "--window", 100]
+    host = json.loads(run(capsys, *argv, "--json")[1])
+    code, out, _ = run(capsys, *argv, "--target", "qemu", "--board", "stm32f411", "--json")
+    report = json.loads(out)
+    assert code == 0 and set(report) == HOST_LEARN_KEYS | {"board"} and report["mismatches"] == 0
+    assert report["accuracy"] == report["python_accuracy"] == host["accuracy"] and report["curve"] == host["curve"]
+    assert report["state_bytes"] == host["state_bytes"] and len(report["curve"]) == 4
+    code, out, _ = run(capsys, *argv, "--target", "qemu", "--board", "stm32f411")
+    assert code == 0 and "0 prediction mismatches" in out and "on stm32f411 under qemu-system-arm mps2-an386" in out
+
+
+def test_simulate_emulator_timeout(capsys, sea, bundles):
+    _, _, path = sea
+    code, _, err = run(capsys, "simulate", bundles["forest"], path, "--label", "label", "--target", "qemu",
+                       "--board", "stm32f411", "--timeout", 0.001)
+    assert_user_error(code, err, "did not finish within 0.001 s")
+
+
+def test_demo(capsys, tmp_path):
+    code, out, err = run(capsys, "demo", "--out", tmp_path, "--n-samples", 1500)
+    assert code == 0 and "1500 rows" in out and "test-then-train: 100%" in err  # the progress bar
+    assert "host C parity: 1500 rows test-then-train from the exported state, 0 mismatches" in out
+    assert "QEMU parity (qemu-system-arm mps2-an386): the first 500 rows test-then-train from the exported state, " \
+           "0 mismatches" in out
+    assert "static state RAM" in out and f"memory report: {tmp_path / 'memory-report.html'}" in out
+    page = (tmp_path / "memory-report.html").read_text()
+    assert "Predicted against measured" in page and "data:image/png;base64," in page
+    assert (tmp_path / "bundle" / "demo.h").is_file()
+
+
+def missing_toolchain(tool, packages, board):
+    raise targets.ToolchainMissing(f"{tool} is not installed; install the Debian package(s) {' '.join(packages)}")
+
+
+class OneWrongPrediction:
+    """A compiled bundle whose first test-then-train prediction is another class."""
+
+    def __init__(self, bundle):
+        self.bundle, self.rows = bundle, 0
+
+    def __getattr__(self, name):
+        return getattr(self.bundle, name)
+
+    def predict_one(self, x):
+        self.rows += 1
+        predicted = self.bundle.predict_one(x)
+        return predicted if self.rows > 1 else next(c for c in self.bundle.model.classes_ if c != predicted)
+
+
+def test_demo_without_toolchain_skips_only_qemu(capsys, tmp_path, monkeypatch):
+    monkeypatch.setattr(targets, "require", missing_toolchain)
+    code, out, _ = run(capsys, "demo", "--out", tmp_path, "--n-samples", 300)
+    assert code == 0 and "0 mismatches" in out and "QEMU parity" not in out
+    assert "skipped the cross build and the QEMU run: arm-none-eabi-gcc is not installed; install the Debian " \
+           "package(s) gcc-arm-none-eabi binutils-arm-none-eabi picolibc-arm-none-eabi" in out
+    assert "Predicted against measured" not in (tmp_path / "memory-report.html").read_text()
+
+
+def test_demo_fails_on_mismatch(capsys, tmp_path, monkeypatch):
+    load_bundle = simulate.load_bundle
+    monkeypatch.setattr(simulate, "load_bundle", lambda directory: OneWrongPrediction(load_bundle(directory)))
+    monkeypatch.setattr(targets, "require", missing_toolchain)
+    code, out, _ = run(capsys, "demo", "--out", tmp_path, "--n-samples", 300)
+    assert code == 1 and "300 rows test-then-train from the exported state, 1 mismatches" in out
