@@ -231,15 +231,20 @@ def html_report(budget: Budget, path, curve: dict[int, float] | None = None) -> 
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     for ax, title, items, limit in ((axes[0], "RAM", budget.ram, budget.ram_budget),
                                     (axes[1], "flash", budget.flash, budget.flash_budget)):
+        groups: dict[str, int] = {}
+        for item in items:  # one bar segment per group keeps the colours distinct
+            groups[item.group] = groups.get(item.group, 0) + item.bytes
         left = 0
-        for item in items:
-            ax.barh(0, item.bytes, left=left, label=f"{item.name} ({item.bytes:,} B)")
-            left += item.bytes
-        if limit:
+        for group, size in groups.items():
+            ax.barh(0, size, left=left, label=f"{group} ({size:,} B)")
+            left += size
+        share = f" of {limit:,} ({100 * left / limit:.1f}%)" if limit else ""
+        if limit and limit <= 4 * left:  # draw the budget line only where it fits on a readable scale
             ax.axvline(limit, color="black", linestyle="--", label=f"budget {limit:,} B")
-        ax.set_title(f"{title}: {left:,} bytes" + (f" of {limit:,}" if limit else ""))
+        ax.set_title(f"{title}: {left:,} bytes{share}")
+        ax.set_xlabel("bytes")
         ax.set_yticks([])
-        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=2)
+        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=3)
     fig.tight_layout()
     figures.append(fig)
     if curve:
