@@ -1,0 +1,434 @@
+"""Benchmark: instructions per call on emulated Cortex-M cores, and the budget's memory prediction against the ELF.
+
+Run from the repository root::
+
+    .venv/bin/python benchmarks/bench_device.py [--json] [--rows N] [--learn-steps N] [--chunk N] [--out DIR]
+
+**Table 1, executed instructions per call.** QEMU runs each firmware with ``-singlestep -d exec,nochain`` and
+:func:`edgestream.targets.count_instructions` attributes every logged instruction to the API call it belongs to
+(from the entry of the call's function to the return into the harness, callees included): the counts are exact
+and deterministic. Two cores: Cortex-M4F (board ``stm32f411``, run on QEMU's mps2-an386) and Cortex-M0 (board
+``rp2040``: ARMv6-M code built for the Cortex-M0+, run on QEMU's micro:bit, a Cortex-M0).
+
+* edgestream's depth-8 tree and 10-tree depth-8 forest, trained on scikit-learn's digits as in
+  ``bench_foundation.py`` (same models, same split); the first ``--rows`` test rows go through ``targets.run``.
+* emlearn's export of the same benchmark's scikit-learn ``RandomForestClassifier(10, max_depth=8)``, variants
+  ``loadable int16`` and ``inline float`` with hard vote (``bench_foundation.emlearn_variants``). Each variant
+  gets a firmware of emlearn's C and a harness that reads the same rows file as edgestream's
+  (``targets.encode_rows``), built by the same compiler commands (``targets.compile_commands``, without
+  ``-Werror`` for the third-party code) and run by the same QEMU command; only ``eml_model_predict`` is counted.
+  The harness's ``step`` converts the float32 row to int16 for the int16 variant outside the count: every model
+  is counted from its own input type (edgestream's count includes quantizing float32 features to bins).
+* a shrub ensemble that the budget manager plans for 8 KiB of RAM on ``stm32f411``, on the built-in SEA stream
+  (``make_stream("sea", STREAM_ROWS, seed=1)``, bin edges fitted on its first 1000 rows as the CLI does). Python learns
+  the first ``WARMUP`` rows (the window fills and the ensemble reaches ``max_shrubs``), then the device
+  test-then-trains the next ``--learn-steps`` rows: the learn counts are those of the steady state. The steps run
+  in chunks of ``--chunk`` rows, each from a bundle exported with the Python state at its first row, so chunks
+  run in parallel; every device class is checked against Python's test-then-train.
+
+Flash bytes: the model's part of the linked ELF as :class:`edgestream.targets.BuildReport` measures it,
+``code_bytes + tables_bytes``: functions compiled from the model's sources that survive ``--gc-sections`` plus
+its constant objects (``<name>_*``; emlearn's are ``eml_model*``). Compiler helpers and C library routines the
+code calls (soft float, 64-bit multiply and divide, memset) are not counted, for either exporter.
+
+Mismatch: rows where the device's class differs from the exporting Python model's (emlearn: scikit-learn's).
+
+**Table 2, predicted against measured memory**, for the tree, forest and shrub bundles built for ``stm32f411``
+and a shrub bundle planned for ``atmega328p`` (2 KiB, packed layout; AVR is built, not run):
+
+* state RAM: the budget's state regions (plus alignment padding) against the size of ``<name>_memory``;
+* tables: the budget's table items computed for the exact exported model (the kept bin edges, the nodes and the
+  deduplicated leaf rows of the trained trees, not the worst case) against the ELF's model objects;
+* code: the budget's code items (each runtime file compiled alone) against ``BuildReport.code_bytes``;
+* state image: the bytes of ``.data`` that hold the initial learning state (flash, copied to RAM at start-up);
+* stack: the budget's "call locals" item against the deepest call chain of predict and of learn
+  (``-fstack-usage`` frames, ``BuildReport.stack_max``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import emlearn
+import numpy as np
+
+from bench_foundation import MAX_DEPTH, emlearn_variants, load_data, models
+from edgestream import targets
+from edgestream.boards import load_board
+from edgestream.budget import Budget, plan, shrubs_budget, table_flash
+from edgestream.cli import compare_sizes, planned_shrubs
+from edgestream.data import make_stream
+from edgestream.export import DeviceModel, export_bundle
+from edgestream.shrubs import ShrubEnsemble
+
+CORES = {"stm32f411": "Cortex-M4F", "rp2040": "Cortex-M0"}  # board -> the core its emulator runs
+MEMORY_BOARD, SMALL_BOARD = "stm32f411", "atmega328p"
+# Half of the Uno's 2 KiB and 16 bins: avr-gcc copies the const tables to RAM too, and a state planned for all
+# 2 KiB (the budget does not count those tables) leaves the linker no room for them.
+SMALL_PLAN = {"ram": 1024, "max_bins": 16}
+ROWS = 50  # digits test rows per predict-only run
+EMLEARN = ("emlearn loadable int16 hard vote", "emlearn inline float hard vote")
+EMLEARN_NAME = "eml_model"  # emlearn.convert(...).save(name=...) in bench_foundation: eml_model_predict
+SHRUB_RAM = 8 * 1024
+STREAM, STREAM_ROWS = "sea", 2000
+WARMUP = 500  # rows Python learns before the device takes over
+LEARN_STEPS, CHUNK = 100, 25
+WORKERS = 2
+TIMEOUT = 900  # seconds for one emulator run
+INPUT_BYTES = 4  # float32 edges
+
+
+@dataclass(frozen=True)
+class Job:
+    """One emulator run: rows through an edgestream bundle (``targets.run``) or through a prebuilt firmware."""
+
+    model: str
+    exporter: str
+    board: str
+    X: np.ndarray
+    expected: np.ndarray  # the exporting Python model's class index for each row
+    y: np.ndarray | None = None  # labels to learn (test-then-train)
+    bundle: Path | None = None
+    firmware: targets.Firmware | None = None
+
+
+@dataclass
+class Measured:
+    job: Job
+    classes: np.ndarray
+    instructions: dict[str, np.ndarray]
+
+
+def column(header: str, fmt: str = "{:,}", json_only: bool = False, **options):
+    """A dataclass field printed under ``header`` with ``fmt`` (None prints as "-")."""
+    return field(metadata={"header": header, "format": fmt, "json_only": json_only}, **options)
+
+
+@dataclass
+class CountRow:
+    model: str = column("model", "{}")
+    exporter: str = column("exporter", "{}")
+    core: str = column("core", "{}")
+    rows: int = column("rows")
+    predict_mean: float = column("predict mean", "{:,.1f}")
+    predict_max: int = column("predict max")
+    learn_mean: float | None = column("learn mean", "{:,.0f}")
+    learn_max: int | None = column("learn max")
+    flash_bytes: int = column("flash B")
+    mismatches: int = column("mismatch")
+    proba_mean: float | None = column("predict_proba mean", "{:,.1f}", json_only=True)
+    board: str = column("board", "{}", json_only=True)
+
+
+@dataclass
+class MemoryRow:
+    model: str = column("model", "{}")
+    board: str = column("board", "{}")
+    state_predicted: int = column("state pred")
+    state_measured: int = column("state ELF")
+    tables_predicted: int = column("tables pred")
+    tables_measured: int = column("tables ELF")
+    code_predicted: int = column("code pred")
+    code_measured: int = column("code ELF")
+    state_image: int = column("state image")
+    stack_predicted: int = column("stack pred")
+    stack_predict: int = column("stack predict")
+    stack_learn: int | None = column("stack learn")
+    config: dict = column("config", json_only=True, default_factory=dict)
+    objects: dict[str, int] = column("ELF objects", json_only=True, default_factory=dict)
+    notes: list[str] = column("notes", json_only=True, default_factory=list)
+
+
+def format_table(rows: list) -> str:
+    columns = [f for f in dataclasses.fields(rows[0]) if not f.metadata["json_only"]]
+    cells = [[f.metadata["header"] for f in columns]]
+    for row in rows:
+        values = [getattr(row, f.name) for f in columns]
+        cells.append(["-" if v is None else f.metadata["format"].format(v) for f, v in zip(columns, values)])
+    widths = [max(len(line[j]) for line in cells) for j in range(len(columns))]
+    text = ["  ".join(cell.ljust(width) if f.metadata["format"] == "{}" else cell.rjust(width)
+                      for f, cell, width in zip(columns, line, widths)) for line in cells]
+    return "\n".join([text[0], "-" * len(text[0]), *text[1:]])
+
+
+# ------------------------------------------------------------------------------------------ emlearn firmware
+
+EMLEARN_MAIN_C = """
+/* Reads {input} as targets.encode_rows writes it (mode byte 0, float32 rows); one uint8 class per row to {output}. */
+#include <stdio.h>
+
+int main(void)
+{{
+    float row[{n_features}];
+    unsigned char mode = 0, predicted;
+    FILE *in = fopen("{input}", "rb");
+    FILE *out = fopen("{output}", "wb");
+
+    if (in == NULL || out == NULL) {{
+        return 2;
+    }}
+    if (fread(&mode, 1, 1, in) != 1 || mode != 0) {{
+        return 3;
+    }}
+    while (fread(row, sizeof row, 1, in) == 1) {{
+        predicted = (unsigned char)step(row);
+        if (fwrite(&predicted, 1, 1, out) != 1) {{
+            return 2;
+        }}
+    }}
+    fclose(in);
+    return fclose(out) != 0 ? 2 : 0;
+}}
+"""
+
+
+def emlearn_firmware(variant, board: str, n_features: int, out: Path) -> targets.Firmware:
+    """emlearn's model.c and a file harness, compiled and linked like an edgestream bundle for the emulator.
+
+    The harness is bench_foundation's wrapper with its function named ``step``, one of the harness functions
+    ``count_instructions`` ends a call at, so that only emlearn's own predict is counted."""
+    board_profile = load_board(board)
+    # report() takes objects named <name>_* as the model's: "eml" catches emlearn's eml_model and eml_model_*.
+    manifest = {"name": "eml", "directory": str(variant.directory), "sources": [s.name for s in variant.sources]}
+    out.mkdir(parents=True, exist_ok=True)
+    main_c = EMLEARN_MAIN_C.format(n_features=n_features, input=targets.INPUT_FILE, output=targets.OUTPUT_FILE)
+    (out / targets.HARNESS).write_text(variant.wrapper.replace("int bench_predict(", "int step(") + main_c)
+    for command in targets.compile_commands(manifest, board_profile, emulated=True, out=out):
+        command = [arg for arg in command if arg != "-Werror"] + ["-I", emlearn.includedir]
+        result = subprocess.run(command, capture_output=True, text=True)
+        if result.returncode != 0:
+            raise targets.TargetError(f"emlearn firmware for {board} failed:\n{result.stderr}")
+    return targets.Firmware(board_profile, manifest, out)
+
+
+def run_firmware(fw: targets.Firmware, X: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Run a prebuilt firmware like ``targets.run`` does: classes and instructions per call of ``eml_model``."""
+    payload = targets.encode_rows({"n_features": X.shape[1], "input_dtype": "float32"}, X, None)
+    trace = ["-singlestep", "-d", "exec,nochain", "-D", targets.TRACE]
+    with tempfile.TemporaryDirectory(prefix="es-bench-device-") as work:
+        work = Path(work)
+        (work / targets.INPUT_FILE).write_bytes(payload)
+        targets.execute(targets.emulator_command(fw.board, fw.elf, trace), work, TIMEOUT, f"{fw.board.name} emlearn")
+        classes = np.frombuffer((work / targets.OUTPUT_FILE).read_bytes(), dtype=np.uint8).copy()
+        return classes, targets.count_instructions(work / targets.TRACE, EMLEARN_NAME)
+
+
+def measure(job: Job) -> Measured:
+    if job.firmware is not None:
+        return Measured(job, *run_firmware(job.firmware, job.X))
+    result = targets.run(job.bundle, job.board, job.X, job.y, learn=job.y is not None, timeout=TIMEOUT,
+                         instructions=True)
+    return Measured(job, result.classes, result.instructions)
+
+
+# ------------------------------------------------------------------------------------------ models and jobs
+
+@dataclass
+class Prepared:
+    jobs: list[Job]
+    reports: dict[tuple[str, str, str], targets.BuildReport]  # (model, exporter, board) -> the build sized
+    memory: list[MemoryRow]
+
+
+def trees(root: Path, rows: int) -> Prepared:
+    """edgestream's tree and forest and emlearn's forest on the digits test rows."""
+    data = load_data()
+    X = data.X_test[:rows]
+    fitted = {(kind, trainer): estimator for kind, trainer, estimator in models(data)}
+    prepared = Prepared([], {}, [])
+    for kind in ("tree", "forest"):
+        estimator = fitted[kind, "edgestream"]
+        bundle = export_bundle(estimator, root / kind, name=kind)
+        expected = estimator.predict_encoded(X)
+        for board in CORES:
+            prepared.jobs.append(Job(kind, "edgestream", board, X, expected, bundle=bundle))
+            prepared.reports[kind, "edgestream", board] = targets.build(bundle, board)
+        prepared.memory.append(tree_memory(kind, estimator, prepared.reports[kind, "edgestream", MEMORY_BOARD]))
+    variants = [v for v in emlearn_variants("forest", fitted["forest", "scikit-learn"], data, root / "emlearn")
+                if v.exporter in EMLEARN]
+    for variant in variants:
+        for board in CORES:
+            fw = emlearn_firmware(variant, board, X.shape[1], variant.directory / board)
+            prepared.jobs.append(Job("forest", variant.exporter, board, X, variant.own_classes[:rows], firmware=fw))
+            prepared.reports["forest", variant.exporter, board] = targets.report(fw)
+    return prepared
+
+
+def shrub_plan(board: str, X, y, ram: int, **params) -> tuple[Budget, ShrubEnsemble]:
+    """The budget manager's shrub ensemble for ``board`` (bin edges from the stream's first rows, as the CLI), and
+    the budget of that fitted learner: its tables count the edges the quantile bins kept, not max_bins each."""
+    board = load_board(board)
+    n_features, n_classes = X.shape[1], len(np.unique(y))
+    planned = plan("shrubs", board, n_features, n_classes, ram=ram, **params)
+    learner = planned_shrubs(planned, X, y)
+    return shrubs_budget(board, n_features, n_classes, learner, planned.ram_budget, planned.flash_budget), learner
+
+
+def shrubs(root: Path, steps: int, chunk: int) -> Prepared:
+    """Chunks of device test-then-train after a Python warm-up, plus the AVR bundle for the memory table."""
+    X, y = make_stream(STREAM, STREAM_ROWS, seed=1)
+    budget, learner = shrub_plan(MEMORY_BOARD, X, y, ram=SHRUB_RAM)
+    learner.partial_fit(X[:WARMUP], y[:WARMUP])
+    prepared = Prepared([], {}, [])
+    bundles = []
+    for start in range(WARMUP, WARMUP + steps, chunk):
+        rows = slice(start, min(start + chunk, WARMUP + steps))
+        bundles.append(export_bundle(learner, root / f"shrubs-{start}", name="shrubs"))
+        expected = []
+        for x, label in zip(X[rows], y[rows]):
+            expected.append(learner.predict_encoded(x[None])[0])
+            learner.learn_one(x, label)
+        prepared.jobs += [Job("shrubs", "edgestream", board, X[rows], np.array(expected), y[rows], bundles[-1])
+                          for board in CORES]
+    prepared.reports = {("shrubs", "edgestream", board): targets.build(bundles[0], board) for board in CORES}
+    prepared.memory.append(memory_row("shrubs", budget, prepared.reports["shrubs", "edgestream", MEMORY_BOARD]))
+    small_budget, small = shrub_plan(SMALL_BOARD, X, y, **SMALL_PLAN)
+    bundle = export_bundle(small, root / "shrubs-avr", name="shrubs")
+    prepared.memory.append(memory_row("shrubs", small_budget, targets.build(bundle, SMALL_BOARD)))
+    return prepared
+
+
+# ------------------------------------------------------------------------------------------ memory table
+
+def with_tables(budget: Budget, items) -> Budget:
+    """The budget with its table items replaced by ``items`` (computed for the exported model) where named alike."""
+    exact = {item.name: item for item in items}
+    return dataclasses.replace(budget, flash=[exact.get(item.name, item) for item in budget.flash])
+
+
+def state_image(report: targets.BuildReport) -> int:
+    """Bytes of flash holding the learning state's initial value: its size when it lives in .data."""
+    board = load_board(report.board)
+    sections, symbols = targets.read_elf(targets.tool(board, "readelf", "-SsW", report.elf))
+    name = f"{report.bundle}_memory"
+    return symbols[name][1] if name in symbols and sections[symbols[name][2]].name == ".data" else 0
+
+
+def memory_row(model: str, budget: Budget, report: targets.BuildReport) -> MemoryRow:
+    stack = report.stack_max
+    sizes = compare_sizes(budget, report)
+    notes = []
+    extra = sizes["tables_flash"]["measured"] - sizes["tables_flash"]["predicted"]
+    if extra:
+        objects = ", ".join(f"{name} {size.bytes}" for name, size in report.objects.items()
+                            if name != f"{report.bundle}_memory")
+        notes.append(f"tables: the ELF has {extra:+,} bytes against the budget; its objects: {objects}")
+    if report.tables_in_ram:
+        notes.append(f"{report.tables_in_ram:,} bytes of const tables are in RAM (.data: no PROGMEM on AVR)")
+    return MemoryRow(
+        model=model, board=report.board, state_predicted=sizes["state_ram"]["predicted"],
+        state_measured=sizes["state_ram"]["measured"], tables_predicted=sizes["tables_flash"]["predicted"],
+        tables_measured=sizes["tables_flash"]["measured"], code_predicted=sizes["code_flash"]["predicted"],
+        code_measured=sizes["code_flash"]["measured"], state_image=state_image(report),
+        stack_predicted=sum(item.bytes for item in budget.ram if item.group == "stack"),
+        stack_predict=max(stack.get(f"{report.bundle}_{call}", 0) for call in ("predict", "predict_proba")),
+        stack_learn=stack.get(f"{report.bundle}_learn"), config=budget.config,
+        objects={name: size.bytes for name, size in report.objects.items()}, notes=notes)
+
+
+def tree_memory(kind: str, estimator, report: targets.BuildReport) -> MemoryRow:
+    device = DeviceModel.from_model(estimator, kind)
+    ensemble = device.ensemble
+    budget = plan(kind, load_board(report.board), device.n_features, device.n_classes, max_depth=MAX_DEPTH,
+                  n_trees=ensemble.n_trees)
+    tables = table_flash(device.n_features, device.n_classes, len(device.edges), INPUT_BYTES,
+                         n_nodes=len(ensemble.nodes), n_leaves=len(ensemble.leaf_values), n_trees=ensemble.n_trees)
+    return memory_row(kind, with_tables(budget, tables), report)
+
+
+# ------------------------------------------------------------------------------------------ instruction table
+
+def count_rows(measured: list[Measured], reports) -> list[CountRow]:
+    """One row per (model, exporter, board), the chunks of a shrub run joined in order."""
+    groups: dict[tuple[str, str, str], list[Measured]] = {}
+    for item in measured:
+        groups.setdefault((item.job.model, item.job.exporter, item.job.board), []).append(item)
+    rows = []
+    for (model, exporter, board), items in groups.items():
+        counts = {call: np.concatenate([m.instructions[call] for m in items])
+                  for call in targets.API_CALLS if call in items[0].instructions}
+        mismatches = sum(int(np.sum(m.classes != m.job.expected)) for m in items)
+        learn = counts.get("learn")
+        proba = counts.get("predict_proba")
+        report = reports[model, exporter, board]
+        rows.append(CountRow(
+            model=model, exporter=exporter, core=CORES[board], rows=len(counts["predict"]),
+            predict_mean=float(counts["predict"].mean()), predict_max=int(counts["predict"].max()),
+            learn_mean=None if learn is None else float(learn.mean()),
+            learn_max=None if learn is None else int(learn.max()),
+            flash_bytes=report.code_bytes + report.tables_bytes, mismatches=mismatches,
+            proba_mean=None if proba is None else float(proba.mean()), board=board))
+    return sorted(rows, key=lambda r: (["tree", "forest", "shrubs"].index(r.model), r.exporter, r.core))
+
+
+def run_jobs(jobs: list[Job]) -> list[Measured]:
+    """Every emulator run on a pool of processes, the long learning runs (Cortex-M0 first) started first."""
+    order = sorted(jobs, key=lambda job: (job.y is None, job.board != "rp2040"))
+    with ProcessPoolExecutor(WORKERS) as pool:
+        return list(pool.map(measure, order))
+
+
+# ------------------------------------------------------------------------------------------ main
+
+FOOTNOTES = [
+    "Table 1: instructions per call executed under QEMU (-singlestep -d exec,nochain), callees included; predict "
+    "is the class call (edgestream's computes the probabilities first). Cortex-M0 runs the rp2040 build "
+    "(-mcpu=cortex-m0plus) on QEMU's micro:bit Cortex-M0 model.",
+    "emlearn is counted from int16/float features already in memory (the float32 -> int16 conversion is outside "
+    "the count); edgestream from float32 features (quantization included).",
+    "shrubs: Python learns {warmup} rows of SEA first, then the device test-then-trains {steps} rows in chunks of "
+    "{chunk}; learn mean/max are steady-state steps (full window, {max_shrubs} shrubs + 1 new per step).",
+    "flash B: code of the model's sources left after --gc-sections + its const objects (BuildReport.code_bytes + "
+    "tables_bytes); libgcc/picolibc helpers (soft float, 64-bit multiply/divide) are not counted, nor the shrub "
+    "state's initial image in .data (table 2).",
+    "Table 2 (bytes): state = <name>_memory; tables = model objects of the ELF vs the budget's table items for the "
+    "exported model; code = runtime files compiled alone (budget) vs linked functions of the bundle, generated "
+    "wrappers included (ELF); state image = initial state stored in flash (.data), not in the budget; stack pred = "
+    "budget's call locals, stack predict/learn = deepest -fstack-usage chain of the API call.",
+]
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", action="store_true", help="print the rows as JSON instead of the tables")
+    parser.add_argument("--rows", type=int, default=ROWS, help="digits test rows per predict-only run")
+    parser.add_argument("--learn-steps", type=int, default=LEARN_STEPS, help="shrub learn steps on the device")
+    parser.add_argument("--chunk", type=int, default=CHUNK, help="learn steps per emulator run")
+    parser.add_argument("--out", type=Path, help="keep bundles and firmware in this directory")
+    args = parser.parse_args(argv)
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="es-bench-device-") as temp:
+        root = args.out or Path(temp)
+        parts = [trees(root, args.rows), shrubs(root, args.learn_steps, args.chunk)]
+        reports = {key: report for part in parts for key, report in part.reports.items()}
+        counts = count_rows(run_jobs([job for part in parts for job in part.jobs]), reports)
+    memory = [row for part in parts for row in part.memory]
+    seconds = time.perf_counter() - start
+    if args.json:
+        print(json.dumps({"instructions": [dataclasses.asdict(r) for r in counts],
+                          "memory": [dataclasses.asdict(r) for r in memory], "seconds": seconds}, indent=1))
+        return 0
+    shrub_config = next(row.config for row in memory if row.model == "shrubs")
+    print(f"Executed instructions per call (digits: {args.rows} test rows; shrubs: {STREAM} stream)\n")
+    print(format_table(counts))
+    print("\nPredicted (budget) vs measured (ELF) memory, bytes\n")
+    print(format_table(memory))
+    notes = [f"  [{row.model} {row.board}] {note}" for row in memory for note in row.notes]
+    print("\n".join(["", *notes]) if notes else "")
+    print("\n".join("* " + note.format(warmup=WARMUP, steps=args.learn_steps, chunk=args.chunk,
+                                       max_shrubs=shrub_config["max_shrubs"]) for note in FOOTNOTES))
+    print(f"\n{seconds:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
