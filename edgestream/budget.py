@@ -136,6 +136,17 @@ def measured_code_bytes(board) -> dict | None:
     return sizes
 
 
+STACK_NOTE = ("stack counts the generated wrapper's locals; `edgestream build` measures the deepest call chain "
+              "(a few hundred bytes for a shrub learn step)")
+
+
+def tables_in_ram(board, tables: list[Item]) -> list[Item]:
+    """avr-gcc copies const data to RAM (no PROGMEM in the runtime), so there the tables cost RAM too."""
+    if not is_avr(board):
+        return []
+    return [Item("tables copy", "tables", sum(item.bytes for item in tables))]
+
+
 def is_avr(board) -> bool:
     return board.arch.startswith("avr")
 
@@ -157,8 +168,10 @@ def shrubs_budget(board, n_features: int, n_classes: int, learner: ShrubEnsemble
     settings = {"window_size": learner.window_size, "max_shrubs": learner.max_shrubs,
                 "max_depth": learner.max_depth, "max_bins": learner.max_bins, "features": n_features,
                 "classes": n_classes}
-    return Budget("shrubs", board.name, settings, state_ram(learner, n_features, n_classes, packed)
-                  + [call_stack(n_features, n_classes)], tables + code, ram, flash, measured)
+    ram_items = state_ram(learner, n_features, n_classes, packed) + [call_stack(n_features, n_classes)]
+    notes = [STACK_NOTE] + ([] if fitted else ["bin edges counted for every feature at max_bins"])
+    return Budget("shrubs", board.name, settings, ram_items + tables_in_ram(board, tables), tables + code, ram,
+                  flash, measured, notes)
 
 
 def trees_budget(board, learner: str, n_features: int, n_classes: int, max_depth: int, n_trees: int,
@@ -168,10 +181,12 @@ def trees_budget(board, learner: str, n_features: int, n_classes: int, max_depth
     code, measured = code_flash(learner, board)
     tables = table_flash(n_features, n_classes, n_features * (max_bins - 1), 4, n_nodes=2 * n_leaves - n_trees,
                          n_leaves=n_leaves, n_trees=n_trees)
+    tables.append(Item("ensemble", "tables", 4 * pointer_bytes(board) + 4))
     config = {"max_depth": max_depth, "n_trees": n_trees, "max_bins": max_bins, "features": n_features,
               "classes": n_classes}
-    return Budget(learner, board.name, config, [call_stack(n_features, n_classes)], tables + code, ram, flash,
-                  measured, ["flash is the worst case of full trees; a trained model's exported tables are smaller"])
+    return Budget(learner, board.name, config, [call_stack(n_features, n_classes)] + tables_in_ram(board, tables),
+                  tables + code, ram, flash, measured,
+                  ["flash is the worst case of full trees; a trained model's exported tables are smaller", STACK_NOTE])
 
 
 def plan(learner: str, board, n_features: int, n_classes: int, ram: int | None = None, flash: int | None = None,
@@ -195,7 +210,10 @@ def plan_shrubs(board, n_features, n_classes, ram, flash, params) -> Budget:
     if len(fixed) == 3:
         learner = ShrubEnsemble(**fixed, **others)
     else:
-        learner = ShrubEnsemble.for_budget(ram, n_features, n_classes, **fixed, **others)
+        worst = shrubs_budget(board, n_features, n_classes, ShrubEnsemble(**others), ram, flash)
+        tables = [item for item in worst.flash if item.group == "tables"]
+        reserve = sum(item.bytes for item in tables_in_ram(board, tables))
+        learner = ShrubEnsemble.for_budget(ram - reserve, n_features, n_classes, **fixed, **others)
     budget = shrubs_budget(board, n_features, n_classes, learner, ram, flash)
     if not budget.fits:
         raise ValueError(f"the shrub ensemble needs {budget.ram_bytes:,} bytes of RAM and {budget.flash_bytes:,} of "
