@@ -1,5 +1,15 @@
 #include "es_binning.h"
 
+#include <string.h>
+
+/* NaN test on the bits: no float compare, which costs a library call on cores without an FPU. */
+static int es_is_nan(float value)
+{
+    uint32_t bits;
+    memcpy(&bits, &value, sizeof bits);
+    return (bits & 0x7fffffffu) > 0x7f800000u;
+}
+
 /* Binary search for the first edge >= value; NaN compares false everywhere and is handled by the caller. */
 #define ES_COUNT_EDGES_BELOW(edges, lo, hi, value)      \
     while ((lo) < (hi)) {                               \
@@ -22,7 +32,7 @@ es_status es_quantize_f32(const float *features, const float *edges, const uint1
         const float value = features[j];
         uint16_t lo = offsets[j];
         uint16_t hi = offsets[j + 1u];
-        if (value != value) {
+        if (es_is_nan(value)) {
             bins[j] = (uint8_t)ES_MISSING_BIN;
             continue;
         }
