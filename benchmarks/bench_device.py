@@ -72,8 +72,8 @@ from edgestream.shrubs import ShrubEnsemble
 
 CORES = {"stm32f411": "Cortex-M4F", "rp2040": "Cortex-M0"}  # board -> the core its emulator runs
 MEMORY_BOARD, SMALL_BOARD = "stm32f411", "atmega328p"
-# Half of the Uno's 2 KiB and 16 bins: avr-gcc copies the const tables to RAM too, and a state planned for all
-# 2 KiB (the budget does not count those tables) leaves the linker no room for them.
+# Half of the Uno's 2 KiB and 16 bins: avr-gcc copies the const tables to RAM too (the budget counts them), and
+# the harness and the C library need the rest.
 SMALL_PLAN = {"ram": 1024, "max_bins": 16}
 ROWS = 50  # digits test rows per predict-only run
 EMLEARN = ("emlearn loadable int16 hard vote", "emlearn inline float hard vote")

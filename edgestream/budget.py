@@ -57,6 +57,11 @@ class Budget:
         return sum(item.bytes for item in self.ram)
 
     @property
+    def state_bytes(self) -> int:
+        """The static learning state alone (what the ELF's ``<name>_memory`` holds), padding included."""
+        return sum(item.bytes for item in self.ram if item.group not in ("stack", "tables"))
+
+    @property
     def flash_bytes(self) -> int:
         return sum(item.bytes for item in self.flash)
 

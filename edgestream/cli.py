@@ -494,7 +494,7 @@ def build_bundle_of(budget, bundle_dir, board):
 
 def compare_sizes(budget, build) -> dict:
     """Predicted (the budget) against measured (the ELF) bytes of the model state, its tables and the code."""
-    predicted = {"state_ram": sum(item.bytes for item in budget.ram if item.group != "stack"),  # padding included
+    predicted = {"state_ram": budget.state_bytes,
                  "tables_flash": sum(item.bytes for item in budget.flash if item.group == "tables"),
                  "code_flash": sum(item.bytes for item in budget.flash if item.group == "code")}
     measured = {"state_ram": build.state_bytes or 0, "tables_flash": build.tables_bytes,
