@@ -61,14 +61,15 @@ from pathlib import Path
 import emlearn
 import numpy as np
 
-from bench_foundation import MAX_DEPTH, emlearn_variants, load_data, models
+from bench_foundation import emlearn_variants, load_data, models
 from edgestream import targets
 from edgestream.boards import load_board
-from edgestream.budget import Budget, plan, shrubs_budget, table_flash
-from edgestream.cli import compare_sizes, planned_shrubs
+from edgestream import ShrubEnsemble, learners
+from edgestream.budget import Budget, of_model, plan
 from edgestream.data import make_stream
-from edgestream.export import DeviceModel, export_bundle
-from edgestream.shrubs import ShrubEnsemble
+from edgestream.export import export_bundle
+from edgestream.parity import compare_sizes
+from edgestream.train import start_online
 
 CORES = {"stm32f411": "Cortex-M4F", "rp2040": "Cortex-M0"}  # board -> the core its emulator runs
 MEMORY_BOARD, SMALL_BOARD = "stm32f411", "atmega328p"
@@ -84,7 +85,6 @@ WARMUP = 500  # rows Python learns before the device takes over
 LEARN_STEPS, CHUNK = 100, 25
 WORKERS = 2
 TIMEOUT = 900  # seconds for one emulator run
-INPUT_BYTES = 4  # float32 edges
 
 
 @dataclass(frozen=True)
@@ -264,20 +264,24 @@ def trees(root: Path, rows: int) -> Prepared:
 
 
 def shrub_plan(board: str, X, y, ram: int, **params) -> tuple[Budget, ShrubEnsemble]:
-    """The budget manager's shrub ensemble for ``board`` (bin edges from the stream's first rows, as the CLI), and
-    the budget of that fitted learner: its tables count the edges the quantile bins kept, not max_bins each."""
+    """The budget manager's shrub ensemble for ``board``, bin edges from the stream's first rows (as the CLI)."""
     board = load_board(board)
     n_features, n_classes = X.shape[1], len(np.unique(y))
     planned = plan("shrubs", board, n_features, n_classes, ram=ram, **params)
-    learner = planned_shrubs(planned, X, y)
-    return shrubs_budget(board, n_features, n_classes, learner, planned.ram_budget, planned.flash_budget), learner
+    return planned, start_online(learners.get("shrubs").make(**planned.params), X, np.unique(y))
+
+
+def exact_budget(planned: Budget, model) -> Budget:
+    """The budget of the model as exported now: the edges its bins kept, its state image."""
+    return of_model(model, load_board(planned.board), planned.ram_budget, planned.flash_budget)
 
 
 def shrubs(root: Path, steps: int, chunk: int) -> Prepared:
     """Chunks of device test-then-train after a Python warm-up, plus the AVR bundle for the memory table."""
     X, y = make_stream(STREAM, STREAM_ROWS, seed=1)
-    budget, learner = shrub_plan(MEMORY_BOARD, X, y, ram=SHRUB_RAM)
+    planned, learner = shrub_plan(MEMORY_BOARD, X, y, ram=SHRUB_RAM)
     learner.partial_fit(X[:WARMUP], y[:WARMUP])
+    budget = exact_budget(planned, learner)  # of the state the first chunk's bundle starts from
     prepared = Prepared([], {}, [])
     bundles = []
     for start in range(WARMUP, WARMUP + steps, chunk):
@@ -291,27 +295,13 @@ def shrubs(root: Path, steps: int, chunk: int) -> Prepared:
                           for board in CORES]
     prepared.reports = {("shrubs", "edgestream", board): targets.build(bundles[0], board) for board in CORES}
     prepared.memory.append(memory_row("shrubs", budget, prepared.reports["shrubs", "edgestream", MEMORY_BOARD]))
-    small_budget, small = shrub_plan(SMALL_BOARD, X, y, **SMALL_PLAN)
+    small_plan, small = shrub_plan(SMALL_BOARD, X, y, **SMALL_PLAN)
     bundle = export_bundle(small, root / "shrubs-avr", name="shrubs")
-    prepared.memory.append(memory_row("shrubs", small_budget, targets.build(bundle, SMALL_BOARD)))
+    prepared.memory.append(memory_row("shrubs", exact_budget(small_plan, small), targets.build(bundle, SMALL_BOARD)))
     return prepared
 
 
 # ------------------------------------------------------------------------------------------ memory table
-
-def with_tables(budget: Budget, items) -> Budget:
-    """The budget with its table items replaced by ``items`` (computed for the exported model) where named alike."""
-    exact = {item.name: item for item in items}
-    return dataclasses.replace(budget, flash=[exact.get(item.name, item) for item in budget.flash])
-
-
-def state_image(report: targets.BuildReport) -> int:
-    """Bytes of flash holding the learning state's initial value: its size when it lives in .data."""
-    board = load_board(report.board)
-    sections, symbols = targets.read_elf(targets.tool(board, "readelf", "-SsW", report.elf))
-    name = f"{report.bundle}_memory"
-    return symbols[name][1] if name in symbols and sections[symbols[name][2]].name == ".data" else 0
-
 
 def memory_row(model: str, budget: Budget, report: targets.BuildReport) -> MemoryRow:
     stack = report.stack_max
@@ -328,7 +318,7 @@ def memory_row(model: str, budget: Budget, report: targets.BuildReport) -> Memor
         model=model, board=report.board, state_predicted=sizes["state_ram"]["predicted"],
         state_measured=sizes["state_ram"]["measured"], tables_predicted=sizes["tables_flash"]["predicted"],
         tables_measured=sizes["tables_flash"]["measured"], code_predicted=sizes["code_flash"]["predicted"],
-        code_measured=sizes["code_flash"]["measured"], state_image=state_image(report),
+        code_measured=sizes["code_flash"]["measured"], state_image=report.state_image_bytes,
         stack_predicted=sum(item.bytes for item in budget.ram if item.group == "stack"),
         stack_predict=max(stack.get(f"{report.bundle}_{call}", 0) for call in ("predict", "predict_proba")),
         stack_learn=stack.get(f"{report.bundle}_learn"), config=budget.config,
@@ -336,13 +326,7 @@ def memory_row(model: str, budget: Budget, report: targets.BuildReport) -> Memor
 
 
 def tree_memory(kind: str, estimator, report: targets.BuildReport) -> MemoryRow:
-    device = DeviceModel.from_model(estimator, kind)
-    ensemble = device.ensemble
-    budget = plan(kind, load_board(report.board), device.n_features, device.n_classes, max_depth=MAX_DEPTH,
-                  n_trees=ensemble.n_trees)
-    tables = table_flash(device.n_features, device.n_classes, len(device.edges), INPUT_BYTES,
-                         n_nodes=len(ensemble.nodes), n_leaves=len(ensemble.leaf_values), n_trees=ensemble.n_trees)
-    return memory_row(kind, with_tables(budget, tables), report)
+    return memory_row(kind, of_model(estimator, load_board(report.board)), report)
 
 
 # ------------------------------------------------------------------------------------------ instruction table

@@ -10,7 +10,7 @@ concepts with abrupt drift by default). ``--rows N`` keeps the first N rows of e
 
 Learners, all in one run over the same rows:
 
-* ``ShrubEnsemble.for_budget(KiB * 1024, n_features, n_classes)`` for each budget in ``BUDGETS_KIB``. Before the
+* the budget manager's plan (``budget.plan`` on an STM32F411) for each budget in ``BUDGETS_KIB``. Before the
   stream starts, its bin edges are fitted on the first ``BIN_SAMPLE`` rows and its classes set to all labels of
   the stream: that is what a device ships with. Those rows are then evaluated like every other row.
 * River's ``HoeffdingTreeClassifier()``, ``HoeffdingAdaptiveTreeClassifier()`` and
@@ -36,10 +36,13 @@ from typing import Callable
 import numpy as np
 from river import forest, tree
 
+from edgestream.boards import load_board
+from edgestream.budget import plan
 from edgestream.data import load_csv, make_stream
 from edgestream.evaluate import PrequentialResult, RiverAdapter, plot_curves, prequential
-from edgestream.shrubs import ShrubEnsemble
+from edgestream import ShrubEnsemble
 
+BOARD = load_board("stm32f411")
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 REAL_STREAMS = {"elec": ("elec.csv", "class"), "weather": ("weather.csv", "target")}
 SYNTHETIC_ROWS = 20_000
@@ -91,8 +94,8 @@ def load_streams(rows: int | None, synthetic: str) -> list[Stream]:
 def shrubs(budget_kib: int) -> Learner:
     def build(stream: Stream) -> ShrubEnsemble:
         classes = np.unique(stream.y)
-        learner = ShrubEnsemble.for_budget(budget_kib * 1024, stream.X.shape[1], len(classes))
-        return learner.fit_bins(stream.X[:BIN_SAMPLE]).set_classes(classes)
+        planned = plan("shrubs", BOARD, stream.X.shape[1], len(classes), ram=budget_kib * 1024)
+        return ShrubEnsemble(**planned.params).fit_bins(stream.X[:BIN_SAMPLE]).set_classes(classes)
 
     return Learner(f"shrubs {budget_kib} KiB", build)
 

@@ -1,32 +1,35 @@
-"""The memory-budget manager: what a learner needs in RAM and flash on a board, and the largest one that fits.
+"""The memory-budget manager, the one owner of every RAM and flash figure: what a learner needs on a board, and
+the largest configuration of its ladder that fits.
 
-RAM is exact for the static state (the generated struct, laid out like the C compiler does for the board: natural
-alignment on ARM and x86, none on AVR) plus the stack the generated wrappers use for one call. Flash counts the
-generated tables exactly (worst case for a tree model not trained yet) and the runtime code as compiled for the
-board when its toolchain is installed, or a recorded size for its architecture otherwise.
+RAM is the learner's state (the generated struct, laid out like the board's compiler does: natural alignment on
+ARM and x86, none on AVR), the stack the generated wrappers use for one call, and on AVR the constant tables
+(avr-gcc copies const data to RAM). Flash is every constant object of the bundle (exact for a fitted model: the
+bin edges it really keeps, its nodes and leaf rows; the worst case for a configuration not trained yet), the
+initial image of the learning state (an initialized static struct sits in .data, whose image is in flash; an
+all-zero state goes to .bss and costs none), and the runtime code as compiled for the board when its toolchain
+is installed, or a recorded size for its architecture otherwise.
 """
 
 from __future__ import annotations
 
 import hashlib
-import html
-import io
 import json
 import subprocess
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .export import runtime_sources, wrapper_stack_bytes
-from .shrubs import Region, ShrubEnsemble, struct_size
+from . import learners
+from .emit import wrapper_stack_bytes
+from .export import runtime_sources
 
-LEARNERS = ("tree", "forest", "shrubs")
-BUNDLE_KIND = {"tree": "trees", "forest": "trees", "shrubs": "shrubs"}
 # text bytes of the runtime files at -Os (gcc 12), used when the board's toolchain is not installed
 RECORDED_CODE_BYTES = {
     "armv6-m": {"es_binning.c": 244, "es_tree.c": 274, "es_cart.c": 1368, "es_shrubs.c": 1792},
     "armv7e-m": {"es_binning.c": 200, "es_tree.c": 282, "es_cart.c": 1330, "es_shrubs.c": 1522},
 }
+STACK_NOTE = ("stack counts the generated wrapper's locals; `edgestream build` measures the deepest call chain "
+              "(a few hundred bytes for a shrub learn step)")
 
 
 @dataclass(frozen=True)
@@ -44,7 +47,8 @@ class Budget:
 
     learner: str
     board: str
-    config: dict
+    config: dict  # the parameters that set the size, and the features and classes
+    params: dict  # every parameter of the estimator (``learners.get(learner).make(**params)`` rebuilds it)
     ram: list[Item]
     flash: list[Item]
     ram_budget: int
@@ -85,33 +89,17 @@ class Budget:
         return "\n".join(lines)
 
 
-def state_ram(learner: ShrubEnsemble, n_features: int, n_classes: int, packed: bool) -> list[Item]:
-    regions = learner.layout(n_features, n_classes)
-    items = [Item(r.name, r.group, r.bytes) for r in regions]
-    padding = struct_size(regions, packed) - sum(r.bytes for r in regions)
-    return items + ([Item("padding", "alignment", padding)] if padding else [])
-
-
 def call_stack(n_features: int, n_classes: int) -> Item:
     return Item("call locals", "stack", wrapper_stack_bytes(n_features, n_classes))
 
 
-def table_flash(n_features: int, n_classes: int, n_edges: int, input_bytes: int, n_nodes: int = 0,
-                n_leaves: int = 0, n_trees: int = 0) -> list[Item]:
-    items = [Item("bin edges", "tables", n_edges * input_bytes), Item("bin offsets", "tables", 2 * (n_features + 1))]
-    if n_trees:
-        items += [Item("nodes", "tables", 4 * n_nodes), Item("leaf values", "tables", 2 * n_leaves * n_classes),
-                  Item("roots+weights", "tables", 4 * n_trees)]
-    return items
-
-
-def code_flash(learner: str, board) -> tuple[list[Item], bool]:
+def code_flash(spec, board) -> tuple[list[Item], bool]:
     """Runtime code: compiled for the board when its compiler is installed, else the recorded sizes."""
     sizes = measured_code_bytes(board)
     measured = sizes is not None
     if sizes is None:
         sizes = RECORDED_CODE_BYTES.get(board.arch, RECORDED_CODE_BYTES["armv7e-m"])
-    items = [Item(p.stem, "code", sizes[p.name]) for p in runtime_sources(BUNDLE_KIND[learner]) if p.suffix == ".c"]
+    items = [Item(p.stem, "code", sizes.get(p.name, 0)) for p in runtime_sources(spec.runtime) if p.suffix == ".c"]
     return items, measured
 
 
@@ -122,7 +110,7 @@ def measured_code_bytes(board) -> dict | None:
     """text+data bytes of each runtime file compiled at -Os for the board, or None without its compiler."""
     sources = [p for p in runtime_sources() if p.suffix == ".c"]
     key = hashlib.sha256(json.dumps([board.name, board.toolchain.cc, board.toolchain.cflags]).encode()
-                         + b"".join(p.read_bytes() for p in sources)).hexdigest()
+                         + b"".join(p.read_bytes() for p in runtime_sources())).hexdigest()
     if key in _CODE_CACHE:
         return _CODE_CACHE[key]
     sizes = {}
@@ -141,17 +129,6 @@ def measured_code_bytes(board) -> dict | None:
     return sizes
 
 
-STACK_NOTE = ("stack counts the generated wrapper's locals; `edgestream build` measures the deepest call chain "
-              "(a few hundred bytes for a shrub learn step)")
-
-
-def tables_in_ram(board, tables: list[Item]) -> list[Item]:
-    """avr-gcc copies const data to RAM (no PROGMEM in the runtime), so there the tables cost RAM too."""
-    if not is_avr(board):
-        return []
-    return [Item("tables copy", "tables", sum(item.bytes for item in tables))]
-
-
 def is_avr(board) -> bool:
     return board.arch.startswith("avr")
 
@@ -160,136 +137,65 @@ def pointer_bytes(board) -> int:
     return 2 if is_avr(board) else 8 if board.arch == "armv8-a" else 4
 
 
-def shrubs_budget(board, n_features: int, n_classes: int, learner: ShrubEnsemble, ram: int, flash: int) -> Budget:
-    """Exact for a learner whose bins are fitted (its real edge count); else every feature with max_bins edges."""
+def size_config(spec, model, n_features: int, n_classes: int) -> dict:
+    """The parameters that set the model's size, as the budget reports them."""
+    params = model.get_params()
+    keys = list(spec.ladder_params) + [k for k in ("n_trees", "max_bins") if k in params]
+    return {**{key: params[key] for key in keys}, "features": n_features, "classes": n_classes}
+
+
+def estimate(spec, board, model, n_features: int, n_classes: int, ram: int, flash: int | None) -> Budget:
+    """RAM and flash of ``model`` (fitted: exact; unfitted: its configuration's worst case) on ``board``."""
     packed = is_avr(board)
-    code, measured = code_flash("shrubs", board)
-    fitted = hasattr(learner, "bins_")
-    n_edges = len(learner.bins_.flat_edges()[0]) if fitted else n_features * (learner.max_bins - 1)
-    config = [Region("bytes", "", "uint8_t", 4), Region("sizes", "", "uint16_t", 5), Region("step", "", "uint32_t", 1)]
-    structs = [Item("config", "tables", struct_size(config, packed)),
-               Item("model pointers", "tables", 18 * pointer_bytes(board))]
-    tables = table_flash(n_features, n_classes, n_edges, 4) + structs
-    settings = {"window_size": learner.window_size, "max_shrubs": learner.max_shrubs,
-                "max_depth": learner.max_depth, "max_bins": learner.max_bins, "features": n_features,
-                "classes": n_classes}
-    ram_items = state_ram(learner, n_features, n_classes, packed) + [call_stack(n_features, n_classes)]
-    notes = [STACK_NOTE] + ([] if fitted else ["bin edges counted for every feature at max_bins"])
-    return Budget("shrubs", board.name, settings, ram_items + tables_in_ram(board, tables), tables + code, ram,
-                  flash, measured, notes)
-
-
-def trees_budget(board, learner: str, n_features: int, n_classes: int, max_depth: int, n_trees: int,
-                 max_bins: int, ram: int, flash: int) -> Budget:
-    """Worst case before training: full trees of max_depth and every bin edge kept."""
-    n_leaves = n_trees * 2**max_depth
-    code, measured = code_flash(learner, board)
-    tables = table_flash(n_features, n_classes, n_features * (max_bins - 1), 4, n_nodes=2 * n_leaves - n_trees,
-                         n_leaves=n_leaves, n_trees=n_trees)
-    tables.append(Item("ensemble", "tables", 4 * pointer_bytes(board) + 4))
-    config = {"max_depth": max_depth, "n_trees": n_trees, "max_bins": max_bins, "features": n_features,
-              "classes": n_classes}
-    return Budget(learner, board.name, config, [call_stack(n_features, n_classes)] + tables_in_ram(board, tables),
-                  tables + code, ram, flash, measured,
-                  ["flash is the worst case of full trees; a trained model's exported tables are smaller", STACK_NOTE])
+    tables = [Item(name, "tables", size)
+              for name, size in spec.tables(model, n_features, n_classes, pointer_bytes(board), packed)]
+    state, image, notes = [], [], [STACK_NOTE]
+    if spec.state is not None:
+        layout = spec.state.layout(model.device_config(n_features, n_classes))
+        state = [Item(name, group, size) for name, group, size in layout.groups(packed)]
+        exported = model.device_state()
+        if exported is not None:
+            image_bytes = layout.initial_image_bytes(*exported, packed=packed)
+        else:
+            image_bytes = layout.size(packed)
+            notes.append("the state's initial image is counted whole (a model that has learned exports its state)")
+        image = [Item("state image", "state image", image_bytes)] if image_bytes else []
+    if not hasattr(model, "classes_"):
+        notes.insert(0, "tables are the configuration's worst case; a trained model's exported tables are smaller")
+    copied = [Item("tables copy", "tables", sum(item.bytes for item in tables))] if packed else []
+    code, measured = code_flash(spec, board)
+    return Budget(spec.name, board.name, size_config(spec, model, n_features, n_classes), model.get_params(),
+                  state + [call_stack(n_features, n_classes)] + copied, tables + image + code, ram, flash,
+                  measured, notes)
 
 
 def plan(learner: str, board, n_features: int, n_classes: int, ram: int | None = None, flash: int | None = None,
          **params) -> Budget:
-    """The largest configuration of ``learner`` that fits the budgets (the board's RAM and flash by default)."""
-    if learner not in LEARNERS:
-        raise ValueError(f"learner {learner!r} must be one of {LEARNERS}")
+    """The largest configuration of ``learner`` that fits the budgets (the board's RAM and flash by default).
+
+    Parameters given (not None) are fixed; the learner's ladder chooses the others, largest first."""
+    spec = learners.get(learner)
     ram = board.ram_bytes if ram is None else ram
     flash = board.flash_bytes if flash is None else flash
     for name, value, limit in (("RAM", ram, board.ram_bytes), ("flash", flash, board.flash_bytes)):
         if value is not None and limit is not None and value > limit:
             raise ValueError(f"a {name} budget of {value:,} bytes exceeds {board.name}'s {limit:,} bytes")
-    if learner == "shrubs":
-        return plan_shrubs(board, n_features, n_classes, ram, flash, params)
-    return plan_trees(learner, board, n_features, n_classes, ram, flash, params)
-
-
-def plan_shrubs(board, n_features, n_classes, ram, flash, params) -> Budget:
-    fixed = {k: params[k] for k in ("window_size", "max_shrubs", "max_depth") if params.get(k) is not None}
-    others = {k: v for k, v in params.items() if k not in fixed and v is not None}
-    if len(fixed) == 3:
-        learner = ShrubEnsemble(**fixed, **others)
-    else:
-        worst = shrubs_budget(board, n_features, n_classes, ShrubEnsemble(**others), ram, flash)
-        tables = [item for item in worst.flash if item.group == "tables"]
-        reserve = sum(item.bytes for item in tables_in_ram(board, tables))
-        learner = ShrubEnsemble.for_budget(ram - reserve, n_features, n_classes, **fixed, **others)
-    budget = shrubs_budget(board, n_features, n_classes, learner, ram, flash)
-    if not budget.fits:
-        raise ValueError(f"the shrub ensemble needs {budget.ram_bytes:,} bytes of RAM and {budget.flash_bytes:,} of "
-                         f"flash; the budget is {ram:,} and {flash or 'unlimited'} bytes\n{budget.to_text()}")
-    return budget
-
-
-def plan_trees(learner, board, n_features, n_classes, ram, flash, params) -> Budget:
-    n_trees = params.get("n_trees") or (1 if learner == "tree" else 10)
-    max_bins = params.get("max_bins") or 255
-    depths = [params["max_depth"]] if params.get("max_depth") is not None else range(12, -1, -1)
+    fixed = {key: value for key, value in params.items() if value is not None}
+    spec.make(**fixed)  # unknown parameters and bad values are named here
+    rungs = [rung | fixed for rung in spec.ladder] or [fixed]
     budget = None
-    for depth in depths:
-        budget = trees_budget(board, learner, n_features, n_classes, depth, n_trees, max_bins, ram, flash)
+    for config in dict.fromkeys(json.dumps(rung, sort_keys=True) for rung in rungs):
+        budget = estimate(spec, board, spec.make(**json.loads(config)), n_features, n_classes, ram, flash)
         if budget.fits:
             return budget
-    raise ValueError(f"no {learner} of {n_trees} tree(s) fits {flash} bytes of flash and {ram:,} of RAM; the "
-                     f"smallest tried needs {budget.flash_bytes:,} bytes of flash\n{budget.to_text()}")
+    raise ValueError(f"no {learner} configuration for {n_features} features and {n_classes} classes fits "
+                     f"{ram:,} bytes of RAM and {f'{flash:,} bytes' if flash else 'unlimited'} of flash on "
+                     f"{board.name}; the smallest needs {budget.ram_bytes:,} bytes of RAM and {budget.flash_bytes:,} "
+                     f"of flash\n{budget.to_text()}")
 
 
-def html_report(budget: Budget, path, curve: dict[int, float] | None = None) -> Path:
-    """An HTML page with the region breakdown (and accuracy against RAM budget when ``curve`` is given)."""
-    import base64
-
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise ImportError("the HTML report draws plots with matplotlib: pip install matplotlib") from None
-    figures = []
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    for ax, title, items, limit in ((axes[0], "RAM", budget.ram, budget.ram_budget),
-                                    (axes[1], "flash", budget.flash, budget.flash_budget)):
-        groups: dict[str, int] = {}
-        for item in items:  # one bar segment per group keeps the colours distinct
-            groups[item.group] = groups.get(item.group, 0) + item.bytes
-        left = 0
-        for group, size in groups.items():
-            ax.barh(0, size, left=left, label=f"{group} ({size:,} B)")
-            left += size
-        share = f" of {limit:,} ({100 * left / limit:.1f}%)" if limit else ""
-        if limit and limit <= 4 * left:  # draw the budget line only where it fits on a readable scale
-            ax.axvline(limit, color="black", linestyle="--", label=f"budget {limit:,} B")
-        ax.set_title(f"{title}: {left:,} bytes{share}")
-        ax.set_xlabel("bytes")
-        ax.set_yticks([])
-        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=3)
-    fig.tight_layout()
-    figures.append(fig)
-    if curve:
-        fig, ax = plt.subplots(figsize=(6, 3.5))
-        budgets = sorted(curve)
-        ax.plot([b / 1024 for b in budgets], [curve[b] for b in budgets], marker="o")
-        ax.set_xscale("log", base=2)
-        ax.set_xlabel("RAM budget (KiB)")
-        ax.set_ylabel("prequential accuracy")
-        ax.grid(True, alpha=0.3)
-        fig.tight_layout()
-        figures.append(fig)
-    images = []
-    for fig in figures:
-        buffer = io.BytesIO()
-        fig.savefig(buffer, format="png", dpi=100)
-        plt.close(fig)
-        images.append(base64.b64encode(buffer.getvalue()).decode())
-    body = "".join(f'<img src="data:image/png;base64,{image}">' for image in images)
-    page = (f"<!doctype html><html><head><meta charset='utf-8'><title>edgestream budget: {budget.learner} on "
-            f"{budget.board}</title></head><body><h1>{budget.learner} on {budget.board}</h1>"
-            f"<pre>{html.escape(budget.to_text())}</pre>{body}</body></html>")
-    path = Path(path)
-    path.write_text(page)
-    return path
+def of_model(model, board, ram: int | None = None, flash: int | None = None) -> Budget:
+    """The exact budget of a fitted model (what its exported bundle will take on ``board``)."""
+    spec = learners.of_model(model)
+    return estimate(spec, board, model, model.bins_.n_features, len(model.classes_),
+                    board.ram_bytes if ram is None else ram, board.flash_bytes if flash is None else flash)

@@ -122,6 +122,15 @@ def _label_array(labels: list[str]) -> np.ndarray:
     return np.array(labels)
 
 
+def device_input(X: np.ndarray, dtype: str) -> np.ndarray:
+    """CSV features as a model takes them: integer models read whole numbers and have no missing values."""
+    if dtype == "float32":
+        return X
+    if not np.isfinite(X).all() or (X != np.round(X)).any():
+        raise DataError(f"input dtype {dtype} needs whole-number features; the data has missing or fractional values")
+    return X.astype(np.int64)
+
+
 def make_stream(name: str, n_samples: int = 1000, seed: int = 0, **options) -> tuple[np.ndarray, np.ndarray]:
     """A built-in stream by name (see ``STREAMS``); ``options`` go to its generator."""
     if name not in STREAMS:

@@ -1,4 +1,4 @@
-"""Emit the generated files of a bundle from a :class:`~edgestream.export.DeviceModel` (templates in codegen/)."""
+"""Emit the generated files of a bundle from a learner's template context (templates in codegen/)."""
 
 from __future__ import annotations
 
@@ -34,17 +34,21 @@ def c_array(values, dtype: str = "int") -> str:
     return ",\n    ".join(lines)
 
 
-def state_struct(name: str, regions) -> str:
-    """The C typedef of a learner's state: one member per region, in layout order."""
-    members = [f"    es_shrubs_counters {r.name};" if r.c_type == "es_shrubs_counters" else
-               f"    {r.c_type} {r.name}[{r.count}];" for r in regions]
-    return "typedef struct {\n" + "\n".join(members) + f"\n}} {name}_state;"
+def wrapper_stack_bytes(n_features: int, n_classes: int) -> int:
+    """Locals of a generated predict wrapper: the bins, the uint32 accumulator and the Q15 probabilities."""
+    return n_features + 4 * n_classes + 2 * n_classes
 
 
-def environment() -> jinja2.Environment:
+def check_name(name: str) -> None:
+    if not (name.isidentifier() and name.isascii() and name.lower() == name) or name == "main" or name.startswith("es_"):
+        raise ValueError(f"bundle name {name!r} must be a lowercase C identifier (letters, digits, _), "
+                         "not 'main' and not starting with 'es_'")
+
+
+def environment(autoescape: bool = False) -> jinja2.Environment:
     loader = jinja2.FileSystemLoader(str(resources.files("edgestream.codegen")))
     env = jinja2.Environment(loader=loader, undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
-                             trim_blocks=True, lstrip_blocks=True)
+                             trim_blocks=True, lstrip_blocks=True, autoescape=autoescape)
     env.filters["c_array"] = c_array
     return env
 

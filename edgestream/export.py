@@ -1,158 +1,67 @@
-"""Understand a fitted model as the device will hold it, and export it as a self-contained C bundle.
+"""Export a fitted model as a self-contained C bundle.
 
-:class:`DeviceModel` is the model reduced to the tables that go to flash. For a frozen model two lossless
-reductions are applied, both checked by the parity tests:
-
-* only the bin edges some split compares against are kept, and thresholds are renumbered to the kept edges
-  (``bin <= t`` is ``x <= edges[t]``, so comparing against the kept edge gives the same branch);
-* identical leaf rows (e.g. every pure leaf of one class) are stored once.
-
-:func:`export_bundle` writes the runtime sources, the generated model files (see :mod:`edgestream.emit`), the
-build files and a copy of the model into one directory.
+:func:`export_bundle` writes the runtime modules its learner needs (``csrc/``), the generated model files (the
+learner's template and the shared header, example and build files, see :mod:`edgestream.emit`), a copy of the
+model and a manifest, ``edgestream.json``, that says what the bundle holds:
+``format_version``, ``name``, ``learner`` (a registry name), ``learning``, ``input_dtype``, ``n_features``,
+``n_classes``, ``sources`` and ``model``. Tools refuse a bundle of another format version.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
-from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-import numpy as np
-
-from .tree import LEAF_FEATURE, TreeEnsemble
+from . import emit, learners
 
 MANIFEST = "edgestream.json"
 MODEL_COPY = "model.esm"
+BUNDLE_FORMAT_VERSION = 2
 
 
-@dataclass
-class DeviceModel:
-    """The tables of one model as they are stored on the device."""
-
-    name: str
-    input_dtype: str  # "float32" or "int32"
-    edges: np.ndarray  # float32 or int32, all features' edges back to back
-    offsets: np.ndarray  # uint16 [n_features + 1]
-    ensemble: TreeEnsemble
-
-    @property
-    def n_features(self) -> int:
-        return len(self.offsets) - 1
-
-    @property
-    def n_classes(self) -> int:
-        return self.ensemble.n_classes
-
-    @classmethod
-    def from_model(cls, model, name: str = "model") -> "DeviceModel":
-        if not hasattr(model, "ensemble_"):
-            raise ValueError(f"{type(model).__name__} is not fitted; fit it before exporting")
-        check_name(name)
-        edges, offsets, nodes = prune_edges(model.bins_.edges_, model.ensemble_.nodes)
-        leaf_values, leaf_index = np.unique(model.ensemble_.leaf_values, axis=0, return_inverse=True)
-        is_leaf = nodes["feature"] == LEAF_FEATURE
-        nodes["child"][is_leaf] = leaf_index.reshape(-1)[nodes["child"][is_leaf]]
-        ensemble = TreeEnsemble(nodes, model.ensemble_.roots.copy(), model.ensemble_.weights.copy(),
-                                leaf_values.astype(np.uint16), model.ensemble_.n_features)
-        ensemble.validate()
-        return cls(name, model.bins_.dtype, edges.astype(model.bins_.dtype), offsets, ensemble)
-
-
-def prune_edges(edges_per_feature, nodes):
-    """Keep only the edges that splits use; returns (flat edges, offsets, nodes with renumbered thresholds)."""
-    nodes = nodes.copy()
-    split = nodes["feature"] != LEAF_FEATURE
-    kept_edges, offsets = [], [0]
-    for feature, edges in enumerate(edges_per_feature):
-        on_feature = split & (nodes["feature"] == feature)
-        thresholds = nodes["threshold"][on_feature].astype(np.int64)
-        used = np.unique(thresholds[thresholds < len(edges)])
-        # A threshold past the last edge sends every value left; past the last kept edge does the same.
-        nodes["threshold"][on_feature] = np.searchsorted(used, thresholds)
-        kept_edges.append(np.asarray(edges)[used])
-        offsets.append(offsets[-1] + len(used))
-    flat = np.concatenate(kept_edges) if kept_edges else np.empty(0)
-    return flat, np.asarray(offsets, dtype=np.uint16), nodes
-
-
-def wrapper_stack_bytes(n_features: int, n_classes: int) -> int:
-    """Locals of the generated predict wrapper: the bins, the uint32 accumulator and the Q15 probabilities."""
-    return n_features + 4 * n_classes + 2 * n_classes
-
-
-def check_name(name: str) -> None:
-    if not (name.isidentifier() and name.isascii() and name.lower() == name) or name == "main" or name.startswith("es_"):
-        raise ValueError(f"bundle name {name!r} must be a lowercase C identifier (letters, digits, _), "
-                         "not 'main' and not starting with 'es_'")
-
-
-RUNTIME_MODULES = {"trees": ("es_common", "es_binning", "es_tree"),
-                   "shrubs": ("es_common", "es_binning", "es_tree", "es_cart", "es_shrubs")}
-
-
-def runtime_sources(kind: str | None = None) -> list[Path]:
-    """The hand-written device runtime shipped with the package (csrc/): all of it, or what ``kind`` needs."""
+def runtime_sources(modules=None) -> list[Path]:
+    """The hand-written device runtime shipped with the package (csrc/): all of it, or the given modules and the
+    headers they include (a module's generated ``<module>_state.h`` goes with it)."""
     root = resources.files("edgestream.csrc")
     files = sorted(Path(str(p)) for p in root.iterdir() if p.name.endswith((".c", ".h")))
-    return files if kind is None else [p for p in files if p.stem in RUNTIME_MODULES[kind]]
+    if modules is None:
+        return files
+    return [p for p in files if p.stem in modules or p.stem.removesuffix("_state") in modules]
 
 
-def tree_context(device: DeviceModel) -> dict:
-    ensemble = device.ensemble
-    return {
-        "name": device.name, "input_dtype": device.input_dtype, "learning": False,
-        "n_features": device.n_features, "n_classes": device.n_classes, "n_trees": ensemble.n_trees,
-        "edges": device.edges, "offsets": device.offsets, "nodes": ensemble.nodes, "roots": ensemble.roots,
-        "weights": ensemble.weights, "leaf_values": ensemble.leaf_values, "n_leaves": len(ensemble.leaf_values),
-    }
-
-
-def shrubs_context(learner, name: str) -> dict:
-    """A learning bundle keeps every bin edge (new shrubs may split anywhere) and starts from the current state."""
-    from .emit import state_struct
-    from .shrubs import config_values
-
-    if not hasattr(learner, "window_bins"):
-        raise ValueError("the shrub ensemble has no bins or classes yet; call fit_bins() and set_classes() first")
-    edges, offsets = learner.bins_.flat_edges()
-    state = learner.saved_arrays()
-    initial = {key: state[key] for key in ("window_bins", "window_labels", "leaf_values", "roots", "weights")
-               if state[key].any()}
-    return {
-        "name": name, "input_dtype": learner.input_dtype, "learning": True,
-        "n_features": learner.n_features_, "n_classes": len(learner.classes_),
-        "edges": edges, "offsets": offsets, "config": config_values(learner), "regions": learner.layout(),
-        "state_struct": state_struct(name, learner.layout()),
-        "state_bytes": learner.state_bytes(), "initial": initial,
-        "nodes": state["nodes"] if state["nodes"].view(np.uint8).any() else [], "counters": state["counters"].tolist(),
-    }
+def bundle_context(model, name: str) -> tuple[dict, learners.LearnerSpec]:
+    """The template context of a fitted model, and its learner."""
+    emit.check_name(name)
+    spec = learners.of_model(model)
+    if not hasattr(model, "bins_") or not hasattr(model, "classes_"):
+        raise ValueError(f"this {type(model).__name__} is not fitted; fit it before exporting")
+    context = {"name": name, "learner": spec.name, "learning": spec.learning, "input_dtype": model.bins_.dtype,
+               "n_features": model.bins_.n_features, "n_classes": len(model.classes_),
+               **spec.context(model, name)}
+    return context, spec
 
 
 def export_bundle(model, out_dir, name: str = "model") -> Path:
     """Write a C bundle for ``model`` into ``out_dir`` (created; existing bundle files are replaced)."""
-    from . import emit
     from .modelfile import model_bytes
-    from .shrubs import ShrubEnsemble
 
-    check_name(name)
-    if isinstance(model, ShrubEnsemble):
-        context, template, kind = shrubs_context(model, name), "shrubs.c.j2", "shrubs"
-    else:
-        context, template, kind = tree_context(DeviceModel.from_model(model, name)), "model.c.j2", "trees"
-    generated = emit.render_bundle(context, template)
+    context, spec = bundle_context(model, name)
+    generated = emit.render_bundle(context, spec.template)
     saved = model_bytes(model)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    for source in runtime_sources(kind):
+    for source in runtime_sources(spec.runtime):
         shutil.copyfile(source, out / source.name)
     for filename, text in generated.items():
         (out / filename).write_text(text)
     (out / MODEL_COPY).write_bytes(saved)
     manifest = {
+        "format_version": BUNDLE_FORMAT_VERSION,
         "name": name,
-        "learner": kind,
+        "learner": spec.name,
+        "learning": spec.learning,
         "input_dtype": context["input_dtype"],
         "n_features": context["n_features"],
         "n_classes": context["n_classes"],
@@ -161,3 +70,20 @@ def export_bundle(model, out_dir, name: str = "model") -> Path:
     }
     (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
     return out
+
+
+def read_manifest(bundle_dir) -> dict:
+    """The manifest of a bundle, with its resolved ``directory``; refuses other format versions."""
+    path = Path(bundle_dir) / MANIFEST
+    if not path.is_file():
+        raise ValueError(f"{bundle_dir} is not an edgestream bundle (no {MANIFEST})")
+    try:
+        manifest = json.loads(path.read_text())
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path} is not valid JSON ({error})") from None
+    found = manifest.get("format_version", 1) if isinstance(manifest, dict) else None
+    if found != BUNDLE_FORMAT_VERSION:
+        raise ValueError(f"bundle {bundle_dir} has format_version {found!r}; this edgestream reads format_version "
+                         f"{BUNDLE_FORMAT_VERSION}: export the model again (edgestream export MODEL -o DIR)")
+    learners.get(manifest["learner"])
+    return {**manifest, "directory": str(Path(bundle_dir).resolve())}

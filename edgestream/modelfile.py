@@ -27,28 +27,13 @@ from pathlib import Path
 
 import numpy as np
 
+from . import learners
 from .binning import MAX_EDGES, BinMapper
 from .errors import ModelFileError
-from .forest import ForestClassifier
-from .shrubs import ShrubEnsemble
-from .tree import TreeClassifier
 
 MAGIC = b"EDGESTREAM-MODEL\n"
 FORMAT_VERSION = 1
-LEARNERS: dict[str, type] = {}
 _ZIP_DATE = (1980, 1, 1, 0, 0, 0)
-
-
-def register_learner(cls: type) -> type:
-    """Make ``cls`` saveable and loadable: it has ``bins_``, ``classes_``, ``get_params()``, ``saved_arrays()`` and
-    ``restore_arrays(arrays)`` (which checks every table it is given)."""
-    LEARNERS[cls.__name__] = cls
-    return cls
-
-
-register_learner(TreeClassifier)
-register_learner(ForestClassifier)
-register_learner(ShrubEnsemble)
 
 
 def save_model(model, path) -> Path:
@@ -75,8 +60,10 @@ def load_model(path):
 def model_bytes(model) -> bytes:
     """The complete file contents for a fitted model."""
     name = type(model).__name__
-    if LEARNERS.get(name) is not type(model):
-        raise ModelFileError(f"cannot save a {name}: not a registered learner ({', '.join(sorted(LEARNERS))})")
+    try:
+        learners.of_model(model)
+    except ValueError as error:
+        raise ModelFileError(f"cannot save a {name}: {error}") from None
     try:
         arrays = model.saved_arrays()
     except RuntimeError as error:
@@ -133,11 +120,11 @@ def _check_version(header: dict, source: str) -> None:
 
 
 def _rebuild(header: dict, arrays: dict, source: str):
-    cls = LEARNERS.get(header["learner"])
-    if cls is None:
-        raise ModelFileError(f"model file {source} holds an unknown learner {header['learner']!r}; "
-                             f"known: {', '.join(sorted(LEARNERS))}")
-    model = cls(**header["params"])
+    try:
+        spec = learners.by_class_name(header["learner"])
+    except ValueError as error:
+        raise ModelFileError(f"model file {source}: {error}") from None
+    model = spec.make(**header["params"])
     model.classes_ = _classes(header["classes"])
     binning = header["binning"]
     _check_bin_tables(arrays, binning["dtype"])
@@ -210,5 +197,4 @@ def _write_atomic(path: Path, data: bytes) -> None:
         raise
 
 
-__all__ = ["FORMAT_VERSION", "LEARNERS", "MAGIC", "load_model", "model_bytes", "model_from_bytes",
-           "register_learner", "save_model"]
+__all__ = ["FORMAT_VERSION", "MAGIC", "load_model", "model_bytes", "model_from_bytes", "save_model"]

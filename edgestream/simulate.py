@@ -17,7 +17,6 @@ import functools
 import hashlib
 import importlib.machinery
 import importlib.util
-import json
 import os
 import shutil
 import sys
@@ -27,15 +26,15 @@ from pathlib import Path
 import cffi
 import numpy as np
 
+from . import learners
 from .emit import C_TYPES
-from .export import MANIFEST, DeviceModel, runtime_sources
-from .tree import NODE_DTYPE
+from .export import read_manifest, runtime_sources
 
 STATUS_CDEF = """
 typedef enum { ES_OK = 0, ES_ERR_NULL = 1, ES_ERR_MODEL = 2, ES_ERR_LABEL = 3, ES_ERR_FULL = 4 } es_status;
 """
 
-RUNTIME_CDEF = STATUS_CDEF + """
+TREE_CDEF = """
 typedef struct { uint8_t feature; uint8_t threshold; uint16_t child; } es_node;
 typedef struct {
     const es_node *nodes; const uint16_t *roots; const uint16_t *weights; const uint16_t *leaf_values;
@@ -47,22 +46,22 @@ es_status es_quantize_i32(const int32_t *features, const int32_t *edges, const u
                           uint8_t n_features, uint8_t *bins);
 es_status es_ensemble_predict_proba(const es_ensemble *model, const uint8_t *bins, uint32_t *acc,
                                     uint16_t *proba);
-typedef struct {
-    uint8_t n_features; uint8_t n_classes; uint8_t max_depth; uint8_t criterion;
-    uint16_t window_size; uint16_t max_shrubs; uint16_t min_samples_leaf; uint16_t burnin; uint16_t update_every;
-    uint32_t step_q16;
-} es_shrubs_config;
-typedef struct { uint16_t head; uint16_t count; uint16_t n_shrubs; uint16_t since_update; } es_shrubs_counters;
-typedef struct {
-    const es_shrubs_config *config;
-    uint8_t *window_bins; uint8_t *window_labels; es_node *nodes; uint16_t *leaf_values; uint16_t *roots;
-    uint16_t *weights; uint16_t *leaf_index; int32_t *residual; int32_t *work_weights; uint16_t *order;
-    uint16_t *node_start; uint16_t *node_stop; uint8_t *node_depth; uint8_t *rank; uint32_t *class_counts;
-    uint32_t *left_counts; es_shrubs_counters *counters;
-} es_shrubs;
-es_status es_shrubs_learn(const es_shrubs *model, const uint8_t *bins, uint8_t label);
-es_status es_shrubs_predict_proba(const es_shrubs *model, const uint8_t *bins, uint32_t *acc, uint16_t *proba);
 """
+
+
+def learner_cdef(state) -> str:
+    """The runtime structs and entry points of a learning learner (from its state description)."""
+    prefix = state.prefix
+    return state.cdef() + f"""
+es_status {prefix}_learn(const {prefix} *model, const uint8_t *bins, uint8_t label);
+es_status {prefix}_predict_proba(const {prefix} *model, const uint8_t *bins, uint32_t *acc, uint16_t *proba);
+"""
+
+
+def runtime_cdef() -> str:
+    states = [spec.state for spec in learners.REGISTRY.values() if spec.state is not None]
+    return STATUS_CDEF + TREE_CDEF + "".join(learner_cdef(state) for state in states)
+
 
 BUNDLE_CDEF = """
 es_status {name}_predict(const {ctype} *features, uint8_t *class_out);
@@ -124,16 +123,13 @@ class Bundle:
         from .modelfile import load_model
 
         self.directory = Path(directory).resolve()  # cffi compiles elsewhere: includes must be absolute
-        manifest_path = self.directory / MANIFEST
-        if not manifest_path.is_file():
-            raise ValueError(f"{self.directory} is not an edgestream bundle (no {MANIFEST})")
-        self.manifest = json.loads(manifest_path.read_text())
+        self.manifest = read_manifest(self.directory)
         self.name = self.manifest["name"]
         self.input_dtype = self.manifest["input_dtype"]
         self.n_features = self.manifest["n_features"]
         self.n_classes = self.manifest["n_classes"]
         self.model = load_model(self.directory / self.manifest["model"])
-        self.learning = self.manifest.get("learner") == "shrubs"
+        self.learning = self.manifest["learning"]
         cdef = STATUS_CDEF + (BUNDLE_CDEF + (LEARNING_CDEF if self.learning else "")).format(
             name=self.name, ctype=C_TYPES[self.input_dtype])
         sources = [self.directory / s for s in self.manifest["sources"]]
@@ -180,7 +176,7 @@ class Bundle:
     def learn_one(self, x, y) -> "Bundle":
         """Learn one row on the device code; the label must be one of the model's classes."""
         if not self.learning:
-            raise ValueError(f"bundle {self.directory} holds a frozen model; only shrub bundles learn")
+            raise ValueError(f"bundle {self.directory} holds a frozen {self.manifest['learner']} model; it cannot learn")
         check(self.learn_encoded(x, self.model.encode_label(y)), "learn")
         return self
 
@@ -194,10 +190,10 @@ def load_bundle(directory) -> Bundle:
 
 @functools.lru_cache(maxsize=1)
 def runtime():
-    """The runtime in csrc/ compiled once: (ffi, lib) with the functions of RUNTIME_CDEF."""
+    """The runtime in csrc/ compiled once: (ffi, lib) with the functions of :func:`runtime_cdef`."""
     sources = [p for p in runtime_sources() if p.suffix == ".c"]
-    header = '#include "es_binning.h"\n#include "es_tree.h"\n#include "es_shrubs.h"\n'
-    return compile_library(RUNTIME_CDEF, header, sources, sources[0].parent)
+    header = "".join(f'#include "{p.name}"\n' for p in runtime_sources() if p.suffix == ".h")
+    return compile_library(runtime_cdef(), header, sources, sources[0].parent)
 
 
 def runtime_quantize(X, edges: np.ndarray, offsets: np.ndarray) -> np.ndarray:
@@ -216,7 +212,7 @@ def runtime_quantize(X, edges: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     return bins
 
 
-def runtime_predict_proba(device: DeviceModel, X) -> np.ndarray:
+def runtime_predict_proba(device, X) -> np.ndarray:
     """Q15 probabilities of every row computed by the C runtime from the device tables of ``device``."""
     ffi, lib = runtime()
     ensemble = device.ensemble
@@ -237,51 +233,44 @@ def runtime_predict_proba(device: DeviceModel, X) -> np.ndarray:
     return proba
 
 
-NUMPY_TYPES = {"uint8_t": np.uint8, "uint16_t": np.uint16, "int32_t": np.int32, "uint32_t": np.uint32}
-COUNTERS = ("head", "count", "n_shrubs", "since_update")
+class RuntimeLearner:
+    """A learner's device state in numpy arrays, learning and predicting through the compiled C runtime.
 
-
-class RuntimeShrubs:
-    """A shrub ensemble state in numpy arrays, learning and predicting through the compiled C runtime.
-
-    The arrays are the regions of ``learner.layout()``, so after any step they can be compared with the Python
-    learner's state directly.
+    The arrays are the regions of the learner's state layout, so after any step they can be compared with the
+    Python learner's state directly; ``counter_values()`` gives the counters.
     """
 
     def __init__(self, learner):
-        from .shrubs import config_values
-
+        spec = learners.of_model(learner)
+        if spec.state is None:
+            raise ValueError(f"learner {spec.name!r} keeps no state on the device")
         self.ffi, self.lib = runtime()
+        self.state = spec.state
         self.n_classes = len(learner.classes_)
-        self.config = self.ffi.new("es_shrubs_config *", config_values(learner))
-        self.regions = {}
-        fields = {"config": self.config}
-        for region in learner.layout():
-            if region.name == "counters":
-                continue
-            if region.c_type == "es_node":
-                array = np.zeros(region.count, dtype=NODE_DTYPE)
-            else:
-                array = np.zeros(region.count, dtype=NUMPY_TYPES[region.c_type])
-            self.regions[region.name] = array
-            fields[region.name] = self.ffi.from_buffer(f"{region.c_type}[]", array)
-        self.counters = self.ffi.new("es_shrubs_counters *")
-        fields["counters"] = self.counters
-        self.model = self.ffi.new("es_shrubs *", fields)
+        layout = learner.layout()
+        self.config = self.ffi.new(f"{self.state.config_type} *", layout.config)
+        self.regions = layout.zeros()
+        fields = {name: self.ffi.from_buffer(f"{region.c_type}[]", self.regions[name])
+                  for name, region in zip(self.regions, layout.regions)}
+        self.counters = self.ffi.new(f"{self.state.counters_type} *")
+        self.model = self.ffi.new(f"{self.state.prefix} *", {"config": self.config, "counters": self.counters,
+                                                              **fields})
+        self._learn = getattr(self.lib, f"{self.state.prefix}_learn")
+        self._predict_proba = getattr(self.lib, f"{self.state.prefix}_predict_proba")
         self._acc = self.ffi.new("uint32_t[]", self.n_classes)
 
     def learn(self, bins: np.ndarray, label: int) -> int:
-        """Status of es_shrubs_learn (0 = ES_OK)."""
+        """Status of the runtime's learn call (0 = ES_OK)."""
         row = np.ascontiguousarray(bins, dtype=np.uint8)
-        return self.lib.es_shrubs_learn(self.model, self.ffi.from_buffer("uint8_t[]", row), label)
+        return self._learn(self.model, self.ffi.from_buffer("uint8_t[]", row), label)
 
     def predict_proba(self, bins: np.ndarray) -> np.ndarray:
         rows = np.ascontiguousarray(np.atleast_2d(bins), dtype=np.uint8)
         proba = np.empty((len(rows), self.n_classes), dtype=np.uint16)
         for i, row in enumerate(rows):
-            check(self.lib.es_shrubs_predict_proba(self.model, self.ffi.from_buffer("uint8_t[]", row), self._acc,
-                                                   self.ffi.from_buffer("uint16_t[]", proba[i])), "predict_proba")
+            check(self._predict_proba(self.model, self.ffi.from_buffer("uint8_t[]", row), self._acc,
+                                      self.ffi.from_buffer("uint16_t[]", proba[i])), "predict_proba")
         return proba
 
     def counter_values(self) -> dict:
-        return {name: getattr(self.counters, name) for name in COUNTERS}
+        return {field.name: getattr(self.counters, field.name) for field in self.state.counters}

@@ -32,7 +32,7 @@ import numpy as np
 
 from .boards import Board, load_board
 from .emit import C_TYPES, environment
-from .export import MANIFEST
+from .export import read_manifest
 from .simulate import cache_dir
 
 COMPILE_FLAGS = ("-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-Os", "-ffunction-sections",
@@ -88,6 +88,7 @@ class BuildReport:
     code_bytes: int  # functions compiled from the bundle's sources (runtime and model wrappers)
     objects: dict[str, SymbolSize]  # the model's objects: tables and state
     state_bytes: int | None  # <name>_memory, the learning state (None for frozen models)
+    state_image_bytes: int  # its initial image in flash (0 when it starts all zero, in .bss)
     stack: list[StackUsage] = field(default_factory=list)  # per function, largest first
     stack_max: dict[str, int] = field(default_factory=dict)  # main and API functions -> deepest call chain
 
@@ -147,13 +148,6 @@ class Firmware:
         return self.directory / ELF
 
 
-def read_manifest(bundle_dir) -> dict:
-    path = Path(bundle_dir) / MANIFEST
-    if not path.is_file():
-        raise ValueError(f"{bundle_dir} is not an edgestream bundle (no {MANIFEST})")
-    return {**json.loads(path.read_text()), "directory": str(Path(bundle_dir).resolve())}
-
-
 def require(tool: str, packages, board: Board) -> str:
     """Full path of ``tool``, or a clear error naming the Debian packages that provide it."""
     found = shutil.which(tool)
@@ -174,7 +168,7 @@ def render_harness(manifest: dict, board: Board) -> str:
     name = manifest["name"]
     return environment().get_template("firmware_main.c.j2").render(
         name=name, NAME=name.upper(), input_type=C_TYPES[manifest["input_dtype"]],
-        learning=manifest["learner"] == "shrubs", io="none" if board.io == "none" else "file",
+        learning=manifest["learning"], io="none" if board.io == "none" else "file",
         input_file=INPUT_FILE, output_file=OUTPUT_FILE)
 
 
@@ -242,13 +236,15 @@ def report(fw: Firmware) -> BuildReport:
     objects = {symbol: SymbolSize(size, sections[index].memory) for symbol, (kind, size, index) in symbols.items()
                if kind == "OBJECT" and symbol.startswith(name + "_") and index in sections}
     state = objects.get(f"{name}_memory")
+    state_section = sections[symbols[f"{name}_memory"][2]].name if state else ""
     calls = call_graph(tool(board, "objdump", "-d", "--no-show-raw-insn", fw.elf))
     return BuildReport(
         board=board.name, bundle=name, elf=str(fw.elf), text=text, data=data, bss=bss,
         stack_reserved=sum(s.size for s in sections.values() if s.name == ".stack"),
         ram_bytes=board.ram_bytes, flash_bytes=board.flash_bytes,
         code_bytes=sum(symbols[s.function][1] for s in stack if s.file != HARNESS),
-        objects=dict(sorted(objects.items())), state_bytes=state.bytes if state else None, stack=stack,
+        objects=dict(sorted(objects.items())), state_bytes=state.bytes if state else None,
+        state_image_bytes=state.bytes if state_section.startswith(".data") else 0, stack=stack,
         stack_max=worst_stack(calls, {s.function: s.bytes for s in stack},
                               ["main", *(f"{name}_{call}" for call in API_CALLS)]))
 
@@ -348,8 +344,8 @@ def class_indices(manifest: dict, y, n_rows: int) -> np.ndarray:
     """Labels of the model's classes -> class indices, for a learning bundle."""
     from .modelfile import load_model
 
-    if manifest["learner"] != "shrubs":
-        raise ValueError(f"bundle {manifest['directory']} holds a frozen model; only shrub bundles learn")
+    if not manifest["learning"]:
+        raise ValueError(f"bundle {manifest['directory']} holds a frozen {manifest['learner']} model; it cannot learn")
     if y is None or len(y) != n_rows:
         raise ValueError(f"learning needs one label per row: {n_rows} rows, "
                          f"{'no labels' if y is None else f'{len(y)} labels'}")

@@ -1,5 +1,7 @@
 """The shared tree core: one compact integer-binned tree format, its exact prediction rule, and CART on bins.
 
+The learners that grow these trees are in :mod:`edgestream.learners`.
+
 Format (identical to ``es_node`` / ``es_ensemble`` in ``csrc/es_tree.h``):
 
 * a node is 4 bytes: ``feature`` (uint8), ``threshold`` (uint8), ``child`` (uint16). An internal node sends a
@@ -16,13 +18,12 @@ Prediction (the specification the C runtime follows to the bit):
 
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass
 
 import numpy as np
 
 from . import _kernels
-from .binning import MISSING_BIN, BinMapper
+from .binning import MISSING_BIN
 
 LEAF_FEATURE = _kernels.LEAF_FEATURE
 NODE_DTYPE = _kernels.NODE_DTYPE
@@ -127,118 +128,6 @@ class TreeEnsemble:
         return {"nodes": self.nodes, "roots": self.roots, "weights": self.weights, "leaf_values": self.leaf_values}
 
 
-class BinnedClassifier:
-    """Common base of the tree learners: input checks, label encoding, binning and prediction.
-
-    Subclasses implement ``_fit_ensemble(X_binned, y_encoded, n_classes) -> TreeEnsemble``.
-    """
-
-    def get_params(self, deep: bool = True) -> dict:
-        names = [p for p in inspect.signature(type(self).__init__).parameters if p != "self"]
-        return {name: getattr(self, name) for name in names}
-
-    def set_params(self, **params):
-        valid = self.get_params()
-        for name, value in params.items():
-            if name not in valid:
-                raise ValueError(f"unknown parameter {name!r} for {type(self).__name__}; valid: {sorted(valid)}")
-            setattr(self, name, value)
-        return self
-
-    def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
-        return f"{type(self).__name__}({args})"
-
-    def fit(self, X, y):
-        X = check_features(X, dtype=self.input_dtype)
-        self.classes_, y_encoded = encode_labels(y, len(X))
-        self.bins_ = BinMapper(self.max_bins, self.binning, self.input_dtype).fit(X)
-        self.ensemble_ = self._fit_ensemble(self.bins_.transform(X), y_encoded, len(self.classes_))
-        return self
-
-    def predict_proba_q15(self, X) -> np.ndarray:
-        """Class probabilities exactly as the device computes them (uint16, 32768 == 1.0)."""
-        self._check_fitted()
-        X = check_features(X, self.bins_.n_features, self.input_dtype)
-        return self.ensemble_.predict_proba_q15(self.bins_.transform(X))
-
-    def predict_proba(self, X) -> np.ndarray:
-        return self.predict_proba_q15(X) / Q15_ONE
-
-    def predict_encoded(self, X) -> np.ndarray:
-        """Class indices (0..n_classes-1) as the device returns them."""
-        return np.argmax(self.predict_proba_q15(X), axis=1).astype(np.uint8)
-
-    def predict(self, X) -> np.ndarray:
-        encoded = self.predict_encoded(X)
-        return self.classes_[encoded]
-
-    def score(self, X, y) -> float:
-        return float(np.mean(self.predict(X) == np.asarray(y)))
-
-    def _check_fitted(self):
-        if not hasattr(self, "ensemble_"):
-            raise RuntimeError(f"this {type(self).__name__} is not fitted yet; call fit(X, y) first")
-
-    def saved_arrays(self) -> dict:
-        """The tables a model file stores (see :mod:`edgestream.modelfile`)."""
-        self._check_fitted()
-        return self.ensemble_.arrays()
-
-    def restore_arrays(self, arrays: dict) -> None:
-        """Take the tables of a model file, after ``bins_`` and ``classes_`` are set; refuses inconsistent ones."""
-        ensemble = TreeEnsemble(arrays["nodes"], arrays["roots"], arrays["weights"], arrays["leaf_values"],
-                                self.bins_.n_features)
-        ensemble.validate()
-        if ensemble.n_classes != len(self.classes_):
-            raise ValueError(f"{len(self.classes_)} class labels, leaf table for {ensemble.n_classes} classes")
-        self.ensemble_ = ensemble
-
-    def _tree_settings(self, n_features: int) -> dict:
-        if self.criterion not in CRITERIA:
-            raise ValueError(f"criterion={self.criterion!r} must be one of {sorted(CRITERIA)}")
-        if not isinstance(self.max_depth, (int, np.integer)) or not 0 <= self.max_depth <= 32:
-            raise ValueError(f"max_depth={self.max_depth!r} must be an integer from 0 to 32")
-        if not isinstance(self.min_samples_leaf, (int, np.integer)) or self.min_samples_leaf < 1:
-            raise ValueError(f"min_samples_leaf={self.min_samples_leaf!r} must be an integer >= 1")
-        max_nodes = self.max_nodes if self.max_nodes is not None else min(MAX_NODES, 2 ** (self.max_depth + 1) - 1)
-        if not isinstance(max_nodes, (int, np.integer)) or not 1 <= max_nodes <= MAX_NODES:
-            raise ValueError(f"max_nodes={max_nodes!r} must be an integer from 1 to {MAX_NODES}")
-        return dict(criterion=CRITERIA[self.criterion], max_depth=int(self.max_depth),
-                    min_samples_leaf=int(self.min_samples_leaf), max_nodes=int(max_nodes))
-
-
-class TreeClassifier(BinnedClassifier):
-    """A CART classification tree grown on 8-bit feature bins.
-
-    Parameters
-    ----------
-    max_depth : depth limit (a root-only tree has depth 0).
-    min_samples_leaf : smallest number of samples a leaf may hold.
-    max_nodes : node budget (internal nodes and leaves); by default the full binary tree of ``max_depth``,
-        capped at 65535. Growth is breadth first, so a small budget keeps the upper levels.
-    criterion : ``"gini"`` or ``"entropy"`` (both evaluated in exact integer arithmetic, see ``_kernels``).
-    max_bins, binning : feature quantization, see :class:`edgestream.binning.BinMapper`.
-    input_dtype : ``"float32"`` (device input is float) or ``"int32"`` (raw integer readings, no FPU needed).
-    """
-
-    def __init__(self, max_depth: int = 8, min_samples_leaf: int = 1, max_nodes: int | None = None,
-                 criterion: str = "gini", max_bins: int = 255, binning: str = "quantile",
-                 input_dtype: str = "float32"):
-        self.max_depth = max_depth
-        self.min_samples_leaf = min_samples_leaf
-        self.max_nodes = max_nodes
-        self.criterion = criterion
-        self.max_bins = max_bins
-        self.binning = binning
-        self.input_dtype = input_dtype
-
-    def _fit_ensemble(self, X_binned, y, n_classes) -> TreeEnsemble:
-        settings = self._tree_settings(X_binned.shape[1])
-        tree = grow_tree(X_binned, y, np.ones(len(y), dtype=np.uint32), n_classes, **settings)
-        return TreeEnsemble.from_trees([tree], [1], X_binned.shape[1], n_classes)
-
-
 def grow_tree(X_binned, y, weight, n_classes, *, criterion, max_depth, min_samples_leaf, max_nodes,
               max_features=None, seed=0):
     """One tree on binned data (see ``_kernels.build_tree``): returns (nodes, leaf_values)."""
@@ -287,4 +176,4 @@ def encode_labels(y, n_rows: int) -> tuple[np.ndarray, np.ndarray]:
     return classes, encoded.astype(np.uint8)
 
 
-__all__ = ["TreeEnsemble", "TreeClassifier", "BinnedClassifier", "grow_tree", "MISSING_BIN"]
+__all__ = ["TreeEnsemble", "check_features", "encode_labels", "grow_tree", "MISSING_BIN"]

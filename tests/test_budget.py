@@ -4,9 +4,10 @@ import numpy as np
 import pytest
 
 from edgestream.boards import load_board
-from edgestream.budget import html_report, plan
+from edgestream.budget import plan
+from edgestream.report import html_report
 from edgestream.export import export_bundle
-from edgestream.shrubs import ShrubEnsemble
+from edgestream import ShrubEnsemble
 from edgestream.simulate import load_bundle
 
 

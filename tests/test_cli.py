@@ -10,8 +10,10 @@ from edgestream import simulate
 from edgestream.cli import main
 from edgestream.data import make_stream
 from edgestream.evaluate import prequential
+from edgestream.boards import load_board
+from edgestream.budget import plan
 from edgestream.modelfile import load_model
-from edgestream.shrubs import ShrubEnsemble
+from edgestream import ShrubEnsemble
 
 
 def write_csv(path, X, y, header=True):
@@ -81,12 +83,12 @@ def test_fit_without_header(capsys, tmp_path):
     ("a,b\n1,0\n2,0\n", ["--label", "b"], "single class"),
     ("", ["--label", "0"], "is empty"),
     ("a,b,c\n1,2,3\n1,2\n", ["--label", "c"], "line 3: 2 columns, expected 3"),
-    ("a,b\n1,0\n2,1\n", ["--label", "b", "--n-trees", "3"], "--n-trees applies to --learner forest only"),
+    ("a,b\n1,0\n2,1\n", ["--label", "b", "--n-trees", "3"], "--n-trees does not apply to --learner tree; its options are --binning"),
     ("a,b\n1,0\n2,1\n", ["--label", "b", "--max-depth", "99"], "max_depth=99"),
-    ("a,b\n1,0\n2,1\n", ["--label", "b", "--window", "8"], "--window applies to --learner shrubs only"),
-    ("a,b\n1,0\n2,1\n", ["--label", "b", "--learner", "forest", "--ram", "8K"], "--ram applies to --learner shrubs"),
+    ("a,b\n1,0\n2,1\n", ["--label", "b", "--window", "8"], "--window does not apply to --learner tree"),
+    ("a,b\n1,0\n2,1\n", ["--label", "b", "--learner", "forest", "--flash", "100"], "no forest configuration"),
     ("a,b\n1,0\n2,1\n", ["--label", "b", "--learner", "shrubs", "--max-depth", "9"], "max_depth=9"),
-    ("a,b\n1,0\n2,1\n", ["--label", "b", "--learner", "shrubs", "--bins-rows", "0"], "--bins-rows 0"),
+    ("a,b\n1,0\n2,1\n", ["--label", "b", "--learner", "shrubs", "--bins-rows", "0"], "bins_rows=0"),
 ])
 def test_fit_user_errors(capsys, tmp_path, text, argv, message):
     path = tmp_path / "d.csv"
@@ -170,21 +172,37 @@ def test_fit_shrubs_options(capsys, tmp_path, blobs_csv):
                        "--ram", "8KiB", "-o", tmp_path / "s.esm")
     model = load_model(tmp_path / "s.esm")
     assert code == 0 and "bin edges from the first 50 rows" in out
+    planned = plan("shrubs", load_board("stm32f411"), 4, 3, ram=8192, window_size=16, max_shrubs=4).config
     assert (model.window_size, model.max_shrubs, model.max_depth, model.step_size, model.burnin,
-            model.update_every) == (16, 4, 4, 0.25, 3, 2)
+            model.update_every) == (16, 4, planned["max_depth"], 0.25, 3, 2)
     first_rows = ShrubEnsemble().fit_bins(make_stream("blobs", 400, seed=5)[0][:50])
     assert np.array_equal(model.bins_.flat_edges()[0], first_rows.bins_.flat_edges()[0])
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--ram", 64], "fits in 64 bytes of RAM: the smallest needs "),
-    (["--ram", "1KiB", "--window", 256], "bytes of RAM, the budget is 1024 bytes"),
+    (["--ram", 64], "no shrubs configuration for 4 features and 3 classes fits 64 bytes of RAM"),
+    (["--ram", "1KiB", "--window", 256], "fits 1,024 bytes of RAM and 524,288 bytes of flash on stm32f411; the "
+                                         "smallest needs"),
 ])
 def test_fit_shrubs_over_budget(capsys, tmp_path, blobs_csv, argv, message):
     code, _, err = run(capsys, "fit", blobs_csv, "--label", "label", "--learner", "shrubs", *argv,
                        "-o", tmp_path / "s.esm")
     assert_user_error(code, err, message)
     assert not (tmp_path / "s.esm").exists()
+
+
+@pytest.mark.parametrize("learner, board, ram", [("shrubs", "stm32f411", "8KiB"), ("shrubs", "atmega328p", "2KiB"),
+                                                ("tree", "atmega328p", "1KiB")])
+def test_fit_and_budget_give_the_same_answer(capsys, tmp_path, blobs_csv, learner, board, ram):
+    code, out, _ = run(capsys, "budget", "--learner", learner, "--board", board, "--ram", ram, "--data", blobs_csv,
+                       "--label", "label", "--json")
+    config = json.loads(out)["config"]
+    assert code == 0
+    code, out, _ = run(capsys, "fit", blobs_csv, "--label", "label", "--learner", learner, "--board", board,
+                       "--ram", ram, "-o", tmp_path / "m.esm")
+    params = load_model(tmp_path / "m.esm").get_params()
+    assert code == 0 and {key: params[key] for key in config if key in params} == \
+        {key: value for key, value in config.items() if key in params}
 
 
 def test_fit_bad_ram_string(capsys, tmp_path, blobs_csv):
@@ -198,15 +216,16 @@ def test_simulate_learn_on_frozen_bundle(capsys, tmp_path, blobs_csv):
     run(capsys, "fit", blobs_csv, "--label", "label", "--learner", "forest", "--n-trees", 2, "-o", tmp_path / "f.esm")
     run(capsys, "export", tmp_path / "f.esm", "-o", tmp_path / "bundle")
     code, _, err = run(capsys, "simulate", tmp_path / "bundle", blobs_csv, "--label", "label", "--learn")
-    assert_user_error(code, err, "--learn needs a learning bundle (--learner shrubs)")
+    assert_user_error(code, err, "--learn needs a learning bundle")
     assert "holds a frozen ForestClassifier" in err
 
 
 class FakeBundle:
     """Stands in for a compiled bundle: the Python model, with chosen rows' C outputs altered."""
 
-    def __init__(self, model, wrong_rows=()):
+    def __init__(self, model, directory, wrong_rows=()):
         self.model = model
+        self.directory = directory
         self.wrong_rows = list(wrong_rows)
 
     def predict_encoded(self, X):
@@ -227,7 +246,7 @@ def test_simulate_counts_mismatches_and_unknown_labels(capsys, tmp_path, monkeyp
     labels = y.copy()
     labels[:3] = 7  # a label the model never saw counts as wrong
     path = write_csv(tmp_path / "d.csv", X, labels)
-    monkeypatch.setattr(simulate, "load_bundle", lambda directory: FakeBundle(model, wrong_rows=[5, 6]))
+    monkeypatch.setattr(simulate, "load_bundle", lambda directory: FakeBundle(model, directory, wrong_rows=[5, 6]))
     code, out, _ = run(capsys, "simulate", tmp_path, path, "--label", "label", "--json")
     assert code == 0 and json.loads(out) == {"n": 20, "accuracy": 15 / 20, "mismatches": 2, "proba_mismatches": 2,
                                              "bundle": str(tmp_path), "target": "host"}

@@ -1,3 +1,4 @@
+import dataclasses
 import hashlib
 import io
 import json
@@ -8,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from edgestream import ForestClassifier, TreeClassifier
-from edgestream import modelfile
+from edgestream import learners, modelfile
 from edgestream.errors import ModelFileError
-from edgestream.modelfile import MAGIC, load_model, model_bytes, model_from_bytes, register_learner, save_model
+from edgestream.modelfile import MAGIC, load_model, model_bytes, model_from_bytes, save_model
 
 
 def toy_data(n=120, n_features=4, seed=0):
@@ -190,8 +191,8 @@ def test_registered_learner_round_trips(tmp_path, monkeypatch):
     class Sapling(TreeClassifier):
         pass
 
-    monkeypatch.setitem(modelfile.LEARNERS, "Sapling", Sapling)
-    assert register_learner(Sapling) is Sapling
+    monkeypatch.setitem(learners.REGISTRY, "sapling", dataclasses.replace(learners.get("tree"), name="sapling",
+                                                                         cls=Sapling))
     X, y = toy_data()
     loaded = load_model(save_model(Sapling(max_depth=2).fit(X, y), tmp_path / "m.esm"))
     assert type(loaded) is Sapling and loaded.max_depth == 2

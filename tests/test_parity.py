@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from edgestream import ForestClassifier, TreeClassifier
-from edgestream.export import DeviceModel, export_bundle
+from edgestream.export import export_bundle
+from edgestream.frozen import DeviceModel
 from edgestream.simulate import load_bundle, runtime_predict_proba
 
 

@@ -7,11 +7,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from edgestream.data import make_stream
-from edgestream.emit import state_struct
+from edgestream.boards import load_board
+from edgestream.budget import plan
+from edgestream.learners.shrubs import STATE
+from edgestream.simulate import TREE_CDEF
+from edgestream.state import runtime_header_path
 from edgestream.export import export_bundle
 from edgestream.modelfile import load_model, save_model
-from edgestream.shrubs import ShrubEnsemble, simplex_q15
-from edgestream.simulate import RuntimeShrubs, load_bundle
+from edgestream.learners.shrubs import ShrubEnsemble, simplex_q15
+from edgestream.simulate import RuntimeLearner, load_bundle
 from edgestream.tree import LEAF_FEATURE, Q15_ONE
 
 
@@ -102,14 +106,19 @@ def test_missing_values_allowed_on_request():
 
 
 def test_budget_refusal_names_bytes_and_budget():
-    learner = ready(ShrubEnsemble(window_size=256, max_shrubs=32, max_depth=6))
-    with pytest.raises(ValueError, match=rf"needs {learner.ram_bytes()} bytes of RAM, the budget is 8192 bytes"):
-        learner.check_budget(8192)
+    board = load_board("stm32f411")
+    learner = ShrubEnsemble(window_size=256, max_shrubs=32, max_depth=6)
+    with pytest.raises(ValueError, match=r"fits 8,192 bytes of RAM .* the smallest needs [\d,]+ bytes of RAM"):
+        plan("shrubs", board, 3, 2, ram=8192, **learner.get_params())
     with pytest.raises(ValueError, match="smallest needs .* bytes"):
-        ShrubEnsemble.for_budget(100, n_features=8, n_classes=2)
+        plan("shrubs", board, 8, 2, ram=100)
     for budget in (2048, 8192, 32768):
-        chosen = ShrubEnsemble.for_budget(budget, n_features=6, n_classes=2)
-        assert chosen.ram_bytes(6, 2) <= budget
+        chosen = plan("shrubs", board, 6, 2, ram=budget)
+        assert ShrubEnsemble(**chosen.params).state_bytes(6, 2) < chosen.ram_bytes <= budget
+
+
+def test_runtime_header_is_generated_from_the_state_description():
+    assert runtime_header_path(STATE).read_text() == STATE.header()
 
 
 @st.composite
@@ -123,10 +132,11 @@ def configs(draw):
 def test_layout_equals_sizeof_of_the_generated_state_struct(config):
     learner, n_features, n_classes = config
     ffi = cffi.FFI()
-    ffi.cdef("typedef struct { uint8_t feature; uint8_t threshold; uint16_t child; } es_node;"
-             "typedef struct { uint16_t head; uint16_t count; uint16_t n_shrubs; uint16_t since_update; }"
-             " es_shrubs_counters;" + state_struct("m", learner.layout(n_features, n_classes)))
+    layout = learner.layout(n_features, n_classes)
+    ffi.cdef(TREE_CDEF.split("es_status")[0] + STATE.cdef() + layout.state_struct("m"))
     assert ffi.sizeof("m_state") == learner.state_bytes(n_features, n_classes)
+    offsets, size = layout.offsets()
+    assert all(ffi.offsetof("m_state", name) == offset for name, offset in offsets.items())
 
 
 @settings(max_examples=100)
@@ -152,7 +162,7 @@ def test_nothing_leaves_its_pool(window_size, max_shrubs, max_depth, seed, n_cla
 
 def test_device_rejects_bad_labels_and_keeps_its_state():
     learner = ready(ShrubEnsemble(window_size=8, max_shrubs=2))
-    device = RuntimeShrubs(learner)
+    device = RuntimeLearner(learner)
     bins = learner.bins_.transform(np.random.default_rng(2).normal(size=(10, 3)))
     for i, row in enumerate(bins):
         assert device.learn(row, i % 2) == 0

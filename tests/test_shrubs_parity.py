@@ -4,8 +4,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from edgestream.shrubs import ShrubEnsemble
-from edgestream.simulate import RuntimeShrubs
+from edgestream import ShrubEnsemble
+from edgestream.simulate import RuntimeLearner
 
 STATE = ("window_bins", "window_labels", "nodes", "leaf_values", "roots", "weights")
 
@@ -51,7 +51,7 @@ def assert_same_state(learner, device):
 @given(shrub_streams())
 def test_c_learns_and_predicts_exactly_like_python(stream):
     learner, X, y = stream
-    device = RuntimeShrubs(learner)
+    device = RuntimeLearner(learner)
     bins = learner.bins_.transform(X)
     for row, label in zip(bins, y):
         assert device.learn(row, label) == 0

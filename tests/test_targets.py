@@ -12,7 +12,7 @@ import pytest
 from edgestream import ForestClassifier, TreeClassifier
 from edgestream.boards import boards_dir
 from edgestream.export import export_bundle
-from edgestream.shrubs import ShrubEnsemble
+from edgestream import ShrubEnsemble
 from edgestream.targets import (EmulatorTimeout, TargetError, ToolchainMissing, build, call_graph,
                                 count_instructions, describe_exit, run, worst_stack)
 
@@ -157,7 +157,7 @@ def test_bad_run_requests(forest, shrubs):
     _, bundle, X = forest
     with pytest.raises(ValueError, match=r"X must have shape \(rows, 4\), got \(3, 2\)"):
         run(bundle, "stm32f411", X[:3, :2])
-    with pytest.raises(ValueError, match="holds a frozen model; only shrub bundles learn"):
+    with pytest.raises(ValueError, match="holds a frozen forest model; it cannot learn"):
         run(bundle, "stm32f411", X[:3], [0, 1, 0], learn=True)
     _, shrub_bundle, Xs, ys, *_ = shrubs
     with pytest.raises(ValueError, match="one label per row: 3 rows, no labels"):

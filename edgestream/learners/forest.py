@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .tree import BinnedClassifier, TreeEnsemble, grow_tree
-
+from ..frozen import tree_context, tree_tables
+from ..tree import TreeEnsemble, grow_tree
+from .base import TREE_OPTIONS, LearnerSpec, Option
+from .tree import DEPTH_LADDER, BinnedClassifier
 
 class ForestClassifier(BinnedClassifier):
     """Random forest on 8-bit bins: bootstrap samples, a random feature subset at every split, soft voting.
@@ -66,3 +68,11 @@ def features_per_split(max_features, n_features: int) -> int:
         return max(1, int(max_features * n_features))
     raise ValueError(f"max_features={max_features!r} must be 'sqrt', 'log2', None, an int in 1..{n_features} "
                      "or a fraction in (0, 1]")
+
+
+SPEC = LearnerSpec(
+    name="forest", cls=ForestClassifier, summary="a bagged forest of CART trees, soft voting (frozen)",
+    options=TREE_OPTIONS + (Option("--n-trees", "n_trees", int, "number of trees (1..255)", "T"),
+                            Option("--seed", "random_state", int, "random seed", "S")),
+    learning=False, online=False, runtime=("es_common", "es_binning", "es_tree"), template="model.c.j2",
+    context=tree_context, tables=tree_tables, ladder=DEPTH_LADDER)

@@ -33,15 +33,14 @@ Fixed-point decisions (the C runtime follows them to the bit):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
-from . import _kernels
-from .binning import BinMapper
-from .export import wrapper_stack_bytes
-from .tree import (CRITERIA, LEAF_FEATURE, MAX_CLASSES, NODE_DTYPE, Q15_ONE, TreeEnsemble, check_features,
-                   grow_tree)
+from .. import _kernels
+from ..binning import BinMapper
+from ..state import Field, RegionSpec, StateSpec
+from ..tree import (CRITERIA, LEAF_FEATURE, MAX_CLASSES, NODE_DTYPE, Q15_ONE, TreeEnsemble, check_features,
+                    grow_tree)
+from .base import TREE_OPTIONS, LearnerSpec, Option, step_size
 
 STATE_ARRAYS = ("window_bins", "window_labels", "nodes", "leaf_values", "roots", "weights")
 MAX_WINDOW = 4096
@@ -49,32 +48,52 @@ MAX_SHRUBS = 64
 MAX_DEPTH = 8
 MAX_STEP = 256.0
 WEIGHT_LIMIT = 2**17
-C_ALIGN = {"uint8_t": 1, "uint16_t": 2, "es_node": 2, "int32_t": 4, "uint32_t": 4, "es_shrubs_counters": 2}
-C_SIZE = {"uint8_t": 1, "uint16_t": 2, "es_node": 4, "int32_t": 4, "uint32_t": 4, "es_shrubs_counters": 8}
 
 
-@dataclass(frozen=True)
-class Region:
-    """One member of the device state struct."""
-
-    name: str
-    group: str  # window, node pool, leaves, weights, scratch, counters
-    c_type: str
-    count: int
-
-    @property
-    def bytes(self) -> int:
-        return C_SIZE[self.c_type] * self.count
+def _nodes_per_shrub(config: dict) -> int:
+    return 2 ** (config["max_depth"] + 1) - 1
 
 
-def struct_size(regions, packed: bool = False) -> int:
-    """sizeof() of a C struct with these members in order (natural alignment, or none when packed)."""
-    offset = 0
-    for region in regions:
-        align = 1 if packed else C_ALIGN[region.c_type]
-        offset = -(-offset // align) * align + region.bytes
-    align = 1 if packed else max(C_ALIGN[r.c_type] for r in regions)
-    return -(-offset // align) * align
+def _slots(config: dict) -> int:
+    return config["max_shrubs"] + 1
+
+
+STATE = StateSpec(
+    prefix="es_shrubs",
+    title="Shrub Ensembles",
+    config=(
+        Field("n_features", "uint8_t"), Field("n_classes", "uint8_t"), Field("max_depth", "uint8_t"),
+        Field("criterion", "uint8_t", "ES_GINI or ES_ENTROPY"), Field("window_size", "uint16_t", "B"),
+        Field("max_shrubs", "uint16_t", "M; the pool has M + 1 slots"), Field("min_samples_leaf", "uint16_t"),
+        Field("burnin", "uint16_t", "gradient steps per new shrub"), Field("update_every", "uint16_t"),
+        Field("step_q16", "uint32_t", "gradient step in Q16; 0 = adaptive, 65536 / (shrubs + 1)"),
+    ),
+    counters=(
+        Field("head", "uint16_t", "next window row to write"), Field("count", "uint16_t", "rows in the window"),
+        Field("n_shrubs", "uint16_t", "active shrubs: roots[0..n_shrubs) and weights[0..n_shrubs)"),
+        Field("since_update", "uint16_t", "samples since the last new shrub"),
+    ),
+    regions=(
+        RegionSpec("window_bins", "window", "uint8_t", lambda c: c["window_size"] * c["n_features"], "B x features"),
+        RegionSpec("window_labels", "window", "uint8_t", lambda c: c["window_size"], "B"),
+        RegionSpec("nodes", "node pool", "es_node", lambda c: _slots(c) * _nodes_per_shrub(c),
+                   "(M + 1) x (2^(depth+1) - 1)"),
+        RegionSpec("leaf_values", "leaves", "uint16_t", lambda c: _slots(c) * 2 ** c["max_depth"] * c["n_classes"],
+                   "(M + 1) x 2^depth x classes, Q15"),
+        RegionSpec("roots", "weights", "uint16_t", _slots, "M + 1"),
+        RegionSpec("weights", "weights", "uint16_t", _slots, "M + 1, Q15"),
+        RegionSpec("leaf_index", "scratch", "uint16_t", lambda c: c["window_size"] * _slots(c), "B x (M + 1)"),
+        RegionSpec("residual", "scratch", "int32_t", lambda c: c["window_size"] * c["n_classes"], "B x classes"),
+        RegionSpec("work_weights", "scratch", "int32_t", _slots, "M + 1"),
+        RegionSpec("order", "scratch", "uint16_t", lambda c: c["window_size"], "B"),
+        RegionSpec("node_start", "scratch", "uint16_t", _nodes_per_shrub, "nodes per shrub"),
+        RegionSpec("node_stop", "scratch", "uint16_t", _nodes_per_shrub, "nodes per shrub"),
+        RegionSpec("node_depth", "scratch", "uint8_t", _nodes_per_shrub, "nodes per shrub"),
+        RegionSpec("rank", "scratch", "uint8_t", _slots, "M + 1"),
+        RegionSpec("class_counts", "scratch", "uint32_t", lambda c: c["n_classes"], "classes"),
+        RegionSpec("left_counts", "scratch", "uint32_t", lambda c: c["n_classes"], "classes"),
+    ),
+)
 
 
 def simplex_q15(u: list[int]) -> list[int]:
@@ -166,61 +185,37 @@ class ShrubEnsemble:
         """The fixed step in Q16, or 0 for the adaptive step."""
         return 0 if self.step_size == "adaptive" else int(round(self.step_size * 65536))
 
-    def layout(self, n_features: int | None = None, n_classes: int | None = None) -> list[Region]:
-        """The members of the device state struct, in order."""
-        d = self.n_features_ if n_features is None else n_features
-        c = len(self.classes_) if n_classes is None else n_classes
-        B, slots, S = self.window_size, self.max_shrubs + 1, self.nodes_per_shrub
-        return [
-            Region("window_bins", "window", "uint8_t", B * d),
-            Region("window_labels", "window", "uint8_t", B),
-            Region("nodes", "node pool", "es_node", slots * S),
-            Region("leaf_values", "leaves", "uint16_t", slots * self.leaves_per_shrub * c),
-            Region("roots", "weights", "uint16_t", slots),
-            Region("weights", "weights", "uint16_t", slots),
-            Region("leaf_index", "scratch", "uint16_t", B * slots),
-            Region("residual", "scratch", "int32_t", B * c),
-            Region("work_weights", "scratch", "int32_t", slots),
-            Region("order", "scratch", "uint16_t", B),
-            Region("node_start", "scratch", "uint16_t", S),
-            Region("node_stop", "scratch", "uint16_t", S),
-            Region("node_depth", "scratch", "uint8_t", S),
-            Region("rank", "scratch", "uint8_t", slots),
-            Region("class_counts", "scratch", "uint32_t", c),
-            Region("left_counts", "scratch", "uint32_t", c),
-            Region("counters", "counters", "es_shrubs_counters", 1),
-        ]
+    def device_config(self, n_features: int | None = None, n_classes: int | None = None) -> dict:
+        """The values of the C ``es_shrubs_config`` (features and classes default to the fitted ones)."""
+        return {
+            "n_features": self.n_features_ if n_features is None else n_features,
+            "n_classes": len(self.classes_) if n_classes is None else n_classes,
+            "max_depth": self.max_depth, "criterion": CRITERIA[self.criterion], "window_size": self.window_size,
+            "max_shrubs": self.max_shrubs, "min_samples_leaf": self.min_samples_leaf, "burnin": self.burnin,
+            "update_every": self.update_every, "step_q16": self.step_q16,
+        }
+
+    def layout(self, n_features: int | None = None, n_classes: int | None = None):
+        """The device state of this configuration (:class:`edgestream.state.StateLayout`)."""
+        return STATE.layout(self.device_config(n_features, n_classes))
 
     def state_bytes(self, n_features: int | None = None, n_classes: int | None = None, packed=False) -> int:
         """Bytes of RAM the device state takes (sizeof of the generated struct)."""
-        return struct_size(self.layout(n_features, n_classes), packed)
+        return self.layout(n_features, n_classes).size(packed)
 
-    def ram_bytes(self, n_features: int | None = None, n_classes: int | None = None, packed=False) -> int:
-        """The state plus the locals of one call of the generated wrappers: what a RAM budget must hold."""
-        d = self.n_features_ if n_features is None else n_features
-        c = len(self.classes_) if n_classes is None else n_classes
-        return self.state_bytes(d, c, packed) + wrapper_stack_bytes(d, c)
+    def summary(self) -> str:
+        """The configuration and its device state, in a few words."""
+        return (f"window {self.window_size}, {self.max_shrubs} shrubs of depth {self.max_depth}, "
+                f"{self.state_bytes()} state bytes")
 
-    @classmethod
-    def for_budget(cls, ram_bytes: int, n_features: int, n_classes: int, **params) -> "ShrubEnsemble":
-        """The largest configuration of a fixed ladder whose RAM (state and call locals) fits ``ram_bytes``."""
-        ladder = [(256, 32, 6), (128, 32, 5), (128, 16, 5), (64, 16, 4), (64, 8, 4), (32, 8, 4), (32, 8, 3),
-                  (32, 4, 3), (16, 4, 3), (16, 4, 2), (8, 2, 2), (8, 2, 1), (4, 1, 1)]
-        smallest = None
-        for window_size, max_shrubs, max_depth in ladder:
-            config = dict(window_size=window_size, max_shrubs=max_shrubs, max_depth=max_depth) | params
-            learner = cls(**config)
-            needed = learner.ram_bytes(n_features, n_classes)
-            if needed <= ram_bytes:
-                return learner
-            smallest = needed if smallest is None else min(smallest, needed)
-        raise ValueError(f"no shrub ensemble for {n_features} features and {n_classes} classes fits in "
-                         f"{ram_bytes} bytes of RAM: the smallest needs {smallest} bytes")
-
-    def check_budget(self, ram_bytes: int) -> None:
-        needed = self.ram_bytes()
-        if needed > ram_bytes:
-            raise ValueError(f"this shrub ensemble needs {needed} bytes of RAM, the budget is {ram_bytes} bytes")
+    def device_state(self) -> tuple[dict, dict] | None:
+        """The state a bundle exported now starts from: flat arrays of every region (scratch zero) and the
+        counters; None before the bins and classes are set."""
+        if not hasattr(self, "window_bins"):
+            return None
+        arrays = {name: getattr(self, name).reshape(-1) if name in STATE_ARRAYS else zeros
+                  for name, zeros in self.layout().zeros().items()}
+        return arrays, {field.name: getattr(self, field.name) for field in STATE.counters}
 
     # -- setup -----------------------------------------------------------------------------------------------
 
@@ -418,11 +413,40 @@ class ShrubEnsemble:
         return self.predict(np.asarray(x).reshape(1, -1))[0]
 
 
-def config_values(learner: ShrubEnsemble) -> dict:
-    """The fields of the C ``es_shrubs_config`` of a learner with fixed bins and classes."""
-    return {
-        "n_features": learner.n_features_, "n_classes": len(learner.classes_), "max_depth": learner.max_depth,
-        "criterion": CRITERIA[learner.criterion], "window_size": learner.window_size,
-        "max_shrubs": learner.max_shrubs, "min_samples_leaf": learner.min_samples_leaf, "burnin": learner.burnin,
-        "update_every": learner.update_every, "step_q16": learner.step_q16,
-    }
+def shrubs_context(learner: ShrubEnsemble, name: str) -> dict:
+    """A learning bundle keeps every bin edge (new shrubs may split anywhere) and starts from the current state."""
+    from ..emit import c_array
+
+    if not hasattr(learner, "window_bins"):
+        raise ValueError("the shrub ensemble has no bins or classes yet; call fit_bins() and set_classes() first")
+    edges, offsets = learner.bins_.flat_edges()
+    layout = learner.layout()
+    arrays, counters = learner.device_state()
+    return {"edges": edges, "offsets": offsets, "layout": layout,
+            "config_initializer": layout.config_initializer(name), "state_struct": layout.state_struct(name),
+            "state_initializer": layout.initializer(name, arrays, counters, c_array),
+            "state_binding": layout.binding(name), "state_bytes": layout.size()}
+
+
+def shrubs_tables(learner: ShrubEnsemble, n_features: int, n_classes: int, pointer_bytes: int, packed: bool):
+    """Flash objects: every bin edge (the fitted ones, else max_bins - 1 per feature), offsets, config, pointers."""
+    fitted = hasattr(learner, "bins_")
+    n_edges = len(learner.bins_.flat_edges()[0]) if fitted else n_features * (learner.max_bins - 1)
+    return [("edges", max(n_edges, 1) * 4), ("offsets", 2 * (n_features + 1)), ("config", STATE.config_bytes(packed)),
+            ("model", (len(STATE.regions) + 2) * pointer_bytes)]
+
+
+SHRUB_LADDER = tuple({"window_size": b, "max_shrubs": m, "max_depth": d} for b, m, d in (
+    (256, 32, 6), (128, 32, 5), (128, 16, 5), (64, 16, 4), (64, 8, 4), (32, 8, 4), (32, 8, 3), (32, 4, 3),
+    (16, 4, 3), (16, 4, 2), (8, 2, 2), (8, 2, 1), (4, 1, 1)))
+
+SPEC = LearnerSpec(
+    name="shrubs", cls=ShrubEnsemble, summary="Shrub Ensembles: small trees on a sliding window, learning on the device",
+    options=TREE_OPTIONS + (
+             Option("--window", "window_size", int, "samples in the sliding window", "N"),
+             Option("--shrubs", "max_shrubs", int, "shrubs kept in the ensemble", "M"),
+             Option("--step-size", "step_size", step_size, "gradient step (default adaptive)", "X|adaptive"),
+             Option("--burnin", "burnin", int, "gradient steps after each new shrub", "N"),
+             Option("--update-every", "update_every", int, "a new shrub every N samples", "N")),
+    learning=True, online=True, runtime=("es_common", "es_binning", "es_tree", "es_cart", "es_shrubs"),
+    template="shrubs.c.j2", context=shrubs_context, tables=shrubs_tables, ladder=SHRUB_LADDER, state=STATE)

@@ -1,0 +1,49 @@
+/* Shrub Ensembles: the device state's C types. Generated from edgestream's state description (edgestream.state);
+ * regenerate with `python scripts/generate_headers.py`, never edit by hand. */
+#ifndef ES_SHRUBS_STATE_H
+#define ES_SHRUBS_STATE_H
+
+#include "es_tree.h"
+
+typedef struct {
+    uint8_t n_features;
+    uint8_t n_classes;
+    uint8_t max_depth;
+    uint8_t criterion;              /* ES_GINI or ES_ENTROPY */
+    uint16_t window_size;           /* B */
+    uint16_t max_shrubs;            /* M; the pool has M + 1 slots */
+    uint16_t min_samples_leaf;
+    uint16_t burnin;                /* gradient steps per new shrub */
+    uint16_t update_every;
+    uint32_t step_q16;              /* gradient step in Q16; 0 = adaptive, 65536 / (shrubs + 1) */
+} es_shrubs_config;
+
+typedef struct {
+    uint16_t head;                  /* next window row to write */
+    uint16_t count;                 /* rows in the window */
+    uint16_t n_shrubs;              /* active shrubs: roots[0..n_shrubs) and weights[0..n_shrubs) */
+    uint16_t since_update;          /* samples since the last new shrub */
+} es_shrubs_counters;
+
+typedef struct {
+    const es_shrubs_config *config; /* constant, in flash */
+    uint8_t *window_bins;           /* window: B x features */
+    uint8_t *window_labels;         /* window: B */
+    es_node *nodes;                 /* node pool: (M + 1) x (2^(depth+1) - 1) */
+    uint16_t *leaf_values;          /* leaves: (M + 1) x 2^depth x classes, Q15 */
+    uint16_t *roots;                /* weights: M + 1 */
+    uint16_t *weights;              /* weights: M + 1, Q15 */
+    uint16_t *leaf_index;           /* scratch: B x (M + 1) */
+    int32_t *residual;              /* scratch: B x classes */
+    int32_t *work_weights;          /* scratch: M + 1 */
+    uint16_t *order;                /* scratch: B */
+    uint16_t *node_start;           /* scratch: nodes per shrub */
+    uint16_t *node_stop;            /* scratch: nodes per shrub */
+    uint8_t *node_depth;            /* scratch: nodes per shrub */
+    uint8_t *rank;                  /* scratch: M + 1 */
+    uint32_t *class_counts;         /* scratch: classes */
+    uint32_t *left_counts;          /* scratch: classes */
+    es_shrubs_counters *counters;
+} es_shrubs;
+
+#endif

@@ -1,0 +1,50 @@
+"""The one table of learners. Everything generic (CLI, model files, export, simulation, targets, budget) reads it.
+
+| name   | estimator          | on the device            | runtime modules                        |
+|--------|--------------------|--------------------------|----------------------------------------|
+| tree   | TreeClassifier     | frozen                   | es_binning, es_tree                    |
+| forest | ForestClassifier   | frozen                   | es_binning, es_tree                    |
+| shrubs | ShrubEnsemble      | keeps learning (window)  | es_binning, es_tree, es_cart, es_shrubs |
+"""
+
+from __future__ import annotations
+
+from . import forest, shrubs, tree
+from .base import LearnerSpec, Option
+from .forest import ForestClassifier
+from .shrubs import ShrubEnsemble
+from .tree import BinnedClassifier, TreeClassifier
+
+REGISTRY: dict[str, LearnerSpec] = {spec.name: spec for spec in (tree.SPEC, forest.SPEC, shrubs.SPEC)}
+
+
+def get(name: str) -> LearnerSpec:
+    """The learner called ``name``; an unknown name gets an error listing the learners there are."""
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        raise ValueError(f"unknown learner {name!r}; the learners are: {', '.join(REGISTRY)}") from None
+
+
+def of_model(model) -> LearnerSpec:
+    """The learner of a model object (by its class)."""
+    for spec in REGISTRY.values():
+        if type(model) is spec.cls:
+            return spec
+    raise ValueError(f"a {type(model).__name__} is not a registered learner ({names_of_classes()})")
+
+
+def by_class_name(class_name: str) -> LearnerSpec:
+    """The learner whose estimator class is called ``class_name`` (as model files name them)."""
+    for spec in REGISTRY.values():
+        if spec.cls.__name__ == class_name:
+            return spec
+    raise ValueError(f"unknown learner {class_name!r}; known: {names_of_classes()}")
+
+
+def names_of_classes() -> str:
+    return ", ".join(spec.cls.__name__ for spec in REGISTRY.values())
+
+
+__all__ = ["REGISTRY", "BinnedClassifier", "ForestClassifier", "LearnerSpec", "Option", "ShrubEnsemble",
+           "TreeClassifier", "by_class_name", "get", "of_model"]

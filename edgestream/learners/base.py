@@ -1,0 +1,95 @@
+"""What a learner declares to the rest of edgestream: its options, what runs on the device, how it grows.
+
+Every learner module ends with one :class:`LearnerSpec`; :mod:`edgestream.learners` lists them in one table.
+The CLI, model files, export, simulation, cross builds and the budget manager read only that table, so adding a
+learner is one Python module, one ``csrc/es_<name>.c/.h`` pair, one template in ``codegen/`` and one entry.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ..state import StateSpec
+
+
+@dataclass(frozen=True)
+class Option:
+    """A learner parameter as a command-line option (``--max-depth`` -> ``max_depth``)."""
+
+    flag: str
+    param: str
+    type: Callable[[str], Any]
+    help: str
+    metavar: str | None = None
+    choices: tuple | None = None
+
+    @property
+    def dest(self) -> str:
+        return self.flag.lstrip("-").replace("-", "_")
+
+
+def step_size(text: str):
+    return text if text == "adaptive" else float(text)
+
+
+# Options several learners share: one definition, so the CLI declares each flag once.
+MAX_DEPTH = Option("--max-depth", "max_depth", int, "depth limit of each tree", "D")
+CRITERION = Option("--criterion", "criterion", str, "split criterion", choices=("gini", "entropy"))
+MIN_SAMPLES_LEAF = Option("--min-samples-leaf", "min_samples_leaf", int, "smallest number of samples in a leaf", "N")
+MAX_BINS = Option("--max-bins", "max_bins", int, "bins per feature (2..255)", "N")
+BINNING = Option("--binning", "binning", str, "how bin edges are placed", choices=("quantile", "adaptive"))
+INPUT_DTYPE = Option("--input-dtype", "input_dtype", str,
+                     "device input type; int32 takes raw integer readings (no FPU needed)",
+                     choices=("float32", "int32"))
+TREE_OPTIONS = (MAX_DEPTH, CRITERION, MIN_SAMPLES_LEAF, MAX_BINS, BINNING, INPUT_DTYPE)
+
+
+@dataclass(frozen=True)
+class LearnerSpec:
+    """One learner, declared once.
+
+    * ``cls``: the estimator (``get_params``, ``bins_``, ``classes_``, ``saved_arrays``, ``restore_arrays``,
+      ``predict_encoded``, ``predict_proba_q15``; online learners also ``learn_one``, ``fit_bins``, ``set_classes``,
+      ``encode_label``).
+    * ``learning``: the exported C keeps learning on the device (``<name>_learn``); ``online``: ``fit`` learns the
+      rows in file order, one at a time, as the device would.
+    * ``runtime``: the ``csrc/`` modules a bundle needs; ``template``: the ``codegen/`` template of ``<name>.c``.
+    * ``state``: the device state description (learning learners, whose estimators also give
+      ``device_config(n_features, n_classes)``, the values of the state's config fields, and ``device_state()``,
+      the arrays and counters an export starts from, or None before the bins and classes are set).
+    * ``context(model, name)``: the learner's part of the template context of a fitted model.
+    * ``tables(model, n_features, n_classes, pointer_bytes, packed)``: (name, bytes) of every constant object the bundle
+      puts in flash; exact for a fitted model, the worst case for an unfitted one (its configuration only).
+    * ``ladder``: configurations from the largest to the smallest; the budget takes the first that fits. The
+      parameters it sets are those the budget chooses unless the user fixes any of them.
+    """
+
+    name: str
+    cls: type
+    summary: str
+    options: tuple[Option, ...]
+    learning: bool
+    online: bool
+    runtime: tuple[str, ...]
+    template: str
+    context: Callable
+    tables: Callable
+    ladder: tuple[dict, ...] = ()
+    state: StateSpec | None = None
+
+    @property
+    def ladder_params(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(key for rung in self.ladder for key in rung))
+
+    def option(self, param: str) -> Option | None:
+        return next((o for o in self.options if o.param == param), None)
+
+    def make(self, **params):
+        """The estimator with these parameters; unknown ones get an error listing the learner's."""
+        known = set(self.cls().get_params())
+        unknown = sorted(set(params) - known)
+        if unknown:
+            raise ValueError(f"learner {self.name!r} has no parameter(s) {', '.join(unknown)}; "
+                             f"its parameters: {', '.join(sorted(known))}")
+        return self.cls(**params)

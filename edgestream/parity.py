@@ -1,0 +1,167 @@
+"""Run a bundle's C code next to its Python model and compare them: on the host (cffi) or under a board's
+emulator (QEMU), for frozen models (every class and Q15 probability) and for learning ones (test-then-train from
+the exported state, both sides learning every row).
+
+A *target* is where the C runs: :class:`HostTarget` (a bundle compiled for this machine) or
+:class:`EmulatedTarget` (cross-compiled for a board, all rows in one emulator run). :func:`compare` and
+:func:`compare_learning` return the scores the CLI prints; :func:`compare_sizes` holds a budget against the sizes
+the board's linker produced.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from . import targets
+from .boards import load_board
+from .evaluate import compare_predictions, prequential
+from .export import read_manifest
+from .modelfile import load_model
+from .report import COMPARED
+
+
+class HostTarget:
+    """A bundle compiled for this machine through cffi, driven row by row."""
+
+    def __init__(self, bundle):
+        self.bundle = bundle
+        self.model = bundle.model
+        self.report_fields = {"target": "host"}
+        self.where = str(bundle.directory)
+
+    @property
+    def directory(self) -> Path:
+        return self.bundle.directory
+
+    @property
+    def learning(self) -> bool:
+        return self.bundle.learning
+
+    def python_copy(self):
+        """The exported Python model, fresh: the bundle's own stays untouched."""
+        return load_model(self.directory / self.bundle.manifest["model"])
+
+    def outputs(self, X) -> tuple[np.ndarray, np.ndarray]:
+        return self.bundle.predict_encoded(X), self.bundle.predict_proba_q15(X)
+
+    def test_then_train(self, X, y, window: int):
+        return prequential(self.bundle, X, y, window, sys.stderr.isatty(), desc="C bundle")
+
+    def state_bytes(self) -> int:
+        return self.bundle.state_size()
+
+
+class EmulatedTarget:
+    """A bundle cross-compiled for a board and run under its emulator, all rows in one run."""
+
+    def __init__(self, directory, board, timeout: float = 60):
+        self.directory = Path(directory).resolve()
+        self.manifest = read_manifest(self.directory)
+        self.board = load_board(board)
+        self.timeout = timeout
+        self.model = self.python_copy()
+        self.learning = self.manifest["learning"]
+        self.report_fields = {"target": "qemu", "board": self.board.name}
+        self.emulator = emulator_name(self.board)
+        self.where = f"{directory} on {self.board.name} under {self.emulator}"
+
+    def python_copy(self):
+        return load_model(self.directory / self.manifest["model"])
+
+    def outputs(self, X) -> tuple[np.ndarray, np.ndarray]:
+        result = targets.run(self.directory, self.board, X, timeout=self.timeout)
+        return result.classes, result.proba
+
+    def test_then_train(self, X, y, window: int):
+        result = targets.run(self.directory, self.board, X, y, learn=True, timeout=self.timeout)
+        return prequential(Replay(self.model.classes_[result.classes]), X, y, window)
+
+    def state_bytes(self) -> int:
+        """Size of the state object in the board's ELF."""
+        return targets.build(self.directory, self.board).state_bytes
+
+
+def target(bundle_dir, where: str = "host", board=None, timeout: float = 60):
+    """The target of a bundle: ``host`` (cffi) or ``qemu`` (the board's emulator)."""
+    if where == "host":
+        if board is not None:
+            raise ValueError("--board applies to --target qemu only")
+        from .simulate import load_bundle
+
+        return HostTarget(load_bundle(Path(bundle_dir).resolve()))
+    if board is None:
+        raise ValueError("--target qemu needs --board (see edgestream boards)")
+    return EmulatedTarget(bundle_dir, board, timeout)
+
+
+class Replay:
+    """Predictions made elsewhere (in one emulator run), replayed row by row for ``prequential`` to score."""
+
+    def __init__(self, predictions):
+        self._predictions = iter(predictions)
+
+    def predict_one(self, x):
+        return next(self._predictions)
+
+    def learn_one(self, x, y) -> None:
+        pass
+
+
+def emulator_name(board) -> str:
+    """``qemu-system-arm mps2-an386``, ``qemu-aarch64``, or empty for a board without one."""
+    emulator = board.emulator
+    return " ".join(filter(None, [emulator.command, emulator.machine])) if emulator else ""
+
+
+def compare(target, X, y) -> dict:
+    """Accuracy of the C predictions against ``y`` and their disagreements with the Python model."""
+    model = target.model
+    expected = model.predict_encoded(X)  # the Python model checks the feature count first
+    predicted, proba = (np.asarray(values) for values in target.outputs(X))
+    proba_differs = (proba != model.predict_proba_q15(X)).any(axis=1)
+    return {"n": len(X), "accuracy": float(np.mean(predicted == encode_known(model.classes_, y))),
+            "mismatches": int((predicted != expected).sum()), "proba_mismatches": int(proba_differs.sum())}
+
+
+def compare_learning(target, X, y, window: int) -> dict:
+    """Test-then-train on the bundle's C code and on its Python model, both from the exported state."""
+    if not target.learning:
+        raise ValueError(f"--learn needs a learning bundle; {target.directory} holds a frozen "
+                         f"{type(target.model).__name__}")
+    python = target.python_copy()
+    device = target.test_then_train(X, y, window)
+    host = prequential(python, X, y, window, sys.stderr.isatty(), desc="Python")
+    return {"n": device.n, "accuracy": device.accuracy, "python_accuracy": host.accuracy,
+            "mismatches": compare_predictions(device, host), "window": device.window, "curve": device.curve,
+            "state_bytes": target.state_bytes()}
+
+
+def encode_known(classes, y) -> np.ndarray:
+    """Class index of every label; -1 (never predicted) for labels the model does not know."""
+    index = {label: i for i, label in enumerate(np.asarray(classes).tolist())}
+    return np.array([index.get(label, -1) for label in np.asarray(y).tolist()], dtype=np.int64)
+
+
+def compare_sizes(budget, build) -> dict:
+    """Predicted (the budget) against measured (the ELF) bytes of the model state, its tables, the state's
+    initial image and the code."""
+    def group(items, name):
+        return sum(item.bytes for item in items if item.group == name)
+
+    predicted = {"state_ram": budget.state_bytes, "tables_flash": group(budget.flash, "tables"),
+                 "image_flash": group(budget.flash, "state image"), "code_flash": group(budget.flash, "code")}
+    measured = {"state_ram": build.state_bytes or 0, "tables_flash": build.tables_bytes,
+                "image_flash": build.state_image_bytes, "code_flash": build.code_bytes}
+    return {"elf": build.elf, "board": build.board,
+            **{key: {"predicted": predicted[key], "measured": measured[key]} for key in COMPARED}}
+
+
+def sizes_text(sizes: dict) -> str:
+    lines = [f"predicted vs measured (the {sizes['board']} build):",
+             f"  {'bytes':<18}{'predicted':>10}{'measured':>10}"]
+    lines += [f"  {label:<18}{sizes[key]['predicted']:>10,}{sizes[key]['measured']:>10,}"
+              for key, label in COMPARED.items()]
+    return "\n".join(lines)

@@ -1,0 +1,81 @@
+"""The budget's HTML report: the RAM and flash breakdown against the budget lines, accuracy against RAM budget,
+and the sizes the cross build measured next to the predicted ones (template ``codegen/report.html.j2``)."""
+
+from __future__ import annotations
+
+import base64
+import io
+from pathlib import Path
+
+from .emit import environment
+
+COMPARED = {"state_ram": "static state RAM", "tables_flash": "tables flash", "image_flash": "state image flash",
+            "code_flash": "code flash"}
+
+
+def _pyplot():
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise ImportError("the HTML report draws plots with matplotlib: pip install matplotlib") from None
+    return plt
+
+
+def memory_figure(plt, budget):
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for ax, title, items, limit in ((axes[0], "RAM", budget.ram, budget.ram_budget),
+                                    (axes[1], "flash", budget.flash, budget.flash_budget)):
+        groups: dict[str, int] = {}
+        for item in items:  # one bar segment per group keeps the colours distinct
+            groups[item.group] = groups.get(item.group, 0) + item.bytes
+        left = 0
+        for group, size in groups.items():
+            ax.barh(0, size, left=left, label=f"{group} ({size:,} B)")
+            left += size
+        share = f" of {limit:,} ({100 * left / limit:.1f}%)" if limit else ""
+        if limit and limit <= 4 * left:  # draw the budget line only where it fits on a readable scale
+            ax.axvline(limit, color="black", linestyle="--", label=f"budget {limit:,} B")
+        ax.set_title(f"{title}: {left:,} bytes{share}")
+        ax.set_xlabel("bytes")
+        ax.set_yticks([])
+        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=3)
+    fig.tight_layout()
+    return fig
+
+
+def curve_figure(plt, curve: dict[int, float], chosen: int):
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    budgets = sorted(curve)
+    ax.plot([b / 1024 for b in budgets], [curve[b] for b in budgets], marker="o")
+    if chosen in curve:
+        ax.plot([chosen / 1024], [curve[chosen]], marker="*", markersize=14, color="crimson", label="this budget")
+        ax.legend()
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("RAM budget (KiB)")
+    ax.set_ylabel("prequential accuracy")
+    ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def html_report(budget, path, curve: dict[int, float] | None = None, sizes: dict | None = None) -> Path:
+    """Write the report of ``budget`` to ``path``; ``curve`` maps RAM budgets to accuracy, ``sizes`` is
+    :func:`edgestream.parity.compare_sizes`."""
+    plt = _pyplot()
+    figures = [("RAM and flash by group", memory_figure(plt, budget))]
+    if curve:
+        figures.append(("accuracy against RAM budget", curve_figure(plt, curve, budget.ram_budget)))
+    images = []
+    for alt, fig in figures:
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png", dpi=100)
+        plt.close(fig)
+        images.append({"alt": alt, "data": base64.b64encode(buffer.getvalue()).decode()})
+    page = environment(autoescape=True).get_template("report.html.j2").render(
+        budget=budget, images=images, sizes=sizes, compared=COMPARED)
+    path = Path(path)
+    path.write_text(page)
+    return path

@@ -1,0 +1,233 @@
+"""One description of a learner's device state, and everything generated from it.
+
+A learning model keeps its whole state in static memory of a size fixed at generation time. A learner describes
+that state once, as a :class:`StateSpec`: its configuration fields (constant, in flash), its counters (small
+integers that change) and its regions (arrays whose lengths follow from the configuration). From the description
+come:
+
+* the runtime's C declarations (``csrc/es_<learner>_state.h``: the config, counters and pointer structs that the
+  hand-written ``es_<learner>.c`` works on), written by ``scripts/generate_headers.py`` and held against the
+  file by the tests;
+* the cffi declarations of the same structs (:meth:`StateSpec.cdef`), for the host simulation;
+* for one configuration, a :class:`StateLayout`: the generated bundle's state struct, its initializer from the
+  current Python state, the pointer struct that binds the runtime to it, its ``sizeof`` (natural alignment or
+  packed, as on AVR) and the named regions that the budget reports.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from .tree import NODE_DTYPE
+
+# C type -> (size, alignment, numpy dtype) on the targets (ARM, x86; AVR packs everything to alignment 1)
+C_TYPES = {
+    "uint8_t": (1, 1, np.dtype(np.uint8)),
+    "uint16_t": (2, 2, np.dtype("<u2")),
+    "int32_t": (4, 4, np.dtype("<i4")),
+    "uint32_t": (4, 4, np.dtype("<u4")),
+    "es_node": (4, 2, NODE_DTYPE),
+}
+
+
+@dataclass(frozen=True)
+class Field:
+    """A scalar member of the config or counters struct."""
+
+    name: str
+    c_type: str
+    comment: str = ""
+
+
+@dataclass(frozen=True)
+class RegionSpec:
+    """An array of the state; ``count`` gives its length from the learner's configuration values."""
+
+    name: str
+    group: str  # window, node pool, leaves, weights, scratch, ...
+    c_type: str
+    count: Callable[[dict], int]
+    comment: str = ""
+
+
+@dataclass(frozen=True)
+class Region:
+    """One member of a generated state struct."""
+
+    name: str
+    group: str
+    c_type: str
+    count: int
+
+    @property
+    def size(self) -> int:
+        return C_TYPES[self.c_type][0] if self.c_type in C_TYPES else 0
+
+    @property
+    def bytes(self) -> int:
+        return self.size * self.count
+
+    @property
+    def dtype(self) -> np.dtype:
+        return C_TYPES[self.c_type][2]
+
+
+@dataclass(frozen=True)
+class StateSpec:
+    """The device state of one learner: ``prefix`` names its C types (``es_shrubs_config`` ...)."""
+
+    prefix: str
+    title: str
+    config: tuple[Field, ...]
+    counters: tuple[Field, ...]
+    regions: tuple[RegionSpec, ...]
+
+    @property
+    def config_type(self) -> str:
+        return f"{self.prefix}_config"
+
+    @property
+    def counters_type(self) -> str:
+        return f"{self.prefix}_counters"
+
+    def config_bytes(self, packed: bool = False) -> int:
+        """sizeof the config struct (natural alignment, or none when packed)."""
+        return struct_size([Region(f.name, "", f.c_type, 1) for f in self.config], packed)
+
+    def layout(self, config: dict) -> "StateLayout":
+        missing = [f.name for f in self.config if f.name not in config]
+        if missing:
+            raise ValueError(f"{self.prefix}: configuration values missing: {missing}")
+        regions = [Region(r.name, r.group, r.c_type, int(r.count(config))) for r in self.regions]
+        return StateLayout(self, dict(config), regions)
+
+    def declarations(self) -> str:
+        """The config, counters and pointer structs (C99, also read by cffi)."""
+        def struct(members: list[str], name: str) -> str:
+            return "typedef struct {\n" + "\n".join(members) + f"\n}} {name};\n"
+
+        def member(declaration: str, comment: str) -> str:
+            return f"    {declaration:<32}/* {comment} */" if comment else f"    {declaration}"
+
+        config = struct([member(f"{f.c_type} {f.name};", f.comment) for f in self.config], self.config_type)
+        counters = struct([member(f"{f.c_type} {f.name};", f.comment) for f in self.counters], self.counters_type)
+        pointers = [member(f"const {self.config_type} *config;", "constant, in flash")]
+        pointers += [member(f"{r.c_type} *{r.name};", f"{r.group}: {r.comment}" if r.comment else r.group)
+                     for r in self.regions]
+        pointers.append(member(f"{self.counters_type} *counters;", ""))
+        return "\n".join([config, counters, struct(pointers, self.prefix)])
+
+    def cdef(self) -> str:
+        """cffi declarations: the structs without comments."""
+        lines = [line.split("/*")[0].rstrip() for line in self.declarations().splitlines()]
+        return "\n".join(lines) + "\n"
+
+    def header(self) -> str:
+        """``csrc/<prefix>_state.h``: the runtime's view of the state (generated, never edited by hand)."""
+        guard = f"{self.prefix.upper()}_STATE_H"
+        return (f"/* {self.title}: the device state's C types. Generated from edgestream's state description "
+                f"(edgestream.state);\n * regenerate with `python scripts/generate_headers.py`, never edit by hand. */\n"
+                f"#ifndef {guard}\n#define {guard}\n\n#include \"es_tree.h\"\n\n{self.declarations()}\n#endif\n")
+
+
+@dataclass
+class StateLayout:
+    """The state of one configuration: regions in struct order, plus the counters struct at the end."""
+
+    spec: StateSpec
+    config: dict
+    regions: list[Region]
+
+    def members(self) -> list[Region]:
+        counters = Region("counters", "counters", self.spec.counters_type, 1)
+        return self.regions + [counters]
+
+    def _member_size_align(self, region: Region, packed: bool) -> tuple[int, int]:
+        if region.c_type == self.spec.counters_type:
+            size = struct_size([Region(f.name, "", f.c_type, 1) for f in self.spec.counters], packed)
+            align = 1 if packed else max(C_TYPES[f.c_type][1] for f in self.spec.counters)
+            return size, align
+        return region.bytes, 1 if packed else C_TYPES[region.c_type][1]
+
+    def offsets(self, packed: bool = False) -> tuple[dict[str, int], int]:
+        """Offset of every member and ``sizeof`` the struct (natural alignment, or none when packed)."""
+        offset, offsets, largest = 0, {}, 1
+        for region in self.members():
+            size, align = self._member_size_align(region, packed)
+            offset = -(-offset // align) * align
+            offsets[region.name] = offset
+            offset += size
+            largest = max(largest, align)
+        return offsets, -(-offset // largest) * largest
+
+    def size(self, packed: bool = False) -> int:
+        return self.offsets(packed)[1]
+
+    def groups(self, packed: bool = False) -> list[tuple[str, str, int]]:
+        """(name, group, bytes) of every member, then the alignment padding if any."""
+        items = [(r.name, r.group, self._member_size_align(r, packed)[0]) for r in self.members()]
+        padding = self.size(packed) - sum(size for _, _, size in items)
+        return items + ([("padding", "alignment", padding)] if padding else [])
+
+    def zeros(self) -> dict[str, np.ndarray]:
+        """A zeroed array for every region."""
+        return {r.name: np.zeros(r.count, dtype=r.dtype) for r in self.regions}
+
+    def state_struct(self, name: str) -> str:
+        """The bundle's typedef ``<name>_state``: one member per region, in layout order."""
+        members = [f"    {r.c_type} {r.name}[{r.count}];" for r in self.regions]
+        members.append(f"    {self.spec.counters_type} counters;")
+        return "typedef struct {\n" + "\n".join(members) + f"\n}} {name}_state;"
+
+    def initializer(self, name: str, arrays: dict[str, np.ndarray], counters: dict[str, int], emit_array) -> str:
+        """``static <name>_state <name>_memory = {...}`` holding the given state (all-zero regions left out, so a
+        fresh state goes to .bss instead of taking its image in flash)."""
+        lines = [f"static {name}_state {name}_memory = {{"]
+        for region in self.regions:
+            values = np.asarray(arrays[region.name])
+            if not values.view(np.uint8).any():
+                continue
+            if region.c_type == "es_node":
+                body = ",\n        ".join(f"{{ {n['feature']}, {n['threshold']}, {n['child']} }}" for n in values)
+            else:
+                body = emit_array(values).replace("\n    ", "\n        ")
+            lines.append(f"    .{region.name} = {{\n        {body}\n    }},")
+        lines.append("    .counters = { " + ", ".join(str(int(counters[f.name])) for f in self.spec.counters) + " }")
+        return "\n".join(lines) + "\n};"
+
+    def binding(self, name: str) -> str:
+        """The constant pointer struct that hands the bundle's state to the runtime."""
+        lines = [f"static const {self.spec.prefix} {name}_model = {{", f"    .config = &{name}_config,"]
+        lines += [f"    .{r.name} = {name}_memory.{r.name}," for r in self.regions]
+        lines.append(f"    .counters = &{name}_memory.counters")
+        return "\n".join(lines) + "\n};"
+
+    def config_initializer(self, name: str) -> str:
+        values = ", ".join(f"{int(self.config[f.name])}{'u' if f.c_type.startswith('uint') else ''}"
+                           for f in self.spec.config)
+        return f"static const {self.spec.config_type} {name}_config = {{ {values} }};"
+
+    def initial_image_bytes(self, arrays: dict[str, np.ndarray], counters: dict[str, int],
+                            packed: bool = False) -> int:
+        """Flash bytes of the state's initial image: the whole struct unless it is all zero (then .bss)."""
+        nonzero = any(np.asarray(arrays[r.name]).view(np.uint8).any() for r in self.regions)
+        return self.size(packed) if nonzero or any(counters.values()) else 0
+
+
+def struct_size(regions, packed: bool = False) -> int:
+    """sizeof() of a C struct of plain arrays in this order (natural alignment, or none when packed)."""
+    offset, largest = 0, 1
+    for region in regions:
+        align = 1 if packed else C_TYPES[region.c_type][1]
+        offset = -(-offset // align) * align + region.bytes
+        largest = max(largest, align)
+    return -(-offset // largest) * largest
+
+
+def runtime_header_path(spec: StateSpec) -> Path:
+    return Path(str(resources.files("edgestream.csrc"))) / f"{spec.prefix}_state.h"
