@@ -132,6 +132,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--out", default="edgestream-demo", metavar="DIR")
     demo.add_argument("--n-samples", type=int, default=6000, metavar="N", help="rows of the stream (default 6000)")
     demo.add_argument("--stream", choices=DEMO_STREAMS, default="sea", help="built-in drifting stream (default sea)")
+    demo.add_argument("--learner", default=DEMO_LEARNER,
+                      choices=[spec.name for spec in learners.REGISTRY.values() if spec.learning and spec.online],
+                      help=f"a learner that keeps learning on the device (default {DEMO_LEARNER})")
     demo.add_argument("--board", default=DEFAULT_BOARD, help=f"default {DEFAULT_BOARD} (Cortex-M4F)")
     demo.add_argument("--ram", type=byte_size, default=8 * 1024, metavar="SIZE", help="RAM budget (default 8KiB)")
     demo.add_argument("--qemu-rows", type=int, default=500, metavar="N",
@@ -353,10 +356,10 @@ def run_demo(args) -> int:
 
     board = load_board(args.board)
     X, y = make_stream(args.stream, args.n_samples, seed=0)
-    budget = plan(DEMO_LEARNER, board, X.shape[1], len(np.unique(y)), ram=args.ram)
-    learner = start_online(learners.get(DEMO_LEARNER).make(**budget.params), X, np.unique(y))
+    budget = plan(args.learner, board, X.shape[1], len(np.unique(y)), ram=args.ram)
+    learner = start_online(learners.get(args.learner).make(**budget.params), X, np.unique(y))
     print(f"demo: {STREAMS[args.stream].__doc__.splitlines()[0].rstrip('.')}; {len(X)} rows, {X.shape[1]} "
-          f"features; {DEMO_LEARNER} for {board.name} ({board.cpu}, FPU {'yes' if board.fpu else 'no'}) "
+          f"features; {args.learner} for {board.name} ({board.cpu}, FPU {'yes' if board.fpu else 'no'}) "
           f"in {args.ram:,} bytes of RAM")
     print(f"plan: {learner.summary()}; {budget.ram_bytes:,} bytes of RAM, {budget.flash_bytes:,} bytes of flash")
     learned = prequential(learner, X, y, DEMO_WINDOW, progress=True, desc="test-then-train")

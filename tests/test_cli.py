@@ -6,14 +6,14 @@ import numpy as np
 import pytest
 
 import edgestream
-from edgestream import simulate
+from edgestream import ShrubEnsemble, learners, simulate
+from edgestream.boards import load_board
+from edgestream.budget import plan
 from edgestream.cli import main
 from edgestream.data import make_stream
 from edgestream.evaluate import prequential
-from edgestream.boards import load_board
-from edgestream.budget import plan
+from edgestream.export import BUNDLE_FORMAT_VERSION
 from edgestream.modelfile import load_model
-from edgestream import ShrubEnsemble
 
 
 def write_csv(path, X, y, header=True):
@@ -270,3 +270,26 @@ def test_subprocess_round_trip(tmp_path, blobs_csv):
                           capture_output=True, text=True)
     assert done.returncode == 2 and done.stderr.startswith("edgestream: error: label column 'missing'")
     assert "Traceback" not in done.stderr
+
+
+def test_bundle_of_another_format_version_names_both(capsys, tmp_path, blobs_csv):
+    run(capsys, "fit", blobs_csv, "--label", "label", "--max-depth", 2, "-o", tmp_path / "m.esm")
+    run(capsys, "export", tmp_path / "m.esm", "-o", tmp_path / "bundle")
+    manifest_path = tmp_path / "bundle" / "edgestream.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest.pop("format_version")  # as bundles of format 1 were written
+    manifest_path.write_text(json.dumps(manifest))
+    for argv in (["simulate", tmp_path / "bundle", blobs_csv, "--label", "label"],
+                 ["build", tmp_path / "bundle", "--board", "stm32f411"]):
+        code, _, err = run(capsys, *argv)
+        assert_user_error(code, err, f"has format_version 1; this edgestream reads format_version "
+                                     f"{BUNDLE_FORMAT_VERSION}: export the model again")
+
+
+def test_unknown_learners_and_parameters_list_what_exists():
+    with pytest.raises(ValueError, match="unknown learner 'svm'; the learners are: tree, forest, shrubs"):
+        learners.get("svm")
+    with pytest.raises(ValueError, match=r"learner 'forest' has no parameter\(s\) window_size; its parameters: "):
+        learners.get("forest").make(window_size=3)
+    with pytest.raises(SystemExit):
+        main(["fit", "x.csv", "--label", "y", "--learner", "svm", "-o", "m.esm"])

@@ -8,11 +8,13 @@ import json
 import pytest
 from test_cli import assert_user_error, run, write_csv
 
-from edgestream import ForestClassifier, TreeClassifier, simulate, targets
-from edgestream.boards import board_names
+from edgestream import ForestClassifier, ShrubEnsemble, TreeClassifier, simulate, targets
+from edgestream.boards import board_names, load_board
 from edgestream.data import make_stream
+from edgestream.budget import of_model
 from edgestream.export import export_bundle
-from edgestream import ShrubEnsemble
+from edgestream.modelfile import load_model
+from edgestream.parity import compare_sizes
 
 HOST_KEYS = {"n", "accuracy", "mismatches", "proba_mismatches", "bundle", "target"}
 HOST_LEARN_KEYS = {"n", "accuracy", "python_accuracy", "mismatches", "window", "curve", "state_bytes", "bundle",
@@ -214,3 +216,15 @@ def test_demo_fails_on_mismatch(capsys, tmp_path, monkeypatch):
     monkeypatch.setattr(targets, "require", missing_toolchain)
     code, out, _ = run(capsys, "demo", "--out", tmp_path, "--n-samples", 300)
     assert code == 1 and "300 rows test-then-train from the exported state, 1 mismatches" in out
+
+
+@pytest.mark.parametrize("kind, board", [("tree", "stm32f411"), ("forest", "atmega328p"), ("shrubs", "atmega328p")])
+def test_every_model_byte_of_the_elf_is_predicted(bundles, kind, board):
+    """The budget of an exported model predicts its constant tables, its state and the state's initial image in
+    flash to the byte, on an aligned (ARM) and a packed (AVR) target."""
+    model = load_model(bundles[kind] / "model.esm")
+    budget = of_model(model, load_board(board))
+    sizes = compare_sizes(budget, targets.build(bundles[kind], board))
+    for key in ("state_ram", "tables_flash", "image_flash"):
+        assert sizes[key]["predicted"] == sizes[key]["measured"], key
+    assert (sizes["image_flash"]["measured"] > 0) == (kind == "shrubs")  # the shrubs have learned 40 rows
