@@ -7,7 +7,7 @@ ARM and x86, none on AVR), the stack the generated wrappers use for one call, an
 bin edges it really keeps, its nodes and leaf rows; the worst case for a configuration not trained yet), the
 initial image of the learning state (an initialized static struct sits in .data, whose image is in flash; an
 all-zero state goes to .bss and costs none), and the runtime code as compiled for the board when its toolchain
-is installed, or a recorded size for its architecture otherwise.
+is installed (without it the report says the code is not counted).
 """
 
 from __future__ import annotations
@@ -23,13 +23,8 @@ from . import learners
 from .emit import wrapper_stack_bytes
 from .export import runtime_sources
 
-# text bytes of the runtime files at -Os (gcc 12), used when the board's toolchain is not installed
-RECORDED_CODE_BYTES = {
-    "armv6-m": {"es_binning.c": 244, "es_tree.c": 274, "es_cart.c": 1368, "es_shrubs.c": 1792},
-    "armv7e-m": {"es_binning.c": 200, "es_tree.c": 282, "es_cart.c": 1330, "es_shrubs.c": 1522},
-}
 STACK_NOTE = ("stack counts the generated wrapper's locals; `edgestream build` measures the deepest call chain "
-              "(a few hundred bytes for a shrub learn step)")
+              "of every API function")
 
 
 @dataclass(frozen=True)
@@ -94,13 +89,11 @@ def call_stack(n_features: int, n_classes: int) -> Item:
 
 
 def code_flash(spec, board) -> tuple[list[Item], bool]:
-    """Runtime code: compiled for the board when its compiler is installed, else the recorded sizes."""
+    """Runtime code compiled for the board; none (and False) when the board's compiler is not installed."""
     sizes = measured_code_bytes(board)
-    measured = sizes is not None
     if sizes is None:
-        sizes = RECORDED_CODE_BYTES.get(board.arch, RECORDED_CODE_BYTES["armv7e-m"])
-    items = [Item(p.stem, "code", sizes.get(p.name, 0)) for p in runtime_sources(spec.runtime) if p.suffix == ".c"]
-    return items, measured
+        return [], False
+    return [Item(p.stem, "code", sizes[p.name]) for p in runtime_sources(spec.runtime) if p.suffix == ".c"], True
 
 
 _CODE_CACHE: dict[str, dict] = {}
@@ -164,6 +157,8 @@ def estimate(spec, board, model, n_features: int, n_classes: int, ram: int, flas
         notes.insert(0, "tables are the configuration's worst case; a trained model's exported tables are smaller")
     copied = [Item("tables copy", "tables", sum(item.bytes for item in tables))] if packed else []
     code, measured = code_flash(spec, board)
+    if not measured:
+        notes.append(f"runtime code not counted: {board.toolchain.cc} is not installed (scripts/setup.sh installs it)")
     return Budget(spec.name, board.name, size_config(spec, model, n_features, n_classes), model.get_params(),
                   state + [call_stack(n_features, n_classes)] + copied, tables + image + code, ram, flash,
                   measured, notes)
