@@ -1,0 +1,300 @@
+/* ADWIN change detector: see es_adwin.h and the specification edgestream/adwin.py. */
+#include "es_adwin.h"
+
+#define ES_ADWIN_Q 24
+#define ES_ADWIN_LN2_Q32 2977044472u /* round(ln 2 * 2^32) */
+
+/* Pseudo-float: m * 2^e with m in [2^31, 2^32), or m == 0 for zero (e == 0). */
+typedef struct {
+    uint32_t m;
+    int32_t e;
+} es_pf;
+
+static uint32_t bitlen64(uint64_t x)
+{
+    uint32_t n = 0;
+    if (x >> 32) { x >>= 32; n += 32; }
+    if (x >> 16) { x >>= 16; n += 16; }
+    if (x >> 8) { x >>= 8; n += 8; }
+    if (x >> 4) { x >>= 4; n += 4; }
+    if (x >> 2) { x >>= 2; n += 2; }
+    if (x >> 1) { x >>= 1; n += 1; }
+    return n + (uint32_t)x;
+}
+
+static es_pf pf_make(uint64_t x, int32_t e)
+{
+    es_pf r;
+    uint32_t n;
+    if (x == 0u) {
+        r.m = 0u;
+        r.e = 0;
+        return r;
+    }
+    n = bitlen64(x);
+    if (n > 32u) {
+        r.m = (uint32_t)(x >> (n - 32u));
+        r.e = e + (int32_t)(n - 32u);
+    } else {
+        r.m = (uint32_t)(x << (32u - n));
+        r.e = e - (int32_t)(32u - n);
+    }
+    return r;
+}
+
+static es_pf pf_mul(es_pf a, es_pf b)
+{
+    if (a.m == 0u || b.m == 0u) {
+        return pf_make(0u, 0);
+    }
+    return pf_make((uint64_t)a.m * b.m, a.e + b.e);
+}
+
+static int pf_cmp(es_pf a, es_pf b)
+{
+    if (a.m == 0u || b.m == 0u) {
+        return (a.m != 0u) - (b.m != 0u);
+    }
+    if (a.e != b.e) {
+        return a.e > b.e ? 1 : -1;
+    }
+    return (a.m > b.m) - (a.m < b.m);
+}
+
+/* a - b for a > b. */
+static es_pf pf_sub(es_pf a, es_pf b)
+{
+    int32_t d;
+    uint64_t big, small;
+    if (b.m == 0u) {
+        return a;
+    }
+    d = a.e - b.e;
+    big = (uint64_t)a.m << 32;
+    small = d >= 64 ? 0u : (((uint64_t)b.m << 32) >> d);
+    return pf_make(big - small, a.e - 32);
+}
+
+/* log2(x) in Q24 for 1 <= x < 2^32. */
+static uint32_t log2_q24(uint32_t x)
+{
+    uint32_t n = bitlen64(x);
+    uint64_t m = (uint64_t)(x << (32u - n)); /* n >= 1; 32 - n <= 31 */
+    uint32_t r = (n - 1u) << ES_ADWIN_Q;
+    int i;
+    for (i = ES_ADWIN_Q - 1; i >= 0; i--) {
+        m = (m * m) >> 31;
+        if (m >= ((uint64_t)1 << 32)) {
+            m >>= 1;
+            r |= (uint32_t)1 << i;
+        }
+    }
+    return r;
+}
+
+/* ln(ln n) in Q24 for 4 <= n < 2^32. */
+static uint32_t ln_ln_q24(uint32_t n)
+{
+    uint32_t ln_n = (uint32_t)(((uint64_t)log2_q24(n) * ES_ADWIN_LN2_Q32) >> 32);
+    return (uint32_t)(((uint64_t)(log2_q24(ln_n) - ((uint32_t)ES_ADWIN_Q << ES_ADWIN_Q)) * ES_ADWIN_LN2_Q32) >> 32);
+}
+
+/* |S0/n0 - S1/n1| > sqrt(2 m v L) + 2/3 m L in the integer/pseudo-float form of the specification. */
+static int cut_holds(uint32_t n0, uint32_t n1, uint32_t s0, uint32_t s1, uint32_t min_len, es_pf L)
+{
+    uint64_t x = (uint64_t)s0 * n1, y = (uint64_t)s1 * n0;
+    uint64_t d = x > y ? x - y : y - x;
+    uint32_t a, b, n, s;
+    es_pf lt, left, right, nx, lhs, rhs;
+    if (d == 0u) {
+        return 0;
+    }
+    a = n0 - min_len + 1u;
+    b = n1 - min_len + 1u;
+    n = n0 + n1;
+    s = s0 + s1;
+    lt = pf_mul(L, pf_make((uint64_t)a + b, 0));
+    left = pf_mul(pf_mul(pf_make(d, 0), pf_make((uint64_t)a * b, 0)), pf_make(3u, 0));
+    right = pf_mul(pf_mul(lt, pf_make((uint64_t)n0 * n1, 0)), pf_make(2u, 0));
+    if (pf_cmp(left, right) <= 0) {
+        return 0;
+    }
+    nx = pf_mul(pf_make(n, 0), pf_sub(left, right));
+    lhs = pf_mul(nx, nx);
+    rhs = pf_mul(lt, pf_make((uint64_t)s * (n - s), 0));
+    rhs = pf_mul(rhs, pf_make((uint64_t)n0 * n1, 0));
+    rhs = pf_mul(rhs, pf_make((uint64_t)n0 * n1, 0));
+    rhs = pf_mul(rhs, pf_make((uint64_t)a * b, 0));
+    rhs = pf_mul(rhs, pf_make(18u, 0));
+    return pf_cmp(lhs, rhs) > 0;
+}
+
+/* Removes the oldest bucket of row r (which is non-empty). */
+static void drop_first(es_adwin *a, uint8_t r)
+{
+    uint8_t k;
+    a->width -= (uint32_t)1 << r;
+    a->total -= a->ones[r][0];
+    for (k = 1u; k < a->fill[r]; k++) {
+        a->ones[r][k - 1u] = a->ones[r][k];
+    }
+    a->fill[r]--;
+    a->ones[r][a->fill[r]] = 0u;
+}
+
+/* Ensures row 0 has room: from the lowest row that is not full, walking down, each full row's two oldest
+ * buckets are merged into the row above (which has room by then); a full last row drops its oldest bucket. */
+static void make_room(es_adwin *a)
+{
+    uint8_t top = 0u, r, k;
+    while (a->fill[top] >= a->max_buckets) {
+        if ((uint8_t)(top + 1u) == a->max_rows) {
+            drop_first(a, top);
+            break;
+        }
+        top++;
+    }
+    /* rows below top are full and row top has room: merge downwards from top - 1 to 0 */
+    r = top;
+    while (r > 0u) {
+        r--;
+        a->ones[r + 1u][a->fill[r + 1u]] = a->ones[r][0] + a->ones[r][1];
+        a->fill[r + 1u]++;
+        for (k = 2u; k < a->fill[r]; k++) {
+            a->ones[r][k - 2u] = a->ones[r][k];
+        }
+        a->fill[r] = (uint8_t)(a->fill[r] - 2u);
+        a->ones[r][a->fill[r]] = 0u;
+        a->ones[r][a->fill[r] + 1u] = 0u;
+    }
+}
+
+static void drop_oldest(es_adwin *a)
+{
+    uint8_t r = a->max_rows;
+    while (r > 0u) {
+        r--;
+        if (a->fill[r] != 0u) {
+            drop_first(a, r);
+            return;
+        }
+    }
+}
+
+/* One pass over the cuts, oldest first; drops the oldest bucket at the first cut that holds. */
+static int scan(es_adwin *a)
+{
+    uint32_t n = a->width, mwl = a->min_window_length;
+    uint32_t n0 = 0u, s0 = 0u, n1 = n, s1 = a->total, size;
+    es_pf L;
+    uint8_t r, k;
+    if ((uint64_t)n < 2u * (uint64_t)mwl) {
+        return 0;
+    }
+    L = pf_make((uint64_t)a->log_term_q24 + ln_ln_q24(n), -ES_ADWIN_Q);
+    r = a->max_rows;
+    while (r > 0u) {
+        r--;
+        size = (uint32_t)1 << r;
+        for (k = 0u; k < a->fill[r]; k++) {
+            n0 += size;
+            n1 -= size;
+            s0 += a->ones[r][k];
+            s1 -= a->ones[r][k];
+            if (r == 0u && k == a->fill[0] - 1u) {
+                return 0;
+            }
+            if (n0 >= mwl && n1 >= mwl && cut_holds(n0, n1, s0, s1, mwl, L)) {
+                drop_oldest(a);
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+static void clear(es_adwin *a)
+{
+    uint8_t r, k;
+    for (r = 0u; r < ES_ADWIN_MAX_ROWS; r++) {
+        for (k = 0u; k < ES_ADWIN_MAX_BUCKETS; k++) {
+            a->ones[r][k] = 0u;
+        }
+        a->fill[r] = 0u;
+    }
+    a->width = 0u;
+    a->total = 0u;
+    a->tick = 0u;
+    a->n_detections = 0u;
+}
+
+es_status es_adwin_init(es_adwin *a, uint32_t log_term_q24, uint8_t max_buckets, uint8_t max_rows,
+                        uint16_t clock, uint32_t min_window_length, uint32_t grace_period)
+{
+    if (a == 0) {
+        return ES_ERR_NULL;
+    }
+    if (log_term_q24 == 0u || log_term_q24 > 0x7FFFFFFFu || max_buckets < 2u ||
+        max_buckets > ES_ADWIN_MAX_BUCKETS || max_rows < 1u || max_rows > ES_ADWIN_MAX_ROWS || clock < 1u ||
+        min_window_length < 2u || min_window_length > 0x7FFFFFFFu ||
+        (uint64_t)max_buckets * ((((uint64_t)1) << max_rows) - 1u) >= ((uint64_t)1 << 32)) {
+        return ES_ERR_MODEL;
+    }
+    a->log_term_q24 = log_term_q24;
+    a->max_buckets = max_buckets;
+    a->max_rows = max_rows;
+    a->clock = clock;
+    a->min_window_length = min_window_length;
+    a->grace_period = grace_period;
+    clear(a);
+    return ES_OK;
+}
+
+es_status es_adwin_reset(es_adwin *a)
+{
+    if (a == 0) {
+        return ES_ERR_NULL;
+    }
+    clear(a);
+    return ES_OK;
+}
+
+es_status es_adwin_update(es_adwin *a, uint8_t value, uint8_t *change_out)
+{
+    uint8_t change = 0u;
+    if (a == 0) {
+        return ES_ERR_NULL;
+    }
+    if (value > 1u) {
+        return ES_ERR_LABEL;
+    }
+    make_room(a);
+    a->ones[0][a->fill[0]] = value;
+    a->fill[0]++;
+    a->width++;
+    a->total += value;
+    a->tick++;
+    if (a->tick >= a->clock) {
+        a->tick = 0u;
+        if (a->width > a->grace_period) {
+            while (scan(a)) {
+                change = 1u;
+            }
+        }
+        if (change) {
+            a->n_detections++;
+        }
+    }
+    if (change_out != 0) {
+        *change_out = change;
+    }
+    return ES_OK;
+}
+
+uint16_t es_adwin_mean_q15(const es_adwin *a)
+{
+    if (a == 0 || a->width == 0u) {
+        return 0u;
+    }
+    return (uint16_t)(((uint64_t)a->total << 15) / a->width);
+}
