@@ -54,8 +54,11 @@ Arithmetic (identical in Python and C)
     * No 64-bit division, no libm, no float anywhere in the update; 32x32->64 multiplications only.  The only
       64-bit division is in ``mean_q15`` (not on the update path).
 
-    Measured against a float64 ADWIN with unbounded rows on random bit streams with abrupt changes, the detection
-    sample sequences were identical on every stream tried (see tests/test_adwin.py for the numbers asserted).
+    Measured on random bit streams with abrupt changes (tests/test_adwin.py): against a float64 ADWIN with
+    unbounded rows, identical detection samples on 600 of 600 streams (2385 detections; delta 0.002..0.3); against
+    River's ADWIN core (``AdaptiveWindowing``), identical on 200 of 200 streams (1105 detections).  Note that
+    River's public ``river.drift.ADWIN`` also empties the whole window on the update after a detection; this
+    module keeps ADWIN's own behaviour (only the older part is dropped); call ``reset()`` for River's.
 
 Cost
     One update: O(1) amortised merges (at most one merge per row).  A check every ``clock`` samples: at most

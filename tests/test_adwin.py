@@ -336,7 +336,7 @@ def test_full_window_slides():
 
 
 def test_detection_delay_on_abrupt_change():
-    """p 0.2 -> 0.8 at sample 2000: detected by every seed within 200 samples (measured: median 64, max 128)."""
+    """p 0.2 -> 0.8 at sample 2000: detected by every seed within 200 samples (measured over these 30 seeds: always 47, the second check after the change)."""
     delays = []
     for seed in range(30):
         rng = np.random.default_rng(seed)
@@ -345,10 +345,11 @@ def test_detection_delay_on_abrupt_change():
         after = [g for g in got if g >= 2000]
         assert after, seed
         delays.append(after[0] - 2000)
-    assert max(delays) <= 200 and np.median(delays) <= 100, delays
+    assert max(delays) <= 80, delays
 
 
 def test_no_detection_on_stationary_streams_in_most_seeds():
+    """30 stationary streams of 20 000 bits (p = 0.3): measured 0 with any detection; at most 3 allowed."""
     alarms = 0
     for seed in range(30):
         rng = np.random.default_rng(100 + seed)
