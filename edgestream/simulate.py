@@ -57,7 +57,7 @@ def learner_cdef(state) -> str:
     return state.cdef() + f"""
 es_status {prefix}_learn(const {prefix} *model, const {row} *row, uint8_t label);
 es_status {prefix}_predict_proba(const {prefix} *model, const {row} *row, uint32_t *acc, uint16_t *proba);
-"""
+""" + state.host_cdef
 
 
 def runtime_cdef() -> str:

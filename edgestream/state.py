@@ -83,7 +83,8 @@ class StateSpec:
     """The device state of one learner: ``prefix`` names its C types (``es_shrubs_config`` ...).
 
     ``input_type`` is the C type of the row the runtime's ``<prefix>_learn`` and ``<prefix>_predict_proba``
-    take: ``uint8_t`` bins (quantized by the bundle) or ``float`` raw features."""
+    take: ``uint8_t`` bins (quantized by the bundle) or ``float`` raw features. ``host_cdef`` declares further
+    runtime functions the host simulation exposes (cffi syntax), beyond the learn and predict_proba entries."""
 
     prefix: str
     title: str
@@ -91,6 +92,7 @@ class StateSpec:
     counters: tuple[Field, ...]
     regions: tuple[RegionSpec, ...]
     input_type: str = "uint8_t"
+    host_cdef: str = ""
 
     @property
     def config_type(self) -> str:

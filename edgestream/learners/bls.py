@@ -27,7 +27,7 @@ Decisions (the C runtime follows every one of them to the bit):
   with an integer algorithm, ``es_bls_sqrt``, equal to IEEE ``sqrtf``; C division is IEEE on x86, the M4F FPU
   and the M0's soft float).
 * **tanh** is the rational ``x (27 + x^2) / (27 + 9 x^2)`` for ``|x| < 3`` and ``+-1`` beyond (continuous at 3,
-  within 0.021 of tanh), computed as ``x2 = x*x; n = x*(27 + x2); den = 27 + 9*x2; n / den``.
+  within 0.024 of tanh, non-decreasing and within [-1, 1] up to float32 rounding, 4e-7), computed as ``x2 = x*x; n = x*(27 + x2); den = 27 + 9*x2; n / den``.
 * **Factor**: lower triangular, stored packed by columns (column ``i`` holds rows ``i..m-1``). It starts as
   ``sqrt(lambda) I`` (``W = 0``). A rank-one update with a vector ``v`` rotates, for ``i = 0..m-1`` with
   ``v_i != 0`` (``v_i == 0`` is the identity rotation and is skipped),
@@ -87,6 +87,8 @@ STATE = StateSpec(
     prefix="es_bls",
     title="Online broad learning system",
     input_type="float",
+    host_cdef="es_status es_bls_predict(const es_bls *model, const float *features, uint8_t *class_out);\n"
+              "float es_bls_sqrt(float x);\nfloat es_bls_tanh(float x);\n",
     config=(
         Field("n_features", "uint8_t"), Field("n_classes", "uint8_t"),
         Field("feature_nodes", "uint16_t", "F"), Field("enhancement_nodes", "uint16_t", "E; m = F + E nodes"),
