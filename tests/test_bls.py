@@ -148,7 +148,7 @@ def drifting_stream(n, d=4, seed=0):
 def test_factor_stays_a_cholesky_factor_over_a_long_stream(forgetting):
     """``L L^T`` tracks the float64 recurrence of the regularized forgetting Gram matrix from the same broad
     features; the diagonal stays positive; the weights stay close to the float64 ridge solution."""
-    X, y = drifting_stream(3000)
+    X, y = drifting_stream(2000)
     learner = OnlineBLSClassifier(feature_nodes=6, enhancement_nodes=14, regularization=0.01,
                                   forgetting=forgetting).start(X[:200], [0, 1])
     m, config = learner.n_nodes, learner.device_config()
