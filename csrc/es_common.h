@@ -9,7 +9,8 @@ typedef enum {
     ES_ERR_NULL = 1,      /* a required pointer argument is NULL */
     ES_ERR_MODEL = 2,     /* the model tables are inconsistent */
     ES_ERR_LABEL = 3,     /* a training label is not one of the model's classes */
-    ES_ERR_FULL = 4       /* a fixed-size pool has no room left */
+    ES_ERR_FULL = 4,      /* a fixed-size pool has no room left */
+    ES_ERR_INPUT = 5      /* a feature is NaN or infinite where the learner refuses them */
 } es_status;
 
 #define ES_MISSING_BIN 255u /* bin of NaN features; thresholds never reach it */

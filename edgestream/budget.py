@@ -192,5 +192,5 @@ def plan(learner: str, board, n_features: int, n_classes: int, ram: int | None =
 def of_model(model, board, ram: int | None = None, flash: int | None = None) -> Budget:
     """The exact budget of a fitted model (what its exported bundle will take on ``board``)."""
     spec = learners.of_model(model)
-    return estimate(spec, board, model, model.bins_.n_features, len(model.classes_),
+    return estimate(spec, board, model, learners.model_input(model)[1], len(model.classes_),
                     board.ram_bytes if ram is None else ram, board.flash_bytes if flash is None else flash)

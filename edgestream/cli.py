@@ -197,7 +197,8 @@ def run_fit(args) -> int:
     shape = f"{X.shape[1]} features, {len(model.classes_)} classes: {model.summary()}"
     if spec.online:
         edges_from = "all rows" if trained.bins_rows == len(X) else f"the first {trained.bins_rows} rows"
-        print(f"learned {spec.name} on {len(X)} rows (bin edges from {edges_from}), {shape}, prequential accuracy "
+        fitted = "bin edges" if getattr(model, "bins_", None) is not None else "input scaling"
+        print(f"learned {spec.name} on {len(X)} rows ({fitted} from {edges_from}), {shape}, prequential accuracy "
               f"{trained.prequential.accuracy:.4f} -> {args.output}")
     else:
         accuracy = model.score(device_input(X, model.input_dtype), y)

@@ -35,10 +35,11 @@ def bundle_context(model, name: str) -> tuple[dict, learners.LearnerSpec]:
     """The template context of a fitted model, and its learner."""
     emit.check_name(name)
     spec = learners.of_model(model)
-    if not hasattr(model, "bins_") or not hasattr(model, "classes_"):
+    if not learners.is_fitted(model):
         raise ValueError(f"this {type(model).__name__} is not fitted; fit it before exporting")
-    context = {"name": name, "learner": spec.name, "learning": spec.learning, "input_dtype": model.bins_.dtype,
-               "n_features": model.bins_.n_features, "n_classes": len(model.classes_),
+    input_dtype, n_features = learners.model_input(model)
+    context = {"name": name, "learner": spec.name, "learning": spec.learning, "input_dtype": input_dtype,
+               "n_features": n_features, "n_classes": len(model.classes_),
                **spec.context(model, name)}
     return context, spec
 

@@ -5,7 +5,8 @@ A model file is three parts:
 1. the magic line ``EDGESTREAM-MODEL\\n``;
 2. one line of JSON: ``format_version``, ``learner`` (class name), ``params`` (``get_params()``), ``classes``
    (JSON keeps ints, floats, strings and booleans apart, so labels come back as the kind they were),
-   ``binning`` (``max_bins``, ``strategy``, ``dtype``), ``n_features`` and ``sha256`` of the payload;
+   ``binning`` (``max_bins``, ``strategy``, ``dtype``; null for a learner of raw features), ``n_features`` and
+   ``sha256`` of the payload;
 3. the payload: an ``.npz`` archive of the tree tables and the flat bin edges, read with ``allow_pickle=False``
    so that loading a file never runs code from it.
 
@@ -68,15 +69,19 @@ def model_bytes(model) -> bytes:
         arrays = model.saved_arrays()
     except RuntimeError as error:
         raise ModelFileError(f"cannot save an unfitted {name}: {error}") from None
-    edges, offsets = model.bins_.flat_edges()
-    payload = _npz_bytes({**arrays, "bin_edges": edges, "bin_offsets": offsets})
+    bins = getattr(model, "bins_", None)
+    if bins is not None:
+        edges, offsets = bins.flat_edges()
+        arrays = {**arrays, "bin_edges": edges, "bin_offsets": offsets}
+    payload = _npz_bytes(arrays)
     header = {
         "format_version": FORMAT_VERSION,
         "learner": name,
         "params": model.get_params(),
         "classes": np.asarray(model.classes_).tolist(),
-        "binning": {"max_bins": model.bins_.max_bins, "strategy": model.bins_.strategy, "dtype": model.bins_.dtype},
-        "n_features": model.bins_.n_features,
+        "binning": None if bins is None else {"max_bins": bins.max_bins, "strategy": bins.strategy,
+                                              "dtype": bins.dtype},
+        "n_features": learners.model_input(model)[1],
         "sha256": hashlib.sha256(payload).hexdigest(),
     }
     try:
@@ -127,6 +132,12 @@ def _rebuild(header: dict, arrays: dict, source: str):
     model = spec.make(**header["params"])
     model.classes_ = _classes(header["classes"])
     binning = header["binning"]
+    if binning is None:  # a learner of raw features: its arrays carry the input description
+        model.restore_arrays(arrays)
+        if learners.model_input(model)[1] != header["n_features"]:
+            raise ValueError(f"state for {learners.model_input(model)[1]} features, header says "
+                             f"{header['n_features']}")
+        return model
     _check_bin_tables(arrays, binning["dtype"])
     model.bins_ = BinMapper.from_flat_edges(arrays["bin_edges"], arrays["bin_offsets"], binning["max_bins"],
                                             binning["strategy"], binning["dtype"])

@@ -28,10 +28,12 @@ import numpy as np
 
 from . import learners
 from .emit import C_TYPES
+from .state import C_TYPES as STATE_C_TYPES
 from .export import read_manifest, runtime_sources
 
 STATUS_CDEF = """
-typedef enum { ES_OK = 0, ES_ERR_NULL = 1, ES_ERR_MODEL = 2, ES_ERR_LABEL = 3, ES_ERR_FULL = 4 } es_status;
+typedef enum { ES_OK = 0, ES_ERR_NULL = 1, ES_ERR_MODEL = 2, ES_ERR_LABEL = 3, ES_ERR_FULL = 4,
+               ES_ERR_INPUT = 5 } es_status;
 """
 
 TREE_CDEF = """
@@ -51,11 +53,11 @@ es_status es_ensemble_predict_proba(const es_ensemble *model, const uint8_t *bin
 
 def learner_cdef(state) -> str:
     """The runtime structs and entry points of a learning learner (from its state description)."""
-    prefix = state.prefix
+    prefix, row = state.prefix, state.input_type
     return state.cdef() + f"""
-es_status {prefix}_learn(const {prefix} *model, const uint8_t *bins, uint8_t label);
-es_status {prefix}_predict_proba(const {prefix} *model, const uint8_t *bins, uint32_t *acc, uint16_t *proba);
-"""
+es_status {prefix}_learn(const {prefix} *model, const {row} *row, uint8_t label);
+es_status {prefix}_predict_proba(const {prefix} *model, const {row} *row, uint32_t *acc, uint16_t *proba);
+""" + state.host_cdef
 
 
 def runtime_cdef() -> str:
@@ -73,6 +75,11 @@ es_status {name}_learn(const {ctype} *features, uint8_t label);
 uint32_t {name}_state_size(void);
 """
 
+# The device's float arithmetic must not be contracted into fused multiply-adds (float learners check the C
+# against Python bit for bit); it changes nothing for integer code.
+COMPILE_ARGS = ("-O2", "-std=c99", "-ffp-contract=off")
+
+
 class DeviceError(RuntimeError):
     """The C code returned a status other than ES_OK."""
 
@@ -87,7 +94,8 @@ def compile_library(cdef: str, header: str, sources: list[Path], include_dir: Pa
     A process loads one library file once, so its static variables are shared; ``private`` loads a copy of
     the file instead, giving the caller its own static state (a learning bundle's model).
     """
-    digest = hashlib.sha256(cdef.encode() + header.encode() + cffi.__version__.encode() + sys.version.encode())
+    digest = hashlib.sha256(cdef.encode() + header.encode() + cffi.__version__.encode() + sys.version.encode()
+                            + " ".join(COMPILE_ARGS).encode())
     for source in sources:
         digest.update(source.name.encode() + source.read_bytes())
     module = f"_es_{digest.hexdigest()[:20]}"
@@ -97,7 +105,7 @@ def compile_library(cdef: str, header: str, sources: list[Path], include_dir: Pa
         ffi = cffi.FFI()
         ffi.cdef(cdef)
         ffi.set_source(module, header, sources=[str(s) for s in sources], include_dirs=[str(include_dir)],
-                       extra_compile_args=["-O2", "-std=c99"])
+                       extra_compile_args=list(COMPILE_ARGS))
         build.mkdir(parents=True, exist_ok=True)
         built = [Path(ffi.compile(tmpdir=str(build)))]
     library = built[0]
@@ -258,18 +266,26 @@ class RuntimeLearner:
         self._learn = getattr(self.lib, f"{self.state.prefix}_learn")
         self._predict_proba = getattr(self.lib, f"{self.state.prefix}_predict_proba")
         self._acc = self.ffi.new("uint32_t[]", self.n_classes)
+        self._row_type = f"{self.state.input_type}[]"
+        self._row_dtype = STATE_C_TYPES[self.state.input_type][2]
 
-    def learn(self, bins: np.ndarray, label: int) -> int:
-        """Status of the runtime's learn call (0 = ES_OK)."""
-        row = np.ascontiguousarray(bins, dtype=np.uint8)
-        return self._learn(self.model, self.ffi.from_buffer("uint8_t[]", row), label)
+    def learn(self, row: np.ndarray, label: int) -> int:
+        """Status of the runtime's learn call (0 = ES_OK) on one row: bins or raw features, as the runtime takes
+        them (the state description's ``input_type``)."""
+        row = np.ascontiguousarray(row, dtype=self._row_dtype)
+        return self._learn(self.model, self.ffi.from_buffer(self._row_type, row), label)
 
-    def predict_proba(self, bins: np.ndarray) -> np.ndarray:
-        rows = np.ascontiguousarray(np.atleast_2d(bins), dtype=np.uint8)
+    def predict_proba_status(self, row: np.ndarray, proba: np.ndarray) -> int:
+        """Status of the runtime's predict_proba call on one row, writing ``proba`` (uint16, n_classes)."""
+        row = np.ascontiguousarray(row, dtype=self._row_dtype)
+        return self._predict_proba(self.model, self.ffi.from_buffer(self._row_type, row), self._acc,
+                                   self.ffi.from_buffer("uint16_t[]", proba))
+
+    def predict_proba(self, rows: np.ndarray) -> np.ndarray:
+        rows = np.ascontiguousarray(np.atleast_2d(rows), dtype=self._row_dtype)
         proba = np.empty((len(rows), self.n_classes), dtype=np.uint16)
         for i, row in enumerate(rows):
-            check(self._predict_proba(self.model, self.ffi.from_buffer("uint8_t[]", row), self._acc,
-                                      self.ffi.from_buffer("uint16_t[]", proba[i])), "predict_proba")
+            check(self.predict_proba_status(row, proba[i]), "predict_proba")
         return proba
 
     def counter_values(self) -> dict:

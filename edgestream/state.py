@@ -31,6 +31,7 @@ C_TYPES = {
     "uint16_t": (2, 2, np.dtype("<u2")),
     "int32_t": (4, 4, np.dtype("<i4")),
     "uint32_t": (4, 4, np.dtype("<u4")),
+    "float": (4, 4, np.dtype("<f4")),
     "es_node": (4, 2, NODE_DTYPE),
 }
 
@@ -79,13 +80,19 @@ class Region:
 
 @dataclass(frozen=True)
 class StateSpec:
-    """The device state of one learner: ``prefix`` names its C types (``es_shrubs_config`` ...)."""
+    """The device state of one learner: ``prefix`` names its C types (``es_shrubs_config`` ...).
+
+    ``input_type`` is the C type of the row the runtime's ``<prefix>_learn`` and ``<prefix>_predict_proba``
+    take: ``uint8_t`` bins (quantized by the bundle) or ``float`` raw features. ``host_cdef`` declares further
+    runtime functions the host simulation exposes (cffi syntax), beyond the learn and predict_proba entries."""
 
     prefix: str
     title: str
     config: tuple[Field, ...]
     counters: tuple[Field, ...]
     regions: tuple[RegionSpec, ...]
+    input_type: str = "uint8_t"
+    host_cdef: str = ""
 
     @property
     def config_type(self) -> str:
@@ -130,9 +137,11 @@ class StateSpec:
     def header(self) -> str:
         """``csrc/<prefix>_state.h``: the runtime's view of the state (generated, never edited by hand)."""
         guard = f"{self.prefix.upper()}_STATE_H"
+        uses_nodes = any(item.c_type == "es_node" for item in self.config + self.counters + self.regions)
+        include = "es_tree.h" if uses_nodes else "es_common.h"
         return (f"/* {self.title}: the device state's C types. Generated from edgestream's state description "
                 f"(edgestream.state);\n * regenerate with `python scripts/generate_headers.py`, never edit by hand. */\n"
-                f"#ifndef {guard}\n#define {guard}\n\n#include \"es_tree.h\"\n\n{self.declarations()}\n#endif\n")
+                f"#ifndef {guard}\n#define {guard}\n\n#include \"{include}\"\n\n{self.declarations()}\n#endif\n")
 
 
 @dataclass
@@ -194,6 +203,8 @@ class StateLayout:
                 continue
             if region.c_type == "es_node":
                 body = ",\n        ".join(f"{{ {n['feature']}, {n['threshold']}, {n['child']} }}" for n in values)
+            elif region.c_type == "float":
+                body = emit_array(values, "float32").replace("\n    ", "\n        ")
             else:
                 body = emit_array(values).replace("\n    ", "\n        ")
             lines.append(f"    .{region.name} = {{\n        {body}\n    }},")
@@ -208,8 +219,7 @@ class StateLayout:
         return "\n".join(lines) + "\n};"
 
     def config_initializer(self, name: str) -> str:
-        values = ", ".join(f"{int(self.config[f.name])}{'u' if f.c_type.startswith('uint') else ''}"
-                           for f in self.spec.config)
+        values = ", ".join(c_scalar(self.config[f.name], f.c_type) for f in self.spec.config)
         return f"static const {self.spec.config_type} {name}_config = {{ {values} }};"
 
     def initial_image_bytes(self, arrays: dict[str, np.ndarray], counters: dict[str, int],
@@ -217,6 +227,17 @@ class StateLayout:
         """Flash bytes of the state's initial image: the whole struct unless it is all zero (then .bss)."""
         nonzero = any(np.asarray(arrays[r.name]).view(np.uint8).any() for r in self.regions)
         return self.size(packed) if nonzero or any(counters.values()) else 0
+
+
+def c_scalar(value, c_type: str) -> str:
+    """An exact C literal of a config value: integers (``u`` for unsigned types) or a float32 as a hexadecimal
+    float literal (``0x1.bb67aep+0f``), which the compiler reads back to the same bits."""
+    if c_type == "float":
+        value = np.float32(value)
+        if not np.isfinite(value):
+            raise ValueError(f"config value {value!r} is not finite")
+        return float(value).hex() + "f"
+    return f"{int(value)}{'u' if c_type.startswith('uint') else ''}"
 
 
 def struct_size(regions, packed: bool = False) -> int:

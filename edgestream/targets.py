@@ -36,7 +36,7 @@ from .export import read_manifest
 from .simulate import cache_dir
 
 COMPILE_FLAGS = ("-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-Os", "-ffunction-sections",
-                 "-fdata-sections", "-fstack-usage")
+                 "-fdata-sections", "-fstack-usage", "-ffp-contract=off")
 LINK_FLAGS = ("-Wl,--gc-sections",)
 HARNESS = "firmware_main.c"
 ELF = "firmware.elf"

@@ -51,10 +51,14 @@ def configured(learner: str, params: dict, n_features: int, n_classes: int, boar
 
 
 def start_online(model, X, classes, bins_rows: int = BINS_ROWS):
-    """Bin edges from the first rows and the classes, before the first learning step."""
+    """Bin edges (or, for a learner with ``start``, its input setup) from the first rows and the classes, before
+    the first learning step."""
     if bins_rows < 1:
         raise ValueError(f"bins_rows={bins_rows} must be at least 1")
-    return model.fit_bins(X[: min(bins_rows, len(X))]).set_classes(classes)
+    sample = X[: min(bins_rows, len(X))]
+    if hasattr(model, "start"):
+        return model.start(sample, classes)
+    return model.fit_bins(sample).set_classes(classes)
 
 
 def train(learner: str, X, y, params: dict, board=None, ram=None, flash=None, bins_rows: int = BINS_ROWS,

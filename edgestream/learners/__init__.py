@@ -5,17 +5,19 @@
 | tree   | TreeClassifier     | frozen                   | es_binning, es_tree                    |
 | forest | ForestClassifier   | frozen                   | es_binning, es_tree                    |
 | shrubs | ShrubEnsemble      | keeps learning (window)  | es_binning, es_tree, es_cart, es_shrubs |
+| bls    | OnlineBLSClassifier | keeps learning (factor) | es_fixed, es_bls                       |
 """
 
 from __future__ import annotations
 
-from . import forest, shrubs, tree
-from .base import LearnerSpec, Option
+from . import bls, forest, shrubs, tree
+from .base import LearnerSpec, Option, is_fitted, model_input
+from .bls import OnlineBLSClassifier
 from .forest import ForestClassifier
 from .shrubs import ShrubEnsemble
 from .tree import BinnedClassifier, TreeClassifier
 
-REGISTRY: dict[str, LearnerSpec] = {spec.name: spec for spec in (tree.SPEC, forest.SPEC, shrubs.SPEC)}
+REGISTRY: dict[str, LearnerSpec] = {spec.name: spec for spec in (tree.SPEC, forest.SPEC, shrubs.SPEC, bls.SPEC)}
 
 
 def get(name: str) -> LearnerSpec:
@@ -46,5 +48,5 @@ def names_of_classes() -> str:
     return ", ".join(spec.cls.__name__ for spec in REGISTRY.values())
 
 
-__all__ = ["REGISTRY", "BinnedClassifier", "ForestClassifier", "LearnerSpec", "Option", "ShrubEnsemble",
-           "TreeClassifier", "by_class_name", "get", "of_model"]
+__all__ = ["REGISTRY", "BinnedClassifier", "ForestClassifier", "LearnerSpec", "OnlineBLSClassifier", "Option",
+           "ShrubEnsemble", "TreeClassifier", "by_class_name", "get", "is_fitted", "model_input", "of_model"]

@@ -45,13 +45,29 @@ INPUT_DTYPE = Option("--input-dtype", "input_dtype", str,
 TREE_OPTIONS = (MAX_DEPTH, CRITERION, MIN_SAMPLES_LEAF, MAX_BINS, BINNING, INPUT_DTYPE)
 
 
+def model_input(model) -> tuple[str, int]:
+    """(input dtype, number of features) of a fitted model: from its bin edges, or, for a learner that takes raw
+    features (no ``bins_``), from its ``input_dtype`` and ``n_features_``."""
+    bins = getattr(model, "bins_", None)
+    if bins is not None:
+        return bins.dtype, bins.n_features
+    return model.input_dtype, model.n_features_
+
+
+def is_fitted(model) -> bool:
+    """The model has its classes and its input (bin edges, or the raw-feature learner's ``n_features_``)."""
+    return hasattr(model, "classes_") and (hasattr(model, "bins_") or hasattr(model, "n_features_"))
+
+
 @dataclass(frozen=True)
 class LearnerSpec:
     """One learner, declared once.
 
     * ``cls``: the estimator (``get_params``, ``bins_``, ``classes_``, ``saved_arrays``, ``restore_arrays``,
       ``predict_encoded``, ``predict_proba_q15``; online learners also ``learn_one``, ``fit_bins``, ``set_classes``,
-      ``encode_label``).
+      ``encode_label``). A learner that takes raw features instead of bins has no ``bins_``; it gives
+      ``input_dtype`` and ``n_features_`` (see :func:`model_input`), and an online one ``start(X_sample, classes)``
+      instead of ``fit_bins`` and ``set_classes``.
     * ``learning``: the exported C keeps learning on the device (``<name>_learn``); ``online``: ``fit`` learns the
       rows in file order, one at a time, as the device would.
     * ``runtime``: the ``csrc/`` modules a bundle needs; ``template``: the ``codegen/`` template of ``<name>.c``.

@@ -1,0 +1,371 @@
+/* Online-BLS on the device; see es_bls.h and edgestream/learners/bls.py (the specification). No malloc, no
+ * recursion, no VLAs, no libm: float32 arithmetic in the specification's order, every sum from index 0 up. */
+#include "es_bls.h"
+
+#include <string.h>
+
+#include "es_fixed.h"
+
+#define ES_BLS_SEED_MIX 0x6D2B79F5u
+#define ES_BLS_CLAMP 8.0f
+#define ES_BLS_TANH_LIMIT 3.0f
+#define ES_BLS_PROBA_SCALE 4096.0f
+#define ES_BLS_SCORE_LIMIT 1073741824.0f
+
+static uint32_t float_bits(float x)
+{
+    uint32_t bits;
+    memcpy(&bits, &x, sizeof bits);
+    return bits;
+}
+
+static float bits_float(uint32_t bits)
+{
+    float x;
+    memcpy(&x, &bits, sizeof x);
+    return x;
+}
+
+float es_bls_sqrt(float x)
+{
+    uint32_t ix = float_bits(x);
+    uint32_t exponent = (ix >> 23) & 0xFFu;
+    uint32_t mantissa = ix & 0x007FFFFFu;
+    uint32_t q = 0, s = 0, r = 0x01000000u, t;
+    uint32_t odd;
+
+    if (exponent == 0xFFu) {          /* NaN stays NaN, +inf stays +inf, -inf becomes NaN */
+        return (ix & 0x80000000u) && mantissa == 0 ? bits_float(0x7FC00000u) : x;
+    }
+    if ((ix & 0x7FFFFFFFu) == 0) {    /* +-0 */
+        return x;
+    }
+    if (ix & 0x80000000u) {
+        return bits_float(0x7FC00000u);
+    }
+    if (exponent == 0) {              /* subnormal: normalize, the exponent goes to 1 - shifts */
+        uint32_t shifts = 0;
+        while ((mantissa & 0x00800000u) == 0) {
+            mantissa <<= 1;
+            shifts++;
+        }
+        mantissa &= 0x007FFFFFu;
+        /* biased exponent 1 - shifts, kept non-negative as e + 32 below */
+        exponent = 33u - shifts;
+    } else {
+        exponent += 32u;
+    }
+    /* x = 1.m * 2^(exponent - 32 - 127); the unbiased exponent is odd when exponent - 159 is */
+    mantissa |= 0x00800000u;
+    odd = (exponent - 159u) & 1u;     /* modulo 2**32, the parity is right either way */
+    if (odd) {
+        mantissa += mantissa;
+    }
+    mantissa += mantissa;
+    /* bit by bit: q = floor(sqrt(mantissa * 2**23)) with one extra (rounding) bit */
+    while (r != 0) {
+        t = s + r;
+        if (t <= mantissa) {
+            s = t + r;
+            mantissa -= t;
+            q += r;
+        }
+        mantissa += mantissa;
+        r >>= 1;
+    }
+    if (mantissa != 0) {              /* inexact: round to nearest (a tie is impossible) */
+        q += q & 1u;
+    }
+    /* the result's biased exponent is (unbiased - odd) / 2 + 127 = (exponent - odd + 95) / 2 >= 1; q >> 1
+     * carries the hidden bit (1 << 23), so one less goes into the exponent field */
+    return bits_float((q >> 1) + (((exponent - odd + 95u) / 2u - 1u) << 23));
+}
+
+float es_bls_tanh(float x)
+{
+    float x2, num, den;
+    if (x >= ES_BLS_TANH_LIMIT) {
+        return 1.0f;
+    }
+    if (x <= -ES_BLS_TANH_LIMIT) {
+        return -1.0f;
+    }
+    x2 = x * x;
+    num = 27.0f + x2;
+    num = x * num;
+    den = 9.0f * x2;
+    den = 27.0f + den;
+    return num / den;
+}
+
+static uint32_t next_random(uint32_t *state)
+{
+    uint32_t s = *state;
+    s ^= s << 13;
+    s ^= s >> 17;
+    s ^= s << 5;
+    *state = s;
+    return s;
+}
+
+/* The next weight of the stream: (s >> 8) * 2**-23 - 1, exact in float32. */
+static float next_weight(uint32_t *state)
+{
+    float w = (float)(next_random(state) >> 8);
+    w = w * 1.1920928955078125e-7f;
+    return w - 1.0f;
+}
+
+static int finite_row(const float *features, uint8_t n)
+{
+    uint8_t j;
+    for (j = 0; j < n; j++) {
+        if ((float_bits(features[j]) & 0x7F800000u) == 0x7F800000u) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* The broad features of one (finite) row into model->broad; model->inputs holds the standardized row. */
+static void broad(const es_bls *model, const float *features)
+{
+    const es_bls_config *config = model->config;
+    uint8_t d = config->n_features;
+    uint16_t nf = config->feature_nodes, ne = config->enhancement_nodes, k, q;
+    uint32_t state = config->seed ^ ES_BLS_SEED_MIX;
+    uint8_t j;
+    float acc;
+
+    if (state == 0) {
+        state = ES_BLS_SEED_MIX;
+    }
+    for (j = 0; j < d; j++) {
+        float u = features[j] - model->center[j];
+        u = u * model->scale[j];
+        if (u > ES_BLS_CLAMP) {
+            u = ES_BLS_CLAMP;
+        } else if (u < -ES_BLS_CLAMP) {
+            u = -ES_BLS_CLAMP;
+        }
+        model->inputs[j] = u;
+    }
+    for (k = 0; k < nf; k++) {
+        acc = 0.0f;
+        for (j = 0; j < d; j++) {
+            float w = next_weight(&state);
+            acc = acc + w * model->inputs[j];
+        }
+        acc = acc * config->feature_scale;
+        model->broad[k] = acc + next_weight(&state);
+    }
+    for (q = 0; q < ne; q++) {
+        acc = 0.0f;
+        for (k = 0; k < nf; k++) {
+            float w = next_weight(&state);
+            acc = acc + w * model->broad[k];
+        }
+        acc = acc * config->enhance_scale;
+        model->broad[nf + q] = es_bls_tanh(acc + next_weight(&state));
+    }
+}
+
+/* Scores W^T a into out[n_classes], sums in node order. */
+static void scores(const es_bls *model, float *out)
+{
+    uint32_t m = (uint32_t)model->config->feature_nodes + model->config->enhancement_nodes, i;
+    uint8_t c, n_classes = model->config->n_classes;
+    for (c = 0; c < n_classes; c++) {
+        out[c] = 0.0f;
+    }
+    for (i = 0; i < m; i++) {
+        float a = model->broad[i];
+        const float *row = model->weights + i * n_classes;
+        for (c = 0; c < n_classes; c++) {
+            out[c] = out[c] + a * row[c];
+        }
+    }
+}
+
+/* L L^T + v v^T through Givens rotations, L packed lower by columns; v (m floats) is consumed. */
+static void rank_one_update(float *factor, float *v, uint32_t m)
+{
+    uint32_t i, p, k = 0;
+    for (i = 0; i < m; k += m - i, i++) {
+        float vi = v[i], lii, r, c, s;
+        if (vi == 0.0f) {
+            continue;
+        }
+        lii = factor[k];
+        r = lii * lii;
+        r = r + vi * vi;
+        r = es_bls_sqrt(r);
+        c = lii / r;
+        s = vi / r;
+        factor[k] = r;
+        for (p = i + 1; p < m; p++) {
+            float lp = factor[k + p - i], vp = v[p];
+            float t = c * lp;
+            factor[k + p - i] = t + s * vp;
+            t = c * vp;
+            v[p] = t - s * lp;
+        }
+    }
+}
+
+/* L L^T X = rhs (m x n_classes, row-major) in place: forward then back substitution, axpy order. */
+static void solve(const float *factor, float *rhs, uint32_t m, uint8_t n_classes)
+{
+    uint32_t i, p, k;
+    uint8_t c;
+
+    for (i = 0, k = 0; i < m; k += m - i, i++) {
+        float lii = factor[k];
+        float *row = rhs + i * n_classes;
+        for (c = 0; c < n_classes; c++) {
+            row[c] = row[c] / lii;
+        }
+        for (p = i + 1; p < m; p++) {
+            float l = factor[k + p - i];
+            float *target = rhs + p * n_classes;
+            for (c = 0; c < n_classes; c++) {
+                target[c] = target[c] - l * row[c];
+            }
+        }
+    }
+    for (i = m; i-- > 0;) {
+        uint32_t diagonal = i * m - i * (i - 1u) / 2u;
+        float *row = rhs + i * n_classes;
+        for (c = 0; c < n_classes; c++) {
+            row[c] = row[c] / factor[diagonal];
+        }
+        /* row i of L: L[i, p] for p < i sits in column p at offset(p) + (i - p) */
+        for (p = 0, k = 0; p < i; k += m - p, p++) {
+            float l = factor[k + i - p];
+            float *target = rhs + p * n_classes;
+            for (c = 0; c < n_classes; c++) {
+                target[c] = target[c] - l * row[c];
+            }
+        }
+    }
+}
+
+es_status es_bls_learn(const es_bls *model, const float *features, uint8_t label)
+{
+    const es_bls_config *config;
+    uint32_t m, i, size;
+    uint8_t c, n_classes;
+    float refresh;
+
+    if (model == NULL || model->config == NULL || features == NULL) {
+        return ES_ERR_NULL;
+    }
+    config = model->config;
+    n_classes = config->n_classes;
+    m = (uint32_t)config->feature_nodes + config->enhancement_nodes;
+    if (label >= n_classes) {
+        return ES_ERR_LABEL;
+    }
+    if (!finite_row(features, config->n_features)) {
+        return ES_ERR_INPUT;
+    }
+    broad(model, features);
+    scores(model, model->residual);
+    for (c = 0; c < n_classes; c++) {
+        model->residual[c] = (c == label ? 1.0f : 0.0f) - model->residual[c];
+    }
+    size = m * (m + 1u) / 2u;
+    if (config->sqrt_forget != 1.0f) {
+        for (i = 0; i < size; i++) {
+            model->factor[i] = model->factor[i] * config->sqrt_forget;
+        }
+    }
+    for (i = 0; i < m; i++) {
+        model->rotate[i] = model->broad[i];
+    }
+    rank_one_update(model->factor, model->rotate, m);
+    refresh = config->refresh_sqrt;
+    if (refresh != 0.0f) {
+        for (i = 0; i < m; i++) {
+            model->rotate[i] = 0.0f;
+        }
+        model->rotate[model->counters->refresh] = refresh;
+        rank_one_update(model->factor, model->rotate, m);
+    }
+    for (i = 0; i < m; i++) {
+        for (c = 0; c < n_classes; c++) {
+            model->delta[i * n_classes + c] = model->broad[i] * model->residual[c];
+        }
+    }
+    if (refresh != 0.0f) {
+        uint32_t j = model->counters->refresh;
+        float rho = refresh * refresh;
+        for (c = 0; c < n_classes; c++) {
+            float t = rho * model->weights[j * n_classes + c];
+            model->delta[j * n_classes + c] = model->delta[j * n_classes + c] - t;
+        }
+        model->counters->refresh = (uint16_t)((j + 1u) % m);
+    }
+    solve(model->factor, model->delta, m, n_classes);
+    for (i = 0; i < m * n_classes; i++) {
+        model->weights[i] = model->weights[i] + model->delta[i];
+    }
+    model->counters->n_learned++;
+    return ES_OK;
+}
+
+static es_status prepare(const es_bls *model, const float *features)
+{
+    if (model == NULL || model->config == NULL || features == NULL) {
+        return ES_ERR_NULL;
+    }
+    if (!finite_row(features, model->config->n_features)) {
+        return ES_ERR_INPUT;
+    }
+    broad(model, features);
+    scores(model, model->residual);
+    return ES_OK;
+}
+
+es_status es_bls_predict_proba(const es_bls *model, const float *features, uint32_t *work, uint16_t *proba)
+{
+    uint8_t c;
+    es_status status;
+    if (work == NULL || proba == NULL) {
+        return ES_ERR_NULL;
+    }
+    status = prepare(model, features);
+    if (status != ES_OK) {
+        return status;
+    }
+    for (c = 0; c < model->config->n_classes; c++) {
+        float t = model->residual[c] * ES_BLS_PROBA_SCALE;
+        if (t > ES_BLS_SCORE_LIMIT) {
+            t = ES_BLS_SCORE_LIMIT;
+        } else if (t < -ES_BLS_SCORE_LIMIT) {
+            t = -ES_BLS_SCORE_LIMIT;
+        }
+        model->scores[c] = (int32_t)t;
+    }
+    return es_softmax_q15(model->scores, model->config->n_classes, work, proba);
+}
+
+es_status es_bls_predict(const es_bls *model, const float *features, uint8_t *class_out)
+{
+    uint8_t c, best = 0;
+    es_status status;
+    if (class_out == NULL) {
+        return ES_ERR_NULL;
+    }
+    status = prepare(model, features);
+    if (status != ES_OK) {
+        return status;
+    }
+    for (c = 1; c < model->config->n_classes; c++) {
+        if (model->residual[c] > model->residual[best]) {
+            best = c;
+        }
+    }
+    *class_out = best;
+    return ES_OK;
+}

@@ -1,0 +1,31 @@
+/* Online broad learning system (Online-BLS) that keeps learning on the device in memory fixed at generation time.
+ * edgestream/learners/bls.py is the specification: operation order, the random weight stream, the tanh
+ * approximation, the packed factor and the forgetting rule are written there. Compile with -ffp-contract=off
+ * (no fused multiply-add), so that x86, Cortex-M4F and Cortex-M0 (soft float) compute the same bits. */
+#ifndef ES_BLS_H
+#define ES_BLS_H
+
+#include "es_common.h"
+
+/* es_bls_config, es_bls_counters and es_bls (pointers to the regions of one model's state) are generated from
+ * the state description in edgestream/learners/bls.py. */
+#include "es_bls_state.h"
+
+/* Correctly rounded IEEE float32 square root (integer algorithm, no libm): equal to sqrtf for every input. */
+float es_bls_sqrt(float x);
+
+/* The rational tanh approximation of the specification. */
+float es_bls_tanh(float x);
+
+/* Learn one row of n_features raw features. A label >= n_classes gives ES_ERR_LABEL, a NaN or infinite
+ * feature ES_ERR_INPUT; either way nothing changes. */
+es_status es_bls_learn(const es_bls *model, const float *features, uint8_t label);
+
+/* Q15 class probabilities of one row (they sum to 32768); work is scratch of n_classes. ES_ERR_INPUT for a
+ * NaN or infinite feature. Only the scratch regions change. */
+es_status es_bls_predict_proba(const es_bls *model, const float *features, uint32_t *work, uint16_t *proba);
+
+/* The class of one row: the first index of the largest score. */
+es_status es_bls_predict(const es_bls *model, const float *features, uint8_t *class_out);
+
+#endif

@@ -1,0 +1,528 @@
+"""Online broad learning system (Online-BLS, Lei et al.) in float32, the specification of ``csrc/es_bls.c``.
+
+A sample ``x`` (``d`` raw float32 features) becomes the broad feature vector ``a = [z | h]`` of ``m = F + E``
+nodes: ``F`` feature nodes ``z = phi(x W_f + b_f)`` (linear, ``phi`` the identity) and ``E`` enhancement nodes
+``h = tanh(z W_e + b_e)``. The readout ``W`` (``m x C``, one-hot targets) is the ridge solution
+``K W = V`` with ``K = sum a a^T + lambda I``; it is kept through the lower Cholesky factor ``L`` of ``K``,
+updated per sample by Givens rotations (the paper's section 3.4) and solved by forward and back substitution
+(section 3.3). No matrix is ever inverted. ``K`` and ``V`` forget old samples with the factor ``mu`` (section 3.5).
+
+Decisions (the C runtime follows every one of them to the bit):
+
+* **Random weights** come from a xorshift32 stream (``s ^= s << 13; s ^= s >> 17; s ^= s << 5``) started at
+  ``seed ^ 0x6D2B79F5`` (a zero start becomes ``0x6D2B79F5``); each number gives the float32
+  ``(s >> 8) * 2**-23 - 1`` in [-1, 1), exact. The stream restarts for every sample and is read in one order:
+  for each feature node its ``d`` weights then its bias, then for each enhancement node its ``F`` weights then
+  its bias. The device regenerates them (no tables); Python generates them once.
+* **Groups**: the paper's ``n2`` groups of ``n1`` feature nodes (and ``n4`` groups of ``n3`` enhancement nodes)
+  with i.i.d. weights are the same model as one group of ``n1 * n2`` (``n3 * n4``) nodes; the parameters are the
+  totals ``feature_nodes`` and ``enhancement_nodes``.
+* **Inputs** are standardized with a center and scale per feature fitted once on the first rows of the stream
+  (:meth:`OnlineBLSClassifier.start`; the device ships with them): ``u = (x - center) * scale`` clamped to
+  [-8, 8]. ``z_k = (sum_j Wf[k, j] u_j) * sqrt(3 / d) + bf_k`` and
+  ``h_q = tanh((sum_k We[q, k] z_k) * sqrt(3 / F) + be_q)`` (both scale factors rounded to float32 once), so the
+  pre-activations have about unit variance.
+* **Arithmetic**: float32 only, every sum in index order starting from 0, no fused multiply-add (the C is
+  compiled with ``-ffp-contract=off``), division and square root correctly rounded (the C computes square roots
+  with an integer algorithm, ``es_bls_sqrt``, equal to IEEE ``sqrtf``; C division is IEEE on x86, the M4F FPU
+  and the M0's soft float).
+* **tanh** is the rational ``x (27 + x^2) / (27 + 9 x^2)`` for ``|x| < 3`` and ``+-1`` beyond (continuous at 3,
+  within 0.024 of tanh, non-decreasing and within [-1, 1] up to float32 rounding, 4e-7), computed as ``x2 = x*x; n = x*(27 + x2); den = 27 + 9*x2; n / den``.
+* **Factor**: lower triangular, stored packed by columns (column ``i`` holds rows ``i..m-1``). It starts as
+  ``sqrt(lambda) I`` (``W = 0``). A rank-one update with a vector ``v`` rotates, for ``i = 0..m-1`` with
+  ``v_i != 0`` (``v_i == 0`` is the identity rotation and is skipped),
+  ``r = sqrt(L_ii*L_ii + v_i*v_i); c = L_ii / r; s = v_i / r; L_ii = r`` and for ``p > i``
+  ``L_pi, v_p = c*L_pi + s*v_p, c*v_p - s*L_pi``. ``r >= L_ii > 0``, so the diagonal stays positive and no
+  sign flip (the paper's Remark 1) is ever needed.
+* **Forgetting** (``mu < 1``): ``K_k = mu K_{k-1} + a a^T + rho e_j e_j^T`` and ``V_k = mu V_{k-1} + a y^T``.
+  ``L`` is first multiplied by ``sqrt(mu)``; then the rank-one update with ``a``; then one with
+  ``sqrt(rho) e_j``, ``j = k mod m`` cycling over the nodes, ``rho = lambda (1 - mu^m)``. This *regularization
+  refresh* keeps every diagonal regularizer between ``mu^m lambda`` and ``lambda`` (without it ``lambda`` would
+  decay to 0 and ``K`` would lose positive definiteness when fewer than ``m`` recent samples span the nodes).
+  With ``mu = 1`` (no forgetting) ``rho = 0`` and this is exactly the paper's Algorithm 1.
+* **Weights**: with ``e = y - W^T a`` (the residual before the update, ``y`` one-hot), ``K_k dW = B`` with
+  ``B = a e^T - rho e_j W_{k-1}[j, :]`` (``rho`` as ``sqrt(rho) * sqrt(rho)`` in float32), solved column-wise
+  by forward substitution ``t_i = (b_i - L_i0 c_0 - L_i1 c_1 - ...) / L_ii`` (terms in increasing index order)
+  and back substitution ``dw_i = (c_i - L_{m-1,i} dw_{m-1} - ... - L_{i+1,i} dw_{i+1}) / L_ii`` (terms in
+  decreasing index order); then ``W += dW``.
+* **Prediction**: scores ``s = W^T a`` (sums in node order); the class is the first index of the largest score.
+  Probabilities are the exact integer softmax of :mod:`edgestream.fixedpoint` (``es_softmax_q15``) of the Q10
+  scores ``trunc(clamp(s * 4096, +-2**30))`` (a gain of 4 on the one-hot regression outputs); they sum to 32768.
+* **Bad input**: NaN or infinite features are refused (``ValueError`` here, ``ES_ERR_INPUT`` on the device),
+  labels outside the classes too (``ES_ERR_LABEL``); either way the state is unchanged.
+* **Parameters** must keep ``lambda * mu^m >= 1e-12``, so the diagonal of ``L`` stays far from float32
+  underflow; the clamped inputs keep every broad feature below ``8 * 255 + 1`` in magnitude, so ``L`` cannot
+  overflow within any feasible stream.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+
+from ..fixedpoint import softmax_q15
+from ..state import Field, RegionSpec, StateSpec
+from ..tree import MAX_CLASSES
+from .base import LearnerSpec, Option
+
+F32 = np.float32
+MAX_FEATURE_NODES = 1024
+MAX_ENHANCEMENT_NODES = 1024
+MAX_FEATURES = 255
+CLAMP = F32(8.0)
+TANH_LIMIT = F32(3.0)
+PROBA_SCALE = F32(4096.0)  # Q10 (1024) times a gain of 4
+SCORE_LIMIT = F32(2.0**30)
+SEED_MIX = 0x6D2B79F5
+STATE_ARRAYS = ("center", "scale", "factor", "weights")
+
+
+def _nodes(config: dict) -> int:
+    return config["feature_nodes"] + config["enhancement_nodes"]
+
+
+STATE = StateSpec(
+    prefix="es_bls",
+    title="Online broad learning system",
+    input_type="float",
+    host_cdef="es_status es_bls_predict(const es_bls *model, const float *features, uint8_t *class_out);\n"
+              "float es_bls_sqrt(float x);\nfloat es_bls_tanh(float x);\n",
+    config=(
+        Field("n_features", "uint8_t"), Field("n_classes", "uint8_t"),
+        Field("feature_nodes", "uint16_t", "F"), Field("enhancement_nodes", "uint16_t", "E; m = F + E nodes"),
+        Field("seed", "uint32_t", "random weights: xorshift32 from this seed"),
+        Field("feature_scale", "float", "sqrt(3 / d)"), Field("enhance_scale", "float", "sqrt(3 / F)"),
+        Field("sqrt_forget", "float", "sqrt(mu); 1 = no forgetting"),
+        Field("refresh_sqrt", "float", "sqrt(lambda (1 - mu^m)); 0 = no refresh"),
+    ),
+    counters=(
+        Field("n_learned", "uint32_t", "samples learned"),
+        Field("refresh", "uint16_t", "node whose regularization is refreshed next"),
+    ),
+    regions=(
+        RegionSpec("center", "input", "float", lambda c: c["n_features"], "d"),
+        RegionSpec("scale", "input", "float", lambda c: c["n_features"], "d"),
+        RegionSpec("factor", "factor", "float", lambda c: _nodes(c) * (_nodes(c) + 1) // 2,
+                   "m (m + 1) / 2, lower, packed by columns"),
+        RegionSpec("weights", "weights", "float", lambda c: _nodes(c) * c["n_classes"], "m x classes"),
+        RegionSpec("inputs", "scratch", "float", lambda c: c["n_features"], "d, standardized"),
+        RegionSpec("broad", "scratch", "float", _nodes, "m"),
+        RegionSpec("rotate", "scratch", "float", _nodes, "m"),
+        RegionSpec("delta", "scratch", "float", lambda c: _nodes(c) * c["n_classes"], "m x classes"),
+        RegionSpec("residual", "scratch", "float", lambda c: c["n_classes"], "classes"),
+        RegionSpec("scores", "scratch", "int32_t", lambda c: c["n_classes"], "classes, Q10"),
+    ),
+)
+
+
+# -- arithmetic shared with the C ------------------------------------------------------------------------------
+
+def xorshift_uniform(seed: int, count: int) -> np.ndarray:
+    """``count`` float32 numbers in [-1, 1) from the xorshift32 stream of ``seed`` (as ``es_bls`` draws them)."""
+    s = (int(seed) ^ SEED_MIX) & 0xFFFFFFFF or SEED_MIX
+    out = np.empty(count, dtype=np.uint32)
+    for i in range(count):
+        s ^= (s << 13) & 0xFFFFFFFF
+        s ^= s >> 17
+        s ^= (s << 5) & 0xFFFFFFFF
+        out[i] = s >> 8
+    return (out.astype(F32) * F32(2.0**-23) - F32(1.0)).astype(F32)
+
+
+def tanh_approx(x: np.ndarray) -> np.ndarray:
+    """The rational tanh of the module docstring, elementwise in float32."""
+    x = np.asarray(x, dtype=F32)
+    x2 = x * x
+    num = x * (F32(27.0) + x2)
+    den = F32(27.0) + F32(9.0) * x2
+    out = num / den
+    return np.where(x >= TANH_LIMIT, F32(1.0), np.where(x <= -TANH_LIMIT, F32(-1.0), out)).astype(F32)
+
+
+def column_offsets(m: int) -> np.ndarray:
+    """Index of ``L[i, i]`` in the packed factor, for every column ``i``."""
+    i = np.arange(m, dtype=np.int64)
+    return i * m - i * (i - 1) // 2
+
+
+@functools.lru_cache(maxsize=64)
+def _row_indices(m: int) -> tuple:
+    """For every row ``i``: packed indices of ``L[i, 0..i-1]``."""
+    off = column_offsets(m)
+    return tuple(off[:i] + (i - np.arange(i)) for i in range(m))
+
+
+def unpack_factor(packed: np.ndarray, m: int) -> np.ndarray:
+    """The dense lower triangular ``L`` of a packed factor."""
+    L = np.zeros((m, m), dtype=packed.dtype)
+    off = column_offsets(m)
+    for i in range(m):
+        L[i:, i] = packed[off[i] : off[i] + m - i]
+    return L
+
+
+def rank_one_update(factor: np.ndarray, v: np.ndarray, m: int) -> None:
+    """``L L^T + v v^T`` in place through Givens rotations (``v`` is consumed)."""
+    off = column_offsets(m)
+    for i in range(m):
+        vi = v[i]
+        if vi == 0:
+            continue
+        k = off[i]
+        lii = factor[k]
+        r = np.sqrt(lii * lii + vi * vi, dtype=F32)
+        c = lii / r
+        s = vi / r
+        factor[k] = r
+        column = factor[k + 1 : k + m - i]
+        rest = v[i + 1 :]
+        new_column = c * column + s * rest
+        v[i + 1 :] = c * rest - s * column
+        factor[k + 1 : k + m - i] = new_column
+
+
+def solve(factor: np.ndarray, rhs: np.ndarray, m: int) -> None:
+    """``L L^T X = rhs`` in place (``rhs`` is m x C): forward then back substitution, axpy order."""
+    off = column_offsets(m)
+    rows = _row_indices(m)
+    for d in range(m):
+        k = off[d]
+        rhs[d] = rhs[d] / factor[k]
+        if d + 1 < m:
+            rhs[d + 1 :] = rhs[d + 1 :] - factor[k + 1 : k + m - d, None] * rhs[d][None, :]
+    for i in range(m - 1, -1, -1):
+        rhs[i] = rhs[i] / factor[off[i]]
+        if i:
+            rhs[:i] = rhs[:i] - factor[rows[i], None] * rhs[i][None, :]
+
+
+class OnlineBLSClassifier:
+    """Online broad learning system: random feature and enhancement nodes, a ridge readout kept exact per sample
+    through its Cholesky factor, learning on the device in fixed memory (see the module docstring).
+
+    Parameters
+    ----------
+    feature_nodes : linear random feature nodes (F), 1..1024.
+    enhancement_nodes : tanh enhancement nodes (E), 0..1024.
+    regularization : ridge lambda (> 0).
+    forgetting : the factor mu in (0.5, 1]; 1 learns without forgetting, the paper uses 0.99 on drifting streams.
+    seed : the random weights' seed (uint32).
+    """
+
+    input_dtype = "float32"
+
+    def __init__(self, feature_nodes: int = 16, enhancement_nodes: int = 48, regularization: float = 0.01,
+                 forgetting: float = 0.99, seed: int = 1):
+        self.feature_nodes = feature_nodes
+        self.enhancement_nodes = enhancement_nodes
+        self.regularization = regularization
+        self.forgetting = forgetting
+        self.seed = seed
+        self._check_params()
+
+    # -- parameters and layout ---------------------------------------------------------------------------------
+
+    def get_params(self, deep: bool = True) -> dict:
+        names = ("feature_nodes", "enhancement_nodes", "regularization", "forgetting", "seed")
+        return {name: getattr(self, name) for name in names}
+
+    def _check_params(self):
+        def integer(name, low, high):
+            value = getattr(self, name)
+            if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or not low <= value <= high:
+                raise ValueError(f"{name}={value!r} must be an integer from {low} to {high}")
+
+        integer("feature_nodes", 1, MAX_FEATURE_NODES)
+        integer("enhancement_nodes", 0, MAX_ENHANCEMENT_NODES)
+        integer("seed", 0, 2**32 - 1)
+        lam, mu = self.regularization, self.forgetting
+        if not isinstance(lam, (int, float)) or isinstance(lam, bool) or not 1e-6 <= lam <= 1e6:
+            raise ValueError(f"regularization={lam!r} must be a number from 1e-6 to 1e6")
+        if not isinstance(mu, (int, float)) or isinstance(mu, bool) or not 0.5 < mu <= 1:
+            raise ValueError(f"forgetting={mu!r} must be a number in (0.5, 1]")
+        if lam * mu**self.n_nodes < 1e-12:
+            raise ValueError(f"regularization * forgetting**nodes = {lam * mu ** self.n_nodes:.3g} is below 1e-12: "
+                             f"the factor's diagonal could underflow; raise regularization or forgetting, or use "
+                             f"fewer nodes")
+
+    @property
+    def n_nodes(self) -> int:
+        return self.feature_nodes + self.enhancement_nodes
+
+    def device_config(self, n_features: int | None = None, n_classes: int | None = None) -> dict:
+        """The values of the C ``es_bls_config`` (features and classes default to the fitted ones)."""
+        d = self.n_features_ if n_features is None else n_features
+        mu, lam, m = float(self.forgetting), float(self.regularization), self.n_nodes
+        return {
+            "n_features": d, "n_classes": len(self.classes_) if n_classes is None else n_classes,
+            "feature_nodes": self.feature_nodes, "enhancement_nodes": self.enhancement_nodes, "seed": self.seed,
+            "feature_scale": F32(math.sqrt(3.0 / d)), "enhance_scale": F32(math.sqrt(3.0 / self.feature_nodes)),
+            "sqrt_forget": F32(math.sqrt(mu)),
+            "refresh_sqrt": F32(math.sqrt(lam * (1.0 - mu**m))) if mu < 1 else F32(0.0),
+        }
+
+    def layout(self, n_features: int | None = None, n_classes: int | None = None):
+        """The device state of this configuration (:class:`edgestream.state.StateLayout`)."""
+        return STATE.layout(self.device_config(n_features, n_classes))
+
+    def state_bytes(self, n_features: int | None = None, n_classes: int | None = None, packed=False) -> int:
+        return self.layout(n_features, n_classes).size(packed)
+
+    def summary(self) -> str:
+        return (f"{self.feature_nodes} feature + {self.enhancement_nodes} enhancement nodes, forgetting "
+                f"{self.forgetting:g}, {self.state_bytes()} state bytes")
+
+    def device_state(self) -> tuple[dict, dict] | None:
+        """Flat arrays of every region (scratch zero) and the counters; None before :meth:`start`."""
+        if not hasattr(self, "factor"):
+            return None
+        arrays = {name: getattr(self, name).reshape(-1) if name in STATE_ARRAYS else zeros
+                  for name, zeros in self.layout().zeros().items()}
+        return arrays, {"n_learned": self.n_learned, "refresh": self.refresh}
+
+    # -- setup -----------------------------------------------------------------------------------------------
+
+    def start(self, X_sample, classes) -> "OnlineBLSClassifier":
+        """Fix the input standardization from a sample of the stream and the class labels (2..255), and reset."""
+        X = self._rows(X_sample)
+        if len(X) == 0:
+            raise ValueError("the standardization sample is empty")
+        classes = np.unique(np.asarray(classes))
+        if not 2 <= len(classes) <= MAX_CLASSES:
+            raise ValueError(f"{len(classes)} classes given, Online-BLS needs 2 to {MAX_CLASSES}")
+        values = X.astype(np.float64)
+        std = values.std(axis=0)
+        self.center_ = values.mean(axis=0).astype(F32)
+        self.scale_ = np.where(std > 0, 1.0 / np.where(std > 0, std, 1.0), 1.0).astype(F32)
+        self.classes_ = classes
+        self.reset()
+        return self
+
+    @property
+    def n_features_(self) -> int:
+        return len(self.center_)
+
+    def reset(self) -> None:
+        """Factor ``sqrt(lambda) I``, weights 0; the standardization and classes stay."""
+        self.__dict__.pop("_random", None)
+        self.__dict__.pop("_constants", None)
+        m, c = self.n_nodes, len(self.classes_)
+        self.center = np.array(self.center_, dtype=F32)
+        self.scale = np.array(self.scale_, dtype=F32)
+        self.factor = np.zeros(m * (m + 1) // 2, dtype=F32)
+        self.factor[column_offsets(m)] = np.sqrt(F32(self.regularization), dtype=F32)
+        self.weights = np.zeros((m, c), dtype=F32)
+        self.n_learned = 0
+        self.refresh = 0
+
+    def _check_ready(self):
+        if not hasattr(self, "factor"):
+            raise RuntimeError("call start(X_sample, classes) (or partial_fit) before learning")
+
+    @functools.cached_property
+    def _random(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        d, nf, ne = self.n_features_, self.feature_nodes, self.enhancement_nodes
+        stream = xorshift_uniform(self.seed, nf * (d + 1) + ne * (nf + 1))
+        feature = stream[: nf * (d + 1)].reshape(nf, d + 1)
+        enhance = stream[nf * (d + 1) :].reshape(ne, nf + 1)
+        return (np.ascontiguousarray(feature[:, :d]), feature[:, d].copy(), np.ascontiguousarray(enhance[:, :nf]),
+                enhance[:, nf].copy())
+
+    @functools.cached_property
+    def _constants(self) -> dict:
+        return self.device_config()
+
+    def saved_arrays(self) -> dict:
+        self._check_ready()
+        counters = np.array([self.n_learned, self.refresh], dtype=np.uint32)
+        return {name: getattr(self, name) for name in STATE_ARRAYS} | {"counters": counters}
+
+    def restore_arrays(self, arrays: dict) -> None:
+        """Take a saved state (after ``classes_`` is set); refuses arrays of the wrong layout or a factor whose
+        diagonal is not positive and finite."""
+        center = arrays["center"]
+        if center.dtype != F32 or center.ndim != 1 or not 1 <= len(center) <= MAX_FEATURES:
+            raise ValueError(f"state 'center' must be a float32 vector of 1..{MAX_FEATURES} features")
+        self.center_, self.scale_ = center.copy(), arrays["scale"].astype(F32)
+        self.reset()
+        for name in STATE_ARRAYS:
+            expected = getattr(self, name)
+            if arrays[name].dtype != expected.dtype or arrays[name].shape != expected.shape:
+                raise ValueError(f"state {name!r} has dtype {arrays[name].dtype} and shape {arrays[name].shape}, "
+                                 f"this configuration needs {expected.dtype} {expected.shape}")
+            if not np.isfinite(arrays[name]).all():
+                raise ValueError(f"state {name!r} holds NaN or infinite values")
+            expected[...] = arrays[name]
+        if not (self.factor[column_offsets(self.n_nodes)] > 0).all():
+            raise ValueError("the factor's diagonal must be positive")
+        n_learned, refresh = (int(v) for v in arrays["counters"])
+        if refresh >= self.n_nodes:
+            raise ValueError(f"refresh index {refresh} is outside 0..{self.n_nodes - 1}")
+        self.n_learned, self.refresh = n_learned, refresh
+
+    # -- the device's steps ------------------------------------------------------------------------------------
+
+    def _rows(self, X) -> np.ndarray:
+        X = np.asarray(X, dtype=np.float64) if not isinstance(X, np.ndarray) or X.dtype.kind != "f" else X
+        if X.ndim != 2:
+            raise ValueError(f"X must have shape (rows, features), got {X.shape}")
+        if hasattr(self, "center_") and X.shape[1] != self.n_features_:
+            raise ValueError(f"X has {X.shape[1]} features, the model has {self.n_features_}")
+        if not hasattr(self, "center_") and not 1 <= X.shape[1] <= MAX_FEATURES:
+            raise ValueError(f"X has {X.shape[1]} features; Online-BLS takes 1 to {MAX_FEATURES}")
+        X32 = X.astype(F32)
+        bad = ~np.isfinite(X32)
+        if bad.any():
+            row, feature = np.argwhere(bad)[0]
+            raise ValueError(f"feature {feature} of row {row} is {X[row, feature]!r} (as float32: "
+                             f"{X32[row, feature]!r}); Online-BLS refuses NaN and infinite features")
+        return X32
+
+    def broad(self, x: np.ndarray) -> np.ndarray:
+        """The broad feature vector ``a`` (m float32) of one float32 row, in the C's operation order."""
+        wf, bf, we, be = self._random
+        u = np.clip((x - self.center) * self.scale, -CLAMP, CLAMP).astype(F32)
+        acc = np.zeros(self.feature_nodes, dtype=F32)
+        for j in range(self.n_features_):
+            acc = acc + wf[:, j] * u[j]
+        constants = self._constants
+        z = acc * constants["feature_scale"] + bf
+        if not self.enhancement_nodes:
+            return z.astype(F32)
+        acc = np.zeros(self.enhancement_nodes, dtype=F32)
+        for k in range(self.feature_nodes):
+            acc = acc + we[:, k] * z[k]
+        h = tanh_approx(acc * constants["enhance_scale"] + be)
+        return np.concatenate([z, h]).astype(F32)
+
+    def scores(self, a: np.ndarray) -> np.ndarray:
+        """``W^T a``: per class, the sum over nodes in node order."""
+        s = np.zeros(self.weights.shape[1], dtype=F32)
+        for i in range(len(a)):
+            s = s + a[i] * self.weights[i]
+        return s
+
+    def learn_encoded(self, x, label: int) -> None:
+        """One learning step on a float32 row and an encoded label (the device's ``es_bls_learn``)."""
+        self._check_ready()
+        if not 0 <= int(label) < len(self.classes_):
+            raise ValueError(f"label index {label} is outside 0..{len(self.classes_) - 1}")
+        x = self._rows(np.asarray(x).reshape(1, -1))[0]
+        config = self._constants
+        m = self.n_nodes
+        a = self.broad(x)
+        target = np.zeros(len(self.classes_), dtype=F32)
+        target[int(label)] = 1
+        residual = target - self.scores(a)
+        if config["sqrt_forget"] != 1:
+            self.factor *= config["sqrt_forget"]
+        rank_one_update(self.factor, a.copy(), m)
+        refresh = config["refresh_sqrt"]
+        j = self.refresh
+        if refresh != 0:
+            v = np.zeros(m, dtype=F32)
+            v[j] = refresh
+            rank_one_update(self.factor, v, m)
+        delta = a[:, None] * residual[None, :]
+        if refresh != 0:
+            delta[j] = delta[j] - (refresh * refresh) * self.weights[j]
+            self.refresh = (j + 1) % m
+        solve(self.factor, delta, m)
+        self.weights += delta
+        self.n_learned = (self.n_learned + 1) & 0xFFFFFFFF
+
+    def encode_label(self, label) -> int:
+        self._check_ready()
+        index = int(np.searchsorted(self.classes_, label))
+        if index >= len(self.classes_) or self.classes_[index] != label:
+            raise ValueError(f"label {label!r} is not one of the configured classes {self.classes_.tolist()}")
+        return index
+
+    def learn_one(self, x, y) -> "OnlineBLSClassifier":
+        self.learn_encoded(x, self.encode_label(y))
+        return self
+
+    def partial_fit(self, X, y, classes=None) -> "OnlineBLSClassifier":
+        """Learn rows in order; the first call standardizes on X and takes ``classes`` (or y's labels)."""
+        X = self._rows(X)
+        if not hasattr(self, "factor"):
+            self.start(X, np.unique(y) if classes is None else classes)
+        labels = [self.encode_label(label) for label in np.asarray(y)]
+        for row, label in zip(X, labels):
+            self.learn_encoded(row, label)
+        return self
+
+    def fit(self, X, y, classes=None) -> "OnlineBLSClassifier":
+        for attribute in ("center_", "classes_", "factor", "_random", "_constants"):
+            self.__dict__.pop(attribute, None)
+        return self.partial_fit(X, y, classes)
+
+    # -- prediction ------------------------------------------------------------------------------------------
+
+    def decision_function(self, X) -> np.ndarray:
+        """float32 scores (rows, classes), as the device computes them."""
+        self._check_ready()
+        rows = self._rows(X)
+        return np.array([self.scores(self.broad(row)) for row in rows], dtype=F32).reshape(len(rows), -1)
+
+    def predict_proba_q15(self, X) -> np.ndarray:
+        s = self.decision_function(X)
+        q10 = np.trunc(np.clip(s * PROBA_SCALE, -SCORE_LIMIT, SCORE_LIMIT)).astype(np.int32)
+        return softmax_q15(q10)
+
+    def predict_proba(self, X) -> np.ndarray:
+        return self.predict_proba_q15(X) / 32768
+
+    def predict_encoded(self, X) -> np.ndarray:
+        return np.argmax(self.decision_function(X), axis=1).astype(np.uint8)
+
+    def predict(self, X) -> np.ndarray:
+        return self.classes_[self.predict_encoded(X)]
+
+    def predict_one(self, x):
+        return self.predict(np.asarray(x).reshape(1, -1))[0]
+
+    def predict_proba_one(self, x) -> dict:
+        proba = self.predict_proba(np.asarray(x).reshape(1, -1))[0]
+        return dict(zip(self.classes_.tolist(), proba.tolist()))
+
+    def score(self, X, y) -> float:
+        return float(np.mean(self.predict(X) == np.asarray(y)))
+
+
+def bls_context(learner: OnlineBLSClassifier, name: str) -> dict:
+    """The bundle starts from the current state (factor, weights, standardization)."""
+    from ..emit import c_array
+
+    if not hasattr(learner, "factor"):
+        raise ValueError("the Online-BLS model has no standardization or classes yet; call start() first")
+    layout = learner.layout()
+    arrays, counters = learner.device_state()
+    return {"layout": layout, "config_initializer": layout.config_initializer(name),
+            "state_struct": layout.state_struct(name), "state_initializer": layout.initializer(name, arrays, counters,
+                                                                                              c_array),
+            "state_binding": layout.binding(name), "state_bytes": layout.size()}
+
+
+def bls_tables(learner: OnlineBLSClassifier, n_features: int, n_classes: int, pointer_bytes: int, packed: bool):
+    """Flash objects: the config and the pointer struct (the random weights are regenerated, never stored)."""
+    return [("config", STATE.config_bytes(packed)), ("model", (len(STATE.regions) + 2) * pointer_bytes)]
+
+
+BLS_LADDER = tuple({"feature_nodes": f, "enhancement_nodes": e} for f, e in (
+    (64, 256), (48, 192), (32, 160), (32, 128), (24, 96), (20, 80), (16, 64), (16, 48), (12, 36), (10, 30),
+    (8, 24), (8, 16), (6, 10), (4, 8), (4, 4), (2, 2), (1, 0)))
+
+SPEC = LearnerSpec(
+    name="bls", cls=OnlineBLSClassifier,
+    summary="Online broad learning system: random nodes, ridge readout updated by Givens rotations, on the device",
+    options=(
+        Option("--feature-nodes", "feature_nodes", int, "linear random feature nodes", "N"),
+        Option("--enhancement-nodes", "enhancement_nodes", int, "tanh enhancement nodes", "N"),
+        Option("--regularization", "regularization", float, "ridge lambda", "X"),
+        Option("--forgetting", "forgetting", float, "forgetting factor mu in (0.5, 1]", "X"),
+        Option("--seed", "seed", int, "seed of the random node weights", "N")),
+    learning=True, online=True, runtime=("es_common", "es_fixed", "es_bls"), template="bls.c.j2",
+    context=bls_context, tables=bls_tables, ladder=BLS_LADDER, state=STATE)
