@@ -13,7 +13,7 @@ TEMPLATES = {
     "Makefile": "Makefile.j2",
     "CMakeLists.txt": "CMakeLists.txt.j2",
 }
-C_TYPES = {"float32": "float", "int32": "int32_t"}
+C_TYPES = {"float32": "float", "int32": "int32_t", "int16": "int16_t"}
 VALUES_PER_LINE = 12
 
 

@@ -28,6 +28,7 @@ import cffi
 import numpy as np
 
 from .emit import C_TYPES
+from .encoding import LEAF_CODES
 from .export import MANIFEST, DeviceModel, runtime_sources
 from .tree import NODE_DTYPE
 
@@ -62,6 +63,20 @@ typedef struct {
 } es_shrubs;
 es_status es_shrubs_learn(const es_shrubs *model, const uint8_t *bins, uint8_t label);
 es_status es_shrubs_predict_proba(const es_shrubs *model, const uint8_t *bins, uint32_t *acc, uint16_t *proba);
+""" + """
+typedef struct {
+    const uint8_t *feature; const void *threshold; const void *edges; const void *children;
+    const uint16_t *tree_base; const uint16_t *weights; const void *leaves; const int32_t *base_score;
+    uint32_t total_weight; uint16_t n_trees; uint8_t n_features; uint8_t n_classes; uint8_t n_scores;
+    uint8_t layout; uint8_t leaf_kind;
+} es_forest;
+es_status es_forest_predict_f32(const es_forest *model, const float *x, int32_t *scratch, uint16_t *proba,
+                                uint8_t *class_out);
+es_status es_forest_predict_i32(const es_forest *model, const int32_t *x, int32_t *scratch, uint16_t *proba,
+                                uint8_t *class_out);
+es_status es_forest_predict_i16(const es_forest *model, const int16_t *x, int32_t *scratch, uint16_t *proba,
+                                uint8_t *class_out);
+int es_f32_le_bits(float x, float e);
 """
 
 BUNDLE_CDEF = """
@@ -196,7 +211,7 @@ def load_bundle(directory) -> Bundle:
 def runtime():
     """The runtime in csrc/ compiled once: (ffi, lib) with the functions of RUNTIME_CDEF."""
     sources = [p for p in runtime_sources() if p.suffix == ".c"]
-    header = '#include "es_binning.h"\n#include "es_tree.h"\n#include "es_shrubs.h"\n'
+    header = '#include "es_binning.h"\n#include "es_tree.h"\n#include "es_shrubs.h"\n#include "es_infer.h"\n'
     return compile_library(RUNTIME_CDEF, header, sources, sources[0].parent)
 
 
@@ -235,6 +250,40 @@ def runtime_predict_proba(device: DeviceModel, X) -> np.ndarray:
         check(lib.es_ensemble_predict_proba(model, ffi.from_buffer("uint8_t[]", row), acc,
                                             ffi.from_buffer("uint16_t[]", proba[i])), "predict_proba")
     return proba
+
+
+def runtime_forest_predict(encoded, X) -> tuple[np.ndarray, np.ndarray]:
+    """(classes, Q15 probabilities) of every row computed by ``es_forest_predict_*`` from the tables of an
+    :class:`edgestream.encoding.EncodedModel` (the compile-once runtime)."""
+    ffi, lib = runtime()
+    enc = encoded.encoding
+    ctype = C_TYPES[enc.input_dtype]
+    predict = {"float32": lib.es_forest_predict_f32, "int32": lib.es_forest_predict_i32,
+               "int16": lib.es_forest_predict_i16}[enc.input_dtype]
+
+    def buffer(array):
+        array = np.ascontiguousarray(array)
+        return array, (ffi.from_buffer(array) if array.size else ffi.NULL)
+
+    tables = {name: buffer(getattr(encoded, name)) for name in
+              ("feature", "threshold", "edges", "children", "tree_base", "weights", "leaves", "base_score")}
+    fields = {name: ffi.cast("void *", pointer) for name, (_, pointer) in tables.items()}
+    if not enc.weights:
+        fields["weights"] = ffi.NULL
+    model = ffi.new("es_forest *", {
+        **fields, "total_weight": encoded.total_weight, "n_trees": encoded.n_trees,
+        "n_features": encoded.n_features, "n_classes": encoded.n_classes, "n_scores": encoded.n_scores,
+        "layout": enc.layout, "leaf_kind": LEAF_CODES[enc.leaves]})
+    rows = np.ascontiguousarray(X, dtype=enc.input_dtype)
+    scratch = ffi.new("int32_t[]", max(encoded.n_classes, encoded.n_scores))
+    classes = np.empty(len(rows), dtype=np.uint8)
+    proba = np.empty((len(rows), encoded.n_classes), dtype=np.uint16)
+    out = ffi.new("uint8_t *")
+    for i, row in enumerate(rows):
+        check(predict(model, ffi.from_buffer(f"{ctype}[]", row), scratch, ffi.from_buffer("uint16_t[]", proba[i]),
+                      out), "es_forest_predict")
+        classes[i] = out[0]
+    return classes, proba
 
 
 NUMPY_TYPES = {"uint8_t": np.uint8, "uint16_t": np.uint16, "int32_t": np.int32, "uint32_t": np.uint32}
