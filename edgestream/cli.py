@@ -35,9 +35,9 @@ from .units import parse_bytes
 
 LEARNERS = {"tree": TreeClassifier, "forest": ForestClassifier, "shrubs": ShrubEnsemble}
 FIT_OPTIONS = ("max_depth", "criterion", "min_samples_leaf", "max_bins", "binning", "input_dtype",
-               "n_trees", "seed", "window", "shrubs", "step_size", "burnin", "update_every")
+               "leaf_values", "n_trees", "seed", "window", "shrubs", "step_size", "burnin", "update_every")
 PLAN_OPTIONS = ("window", "shrubs", "max_depth", "n_trees", "max_bins")
-ONLY_FOR = {"n_trees": "forest", "seed": "forest", "window": "shrubs", "shrubs": "shrubs", "step_size": "shrubs",
+ONLY_FOR = {"leaf_values": ("tree", "forest"), "n_trees": "forest", "seed": "forest", "window": "shrubs", "shrubs": "shrubs", "step_size": "shrubs",
             "burnin": "shrubs", "update_every": "shrubs", "ram": "shrubs", "bins_rows": "shrubs"}
 PARAM_NAMES = {"seed": "random_state", "window": "window_size", "shrubs": "max_shrubs"}
 SIZE_PARAMS = {"window_size", "max_shrubs", "max_depth"}  # what --ram chooses unless any of them is given
@@ -78,8 +78,11 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--max-bins", type=int)
     fit.add_argument("--binning", choices=["quantile", "adaptive"])
     fit.add_argument("--seed", type=int, help="forest only: random_state")
-    fit.add_argument("--input-dtype", choices=["float32", "int32"],
-                     help="device input type; int32 takes raw integer readings (no FPU needed)")
+    fit.add_argument("--input-dtype", choices=["float32", "int32", "int16"],
+                     help="device input type; int32 and int16 (tree and forest) take raw integer readings (no FPU "
+                          "needed)")
+    fit.add_argument("--leaf-values", choices=["q15", "q8", "vote"],
+                     help="tree and forest: leaf probabilities in Q15 (default), rounded to 8 bits, or a hard vote")
     shrubs = fit.add_argument_group("shrubs only")
     shrubs.add_argument("--ram", type=byte_size, metavar="SIZE",
                         help="device RAM budget, e.g. 8KiB; sizes the ensemble unless --window, --shrubs or "
@@ -98,6 +101,8 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("model", metavar="MODEL")
     export.add_argument("-o", "--output", required=True, metavar="BUNDLE_DIR")
     export.add_argument("--name", default="model", help="C prefix of the generated functions (default: model)")
+    export.add_argument("--optimize", choices=["speed", "size"], default="speed",
+                        help="frozen models: the fastest full-precision encoding (default) or the smallest exact one")
     export.set_defaults(run=run_export)
 
     simulate = commands.add_parser("simulate", help="run a bundle's C code on the host or an emulated board")
@@ -202,8 +207,9 @@ def run_fit(args) -> int:
 def _learner_params(args, options=FIT_OPTIONS) -> dict:
     """Only the options given, so the learner's own defaults apply to the rest."""
     for option, learner in ONLY_FOR.items():
-        if getattr(args, option, None) is not None and args.learner != learner:
-            raise ValueError(f"--{option.replace('_', '-')} applies to --learner {learner} only")
+        allowed = (learner,) if isinstance(learner, str) else learner
+        if getattr(args, option, None) is not None and args.learner not in allowed:
+            raise ValueError(f"--{option.replace('_', '-')} applies to --learner {' and '.join(allowed)} only")
     return {PARAM_NAMES.get(option, option): getattr(args, option) for option in options
             if getattr(args, option) is not None}
 
@@ -236,7 +242,7 @@ def run_export(args) -> int:
     from .export import export_bundle
 
     model = load_model(args.model)
-    out = export_bundle(model, args.output, name=args.name)
+    out = export_bundle(model, args.output, name=args.name, optimize=args.optimize)
     print(f"exported {type(model).__name__} as bundle {args.name!r} -> {out}")
     return 0
 
@@ -346,10 +352,13 @@ class Replay:
 
 def device_input(X: np.ndarray, dtype: str) -> np.ndarray:
     """CSV features as the model takes them: int32 models read whole numbers and have no missing bin."""
-    if dtype != "int32":
+    if dtype not in ("int32", "int16"):
         return X
     if not np.isfinite(X).all() or (X != np.round(X)).any():
-        raise DataError("input dtype int32 needs whole-number features; the data has missing or fractional values")
+        raise DataError(f"input dtype {dtype} needs whole-number features; the data has missing or fractional values")
+    info = np.iinfo(dtype)
+    if X.size and (X.min() < info.min or X.max() > info.max):
+        raise DataError(f"input dtype {dtype} holds {info.min}..{info.max}; the data has {X.min():g}..{X.max():g}")
     return X.astype(np.int64)
 
 

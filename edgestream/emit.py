@@ -21,6 +21,8 @@ def c_literal(value, dtype: str) -> str:
     """Exact C literal: the shortest decimal that reads back as the same float32, or a plain integer."""
     if dtype == "float32":
         value = np.float32(value)
+        if np.isinf(value):
+            return "INFINITY" if value > 0 else "-INFINITY"  # <math.h>, a constant expression in C99
         if value == 0 or 1e-4 <= abs(value) < 1e7:
             return np.format_float_positional(value, unique=True, trim="0") + "f"
         return np.format_float_scientific(value, unique=True, trim="0") + "f"

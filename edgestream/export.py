@@ -88,7 +88,7 @@ def check_name(name: str) -> None:
                          "not 'main' and not starting with 'es_'")
 
 
-RUNTIME_MODULES = {"trees": ("es_common", "es_binning", "es_tree"),
+RUNTIME_MODULES = {"trees": ("es_common", "es_infer", "es_infer_config"),
                    "shrubs": ("es_common", "es_binning", "es_tree", "es_cart", "es_shrubs")}
 
 
@@ -106,6 +106,38 @@ def tree_context(device: DeviceModel) -> dict:
         "n_features": device.n_features, "n_classes": device.n_classes, "n_trees": ensemble.n_trees,
         "edges": device.edges, "offsets": device.offsets, "nodes": ensemble.nodes, "roots": ensemble.roots,
         "weights": ensemble.weights, "leaf_values": ensemble.leaf_values, "n_leaves": len(ensemble.leaf_values),
+    }
+
+
+INFER_PREDICT = {"float32": "es_forest_predict_f32", "int32": "es_forest_predict_i32", "int16": "es_forest_predict_i16"}
+INFER_INPUT_CODE = {"float32": "F32", "int32": "I32", "int16": "I16"}
+INFER_LEAF_MACRO = {"class": "CLASS", "q8": "Q8", "q15": "Q15", "additive": "ADDITIVE"}
+INFER_LEAF_TYPE = {"class": None, "q8": "uint8_t", "q15": "uint16_t", "additive": "int16_t"}
+INDEX_TYPES = {1: "uint8_t", 2: "uint16_t"}
+
+
+def frozen_context(encoded, name: str) -> dict:
+    """Template values of a frozen model's bundle in the encoding of ``encoded`` (see :mod:`edgestream.encoding`)."""
+    from .emit import C_TYPES
+    from .encoding import LEAF_CODES
+
+    enc = encoded.encoding
+    inline = enc.thresholds == "inline"
+    return {
+        "name": name, "input_dtype": enc.input_dtype, "learning": False,
+        "n_features": encoded.n_features, "n_classes": encoded.n_classes, "n_trees": encoded.n_trees,
+        "n_scores": encoded.n_scores, "encoding": enc.as_dict(),
+        "encoding_text": ", ".join(f"{k}={v}" for k, v in enc.as_dict().items()),
+        "feature": encoded.feature, "threshold": encoded.threshold, "edges": encoded.edges,
+        "threshold_type": C_TYPES[enc.input_dtype] if inline else INDEX_TYPES[enc.edge_index_bytes],
+        "threshold_dtype": enc.input_dtype if inline else "int",
+        "children": encoded.children, "child_type": INDEX_TYPES[enc.child_bytes],
+        "tree_base": encoded.tree_base, "weights": encoded.weights, "weighted": enc.weights,
+        "leaves": encoded.leaves.reshape(-1) if enc.leaves != "class" else [], "leaf_type": INFER_LEAF_TYPE[enc.leaves],
+        "base_score": encoded.base_score, "total_weight": encoded.total_weight,
+        "layout": enc.layout, "leaf_code": LEAF_CODES[enc.leaves], "leaf_macro": INFER_LEAF_MACRO[enc.leaves],
+        "input_code": INFER_INPUT_CODE[enc.input_dtype], "predict": INFER_PREDICT[enc.input_dtype],
+        "scratch": max(encoded.n_classes, encoded.n_scores), "table_bytes": encoded.table_bytes(),
     }
 
 
@@ -130,18 +162,28 @@ def shrubs_context(learner, name: str) -> dict:
     }
 
 
-def export_bundle(model, out_dir, name: str = "model") -> Path:
-    """Write a C bundle for ``model`` into ``out_dir`` (created; existing bundle files are replaced)."""
+def export_bundle(model, out_dir, name: str = "model", optimize: str = "speed") -> Path:
+    """Write a C bundle for ``model`` into ``out_dir`` (created; existing bundle files are replaced).
+
+    A frozen tree model is written in the encoding ``optimize`` picks (:func:`edgestream.encoding.encode`:
+    ``"speed"``, the fastest full-precision one, or ``"size"``, the smallest exact one); the manifest records it.
+    """
     from . import emit
+    from .encoding import OPTIMIZE, encode
     from .modelfile import model_bytes
     from .shrubs import ShrubEnsemble
 
     check_name(name)
+    if optimize not in OPTIMIZE:
+        raise ValueError(f"optimize={optimize!r} must be one of {OPTIMIZE}")
     if isinstance(model, ShrubEnsemble):
         context, template, kind = shrubs_context(model, name), "shrubs.c.j2", "shrubs"
     else:
-        context, template, kind = tree_context(DeviceModel.from_model(model, name)), "model.c.j2", "trees"
+        encoded = encode(DeviceModel.from_model(model, name), optimize)
+        context, template, kind = frozen_context(encoded, name), "frozen.c.j2", "trees"
     generated = emit.render_bundle(context, template)
+    if kind == "trees":
+        generated["es_infer_config.h"] = emit.environment().get_template("infer_config.h.j2").render(context)
     saved = model_bytes(model)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -159,5 +201,7 @@ def export_bundle(model, out_dir, name: str = "model") -> Path:
         "sources": sorted(p.name for p in out.glob("*.c") if p.name != "main.c"),
         "model": MODEL_COPY,
     }
+    if kind == "trees":
+        manifest.update(optimize=optimize, encoding=context["encoding"], table_bytes=context["table_bytes"])
     (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
     return out

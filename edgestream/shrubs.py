@@ -226,6 +226,8 @@ class ShrubEnsemble:
 
     def fit_bins(self, X_sample) -> "ShrubEnsemble":
         """Fix the quantization edges from a sample of the stream (the device ships with these edges)."""
+        if self.input_dtype not in ("float32", "int32"):
+            raise ValueError(f"input_dtype={self.input_dtype!r}: shrubs quantize on the device from float32 or int32")
         self.bins_ = BinMapper(self.max_bins, self.binning, self.input_dtype).fit(
             check_features(X_sample, dtype=self.input_dtype))
         self._reset_if_ready()
