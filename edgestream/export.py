@@ -32,7 +32,7 @@ class DeviceModel:
     """The tables of one model as they are stored on the device."""
 
     name: str
-    input_dtype: str  # "float32" or "int32"
+    input_dtype: str  # "float32", "int32" or "int16"
     edges: np.ndarray  # float32 or int32, all features' edges back to back
     offsets: np.ndarray  # uint16 [n_features + 1]
     ensemble: TreeEnsemble
@@ -54,8 +54,10 @@ class DeviceModel:
         leaf_values, leaf_index = np.unique(model.ensemble_.leaf_values, axis=0, return_inverse=True)
         is_leaf = nodes["feature"] == LEAF_FEATURE
         nodes["child"][is_leaf] = leaf_index.reshape(-1)[nodes["child"][is_leaf]]
-        ensemble = TreeEnsemble(nodes, model.ensemble_.roots.copy(), model.ensemble_.weights.copy(),
-                                leaf_values.astype(np.uint16), model.ensemble_.n_features)
+        source = model.ensemble_
+        ensemble = TreeEnsemble(nodes, source.roots.copy(), source.weights.copy(),
+                                leaf_values.astype(source.leaf_values.dtype), source.n_features,
+                                source.leaf_kind, source.base_score)
         ensemble.validate()
         return cls(name, model.bins_.dtype, edges.astype(model.bins_.dtype), offsets, ensemble)
 

@@ -139,7 +139,7 @@ class TreeEnsemble:
     def combine_proba_q15(self, leaves: np.ndarray) -> np.ndarray:
         """Q15 probabilities from the leaf rows reached (``apply``), by the rule of the leaf kind."""
         if self.leaf_kind == "additive":
-            return additive_proba_q15(additive_sums(self.leaf_values, self.base_score, leaves), self.n_classes)
+            return additive_proba_q15(additive_sums(self.leaf_values, self.base_score, leaves))
         acc = np.einsum("rtc,t->rc", self.leaf_values[leaves].astype(np.uint64), self.weights.astype(np.uint64))
         total = np.uint64(int(self.weights.astype(np.int64).sum()))
         return ((acc + total // np.uint64(2)) // total).astype(np.uint16)
