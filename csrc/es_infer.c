@@ -187,7 +187,21 @@ static es_status es_finish(const es_forest *m, const int32_t *acc, uint16_t *pro
         if (total == 0u) {
             return ES_ERR_MODEL;
         }
-        for (k = 0; k < m->n_classes; k++) {
+        if (proba == 0) {
+            /* The class alone, with one division: p_k = ((acc_k << shift) + W / 2) / W never exceeds
+             * p_max = p(max acc), and p_k == p_max iff (acc_k << shift) + W / 2 >= p_max * W. */
+            uint32_t top = (uint32_t)acc[0], bound;
+            for (k = 1; k < m->n_classes; k++) {
+                if ((uint32_t)acc[k] > top) {
+                    top = (uint32_t)acc[k];
+                }
+            }
+            bound = (((top << shift) + total / 2u) / total) * total;
+            for (k = 0; ((uint32_t)acc[k] << shift) + total / 2u < bound; k++) {
+            }
+            best = k;
+        }
+        for (k = 0; proba != 0 && k < m->n_classes; k++) {
             const uint16_t p = (uint16_t)((((uint32_t)acc[k] << shift) + total / 2u) / total);
             if (proba != 0) {
                 proba[k] = p;
@@ -209,26 +223,32 @@ static es_status es_finish(const es_forest *m, const int32_t *acc, uint16_t *pro
 #define ES_EDGE_INLINE(i) (thr[(i)])
 #define ES_EDGE_INDEX(i) (edges[thr[(i)]])
 
-/* All trees of one model for one input type and table layout: child refs of type C_T, thresholds of type
- * THR_T read through EDGE (inline value or index into edges). */
 #define ES_WALK(NAME, X_T, C_T, THR_T, EDGE, LE)                                                \
     static void NAME(const es_forest *m, const X_T *x, int32_t *acc)                            \
     {                                                                                            \
-        const C_T *children = (const C_T *)m->children;                                         \
+        const uint8_t *feature = m->feature;                                                     \
+        const THR_T *thr = (const THR_T *)m->threshold;                                         \
+        const C_T *child = (const C_T *)m->children;                                            \
         const X_T *edges = (const X_T *)m->edges;                                               \
+        const uint16_t *end = m->tree_base + 1;                                                  \
+        const uint16_t n_trees = m->n_trees;                                                     \
+        uint32_t first = m->tree_base[0];                                                        \
         uint16_t t;                                                                              \
         (void)edges;                                                                             \
-        for (t = 0; t < m->n_trees; t++) {                                                       \
-            const uint16_t base = m->tree_base[t];                                               \
-            const uint32_t n_internal = (uint32_t)m->tree_base[t + 1u] - base;                   \
-            const uint8_t *feature = m->feature + base;                                          \
-            const THR_T *thr = (const THR_T *)m->threshold + base;                               \
-            const C_T *child = children + 2u * (uint32_t)base;                                   \
+        feature += first;                                                                        \
+        thr += first;                                                                            \
+        child += 2u * first;                                                                     \
+        for (t = 0; t < n_trees; t++) {                                                          \
+            const uint32_t n_internal = (uint32_t)end[t] - first;                                \
             uint32_t i = 0;                                                                      \
             while (i < n_internal) {                                                             \
                 i = child[2u * i + (LE(x[feature[i]], EDGE(i)) ? 0u : 1u)];                      \
             }                                                                                    \
             es_add_leaf(m, t, (uint16_t)(i - n_internal), acc);                                  \
+            feature += n_internal;                                                               \
+            thr += n_internal;                                                                   \
+            child += 2u * n_internal;                                                            \
+            first += n_internal;                                                                 \
         }                                                                                        \
     }
 

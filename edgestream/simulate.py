@@ -254,7 +254,8 @@ def runtime_predict_proba(device: DeviceModel, X) -> np.ndarray:
 
 def runtime_forest_predict(encoded, X) -> tuple[np.ndarray, np.ndarray]:
     """(classes, Q15 probabilities) of every row computed by ``es_forest_predict_*`` from the tables of an
-    :class:`edgestream.encoding.EncodedModel` (the compile-once runtime)."""
+    :class:`edgestream.encoding.EncodedModel` (the compile-once runtime); the classes come from a call without
+    probabilities (the device's class-only path), the probabilities from a call without a class."""
     ffi, lib = runtime()
     enc = encoded.encoding
     ctype = C_TYPES[enc.input_dtype]
@@ -280,8 +281,9 @@ def runtime_forest_predict(encoded, X) -> tuple[np.ndarray, np.ndarray]:
     proba = np.empty((len(rows), encoded.n_classes), dtype=np.uint16)
     out = ffi.new("uint8_t *")
     for i, row in enumerate(rows):
-        check(predict(model, ffi.from_buffer(f"{ctype}[]", row), scratch, ffi.from_buffer("uint16_t[]", proba[i]),
-                      out), "es_forest_predict")
+        x = ffi.from_buffer(f"{ctype}[]", row)
+        check(predict(model, x, scratch, ffi.from_buffer("uint16_t[]", proba[i]), ffi.NULL), "es_forest_predict")
+        check(predict(model, x, scratch, ffi.NULL, out), "es_forest_predict")  # the class-only path
         classes[i] = out[0]
     return classes, proba
 
