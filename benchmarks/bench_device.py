@@ -61,12 +61,15 @@ from pathlib import Path
 import emlearn
 import numpy as np
 
-from bench_foundation import MAX_DEPTH, emlearn_variants, load_data, models
+from bench_foundation import (EDGESTREAM_EXPORTS, MAX_DEPTH, edgestream_label, edgestream_leaf_models,
+                              emlearn_variants, load_data, models)
 from edgestream import targets
 from edgestream.boards import load_board
-from edgestream.budget import Budget, plan, shrubs_budget, table_flash
+from edgestream import budget as budgeting
+from edgestream.budget import Budget, plan, shrubs_budget
 from edgestream.cli import compare_sizes, planned_shrubs
 from edgestream.data import make_stream
+from edgestream.encoding import encode
 from edgestream.export import DeviceModel, export_bundle
 from edgestream.shrubs import ShrubEnsemble
 
@@ -246,13 +249,16 @@ def trees(root: Path, rows: int) -> Prepared:
     fitted = {(kind, trainer): estimator for kind, trainer, estimator in models(data)}
     prepared = Prepared([], {}, [])
     for kind in ("tree", "forest"):
-        estimator = fitted[kind, "edgestream"]
-        bundle = export_bundle(estimator, root / kind, name=kind)
-        expected = estimator.predict_encoded(X)
-        for board in CORES:
-            prepared.jobs.append(Job(kind, "edgestream", board, X, expected, bundle=bundle))
-            prepared.reports[kind, "edgestream", board] = targets.build(bundle, board)
-        prepared.memory.append(tree_memory(kind, estimator, prepared.reports[kind, "edgestream", MEMORY_BOARD]))
+        leaf_models = dict(edgestream_leaf_models(kind, fitted[kind, "edgestream"], data))
+        for leaf_values, optimize in EDGESTREAM_EXPORTS:
+            estimator, label = leaf_models[leaf_values], edgestream_label(leaf_values, optimize)
+            bundle = export_bundle(estimator, root / f"{kind}-{leaf_values}-{optimize}", name=kind, optimize=optimize)
+            expected = estimator.predict_encoded(X)
+            for board in CORES:
+                prepared.jobs.append(Job(kind, label, board, X, expected, bundle=bundle))
+                prepared.reports[kind, label, board] = targets.build(bundle, board)
+            prepared.memory.append(tree_memory(kind, label, estimator, optimize,
+                                               prepared.reports[kind, label, MEMORY_BOARD]))
     variants = [v for v in emlearn_variants("forest", fitted["forest", "scikit-learn"], data, root / "emlearn")
                 if v.exporter in EMLEARN]
     for variant in variants:
@@ -335,14 +341,16 @@ def memory_row(model: str, budget: Budget, report: targets.BuildReport) -> Memor
         objects={name: size.bytes for name, size in report.objects.items()}, notes=notes)
 
 
-def tree_memory(kind: str, estimator, report: targets.BuildReport) -> MemoryRow:
+def tree_memory(kind: str, label: str, estimator, optimize: str, report: targets.BuildReport) -> MemoryRow:
+    """Tables predicted from the encoded model (``EncodedModel.table_bytes``), not the budget's worst case."""
     device = DeviceModel.from_model(estimator, kind)
     ensemble = device.ensemble
     budget = plan(kind, load_board(report.board), device.n_features, device.n_classes, max_depth=MAX_DEPTH,
                   n_trees=ensemble.n_trees)
-    tables = table_flash(device.n_features, device.n_classes, len(device.edges), INPUT_BYTES,
-                         n_nodes=len(ensemble.nodes), n_leaves=len(ensemble.leaf_values), n_trees=ensemble.n_trees)
-    return memory_row(kind, with_tables(budget, tables), report)
+    encoded = encode(device, optimize)
+    tables = [budgeting.Item(name, "tables", size) for name, size in encoded.table_bytes().items() if size]
+    budget = dataclasses.replace(budget, flash=[item for item in budget.flash if item.group != "tables"] + tables)
+    return dataclasses.replace(memory_row(kind, budget, report), model=f"{kind} ({label[len('edgestream '):]})")
 
 
 # ------------------------------------------------------------------------------------------ instruction table
@@ -384,7 +392,8 @@ FOOTNOTES = [
     "is the class call (edgestream's computes the probabilities first). Cortex-M0 runs the rp2040 build "
     "(-mcpu=cortex-m0plus) on QEMU's micro:bit Cortex-M0 model.",
     "emlearn is counted from int16/float features already in memory (the float32 -> int16 conversion is outside "
-    "the count); edgestream from float32 features (quantization included).",
+    "the count); edgestream from float32 features (no quantization: each node compares the raw feature with its "
+    "edge). edgestream rows: leaf values at fit time (q15/q8/vote), export --optimize speed|size.",
     "shrubs: Python learns {warmup} rows of SEA first, then the device test-then-trains {steps} rows in chunks of "
     "{chunk}; learn mean/max are steady-state steps (full window, {max_shrubs} shrubs + 1 new per step).",
     "flash B: code of the model's sources left after --gc-sections + its const objects (BuildReport.code_bytes + "

@@ -231,24 +231,25 @@ static es_status es_finish(const es_forest *m, const int32_t *acc, uint16_t *pro
         const C_T *child = (const C_T *)m->children;                                            \
         const X_T *edges = (const X_T *)m->edges;                                               \
         const uint16_t *end = m->tree_base + 1;                                                  \
-        const uint16_t n_trees = m->n_trees;                                                     \
+        const uint16_t *stop = end + m->n_trees;                                                 \
         uint32_t first = m->tree_base[0];                                                        \
-        uint16_t t;                                                                              \
         (void)edges;                                                                             \
         feature += first;                                                                        \
         thr += first;                                                                            \
         child += 2u * first;                                                                     \
-        for (t = 0; t < n_trees; t++) {                                                          \
-            const uint32_t n_internal = (uint32_t)end[t] - first;                                \
+        for (; end != stop; end++) {                                                             \
+            const uint32_t n_internal = (uint32_t)*end - first;                                  \
             uint32_t i = 0;                                                                      \
-            while (i < n_internal) {                                                             \
-                i = child[2u * i + (LE(x[feature[i]], EDGE(i)) ? 0u : 1u)];                      \
+            if (n_internal != 0u) {                                                              \
+                do {                                                                             \
+                    i = child[2u * i + (LE(x[feature[i]], EDGE(i)) ? 0u : 1u)];                  \
+                } while (i < n_internal);                                                        \
             }                                                                                    \
-            es_add_leaf(m, t, (uint16_t)(i - n_internal), acc);                                  \
+            es_add_leaf(m, (uint16_t)(end - m->tree_base - 1), (uint16_t)(i - n_internal), acc); \
             feature += n_internal;                                                               \
             thr += n_internal;                                                                   \
             child += 2u * n_internal;                                                            \
-            first += n_internal;                                                                 \
+            first = *end;                                                                        \
         }                                                                                        \
     }
 

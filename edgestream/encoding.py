@@ -221,9 +221,11 @@ class EncodedModel:
     def total_weight(self) -> int:
         return int(self.weights.astype(np.int64).sum())
 
-    def table_bytes(self) -> dict[str, int]:
-        """Bytes of every const table the bundle stores (what the budget counts)."""
-        sizes = {"feature": self.feature.nbytes, "threshold": self.threshold.nbytes, "edges": self.edges.nbytes,
+    def table_bytes(self, pointer_bytes: int = 4) -> dict[str, int]:
+        """Bytes of every const object the bundle stores (what the budget counts), the ``es_forest`` descriptor
+        (8 pointers, then 11 bytes of sizes and codes, padded to pointer alignment) included."""
+        descriptor = -(-(8 * pointer_bytes + 11) // pointer_bytes) * pointer_bytes
+        sizes = {"descriptor": descriptor, "feature": self.feature.nbytes, "threshold": self.threshold.nbytes, "edges": self.edges.nbytes,
                  "children": self.children.nbytes, "tree_base": self.tree_base.nbytes,
                  "weights": self.weights.nbytes if self.encoding.weights else 0,
                  "leaves": self.leaves.nbytes if self.encoding.leaves != "class" else 0,
@@ -232,6 +234,7 @@ class EncodedModel:
 
     @property
     def nbytes(self) -> int:
+        """Bytes of the tables and the descriptor on a 32-bit MCU."""
         return sum(self.table_bytes().values())
 
     def leaf_slots(self, X) -> np.ndarray:

@@ -139,7 +139,7 @@ def frozen_context(encoded, name: str) -> dict:
         "base_score": encoded.base_score, "total_weight": encoded.total_weight,
         "layout": enc.layout, "leaf_code": LEAF_CODES[enc.leaves], "leaf_macro": INFER_LEAF_MACRO[enc.leaves],
         "input_code": INFER_INPUT_CODE[enc.input_dtype], "predict": INFER_PREDICT[enc.input_dtype],
-        "scratch": max(encoded.n_classes, encoded.n_scores), "table_bytes": encoded.table_bytes(),
+        "scratch": max(encoded.n_classes, encoded.n_scores), "table_bytes": encoded.table_bytes(pointer_bytes=4),
     }
 
 
