@@ -252,11 +252,15 @@ def runtime_predict_proba(device: DeviceModel, X) -> np.ndarray:
     return proba
 
 
-def runtime_forest_predict(encoded, X) -> tuple[np.ndarray, np.ndarray]:
+INFER_CDEF = STATUS_CDEF + RUNTIME_CDEF[RUNTIME_CDEF.index("typedef struct {\n    const uint8_t *feature;"):]
+
+
+def runtime_forest_predict(encoded, X, library=None) -> tuple[np.ndarray, np.ndarray]:
     """(classes, Q15 probabilities) of every row computed by ``es_forest_predict_*`` from the tables of an
     :class:`edgestream.encoding.EncodedModel` (the compile-once runtime); the classes come from a call without
-    probabilities (the device's class-only path), the probabilities from a call without a class."""
-    ffi, lib = runtime()
+    probabilities (the device's class-only path), the probabilities from a call without a class. ``library``:
+    another (ffi, lib) with the functions of ``INFER_CDEF`` (e.g. es_infer.c compiled with other options)."""
+    ffi, lib = library or runtime()
     enc = encoded.encoding
     ctype = C_TYPES[enc.input_dtype]
     predict = {"float32": lib.es_forest_predict_f32, "int32": lib.es_forest_predict_i32,

@@ -238,3 +238,23 @@ def test_bundles_cross_build_without_warnings(tmp_path, cpu):
                              f"CFLAGS={flags}"], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
+
+
+def test_bit_pattern_walk_matches_python(tmp_path):
+    """es_infer.c as built for cores without an FPU (ES_F32_COMPARE_BITS), compiled on the host: same results."""
+    from edgestream.export import runtime_sources
+    from edgestream.simulate import INFER_CDEF, compile_library
+
+    csrc = runtime_sources()[0].parent
+    source = tmp_path / "es_infer_bits.c"
+    source.write_text("#define ES_F32_COMPARE_BITS 1\n" + (csrc / "es_infer.c").read_text())  # hashed by content
+    library = compile_library(INFER_CDEF, '#include "es_infer.h"', [source], csrc)
+    rng = np.random.default_rng(8)
+    for leaf_values in ("q15", "vote"):
+        X, y = random_data(rng, "float32", 300, 6, 4)
+        model = ForestClassifier(n_trees=4, max_depth=6, leaf_values=leaf_values).fit(X, y)
+        rows = probe_rows(X, np.concatenate(model.bins_.edges_), "float32", rng)
+        for optimize in ("speed", "size"):
+            classes, proba = runtime_forest_predict(encode(DeviceModel.from_model(model), optimize), rows, library)
+            assert np.array_equal(proba, model.predict_proba_q15(rows))
+            assert np.array_equal(classes, model.predict_encoded(rows))
