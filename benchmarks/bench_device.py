@@ -389,7 +389,7 @@ def run_jobs(jobs: list[Job]) -> list[Measured]:
 
 FOOTNOTES = [
     "Table 1: instructions per call executed under QEMU (-singlestep -d exec,nochain), callees included; predict "
-    "is the class call (edgestream's computes the probabilities first). Cortex-M0 runs the rp2040 build "
+    "is the class call (edgestream: the class-only path, one division). Cortex-M0 runs the rp2040 build "
     "(-mcpu=cortex-m0plus) on QEMU's micro:bit Cortex-M0 model.",
     "emlearn is counted from int16/float features already in memory (the float32 -> int16 conversion is outside "
     "the count); edgestream from float32 features (no quantization: each node compares the raw feature with its "
