@@ -258,3 +258,24 @@ def test_bit_pattern_walk_matches_python(tmp_path):
             classes, proba = runtime_forest_predict(encode(DeviceModel.from_model(model), optimize), rows, library)
             assert np.array_equal(proba, model.predict_proba_q15(rows))
             assert np.array_equal(classes, model.predict_encoded(rows))
+
+
+def test_cli_fit_leaf_values_and_export_optimize(tmp_path):
+    import json
+
+    from edgestream.cli import main
+
+    rng = np.random.default_rng(4)
+    X = rng.integers(-300, 300, size=(120, 3))
+    y = (X[:, 0] > X[:, 1]).astype(int)
+    data = tmp_path / "d.csv"
+    np.savetxt(data, np.column_stack([y, X]), fmt="%d", delimiter=",")
+    model = tmp_path / "m.esm"
+    assert main(["fit", str(data), "--label", "0", "--no-header", "--learner", "forest", "--n-trees", "3",
+                 "--leaf-values", "vote", "--input-dtype", "int16", "-o", str(model)]) == 0
+    assert main(["export", str(model), "-o", str(tmp_path / "b"), "--optimize", "size"]) == 0
+    manifest = json.loads((tmp_path / "b" / "edgestream.json").read_text())
+    assert manifest["optimize"] == "size" and manifest["encoding"]["leaves"] == "class"
+    assert manifest["encoding"]["input_dtype"] == "int16"
+    assert main(["fit", str(data), "--label", "0", "--no-header", "--learner", "shrubs", "--leaf-values", "q8",
+                 "-o", str(model)]) == 2
