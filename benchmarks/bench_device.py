@@ -61,10 +61,10 @@ from pathlib import Path
 import emlearn
 import numpy as np
 
-from bench_foundation import emlearn_variants, load_data, models
-from edgestream import targets
+from bench_foundation import (EDGESTREAM_EXPORTS, edgestream_label, edgestream_leaf_models, emlearn_variants,
+                              load_data, models)
+from edgestream import ShrubEnsemble, learners, targets
 from edgestream.boards import load_board
-from edgestream import ShrubEnsemble, learners
 from edgestream.budget import Budget, of_model, plan
 from edgestream.data import make_stream
 from edgestream.export import export_bundle
@@ -246,13 +246,16 @@ def trees(root: Path, rows: int) -> Prepared:
     fitted = {(kind, trainer): estimator for kind, trainer, estimator in models(data)}
     prepared = Prepared([], {}, [])
     for kind in ("tree", "forest"):
-        estimator = fitted[kind, "edgestream"]
-        bundle = export_bundle(estimator, root / kind, name=kind)
-        expected = estimator.predict_encoded(X)
-        for board in CORES:
-            prepared.jobs.append(Job(kind, "edgestream", board, X, expected, bundle=bundle))
-            prepared.reports[kind, "edgestream", board] = targets.build(bundle, board)
-        prepared.memory.append(tree_memory(kind, estimator, prepared.reports[kind, "edgestream", MEMORY_BOARD]))
+        leaf_models = dict(edgestream_leaf_models(kind, fitted[kind, "edgestream"], data))
+        for leaf_values, optimize in EDGESTREAM_EXPORTS:
+            estimator, label = leaf_models[leaf_values], edgestream_label(leaf_values, optimize)
+            bundle = export_bundle(estimator, root / f"{kind}-{leaf_values}-{optimize}", name=kind, optimize=optimize)
+            expected = estimator.predict_encoded(X)
+            for board in CORES:
+                prepared.jobs.append(Job(kind, label, board, X, expected, bundle=bundle))
+                prepared.reports[kind, label, board] = targets.build(bundle, board)
+            prepared.memory.append(tree_memory(kind, label, estimator, optimize,
+                                               prepared.reports[kind, label, MEMORY_BOARD]))
     variants = [v for v in emlearn_variants("forest", fitted["forest", "scikit-learn"], data, root / "emlearn")
                 if v.exporter in EMLEARN]
     for variant in variants:
@@ -325,8 +328,10 @@ def memory_row(model: str, budget: Budget, report: targets.BuildReport) -> Memor
         objects={name: size.bytes for name, size in report.objects.items()}, notes=notes)
 
 
-def tree_memory(kind: str, estimator, report: targets.BuildReport) -> MemoryRow:
-    return memory_row(kind, of_model(estimator, load_board(report.board)), report)
+def tree_memory(kind: str, label: str, estimator, optimize: str, report: targets.BuildReport) -> MemoryRow:
+    """The exact budget of the exported model in its encoding against the ELF."""
+    budget = of_model(estimator, load_board(report.board), optimize=optimize)
+    return dataclasses.replace(memory_row(kind, budget, report), model=f"{kind} ({label[len('edgestream '):]})")
 
 
 # ------------------------------------------------------------------------------------------ instruction table
@@ -365,10 +370,11 @@ def run_jobs(jobs: list[Job]) -> list[Measured]:
 
 FOOTNOTES = [
     "Table 1: instructions per call executed under QEMU (-singlestep -d exec,nochain), callees included; predict "
-    "is the class call (edgestream's computes the probabilities first). Cortex-M0 runs the rp2040 build "
+    "is the class call (edgestream: the class-only path, one division). Cortex-M0 runs the rp2040 build "
     "(-mcpu=cortex-m0plus) on QEMU's micro:bit Cortex-M0 model.",
     "emlearn is counted from int16/float features already in memory (the float32 -> int16 conversion is outside "
-    "the count); edgestream from float32 features (quantization included).",
+    "the count); edgestream from float32 features (no quantization: each node compares the raw feature with its "
+    "edge). edgestream rows: leaf values at fit time (q15/q8/vote), export --optimize speed|size.",
     "shrubs: Python learns {warmup} rows of SEA first, then the device test-then-trains {steps} rows in chunks of "
     "{chunk}; learn mean/max are steady-state steps (full window, {max_shrubs} shrubs + 1 new per step).",
     "flash B: code of the model's sources left after --gc-sections + its const objects (BuildReport.code_bytes + "

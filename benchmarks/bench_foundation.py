@@ -276,10 +276,20 @@ def m2cgen_variant(model: str, estimator, data: Dataset, root: Path) -> Variant:
                                     body=converting_body("double", n_features, argmax)), own, true)
 
 
-def edgestream_variant(model: str, estimator, data: Dataset, root: Path) -> Variant:
+# edgestream exports measured for each model: (leaf_values at fit time, export --optimize)
+EDGESTREAM_EXPORTS = [("q15", "speed"), ("q15", "size"), ("q8", "size"), ("vote", "speed"), ("vote", "size")]
+
+
+def edgestream_label(leaf_values: str, optimize: str) -> str:
+    return f"edgestream {leaf_values} --optimize {optimize}"
+
+
+def edgestream_variant(model: str, estimator, data: Dataset, root: Path, optimize: str = "speed") -> Variant:
     from edgestream.export import export_bundle
 
-    directory = export_bundle(estimator, root / f"{model}-edgestream", name="model")
+    label = edgestream_label(estimator.leaf_values, optimize)
+    directory = export_bundle(estimator, root / f"{model}-edgestream-{estimator.leaf_values}-{optimize}",
+                              name="model", optimize=optimize)
     manifest = directory / "edgestream.json"
     if manifest.exists():
         names = json.loads(manifest.read_text())["sources"]
@@ -288,9 +298,16 @@ def edgestream_variant(model: str, estimator, data: Dataset, root: Path) -> Vari
     body = "    uint8_t c;\n    return model_predict(x, &c) == ES_OK ? (int)c : -1;"
     own = estimator.predict_encoded(data.X_test).astype(np.int64)
     true = np.searchsorted(estimator.classes_, data.y_test)
-    return Variant(model, "edgestream", "edgestream bundle (all runtime)", directory,
-                   [directory / name for name in names],
+    return Variant(model, "edgestream", label, directory, [directory / name for name in names],
                    WRAPPER_C.format(prelude='#include "model.h"', body=body), own, true)
+
+
+def edgestream_leaf_models(kind: str, estimator, data: Dataset):
+    """The edgestream model refitted with each leaf_values option (same trees, leaves restricted at fit time)."""
+    for leaf_values in dict.fromkeys(lv for lv, _ in EDGESTREAM_EXPORTS):
+        yield leaf_values, (estimator if estimator.leaf_values == leaf_values else
+                            type(estimator)(**{**estimator.get_params(), "leaf_values": leaf_values})
+                            .fit(data.X_train, data.y_train))
 
 
 def sklearn_classes(estimator, data: Dataset) -> tuple[np.ndarray, np.ndarray]:
@@ -322,10 +339,9 @@ def variants(data: Dataset, root: Path) -> list[Variant | Row]:
     found: list[Variant | Row] = []
     for kind, trainer, estimator in models(data):
         if trainer == "edgestream":
-            try:
-                found.append(edgestream_variant(kind, estimator, data, root))
-            except ImportError as error:
-                found.append(Row(kind, trainer, "edgestream bundle", notes=[f"export unavailable: {error}"]))
+            fitted = dict(edgestream_leaf_models(kind, estimator, data))
+            for leaf_values, optimize in EDGESTREAM_EXPORTS:
+                found.append(edgestream_variant(kind, fitted[leaf_values], data, root, optimize))
         else:
             found += emlearn_variants(kind, estimator, data, root)
             found.append(m2cgen_variant(kind, estimator, data, root))
@@ -356,8 +372,11 @@ FOOTNOTES = [
     "ns/inf: C loop over the test rows inside the library, median of {runs} timed calls (host, gcc -O2).",
     "host B / M4 B: size text+data of the exporter's sources alone (no wrapper, no harness); host gcc -O2 "
     "(no unwind tables), M4 arm-none-eabi-gcc -Os -mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16.",
-    "edgestream B: every .c file of the bundle except the example main.c (runtime: quantizer, tree/ensemble "
-    "predict and predict_proba, plus the model tables), since all of it is flashed.",
+    "edgestream B: every .c file of the bundle except the example main.c (the runtime es_infer.c compiled for "
+    "the bundle's one encoding, predict and predict_proba wrappers, the model tables), since all of it is flashed.",
+    "edgestream rows: leaf values chosen at fit time (q15 as trained, q8 = rounded to 1/128, vote = majority class "
+    "per leaf; the Python model predicts with them, so mismatch counts the export), then export --optimize "
+    "speed (inline thresholds) or size (the smallest exact encoding).",
     "emlearn B: the generated file with include_proba=False; for 'loadable' that file includes eml_trees.h, "
     "whose non-static functions (predict, predict_proba, regress) are all in the object.",
     "emlearn compares with '<' (scikit-learn: '<='), and its int16 variants write thresholds as int(t), so "

@@ -10,8 +10,9 @@ with ``x <= e_i``, or ``k`` when ``x`` is above every edge. So
   so missing values always take the right branch,
 * float inputs are first rounded to float32, as on the device; subnormals compare as the numbers they are.
 
-Integer edges (``dtype="int32"``) quantize raw sensor readings without an FPU: the same rule with int32
-comparisons, and no missing bin.
+Integer edges (``dtype="int32"`` or ``"int16"``) quantize raw sensor readings without an FPU: the same rule with
+integer comparisons, and no missing bin. The midpoint of two integers of one type lies between them, so the
+edges of an int16 feature are int16 too.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ import numpy as np
 MISSING_BIN = 255
 MAX_EDGES = 254  # value bins 0..254, bin 255 is reserved for missing values
 STRATEGIES = ("quantile", "adaptive")
-DTYPES = ("float32", "int32")
+DTYPES = ("float32", "int32", "int16")
+INTEGER_DTYPES = ("int32", "int16")
 
 
 class BinMapper:
@@ -34,7 +36,8 @@ class BinMapper:
         ``"adaptive"`` is the bin-width-doubling discretization of the in-place online GBDT paper
         (Appendix A): equal-width bins starting at ``range / 2**16``, the width doubled until at most
         ``max_bins`` non-empty bins remain; edges lie midway between neighbouring non-empty bins.
-    dtype : ``"float32"`` edges (device input is float) or ``"int32"`` edges (device input is int32).
+    dtype : ``"float32"`` edges (device input is float), ``"int32"`` or ``"int16"`` edges (device input is
+        that integer type).
     """
 
     def __init__(self, max_bins: int = 255, strategy: str = "quantile", dtype: str = "float32"):
@@ -97,13 +100,13 @@ class BinMapper:
         X = np.asarray(X)
         if X.ndim != 2:
             raise ValueError(f"X must be 2-dimensional (samples, features), got shape {X.shape}")
-        if self.dtype == "int32":
+        if self.dtype in INTEGER_DTYPES:
             if not np.issubdtype(X.dtype, np.integer):
                 raise ValueError(f"integer bins need integer input, got dtype {X.dtype}")
-            info = np.iinfo(np.int32)
+            info = np.iinfo(self.dtype)
             if X.size and (X.min() < info.min or X.max() > info.max):
-                raise ValueError(f"integer input must fit int32 [{info.min}, {info.max}]")
-            return X.astype(np.int32)
+                raise ValueError(f"integer input must fit {self.dtype} [{info.min}, {info.max}]")
+            return X.astype(self.dtype)
         with np.errstate(over="ignore"):  # large float64 values become +-inf in float32, like on the device
             return X.astype(np.float32)
 
@@ -139,9 +142,9 @@ def _adaptive_edges(present: np.ndarray, max_bins: int, dtype: str) -> np.ndarra
 
 def _midpoints(lower: np.ndarray, upper: np.ndarray, dtype: str) -> np.ndarray:
     """Edges between neighbouring distinct values: x <= edge keeps ``lower`` left and ``upper`` right."""
-    if dtype == "int32":
+    if dtype in INTEGER_DTYPES:
         edges = lower.astype(np.int64) + (upper.astype(np.int64) - lower.astype(np.int64)) // 2
-        return np.unique(edges).astype(np.int32)[:MAX_EDGES]
+        return np.unique(edges).astype(dtype)[:MAX_EDGES]
     with np.errstate(over="ignore", invalid="ignore"):
         mid = (lower.astype(np.float64) + upper.astype(np.float64)) / 2.0
     mid = np.where(np.isfinite(mid), mid, lower.astype(np.float64))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import subprocess
 import tempfile
 from dataclasses import asdict, dataclass, field
@@ -21,7 +22,7 @@ from pathlib import Path
 
 from . import learners
 from .emit import wrapper_stack_bytes
-from .export import runtime_sources
+from .export import generated_headers, runtime_sources
 
 STACK_NOTE = ("stack counts the generated wrapper's locals; `edgestream build` measures the deepest call chain "
               "of every API function")
@@ -88,31 +89,37 @@ def call_stack(n_features: int, n_classes: int) -> Item:
     return Item("call locals", "stack", wrapper_stack_bytes(n_features, n_classes))
 
 
-def code_flash(spec, board) -> tuple[list[Item], bool]:
-    """Runtime code compiled for the board; none (and False) when the board's compiler is not installed."""
-    sizes = measured_code_bytes(board)
+def code_flash(spec, board, headers: dict[str, str] | None = None) -> tuple[list[Item], bool]:
+    """Runtime code compiled for the board (with a model's generated ``headers`` in front of the runtime's own);
+    none (and False) when the board's compiler is not installed."""
+    sources = [p for p in runtime_sources(spec.runtime) if p.suffix == ".c"]
+    sizes = measured_code_bytes(board, sources, headers or {})
     if sizes is None:
         return [], False
-    return [Item(p.stem, "code", sizes[p.name]) for p in runtime_sources(spec.runtime) if p.suffix == ".c"], True
+    return [Item(p.stem, "code", sizes[p.name]) for p in sources], True
 
 
 _CODE_CACHE: dict[str, dict] = {}
 
 
-def measured_code_bytes(board) -> dict | None:
+def measured_code_bytes(board, sources: list[Path], headers: dict[str, str]) -> dict | None:
     """text+data bytes of each runtime file compiled at -Os for the board, or None without its compiler."""
-    sources = [p for p in runtime_sources() if p.suffix == ".c"]
-    key = hashlib.sha256(json.dumps([board.name, board.toolchain.cc, board.toolchain.cflags]).encode()
+    key = hashlib.sha256(json.dumps([board.name, board.toolchain.cc, board.toolchain.cflags, headers,
+                                     [p.name for p in sources]]).encode()
                          + b"".join(p.read_bytes() for p in runtime_sources())).hexdigest()
     if key in _CODE_CACHE:
         return _CODE_CACHE[key]
     sizes = {}
     with tempfile.TemporaryDirectory() as tmp:
+        for source in runtime_sources():  # a bundle's copy of the runtime, its generated headers replacing defaults
+            shutil.copyfile(source, Path(tmp) / source.name)
+        for filename, text in headers.items():
+            (Path(tmp) / filename).write_text(text)
         for source in sources:
             obj = Path(tmp) / (source.stem + ".o")
             try:
                 subprocess.run([board.toolchain.cc, *board.toolchain.cflags, "-std=c99", "-Os", "-ffunction-sections",
-                                "-c", str(source), "-o", str(obj)], check=True, capture_output=True)
+                                "-c", str(Path(tmp) / source.name), "-o", str(obj)], check=True, capture_output=True)
                 out = subprocess.run([board.toolchain.size, str(obj)], check=True, capture_output=True, text=True)
             except (OSError, subprocess.CalledProcessError):
                 return None
@@ -137,11 +144,13 @@ def size_config(spec, model, n_features: int, n_classes: int) -> dict:
     return {**{key: params[key] for key in keys}, "features": n_features, "classes": n_classes}
 
 
-def estimate(spec, board, model, n_features: int, n_classes: int, ram: int, flash: int | None) -> Budget:
-    """RAM and flash of ``model`` (fitted: exact; unfitted: its configuration's worst case) on ``board``."""
+def estimate(spec, board, model, n_features: int, n_classes: int, ram: int, flash: int | None,
+             optimize: str = "speed") -> Budget:
+    """RAM and flash of ``model`` (fitted: exact; unfitted: its configuration's worst case) on ``board``, exported
+    with ``optimize``."""
     packed = is_avr(board)
     tables = [Item(name, "tables", size)
-              for name, size in spec.tables(model, n_features, n_classes, pointer_bytes(board), packed)]
+              for name, size in spec.tables(model, n_features, n_classes, pointer_bytes(board), packed, optimize)]
     state, image, notes = [], [], [STACK_NOTE]
     if spec.state is not None:
         layout = spec.state.layout(model.device_config(n_features, n_classes))
@@ -153,10 +162,13 @@ def estimate(spec, board, model, n_features: int, n_classes: int, ram: int, flas
             image_bytes = layout.size(packed)
             notes.append("the state's initial image is counted whole (a model that has learned exports its state)")
         image = [Item("state image", "state image", image_bytes)] if image_bytes else []
-    if not hasattr(model, "classes_"):
+    if not learners.is_fitted(model):
         notes.insert(0, "tables are the configuration's worst case; a trained model's exported tables are smaller")
     copied = [Item("tables copy", "tables", sum(item.bytes for item in tables))] if packed else []
-    code, measured = code_flash(spec, board)
+    fitted = learners.is_fitted(model)
+    code, measured = code_flash(spec, board, generated_headers(model, optimize) if fitted else {})
+    if not fitted:
+        notes.append("code is compiled with every variant of the runtime; an exported model compiles only its own")
     if not measured:
         notes.append(f"runtime code not counted: {board.toolchain.cc} is not installed (scripts/setup.sh installs it)")
     return Budget(spec.name, board.name, size_config(spec, model, n_features, n_classes), model.get_params(),
@@ -165,10 +177,10 @@ def estimate(spec, board, model, n_features: int, n_classes: int, ram: int, flas
 
 
 def plan(learner: str, board, n_features: int, n_classes: int, ram: int | None = None, flash: int | None = None,
-         **params) -> Budget:
-    """The largest configuration of ``learner`` that fits the budgets (the board's RAM and flash by default).
-
-    Parameters given (not None) are fixed; the learner's ladder chooses the others, largest first."""
+         optimize: str = "speed", **params) -> Budget:
+    """The largest configuration of ``learner`` that fits the budgets (the board's RAM and flash by default), as
+    exported with ``optimize``. Parameters given (not None) are fixed; the learner's ladder chooses the others,
+    largest first."""
     spec = learners.get(learner)
     ram = board.ram_bytes if ram is None else ram
     flash = board.flash_bytes if flash is None else flash
@@ -180,7 +192,7 @@ def plan(learner: str, board, n_features: int, n_classes: int, ram: int | None =
     rungs = [rung | fixed for rung in spec.ladder] or [fixed]
     budget = None
     for config in dict.fromkeys(json.dumps(rung, sort_keys=True) for rung in rungs):
-        budget = estimate(spec, board, spec.make(**json.loads(config)), n_features, n_classes, ram, flash)
+        budget = estimate(spec, board, spec.make(**json.loads(config)), n_features, n_classes, ram, flash, optimize)
         if budget.fits:
             return budget
     raise ValueError(f"no {learner} configuration for {n_features} features and {n_classes} classes fits "
@@ -189,8 +201,8 @@ def plan(learner: str, board, n_features: int, n_classes: int, ram: int | None =
                      f"of flash\n{budget.to_text()}")
 
 
-def of_model(model, board, ram: int | None = None, flash: int | None = None) -> Budget:
-    """The exact budget of a fitted model (what its exported bundle will take on ``board``)."""
+def of_model(model, board, ram: int | None = None, flash: int | None = None, optimize: str = "speed") -> Budget:
+    """The exact budget of a fitted model (what its bundle exported with ``optimize`` takes on ``board``)."""
     spec = learners.of_model(model)
     return estimate(spec, board, model, learners.model_input(model)[1], len(model.classes_),
-                    board.ram_bytes if ram is None else ram, board.flash_bytes if flash is None else flash)
+                    board.ram_bytes if ram is None else ram, board.flash_bytes if flash is None else flash, optimize)

@@ -25,6 +25,7 @@ from . import __version__, learners, parity, targets
 from .boards import list_boards, load_board
 from .budget import of_model, plan
 from .data import STREAMS, device_input, load_csv, make_stream
+from .encoding import OPTIMIZE
 from .evaluate import prequential
 from .export import read_manifest
 from .modelfile import load_model, save_model
@@ -79,6 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("model", metavar="MODEL")
     export.add_argument("-o", "--output", required=True, metavar="BUNDLE_DIR")
     export.add_argument("--name", default="model", help="C prefix of the generated functions (default: model)")
+    export.add_argument("--optimize", choices=OPTIMIZE, default="speed",
+                        help="frozen models: speed, the fastest full-precision encoding (default), or size, the "
+                             "smallest exact one")
     export.set_defaults(run=run_export)
 
     simulate = commands.add_parser("simulate", help="run a bundle's C code on the host or an emulated board")
@@ -107,6 +111,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_board_option(budget)
     budget.add_argument("--ram", type=byte_size, metavar="SIZE", help="RAM budget, e.g. 8KiB (default: the board's RAM)")
     budget.add_argument("--flash", type=byte_size, metavar="SIZE", help="flash budget (default: the board's flash)")
+    budget.add_argument("--optimize", choices=OPTIMIZE, default="speed",
+                        help="the encoding the model will be exported with (frozen models; default speed)")
     budget.add_argument("--features", type=int, metavar="D", help="features per row (or taken from --data)")
     budget.add_argument("--classes", type=int, metavar="C", help="number of classes (or taken from --data)")
     _add_learner_options(budget, "configuration (what is not given is the largest that fits)")
@@ -213,7 +219,7 @@ def run_export(args) -> int:
     from .export import export_bundle
 
     model = load_model(args.model)
-    out = export_bundle(model, args.output, name=args.name)
+    out = export_bundle(model, args.output, name=args.name, optimize=args.optimize)
     print(f"exported {type(model).__name__} as bundle {args.name!r} -> {out}")
     return 0
 
@@ -271,14 +277,15 @@ def run_budget(args) -> int:
     X, y = load_csv(args.data, args.label, no_header=args.no_header)[:2] if args.data else (None, None)
     n_features, n_classes = budget_shape(args, X, y)
     params = learner_params(args)
-    budget = plan(args.learner, board, n_features, n_classes, ram=args.ram, flash=args.flash, **params)
+    budget = plan(args.learner, board, n_features, n_classes, ram=args.ram, flash=args.flash,
+                  optimize=args.optimize, **params)
     online = learners.get(args.learner).online
     curve = accuracy_curve(args.learner, board, X, y, args.flash, params, sys.stderr.isatty()) \
         if X is not None and online else {}
     sizes = None
     if args.bundle:
-        model = bundle_model(budget, args.bundle)
-        sizes = compare_sizes(of_model(model, board, budget.ram_budget, budget.flash_budget),
+        model, optimize = bundle_model(budget, args.bundle)
+        sizes = compare_sizes(of_model(model, board, budget.ram_budget, budget.flash_budget, optimize),
                               targets.build(args.bundle, board))
     if args.html:
         html_report(budget, args.html, curve, sizes)
@@ -314,7 +321,8 @@ def budget_shape(args, X, y) -> tuple[int, int]:
 
 
 def bundle_model(budget, bundle_dir):
-    """The model of a bundle, after checking that it is the planned one (so the sizes can be compared)."""
+    """The model of a bundle and its encoding option, after checking that it is the planned model (so the sizes
+    can be compared)."""
     manifest = read_manifest(bundle_dir)
     model = load_model(Path(bundle_dir) / manifest["model"])
     held = {"learner": manifest["learner"], "features": manifest["n_features"], "classes": manifest["n_classes"],
@@ -323,7 +331,7 @@ def bundle_model(budget, bundle_dir):
               if value != budget.config.get(key, budget.learner)]
     if differ:
         raise ValueError(f"bundle {bundle_dir} does not hold the planned model: it has {', '.join(differ)}")
-    return model
+    return model, manifest.get("optimize", "speed")
 
 
 def run_build(args) -> int:

@@ -13,7 +13,7 @@ TEMPLATES = {
     "Makefile": "Makefile.j2",
     "CMakeLists.txt": "CMakeLists.txt.j2",
 }
-C_TYPES = {"float32": "float", "int32": "int32_t"}
+C_TYPES = {"float32": "float", "int32": "int32_t", "int16": "int16_t"}
 VALUES_PER_LINE = 12
 
 
@@ -21,6 +21,8 @@ def c_literal(value, dtype: str) -> str:
     """Exact C literal: the shortest decimal that reads back as the same float32, or a plain integer."""
     if dtype == "float32":
         value = np.float32(value)
+        if np.isinf(value):
+            return "INFINITY" if value > 0 else "-INFINITY"  # <math.h>, a constant expression in C99
         if value == 0 or 1e-4 <= abs(value) < 1e7:
             return np.format_float_positional(value, unique=True, trim="0") + "f"
         return np.format_float_scientific(value, unique=True, trim="0") + "f"
@@ -54,7 +56,13 @@ def environment(autoescape: bool = False) -> jinja2.Environment:
 
 
 def render_bundle(context: dict, model_template: str) -> dict[str, str]:
-    """File name -> text of every generated file; ``model_template`` renders ``<name>.c``."""
+    """File name -> text of every generated file; ``model_template`` renders ``<name>.c``, and the context's
+    ``extra_files`` (file name -> template) adds the learner's own generated headers."""
+    return render_files(context, {**TEMPLATES, "{name}.c": model_template, **context.get("extra_files", {})})
+
+
+def render_files(context: dict, templates: dict[str, str]) -> dict[str, str]:
+    """File name (``{name}`` replaced by the bundle's) -> text of each template rendered with ``context``."""
     env = environment()
     name, input_dtype = context["name"], context["input_dtype"]
     context = {
@@ -63,5 +71,4 @@ def render_bundle(context: dict, model_template: str) -> dict[str, str]:
         "quantize": "es_quantize_f32" if input_dtype == "float32" else "es_quantize_i32",
         **context,
     }
-    templates = {**TEMPLATES, "{name}.c": model_template}
     return {out.format(name=name): env.get_template(template).render(context) for out, template in templates.items()}

@@ -4,7 +4,8 @@
 learner's template and the shared header, example and build files, see :mod:`edgestream.emit`), a copy of the
 model and a manifest, ``edgestream.json``, that says what the bundle holds:
 ``format_version``, ``name``, ``learner`` (a registry name), ``learning``, ``input_dtype``, ``n_features``,
-``n_classes``, ``sources`` and ``model``. Tools refuse a bundle of another format version.
+``n_classes``, ``sources`` and ``model``, plus what the learner adds (a frozen tree model: ``optimize`` and its
+``encoding``). Tools refuse a bundle of another format version.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from importlib import resources
 from pathlib import Path
 
 from . import emit, learners
+from .encoding import OPTIMIZE
 
 MANIFEST = "edgestream.json"
 MODEL_COPY = "model.esm"
@@ -31,24 +33,34 @@ def runtime_sources(modules=None) -> list[Path]:
     return [p for p in files if p.stem in modules or p.stem.removesuffix("_state") in modules]
 
 
-def bundle_context(model, name: str) -> tuple[dict, learners.LearnerSpec]:
-    """The template context of a fitted model, and its learner."""
+def bundle_context(model, name: str, optimize: str = "speed") -> tuple[dict, learners.LearnerSpec]:
+    """The template context of a fitted model, and its learner. ``optimize`` (``speed`` or ``size``) picks the
+    encoding of learners that have several (frozen trees); learning bundles have one."""
     emit.check_name(name)
+    if optimize not in OPTIMIZE:
+        raise ValueError(f"optimize={optimize!r} must be one of {', '.join(OPTIMIZE)}")
     spec = learners.of_model(model)
     if not learners.is_fitted(model):
         raise ValueError(f"this {type(model).__name__} is not fitted; fit it before exporting")
     input_dtype, n_features = learners.model_input(model)
     context = {"name": name, "learner": spec.name, "learning": spec.learning, "input_dtype": input_dtype,
                "n_features": n_features, "n_classes": len(model.classes_),
-               **spec.context(model, name)}
+               "extra_files": {}, "manifest": {}, **spec.context(model, name, optimize)}
     return context, spec
 
 
-def export_bundle(model, out_dir, name: str = "model") -> Path:
-    """Write a C bundle for ``model`` into ``out_dir`` (created; existing bundle files are replaced)."""
+def generated_headers(model, optimize: str = "speed") -> dict[str, str]:
+    """The headers a bundle of ``model`` generates in place of the runtime's defaults (file name -> text)."""
+    context, _ = bundle_context(model, "model", optimize)
+    return emit.render_files(context, context["extra_files"])
+
+
+def export_bundle(model, out_dir, name: str = "model", optimize: str = "speed") -> Path:
+    """Write a C bundle for ``model`` into ``out_dir`` (created; existing bundle files are replaced); ``optimize``:
+    ``speed`` (the fastest full-precision encoding) or ``size`` (the smallest exact one) for frozen models."""
     from .modelfile import model_bytes
 
-    context, spec = bundle_context(model, name)
+    context, spec = bundle_context(model, name, optimize)
     generated = emit.render_bundle(context, spec.template)
     saved = model_bytes(model)
     out = Path(out_dir)
@@ -68,6 +80,7 @@ def export_bundle(model, out_dir, name: str = "model") -> Path:
         "n_classes": context["n_classes"],
         "sources": sorted(p.name for p in out.glob("*.c") if p.name != "main.c"),
         "model": MODEL_COPY,
+        **context["manifest"],
     }
     (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
     return out

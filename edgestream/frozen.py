@@ -1,4 +1,4 @@
-"""A fitted tree model reduced to the constant tables a frozen bundle stores in flash.
+"""A fitted tree model reduced to the tables a frozen bundle stores in flash (then encoded by :mod:`edgestream.encoding`).
 
 Two lossless reductions are applied, both checked by the parity tests:
 
@@ -13,16 +13,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .emit import C_TYPES
+from .encoding import LEAF_CODES, VALUE_BYTES, encode
 from .tree import LEAF_FEATURE, TreeEnsemble
-
-INPUT_BYTES = {"float32": 4, "int32": 4}
 
 
 @dataclass
 class DeviceModel:
     """The tables of one model as they are stored on the device."""
 
-    input_dtype: str  # "float32" or "int32"
+    input_dtype: str  # "float32", "int32" or "int16"
     edges: np.ndarray  # float32 or int32, all features' edges back to back
     offsets: np.ndarray  # uint16 [n_features + 1]
     ensemble: TreeEnsemble
@@ -43,16 +43,12 @@ class DeviceModel:
         leaf_values, leaf_index = np.unique(model.ensemble_.leaf_values, axis=0, return_inverse=True)
         is_leaf = nodes["feature"] == LEAF_FEATURE
         nodes["child"][is_leaf] = leaf_index.reshape(-1)[nodes["child"][is_leaf]]
-        ensemble = TreeEnsemble(nodes, model.ensemble_.roots.copy(), model.ensemble_.weights.copy(),
-                                leaf_values.astype(np.uint16), model.ensemble_.n_features)
+        source = model.ensemble_
+        ensemble = TreeEnsemble(nodes, source.roots.copy(), source.weights.copy(),
+                                leaf_values.astype(source.leaf_values.dtype), source.n_features,
+                                source.leaf_kind, source.base_score)
         ensemble.validate()
         return cls(model.bins_.dtype, edges.astype(model.bins_.dtype), offsets, ensemble)
-
-    def context(self) -> dict:
-        ensemble = self.ensemble
-        return {"edges": self.edges, "offsets": self.offsets, "nodes": ensemble.nodes, "roots": ensemble.roots,
-                "weights": ensemble.weights, "leaf_values": ensemble.leaf_values, "n_trees": ensemble.n_trees,
-                "n_leaves": len(ensemble.leaf_values)}
 
 
 def prune_edges(edges_per_feature, nodes):
@@ -72,23 +68,57 @@ def prune_edges(edges_per_feature, nodes):
     return flat, np.asarray(offsets, dtype=np.uint16), nodes
 
 
-def tree_context(model, name: str) -> dict:
-    return DeviceModel.from_model(model).context()
+INFER_PREDICT = {"float32": "es_forest_predict_f32", "int32": "es_forest_predict_i32", "int16": "es_forest_predict_i16"}
+INFER_INPUT_CODE = {"float32": "F32", "int32": "I32", "int16": "I16"}
+INFER_LEAF_MACRO = {"class": "CLASS", "q8": "Q8", "q15": "Q15", "additive": "ADDITIVE"}
+INFER_LEAF_TYPE = {"class": None, "q8": "uint8_t", "q15": "uint16_t", "additive": "int16_t"}
+INDEX_TYPES = {1: "uint8_t", 2: "uint16_t"}
 
 
-def tree_tables(model, n_features: int, n_classes: int, pointer_bytes: int, packed: bool) -> list[tuple[str, int]]:
-    """Flash objects of a frozen bundle: exact for a fitted model, else full trees of max_depth, an edge per split."""
-    input_bytes = INPUT_BYTES[model.input_dtype]
+def tree_context(model, name: str, optimize: str = "speed") -> dict:
+    """Template values of a frozen model's bundle in the encoding ``optimize`` picks (:mod:`edgestream.encoding`);
+    ``extra_files`` adds the generated ``es_infer_config.h`` that compiles only the variant this model uses."""
+    encoded = encode(DeviceModel.from_model(model), optimize)
+    enc = encoded.encoding
+    inline = enc.thresholds == "inline"
+    return {
+        "n_trees": encoded.n_trees, "n_scores": encoded.n_scores,
+        "encoding_text": ", ".join(f"{k}={v}" for k, v in enc.as_dict().items()),
+        "feature": encoded.feature, "threshold": encoded.threshold, "edges": encoded.edges,
+        "threshold_type": C_TYPES[enc.input_dtype] if inline else INDEX_TYPES[enc.edge_index_bytes],
+        "threshold_dtype": enc.input_dtype if inline else "int",
+        "children": encoded.children, "child_type": INDEX_TYPES[enc.child_bytes],
+        "tree_base": encoded.tree_base, "weights": encoded.weights, "weighted": enc.weights,
+        "leaves": encoded.leaves.reshape(-1) if enc.leaves != "class" else [], "leaf_type": INFER_LEAF_TYPE[enc.leaves],
+        "base_score": encoded.base_score, "total_weight": encoded.total_weight,
+        "layout": enc.layout, "leaf_code": LEAF_CODES[enc.leaves], "leaf_macro": INFER_LEAF_MACRO[enc.leaves],
+        "input_code": INFER_INPUT_CODE[enc.input_dtype], "predict": INFER_PREDICT[enc.input_dtype],
+        "scratch": scratch_size(encoded),
+        "extra_files": {"es_infer_config.h": "infer_config.h.j2"},
+        "manifest": {"optimize": optimize, "encoding": enc.as_dict()},
+    }
+
+
+def scratch_size(encoded) -> int:
+    """int32 scratch of ``es_forest_predict_*``: the class accumulators, or score sums and the softmax's work."""
+    return 2 * encoded.n_scores if encoded.encoding.leaves == "additive" else encoded.n_classes
+
+
+def tree_tables(model, n_features: int, n_classes: int, pointer_bytes: int, packed: bool,
+                optimize: str = "speed") -> list[tuple[str, int]]:
+    """Flash objects of a frozen bundle: exact for a fitted model (its encoding's tables), else the worst case of
+    full trees of max_depth in the fastest encoding."""
     if hasattr(model, "ensemble_"):
-        device = DeviceModel.from_model(model)
-        n_edges, n_nodes = max(len(device.edges), 1), len(device.ensemble.nodes)
-        n_leaf_rows, n_trees = len(device.ensemble.leaf_values), device.ensemble.n_trees
-    else:
-        n_trees = getattr(model, "n_trees", 1)
-        leaves = n_trees * 2**model.max_depth
-        splits = leaves - n_trees  # each split keeps at most one edge
-        n_edges = max(min(n_features * (model.max_bins - 1), splits), 1)
-        n_nodes, n_leaf_rows = 2 * leaves - n_trees, leaves
-    return [("edges", n_edges * input_bytes), ("offsets", 2 * (n_features + 1)), ("nodes", 4 * n_nodes),
-            ("roots", 2 * n_trees), ("weights", 2 * n_trees), ("leaf_values", 2 * n_leaf_rows * n_classes),
-            ("ensemble", 4 * pointer_bytes + 4 if packed else -(-(4 * pointer_bytes + 4) // pointer_bytes) * pointer_bytes)]
+        encoded = encode(DeviceModel.from_model(model), optimize)
+        return [(name, size) for name, size in encoded.table_bytes(pointer_bytes, packed).items() if size]
+    n_trees = getattr(model, "n_trees", 1)
+    internal = n_trees * (2**model.max_depth - 1)
+    leaves = n_trees * 2**model.max_depth
+    per_tree = 2**model.max_depth - 1 + 2**model.max_depth
+    child_bytes = 1 if per_tree < 256 else 2
+    leaf_bytes = {"q15": 2 * n_classes, "q8": n_classes, "vote": 0}[model.leaf_values] * leaves
+    descriptor = 8 * pointer_bytes + 11
+    return [("descriptor", descriptor if packed else -(-descriptor // pointer_bytes) * pointer_bytes),
+            ("feature", max(internal, 1)), ("threshold", max(internal, 1) * VALUE_BYTES[model.input_dtype]),
+            ("children", max(2 * internal, 1) * child_bytes), ("tree_base", 2 * (n_trees + 1)),
+            ("leaves", leaf_bytes)]

@@ -28,8 +28,10 @@ import numpy as np
 
 from . import learners
 from .emit import C_TYPES
-from .state import C_TYPES as STATE_C_TYPES
+from .encoding import LEAF_CODES
 from .export import read_manifest, runtime_sources
+from .frozen import scratch_size
+from .state import C_TYPES as STATE_C_TYPES
 
 STATUS_CDEF = """
 typedef enum { ES_OK = 0, ES_ERR_NULL = 1, ES_ERR_MODEL = 2, ES_ERR_LABEL = 3, ES_ERR_FULL = 4,
@@ -50,6 +52,23 @@ es_status es_ensemble_predict_proba(const es_ensemble *model, const uint8_t *bin
                                     uint16_t *proba);
 """
 
+# es_infer: frozen tree models predicted from raw inputs (see edgestream.encoding)
+FOREST_CDEF = """
+typedef struct {
+    const uint8_t *feature; const void *threshold; const void *edges; const void *children;
+    const uint16_t *tree_base; const uint16_t *weights; const void *leaves; const int32_t *base_score;
+    uint32_t total_weight; uint16_t n_trees; uint8_t n_features; uint8_t n_classes; uint8_t n_scores;
+    uint8_t layout; uint8_t leaf_kind;
+} es_forest;
+es_status es_forest_predict_f32(const es_forest *model, const float *x, int32_t *scratch, uint16_t *proba,
+                                uint8_t *class_out);
+es_status es_forest_predict_i32(const es_forest *model, const int32_t *x, int32_t *scratch, uint16_t *proba,
+                                uint8_t *class_out);
+es_status es_forest_predict_i16(const es_forest *model, const int16_t *x, int32_t *scratch, uint16_t *proba,
+                                uint8_t *class_out);
+int es_f32_le_bits(float x, float e);
+"""
+
 
 def learner_cdef(state) -> str:
     """The runtime structs and entry points of a learning learner (from its state description)."""
@@ -62,7 +81,7 @@ es_status {prefix}_predict_proba(const {prefix} *model, const {row} *row, uint32
 
 def runtime_cdef() -> str:
     states = [spec.state for spec in learners.REGISTRY.values() if spec.state is not None]
-    return STATUS_CDEF + TREE_CDEF + "".join(learner_cdef(state) for state in states)
+    return STATUS_CDEF + TREE_CDEF + FOREST_CDEF + "".join(learner_cdef(state) for state in states)
 
 
 BUNDLE_CDEF = """
@@ -239,6 +258,50 @@ def runtime_predict_proba(device, X) -> np.ndarray:
         check(lib.es_ensemble_predict_proba(model, ffi.from_buffer("uint8_t[]", row), acc,
                                             ffi.from_buffer("uint16_t[]", proba[i])), "predict_proba")
     return proba
+
+
+INFER_CDEF = STATUS_CDEF + FOREST_CDEF
+
+
+def runtime_forest_predict(encoded, X, library=None) -> tuple[np.ndarray, np.ndarray]:
+    """(classes, Q15 probabilities) of every row computed by ``es_forest_predict_*`` from the tables of an
+    :class:`edgestream.encoding.EncodedModel` (the compile-once runtime); the classes come from a call without
+    probabilities (the device's class-only path), the probabilities from a call without a class. ``library``:
+    another (ffi, lib) with the functions of ``INFER_CDEF`` (e.g. es_infer.c compiled with other options)."""
+    ffi, lib = library or runtime()
+    enc = encoded.encoding
+    ctype = C_TYPES[enc.input_dtype]
+    predict = {"float32": lib.es_forest_predict_f32, "int32": lib.es_forest_predict_i32,
+               "int16": lib.es_forest_predict_i16}[enc.input_dtype]
+
+    def buffer(array):
+        array = np.ascontiguousarray(array)
+        return array, (ffi.from_buffer(array) if array.size else ffi.NULL)
+
+    tables = {name: buffer(getattr(encoded, name)) for name in
+              ("feature", "threshold", "edges", "children", "tree_base", "weights", "leaves", "base_score")}
+    fields = {name: ffi.cast("void *", pointer) for name, (_, pointer) in tables.items()}
+    if not enc.weights:
+        fields["weights"] = ffi.NULL
+    model = ffi.new("es_forest *", {
+        **fields, "total_weight": encoded.total_weight, "n_trees": encoded.n_trees,
+        "n_features": encoded.n_features, "n_classes": encoded.n_classes, "n_scores": encoded.n_scores,
+        "layout": enc.layout, "leaf_kind": LEAF_CODES[enc.leaves]})
+    rows = np.ascontiguousarray(X, dtype=enc.input_dtype)
+    scratch = ffi.new("int32_t[]", scratch_size(encoded))
+    classes = np.empty(len(rows), dtype=np.uint8)
+    proba = np.empty((len(rows), encoded.n_classes), dtype=np.uint16)
+    out = ffi.new("uint8_t *")
+    for i, row in enumerate(rows):
+        x = ffi.from_buffer(f"{ctype}[]", row)
+        check(predict(model, x, scratch, ffi.from_buffer("uint16_t[]", proba[i]), ffi.NULL), "es_forest_predict")
+        check(predict(model, x, scratch, ffi.NULL, out), "es_forest_predict")  # the class-only path
+        classes[i] = out[0]
+    return classes, proba
+
+
+NUMPY_TYPES = {"uint8_t": np.uint8, "uint16_t": np.uint16, "int32_t": np.int32, "uint32_t": np.uint32}
+COUNTERS = ("head", "count", "n_shrubs", "since_update")
 
 
 class RuntimeLearner:

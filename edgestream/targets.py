@@ -7,7 +7,7 @@ function (``-fstack-usage``). Bare-metal boards are linked with picolibc at the 
 
 :func:`run` links the same code at the emulated machine's memory map and runs it under QEMU (semihosting files on
 Cortex-M, plain files under qemu-user). The harness reads ``rows.bin`` from its working directory: one mode byte
-(0 = predict, 1 = test-then-train), then per row the features as little-endian float32/int32, followed in mode 1 by
+(0 = predict, 1 = test-then-train), then per row the features as little-endian float32/int32/int16, followed in mode 1 by
 a uint8 class index. For every row it calls predict_proba, then predict, then (mode 1) learn, and writes to
 ``results.bin`` the uint8 class and the uint16 Q15 probabilities. The exit status of the firmware is QEMU's.
 
@@ -321,7 +321,7 @@ def encode_rows(manifest: dict, X, labels) -> bytes:
     n_features = manifest["n_features"]
     if rows.ndim != 2 or rows.shape[1] != n_features:
         raise ValueError(f"X must have shape (rows, {n_features}), got {rows.shape}")
-    fields = [("x", "<f4" if manifest["input_dtype"] == "float32" else "<i4", (n_features,))]
+    fields = [("x", {"float32": "<f4", "int32": "<i4", "int16": "<i2"}[manifest["input_dtype"]], (n_features,))]
     if labels is not None:
         fields.append(("label", "u1"))
     records = np.zeros(len(rows), dtype=fields)

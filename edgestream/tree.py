@@ -14,6 +14,13 @@ Prediction (the specification the C runtime follows to the bit):
 ``acc_k = sum_t weight_t * leaf_t[k]`` (fits uint32 because the weights sum to at most 65535),
 ``proba_k = (acc_k + W // 2) // W`` with ``W = sum_t weight_t``, and the class is the first index of the largest
 ``proba_k``.
+
+Leaf kinds (``TreeEnsemble.leaf_kind``, see :mod:`edgestream.encoding` for the rules):
+
+* ``"proba"``: the Q15 class-probability rows above, combined by weighted vote (tree, forest, shrubs);
+* ``"additive"``: signed int16 scores per class (one score for a binary model), summed over trees on top of an
+  int32 ``base_score`` per score; the class is the argmax of the sums and the probabilities come from
+  :func:`edgestream.encoding.additive_proba_q15` (boosting learners).
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ import numpy as np
 
 from . import _kernels
 from .binning import MISSING_BIN
+from .encoding import LEAF_KINDS, additive_classes, additive_proba_q15, additive_sums, check_additive
 
 LEAF_FEATURE = _kernels.LEAF_FEATURE
 NODE_DTYPE = _kernels.NODE_DTYPE
@@ -42,11 +50,15 @@ class TreeEnsemble:
     nodes: np.ndarray  # NODE_DTYPE [n_nodes]
     roots: np.ndarray  # uint16 [n_trees]
     weights: np.ndarray  # uint16 [n_trees]
-    leaf_values: np.ndarray  # uint16 [n_leaves, n_classes]
+    leaf_values: np.ndarray  # uint16 [n_leaves, n_classes] (proba) or int16 [n_leaves, n_scores] (additive)
     n_features: int
+    leaf_kind: str = "proba"  # "proba" | "additive"
+    base_score: np.ndarray | None = None  # additive: int32 [n_scores]
 
     @property
     def n_classes(self) -> int:
+        if self.leaf_kind == "additive" and self.leaf_values.shape[1] == 1:
+            return 2  # one score for a binary model
         return self.leaf_values.shape[1]
 
     @property
@@ -85,8 +97,11 @@ class TreeEnsemble:
     def validate(self) -> None:
         """Refuse tables the device could loop or read out of bounds on (children must point forward)."""
         nodes = self.nodes
+        if self.leaf_kind not in LEAF_KINDS:
+            raise ValueError(f"leaf_kind={self.leaf_kind!r} must be one of {LEAF_KINDS}")
+        additive = self.leaf_kind == "additive"
         expected = {"nodes": (NODE_DTYPE, 1), "roots": (np.uint16, 1), "weights": (np.uint16, 1),
-                    "leaf_values": (np.uint16, 2)}
+                    "leaf_values": (np.int16 if additive else np.uint16, 2)}
         for name, (dtype, ndim) in expected.items():
             table = getattr(self, name)
             if table.dtype != np.dtype(dtype) or table.ndim != ndim:
@@ -112,20 +127,40 @@ class TreeEnsemble:
             if ((child <= split) | (child + 1 >= len(nodes)) | (node["feature"][~leaf] >= self.n_features)).any():
                 raise ValueError("corrupt tree tables: a child or feature index is out of range")
             frontier = np.unique(np.concatenate([child, child + 1]))
-        if (self.leaf_values > Q15_ONE).any():
+        if additive:
+            check_additive(self.leaf_values, self.base_score, self.n_trees)
+        elif (self.leaf_values > Q15_ONE).any():
             raise ValueError(f"leaf probabilities must be Q15 values <= {Q15_ONE}")
 
-    def predict_proba_q15(self, X_binned: np.ndarray) -> np.ndarray:
-        leaves = _kernels.apply(self.nodes, self.roots, np.ascontiguousarray(X_binned, dtype=np.uint8))
+    def apply(self, X_binned: np.ndarray) -> np.ndarray:
+        """Leaf row reached in every tree: uint16 [n_rows, n_trees]."""
+        return _kernels.apply(self.nodes, self.roots, np.ascontiguousarray(X_binned, dtype=np.uint8))
+
+    def combine_proba_q15(self, leaves: np.ndarray) -> np.ndarray:
+        """Q15 probabilities from the leaf rows reached (``apply``), by the rule of the leaf kind."""
+        if self.leaf_kind == "additive":
+            return additive_proba_q15(additive_sums(self.leaf_values, self.base_score, leaves))
         acc = np.einsum("rtc,t->rc", self.leaf_values[leaves].astype(np.uint64), self.weights.astype(np.uint64))
         total = np.uint64(int(self.weights.astype(np.int64).sum()))
         return ((acc + total // np.uint64(2)) // total).astype(np.uint16)
 
+    def combine_classes(self, leaves: np.ndarray) -> np.ndarray:
+        """Class indices from the leaf rows reached: argmax of the score sums or of the Q15 probabilities."""
+        if self.leaf_kind == "additive":
+            return additive_classes(additive_sums(self.leaf_values, self.base_score, leaves))
+        return np.argmax(self.combine_proba_q15(leaves), axis=1).astype(np.uint8)
+
+    def predict_proba_q15(self, X_binned: np.ndarray) -> np.ndarray:
+        return self.combine_proba_q15(self.apply(X_binned))
+
     def predict(self, X_binned: np.ndarray) -> np.ndarray:
-        return np.argmax(self.predict_proba_q15(X_binned), axis=1).astype(np.uint8)
+        return self.combine_classes(self.apply(X_binned))
 
     def arrays(self) -> dict:
-        return {"nodes": self.nodes, "roots": self.roots, "weights": self.weights, "leaf_values": self.leaf_values}
+        arrays = {"nodes": self.nodes, "roots": self.roots, "weights": self.weights, "leaf_values": self.leaf_values}
+        if self.leaf_kind == "additive":
+            arrays["base_score"] = self.base_score
+        return arrays
 
 
 def grow_tree(X_binned, y, weight, n_classes, *, criterion, max_depth, min_samples_leaf, max_nodes,
@@ -139,13 +174,14 @@ def grow_tree(X_binned, y, weight, n_classes, *, criterion, max_depth, min_sampl
 
 
 def check_features(X, n_features: int | None = None, dtype: str = "float32") -> np.ndarray:
-    """A 2-D array with 1..255 features and at least one row: float (NaN = missing) or, for int32 bins, integer."""
+    """A 2-D array with 1..255 features and at least one row: float (NaN = missing) or, for integer bins, integer."""
+    integer = dtype in ("int32", "int16")
     try:
-        X = np.asarray(X) if dtype == "int32" else np.asarray(X, dtype=np.float64)
+        X = np.asarray(X) if integer else np.asarray(X, dtype=np.float64)
     except (TypeError, ValueError) as error:
         raise ValueError(f"features must be numeric: {error}") from None
-    if dtype == "int32" and not np.issubdtype(X.dtype, np.integer):
-        raise ValueError(f"input_dtype='int32' needs integer features, got dtype {X.dtype}")
+    if integer and not np.issubdtype(X.dtype, np.integer):
+        raise ValueError(f"input_dtype={dtype!r} needs integer features, got dtype {X.dtype}")
     if X.ndim != 2:
         raise ValueError(f"X must be 2-dimensional (samples, features), got shape {X.shape}")
     if X.shape[0] == 0:

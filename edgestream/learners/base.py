@@ -40,9 +40,12 @@ MIN_SAMPLES_LEAF = Option("--min-samples-leaf", "min_samples_leaf", int, "smalle
 MAX_BINS = Option("--max-bins", "max_bins", int, "bins per feature (2..255)", "N")
 BINNING = Option("--binning", "binning", str, "how bin edges are placed", choices=("quantile", "adaptive"))
 INPUT_DTYPE = Option("--input-dtype", "input_dtype", str,
-                     "device input type; int32 takes raw integer readings (no FPU needed)",
-                     choices=("float32", "int32"))
+                     "device input type; int32 and int16 take raw integer readings (no FPU needed)",
+                     choices=("float32", "int32", "int16"))
 TREE_OPTIONS = (MAX_DEPTH, CRITERION, MIN_SAMPLES_LEAF, MAX_BINS, BINNING, INPUT_DTYPE)
+LEAF_VALUES_OPTION = Option("--leaf-values", "leaf_values", str,
+                     "leaf probabilities in Q15 (default), rounded to 8 bits, or a hard vote (a class per leaf)",
+                     choices=("q15", "q8", "vote"))
 
 
 def model_input(model) -> tuple[str, int]:
@@ -74,8 +77,10 @@ class LearnerSpec:
     * ``state``: the device state description (learning learners, whose estimators also give
       ``device_config(n_features, n_classes)``, the values of the state's config fields, and ``device_state()``,
       the arrays and counters an export starts from, or None before the bins and classes are set).
-    * ``context(model, name)``: the learner's part of the template context of a fitted model.
-    * ``tables(model, n_features, n_classes, pointer_bytes, packed)``: (name, bytes) of every constant object the bundle
+    * ``context(model, name, optimize)``: the learner's part of the template context of a fitted model, in the
+      encoding ``optimize`` (speed or size) picks where the learner has several; it may add ``extra_files``
+      (generated headers: file name -> template) and ``manifest`` fields.
+    * ``tables(model, n_features, n_classes, pointer_bytes, packed, optimize)``: (name, bytes) of every constant object the bundle
       puts in flash; exact for a fitted model, the worst case for an unfitted one (its configuration only).
     * ``ladder``: configurations from the largest to the smallest; the budget takes the first that fits. The
       parameters it sets are those the budget chooses unless the user fixes any of them.

@@ -492,7 +492,7 @@ class OnlineBLSClassifier:
         return float(np.mean(self.predict(X) == np.asarray(y)))
 
 
-def bls_context(learner: OnlineBLSClassifier, name: str) -> dict:
+def bls_context(learner: OnlineBLSClassifier, name: str, optimize: str = "speed") -> dict:
     """The bundle starts from the current state (factor, weights, standardization)."""
     from ..emit import c_array
 
@@ -506,7 +506,8 @@ def bls_context(learner: OnlineBLSClassifier, name: str) -> dict:
             "state_binding": layout.binding(name), "state_bytes": layout.size()}
 
 
-def bls_tables(learner: OnlineBLSClassifier, n_features: int, n_classes: int, pointer_bytes: int, packed: bool):
+def bls_tables(learner: OnlineBLSClassifier, n_features: int, n_classes: int, pointer_bytes: int, packed: bool,
+               optimize: str = "speed"):
     """Flash objects: the config and the pointer struct (the random weights are regenerated, never stored)."""
     return [("config", STATE.config_bytes(packed)), ("model", (len(STATE.regions) + 2) * pointer_bytes)]
 

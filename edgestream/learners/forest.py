@@ -6,7 +6,7 @@ import numpy as np
 
 from ..frozen import tree_context, tree_tables
 from ..tree import TreeEnsemble, grow_tree
-from .base import TREE_OPTIONS, LearnerSpec, Option
+from .base import LEAF_VALUES_OPTION, TREE_OPTIONS, LearnerSpec, Option
 from .tree import DEPTH_LADDER, BinnedClassifier
 
 class ForestClassifier(BinnedClassifier):
@@ -18,13 +18,13 @@ class ForestClassifier(BinnedClassifier):
     max_features : features tried per split: ``"sqrt"``, ``"log2"``, ``None`` (all), an int or a fraction.
     bootstrap : draw each tree's sample multiplicities with replacement (otherwise every sample once).
     random_state : seed; the same seed gives the same forest.
-    The tree parameters are those of :class:`edgestream.TreeClassifier`.
+    The tree parameters (and ``leaf_values``) are those of :class:`edgestream.TreeClassifier`.
     """
 
     def __init__(self, n_trees: int = 10, max_depth: int = 8, min_samples_leaf: int = 1,
                  max_nodes: int | None = None, criterion: str = "gini", max_features="sqrt",
                  bootstrap: bool = True, max_bins: int = 255, binning: str = "quantile",
-                 input_dtype: str = "float32", random_state: int = 0):
+                 input_dtype: str = "float32", random_state: int = 0, leaf_values: str = "q15"):
         self.n_trees = n_trees
         self.max_depth = max_depth
         self.min_samples_leaf = min_samples_leaf
@@ -36,6 +36,7 @@ class ForestClassifier(BinnedClassifier):
         self.binning = binning
         self.input_dtype = input_dtype
         self.random_state = random_state
+        self.leaf_values = leaf_values
 
     def _fit_ensemble(self, X_binned, y, n_classes) -> TreeEnsemble:
         if not isinstance(self.n_trees, (int, np.integer)) or not 1 <= self.n_trees <= 255:
@@ -72,7 +73,7 @@ def features_per_split(max_features, n_features: int) -> int:
 
 SPEC = LearnerSpec(
     name="forest", cls=ForestClassifier, summary="a bagged forest of CART trees, soft voting (frozen)",
-    options=TREE_OPTIONS + (Option("--n-trees", "n_trees", int, "number of trees (1..255)", "T"),
+    options=TREE_OPTIONS + (LEAF_VALUES_OPTION, Option("--n-trees", "n_trees", int, "number of trees (1..255)", "T"),
                             Option("--seed", "random_state", int, "random seed", "S")),
-    learning=False, online=False, runtime=("es_common", "es_binning", "es_tree"), template="model.c.j2",
+    learning=False, online=False, runtime=("es_common", "es_infer"), template="frozen.c.j2",
     context=tree_context, tables=tree_tables, ladder=DEPTH_LADDER)

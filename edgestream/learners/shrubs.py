@@ -221,6 +221,8 @@ class ShrubEnsemble:
 
     def fit_bins(self, X_sample) -> "ShrubEnsemble":
         """Fix the quantization edges from a sample of the stream (the device ships with these edges)."""
+        if self.input_dtype not in ("float32", "int32"):
+            raise ValueError(f"input_dtype={self.input_dtype!r}: shrubs quantize on the device from float32 or int32")
         self.bins_ = BinMapper(self.max_bins, self.binning, self.input_dtype).fit(
             check_features(X_sample, dtype=self.input_dtype))
         self._reset_if_ready()
@@ -413,7 +415,7 @@ class ShrubEnsemble:
         return self.predict(np.asarray(x).reshape(1, -1))[0]
 
 
-def shrubs_context(learner: ShrubEnsemble, name: str) -> dict:
+def shrubs_context(learner: ShrubEnsemble, name: str, optimize: str = "speed") -> dict:
     """A learning bundle keeps every bin edge (new shrubs may split anywhere) and starts from the current state."""
     from ..emit import c_array
 
@@ -428,7 +430,8 @@ def shrubs_context(learner: ShrubEnsemble, name: str) -> dict:
             "state_binding": layout.binding(name), "state_bytes": layout.size()}
 
 
-def shrubs_tables(learner: ShrubEnsemble, n_features: int, n_classes: int, pointer_bytes: int, packed: bool):
+def shrubs_tables(learner: ShrubEnsemble, n_features: int, n_classes: int, pointer_bytes: int, packed: bool,
+                  optimize: str = "speed"):
     """Flash objects: every bin edge (the fitted ones, else max_bins - 1 per feature), offsets, config, pointers."""
     fitted = hasattr(learner, "bins_")
     n_edges = len(learner.bins_.flat_edges()[0]) if fitted else n_features * (learner.max_bins - 1)

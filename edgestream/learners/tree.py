@@ -8,8 +8,9 @@ import numpy as np
 
 from ..binning import BinMapper
 from ..frozen import tree_context, tree_tables
+from ..encoding import LEAF_VALUES, restrict_leaf_values
 from ..tree import CRITERIA, MAX_NODES, Q15_ONE, TreeEnsemble, check_features, encode_labels, grow_tree
-from .base import TREE_OPTIONS, LearnerSpec
+from .base import LEAF_VALUES_OPTION, TREE_OPTIONS, LearnerSpec
 
 
 class BinnedClassifier:
@@ -37,8 +38,11 @@ class BinnedClassifier:
     def fit(self, X, y):
         X = check_features(X, dtype=self.input_dtype)
         self.classes_, y_encoded = encode_labels(y, len(X))
+        if self.leaf_values not in LEAF_VALUES:
+            raise ValueError(f"leaf_values={self.leaf_values!r} must be one of {LEAF_VALUES}")
         self.bins_ = BinMapper(self.max_bins, self.binning, self.input_dtype).fit(X)
         self.ensemble_ = self._fit_ensemble(self.bins_.transform(X), y_encoded, len(self.classes_))
+        self.ensemble_.leaf_values = restrict_leaf_values(self.ensemble_.leaf_values, self.leaf_values)
         return self
 
     def predict_proba_q15(self, X) -> np.ndarray:
@@ -52,7 +56,9 @@ class BinnedClassifier:
 
     def predict_encoded(self, X) -> np.ndarray:
         """Class indices (0..n_classes-1) as the device returns them."""
-        return np.argmax(self.predict_proba_q15(X), axis=1).astype(np.uint8)
+        self._check_fitted()
+        X = check_features(X, self.bins_.n_features, self.input_dtype)
+        return self.ensemble_.predict(self.bins_.transform(X))
 
     def predict(self, X) -> np.ndarray:
         encoded = self.predict_encoded(X)
@@ -81,6 +87,8 @@ class BinnedClassifier:
         ensemble = TreeEnsemble(arrays["nodes"], arrays["roots"], arrays["weights"], arrays["leaf_values"],
                                 self.bins_.n_features)
         ensemble.validate()
+        if not np.array_equal(restrict_leaf_values(ensemble.leaf_values, self.leaf_values), ensemble.leaf_values):
+            raise ValueError(f"the leaf table does not hold leaf_values={self.leaf_values!r} rows")
         if ensemble.n_classes != len(self.classes_):
             raise ValueError(f"{len(self.classes_)} class labels, leaf table for {ensemble.n_classes} classes")
         self.ensemble_ = ensemble
@@ -110,12 +118,17 @@ class TreeClassifier(BinnedClassifier):
         capped at 65535. Growth is breadth first, so a small budget keeps the upper levels.
     criterion : ``"gini"`` or ``"entropy"`` (both evaluated in exact integer arithmetic, see ``_kernels``).
     max_bins, binning : feature quantization, see :class:`edgestream.binning.BinMapper`.
-    input_dtype : ``"float32"`` (device input is float) or ``"int32"`` (raw integer readings, no FPU needed).
+    input_dtype : ``"float32"`` (device input is float), ``"int32"`` or ``"int16"`` (raw integer readings, no FPU
+        needed).
+    leaf_values : ``"q15"`` (class probabilities in Q15), ``"q8"`` (probabilities rounded to 1/128 at fit time:
+        8-bit leaves on the device) or ``"vote"`` (each leaf holds its majority class: a hard vote). Applied at fit
+        time, so predict, predict_proba, the model file and the export agree (see
+        :func:`edgestream.encoding.restrict_leaf_values`).
     """
 
     def __init__(self, max_depth: int = 8, min_samples_leaf: int = 1, max_nodes: int | None = None,
                  criterion: str = "gini", max_bins: int = 255, binning: str = "quantile",
-                 input_dtype: str = "float32"):
+                 input_dtype: str = "float32", leaf_values: str = "q15"):
         self.max_depth = max_depth
         self.min_samples_leaf = min_samples_leaf
         self.max_nodes = max_nodes
@@ -123,6 +136,7 @@ class TreeClassifier(BinnedClassifier):
         self.max_bins = max_bins
         self.binning = binning
         self.input_dtype = input_dtype
+        self.leaf_values = leaf_values
 
     def _fit_ensemble(self, X_binned, y, n_classes) -> TreeEnsemble:
         settings = self._tree_settings(X_binned.shape[1])
@@ -133,6 +147,6 @@ class TreeClassifier(BinnedClassifier):
 DEPTH_LADDER = tuple({"max_depth": depth} for depth in range(12, -1, -1))
 
 SPEC = LearnerSpec(
-    name="tree", cls=TreeClassifier, summary="one CART tree (frozen on the device)", options=TREE_OPTIONS,
-    learning=False, online=False, runtime=("es_common", "es_binning", "es_tree"), template="model.c.j2",
+    name="tree", cls=TreeClassifier, summary="one CART tree (frozen on the device)",
+    options=TREE_OPTIONS + (LEAF_VALUES_OPTION,), learning=False, online=False, runtime=("es_common", "es_infer"), template="frozen.c.j2",
     context=tree_context, tables=tree_tables, ladder=DEPTH_LADDER)

@@ -1,0 +1,434 @@
+#include "es_infer.h"
+
+#include <string.h>
+
+#include "es_infer_config.h"
+
+/* ------------------------------------------------------------------------------------------ configuration */
+
+#ifndef ES_INFER_ALL
+#define ES_INFER_ALL 0
+#endif
+
+/* Float compares: the FPU's when there is one; on cores without (a soft-float compare is a library call) the
+ * bit patterns as sign-magnitude integers, which is the same relation. */
+#ifndef ES_F32_COMPARE_BITS
+#if defined(__arm__) && !defined(__ARM_FP)
+#define ES_F32_COMPARE_BITS 1
+#else
+#define ES_F32_COMPARE_BITS 0
+#endif
+#endif
+
+#if ES_INFER_ALL
+#define ES_KIND(m) ((m)->leaf_kind)
+#define ES_HAS_CLASS 1
+#define ES_HAS_Q8 1
+#define ES_HAS_Q15 1
+#define ES_HAS_ADDITIVE 1
+#else
+#define ES_HAS_CLASS (ES_INFER_CLASS + 0)
+#define ES_HAS_Q8 (ES_INFER_Q8 + 0)
+#define ES_HAS_Q15 (ES_INFER_Q15 + 0)
+#define ES_HAS_ADDITIVE (ES_INFER_ADDITIVE + 0)
+#if ES_HAS_CLASS
+#define ES_KIND(m) ES_LEAVES_CLASS
+#elif ES_HAS_Q8
+#define ES_KIND(m) ES_LEAVES_Q8
+#elif ES_HAS_Q15
+#define ES_KIND(m) ES_LEAVES_Q15
+#else
+#define ES_KIND(m) ES_LEAVES_ADDITIVE
+#endif
+#endif
+
+#if ES_HAS_ADDITIVE
+#include "es_fixed.h"
+#endif
+
+#if ES_INFER_ALL || !defined(ES_INFER_UNWEIGHTED)
+#define ES_WEIGHT(m, t) ((m)->weights != 0 ? (int32_t)(m)->weights[(t)] : 1)
+#else
+#define ES_WEIGHT(m, t) 1
+#endif
+
+/* ------------------------------------------------------------------------------------------ compares */
+
+#if ES_INFER_ALL || ((ES_INFER_F32 + 0) && ES_F32_COMPARE_BITS)
+static int es_le_bits(float a, float b)
+{
+    uint32_t u, v;
+    int32_t ka, kb;
+    memcpy(&u, &a, sizeof u);
+    memcpy(&v, &b, sizeof v);
+    if ((u & 0x7fffffffu) > 0x7f800000u) {
+        return 0; /* NaN goes right; edges are never NaN */
+    }
+    ka = (u & 0x80000000u) != 0u ? -(int32_t)(u & 0x7fffffffu) : (int32_t)u;
+    kb = (v & 0x80000000u) != 0u ? -(int32_t)(v & 0x7fffffffu) : (int32_t)v;
+    return ka <= kb;
+}
+
+int es_f32_le_bits(float x, float e)
+{
+    return es_le_bits(x, e);
+}
+#endif
+
+#if ES_F32_COMPARE_BITS
+#define ES_LE_F32(a, b) es_le_bits((a), (b))
+#else
+#define ES_LE_F32(a, b) ((a) <= (b))
+#endif
+#define ES_LE_INT(a, b) ((a) <= (b))
+
+/* ------------------------------------------------------------------------------------------ leaves */
+
+static void es_add_leaf(const es_forest *m, uint16_t t, uint16_t slot, int32_t *acc)
+{
+    uint8_t k;
+    (void)k;
+    (void)t;
+    (void)m;
+    switch (ES_KIND(m)) {
+#if ES_HAS_CLASS
+    case ES_LEAVES_CLASS:
+        acc[slot] += ES_WEIGHT(m, t);
+        break;
+#endif
+#if ES_HAS_Q8
+    case ES_LEAVES_Q8: {
+        const int32_t w = ES_WEIGHT(m, t);
+        const uint8_t *row = (const uint8_t *)m->leaves + (uint32_t)slot * m->n_scores;
+        for (k = 0; k < m->n_scores; k++) {
+            acc[k] += w * (int32_t)row[k];
+        }
+        break;
+    }
+#endif
+#if ES_HAS_Q15
+    case ES_LEAVES_Q15: {
+        const int32_t w = ES_WEIGHT(m, t);
+        const uint16_t *row = (const uint16_t *)m->leaves + (uint32_t)slot * m->n_scores;
+        for (k = 0; k < m->n_scores; k++) {
+            acc[k] += w * (int32_t)row[k];
+        }
+        break;
+    }
+#endif
+#if ES_HAS_ADDITIVE
+    case ES_LEAVES_ADDITIVE: {
+        const int16_t *row = (const int16_t *)m->leaves + (uint32_t)slot * m->n_scores;
+        for (k = 0; k < m->n_scores; k++) {
+            acc[k] += (int32_t)row[k];
+        }
+        break;
+    }
+#endif
+    default:
+        break;
+    }
+}
+
+
+static void es_start(const es_forest *m, int32_t *acc)
+{
+    uint8_t k;
+#if ES_HAS_ADDITIVE
+    if (ES_KIND(m) == ES_LEAVES_ADDITIVE) {
+        for (k = 0; k < m->n_scores; k++) {
+            acc[k] = m->base_score[k];
+        }
+        return;
+    }
+#endif
+    for (k = 0; k < m->n_classes; k++) {
+        acc[k] = 0;
+    }
+}
+
+static es_status es_finish(const es_forest *m, int32_t *acc, uint16_t *proba, uint8_t *class_out)
+{
+    uint8_t k, best = 0;
+#if ES_HAS_ADDITIVE
+    if (ES_KIND(m) == ES_LEAVES_ADDITIVE) {
+        if (m->n_scores == 1u) {
+            best = acc[0] > 0 ? 1u : 0u;
+        } else {
+            for (k = 1; k < m->n_scores; k++) {
+                if (acc[k] > acc[best]) {
+                    best = k;
+                }
+            }
+        }
+        if (proba != 0) {
+            /* scratch holds 2 * n_scores: the sums, then the softmax's work (int32 and uint32 may alias) */
+            es_status status = es_additive_proba(acc, m->n_scores, (uint32_t *)&acc[m->n_scores], proba);
+            if (status != ES_OK) {
+                return status;
+            }
+        }
+    } else
+#endif
+    {
+        const uint32_t total = m->total_weight;
+        const unsigned shift = ES_KIND(m) == ES_LEAVES_CLASS ? 15u : ES_KIND(m) == ES_LEAVES_Q8 ? 8u : 0u;
+        uint16_t best_p = 0;
+        if (total == 0u) {
+            return ES_ERR_MODEL;
+        }
+        if (proba == 0) {
+            /* The class alone, with one division: p_k = ((acc_k << shift) + W / 2) / W never exceeds
+             * p_max = p(max acc), and p_k == p_max iff (acc_k << shift) + W / 2 >= p_max * W. */
+            uint32_t top = (uint32_t)acc[0], bound;
+            for (k = 1; k < m->n_classes; k++) {
+                if ((uint32_t)acc[k] > top) {
+                    top = (uint32_t)acc[k];
+                }
+            }
+            bound = (((top << shift) + total / 2u) / total) * total;
+            for (k = 0; ((uint32_t)acc[k] << shift) + total / 2u < bound; k++) {
+            }
+            best = k;
+        }
+        for (k = 0; proba != 0 && k < m->n_classes; k++) {
+            const uint16_t p = (uint16_t)((((uint32_t)acc[k] << shift) + total / 2u) / total);
+            if (proba != 0) {
+                proba[k] = p;
+            }
+            if (k == 0u || p > best_p) {
+                best = k;
+                best_p = p;
+            }
+        }
+    }
+    if (class_out != 0) {
+        *class_out = best;
+    }
+    return ES_OK;
+}
+
+/* ------------------------------------------------------------------------------------------ walkers */
+
+#define ES_EDGE_INLINE(i) (thr[(i)])
+#define ES_EDGE_INDEX(i) (edges[thr[(i)]])
+
+#define ES_WALK(NAME, X_T, C_T, THR_T, EDGE, LE)                                                \
+    static void NAME(const es_forest *m, const X_T *x, int32_t *acc)                            \
+    {                                                                                            \
+        const uint8_t *feature = m->feature;                                                     \
+        const THR_T *thr = (const THR_T *)m->threshold;                                         \
+        const C_T *child = (const C_T *)m->children;                                            \
+        const X_T *edges = (const X_T *)m->edges;                                               \
+        const uint16_t *end = m->tree_base + 1;                                                  \
+        const uint16_t *stop = end + m->n_trees;                                                 \
+        uint32_t first = m->tree_base[0];                                                        \
+        (void)edges;                                                                             \
+        feature += first;                                                                        \
+        thr += first;                                                                            \
+        child += 2u * first;                                                                     \
+        for (; end != stop; end++) {                                                             \
+            const uint32_t n_internal = (uint32_t)*end - first;                                  \
+            uint32_t i = 0;                                                                      \
+            if (n_internal != 0u) {                                                              \
+                do {                                                                             \
+                    i = child[2u * i + (LE(x[feature[i]], EDGE(i)) ? 0u : 1u)];                  \
+                } while (i < n_internal);                                                        \
+            }                                                                                    \
+            es_add_leaf(m, (uint16_t)(end - m->tree_base - 1), (uint16_t)(i - n_internal), acc); \
+            feature += n_internal;                                                               \
+            thr += n_internal;                                                                   \
+            child += 2u * n_internal;                                                            \
+            first = *end;                                                                        \
+        }                                                                                        \
+    }
+
+/* Layout codes: 0 uint8 refs inline, 1 uint16 refs inline, 2/3 uint8 indices, 6/7 uint16 indices. */
+#define ES_USE(IN, L) (ES_INFER_ALL || ((IN) && (L)))
+#define ES_IN_F32 (ES_INFER_F32 + 0)
+#define ES_IN_I32 (ES_INFER_I32 + 0)
+#define ES_IN_I16 (ES_INFER_I16 + 0)
+#define ES_L0 (ES_INFER_L0 + 0)
+#define ES_L1 (ES_INFER_L1 + 0)
+#define ES_L2 (ES_INFER_L2 + 0)
+#define ES_L3 (ES_INFER_L3 + 0)
+#define ES_L6 (ES_INFER_L6 + 0)
+#define ES_L7 (ES_INFER_L7 + 0)
+
+#if ES_USE(ES_IN_F32, ES_L0)
+ES_WALK(es_walk_f32_0, float, uint8_t, float, ES_EDGE_INLINE, ES_LE_F32)
+#endif
+#if ES_USE(ES_IN_F32, ES_L1)
+ES_WALK(es_walk_f32_1, float, uint16_t, float, ES_EDGE_INLINE, ES_LE_F32)
+#endif
+#if ES_USE(ES_IN_F32, ES_L2)
+ES_WALK(es_walk_f32_2, float, uint8_t, uint8_t, ES_EDGE_INDEX, ES_LE_F32)
+#endif
+#if ES_USE(ES_IN_F32, ES_L3)
+ES_WALK(es_walk_f32_3, float, uint16_t, uint8_t, ES_EDGE_INDEX, ES_LE_F32)
+#endif
+#if ES_USE(ES_IN_F32, ES_L6)
+ES_WALK(es_walk_f32_6, float, uint8_t, uint16_t, ES_EDGE_INDEX, ES_LE_F32)
+#endif
+#if ES_USE(ES_IN_F32, ES_L7)
+ES_WALK(es_walk_f32_7, float, uint16_t, uint16_t, ES_EDGE_INDEX, ES_LE_F32)
+#endif
+#if ES_USE(ES_IN_I32, ES_L0)
+ES_WALK(es_walk_i32_0, int32_t, uint8_t, int32_t, ES_EDGE_INLINE, ES_LE_INT)
+#endif
+#if ES_USE(ES_IN_I32, ES_L1)
+ES_WALK(es_walk_i32_1, int32_t, uint16_t, int32_t, ES_EDGE_INLINE, ES_LE_INT)
+#endif
+#if ES_USE(ES_IN_I32, ES_L2)
+ES_WALK(es_walk_i32_2, int32_t, uint8_t, uint8_t, ES_EDGE_INDEX, ES_LE_INT)
+#endif
+#if ES_USE(ES_IN_I32, ES_L3)
+ES_WALK(es_walk_i32_3, int32_t, uint16_t, uint8_t, ES_EDGE_INDEX, ES_LE_INT)
+#endif
+#if ES_USE(ES_IN_I32, ES_L6)
+ES_WALK(es_walk_i32_6, int32_t, uint8_t, uint16_t, ES_EDGE_INDEX, ES_LE_INT)
+#endif
+#if ES_USE(ES_IN_I32, ES_L7)
+ES_WALK(es_walk_i32_7, int32_t, uint16_t, uint16_t, ES_EDGE_INDEX, ES_LE_INT)
+#endif
+#if ES_USE(ES_IN_I16, ES_L0)
+ES_WALK(es_walk_i16_0, int16_t, uint8_t, int16_t, ES_EDGE_INLINE, ES_LE_INT)
+#endif
+#if ES_USE(ES_IN_I16, ES_L1)
+ES_WALK(es_walk_i16_1, int16_t, uint16_t, int16_t, ES_EDGE_INLINE, ES_LE_INT)
+#endif
+#if ES_USE(ES_IN_I16, ES_L2)
+ES_WALK(es_walk_i16_2, int16_t, uint8_t, uint8_t, ES_EDGE_INDEX, ES_LE_INT)
+#endif
+#if ES_USE(ES_IN_I16, ES_L3)
+ES_WALK(es_walk_i16_3, int16_t, uint16_t, uint8_t, ES_EDGE_INDEX, ES_LE_INT)
+#endif
+#if ES_USE(ES_IN_I16, ES_L6)
+ES_WALK(es_walk_i16_6, int16_t, uint8_t, uint16_t, ES_EDGE_INDEX, ES_LE_INT)
+#endif
+#if ES_USE(ES_IN_I16, ES_L7)
+ES_WALK(es_walk_i16_7, int16_t, uint16_t, uint16_t, ES_EDGE_INDEX, ES_LE_INT)
+#endif
+
+/* ------------------------------------------------------------------------------------------ entry points */
+
+static es_status es_check(const es_forest *m, const void *x, const int32_t *acc)
+{
+    if (m == 0 || x == 0 || acc == 0) {
+        return ES_ERR_NULL;
+    }
+    if (m->leaf_kind != ES_KIND(m)) {
+        return ES_ERR_MODEL;
+    }
+    return ES_OK;
+}
+
+#define ES_CASE(IN, L, WALKER) \
+    case L:                    \
+        WALKER(model, x, scratch); \
+        break;
+
+#if ES_INFER_ALL || ES_IN_F32
+es_status es_forest_predict_f32(const es_forest *model, const float *x, int32_t *scratch, uint16_t *proba,
+                                uint8_t *class_out)
+{
+    es_status status = es_check(model, x, scratch);
+    if (status != ES_OK) {
+        return status;
+    }
+    es_start(model, scratch);
+    switch (model->layout) {
+#if ES_USE(ES_IN_F32, ES_L0)
+    ES_CASE(ES_IN_F32, 0u, es_walk_f32_0)
+#endif
+#if ES_USE(ES_IN_F32, ES_L1)
+    ES_CASE(ES_IN_F32, 1u, es_walk_f32_1)
+#endif
+#if ES_USE(ES_IN_F32, ES_L2)
+    ES_CASE(ES_IN_F32, 2u, es_walk_f32_2)
+#endif
+#if ES_USE(ES_IN_F32, ES_L3)
+    ES_CASE(ES_IN_F32, 3u, es_walk_f32_3)
+#endif
+#if ES_USE(ES_IN_F32, ES_L6)
+    ES_CASE(ES_IN_F32, 6u, es_walk_f32_6)
+#endif
+#if ES_USE(ES_IN_F32, ES_L7)
+    ES_CASE(ES_IN_F32, 7u, es_walk_f32_7)
+#endif
+    default:
+        return ES_ERR_MODEL;
+    }
+    return es_finish(model, scratch, proba, class_out);
+}
+#endif
+
+#if ES_INFER_ALL || ES_IN_I32
+es_status es_forest_predict_i32(const es_forest *model, const int32_t *x, int32_t *scratch, uint16_t *proba,
+                                uint8_t *class_out)
+{
+    es_status status = es_check(model, x, scratch);
+    if (status != ES_OK) {
+        return status;
+    }
+    es_start(model, scratch);
+    switch (model->layout) {
+#if ES_USE(ES_IN_I32, ES_L0)
+    ES_CASE(ES_IN_I32, 0u, es_walk_i32_0)
+#endif
+#if ES_USE(ES_IN_I32, ES_L1)
+    ES_CASE(ES_IN_I32, 1u, es_walk_i32_1)
+#endif
+#if ES_USE(ES_IN_I32, ES_L2)
+    ES_CASE(ES_IN_I32, 2u, es_walk_i32_2)
+#endif
+#if ES_USE(ES_IN_I32, ES_L3)
+    ES_CASE(ES_IN_I32, 3u, es_walk_i32_3)
+#endif
+#if ES_USE(ES_IN_I32, ES_L6)
+    ES_CASE(ES_IN_I32, 6u, es_walk_i32_6)
+#endif
+#if ES_USE(ES_IN_I32, ES_L7)
+    ES_CASE(ES_IN_I32, 7u, es_walk_i32_7)
+#endif
+    default:
+        return ES_ERR_MODEL;
+    }
+    return es_finish(model, scratch, proba, class_out);
+}
+#endif
+
+#if ES_INFER_ALL || ES_IN_I16
+es_status es_forest_predict_i16(const es_forest *model, const int16_t *x, int32_t *scratch, uint16_t *proba,
+                                uint8_t *class_out)
+{
+    es_status status = es_check(model, x, scratch);
+    if (status != ES_OK) {
+        return status;
+    }
+    es_start(model, scratch);
+    switch (model->layout) {
+#if ES_USE(ES_IN_I16, ES_L0)
+    ES_CASE(ES_IN_I16, 0u, es_walk_i16_0)
+#endif
+#if ES_USE(ES_IN_I16, ES_L1)
+    ES_CASE(ES_IN_I16, 1u, es_walk_i16_1)
+#endif
+#if ES_USE(ES_IN_I16, ES_L2)
+    ES_CASE(ES_IN_I16, 2u, es_walk_i16_2)
+#endif
+#if ES_USE(ES_IN_I16, ES_L3)
+    ES_CASE(ES_IN_I16, 3u, es_walk_i16_3)
+#endif
+#if ES_USE(ES_IN_I16, ES_L6)
+    ES_CASE(ES_IN_I16, 6u, es_walk_i16_6)
+#endif
+#if ES_USE(ES_IN_I16, ES_L7)
+    ES_CASE(ES_IN_I16, 7u, es_walk_i16_7)
+#endif
+    default:
+        return ES_ERR_MODEL;
+    }
+    return es_finish(model, scratch, proba, class_out);
+}
+#endif

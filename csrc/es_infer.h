@@ -1,0 +1,65 @@
+/* Fast exact inference for frozen tree models: edgestream/encoding.py is the specification, to the bit.
+ *
+ * No quantization: each internal node compares the raw input with its edge and goes left iff x[f] <= edge
+ * (NaN compares false and goes right; -0.0 == +0.0), which is the bin rule of es_tree.c with the edge of the
+ * bin threshold. Only internal nodes are stored, as a structure of arrays; leaves are folded into the child refs
+ * of their parent: in tree t (nodes tree_base[t] .. tree_base[t + 1] - 1), ref r is internal node r of the
+ * tree if r < n_internal, else leaf slot r - n_internal. Ref 0 is the root.
+ *
+ * Leaf kinds (leaf_kind): ES_LEAVES_CLASS (the slot is the class: a hard vote), ES_LEAVES_Q8 (uint8 rows,
+ * 1.0 == 128), ES_LEAVES_Q15 (uint16 rows), all combined by weighted vote into Q15 probabilities:
+ * acc[k] = sum_t w_t * q15_t[k], proba[k] = (acc[k] + W / 2) / W, class = first largest proba;
+ * ES_LEAVES_ADDITIVE (int16 score rows): sum[k] = base_score[k] + sum_t row_t[k] (int32), class = first largest
+ * sum (or sum[0] > 0 with one score), probabilities by es_additive_proba (es_fixed.c).
+ *
+ * The tables and sizes are arguments (an es_forest), so one compiled runtime serves every model; a generated
+ * bundle only adds const tables, an es_infer_config.h and thin wrappers.
+ */
+#ifndef ES_INFER_H
+#define ES_INFER_H
+
+#include "es_common.h"
+
+/* es_forest.layout bits */
+#define ES_LAYOUT_CHILD16 1u   /* child refs are uint16 (else uint8) */
+#define ES_LAYOUT_INDEX 2u     /* thresholds are indices into edges (else the edge values inline) */
+#define ES_LAYOUT_INDEX16 4u   /* ... uint16 indices (else uint8) */
+
+/* es_forest.leaf_kind */
+#define ES_LEAVES_CLASS 0u
+#define ES_LEAVES_Q8 1u
+#define ES_LEAVES_Q15 2u
+#define ES_LEAVES_ADDITIVE 3u
+
+typedef struct {
+    const uint8_t *feature;     /* per internal node */
+    const void *threshold;      /* per internal node: edge values (input type) or uint8/uint16 edge indices */
+    const void *edges;          /* ES_LAYOUT_INDEX: the distinct edges (input type); else unused */
+    const void *children;       /* 2 refs per internal node (left, right), uint8 or uint16 */
+    const uint16_t *tree_base;  /* n_trees + 1: first internal node of each tree, then the node count */
+    const uint16_t *weights;    /* per tree; NULL: every weight is 1 (unused for additive leaves) */
+    const void *leaves;         /* uint8 Q8 / uint16 Q15 / int16 score rows of n_scores; NULL for class leaves */
+    const int32_t *base_score;  /* additive: n_scores */
+    uint32_t total_weight;      /* sum of the weights (1..65535) */
+    uint16_t n_trees;
+    uint8_t n_features;
+    uint8_t n_classes;
+    uint8_t n_scores;           /* values per leaf row: n_classes, or 1 for a binary additive model */
+    uint8_t layout;
+    uint8_t leaf_kind;
+} es_forest;
+
+/* Q15 probabilities into proba[n_classes] and the class into *class_out (either may be NULL); scratch is
+ * caller-provided: n_classes entries, or 2 * n_scores for additive leaves. One function per input type. */
+es_status es_forest_predict_f32(const es_forest *model, const float *x, int32_t *scratch, uint16_t *proba,
+                                uint8_t *class_out);
+es_status es_forest_predict_i32(const es_forest *model, const int32_t *x, int32_t *scratch, uint16_t *proba,
+                                uint8_t *class_out);
+es_status es_forest_predict_i16(const es_forest *model, const int16_t *x, int32_t *scratch, uint16_t *proba,
+                                uint8_t *class_out);
+
+/* x <= e on float32 by the bit patterns as sign-magnitude integers (no float arithmetic): exact, NaN x is
+ * false, -0.0 == +0.0. Used for float inputs on cores without an FPU (ES_F32_COMPARE_BITS). */
+int es_f32_le_bits(float x, float e);
+
+#endif
