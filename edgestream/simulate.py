@@ -18,6 +18,7 @@ import hashlib
 import importlib.machinery
 import importlib.util
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -33,66 +34,37 @@ from .export import read_manifest, runtime_sources
 from .frozen import scratch_size
 from .state import C_TYPES as STATE_C_TYPES
 
-STATUS_CDEF = """
-typedef enum { ES_OK = 0, ES_ERR_NULL = 1, ES_ERR_MODEL = 2, ES_ERR_LABEL = 3, ES_ERR_FULL = 4,
-               ES_ERR_INPUT = 5 } es_status;
-"""
-
-TREE_CDEF = """
-typedef struct { uint8_t feature; uint8_t threshold; uint16_t child; } es_node;
-typedef struct {
-    const es_node *nodes; const uint16_t *roots; const uint16_t *weights; const uint16_t *leaf_values;
-    uint16_t n_trees; uint8_t n_features; uint8_t n_classes;
-} es_ensemble;
-es_status es_quantize_f32(const float *features, const float *edges, const uint16_t *offsets,
-                          uint8_t n_features, uint8_t *bins);
-es_status es_quantize_i32(const int32_t *features, const int32_t *edges, const uint16_t *offsets,
-                          uint8_t n_features, uint8_t *bins);
-es_status es_ensemble_predict_proba(const es_ensemble *model, const uint8_t *bins, uint32_t *acc,
-                                    uint16_t *proba);
-"""
-
-# es_infer: frozen tree models predicted from raw inputs (see edgestream.encoding)
-FOREST_CDEF = """
-typedef struct {
-    const uint8_t *feature; const void *threshold; const void *edges; const void *children;
-    const uint16_t *tree_base; const uint16_t *weights; const void *leaves; const int32_t *base_score;
-    uint32_t total_weight; uint16_t n_trees; uint8_t n_features; uint8_t n_classes; uint8_t n_scores;
-    uint8_t layout; uint8_t leaf_kind;
-} es_forest;
-es_status es_forest_predict_f32(const es_forest *model, const float *x, int32_t *scratch, uint16_t *proba,
-                                uint8_t *class_out);
-es_status es_forest_predict_i32(const es_forest *model, const int32_t *x, int32_t *scratch, uint16_t *proba,
-                                uint8_t *class_out);
-es_status es_forest_predict_i16(const es_forest *model, const int16_t *x, int32_t *scratch, uint16_t *proba,
-                                uint8_t *class_out);
-int es_f32_le_bits(float x, float e);
-"""
+INCLUDE = re.compile(r'^\s*#include\s+"([^"]+)"', re.M)
+INTEGER_DEFINE = re.compile(r"^\s*#define\s+(\w+)\s+(\d+)u?\s*$")
 
 
-def learner_cdef(state) -> str:
-    """The runtime structs and entry points of a learning learner (from its state description)."""
-    prefix, row = state.prefix, state.input_type
-    return state.cdef() + f"""
-es_status {prefix}_learn(const {prefix} *model, const {row} *row, uint8_t label);
-es_status {prefix}_predict_proba(const {prefix} *model, const {row} *row, uint32_t *acc, uint16_t *proba);
-""" + state.host_cdef
+def header_cdef(headers, directory: Path | None = None) -> str:
+    """cffi declarations read from C headers themselves (and the headers they include from ``directory``, the
+    runtime's by default), each once, included ones first: comments and preprocessor lines dropped, integer
+    constants kept. So the host sees exactly the declarations the device code compiles against."""
+    directory = Path(directory) if directory else runtime_sources()[0].parent
+    ordered: list[str] = []
 
+    def visit(name: str) -> None:
+        path = directory / name
+        if name in ordered or not path.is_file():
+            return
+        text = path.read_text()
+        for included in INCLUDE.findall(text):
+            visit(included)
+        ordered.append(name)
 
-def runtime_cdef() -> str:
-    states = [spec.state for spec in learners.REGISTRY.values() if spec.state is not None]
-    return STATUS_CDEF + TREE_CDEF + FOREST_CDEF + "".join(learner_cdef(state) for state in states)
+    for header in headers:
+        visit(header)
+    lines = []
+    for name in ordered:
+        for line in re.sub(r"/\*.*?\*/", "", (directory / name).read_text(), flags=re.S).splitlines():
+            if match := INTEGER_DEFINE.match(line):
+                lines.append(f"#define {match[1]} {match[2]}")
+            elif not line.lstrip().startswith("#"):
+                lines.append(line)
+    return "\n".join(line for line in lines if line.strip()) + "\n"
 
-
-BUNDLE_CDEF = """
-es_status {name}_predict(const {ctype} *features, uint8_t *class_out);
-es_status {name}_predict_proba(const {ctype} *features, uint16_t *proba_q15);
-"""
-
-LEARNING_CDEF = """
-es_status {name}_learn(const {ctype} *features, uint8_t label);
-uint32_t {name}_state_size(void);
-"""
 
 # The device's float arithmetic must not be contracted into fused multiply-adds (float learners check the C
 # against Python bit for bit); it changes nothing for integer code.
@@ -157,8 +129,7 @@ class Bundle:
         self.n_classes = self.manifest["n_classes"]
         self.model = load_model(self.directory / self.manifest["model"])
         self.learning = self.manifest["learning"]
-        cdef = STATUS_CDEF + (BUNDLE_CDEF + (LEARNING_CDEF if self.learning else "")).format(
-            name=self.name, ctype=C_TYPES[self.input_dtype])
+        cdef = header_cdef([f"{self.name}.h"], self.directory)
         sources = [self.directory / s for s in self.manifest["sources"]]
         self.ffi, self.lib = compile_library(cdef, f'#include "{self.name}.h"', sources, self.directory,
                                              private=self.learning)
@@ -217,10 +188,11 @@ def load_bundle(directory) -> Bundle:
 
 @functools.lru_cache(maxsize=1)
 def runtime():
-    """The runtime in csrc/ compiled once: (ffi, lib) with the functions of :func:`runtime_cdef`."""
+    """The runtime in csrc/ compiled once: (ffi, lib) with everything its headers declare."""
     sources = [p for p in runtime_sources() if p.suffix == ".c"]
     header = "".join(f'#include "{p.name}"\n' for p in runtime_sources() if p.suffix == ".h")
-    return compile_library(runtime_cdef(), header, sources, sources[0].parent)
+    return compile_library(header_cdef([p.name for p in runtime_sources() if p.suffix == ".h"]), header, sources,
+                           sources[0].parent)
 
 
 def runtime_quantize(X, edges: np.ndarray, offsets: np.ndarray) -> np.ndarray:
@@ -260,14 +232,11 @@ def runtime_predict_proba(device, X) -> np.ndarray:
     return proba
 
 
-INFER_CDEF = STATUS_CDEF + FOREST_CDEF
-
-
 def runtime_forest_predict(encoded, X, library=None) -> tuple[np.ndarray, np.ndarray]:
     """(classes, Q15 probabilities) of every row computed by ``es_forest_predict_*`` from the tables of an
     :class:`edgestream.encoding.EncodedModel` (the compile-once runtime); the classes come from a call without
     probabilities (the device's class-only path), the probabilities from a call without a class. ``library``:
-    another (ffi, lib) with the functions of ``INFER_CDEF`` (e.g. es_infer.c compiled with other options)."""
+    another (ffi, lib) declaring ``header_cdef(["es_infer.h"])`` (e.g. es_infer.c compiled with other options)."""
     ffi, lib = library or runtime()
     enc = encoded.encoding
     ctype = C_TYPES[enc.input_dtype]

@@ -8,7 +8,7 @@ come:
 * the runtime's C declarations (``csrc/es_<learner>_state.h``: the config, counters and pointer structs that the
   hand-written ``es_<learner>.c`` works on), written by ``scripts/generate_headers.py`` and held against the
   file by the tests;
-* the cffi declarations of the same structs (:meth:`StateSpec.cdef`), for the host simulation;
+* through that header, the cffi declarations of the same structs for the host simulation;
 * for one configuration, a :class:`StateLayout`: the generated bundle's state struct, its initializer from the
   current Python state, the pointer struct that binds the runtime to it, its ``sizeof`` (natural alignment or
   packed, as on AVR) and the named regions that the budget reports.
@@ -83,8 +83,7 @@ class StateSpec:
     """The device state of one learner: ``prefix`` names its C types (``es_shrubs_config`` ...).
 
     ``input_type`` is the C type of the row the runtime's ``<prefix>_learn`` and ``<prefix>_predict_proba``
-    take: ``uint8_t`` bins (quantized by the bundle) or ``float`` raw features. ``host_cdef`` declares further
-    runtime functions the host simulation exposes (cffi syntax), beyond the learn and predict_proba entries."""
+    take: ``uint8_t`` bins (quantized by the bundle) or ``float`` raw features."""
 
     prefix: str
     title: str
@@ -92,7 +91,6 @@ class StateSpec:
     counters: tuple[Field, ...]
     regions: tuple[RegionSpec, ...]
     input_type: str = "uint8_t"
-    host_cdef: str = ""
 
     @property
     def config_type(self) -> str:
@@ -114,7 +112,7 @@ class StateSpec:
         return StateLayout(self, dict(config), regions)
 
     def declarations(self) -> str:
-        """The config, counters and pointer structs (C99, also read by cffi)."""
+        """The config, counters and pointer structs (C99; the host reads them from the generated header)."""
         def struct(members: list[str], name: str) -> str:
             return "typedef struct {\n" + "\n".join(members) + f"\n}} {name};\n"
 
@@ -128,11 +126,6 @@ class StateSpec:
                      for r in self.regions]
         pointers.append(member(f"{self.counters_type} *counters;", ""))
         return "\n".join([config, counters, struct(pointers, self.prefix)])
-
-    def cdef(self) -> str:
-        """cffi declarations: the structs without comments."""
-        lines = [line.split("/*")[0].rstrip() for line in self.declarations().splitlines()]
-        return "\n".join(lines) + "\n"
 
     def header(self) -> str:
         """``csrc/<prefix>_state.h``: the runtime's view of the state (generated, never edited by hand)."""

@@ -15,24 +15,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from edgestream import adwin as ad
-from edgestream.simulate import STATUS_CDEF, compile_library
+from edgestream.simulate import compile_library, header_cdef
 
 CSRC = Path(__file__).resolve().parents[1] / "csrc"
 R, M = ad.MAX_ROWS, ad.MAX_BUCKETS
 
-CDEF = STATUS_CDEF + f"""
-typedef struct {{
-    uint32_t ones[{R}][{M}];
-    uint32_t width; uint32_t total; uint32_t n_detections; uint32_t log_term_q24;
-    uint32_t min_window_length; uint32_t grace_period;
-    uint16_t clock; uint16_t tick; uint8_t max_buckets; uint8_t max_rows; uint8_t fill[{R}];
-}} es_adwin;
-es_status es_adwin_init(es_adwin *a, uint32_t log_term_q24, uint8_t max_buckets, uint8_t max_rows,
-                        uint16_t clock, uint32_t min_window_length, uint32_t grace_period);
-es_status es_adwin_reset(es_adwin *a);
-es_status es_adwin_update(es_adwin *a, uint8_t value, uint8_t *change_out);
-uint16_t es_adwin_mean_q15(const es_adwin *a);
-typedef struct {{ uint32_t before[16]; es_adwin a; uint32_t after[16]; }} guarded;
+CDEF = header_cdef(["es_adwin.h"]) + """
+typedef struct { uint32_t before[16]; es_adwin a; uint32_t after[16]; } guarded;
 int64_t run_many(es_adwin *a, const uint8_t *values, uint32_t n, uint32_t *changes, uint32_t max_changes,
                  uint32_t *max_fill_seen);
 """

@@ -244,12 +244,12 @@ def test_bundles_cross_build_without_warnings(tmp_path, cpu):
 def test_bit_pattern_walk_matches_python(tmp_path):
     """es_infer.c as built for cores without an FPU (ES_F32_COMPARE_BITS), compiled on the host: same results."""
     from edgestream.export import runtime_sources
-    from edgestream.simulate import INFER_CDEF, compile_library
+    from edgestream.simulate import compile_library, header_cdef
 
     csrc = runtime_sources()[0].parent
     source = tmp_path / "es_infer_bits.c"
     source.write_text("#define ES_F32_COMPARE_BITS 1\n" + (csrc / "es_infer.c").read_text())  # hashed by content
-    library = compile_library(INFER_CDEF, '#include "es_infer.h"', [source, csrc / "es_fixed.c"], csrc)
+    library = compile_library(header_cdef(["es_infer.h"]), '#include "es_infer.h"', [source, csrc / "es_fixed.c"], csrc)
     rng = np.random.default_rng(8)
     for leaf_values in ("q15", "vote"):
         X, y = random_data(rng, "float32", 300, 6, 4)

@@ -11,19 +11,13 @@ from hypothesis import strategies as st
 
 from edgestream import fixedpoint as fp
 from edgestream.export import runtime_sources
-from edgestream.simulate import STATUS_CDEF, compile_library
+from edgestream.simulate import compile_library, header_cdef
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 EXTREMES = [INT32_MIN, INT32_MIN + 1, -(2**30), -65536 * 32768, -32769, -32768, -32767, -1025, -1024, -1, 0, 1,
             1024, 32767, 32768, 65536 * 32767, 2**30, INT32_MAX - 1, INT32_MAX]
 
-CDEF = STATUS_CDEF + """
-uint32_t es_exp_neg_q23(uint32_t d);
-uint16_t es_sigmoid_q15(int32_t score_sum);
-es_status es_softmax_q15(const int32_t *scores, uint8_t n, uint32_t *work, uint16_t *proba);
-es_status es_additive_proba(const int32_t *score_sums, uint8_t n_outputs, uint32_t *work, uint16_t *proba);
-uint8_t es_additive_argmax(const int32_t *score_sums, uint8_t n_outputs);
-"""
+CDEF = header_cdef(["es_fixed.h"])
 
 
 @functools.lru_cache(maxsize=1)

@@ -10,7 +10,7 @@ from edgestream.data import make_stream
 from edgestream.boards import load_board
 from edgestream.budget import plan
 from edgestream.learners.shrubs import STATE
-from edgestream.simulate import TREE_CDEF
+from edgestream.simulate import header_cdef
 from edgestream.state import runtime_header_path
 from edgestream.export import export_bundle
 from edgestream.modelfile import load_model, save_model
@@ -133,7 +133,7 @@ def test_layout_equals_sizeof_of_the_generated_state_struct(config):
     learner, n_features, n_classes = config
     ffi = cffi.FFI()
     layout = learner.layout(n_features, n_classes)
-    ffi.cdef(TREE_CDEF.split("es_status")[0] + STATE.cdef() + layout.state_struct("m"))
+    ffi.cdef(header_cdef(["es_shrubs_state.h"]) + layout.state_struct("m"))
     assert ffi.sizeof("m_state") == learner.state_bytes(n_features, n_classes)
     offsets, size = layout.offsets()
     assert all(ffi.offsetof("m_state", name) == offset for name, offset in offsets.items())

@@ -7,8 +7,11 @@ learner is one Python module, one ``csrc/es_<name>.c/.h`` pair, one template in 
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 from typing import Any, Callable
+
+import numpy as np
 
 from ..state import StateSpec
 
@@ -60,6 +63,50 @@ def model_input(model) -> tuple[str, int]:
 def is_fitted(model) -> bool:
     """The model has its classes and its input (bin edges, or the raw-feature learner's ``n_features_``)."""
     return hasattr(model, "classes_") and (hasattr(model, "bins_") or hasattr(model, "n_features_"))
+
+
+class Estimator:
+    """Parameters as scikit-learn has them: ``get_params`` reads the constructor's arguments back, ``set_params``
+    changes them by name, and the repr shows them."""
+
+    def get_params(self, deep: bool = True) -> dict:
+        names = [p for p in inspect.signature(type(self).__init__).parameters if p != "self"]
+        return {name: getattr(self, name) for name in names}
+
+    def set_params(self, **params):
+        valid = self.get_params()
+        for name, value in params.items():
+            if name not in valid:
+                raise ValueError(f"unknown parameter {name!r} for {type(self).__name__}; valid: {sorted(valid)}")
+            setattr(self, name, value)
+        return self
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"{type(self).__name__}({args})"
+
+
+def check_integer(owner, name: str, low: int, high: int) -> None:
+    """``owner.<name>`` must be an integer (not a bool) from ``low`` to ``high``; the error names both."""
+    value = getattr(owner, name)
+    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or not low <= value <= high:
+        raise ValueError(f"{name}={value!r} must be an integer from {low} to {high}")
+
+
+class DeviceState:
+    """Base of the learners that keep a state on the device: ``state_spec`` (their :class:`StateSpec`) and
+    ``device_config(n_features, n_classes)`` give the layout of any configuration."""
+
+    state_spec: StateSpec
+
+    def layout(self, n_features: int | None = None, n_classes: int | None = None):
+        """The device state of this configuration (:class:`edgestream.state.StateLayout`); features and classes
+        default to the fitted ones."""
+        return self.state_spec.layout(self.device_config(n_features, n_classes))
+
+    def state_bytes(self, n_features: int | None = None, n_classes: int | None = None, packed=False) -> int:
+        """Bytes of RAM the device state takes (sizeof of the generated struct, or packed as on AVR)."""
+        return self.layout(n_features, n_classes).size(packed)
 
 
 @dataclass(frozen=True)

@@ -65,7 +65,7 @@ import numpy as np
 from ..fixedpoint import softmax_q15
 from ..state import Field, RegionSpec, StateSpec
 from ..tree import MAX_CLASSES
-from .base import LearnerSpec, Option
+from .base import DeviceState, Estimator, LearnerSpec, Option, check_integer
 
 F32 = np.float32
 MAX_FEATURE_NODES = 1024
@@ -87,8 +87,6 @@ STATE = StateSpec(
     prefix="es_bls",
     title="Online broad learning system",
     input_type="float",
-    host_cdef="es_status es_bls_predict(const es_bls *model, const float *features, uint8_t *class_out);\n"
-              "float es_bls_sqrt(float x);\nfloat es_bls_tanh(float x);\n",
     config=(
         Field("n_features", "uint8_t"), Field("n_classes", "uint8_t"),
         Field("feature_nodes", "uint16_t", "F"), Field("enhancement_nodes", "uint16_t", "E; m = F + E nodes"),
@@ -198,7 +196,7 @@ def solve(factor: np.ndarray, rhs: np.ndarray, m: int) -> None:
             rhs[:i] = rhs[:i] - factor[rows[i], None] * rhs[i][None, :]
 
 
-class OnlineBLSClassifier:
+class OnlineBLSClassifier(Estimator, DeviceState):
     """Online broad learning system: random feature and enhancement nodes, a ridge readout kept exact per sample
     through its Cholesky factor, learning on the device in fixed memory (see the module docstring).
 
@@ -213,6 +211,8 @@ class OnlineBLSClassifier:
 
     input_dtype = "float32"
 
+    state_spec = STATE
+
     def __init__(self, feature_nodes: int = 16, enhancement_nodes: int = 48, regularization: float = 0.01,
                  forgetting: float = 0.99, seed: int = 1):
         self.feature_nodes = feature_nodes
@@ -224,19 +224,10 @@ class OnlineBLSClassifier:
 
     # -- parameters and layout ---------------------------------------------------------------------------------
 
-    def get_params(self, deep: bool = True) -> dict:
-        names = ("feature_nodes", "enhancement_nodes", "regularization", "forgetting", "seed")
-        return {name: getattr(self, name) for name in names}
-
     def _check_params(self):
-        def integer(name, low, high):
-            value = getattr(self, name)
-            if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or not low <= value <= high:
-                raise ValueError(f"{name}={value!r} must be an integer from {low} to {high}")
-
-        integer("feature_nodes", 1, MAX_FEATURE_NODES)
-        integer("enhancement_nodes", 0, MAX_ENHANCEMENT_NODES)
-        integer("seed", 0, 2**32 - 1)
+        check_integer(self, "feature_nodes", 1, MAX_FEATURE_NODES)
+        check_integer(self, "enhancement_nodes", 0, MAX_ENHANCEMENT_NODES)
+        check_integer(self, "seed", 0, 2**32 - 1)
         lam, mu = self.regularization, self.forgetting
         if not isinstance(lam, (int, float)) or isinstance(lam, bool) or not 1e-6 <= lam <= 1e6:
             raise ValueError(f"regularization={lam!r} must be a number from 1e-6 to 1e6")
@@ -262,13 +253,6 @@ class OnlineBLSClassifier:
             "sqrt_forget": F32(math.sqrt(mu)),
             "refresh_sqrt": F32(math.sqrt(lam * (1.0 - mu**m))) if mu < 1 else F32(0.0),
         }
-
-    def layout(self, n_features: int | None = None, n_classes: int | None = None):
-        """The device state of this configuration (:class:`edgestream.state.StateLayout`)."""
-        return STATE.layout(self.device_config(n_features, n_classes))
-
-    def state_bytes(self, n_features: int | None = None, n_classes: int | None = None, packed=False) -> int:
-        return self.layout(n_features, n_classes).size(packed)
 
     def summary(self) -> str:
         return (f"{self.feature_nodes} feature + {self.enhancement_nodes} enhancement nodes, forgetting "

@@ -40,7 +40,7 @@ from ..binning import BinMapper
 from ..state import Field, RegionSpec, StateSpec
 from ..tree import (CRITERIA, LEAF_FEATURE, MAX_CLASSES, NODE_DTYPE, Q15_ONE, TreeEnsemble, check_features,
                     grow_tree)
-from .base import TREE_OPTIONS, LearnerSpec, Option, step_size
+from .base import TREE_OPTIONS, DeviceState, Estimator, LearnerSpec, Option, check_integer, step_size
 
 STATE_ARRAYS = ("window_bins", "window_labels", "nodes", "leaf_values", "roots", "weights")
 MAX_WINDOW = 4096
@@ -112,7 +112,7 @@ def simplex_q15(u: list[int]) -> list[int]:
     return projected
 
 
-class ShrubEnsemble:
+class ShrubEnsemble(Estimator, DeviceState):
     """Online ensemble of small trees trained on a sliding window, learning in fixed memory.
 
     Parameters
@@ -128,6 +128,8 @@ class ShrubEnsemble:
         with fixed edges).
     allow_missing : treat NaN features as missing values (their own bin) instead of refusing them.
     """
+
+    state_spec = STATE
 
     def __init__(self, window_size: int = 64, max_shrubs: int = 16, max_depth: int = 4, step_size="adaptive",
                  burnin: int = 5, update_every: int = 1, criterion: str = "gini", min_samples_leaf: int = 1,
@@ -149,23 +151,13 @@ class ShrubEnsemble:
 
     # -- parameters and layout ---------------------------------------------------------------------------------
 
-    def get_params(self, deep: bool = True) -> dict:
-        names = ("window_size", "max_shrubs", "max_depth", "step_size", "burnin", "update_every", "criterion",
-                 "min_samples_leaf", "max_bins", "binning", "input_dtype", "allow_missing")
-        return {name: getattr(self, name) for name in names}
-
     def _check_params(self):
-        def integer(name, low, high):
-            value = getattr(self, name)
-            if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or not low <= value <= high:
-                raise ValueError(f"{name}={value!r} must be an integer from {low} to {high}")
-
-        integer("window_size", 1, MAX_WINDOW)
-        integer("max_shrubs", 1, MAX_SHRUBS)
-        integer("max_depth", 0, MAX_DEPTH)
-        integer("burnin", 1, 255)
-        integer("update_every", 1, 65535)
-        integer("min_samples_leaf", 1, MAX_WINDOW)
+        check_integer(self, "window_size", 1, MAX_WINDOW)
+        check_integer(self, "max_shrubs", 1, MAX_SHRUBS)
+        check_integer(self, "max_depth", 0, MAX_DEPTH)
+        check_integer(self, "burnin", 1, 255)
+        check_integer(self, "update_every", 1, 65535)
+        check_integer(self, "min_samples_leaf", 1, MAX_WINDOW)
         if self.criterion not in CRITERIA:
             raise ValueError(f"criterion={self.criterion!r} must be one of {sorted(CRITERIA)}")
         if self.step_size != "adaptive" and not (isinstance(self.step_size, (int, float)) and
@@ -194,14 +186,6 @@ class ShrubEnsemble:
             "max_shrubs": self.max_shrubs, "min_samples_leaf": self.min_samples_leaf, "burnin": self.burnin,
             "update_every": self.update_every, "step_q16": self.step_q16,
         }
-
-    def layout(self, n_features: int | None = None, n_classes: int | None = None):
-        """The device state of this configuration (:class:`edgestream.state.StateLayout`)."""
-        return STATE.layout(self.device_config(n_features, n_classes))
-
-    def state_bytes(self, n_features: int | None = None, n_classes: int | None = None, packed=False) -> int:
-        """Bytes of RAM the device state takes (sizeof of the generated struct)."""
-        return self.layout(n_features, n_classes).size(packed)
 
     def summary(self) -> str:
         """The configuration and its device state, in a few words."""

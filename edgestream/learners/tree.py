@@ -2,38 +2,20 @@
 
 from __future__ import annotations
 
-import inspect
-
 import numpy as np
 
 from ..binning import BinMapper
 from ..frozen import tree_context, tree_tables
 from ..encoding import LEAF_VALUES, restrict_leaf_values
 from ..tree import CRITERIA, MAX_NODES, Q15_ONE, TreeEnsemble, check_features, encode_labels, grow_tree
-from .base import LEAF_VALUES_OPTION, TREE_OPTIONS, LearnerSpec
+from .base import LEAF_VALUES_OPTION, TREE_OPTIONS, Estimator, LearnerSpec
 
 
-class BinnedClassifier:
+class BinnedClassifier(Estimator):
     """Common base of the tree learners: input checks, label encoding, binning and prediction.
 
     Subclasses implement ``_fit_ensemble(X_binned, y_encoded, n_classes) -> TreeEnsemble``.
     """
-
-    def get_params(self, deep: bool = True) -> dict:
-        names = [p for p in inspect.signature(type(self).__init__).parameters if p != "self"]
-        return {name: getattr(self, name) for name in names}
-
-    def set_params(self, **params):
-        valid = self.get_params()
-        for name, value in params.items():
-            if name not in valid:
-                raise ValueError(f"unknown parameter {name!r} for {type(self).__name__}; valid: {sorted(valid)}")
-            setattr(self, name, value)
-        return self
-
-    def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
-        return f"{type(self).__name__}({args})"
 
     def fit(self, X, y):
         X = check_features(X, dtype=self.input_dtype)
