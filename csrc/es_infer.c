@@ -177,7 +177,15 @@ static es_status es_finish(const es_forest *m, int32_t *acc, uint16_t *proba, ui
         if (total == 0u) {
             return ES_ERR_MODEL;
         }
-        if (proba == 0) {
+        if (proba == 0 && (1u << shift) >= total) {
+            /* The class alone, no division: distinct acc_k differ by at least W after the shift, so p_k keeps
+             * the order of acc_k and the first largest acc_k is the first largest p_k. */
+            for (k = 1; k < m->n_classes; k++) {
+                if (acc[k] > acc[best]) {
+                    best = k;
+                }
+            }
+        } else if (proba == 0) {
             /* The class alone, with one division: p_k = ((acc_k << shift) + W / 2) / W never exceeds
              * p_max = p(max acc), and p_k == p_max iff (acc_k << shift) + W / 2 >= p_max * W. */
             uint32_t top = (uint32_t)acc[0], bound;
@@ -243,6 +251,41 @@ static es_status es_finish(const es_forest *m, int32_t *acc, uint16_t *proba, ui
         }                                                                                        \
     }
 
+/* Complete layout: `depth` unrolled steps (a switch entering at the model's depth, falling through), no
+ * child loads, no exit test; the step is branch-free: i = 2i + 2 - (x[f] <= e). */
+#define ES_STEP(LE) i = 2u * i + 2u - (uint32_t)(LE(x[feature[i]], thr[i]))
+
+#define ES_WALK_COMPLETE(NAME, X_T, S_T, LE)                                                    \
+    static void NAME(const es_forest *m, const X_T *x, int32_t *acc)                           \
+    {                                                                                           \
+        const uint8_t *feature = m->feature;                                                    \
+        const X_T *thr = (const X_T *)m->threshold;                                            \
+        const S_T *slot = (const S_T *)m->children;                                            \
+        const uint32_t n_nodes = (1u << m->depth) - 1u;                                         \
+        const unsigned depth = m->depth;                                                        \
+        uint16_t t;                                                                             \
+        for (t = 0; t < m->n_trees; t++) {                                                      \
+            uint32_t i = 0;                                                                     \
+            switch (depth) {                                                                    \
+            case 10: ES_STEP(LE); /* fall through */                                            \
+            case 9: ES_STEP(LE); /* fall through */                                             \
+            case 8: ES_STEP(LE); /* fall through */                                             \
+            case 7: ES_STEP(LE); /* fall through */                                             \
+            case 6: ES_STEP(LE); /* fall through */                                             \
+            case 5: ES_STEP(LE); /* fall through */                                             \
+            case 4: ES_STEP(LE); /* fall through */                                             \
+            case 3: ES_STEP(LE); /* fall through */                                             \
+            case 2: ES_STEP(LE); /* fall through */                                             \
+            case 1: ES_STEP(LE); /* fall through */                                             \
+            default: break;                                                                     \
+            }                                                                                   \
+            es_add_leaf(m, t, (uint16_t)slot[i - n_nodes], acc);                                \
+            feature += n_nodes;                                                                 \
+            thr += n_nodes;                                                                     \
+            slot += n_nodes + 1u;                                                               \
+        }                                                                                       \
+    }
+
 /* Layout codes: 0 uint8 refs inline, 1 uint16 refs inline, 2/3 uint8 indices, 6/7 uint16 indices. */
 #define ES_USE(IN, L) (ES_INFER_ALL || ((IN) && (L)))
 #define ES_IN_F32 (ES_INFER_F32 + 0)
@@ -254,6 +297,8 @@ static es_status es_finish(const es_forest *m, int32_t *acc, uint16_t *proba, ui
 #define ES_L3 (ES_INFER_L3 + 0)
 #define ES_L6 (ES_INFER_L6 + 0)
 #define ES_L7 (ES_INFER_L7 + 0)
+#define ES_L8 (ES_INFER_L8 + 0)
+#define ES_L9 (ES_INFER_L9 + 0)
 
 #if ES_USE(ES_IN_F32, ES_L0)
 ES_WALK(es_walk_f32_0, float, uint8_t, float, ES_EDGE_INLINE, ES_LE_F32)
@@ -273,6 +318,12 @@ ES_WALK(es_walk_f32_6, float, uint8_t, uint16_t, ES_EDGE_INDEX, ES_LE_F32)
 #if ES_USE(ES_IN_F32, ES_L7)
 ES_WALK(es_walk_f32_7, float, uint16_t, uint16_t, ES_EDGE_INDEX, ES_LE_F32)
 #endif
+#if ES_USE(ES_IN_F32, ES_L8)
+ES_WALK_COMPLETE(es_walk_f32_8, float, uint8_t, ES_LE_F32)
+#endif
+#if ES_USE(ES_IN_F32, ES_L9)
+ES_WALK_COMPLETE(es_walk_f32_9, float, uint16_t, ES_LE_F32)
+#endif
 #if ES_USE(ES_IN_I32, ES_L0)
 ES_WALK(es_walk_i32_0, int32_t, uint8_t, int32_t, ES_EDGE_INLINE, ES_LE_INT)
 #endif
@@ -290,6 +341,12 @@ ES_WALK(es_walk_i32_6, int32_t, uint8_t, uint16_t, ES_EDGE_INDEX, ES_LE_INT)
 #endif
 #if ES_USE(ES_IN_I32, ES_L7)
 ES_WALK(es_walk_i32_7, int32_t, uint16_t, uint16_t, ES_EDGE_INDEX, ES_LE_INT)
+#endif
+#if ES_USE(ES_IN_I32, ES_L8)
+ES_WALK_COMPLETE(es_walk_i32_8, int32_t, uint8_t, ES_LE_INT)
+#endif
+#if ES_USE(ES_IN_I32, ES_L9)
+ES_WALK_COMPLETE(es_walk_i32_9, int32_t, uint16_t, ES_LE_INT)
 #endif
 #if ES_USE(ES_IN_I16, ES_L0)
 ES_WALK(es_walk_i16_0, int16_t, uint8_t, int16_t, ES_EDGE_INLINE, ES_LE_INT)
@@ -309,6 +366,12 @@ ES_WALK(es_walk_i16_6, int16_t, uint8_t, uint16_t, ES_EDGE_INDEX, ES_LE_INT)
 #if ES_USE(ES_IN_I16, ES_L7)
 ES_WALK(es_walk_i16_7, int16_t, uint16_t, uint16_t, ES_EDGE_INDEX, ES_LE_INT)
 #endif
+#if ES_USE(ES_IN_I16, ES_L8)
+ES_WALK_COMPLETE(es_walk_i16_8, int16_t, uint8_t, ES_LE_INT)
+#endif
+#if ES_USE(ES_IN_I16, ES_L9)
+ES_WALK_COMPLETE(es_walk_i16_9, int16_t, uint16_t, ES_LE_INT)
+#endif
 
 /* ------------------------------------------------------------------------------------------ entry points */
 
@@ -317,7 +380,7 @@ static es_status es_check(const es_forest *m, const void *x, const int32_t *acc)
     if (m == 0 || x == 0 || acc == 0) {
         return ES_ERR_NULL;
     }
-    if (m->leaf_kind != ES_KIND(m)) {
+    if (m->leaf_kind != ES_KIND(m) || m->depth > ES_COMPLETE_MAX_DEPTH) {
         return ES_ERR_MODEL;
     }
     return ES_OK;
@@ -356,6 +419,12 @@ es_status es_forest_predict_f32(const es_forest *model, const float *x, int32_t 
 #if ES_USE(ES_IN_F32, ES_L7)
     ES_CASE(ES_IN_F32, 7u, es_walk_f32_7)
 #endif
+#if ES_USE(ES_IN_F32, ES_L8)
+    ES_CASE(ES_IN_F32, 8u, es_walk_f32_8)
+#endif
+#if ES_USE(ES_IN_F32, ES_L9)
+    ES_CASE(ES_IN_F32, 9u, es_walk_f32_9)
+#endif
     default:
         return ES_ERR_MODEL;
     }
@@ -391,6 +460,12 @@ es_status es_forest_predict_i32(const es_forest *model, const int32_t *x, int32_
 #if ES_USE(ES_IN_I32, ES_L7)
     ES_CASE(ES_IN_I32, 7u, es_walk_i32_7)
 #endif
+#if ES_USE(ES_IN_I32, ES_L8)
+    ES_CASE(ES_IN_I32, 8u, es_walk_i32_8)
+#endif
+#if ES_USE(ES_IN_I32, ES_L9)
+    ES_CASE(ES_IN_I32, 9u, es_walk_i32_9)
+#endif
     default:
         return ES_ERR_MODEL;
     }
@@ -425,6 +500,12 @@ es_status es_forest_predict_i16(const es_forest *model, const int16_t *x, int32_
 #endif
 #if ES_USE(ES_IN_I16, ES_L7)
     ES_CASE(ES_IN_I16, 7u, es_walk_i16_7)
+#endif
+#if ES_USE(ES_IN_I16, ES_L8)
+    ES_CASE(ES_IN_I16, 8u, es_walk_i16_8)
+#endif
+#if ES_USE(ES_IN_I16, ES_L9)
+    ES_CASE(ES_IN_I16, 9u, es_walk_i16_9)
 #endif
     default:
         return ES_ERR_MODEL;

@@ -6,6 +6,12 @@
  * of their parent: in tree t (nodes tree_base[t] .. tree_base[t + 1] - 1), ref r is internal node r of the
  * tree if r < n_internal, else leaf slot r - n_internal. Ref 0 is the root.
  *
+ * Complete layout (ES_LAYOUT_COMPLETE, for shallow trees): every tree is the complete binary tree of depth
+ * `depth` in heap order, 2^depth - 1 internal positions per tree (feature, inline threshold; position i has
+ * children 2i + 1 and 2i + 2) and 2^depth leaf slots (children: uint8, or uint16 with ES_LAYOUT_CHILD16).
+ * Shallower leaves are padded (their slot fills every bottom position under them), so the walk is exactly
+ * `depth` steps i = 2i + 1 + !(x[f] <= e) with no child loads, then slot i - (2^depth - 1).
+ *
  * Leaf kinds (leaf_kind): ES_LEAVES_CLASS (the slot is the class: a hard vote), ES_LEAVES_Q8 (uint8 rows,
  * 1.0 == 128), ES_LEAVES_Q15 (uint16 rows), all combined by weighted vote into Q15 probabilities:
  * acc[k] = sum_t w_t * q15_t[k], proba[k] = (acc[k] + W / 2) / W, class = first largest proba;
@@ -24,6 +30,9 @@
 #define ES_LAYOUT_CHILD16 1u   /* child refs are uint16 (else uint8) */
 #define ES_LAYOUT_INDEX 2u     /* thresholds are indices into edges (else the edge values inline) */
 #define ES_LAYOUT_INDEX16 4u   /* ... uint16 indices (else uint8) */
+#define ES_LAYOUT_COMPLETE 8u  /* complete trees of `depth` in heap order, inline thresholds, leaf slots */
+
+#define ES_COMPLETE_MAX_DEPTH 10u
 
 /* es_forest.leaf_kind */
 #define ES_LEAVES_CLASS 0u
@@ -35,7 +44,7 @@ typedef struct {
     const uint8_t *feature;     /* per internal node */
     const void *threshold;      /* per internal node: edge values (input type) or uint8/uint16 edge indices */
     const void *edges;          /* ES_LAYOUT_INDEX: the distinct edges (input type); else unused */
-    const void *children;       /* 2 refs per internal node (left, right), uint8 or uint16 */
+    const void *children;       /* 2 refs per internal node (left, right), uint8 or uint16; complete: leaf slots */
     const uint16_t *tree_base;  /* n_trees + 1: first internal node of each tree, then the node count */
     const uint16_t *weights;    /* per tree; NULL: every weight is 1 (unused for additive leaves) */
     const void *leaves;         /* uint8 Q8 / uint16 Q15 / int16 score rows of n_scores; NULL for class leaves */
@@ -47,6 +56,7 @@ typedef struct {
     uint8_t n_scores;           /* values per leaf row: n_classes, or 1 for a binary additive model */
     uint8_t layout;
     uint8_t leaf_kind;
+    uint8_t depth;              /* ES_LAYOUT_COMPLETE: depth of every tree (0..ES_COMPLETE_MAX_DEPTH); else 0 */
 } es_forest;
 
 /* Q15 probabilities into proba[n_classes] and the class into *class_out (either may be NULL); scratch is

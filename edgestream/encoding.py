@@ -41,8 +41,21 @@ since they store the same integers and edges the Python model uses):
   (uint16 rows), ``additive`` (int16 rows + int32 base scores). The smallest exact kind is picked from the rows;
 * ``weights`` is omitted (NULL on the device) when every tree weighs 1.
 
-``optimize="speed"`` (the default) takes inline thresholds (one load less per node); ``optimize="size"`` takes
-whichever threshold form makes the tables smaller.
+**Complete layout** (``tree == "complete"``, for shallow trees under ``optimize="speed"``): every tree is stored
+as the complete binary tree of the model's depth ``D`` (the deepest tree's), in heap order: internal position
+``i`` has children ``2i + 1`` (left) and ``2i + 2`` (right), positions ``0 .. 2^D - 2`` are internal nodes
+(``feature`` uint8 and inline ``threshold``, ``2^D - 1`` per tree) and the ``2^D`` bottom positions are leaf slots
+(``children`` holds them: uint8, or uint16 when a slot exceeds 255). A leaf of depth ``d < D`` is padded: its
+position becomes an internal node (feature 0, threshold :func:`past_last`) and *all* ``2^(D - d)`` bottom
+positions under it hold its slot, so whichever way the padding sends a row (NaN goes right), it reaches the same
+slot: exact for every input. The walk has no child loads and no exit test: exactly ``D`` steps
+``i = 2i + 1 + !(x[f] <= e)`` per tree, then slot ``i - (2^D - 1)``. ``tree_base[t] = t (2^D - 1)``.
+Chosen by ``optimize="speed"`` when ``D <= COMPLETE_MAX_DEPTH`` and the padding is cheap: ``D`` at most
+``COMPLETE_PATH_RATIO`` times the mean leaf depth (a padded step costs less than a folded one).
+
+``optimize="speed"`` (the default) takes the complete layout when it is chosen as above, else inline thresholds
+(one load less per node); ``optimize="size"`` takes the folded layout and whichever threshold form makes the
+tables smaller.
 """
 
 from __future__ import annotations
@@ -65,6 +78,9 @@ LEAF_FEATURE = _kernels.LEAF_FEATURE
 INPUT_DTYPES = ("float32", "int32", "int16")
 VALUE_BYTES = {"float32": 4, "int32": 4, "int16": 2}
 INT32_MAX = 2**31 - 1
+TREE_LAYOUTS = ("folded", "complete")
+COMPLETE_MAX_DEPTH = 10  # es_infer.c unrolls up to this depth (ES_COMPLETE_MAX_DEPTH)
+COMPLETE_PATH_RATIO = 1.5  # complete when depth <= this x the mean leaf depth
 
 
 # ------------------------------------------------------------------------------------------------ leaf values
@@ -170,14 +186,18 @@ class Encoding:
     edge_index_bytes: int  # 0 (inline) | 1 | 2
     leaves: str  # "class" | "q8" | "q15" | "additive"
     weights: bool  # False: every tree weight is 1 and no table is stored
+    tree: str = "folded"  # "folded" | "complete" (heap order, padded to depth; child_bytes is then the slot width)
+    depth: int = 0  # complete: the depth every tree is padded to; 0 for folded
 
     def as_dict(self) -> dict:
         return asdict(self)
 
     @property
     def layout(self) -> int:
-        """``es_forest.layout``: bit 0 uint16 child refs, bit 1 edge indices, bit 2 uint16 edge indices."""
-        return (self.child_bytes == 2) | (self.thresholds == "index") << 1 | (self.edge_index_bytes == 2) << 2
+        """``es_forest.layout``: bit 0 uint16 child refs (complete: leaf slots), bit 1 edge indices, bit 2 uint16
+        edge indices, bit 3 complete layout."""
+        return ((self.child_bytes == 2) | (self.thresholds == "index") << 1 | (self.edge_index_bytes == 2) << 2
+                | (self.tree == "complete") << 3)
 
 
 LEAF_CODES = {"class": 0, "q8": 1, "q15": 2, "additive": 3}  # es_forest.leaf_kind
@@ -214,8 +234,8 @@ class EncodedModel:
 
     def table_bytes(self, pointer_bytes: int = 4, packed: bool = False) -> dict[str, int]:
         """Bytes of every const object the bundle stores (what the budget counts), the ``es_forest`` descriptor
-        (8 pointers, then 11 bytes of sizes and codes, padded to pointer alignment unless packed) included."""
-        descriptor = 8 * pointer_bytes + 11 if packed else -(-(8 * pointer_bytes + 11) // pointer_bytes) * pointer_bytes
+        (8 pointers, then 12 bytes of sizes and codes, padded to pointer alignment unless packed) included."""
+        descriptor = descriptor_bytes(pointer_bytes, packed)
 
         def at_least_one(array):  # C has no empty arrays: the template writes one element
             return max(array.size, 1) * array.itemsize
@@ -237,6 +257,8 @@ class EncodedModel:
         """Leaf slot reached in every tree (class index or leaf-table row): int64 [rows, trees]."""
         enc = self.encoding
         X = as_input(X, enc.input_dtype)
+        if enc.tree == "complete":
+            return self._complete_slots(X)
         edge = self.threshold if enc.thresholds == "inline" else self.edges[self.threshold]
         rows = np.arange(len(X))
         out = np.empty((len(X), self.n_trees), dtype=np.int64)
@@ -253,6 +275,21 @@ class EncodedModel:
                 right = ~(X[r, feature[i]] <= edge[i])
                 at[inner] = children[2 * i + right]
             out[:, t] = at - n_internal
+        return out
+
+    def _complete_slots(self, X) -> np.ndarray:
+        """The complete layout's walk: ``D`` steps ``i = 2i + 1 + !(x[f] <= e)``, then slot ``i - (2^D - 1)``."""
+        n_nodes = 2**self.encoding.depth - 1
+        rows = np.arange(len(X))
+        feature, threshold = self.feature.astype(np.int64), self.threshold
+        slots = self.children.astype(np.int64)
+        out = np.empty((len(X), self.n_trees), dtype=np.int64)
+        for t in range(self.n_trees):
+            i = np.zeros(len(X), dtype=np.int64)
+            for _ in range(self.encoding.depth):
+                j = t * n_nodes + i
+                i = 2 * i + 1 + ~(X[rows, feature[j]] <= threshold[j])
+            out[:, t] = slots[t * (n_nodes + 1) + i - n_nodes]
         return out
 
     def _sums(self, slots: np.ndarray) -> np.ndarray:
@@ -326,50 +363,118 @@ def _fold(ensemble, slot_of_leaf: np.ndarray):
     return np.asarray(features, dtype=np.uint8), np.asarray(edge_nodes, dtype=np.int64), children, tree_base, widest
 
 
-def encode(device, optimize: str = "speed", thresholds: str | None = None) -> EncodedModel:
+def encode(device, optimize: str = "speed", thresholds: str | None = None, tree: str | None = None) -> EncodedModel:
     """The tables of :class:`edgestream.frozen.DeviceModel` ``device`` in the encoding ``optimize`` picks.
 
-    ``thresholds`` forces ``"inline"`` or ``"index"`` (tests cover both on every model).
+    ``thresholds`` forces ``"inline"`` or ``"index"``, ``tree`` forces ``"folded"`` or ``"complete"`` (tests cover
+    every form on every model; the complete layout has inline thresholds only).
     """
     if optimize not in OPTIMIZE:
         raise ValueError(f"optimize={optimize!r} must be one of {OPTIMIZE}")
+    if tree is not None and tree not in TREE_LAYOUTS:
+        raise ValueError(f"tree={tree!r} must be one of {TREE_LAYOUTS}")
     ensemble, dtype = device.ensemble, device.input_dtype
     if dtype not in INPUT_DTYPES:
         raise ValueError(f"input_dtype={dtype!r} must be one of {INPUT_DTYPES}")
     kind, table = leaf_storage(ensemble)
     if kind == "class":
-        # The slot is the class (a root-only tree whose class is not 0 gets a split, see _root_leaves_first).
-        slot_of_leaf = table.astype(np.int64)
+        slot_of_leaf = table.astype(np.int64)  # the slot is the class
         table = np.zeros((0, ensemble.n_classes), dtype=np.uint16)
     else:
         slot_of_leaf = np.arange(len(table), dtype=np.int64)
-    nodes, roots = _root_leaves_first(ensemble, slot_of_leaf)
-    folded = type(ensemble)(nodes, roots, ensemble.weights, ensemble.leaf_values, ensemble.n_features,
-                            ensemble.leaf_kind, ensemble.base_score)
-    feature, order, children, tree_base, widest = _fold(folded, slot_of_leaf)
-    per_feature = _edges_per_feature(device)
-    edge = node_edges(per_feature, nodes, dtype)[order] if len(order) else np.zeros(0, dtype=dtype)
-    child_bytes = 1 if widest < 256 else 2
+    if tree is None:
+        tree = "complete" if optimize == "speed" and thresholds in (None, "inline") and _complete_pays(ensemble) else "folded"
+    if tree == "complete":
+        if thresholds == "index":
+            raise ValueError("the complete layout has inline thresholds only")
+        feature, edge, slots, tree_base, depth = _complete(ensemble, slot_of_leaf, _edges_per_feature(device), dtype)
+        thresholds, threshold, edges, index_bytes = "inline", edge, np.zeros(0, dtype=dtype), 0
+        child_bytes = 1 if slots.max(initial=0) < 256 else 2
+        children = slots
+    else:
+        depth = 0
+        # A root-only tree whose slot is not 0 gets a split, see _root_leaves_first.
+        nodes, roots = _root_leaves_first(ensemble, slot_of_leaf)
+        folded = type(ensemble)(nodes, roots, ensemble.weights, ensemble.leaf_values, ensemble.n_features,
+                                ensemble.leaf_kind, ensemble.base_score)
+        feature, order, children, tree_base, widest = _fold(folded, slot_of_leaf)
+        per_feature = _edges_per_feature(device)
+        edge = node_edges(per_feature, nodes, dtype)[order] if len(order) else np.zeros(0, dtype=dtype)
+        child_bytes = 1 if widest < 256 else 2
+        distinct = np.unique(edge)
+        index_bytes = 1 if len(distinct) <= 256 else 2
+        if thresholds is None:
+            value = VALUE_BYTES[dtype]
+            inline_bytes = len(edge) * value
+            index_bytes_total = len(edge) * index_bytes + len(distinct) * value
+            thresholds = "index" if optimize == "size" and index_bytes_total < inline_bytes else "inline"
+        if thresholds == "index":
+            threshold = np.searchsorted(distinct, edge).astype(CHILD_TYPES[index_bytes])
+            edges = distinct.astype(dtype)
+        else:
+            threshold, edges, index_bytes = edge.astype(dtype), np.zeros(0, dtype=dtype), 0
     if tree_base[-1] > 65535:
         raise ValueError(f"{tree_base[-1]} internal nodes: the encoding holds at most 65535")
-    distinct = np.unique(edge)
-    index_bytes = 1 if len(distinct) <= 256 else 2
-    if thresholds is None:
-        value = VALUE_BYTES[dtype]
-        inline_bytes = len(edge) * value
-        index_bytes_total = len(edge) * index_bytes + len(distinct) * value
-        thresholds = "index" if optimize == "size" and index_bytes_total < inline_bytes else "inline"
-    if thresholds == "index":
-        threshold = np.searchsorted(distinct, edge).astype(CHILD_TYPES[index_bytes])
-        edges = distinct.astype(dtype)
-    else:
-        threshold, edges, index_bytes = edge.astype(dtype), np.zeros(0, dtype=dtype), 0
     weighted = ensemble.leaf_kind != "additive" and bool((ensemble.weights != 1).any())
-    encoding = Encoding(dtype, child_bytes, thresholds, index_bytes, kind, weighted)
+    encoding = Encoding(dtype, child_bytes, thresholds, index_bytes, kind, weighted, tree, depth)
     base = ensemble.base_score if kind == "additive" else np.zeros(0, dtype=np.int32)
     return EncodedModel(encoding, device.n_features, ensemble.n_classes, feature, threshold, edges,
                         np.asarray(children, dtype=CHILD_TYPES[child_bytes]), np.asarray(tree_base, dtype=np.uint16),
                         ensemble.weights.astype(np.uint16), table, np.asarray(base, dtype=np.int32))
+
+
+def _leaf_depths(ensemble) -> list[np.ndarray]:
+    """Depth of every leaf, per tree."""
+    nodes, out = ensemble.nodes, []
+    for root in ensemble.roots.astype(np.int64):
+        stack, depths = [(int(root), 0)], []
+        while stack:
+            i, d = stack.pop()
+            if nodes[i]["feature"] == LEAF_FEATURE:
+                depths.append(d)
+            else:
+                c = int(nodes[i]["child"])
+                stack += [(c, d + 1), (c + 1, d + 1)]
+        out.append(np.asarray(depths))
+    return out
+
+
+def _complete_pays(ensemble) -> bool:
+    """The complete layout is faster: shallow enough and not much deeper than the mean leaf."""
+    depths = np.concatenate(_leaf_depths(ensemble))
+    depth = int(depths.max())
+    return (depth <= COMPLETE_MAX_DEPTH and len(ensemble.roots) * (2**depth - 1) <= 65535
+            and depth <= COMPLETE_PATH_RATIO * max(float(depths.mean()), 1.0))
+
+
+def _complete(ensemble, slot_of_leaf, per_feature, dtype):
+    """Feature, inline edge and leaf-slot tables of the complete layout (heap order, leaves padded to depth).
+
+    Padding positions get feature 0 and the past-last edge; every bottom slot under a padded leaf is that leaf's
+    slot, so both ways out of the padding reach it."""
+    nodes = ensemble.nodes
+    depth = int(max(d.max() for d in _leaf_depths(ensemble)))
+    if depth > COMPLETE_MAX_DEPTH:
+        raise ValueError(f"depth {depth}: the complete layout holds at most depth {COMPLETE_MAX_DEPTH}")
+    n_nodes, n_trees = 2**depth - 1, len(ensemble.roots)
+    edge_of = node_edges(per_feature, nodes, dtype)
+    feature = np.zeros(n_trees * n_nodes, dtype=np.uint8)
+    edge = np.full(n_trees * n_nodes, past_last(dtype), dtype=dtype)
+    slots = np.zeros(n_trees * (n_nodes + 1), dtype=np.int64)
+    for t, root in enumerate(ensemble.roots.astype(np.int64)):
+        stack = [(int(root), 0, 0)]  # node, position, depth
+        while stack:
+            i, pos, d = stack.pop()
+            if nodes[i]["feature"] == LEAF_FEATURE:
+                first = (pos + 1) * 2 ** (depth - d) - 1 - n_nodes
+                slots[t * (n_nodes + 1) + first:t * (n_nodes + 1) + first + 2 ** (depth - d)] = \
+                    slot_of_leaf[nodes[i]["child"]]
+                continue
+            feature[t * n_nodes + pos], edge[t * n_nodes + pos] = nodes[i]["feature"], edge_of[i]
+            c = int(nodes[i]["child"])
+            stack += [(c, 2 * pos + 1, d + 1), (c + 1, 2 * pos + 2, d + 1)]
+    tree_base = [t * n_nodes for t in range(n_trees + 1)]
+    return feature, edge, slots, tree_base, depth
 
 
 def _root_leaves_first(ensemble, slot_of_leaf):
@@ -391,6 +496,12 @@ def _root_leaves_first(ensemble, slot_of_leaf):
         extra += [split, leaf, leaf]
         roots[t] = start
     return np.concatenate([nodes, np.asarray(extra, dtype=nodes.dtype)]), roots
+
+
+def descriptor_bytes(pointer_bytes: int = 4, packed: bool = False) -> int:
+    """``sizeof(es_forest)``: 8 pointers, then 12 bytes of sizes and codes, padded to pointer alignment unless packed."""
+    size = 8 * pointer_bytes + 12
+    return size if packed else -(-size // pointer_bytes) * pointer_bytes
 
 
 def _edges_per_feature(device) -> list[np.ndarray]:

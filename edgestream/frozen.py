@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .emit import C_TYPES
-from .encoding import LEAF_CODES, VALUE_BYTES, encode
+from .encoding import LEAF_CODES, VALUE_BYTES, descriptor_bytes, encode
 from .tree import LEAF_FEATURE, TreeEnsemble
 
 
@@ -91,7 +91,7 @@ def tree_context(model, name: str, optimize: str = "speed") -> dict:
         "tree_base": encoded.tree_base, "weights": encoded.weights, "weighted": enc.weights,
         "leaves": encoded.leaves.reshape(-1) if enc.leaves != "class" else [], "leaf_type": INFER_LEAF_TYPE[enc.leaves],
         "base_score": encoded.base_score, "total_weight": encoded.total_weight,
-        "layout": enc.layout, "leaf_code": LEAF_CODES[enc.leaves], "leaf_macro": INFER_LEAF_MACRO[enc.leaves],
+        "layout": enc.layout, "depth": enc.depth, "leaf_code": LEAF_CODES[enc.leaves], "leaf_macro": INFER_LEAF_MACRO[enc.leaves],
         "input_code": INFER_INPUT_CODE[enc.input_dtype], "predict": INFER_PREDICT[enc.input_dtype],
         "scratch": scratch_size(encoded),
         "extra_files": {"es_infer_config.h": "infer_config.h.j2"},
@@ -117,8 +117,7 @@ def tree_tables(model, n_features: int, n_classes: int, pointer_bytes: int, pack
     per_tree = 2**model.max_depth - 1 + 2**model.max_depth
     child_bytes = 1 if per_tree < 256 else 2
     leaf_bytes = {"q15": 2 * n_classes, "q8": n_classes, "vote": 0}[model.leaf_values] * leaves
-    descriptor = 8 * pointer_bytes + 11
-    return [("descriptor", descriptor if packed else -(-descriptor // pointer_bytes) * pointer_bytes),
+    return [("descriptor", descriptor_bytes(pointer_bytes, packed)),
             ("feature", max(internal, 1)), ("threshold", max(internal, 1) * VALUE_BYTES[model.input_dtype]),
             ("children", max(2 * internal, 1) * child_bytes), ("tree_base", 2 * (n_trees + 1)),
             ("leaves", leaf_bytes)]
