@@ -84,10 +84,27 @@ int es_f32_le_bits(float x, float e)
 
 /* ------------------------------------------------------------------------------------------ leaves */
 
-static void es_add_leaf(const es_forest *m, uint16_t t, uint16_t slot, int32_t *acc)
+/* acc[k] += TERM[k] for k < n, four at a time (fewer loop tests; compilers pack the four into vector adds) */
+#define ES_ADD_ROW(acc, TERM, n)                 \
+    do {                                         \
+        for (k = 0; k + 4u <= (n); k += 4u) {    \
+            acc[k] += TERM[k];                   \
+            acc[k + 1u] += TERM[k + 1u];         \
+            acc[k + 2u] += TERM[k + 2u];         \
+            acc[k + 3u] += TERM[k + 3u];         \
+        }                                        \
+        for (; k < (n); k++) {                   \
+            acc[k] += TERM[k];                   \
+        }                                        \
+    } while (0)
+
+static inline void es_add_leaf(const es_forest *m, uint16_t t, uint16_t slot, int32_t *acc)
 {
-    uint8_t k;
+    /* n_scores in a local: acc stores could alias the uint8_t field, which would be reloaded every step */
+    const uint32_t n = m->n_scores;
+    uint32_t k;
     (void)k;
+    (void)n;
     (void)t;
     (void)m;
     switch (ES_KIND(m)) {
@@ -99,29 +116,23 @@ static void es_add_leaf(const es_forest *m, uint16_t t, uint16_t slot, int32_t *
 #if ES_HAS_Q8
     case ES_LEAVES_Q8: {
         const int32_t w = ES_WEIGHT(m, t);
-        const uint8_t *row = (const uint8_t *)m->leaves + (uint32_t)slot * m->n_scores;
-        for (k = 0; k < m->n_scores; k++) {
-            acc[k] += w * (int32_t)row[k];
-        }
+        const uint8_t *row = (const uint8_t *)m->leaves + (uint32_t)slot * n;
+        ES_ADD_ROW(acc, w * (int32_t)row, n);
         break;
     }
 #endif
 #if ES_HAS_Q15
     case ES_LEAVES_Q15: {
         const int32_t w = ES_WEIGHT(m, t);
-        const uint16_t *row = (const uint16_t *)m->leaves + (uint32_t)slot * m->n_scores;
-        for (k = 0; k < m->n_scores; k++) {
-            acc[k] += w * (int32_t)row[k];
-        }
+        const uint16_t *row = (const uint16_t *)m->leaves + (uint32_t)slot * n;
+        ES_ADD_ROW(acc, w * (int32_t)row, n);
         break;
     }
 #endif
 #if ES_HAS_ADDITIVE
     case ES_LEAVES_ADDITIVE: {
-        const int16_t *row = (const int16_t *)m->leaves + (uint32_t)slot * m->n_scores;
-        for (k = 0; k < m->n_scores; k++) {
-            acc[k] += (int32_t)row[k];
-        }
+        const int16_t *row = (const int16_t *)m->leaves + (uint32_t)slot * n;
+        ES_ADD_ROW(acc, (int32_t)row, n);
         break;
     }
 #endif
@@ -252,8 +263,46 @@ static es_status es_finish(const es_forest *m, int32_t *acc, uint16_t *proba, ui
     }
 
 /* Complete layout: `depth` unrolled steps (a switch entering at the model's depth, falling through), no
- * child loads, no exit test; the step is branch-free: i = 2i + 2 - (x[f] <= e). */
-#define ES_STEP(LE) i = 2u * i + 2u - (uint32_t)(LE(x[feature[i]], thr[i]))
+ * child loads, no exit test; the step is branch-free: i = 2i + 2 - (x[f] <= e). On cores that run
+ * instructions out of order, ES_INFER_WAYS trees are walked level by level together (independent load chains
+ * overlap); the leaves are still added in tree order, so every way gives the same integers. */
+#ifndef ES_INFER_WAYS
+#if defined(__x86_64__) || defined(__aarch64__) || defined(__i386__)
+#define ES_INFER_WAYS 4
+#else
+#define ES_INFER_WAYS 1
+#endif
+#endif
+
+#define ES_STEP(LE) i = 2u * i + 2u - (size_t)(LE(x[feature[i]], thr[i]))
+
+/* Four trees at once, indices relative to the first one's tables: tree k's node a = k n + i has its children at
+ * k n + 2i + 1 + r = 2a + (2 - k n) - (x <= e) (size_t arithmetic, wrapping), then slot a + k - n. */
+#define ES_STEP_FROM(LE, A, C) A = 2u * A + (C) - (size_t)(LE(x[feature[A]], thr[A]))
+
+#if ES_INFER_WAYS == 4
+#define ES_WAYS_GROUP(LE)                                                                       \
+    for (; t + 4u <= m->n_trees; t += 4u) {                                                     \
+        size_t a0 = 0, a1 = n_nodes, a2 = 2u * n_nodes, a3 = 3u * n_nodes;                      \
+        const size_t c1 = 2u - n_nodes, c2 = 2u - 2u * n_nodes, c3 = 2u - 3u * n_nodes;         \
+        unsigned d;                                                                             \
+        for (d = 0; d < depth; d++) {                                                           \
+            ES_STEP_FROM(LE, a0, 2u);                                                           \
+            ES_STEP_FROM(LE, a1, c1);                                                           \
+            ES_STEP_FROM(LE, a2, c2);                                                           \
+            ES_STEP_FROM(LE, a3, c3);                                                           \
+        }                                                                                       \
+        es_add_leaf(m, t, (uint16_t)slot[a0 - n_nodes], acc);                                   \
+        es_add_leaf(m, (uint16_t)(t + 1u), (uint16_t)slot[a1 + 1u - n_nodes], acc);             \
+        es_add_leaf(m, (uint16_t)(t + 2u), (uint16_t)slot[a2 + 2u - n_nodes], acc);             \
+        es_add_leaf(m, (uint16_t)(t + 3u), (uint16_t)slot[a3 + 3u - n_nodes], acc);             \
+        feature += 4u * n_nodes;                                                                \
+        thr += 4u * n_nodes;                                                                    \
+        slot += 4u * (n_nodes + 1u);                                                            \
+    }
+#else
+#define ES_WAYS_GROUP(LE)
+#endif
 
 #define ES_WALK_COMPLETE(NAME, X_T, S_T, LE)                                                    \
     static void NAME(const es_forest *m, const X_T *x, int32_t *acc)                           \
@@ -261,11 +310,12 @@ static es_status es_finish(const es_forest *m, int32_t *acc, uint16_t *proba, ui
         const uint8_t *feature = m->feature;                                                    \
         const X_T *thr = (const X_T *)m->threshold;                                            \
         const S_T *slot = (const S_T *)m->children;                                            \
-        const uint32_t n_nodes = (1u << m->depth) - 1u;                                         \
+        const size_t n_nodes = ((size_t)1 << m->depth) - 1u;                                    \
         const unsigned depth = m->depth;                                                        \
-        uint16_t t;                                                                             \
-        for (t = 0; t < m->n_trees; t++) {                                                      \
-            uint32_t i = 0;                                                                     \
+        uint16_t t = 0;                                                                         \
+        ES_WAYS_GROUP(LE)                                                                        \
+        for (; t < m->n_trees; t++) {                                                           \
+            size_t i = 0;                                                                       \
             switch (depth) {                                                                    \
             case 10: ES_STEP(LE); /* fall through */                                            \
             case 9: ES_STEP(LE); /* fall through */                                             \
