@@ -2,6 +2,7 @@
 encoding and leaf kind predicts like the Python model, in Python and through the compile-once C runtime, and a
 few generated bundles compile and agree end to end."""
 
+import dataclasses
 import subprocess
 
 import numpy as np
@@ -10,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from edgestream import ForestClassifier, TreeClassifier
-from edgestream.encoding import (Q15_ONE, additive_classes, apply_raw, encode, node_edges, past_last,
-                                 restrict_leaf_values)
+from edgestream.encoding import (COMPLETE_MAX_DEPTH, Q15_ONE, _leaf_depths, additive_classes, apply_raw, encode,
+                                 node_edges, past_last, restrict_leaf_values)
 from edgestream.export import export_bundle
 from edgestream.frozen import DeviceModel
 from edgestream.modelfile import model_from_bytes, model_bytes
@@ -80,12 +81,19 @@ def fitted_models(draw, dtypes=DTYPES):
     return model, probe_rows(X, edges, dtype, rng)
 
 
+ENCODING_FORMS = [(None, None), ("inline", None), ("index", None), (None, "folded"), ("inline", "complete")]
+
+
 @settings(max_examples=200)
-@given(fitted_models(), st.sampled_from(["speed", "size"]), st.sampled_from([None, "inline", "index"]))
-def test_every_encoding_predicts_like_the_python_model(fitted, optimize, thresholds):
-    """The main parity property: Python model == encoded tables (Python) == es_forest_predict_* (C), bit for bit."""
+@given(fitted_models(), st.sampled_from(["speed", "size"]), st.sampled_from(ENCODING_FORMS))
+def test_every_encoding_predicts_like_the_python_model(fitted, optimize, form):
+    """The main parity property: Python model == encoded tables (Python) == es_forest_predict_* (C), bit for bit,
+    for every threshold form and tree layout (the complete layout's padding included: NaN rows go right there)."""
     model, rows = fitted
-    encoded = encode(DeviceModel.from_model(model), optimize, thresholds)
+    thresholds, tree = form
+    encoded = encode(DeviceModel.from_model(model), optimize, thresholds, tree)
+    if tree is not None:
+        assert encoded.encoding.tree == tree
     expected_proba, expected = model.predict_proba_q15(rows), model.predict_encoded(rows)
     assert np.array_equal(encoded.predict_proba_q15(rows), expected_proba)
     classes, proba = runtime_forest_predict(encoded, rows)
@@ -104,6 +112,50 @@ def test_raw_compare_rule_equals_the_bin_rule(fitted):
     edges = node_edges(model.bins_.edges_, ensemble.nodes, model.bins_.dtype)
     raw = apply_raw(ensemble.nodes, ensemble.roots, edges, rows)
     assert np.array_equal(raw, ensemble.apply(model.bins_.transform(rows)))
+
+
+def unbalanced_forest(dtype="float32", leaf_values="q15", depth=4):
+    """A forest whose trees have leaves at many depths (so the complete layout pads), on NaN-rich data."""
+    rng = np.random.default_rng(5)
+    X, y = random_data(rng, dtype, 300, 4, 3)
+    model = ForestClassifier(n_trees=5, max_depth=depth, min_samples_leaf=8, input_dtype=dtype,
+                             leaf_values=leaf_values, random_state=2).fit(X, y)
+    return model, probe_rows(X, np.concatenate(model.bins_.edges_), dtype, rng)
+
+
+def test_complete_layout_pads_leaves_to_one_slot_and_speed_picks_it():
+    model, rows = unbalanced_forest()
+    encoded = encode(DeviceModel.from_model(model), "speed")
+    enc = encoded.encoding
+    assert enc.tree == "complete" and enc.thresholds == "inline" and enc.layout & 8
+    n_nodes = 2**enc.depth - 1
+    assert len(encoded.feature) == len(encoded.threshold) == encoded.n_trees * n_nodes
+    assert len(encoded.children) == encoded.n_trees * (n_nodes + 1)
+    depths = [len(d) for d in _leaf_depths(model.ensemble_)]
+    assert max(depths) < 2**enc.depth  # some leaves are shallower: their slot fills the bottom positions below
+    assert np.array_equal(encoded.predict_proba_q15(rows), model.predict_proba_q15(rows))
+    assert encode(DeviceModel.from_model(model), "size").encoding.tree == "folded"
+    with pytest.raises(ValueError, match="inline"):
+        encode(DeviceModel.from_model(model), "speed", "index", "complete")
+
+
+def test_speed_keeps_the_folded_layout_for_deep_or_lopsided_trees():
+    X = np.arange(64.0).reshape(-1, 1)
+    chain = TreeClassifier(max_depth=12).fit(X, np.arange(64) % 2 * (X[:, 0] > 40))  # one long path
+    assert encode(DeviceModel.from_model(chain), "speed").encoding.tree == "folded"
+    deep = TreeClassifier(max_depth=11).fit(X, np.arange(64) % 3)
+    assert max(d.max() for d in _leaf_depths(deep.ensemble_)) > COMPLETE_MAX_DEPTH
+    assert encode(DeviceModel.from_model(deep), "speed").encoding.tree == "folded"
+    with pytest.raises(ValueError, match="depth"):
+        encode(DeviceModel.from_model(deep), "speed", tree="complete")
+
+
+def test_runtime_refuses_a_complete_model_deeper_than_it_unrolls():
+    model, rows = unbalanced_forest(depth=3)
+    encoded = encode(DeviceModel.from_model(model), "speed", tree="complete")
+    encoded.encoding = dataclasses.replace(encoded.encoding, depth=COMPLETE_MAX_DEPTH + 1)
+    with pytest.raises(Exception, match="es_forest_predict"):
+        runtime_forest_predict(encoded, rows[:1])
 
 
 def test_past_last_edges_send_everything_but_nan_left():
@@ -147,8 +199,8 @@ def additive_models(draw):
 
 
 @settings(max_examples=80)
-@given(additive_models(), st.sampled_from(["speed", "size"]))
-def test_additive_leaves_sum_and_argmax_like_python(fitted, optimize):
+@given(additive_models(), st.sampled_from(["speed", "size"]), st.sampled_from([None, "folded", "complete"]))
+def test_additive_leaves_sum_and_argmax_like_python(fitted, optimize, tree):
     model, rows = fitted
     ensemble = model.ensemble_
     bins = model.bins_.transform(rows)
@@ -156,7 +208,7 @@ def test_additive_leaves_sum_and_argmax_like_python(fitted, optimize):
     sums = ensemble.base_score.astype(np.int64) + ensemble.leaf_values[leaves].astype(np.int64).sum(axis=1)
     expected = additive_classes(sums)
     assert np.array_equal(ensemble.predict(bins), expected)
-    encoded = encode(DeviceModel.from_model(model), optimize)
+    encoded = encode(DeviceModel.from_model(model), optimize, tree=tree)
     assert encoded.encoding.leaves == "additive"
     assert np.array_equal(encoded.predict(rows), expected)
     classes, proba = runtime_forest_predict(encoded, rows)
@@ -211,6 +263,7 @@ BUNDLES = [  # (learner, input dtype, leaf values, optimize): every leaf storage
     ("forest", "float32", "vote", "size"),
     ("tree", "int16", "q15", "size"),
     ("forest", "int32", "vote", "speed"),
+    ("tree", "int16", "q8", "speed"),
 ]
 
 
@@ -223,6 +276,7 @@ def test_generated_bundles_match_python(tmp_path, learner, dtype, leaf_values, o
     model = cls(max_depth=6, input_dtype=dtype, leaf_values=leaf_values, **params).fit(X, y)
     bundle = load_bundle(export_bundle(model, tmp_path / "b", name="sensor", optimize=optimize))
     assert bundle.manifest["optimize"] == optimize and bundle.manifest["encoding"]["input_dtype"] == dtype
+    assert bundle.manifest["encoding"]["tree"] == ("complete" if optimize == "speed" else "folded")
     edges = np.concatenate(model.bins_.edges_)
     rows = probe_rows(X, edges, dtype, rng)
     assert np.array_equal(bundle.predict_proba_q15(rows), model.predict_proba_q15(rows))
@@ -248,7 +302,8 @@ def test_bit_pattern_walk_matches_python(tmp_path):
 
     csrc = runtime_sources()[0].parent
     source = tmp_path / "es_infer_bits.c"
-    source.write_text("#define ES_F32_COMPARE_BITS 1\n" + (csrc / "es_infer.c").read_text())  # hashed by content
+    # as built for cores without an FPU: bit-pattern compares, one tree at a time (ES_INFER_WAYS 1)
+    source.write_text("#define ES_F32_COMPARE_BITS 1\n#define ES_INFER_WAYS 1\n" + (csrc / "es_infer.c").read_text())
     library = compile_library(header_cdef(["es_infer.h"]), '#include "es_infer.h"', [source, csrc / "es_fixed.c"], csrc)
     rng = np.random.default_rng(8)
     for leaf_values in ("q15", "vote"):
