@@ -62,7 +62,7 @@ import emlearn
 import numpy as np
 
 from bench_foundation import (EDGESTREAM_EXPORTS, edgestream_label, edgestream_leaf_models, emlearn_variants,
-                              load_data, models)
+                              layout_label, load_data, models)
 from edgestream import ShrubEnsemble, learners, targets
 from edgestream.boards import load_board
 from edgestream.budget import Budget, of_model, plan
@@ -248,8 +248,9 @@ def trees(root: Path, rows: int) -> Prepared:
     for kind in ("tree", "forest"):
         leaf_models = dict(edgestream_leaf_models(kind, fitted[kind, "edgestream"], data))
         for leaf_values, optimize in EDGESTREAM_EXPORTS:
-            estimator, label = leaf_models[leaf_values], edgestream_label(leaf_values, optimize)
+            estimator = leaf_models[leaf_values]
             bundle = export_bundle(estimator, root / f"{kind}-{leaf_values}-{optimize}", name=kind, optimize=optimize)
+            label = layout_label(edgestream_label(leaf_values, optimize), bundle)
             expected = estimator.predict_encoded(X)
             for board in CORES:
                 prepared.jobs.append(Job(kind, label, board, X, expected, bundle=bundle))
@@ -331,7 +332,7 @@ def memory_row(model: str, budget: Budget, report: targets.BuildReport) -> Memor
 def tree_memory(kind: str, label: str, estimator, optimize: str, report: targets.BuildReport) -> MemoryRow:
     """The exact budget of the exported model in its encoding against the ELF."""
     budget = of_model(estimator, load_board(report.board), optimize=optimize)
-    return dataclasses.replace(memory_row(kind, budget, report), model=f"{kind} ({label[len('edgestream '):]})")
+    return dataclasses.replace(memory_row(kind, budget, report), model=f"{kind} {label[len('edgestream '):]}")
 
 
 # ------------------------------------------------------------------------------------------ instruction table
@@ -394,7 +395,11 @@ def main(argv=None) -> int:
     parser.add_argument("--learn-steps", type=int, default=LEARN_STEPS, help="shrub learn steps on the device")
     parser.add_argument("--chunk", type=int, default=CHUNK, help="learn steps per emulator run")
     parser.add_argument("--out", type=Path, help="keep bundles and firmware in this directory")
+    parser.add_argument("--opt", choices=("Os", "O2"), default="Os",
+                        help="optimization level of every firmware, edgestream's and emlearn's (default Os)")
     args = parser.parse_args(argv)
+    # before the worker pool forks, so every build and run uses the same flags
+    targets.COMPILE_FLAGS = tuple(f"-{args.opt}" if flag in ("-Os", "-O2") else flag for flag in targets.COMPILE_FLAGS)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="es-bench-device-") as temp:
         root = args.out or Path(temp)
@@ -408,7 +413,7 @@ def main(argv=None) -> int:
                           "memory": [dataclasses.asdict(r) for r in memory], "seconds": seconds}, indent=1))
         return 0
     shrub_config = next(row.config for row in memory if row.model == "shrubs")
-    print(f"Executed instructions per call (digits: {args.rows} test rows; shrubs: {STREAM} stream)\n")
+    print(f"Executed instructions per call (digits: {args.rows} test rows; shrubs: {STREAM} stream; -{args.opt})\n")
     print(format_table(counts))
     print("\nPredicted (budget) vs measured (ELF) memory, bytes\n")
     print(format_table(memory))

@@ -284,12 +284,19 @@ def edgestream_label(leaf_values: str, optimize: str) -> str:
     return f"edgestream {leaf_values} --optimize {optimize}"
 
 
+def layout_label(label: str, directory: Path) -> str:
+    """The row label with the tree layout the bundle's encoding took (``complete d8``: padded to depth 8)."""
+    encoding = json.loads((directory / "edgestream.json").read_text())["encoding"]
+    tree = encoding.get("tree", "folded")
+    return f"{label} ({tree}{' d' + str(encoding['depth']) if tree == 'complete' else ''})"
+
+
 def edgestream_variant(model: str, estimator, data: Dataset, root: Path, optimize: str = "speed") -> Variant:
     from edgestream.export import export_bundle
 
-    label = edgestream_label(estimator.leaf_values, optimize)
     directory = export_bundle(estimator, root / f"{model}-edgestream-{estimator.leaf_values}-{optimize}",
                               name="model", optimize=optimize)
+    label = layout_label(edgestream_label(estimator.leaf_values, optimize), directory)
     manifest = directory / "edgestream.json"
     if manifest.exists():
         names = json.loads(manifest.read_text())["sources"]
@@ -376,7 +383,8 @@ FOOTNOTES = [
     "the bundle's one encoding, predict and predict_proba wrappers, the model tables), since all of it is flashed.",
     "edgestream rows: leaf values chosen at fit time (q15 as trained, q8 = rounded to 1/128, vote = majority class "
     "per leaf; the Python model predicts with them, so mismatch counts the export), then export --optimize "
-    "speed (inline thresholds) or size (the smallest exact encoding).",
+    "speed (complete layout when the trees are shallow and balanced: heap order padded to depth dN, a fixed "
+    "branch-free walk; else folded with inline thresholds) or size (folded, the smallest exact encoding).",
     "emlearn B: the generated file with include_proba=False; for 'loadable' that file includes eml_trees.h, "
     "whose non-static functions (predict, predict_proba, regress) are all in the object.",
     "emlearn compares with '<' (scikit-learn: '<='), and its int16 variants write thresholds as int(t), so "
