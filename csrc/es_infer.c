@@ -142,7 +142,15 @@ static inline void es_add_leaf(const es_forest *m, uint16_t t, uint16_t slot, in
 }
 
 
-static void es_start(const es_forest *m, int32_t *acc)
+/* Zeroing a few accumulators inline: GCC would turn the loop into a memset call, which costs more than the loop
+ * for ten classes on small cores (and is counted in every prediction). */
+#if defined(__GNUC__) && !defined(__clang__)
+#define ES_INLINE_LOOPS __attribute__((optimize("no-tree-loop-distribute-patterns")))
+#else
+#define ES_INLINE_LOOPS
+#endif
+
+ES_INLINE_LOOPS static void es_start(const es_forest *m, int32_t *acc)
 {
     uint8_t k;
 #if ES_HAS_ADDITIVE
