@@ -18,7 +18,9 @@ from ..state import StateSpec
 
 @dataclass(frozen=True)
 class Option:
-    """A learner parameter as a command-line option (``--max-depth`` -> ``max_depth``)."""
+    """A learner parameter as a command-line option (``--max-depth`` -> ``max_depth``). An option of type
+    ``bool`` is a flag without a value: given, it sets the parameter to ``const`` (``--no-propagation`` ->
+    ``propagation=False``)."""
 
     flag: str
     param: str
@@ -26,6 +28,7 @@ class Option:
     help: str
     metavar: str | None = None
     choices: tuple | None = None
+    const: Any = True
 
     @property
     def dest(self) -> str:
