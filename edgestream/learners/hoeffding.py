@@ -158,7 +158,8 @@ def log_f32(x) -> np.ndarray:
     """Natural logarithm of positive finite float32 values, elementwise, as ``es_hoeffding_log`` computes it."""
     x = np.atleast_1d(np.asarray(x, dtype=F32))
     subnormal = x.view(np.uint32) < 0x00800000
-    x = np.where(subnormal, x * F32(2.0**23), x).astype(F32)
+    with np.errstate(over="ignore"):  # only the subnormal products are kept
+        x = np.where(subnormal, x * F32(2.0**23), x).astype(F32)
     bits = x.view(np.uint32)
     exponent = ((bits >> 23) & 0xFF).astype(np.int32) - 127 - np.where(subnormal, 23, 0).astype(np.int32)
     m = ((bits & 0x007FFFFF) | 0x3F800000).astype(np.uint32).view(F32)
@@ -181,9 +182,9 @@ def erf_f32(x) -> np.ndarray:
     x = np.atleast_1d(np.asarray(x, dtype=F32))
     a = np.abs(x)
     p = np.full_like(a, ERF_COEFFS[0])
-    for c in ERF_COEFFS[1:]:
-        p = p * a + c
     with np.errstate(over="ignore", invalid="ignore"):  # |x| >= 5 overflows, and is replaced below
+        for c in ERF_COEFFS[1:]:
+            p = p * a + c
         p = p * a + F32(1.0)
         p = p * p
         p = p * p
