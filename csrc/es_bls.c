@@ -98,7 +98,7 @@ float es_bls_tanh(float x)
     return num / den;
 }
 
-static uint32_t next_random(uint32_t *state)
+uint32_t es_bls_xorshift(uint32_t *state)
 {
     uint32_t s = *state;
     s ^= s << 13;
@@ -111,7 +111,7 @@ static uint32_t next_random(uint32_t *state)
 /* The next weight of the stream: (s >> 8) * 2**-23 - 1, exact in float32. */
 static float next_weight(uint32_t *state)
 {
-    float w = (float)(next_random(state) >> 8);
+    float w = (float)(es_bls_xorshift(state) >> 8);
     w = w * 1.1920928955078125e-7f;
     return w - 1.0f;
 }

@@ -23,12 +23,24 @@ static const float log_series[4] = { 0x1.c71c72p-4f, 0x1.24924ap-3f, 0x1.99999ap
 static const float erf_coeffs[6] = { 0x1.693ecep-15f, 0x1.220072p-12f, 0x1.3ecc0ep-13f, 0x1.2fc6d2p-7f,
                                      0x1.5a5fcep-5f, 0x1.20dccep-4f };
 
+/* ((c[0] x + c[1]) x + ... + c[n-1]) x + 1, one rounded operation per statement. */
+static float horner(const float *c, uint8_t n, float x)
+{
+    float p = c[0];
+    uint8_t i;
+    for (i = 1; i < n; i++) {
+        p = p * x;
+        p = p + c[i];
+    }
+    p = p * x;
+    return p + 1.0f;
+}
+
 float es_hoeffding_log(float x)
 {
     uint32_t bits;
     int32_t exponent;
     float m, t, t2, p, r, e;
-    uint8_t i;
     int subnormal;
 
     memcpy(&bits, &x, sizeof bits);
@@ -48,13 +60,7 @@ float es_hoeffding_log(float x)
     r = m + 1.0f;
     t = t / r;
     t2 = t * t;
-    p = log_series[0];
-    for (i = 1; i < 4; i++) {
-        p = p * t2;
-        p = p + log_series[i];
-    }
-    p = p * t2;
-    p = p + 1.0f;
+    p = horner(log_series, 4, t2);
     r = t * p;
     r = r + r;
     e = (float)exponent * HT_LN2;
@@ -64,17 +70,10 @@ float es_hoeffding_log(float x)
 float es_hoeffding_erf(float x)
 {
     float a = x < 0.0f ? -x : x, p, r;
-    uint8_t i;
     if (a >= HT_ERF_LIMIT) {
         r = 1.0f;
     } else {
-        p = erf_coeffs[0];
-        for (i = 1; i < 6; i++) {
-            p = p * a;
-            p = p + erf_coeffs[i];
-        }
-        p = p * a;
-        p = p + 1.0f;
+        p = horner(erf_coeffs, 6, a);
         p = p * p;
         p = p * p;
         p = p * p;
@@ -117,20 +116,10 @@ static float entropy(const float *v, uint8_t n, float total)
     return h;
 }
 
-static uint32_t next_random(uint32_t *state)
-{
-    uint32_t s = *state;
-    s ^= s << 13;
-    s ^= s >> 17;
-    s ^= s << 5;
-    *state = s;
-    return s;
-}
-
 /* ((s >> 8) + 1) 2**-24, in (0, 1]. */
 static float uniform(uint32_t *state)
 {
-    float u = (float)((next_random(state) >> 8) + 1u);
+    float u = (float)((es_bls_xorshift(state) >> 8) + 1u);
     return u * 5.9604644775390625e-8f;
 }
 
@@ -293,7 +282,7 @@ static void attempt(const es_hoeffding *model, uint32_t t, uint16_t node, uint16
     }
     if (m < d) {
         for (i = 0; i < m; i++) {
-            uint8_t j = (uint8_t)(i + next_random(&model->counters->random) % (uint32_t)(d - i)), swap;
+            uint8_t j = (uint8_t)(i + es_bls_xorshift(&model->counters->random) % (uint32_t)(d - i)), swap;
             swap = model->order[i];
             model->order[i] = model->order[j];
             model->order[j] = swap;

@@ -27,46 +27,33 @@ def bits(values) -> np.ndarray:
     return values.view(np.uint32) if values.dtype == np.float32 else values
 
 
-class Device:
-    """The compiled runtime on a learner's exported state (numpy regions)."""
+class Device(RuntimeLearner):
+    """The compiled runtime on a learner's exported state (numpy regions), plus the class-only call."""
 
     def __init__(self, learner):
-        self.runtime = RuntimeLearner(learner)
-        arrays, counters = learner.device_state()
-        for name, values in arrays.items():
-            self.runtime.regions[name][...] = values
-        for name, value in counters.items():
-            setattr(self.runtime.counters, name, value)
-        ffi = self.runtime.ffi
-        self.work = ffi.new("uint32_t[]", self.runtime.n_classes)
-        self.proba = ffi.new("uint16_t[]", self.runtime.n_classes)
-        self.out = ffi.new("uint8_t *")
-
-    def region(self, name):
-        return self.runtime.regions[name]
-
-    def learn(self, x, label) -> int:
-        return self.runtime.learn(np.asarray(x, dtype=np.float32), label)
+        super().__init__(learner)
+        self.load_export(learner)
+        self.out = self.ffi.new("uint8_t *")
 
     def proba_of(self, x) -> tuple[int, np.ndarray]:
-        proba = np.zeros(self.runtime.n_classes, dtype=np.uint16)
-        return self.runtime.predict_proba_status(np.asarray(x, dtype=np.float32), proba), proba
+        proba = np.zeros(self.n_classes, dtype=np.uint16)
+        return self.predict_proba_status(x, proba), proba
 
     def predict(self, x) -> tuple[int, int]:
-        ffi, lib = self.runtime.ffi, self.runtime.lib
         row = np.ascontiguousarray(x, dtype=np.float32)
-        status = lib.es_hoeffding_predict(self.runtime.model, ffi.from_buffer("float[]", row), self.work,
-                                          self.proba, self.out)
+        work, proba = self.ffi.new("uint32_t[]", self.n_classes), self.ffi.new("uint16_t[]", self.n_classes)
+        status = self.lib.es_hoeffding_predict(self.model, self.ffi.from_buffer("float[]", row), work, proba,
+                                               self.out)
         return status, self.out[0]
 
     def snapshot(self) -> dict:
-        return {name: self.region(name).copy() for name in STATE_REGIONS} | self.runtime.counter_values()
+        return {name: self.regions[name].copy() for name in STATE_REGIONS} | self.counter_values()
 
 
 def assert_same_state(learner, device, where=""):
     for name in STATE_REGIONS:
-        assert np.array_equal(bits(getattr(learner, name)), bits(device.region(name))), f"{name} differs {where}"
-    assert device.runtime.counter_values() == {"n_learned": learner.n_learned, "random": learner.random.state}
+        assert np.array_equal(bits(getattr(learner, name)), bits(device.regions[name])), f"{name} differs {where}"
+    assert device.counter_values() == {"n_learned": learner.n_learned, "random": learner.random.state}
 
 
 # -- the float32 approximations shared by both sides -----------------------------------------------------------
@@ -260,7 +247,7 @@ def test_corrupt_node_table_is_refused_on_the_device():
     X, y, _, _ = class_incremental(n_per_class=30, n_classes=3)
     learner = HoeffdingTreeClassifier(max_leaves=4, grace_period=10).fit(X, y)
     device = Device(learner)
-    device.region("child")[0] = 60000  # the root points outside the pool
+    device.regions["child"][0] = 60000  # the root points outside the pool
     before = device.snapshot()
     assert device.learn(X[0], 0) == ES_ERR_MODEL and device.proba_of(X[0])[0] == ES_ERR_MODEL
     after = device.snapshot()
@@ -299,16 +286,16 @@ def test_budget_sizes_pool_and_refuses_a_ram_too_small_for_a_root():
 # -- CLI and emulated devices ----------------------------------------------------------------------------------
 
 def write_csv(path, X, y):
-    lines = [",".join([*(f"f{j}" for j in range(X.shape[1])), "label"])]
-    lines += [",".join([*(repr(float(v)) for v in x), str(k)]) for x, k in zip(X, y)]
-    path.write_text("\n".join(lines) + "\n")
+    header = ",".join([f"f{j}" for j in range(X.shape[1])] + ["label"])
+    np.savetxt(path, np.column_stack([X, y]), fmt=["%.9g"] * X.shape[1] + ["%d"], delimiter=",", header=header,
+               comments="")
     return path
 
 
 def test_cli_fit_export_simulate(tmp_path, capsys):
     from edgestream.cli import main
 
-    X, y, _, _ = class_incremental(n_per_class=120, n_classes=4, d=4)
+    X, y, _, _ = class_incremental(n_per_class=60, n_classes=4, d=4)
     data = write_csv(tmp_path / "ci.csv", X, y)
     for args, text in ((["--learner", "hoeffding", "--no-propagation", "--max-leaves", "8"], "1 tree (no propagation)"),
                        (["--learner", "irf", "--n-trees", "3", "--max-classes", "6", "--grace-period", "40"],

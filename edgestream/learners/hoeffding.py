@@ -69,7 +69,8 @@ import numpy as np
 
 from ..fixedpoint import softmax_q15
 from ..state import Field, RegionSpec, StateSpec
-from .base import DeviceState, Estimator, LearnerSpec, Option, check_integer
+from .bls import xorshift32
+from .base import LearnerSpec, OnlineStateLearner, Option, check_integer, restore_regions, state_context, state_tables
 
 F32 = np.float32
 MAX_FEATURES = 254  # feature 255 marks a leaf
@@ -154,6 +155,14 @@ STATE = StateSpec(
 
 # -- float32 arithmetic shared with the C ----------------------------------------------------------------------
 
+def horner_f32(coeffs, x: np.ndarray) -> np.ndarray:
+    """``((c0 x + c1) x + ... + c_last) x + 1``, one rounded operation at a time (``es_hoeffding``'s horner)."""
+    p = np.full_like(x, coeffs[0])
+    for c in coeffs[1:]:
+        p = p * x + c
+    return p * x + F32(1.0)
+
+
 def log_f32(x) -> np.ndarray:
     """Natural logarithm of positive finite float32 values, elementwise, as ``es_hoeffding_log`` computes it."""
     x = np.atleast_1d(np.asarray(x, dtype=F32))
@@ -167,12 +176,7 @@ def log_f32(x) -> np.ndarray:
     m = np.where(big, m * F32(0.5), m).astype(F32)
     exponent = exponent + big
     t = (m - F32(1.0)) / (m + F32(1.0))
-    t2 = t * t
-    p = np.full_like(t, LOG_SERIES[0])
-    for c in LOG_SERIES[1:]:
-        p = p * t2 + c
-    p = p * t2 + F32(1.0)
-    r = t * p
+    r = t * horner_f32(LOG_SERIES, t * t)
     r = r + r
     return (exponent.astype(F32) * LN2 + r).astype(F32)
 
@@ -181,11 +185,8 @@ def erf_f32(x) -> np.ndarray:
     """The error function (Abramowitz-Stegun 7.1.28) of float32 values, elementwise, as ``es_hoeffding_erf``."""
     x = np.atleast_1d(np.asarray(x, dtype=F32))
     a = np.abs(x)
-    p = np.full_like(a, ERF_COEFFS[0])
     with np.errstate(over="ignore", invalid="ignore"):  # |x| >= 5 overflows, and is replaced below
-        for c in ERF_COEFFS[1:]:
-            p = p * a + c
-        p = p * a + F32(1.0)
+        p = horner_f32(ERF_COEFFS, a)
         p = p * p
         p = p * p
         p = p * p
@@ -232,12 +233,8 @@ class Random:
         self.state = int(state)
 
     def next(self) -> int:
-        s = self.state
-        s ^= (s << 13) & 0xFFFFFFFF
-        s ^= s >> 17
-        s ^= (s << 5) & 0xFFFFFFFF
-        self.state = s
-        return s
+        self.state = xorshift32(self.state)
+        return self.state
 
     def uniform(self) -> np.float32:
         return F32((self.next() >> 8) + 1) * F32(2.0**-24)
@@ -254,7 +251,7 @@ def start_seed(seed: int) -> int:
     return (int(seed) ^ SEED_MIX) & 0xFFFFFFFF or SEED_MIX
 
 
-class HoeffdingTreeClassifier(Estimator, DeviceState):
+class HoeffdingTreeClassifier(OnlineStateLearner):
     """Hoeffding tree with class-conditional estimator propagation (HT+AE), learning on the device in a fixed node
     pool (see the module docstring); ``propagation=False`` is the plain Hoeffding tree.
 
@@ -272,6 +269,9 @@ class HoeffdingTreeClassifier(Estimator, DeviceState):
 
     input_dtype = "float32"
     state_spec = STATE
+    state_arrays = STATE_ARRAYS
+    ready_attribute = "feature"
+    fitted_attributes = ("var_floor_", "classes_", "feature", "_config")
     forest = False
 
     def __init__(self, max_leaves: int = 32, grace_period: int = 100, delta: float = 0.01,
@@ -339,13 +339,8 @@ class HoeffdingTreeClassifier(Estimator, DeviceState):
         return (f"{trees}{kind}, {self.max_leaves} leaves each (grown: {grown}), {len(self.classes_)} class slots, "
                 f"{self.state_bytes()} state bytes")
 
-    def device_state(self) -> tuple[dict, dict] | None:
-        """Flat arrays of every region (scratch zero) and the counters; None before :meth:`start`."""
-        if not hasattr(self, "feature"):
-            return None
-        arrays = {name: getattr(self, name).reshape(-1) if name in STATE_ARRAYS else zeros
-                  for name, zeros in self.layout().zeros().items()}
-        return arrays, {"n_learned": self.n_learned, "random": self.random.state}
+    def device_counters(self) -> dict:
+        return {"n_learned": self.n_learned, "random": self.random.state}
 
     # -- setup -----------------------------------------------------------------------------------------------
 
@@ -436,12 +431,7 @@ class HoeffdingTreeClassifier(Estimator, DeviceState):
             raise ValueError("state 'var_floor' must be positive and finite")
         self.var_floor_ = floor.copy()
         self.reset()
-        for name in STATE_ARRAYS:
-            expected = getattr(self, name)
-            if arrays[name].dtype != expected.dtype or arrays[name].shape != expected.shape:
-                raise ValueError(f"state {name!r} has dtype {arrays[name].dtype} and shape {arrays[name].shape}, "
-                                 f"this configuration needs {expected.dtype} {expected.shape}")
-            expected[...] = arrays[name]
+        restore_regions(self, STATE_ARRAYS, arrays)
         if (self.n_nodes < 1).any() or (self.n_nodes > self.max_nodes).any() or (self.n_leaves < 1).any() \
                 or (self.n_leaves > self.max_leaves).any():
             raise ValueError("node or leaf counts outside the pool")
@@ -610,25 +600,6 @@ class HoeffdingTreeClassifier(Estimator, DeviceState):
                              f"(max_classes={len(self.classes_)}): {self.classes_.tolist()}")
         return index
 
-    def learn_one(self, x, y) -> "HoeffdingTreeClassifier":
-        self.learn_encoded(x, self.encode_label(y))
-        return self
-
-    def partial_fit(self, X, y, classes=None) -> "HoeffdingTreeClassifier":
-        """Learn rows in order; the first call takes the variance floor from X and the classes (or y's)."""
-        X = self._rows(X)
-        if not hasattr(self, "feature"):
-            self.start(X, np.unique(y) if classes is None else classes)
-        labels = [self.encode_label(label) for label in np.asarray(y)]
-        for row, label in zip(X, labels):
-            self.learn_encoded(row, label)
-        return self
-
-    def fit(self, X, y, classes=None) -> "HoeffdingTreeClassifier":
-        for attribute in ("var_floor_", "classes_", "feature", "_config"):
-            self.__dict__.pop(attribute, None)
-        return self.partial_fit(X, y, classes)
-
     # -- prediction ------------------------------------------------------------------------------------------
 
     def _route(self, t: int, X: np.ndarray) -> np.ndarray:
@@ -686,24 +657,8 @@ class HoeffdingTreeClassifier(Estimator, DeviceState):
         T = self.n_trees
         return ((sums + T // 2) // T).astype(np.uint16)
 
-    def predict_proba(self, X) -> np.ndarray:
-        return self.predict_proba_q15(X) / 32768
-
     def predict_encoded(self, X) -> np.ndarray:
         return np.argmax(self.predict_proba_q15(X), axis=1).astype(np.uint8)
-
-    def predict(self, X) -> np.ndarray:
-        return self.classes_[self.predict_encoded(X)]
-
-    def predict_one(self, x):
-        return self.predict(np.asarray(x).reshape(1, -1))[0]
-
-    def predict_proba_one(self, x) -> dict:
-        proba = self.predict_proba(np.asarray(x).reshape(1, -1))[0]
-        return dict(zip(self.classes_.tolist(), proba.tolist()))
-
-    def score(self, X, y) -> float:
-        return float(np.mean(self.predict(X) == np.asarray(y)))
 
 
 class IncrementalRandomForest(HoeffdingTreeClassifier):
@@ -743,26 +698,6 @@ class IncrementalRandomForest(HoeffdingTreeClassifier):
 
 # -- the registry's view ---------------------------------------------------------------------------------------
 
-def hoeffding_context(learner: HoeffdingTreeClassifier, name: str, optimize: str = "speed") -> dict:
-    """The bundle starts from the current state (pool, leaves, random stream)."""
-    from ..emit import c_array
-
-    if not hasattr(learner, "feature"):
-        raise ValueError("the Hoeffding model has no classes or variance floor yet; call start() first")
-    layout = learner.layout()
-    arrays, counters = learner.device_state()
-    return {"layout": layout, "config_initializer": layout.config_initializer(name),
-            "state_struct": layout.state_struct(name),
-            "state_initializer": layout.initializer(name, arrays, counters, c_array),
-            "state_binding": layout.binding(name), "state_bytes": layout.size()}
-
-
-def hoeffding_tables(learner, n_features: int, n_classes: int, pointer_bytes: int, packed: bool,
-                     optimize: str = "speed"):
-    """Flash objects: the config and the pointer struct (everything else is the learning state)."""
-    return [("config", STATE.config_bytes(packed)), ("model", (len(STATE.regions) + 2) * pointer_bytes)]
-
-
 LEAVES = Option("--max-leaves", "max_leaves", int, "leaves per tree: the node pool holds 2 N - 1 nodes", "N")
 OPTIONS = (
     LEAVES,
@@ -787,7 +722,7 @@ SPEC = LearnerSpec(
     name="hoeffding", cls=HoeffdingTreeClassifier,
     summary="Hoeffding tree with class-conditional estimator propagation (HT+AE), learning in a fixed node pool",
     options=OPTIONS, learning=True, online=True, runtime=RUNTIME, template="hoeffding.c.j2",
-    context=hoeffding_context, tables=hoeffding_tables, ladder=HT_LADDER, state=STATE)
+    context=state_context, tables=state_tables(STATE), ladder=HT_LADDER, state=STATE)
 
 IRF_SPEC = LearnerSpec(
     name="irf", cls=IncrementalRandomForest,
@@ -796,4 +731,4 @@ IRF_SPEC = LearnerSpec(
                        Option("--bagging-lambda", "bagging_lambda", float, "Poisson mean of online bagging", "X"),
                        Option("--seed", "seed", int, "seed of the random stream", "N")),
     learning=True, online=True, runtime=RUNTIME, template="hoeffding.c.j2",
-    context=hoeffding_context, tables=hoeffding_tables, ladder=IRF_LADDER, state=STATE)
+    context=state_context, tables=state_tables(STATE), ladder=IRF_LADDER, state=STATE)
