@@ -11,12 +11,6 @@
  * the state description in edgestream/learners/bls.py. */
 #include "es_bls_state.h"
 
-/* Correctly rounded IEEE float32 square root (integer algorithm, no libm): equal to sqrtf for every input. */
-float es_bls_sqrt(float x);
-
-/* The next number of a xorshift32 stream (s ^= s << 13; s ^= s >> 17; s ^= s << 5), stored back in *state. */
-uint32_t es_bls_xorshift(uint32_t *state);
-
 /* The rational tanh approximation of the specification. */
 float es_bls_tanh(float x);
 

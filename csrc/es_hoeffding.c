@@ -5,7 +5,7 @@
 
 #include <string.h>
 
-#include "es_bls.h"
+#include "es_f32.h"
 #include "es_fixed.h"
 
 #define HT_LEAF 255u
@@ -92,7 +92,7 @@ static float cdf(float t, float mean, float m2, float count)
         return t >= mean ? 1.0f : 0.0f;
     }
     std = m2 / count;
-    std = es_bls_sqrt(std);
+    std = es_f32_sqrt(std);
     z = t - mean;
     z = z / std;
     z = z * HT_INV_SQRT2;
@@ -119,7 +119,7 @@ static float entropy(const float *v, uint8_t n, float total)
 /* ((s >> 8) + 1) 2**-24, in (0, 1]. */
 static float uniform(uint32_t *state)
 {
-    float u = (float)((es_bls_xorshift(state) >> 8) + 1u);
+    float u = (float)((es_xorshift32(state) >> 8) + 1u);
     return u * 5.9604644775390625e-8f;
 }
 
@@ -282,7 +282,7 @@ static void attempt(const es_hoeffding *model, uint32_t t, uint16_t node, uint16
     }
     if (m < d) {
         for (i = 0; i < m; i++) {
-            uint8_t j = (uint8_t)(i + es_bls_xorshift(&model->counters->random) % (uint32_t)(d - i)), swap;
+            uint8_t j = (uint8_t)(i + es_xorshift32(&model->counters->random) % (uint32_t)(d - i)), swap;
             swap = model->order[i];
             model->order[i] = model->order[j];
             model->order[j] = swap;

@@ -3,7 +3,7 @@
  * the specification: the Gaussian estimators, the split search, the Hoeffding test, the propagation rule, the
  * pool-full rule, the naive Bayes leaves, the random stream and the float32 operation order are written there.
  * Compile with -ffp-contract=off (no fused multiply-add), so that x86, Cortex-M4F and Cortex-M0 (soft float)
- * compute the same bits. Uses es_bls_sqrt (correctly rounded) and es_softmax_q15. */
+ * compute the same bits. Uses es_f32 (square root, random stream) and es_softmax_q15. */
 #ifndef ES_HOEFFDING_H
 #define ES_HOEFFDING_H
 

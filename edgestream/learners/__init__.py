@@ -5,9 +5,9 @@
 | tree   | TreeClassifier     | frozen                   | es_binning, es_tree                    |
 | forest | ForestClassifier   | frozen                   | es_binning, es_tree                    |
 | shrubs | ShrubEnsemble      | keeps learning (window)  | es_binning, es_tree, es_cart, es_shrubs |
-| bls    | OnlineBLSClassifier | keeps learning (factor) | es_fixed, es_bls                       |
-| hoeffding | HoeffdingTreeClassifier | keeps learning (node pool) | es_fixed, es_bls (sqrt), es_hoeffding |
-| irf    | IncrementalRandomForest | keeps learning (node pools) | es_fixed, es_bls (sqrt), es_hoeffding |
+| bls    | OnlineBLSClassifier | keeps learning (factor) | es_f32, es_fixed, es_bls               |
+| hoeffding | HoeffdingTreeClassifier | keeps learning (node pool) | es_f32, es_fixed, es_hoeffding |
+| irf    | IncrementalRandomForest | keeps learning (node pools) | es_f32, es_fixed, es_hoeffding |
 """
 
 from __future__ import annotations

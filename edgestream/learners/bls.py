@@ -24,7 +24,7 @@ Decisions (the C runtime follows every one of them to the bit):
   pre-activations have about unit variance.
 * **Arithmetic**: float32 only, every sum in index order starting from 0, no fused multiply-add (the C is
   compiled with ``-ffp-contract=off``), division and square root correctly rounded (the C computes square roots
-  with an integer algorithm, ``es_bls_sqrt``, equal to IEEE ``sqrtf``; C division is IEEE on x86, the M4F FPU
+  with an integer algorithm, ``es_f32_sqrt``, equal to IEEE ``sqrtf``; C division is IEEE on x86, the M4F FPU
   and the M0's soft float).
 * **tanh** is the rational ``x (27 + x^2) / (27 + 9 x^2)`` for ``|x| < 3`` and ``+-1`` beyond (continuous at 3,
   within 0.024 of tanh, non-decreasing and within [-1, 1] up to float32 rounding, 4e-7), computed as ``x2 = x*x; n = x*(27 + x2); den = 27 + 9*x2; n / den``.
@@ -118,7 +118,7 @@ STATE = StateSpec(
 # -- arithmetic shared with the C ------------------------------------------------------------------------------
 
 def xorshift32(s: int) -> int:
-    """The next state of the xorshift32 stream (``es_bls_xorshift``)."""
+    """The next state of the xorshift32 stream (``es_xorshift32``)."""
     s ^= (s << 13) & 0xFFFFFFFF
     s ^= s >> 17
     return s ^ ((s << 5) & 0xFFFFFFFF)
@@ -457,5 +457,5 @@ SPEC = LearnerSpec(
         Option("--regularization", "regularization", float, "ridge lambda", "X"),
         Option("--forgetting", "forgetting", float, "forgetting factor mu in (0.5, 1]", "X"),
         Option("--seed", "seed", int, "seed of the random node weights", "N")),
-    learning=True, online=True, runtime=("es_common", "es_fixed", "es_bls"), template="bls.c.j2",
+    learning=True, online=True, runtime=("es_common", "es_f32", "es_fixed", "es_bls"), template="bls.c.j2",
     context=state_context, tables=state_tables(STATE), ladder=BLS_LADDER, state=STATE)

@@ -35,7 +35,7 @@ Decisions (the C runtime follows every one of them to the bit):
 
 * **Arithmetic**: float32 only, with the operation order written in this module (``a * b + c`` is two rounded
   operations; the C is compiled with ``-ffp-contract=off``), sums in class or feature index order from 0.
-  Division and square root are IEEE (the C uses ``es_bls_sqrt``, correctly rounded by integer arithmetic).
+  Division and square root are IEEE (the C uses ``es_f32_sqrt``, correctly rounded by integer arithmetic).
   ``ln`` (:func:`log_f32`) splits off the exponent (subnormals scaled by ``2**23`` first), reduces the mantissa to
   ``[sqrt(1/2), sqrt(2))`` and sums ``2 atanh t`` to ``t^9/9`` (within 2e-7 relative); ``erf``
   (:func:`erf_f32`) is Abramowitz-Stegun 7.1.28 ``1 - 1 / (1 + a1 x + ... + a6 x^6)^16`` in Horner form (1 for
@@ -716,7 +716,7 @@ IRF_LADDER = tuple({"n_trees": t, "max_leaves": n} for t, n in (
     (40, 32), (20, 32), (20, 16), (10, 16), (10, 8), (8, 8), (5, 8), (5, 4), (3, 4), (3, 2), (2, 2), (1, 2),
     (1, 1)))
 
-RUNTIME = ("es_common", "es_fixed", "es_bls", "es_hoeffding")
+RUNTIME = ("es_common", "es_f32", "es_fixed", "es_hoeffding")
 
 SPEC = LearnerSpec(
     name="hoeffding", cls=HoeffdingTreeClassifier,
