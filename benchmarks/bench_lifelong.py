@@ -18,7 +18,8 @@ blobs).
 
 Learners: edgestream's with the paper's settings (delta 0.01, tie threshold 0.05, split step 0.1, split wait 100,
 bagging lambda 5): HT and HT+AE with a pool of 64 leaves, IRF and IRF+AE with ``--trees`` trees (default 20) of 32
-leaves; they run on the C runtime (``es_hoeffding.c`` through cffi, from the state the Python model exports),
+leaves, and the configurations the budget manager plans for 16 KiB (HT+AE) and 64 KiB (IRF+AE) of RAM on
+an STM32F411 ("HT+AE 16K", "IRF+AE 64K": a smaller pool, fewer trees); they run on the C runtime (``es_hoeffding.c`` through cffi, from the state the Python model exports),
 and HT+AE is also run through the Python specification on every stream: "mismatches" counts the hold-out
 predictions where the two differ (0 expected, they are bit-identical). River: ``HoeffdingTreeClassifier(
 grace_period=100, delta=0.01, tau=0.05)`` and ``ARFClassifier(n_models=T, seed=1)``. Memory: edgestream's is the
@@ -39,6 +40,9 @@ from pathlib import Path
 import numpy as np
 from river import forest, tree
 
+from edgestream import learners
+from edgestream.boards import load_board
+from edgestream.budget import plan
 from edgestream.data import load_csv, make_stream
 from edgestream.learners.hoeffding import HoeffdingTreeClassifier, IncrementalRandomForest
 from edgestream.simulate import RuntimeLearner
@@ -47,6 +51,7 @@ DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 PAPER_MNIST = {"HT": 0.628, "HT+AE": 0.840, "IRF": 0.866, "IRF+AE": 0.965}
 SETTINGS = dict(grace_period=100, delta=0.01, tie_threshold=0.05, split_steps=10)
 START_ROWS = 1000
+BOARD = "stm32f411"
 
 
 def streams():
@@ -148,6 +153,10 @@ def main(argv=None) -> int:
                 "HT+AE": HoeffdingTreeClassifier(max_leaves=64, **SETTINGS),
                 "IRF": IncrementalRandomForest(n_trees=args.trees, max_leaves=32, propagation=False, **SETTINGS),
                 "IRF+AE": IncrementalRandomForest(n_trees=args.trees, max_leaves=32, **SETTINGS)}
+        board = load_board(BOARD)
+        for label, learner, ram in (("HT+AE 16K", "hoeffding", 16), ("IRF+AE 64K", "irf", 64)):
+            planned = plan(learner, board, X.shape[1], len(classes), ram=ram * 1024, **SETTINGS)
+            ours[label] = learners.get(learner).make(**planned.params)
         rows = {}
         for label, learner in ours.items():
             learner.start(start, classes)
@@ -182,16 +191,16 @@ def main(argv=None) -> int:
 
 def print_table(name, rows, n_train, n_test, d, c):
     print(f"\n{name}: {n_train} training rows in {c} class batches, {n_test} hold-out rows, {d} features")
-    print(f"  {'learner':<10} {'avg':>6} {'final':>6} {'paper MNIST':>11} {'memory':>12} {'seconds':>8}  "
+    print(f"  {'learner':<11} {'avg':>6} {'final':>6} {'paper MNIST':>11} {'memory':>12} {'seconds':>8}  "
           f"{'mismatches':>10}  accuracy after each batch")
     for label, row in rows.items():
         paper = PAPER_MNIST.get(label)
-        print(f"  {label:<10} {row['avg']:6.3f} {row['final']:6.3f} {'' if paper is None else f'{paper:.3f}':>11} "
+        print(f"  {label:<11} {row['avg']:6.3f} {row['final']:6.3f} {'' if paper is None else f'{paper:.3f}':>11} "
               f"{row['memory']:>12,} {row['seconds']:8.1f}  {row.get('mismatches', ''):>10}  "
               + " ".join(f"{v:.2f}" for v in row["curve"]))
 
 
-STYLE = {"HT": ("^", "tab:blue", ":"), "HT+AE": ("^", "tab:blue", "-"), "IRF": ("o", "tab:red", ":"),
+STYLE = {"HT+AE 16K": ("^", "tab:cyan", "-."), "IRF+AE 64K": ("o", "tab:orange", "-."), "HT": ("^", "tab:blue", ":"), "HT+AE": ("^", "tab:blue", "-"), "IRF": ("o", "tab:red", ":"),
          "IRF+AE": ("o", "tab:red", "-"), "River HT": ("v", "tab:gray", "--"), "River ARF": ("s", "tab:green", "--")}
 
 
