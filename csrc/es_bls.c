@@ -2,8 +2,9 @@
  * recursion, no VLAs, no libm: float32 arithmetic in the specification's order, every sum from index 0 up. */
 #include "es_bls.h"
 
-#include <string.h>
+#include <stddef.h>
 
+#include "es_f32.h"
 #include "es_fixed.h"
 
 #define ES_BLS_SEED_MIX 0x6D2B79F5u
@@ -11,75 +12,6 @@
 #define ES_BLS_TANH_LIMIT 3.0f
 #define ES_BLS_PROBA_SCALE 4096.0f
 #define ES_BLS_SCORE_LIMIT 1073741824.0f
-
-static uint32_t float_bits(float x)
-{
-    uint32_t bits;
-    memcpy(&bits, &x, sizeof bits);
-    return bits;
-}
-
-static float bits_float(uint32_t bits)
-{
-    float x;
-    memcpy(&x, &bits, sizeof x);
-    return x;
-}
-
-float es_bls_sqrt(float x)
-{
-    uint32_t ix = float_bits(x);
-    uint32_t exponent = (ix >> 23) & 0xFFu;
-    uint32_t mantissa = ix & 0x007FFFFFu;
-    uint32_t q = 0, s = 0, r = 0x01000000u, t;
-    uint32_t odd;
-
-    if (exponent == 0xFFu) {          /* NaN stays NaN, +inf stays +inf, -inf becomes NaN */
-        return (ix & 0x80000000u) && mantissa == 0 ? bits_float(0x7FC00000u) : x;
-    }
-    if ((ix & 0x7FFFFFFFu) == 0) {    /* +-0 */
-        return x;
-    }
-    if (ix & 0x80000000u) {
-        return bits_float(0x7FC00000u);
-    }
-    if (exponent == 0) {              /* subnormal: normalize, the exponent goes to 1 - shifts */
-        uint32_t shifts = 0;
-        while ((mantissa & 0x00800000u) == 0) {
-            mantissa <<= 1;
-            shifts++;
-        }
-        mantissa &= 0x007FFFFFu;
-        /* biased exponent 1 - shifts, kept non-negative as e + 32 below */
-        exponent = 33u - shifts;
-    } else {
-        exponent += 32u;
-    }
-    /* x = 1.m * 2^(exponent - 32 - 127); the unbiased exponent is odd when exponent - 159 is */
-    mantissa |= 0x00800000u;
-    odd = (exponent - 159u) & 1u;     /* modulo 2**32, the parity is right either way */
-    if (odd) {
-        mantissa += mantissa;
-    }
-    mantissa += mantissa;
-    /* bit by bit: q = floor(sqrt(mantissa * 2**23)) with one extra (rounding) bit */
-    while (r != 0) {
-        t = s + r;
-        if (t <= mantissa) {
-            s = t + r;
-            mantissa -= t;
-            q += r;
-        }
-        mantissa += mantissa;
-        r >>= 1;
-    }
-    if (mantissa != 0) {              /* inexact: round to nearest (a tie is impossible) */
-        q += q & 1u;
-    }
-    /* the result's biased exponent is (unbiased - odd) / 2 + 127 = (exponent - odd + 95) / 2 >= 1; q >> 1
-     * carries the hidden bit (1 << 23), so one less goes into the exponent field */
-    return bits_float((q >> 1) + (((exponent - odd + 95u) / 2u - 1u) << 23));
-}
 
 float es_bls_tanh(float x)
 {
@@ -98,20 +30,10 @@ float es_bls_tanh(float x)
     return num / den;
 }
 
-static uint32_t next_random(uint32_t *state)
-{
-    uint32_t s = *state;
-    s ^= s << 13;
-    s ^= s >> 17;
-    s ^= s << 5;
-    *state = s;
-    return s;
-}
-
 /* The next weight of the stream: (s >> 8) * 2**-23 - 1, exact in float32. */
 static float next_weight(uint32_t *state)
 {
-    float w = (float)(next_random(state) >> 8);
+    float w = (float)(es_xorshift32(state) >> 8);
     w = w * 1.1920928955078125e-7f;
     return w - 1.0f;
 }
@@ -120,7 +42,7 @@ static int finite_row(const float *features, uint8_t n)
 {
     uint8_t j;
     for (j = 0; j < n; j++) {
-        if ((float_bits(features[j]) & 0x7F800000u) == 0x7F800000u) {
+        if ((es_f32_bits(features[j]) & 0x7F800000u) == 0x7F800000u) {
             return 0;
         }
     }
@@ -199,7 +121,7 @@ static void rank_one_update(float *factor, float *v, uint32_t m)
         lii = factor[k];
         r = lii * lii;
         r = r + vi * vi;
-        r = es_bls_sqrt(r);
+        r = es_f32_sqrt(r);
         c = lii / r;
         s = vi / r;
         factor[k] = r;

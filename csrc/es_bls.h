@@ -11,9 +11,6 @@
  * the state description in edgestream/learners/bls.py. */
 #include "es_bls_state.h"
 
-/* Correctly rounded IEEE float32 square root (integer algorithm, no libm): equal to sqrtf for every input. */
-float es_bls_sqrt(float x);
-
 /* The rational tanh approximation of the specification. */
 float es_bls_tanh(float x);
 

@@ -301,6 +301,16 @@ class RuntimeLearner:
         self._row_type = f"{self.state.input_type}[]"
         self._row_dtype = STATE_C_TYPES[self.state.input_type][2]
 
+    def load_export(self, learner) -> "RuntimeLearner":
+        """Take the state ``learner`` exports (its ``device_state()``: regions and counters), as a bundle of it
+        starts from."""
+        arrays, counters = learner.device_state()
+        for name, values in arrays.items():
+            self.regions[name][...] = values
+        for name, value in counters.items():
+            setattr(self.counters, name, value)
+        return self
+
     def learn(self, row: np.ndarray, label: int) -> int:
         """Status of the runtime's learn call (0 = ES_OK) on one row: bins or raw features, as the runtime takes
         them (the state description's ``input_type``)."""

@@ -5,19 +5,23 @@
 | tree   | TreeClassifier     | frozen                   | es_binning, es_tree                    |
 | forest | ForestClassifier   | frozen                   | es_binning, es_tree                    |
 | shrubs | ShrubEnsemble      | keeps learning (window)  | es_binning, es_tree, es_cart, es_shrubs |
-| bls    | OnlineBLSClassifier | keeps learning (factor) | es_fixed, es_bls                       |
+| bls    | OnlineBLSClassifier | keeps learning (factor) | es_f32, es_fixed, es_bls               |
+| hoeffding | HoeffdingTreeClassifier | keeps learning (node pool) | es_f32, es_fixed, es_hoeffding |
+| irf    | IncrementalRandomForest | keeps learning (node pools) | es_f32, es_fixed, es_hoeffding |
 """
 
 from __future__ import annotations
 
-from . import bls, forest, shrubs, tree
+from . import bls, forest, hoeffding, shrubs, tree
 from .base import LearnerSpec, Option, is_fitted, model_input
 from .bls import OnlineBLSClassifier
 from .forest import ForestClassifier
+from .hoeffding import HoeffdingTreeClassifier, IncrementalRandomForest
 from .shrubs import ShrubEnsemble
 from .tree import BinnedClassifier, TreeClassifier
 
-REGISTRY: dict[str, LearnerSpec] = {spec.name: spec for spec in (tree.SPEC, forest.SPEC, shrubs.SPEC, bls.SPEC)}
+REGISTRY: dict[str, LearnerSpec] = {spec.name: spec for spec in (tree.SPEC, forest.SPEC, shrubs.SPEC, bls.SPEC,
+                                                                     hoeffding.SPEC, hoeffding.IRF_SPEC)}
 
 
 def get(name: str) -> LearnerSpec:
@@ -48,5 +52,6 @@ def names_of_classes() -> str:
     return ", ".join(spec.cls.__name__ for spec in REGISTRY.values())
 
 
-__all__ = ["REGISTRY", "BinnedClassifier", "ForestClassifier", "LearnerSpec", "OnlineBLSClassifier", "Option",
+__all__ = ["REGISTRY", "BinnedClassifier", "ForestClassifier", "HoeffdingTreeClassifier",
+           "IncrementalRandomForest", "LearnerSpec", "OnlineBLSClassifier", "Option",
            "ShrubEnsemble", "TreeClassifier", "by_class_name", "get", "is_fitted", "model_input", "of_model"]

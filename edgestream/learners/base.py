@@ -18,7 +18,9 @@ from ..state import StateSpec
 
 @dataclass(frozen=True)
 class Option:
-    """A learner parameter as a command-line option (``--max-depth`` -> ``max_depth``)."""
+    """A learner parameter as a command-line option (``--max-depth`` -> ``max_depth``). An option of type
+    ``bool`` is a flag without a value: given, it sets the parameter to ``const`` (``--no-propagation`` ->
+    ``propagation=False``)."""
 
     flag: str
     param: str
@@ -26,6 +28,7 @@ class Option:
     help: str
     metavar: str | None = None
     choices: tuple | None = None
+    const: Any = True
 
     @property
     def dest(self) -> str:
@@ -107,6 +110,94 @@ class DeviceState:
     def state_bytes(self, n_features: int | None = None, n_classes: int | None = None, packed=False) -> int:
         """Bytes of RAM the device state takes (sizeof of the generated struct, or packed as on AVR)."""
         return self.layout(n_features, n_classes).size(packed)
+
+
+class OnlineStateLearner(Estimator, DeviceState):
+    """Base of the online learners whose whole state lives on the device (raw features in, the state's regions
+    as numpy arrays). A subclass gives ``start(X_sample, classes)``, ``learn_encoded(x, label)``,
+    ``predict_proba_q15(X)``, ``predict_encoded(X)``, ``encode_label(y)``, ``_rows(X)``, ``state_arrays`` (the
+    regions it keeps as attributes), ``ready_attribute`` (set once started), ``fitted_attributes`` (dropped by
+    ``fit``) and ``device_counters()``; the rest follows here once for all of them."""
+
+    state_arrays: tuple[str, ...] = ()
+    ready_attribute: str = ""
+    fitted_attributes: tuple[str, ...] = ()
+
+    def device_state(self) -> tuple[dict, dict] | None:
+        """Flat arrays of every region (scratch zero) and the counters; None before ``start``."""
+        if not hasattr(self, self.ready_attribute):
+            return None
+        arrays = {name: getattr(self, name).reshape(-1) if name in self.state_arrays else zeros
+                  for name, zeros in self.layout().zeros().items()}
+        return arrays, self.device_counters()
+
+    def learn_one(self, x, y):
+        self.learn_encoded(x, self.encode_label(y))
+        return self
+
+    def partial_fit(self, X, y, classes=None):
+        """Learn rows in order; the first call starts on X and takes ``classes`` (or y's labels)."""
+        X = self._rows(X)
+        if not hasattr(self, self.ready_attribute):
+            self.start(X, np.unique(y) if classes is None else classes)
+        labels = [self.encode_label(label) for label in np.asarray(y)]
+        for row, label in zip(X, labels):
+            self.learn_encoded(row, label)
+        return self
+
+    def fit(self, X, y, classes=None):
+        for attribute in self.fitted_attributes:
+            self.__dict__.pop(attribute, None)
+        return self.partial_fit(X, y, classes)
+
+    def predict_proba(self, X) -> np.ndarray:
+        return self.predict_proba_q15(X) / 32768
+
+    def predict(self, X) -> np.ndarray:
+        return self.classes_[self.predict_encoded(X)]
+
+    def predict_one(self, x):
+        return self.predict(np.asarray(x).reshape(1, -1))[0]
+
+    def predict_proba_one(self, x) -> dict:
+        proba = self.predict_proba(np.asarray(x).reshape(1, -1))[0]
+        return dict(zip(self.classes_.tolist(), proba.tolist()))
+
+    def score(self, X, y) -> float:
+        return float(np.mean(self.predict(X) == np.asarray(y)))
+
+
+def restore_regions(owner, names, arrays: dict) -> None:
+    """Copy saved ``arrays`` into ``owner``'s region attributes ``names`` (already allocated for the
+    configuration), refusing any of another dtype or shape."""
+    for name in names:
+        expected = getattr(owner, name)
+        if arrays[name].dtype != expected.dtype or arrays[name].shape != expected.shape:
+            raise ValueError(f"state {name!r} has dtype {arrays[name].dtype} and shape {arrays[name].shape}, "
+                             f"this configuration needs {expected.dtype} {expected.shape}")
+        expected[...] = arrays[name]
+
+
+def state_context(learner, name: str, optimize: str = "speed") -> dict:
+    """The template context of a learner that exports its device state: the bundle starts from it."""
+    from ..emit import c_array
+
+    state = learner.device_state()
+    if state is None:
+        raise ValueError(f"this {type(learner).__name__} has not started (no input setup or classes yet); "
+                         f"call start() first")
+    layout = learner.layout()
+    return {"layout": layout, "config_initializer": layout.config_initializer(name),
+            "state_struct": layout.state_struct(name), "state_initializer": layout.initializer(name, *state, c_array),
+            "state_binding": layout.binding(name), "state_bytes": layout.size()}
+
+
+def state_tables(spec: StateSpec) -> Callable:
+    """The flash objects of a learner whose model is all state: its config and the pointer struct."""
+    def tables(learner, n_features: int, n_classes: int, pointer_bytes: int, packed: bool, optimize: str = "speed"):
+        return [("config", spec.config_bytes(packed)), ("model", (len(spec.regions) + 2) * pointer_bytes)]
+
+    return tables
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ Decisions (the C runtime follows every one of them to the bit):
   pre-activations have about unit variance.
 * **Arithmetic**: float32 only, every sum in index order starting from 0, no fused multiply-add (the C is
   compiled with ``-ffp-contract=off``), division and square root correctly rounded (the C computes square roots
-  with an integer algorithm, ``es_bls_sqrt``, equal to IEEE ``sqrtf``; C division is IEEE on x86, the M4F FPU
+  with an integer algorithm, ``es_f32_sqrt``, equal to IEEE ``sqrtf``; C division is IEEE on x86, the M4F FPU
   and the M0's soft float).
 * **tanh** is the rational ``x (27 + x^2) / (27 + 9 x^2)`` for ``|x| < 3`` and ``+-1`` beyond (continuous at 3,
   within 0.024 of tanh, non-decreasing and within [-1, 1] up to float32 rounding, 4e-7), computed as ``x2 = x*x; n = x*(27 + x2); den = 27 + 9*x2; n / den``.
@@ -65,7 +65,7 @@ import numpy as np
 from ..fixedpoint import softmax_q15
 from ..state import Field, RegionSpec, StateSpec
 from ..tree import MAX_CLASSES
-from .base import DeviceState, Estimator, LearnerSpec, Option, check_integer
+from .base import LearnerSpec, OnlineStateLearner, Option, check_integer, state_context, state_tables
 
 F32 = np.float32
 MAX_FEATURE_NODES = 1024
@@ -117,14 +117,19 @@ STATE = StateSpec(
 
 # -- arithmetic shared with the C ------------------------------------------------------------------------------
 
+def xorshift32(s: int) -> int:
+    """The next state of the xorshift32 stream (``es_xorshift32``)."""
+    s ^= (s << 13) & 0xFFFFFFFF
+    s ^= s >> 17
+    return s ^ ((s << 5) & 0xFFFFFFFF)
+
+
 def xorshift_uniform(seed: int, count: int) -> np.ndarray:
     """``count`` float32 numbers in [-1, 1) from the xorshift32 stream of ``seed`` (as ``es_bls`` draws them)."""
     s = (int(seed) ^ SEED_MIX) & 0xFFFFFFFF or SEED_MIX
     out = np.empty(count, dtype=np.uint32)
     for i in range(count):
-        s ^= (s << 13) & 0xFFFFFFFF
-        s ^= s >> 17
-        s ^= (s << 5) & 0xFFFFFFFF
+        s = xorshift32(s)
         out[i] = s >> 8
     return (out.astype(F32) * F32(2.0**-23) - F32(1.0)).astype(F32)
 
@@ -196,7 +201,7 @@ def solve(factor: np.ndarray, rhs: np.ndarray, m: int) -> None:
             rhs[:i] = rhs[:i] - factor[rows[i], None] * rhs[i][None, :]
 
 
-class OnlineBLSClassifier(Estimator, DeviceState):
+class OnlineBLSClassifier(OnlineStateLearner):
     """Online broad learning system: random feature and enhancement nodes, a ridge readout kept exact per sample
     through its Cholesky factor, learning on the device in fixed memory (see the module docstring).
 
@@ -212,6 +217,9 @@ class OnlineBLSClassifier(Estimator, DeviceState):
     input_dtype = "float32"
 
     state_spec = STATE
+    state_arrays = STATE_ARRAYS
+    ready_attribute = "factor"
+    fitted_attributes = ("center_", "classes_", "factor", "_random", "_constants")
 
     def __init__(self, feature_nodes: int = 16, enhancement_nodes: int = 48, regularization: float = 0.01,
                  forgetting: float = 0.99, seed: int = 1):
@@ -258,13 +266,8 @@ class OnlineBLSClassifier(Estimator, DeviceState):
         return (f"{self.feature_nodes} feature + {self.enhancement_nodes} enhancement nodes, forgetting "
                 f"{self.forgetting:g}, {self.state_bytes()} state bytes")
 
-    def device_state(self) -> tuple[dict, dict] | None:
-        """Flat arrays of every region (scratch zero) and the counters; None before :meth:`start`."""
-        if not hasattr(self, "factor"):
-            return None
-        arrays = {name: getattr(self, name).reshape(-1) if name in STATE_ARRAYS else zeros
-                  for name, zeros in self.layout().zeros().items()}
-        return arrays, {"n_learned": self.n_learned, "refresh": self.refresh}
+    def device_counters(self) -> dict:
+        return {"n_learned": self.n_learned, "refresh": self.refresh}
 
     # -- setup -----------------------------------------------------------------------------------------------
 
@@ -424,25 +427,6 @@ class OnlineBLSClassifier(Estimator, DeviceState):
             raise ValueError(f"label {label!r} is not one of the configured classes {self.classes_.tolist()}")
         return index
 
-    def learn_one(self, x, y) -> "OnlineBLSClassifier":
-        self.learn_encoded(x, self.encode_label(y))
-        return self
-
-    def partial_fit(self, X, y, classes=None) -> "OnlineBLSClassifier":
-        """Learn rows in order; the first call standardizes on X and takes ``classes`` (or y's labels)."""
-        X = self._rows(X)
-        if not hasattr(self, "factor"):
-            self.start(X, np.unique(y) if classes is None else classes)
-        labels = [self.encode_label(label) for label in np.asarray(y)]
-        for row, label in zip(X, labels):
-            self.learn_encoded(row, label)
-        return self
-
-    def fit(self, X, y, classes=None) -> "OnlineBLSClassifier":
-        for attribute in ("center_", "classes_", "factor", "_random", "_constants"):
-            self.__dict__.pop(attribute, None)
-        return self.partial_fit(X, y, classes)
-
     # -- prediction ------------------------------------------------------------------------------------------
 
     def decision_function(self, X) -> np.ndarray:
@@ -456,44 +440,8 @@ class OnlineBLSClassifier(Estimator, DeviceState):
         q10 = np.trunc(np.clip(s * PROBA_SCALE, -SCORE_LIMIT, SCORE_LIMIT)).astype(np.int32)
         return softmax_q15(q10)
 
-    def predict_proba(self, X) -> np.ndarray:
-        return self.predict_proba_q15(X) / 32768
-
     def predict_encoded(self, X) -> np.ndarray:
         return np.argmax(self.decision_function(X), axis=1).astype(np.uint8)
-
-    def predict(self, X) -> np.ndarray:
-        return self.classes_[self.predict_encoded(X)]
-
-    def predict_one(self, x):
-        return self.predict(np.asarray(x).reshape(1, -1))[0]
-
-    def predict_proba_one(self, x) -> dict:
-        proba = self.predict_proba(np.asarray(x).reshape(1, -1))[0]
-        return dict(zip(self.classes_.tolist(), proba.tolist()))
-
-    def score(self, X, y) -> float:
-        return float(np.mean(self.predict(X) == np.asarray(y)))
-
-
-def bls_context(learner: OnlineBLSClassifier, name: str, optimize: str = "speed") -> dict:
-    """The bundle starts from the current state (factor, weights, standardization)."""
-    from ..emit import c_array
-
-    if not hasattr(learner, "factor"):
-        raise ValueError("the Online-BLS model has no standardization or classes yet; call start() first")
-    layout = learner.layout()
-    arrays, counters = learner.device_state()
-    return {"layout": layout, "config_initializer": layout.config_initializer(name),
-            "state_struct": layout.state_struct(name), "state_initializer": layout.initializer(name, arrays, counters,
-                                                                                              c_array),
-            "state_binding": layout.binding(name), "state_bytes": layout.size()}
-
-
-def bls_tables(learner: OnlineBLSClassifier, n_features: int, n_classes: int, pointer_bytes: int, packed: bool,
-               optimize: str = "speed"):
-    """Flash objects: the config and the pointer struct (the random weights are regenerated, never stored)."""
-    return [("config", STATE.config_bytes(packed)), ("model", (len(STATE.regions) + 2) * pointer_bytes)]
 
 
 BLS_LADDER = tuple({"feature_nodes": f, "enhancement_nodes": e} for f, e in (
@@ -509,5 +457,5 @@ SPEC = LearnerSpec(
         Option("--regularization", "regularization", float, "ridge lambda", "X"),
         Option("--forgetting", "forgetting", float, "forgetting factor mu in (0.5, 1]", "X"),
         Option("--seed", "seed", int, "seed of the random node weights", "N")),
-    learning=True, online=True, runtime=("es_common", "es_fixed", "es_bls"), template="bls.c.j2",
-    context=bls_context, tables=bls_tables, ladder=BLS_LADDER, state=STATE)
+    learning=True, online=True, runtime=("es_common", "es_f32", "es_fixed", "es_bls"), template="bls.c.j2",
+    context=state_context, tables=state_tables(STATE), ladder=BLS_LADDER, state=STATE)

@@ -1,0 +1,534 @@
+/* HT+AE / IRF+AE on the device; see es_hoeffding.h and edgestream/learners/hoeffding.py (the specification).
+ * No malloc, no recursion, no VLAs, no libm: float32 arithmetic in the specification's order, every sum from
+ * index 0 up, one rounded operation per statement where the order matters. */
+#include "es_hoeffding.h"
+
+#include <string.h>
+
+#include "es_f32.h"
+#include "es_fixed.h"
+
+#define HT_LEAF 255u
+#define HT_FLT_MAX 0x1.fffffep+127f
+#define HT_FEATURE_LIMIT 0x1p+50f
+#define HT_SCORE_LIMIT 536870912.0f
+#define HT_EXCLUDED (-1073741824L)
+#define HT_WEIGHT_CAP 255u
+#define HT_LN2 0x1.62e43p-1f
+#define HT_SQRT2 0x1.6a09e6p+0f
+#define HT_INV_SQRT2 0x1.6a09e6p-1f
+#define HT_ERF_LIMIT 5.0f
+
+static const float log_series[4] = { 0x1.c71c72p-4f, 0x1.24924ap-3f, 0x1.99999ap-3f, 0x1.555556p-2f };
+static const float erf_coeffs[6] = { 0x1.693ecep-15f, 0x1.220072p-12f, 0x1.3ecc0ep-13f, 0x1.2fc6d2p-7f,
+                                     0x1.5a5fcep-5f, 0x1.20dccep-4f };
+
+/* ((c[0] x + c[1]) x + ... + c[n-1]) x + 1, one rounded operation per statement. */
+static float horner(const float *c, uint8_t n, float x)
+{
+    float p = c[0];
+    uint8_t i;
+    for (i = 1; i < n; i++) {
+        p = p * x;
+        p = p + c[i];
+    }
+    p = p * x;
+    return p + 1.0f;
+}
+
+float es_hoeffding_log(float x)
+{
+    uint32_t bits;
+    int32_t exponent;
+    float m, t, t2, p, r, e;
+    int subnormal;
+
+    memcpy(&bits, &x, sizeof bits);
+    subnormal = bits < 0x00800000u;
+    if (subnormal) {
+        x = x * 8388608.0f;
+        memcpy(&bits, &x, sizeof bits);
+    }
+    exponent = (int32_t)((bits >> 23) & 0xFFu) - 127 - (subnormal ? 23 : 0);
+    bits = (bits & 0x007FFFFFu) | 0x3F800000u;
+    memcpy(&m, &bits, sizeof m);
+    if (m > HT_SQRT2) {
+        m = m * 0.5f;
+        exponent++;
+    }
+    t = m - 1.0f;
+    r = m + 1.0f;
+    t = t / r;
+    t2 = t * t;
+    p = horner(log_series, 4, t2);
+    r = t * p;
+    r = r + r;
+    e = (float)exponent * HT_LN2;
+    return e + r;
+}
+
+float es_hoeffding_erf(float x)
+{
+    float a = x < 0.0f ? -x : x, p, r;
+    if (a >= HT_ERF_LIMIT) {
+        r = 1.0f;
+    } else {
+        p = horner(erf_coeffs, 6, a);
+        p = p * p;
+        p = p * p;
+        p = p * p;
+        p = p * p;
+        r = 1.0f / p;
+        r = 1.0f - r;
+    }
+    return x < 0.0f ? -r : r;
+}
+
+/* P(x <= t) of one Gaussian estimator; a step at the mean when m2 == 0. */
+static float cdf(float t, float mean, float m2, float count)
+{
+    float std, z;
+    if (m2 == 0.0f) {
+        return t >= mean ? 1.0f : 0.0f;
+    }
+    std = m2 / count;
+    std = es_f32_sqrt(std);
+    z = t - mean;
+    z = z / std;
+    z = z * HT_INV_SQRT2;
+    z = es_hoeffding_erf(z);
+    z = 1.0f + z;
+    return 0.5f * z;
+}
+
+/* -sum p ln p over the entries v[k] > 0, p = v[k] / total. */
+static float entropy(const float *v, uint8_t n, float total)
+{
+    float h = 0.0f;
+    uint8_t k;
+    for (k = 0; k < n; k++) {
+        if (v[k] > 0.0f) {
+            float p = v[k] / total;
+            float term = p * es_hoeffding_log(p);
+            h = h - term;
+        }
+    }
+    return h;
+}
+
+/* ((s >> 8) + 1) 2**-24, in (0, 1]. */
+static float uniform(uint32_t *state)
+{
+    float u = (float)((es_xorshift32(state) >> 8) + 1u);
+    return u * 5.9604644775390625e-8f;
+}
+
+static uint32_t poisson(uint32_t *state, float limit)
+{
+    uint32_t w = 0;
+    float p = uniform(state);
+    while (p > limit && w < HT_WEIGHT_CAP) {
+        w++;
+        p = p * uniform(state);
+    }
+    return w;
+}
+
+static int valid_row(const float *x, uint8_t d)
+{
+    uint8_t j;
+    for (j = 0; j < d; j++) {
+        float a = x[j] < 0.0f ? -x[j] : x[j];
+        if (!(a <= HT_FEATURE_LIMIT)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* The leaf node of a row in tree t; 0 when the node tables lead outside the pool (a corrupt state). */
+static int leaf_of(const es_hoeffding *model, uint32_t t, const float *x, uint16_t *leaf)
+{
+    const es_hoeffding_config *config = model->config;
+    uint32_t base = t * config->max_nodes, steps;
+    uint16_t node = 0;
+    if (model->n_nodes[t] < 1u || model->n_nodes[t] > config->max_nodes || model->n_leaves[t] < 1u
+        || model->n_leaves[t] > config->max_leaves) {
+        return 0;
+    }
+    for (steps = 0; steps < config->max_nodes; steps++) {
+        uint8_t f = model->feature[base + node];
+        uint16_t child = model->child[base + node];
+        if (f == HT_LEAF) {
+            if (child >= config->max_leaves) {
+                return 0;
+            }
+            *leaf = node;
+            return 1;
+        }
+        if (f >= config->n_features || (uint32_t)child + 1u >= config->max_nodes) {
+            return 0;
+        }
+        node = (uint16_t)(child + (x[f] > model->threshold[base + node] ? 1u : 0u));
+    }
+    return 0;
+}
+
+/* l_k and r_k of eq. 8 at feature f, threshold thr into the left and right scratch; returns the entropy after
+ * that split, wl H(l / wl) + wr H(r / wr). */
+static float split_entropy(const es_hoeffding *model, uint32_t g, uint8_t f, float thr, float n)
+{
+    const es_hoeffding_config *config = model->config;
+    uint8_t C = config->n_classes, d = config->n_features, k;
+    const float *counts = model->class_count + g * C;
+    float wl = 0.0f, wr = 0.0f, a, b;
+    for (k = 0; k < C; k++) {
+        float count = model->est_count[g * C + k], l = 0.0f, r = 0.0f;
+        if (count != 0.0f) {
+            uint32_t at = (g * C + k) * d + f;
+            float lp = cdf(thr, model->mean[at], model->m2[at], count);
+            float prior = counts[k] / n;
+            l = lp * prior;
+            r = 1.0f - lp;
+            r = r * prior;
+        }
+        model->left[k] = l;
+        model->right[k] = r;
+        wl = wl + l;
+        wr = wr + r;
+    }
+    a = entropy(model->left, C, wl);
+    a = wl * a;
+    b = entropy(model->right, C, wr);
+    b = wr * b;
+    return a + b;
+}
+
+static void split(const es_hoeffding *model, uint32_t t, uint16_t node, uint16_t s, uint8_t f, float thr, float n)
+{
+    const es_hoeffding_config *config = model->config;
+    uint8_t C = config->n_classes, d = config->n_features, k;
+    uint32_t base = t * config->max_nodes, L = config->max_leaves, g = t * L + s, g2, i;
+    uint16_t a = model->n_nodes[t], s2 = model->n_leaves[t];
+    if (s2 >= L || (uint32_t)a + 2u > config->max_nodes) {
+        return;  /* a consistent state never gets here */
+    }
+    (void)split_entropy(model, g, f, thr, n);
+    g2 = t * L + s2;
+    model->feature[base + node] = f;
+    model->threshold[base + node] = thr;
+    model->child[base + node] = a;
+    model->feature[base + a] = HT_LEAF;
+    model->threshold[base + a] = 0.0f;
+    model->child[base + a] = s;
+    model->feature[base + a + 1u] = HT_LEAF;
+    model->threshold[base + a + 1u] = 0.0f;
+    model->child[base + a + 1u] = s2;
+    model->n_nodes[t] = (uint16_t)(a + 2u);
+    model->n_leaves[t] = (uint16_t)(s2 + 1u);
+    if (config->propagate) {
+        memcpy(model->est_count + g2 * C, model->est_count + g * C, C * sizeof(float));
+        memcpy(model->mean + g2 * C * d, model->mean + g * C * d, (uint32_t)C * d * sizeof(float));
+        memcpy(model->m2 + g2 * C * d, model->m2 + g * C * d, (uint32_t)C * d * sizeof(float));
+        memcpy(model->low + g2 * d, model->low + g * d, d * sizeof(float));
+        memcpy(model->high + g2 * d, model->high + g * d, d * sizeof(float));
+        model->high[g * d + f] = thr;
+        model->low[g2 * d + f] = thr;
+    } else {
+        uint32_t slot[2];
+        uint8_t which;
+        slot[0] = g;
+        slot[1] = g2;
+        for (which = 0; which < 2; which++) {
+            uint32_t h = slot[which];
+            for (i = 0; i < C; i++) {
+                model->est_count[h * C + i] = 0.0f;
+            }
+            for (i = 0; i < (uint32_t)C * d; i++) {
+                model->mean[h * C * d + i] = 0.0f;
+                model->m2[h * C * d + i] = 0.0f;
+            }
+            for (i = 0; i < d; i++) {
+                model->low[h * d + i] = HT_FLT_MAX;
+                model->high[h * d + i] = -HT_FLT_MAX;
+            }
+        }
+    }
+    for (k = 0; k < C; k++) {
+        model->class_count[g * C + k] = n * model->left[k];
+        model->class_count[g2 * C + k] = n * model->right[k];
+    }
+    model->since[g] = 0;
+    model->since[g2] = 0;
+}
+
+static void attempt(const es_hoeffding *model, uint32_t t, uint16_t node, uint16_t s)
+{
+    const es_hoeffding_config *config = model->config;
+    uint8_t C = config->n_classes, d = config->n_features, m = config->subspace, i, k, present = 0;
+    uint8_t best_f = 0;
+    uint32_t g = t * config->max_leaves + s;
+    const float *counts = model->class_count + g * C;
+    float n = 0.0f, e0, best_ent = 0.0f, best_thr = 0.0f, gain, r, eps2, tie2;
+    int found = 0;
+
+    for (k = 0; k < C; k++) {
+        n = n + counts[k];
+        present = (uint8_t)(present + (counts[k] > 0.0f ? 1u : 0u));
+    }
+    e0 = entropy(counts, C, n);
+    for (i = 0; i < d; i++) {
+        model->order[i] = i;
+    }
+    if (m < d) {
+        for (i = 0; i < m; i++) {
+            uint8_t j = (uint8_t)(i + es_xorshift32(&model->counters->random) % (uint32_t)(d - i)), swap;
+            swap = model->order[i];
+            model->order[i] = model->order[j];
+            model->order[j] = swap;
+        }
+    }
+    for (i = 0; i < m; i++) {
+        uint8_t f = model->order[i];
+        float lo = model->low[g * d + f], hi = model->high[g * d + f], step;
+        uint8_t j;
+        if (!(hi > lo)) {
+            continue;
+        }
+        step = hi - lo;
+        step = step * config->split_step;
+        for (j = 1; j < config->split_steps; j++) {
+            float thr = (float)j * step, ent;
+            thr = lo + thr;
+            ent = split_entropy(model, g, f, thr, n);
+            if (!found || ent < best_ent) {
+                found = 1;
+                best_ent = ent;
+                best_f = f;
+                best_thr = thr;
+            }
+        }
+    }
+    if (!found) {
+        return;
+    }
+    gain = e0 - best_ent;
+    if (!(gain > 0.0f)) {
+        return;
+    }
+    r = es_hoeffding_log((float)(present < 2u ? 2u : present));
+    eps2 = r * r;
+    eps2 = eps2 * config->log_inv_delta;
+    eps2 = eps2 / (n + n);
+    tie2 = config->tie * config->tie;
+    gain = gain * gain;
+    if (gain > eps2 || eps2 < tie2) {
+        split(model, t, node, s, best_f, best_thr, n);
+    }
+}
+
+static void learn_tree(const es_hoeffding *model, uint32_t t, const float *x, uint8_t label, uint32_t w)
+{
+    const es_hoeffding_config *config = model->config;
+    uint8_t C = config->n_classes, d = config->n_features, j;
+    uint16_t node = 0, s;
+    uint32_t g, at;
+    float wf = (float)w, count, r;
+    float *mean, *m2, *low, *high;
+
+    (void)leaf_of(model, t, x, &node);  /* checked by the caller */
+    s = model->child[t * config->max_nodes + node];
+    g = t * config->max_leaves + s;
+    at = g * C + label;
+    model->class_count[at] = model->class_count[at] + wf;
+    count = model->est_count[at] + wf;
+    model->est_count[at] = count;
+    r = wf / count;
+    mean = model->mean + at * d;
+    m2 = model->m2 + at * d;
+    low = model->low + g * d;
+    high = model->high + g * d;
+    for (j = 0; j < d; j++) {
+        float mu = mean[j], dd = x[j] - mu, next, v, u;
+        next = r * dd;
+        next = mu + next;
+        v = wf * dd;
+        u = x[j] - next;
+        v = v * u;
+        v = m2[j] + v;
+        if (v < 0.0f) {
+            v = 0.0f;
+        }
+        m2[j] = v;
+        mean[j] = next;
+        if (x[j] < low[j]) {
+            low[j] = x[j];
+        }
+        if (x[j] > high[j]) {
+            high[j] = x[j];
+        }
+    }
+    model->since[g] = model->since[g] > 0xFFFFFFFFu - w ? 0xFFFFFFFFu : model->since[g] + w;
+    if (model->since[g] >= config->grace) {
+        model->since[g] = 0;
+        if ((uint32_t)model->n_nodes[t] + 2u <= config->max_nodes) {
+            attempt(model, t, node, s);
+        }
+    }
+}
+
+/* Row and state checks shared by learning and prediction. */
+static es_status check(const es_hoeffding *model, const float *features)
+{
+    uint32_t t;
+    uint16_t node;
+    if (model == NULL || model->config == NULL || features == NULL) {
+        return ES_ERR_NULL;
+    }
+    if (model->config->n_trees == 0 || model->config->n_classes == 0) {
+        return ES_ERR_MODEL;
+    }
+    if (!valid_row(features, model->config->n_features)) {
+        return ES_ERR_INPUT;
+    }
+    for (t = 0; t < model->config->n_trees; t++) {
+        if (!leaf_of(model, t, features, &node)) {
+            return ES_ERR_MODEL;
+        }
+    }
+    return ES_OK;
+}
+
+es_status es_hoeffding_learn(const es_hoeffding *model, const float *features, uint8_t label)
+{
+    uint32_t t;
+    es_status status;
+    if (model != NULL && model->config != NULL && label >= model->config->n_classes) {
+        return ES_ERR_LABEL;
+    }
+    status = check(model, features);
+    if (status != ES_OK) {
+        return status;
+    }
+    for (t = 0; t < model->config->n_trees; t++) {
+        uint32_t w = model->config->exp_neg_lambda > 0.0f
+                         ? poisson(&model->counters->random, model->config->exp_neg_lambda) : 1u;
+        if (w != 0u) {
+            learn_tree(model, t, features, label, w);
+        }
+    }
+    model->counters->n_learned++;
+    return ES_OK;
+}
+
+/* Q10 naive Bayes scores of tree t into model->scores (HT_EXCLUDED for classes that take no part). */
+static void tree_scores(const es_hoeffding *model, uint32_t t, const float *x)
+{
+    const es_hoeffding_config *config = model->config;
+    uint8_t C = config->n_classes, d = config->n_features, k, j;
+    uint16_t node = 0;
+    uint32_t g;
+    const float *counts, *est;
+    float n = 0.0f;
+    int any = 0;
+
+    (void)leaf_of(model, t, x, &node);
+    g = t * config->max_leaves + model->child[t * config->max_nodes + node];
+    counts = model->class_count + g * C;
+    est = model->est_count + g * C;
+    for (k = 0; k < C; k++) {
+        model->scores[k] = (int32_t)HT_EXCLUDED;
+        n = n + counts[k];
+        if (counts[k] > 0.0f && est[k] > 0.0f) {
+            any = 1;
+        }
+    }
+    if (!(n > 0.0f)) {
+        return;
+    }
+    for (k = 0; k < C; k++) {
+        float score, v;
+        if (!(counts[k] > 0.0f) || (any && !(est[k] > 0.0f))) {
+            continue;
+        }
+        score = counts[k] / n;
+        score = es_hoeffding_log(score);
+        if (any) {
+            const float *mean = model->mean + (g * C + k) * d, *m2 = model->m2 + (g * C + k) * d;
+            float acc = 0.0f;
+            for (j = 0; j < d; j++) {
+                float var = m2[j] / est[k], dd, q;
+                var = var + model->var_floor[j];
+                dd = x[j] - mean[j];
+                q = dd * dd;
+                q = q / var;
+                q = q + es_hoeffding_log(var);
+                acc = acc + q;
+            }
+            acc = acc * 0.5f;
+            score = score - acc;
+        }
+        v = score * 1024.0f;
+        if (v > HT_SCORE_LIMIT) {
+            v = HT_SCORE_LIMIT;
+        } else if (v < -HT_SCORE_LIMIT) {
+            v = -HT_SCORE_LIMIT;
+        }
+        model->scores[k] = (int32_t)v;
+    }
+}
+
+es_status es_hoeffding_predict_proba(const es_hoeffding *model, const float *features, uint32_t *work,
+                                     uint16_t *proba)
+{
+    uint32_t t, T;
+    uint8_t k, C;
+    es_status status;
+    if (work == NULL || proba == NULL) {
+        return ES_ERR_NULL;
+    }
+    status = check(model, features);
+    if (status != ES_OK) {
+        return status;
+    }
+    C = model->config->n_classes;
+    T = model->config->n_trees;
+    for (k = 0; k < C; k++) {
+        model->sums[k] = 0;
+    }
+    for (t = 0; t < T; t++) {
+        tree_scores(model, t, features);
+        status = es_softmax_q15(model->scores, C, work, model->tree_proba);
+        if (status != ES_OK) {
+            return status;
+        }
+        for (k = 0; k < C; k++) {
+            model->sums[k] += model->tree_proba[k];
+        }
+    }
+    for (k = 0; k < C; k++) {
+        proba[k] = (uint16_t)((model->sums[k] + T / 2u) / T);
+    }
+    return ES_OK;
+}
+
+es_status es_hoeffding_predict(const es_hoeffding *model, const float *features, uint32_t *work, uint16_t *proba,
+                               uint8_t *class_out)
+{
+    uint8_t k, best = 0;
+    es_status status;
+    if (class_out == NULL) {
+        return ES_ERR_NULL;
+    }
+    status = es_hoeffding_predict_proba(model, features, work, proba);
+    if (status != ES_OK) {
+        return status;
+    }
+    for (k = 1; k < model->config->n_classes; k++) {
+        if (proba[k] > proba[best]) {
+            best = k;
+        }
+    }
+    *class_out = best;
+    return ES_OK;
+}

@@ -1,0 +1,36 @@
+/* Hoeffding trees with class-conditional estimator propagation (HT+AE) and their incremental random forest
+ * (IRF+AE), learning on the device in a node pool fixed at generation time. edgestream/learners/hoeffding.py is
+ * the specification: the Gaussian estimators, the split search, the Hoeffding test, the propagation rule, the
+ * pool-full rule, the naive Bayes leaves, the random stream and the float32 operation order are written there.
+ * Compile with -ffp-contract=off (no fused multiply-add), so that x86, Cortex-M4F and Cortex-M0 (soft float)
+ * compute the same bits. Uses es_f32 (square root, random stream) and es_softmax_q15. */
+#ifndef ES_HOEFFDING_H
+#define ES_HOEFFDING_H
+
+#include "es_common.h"
+
+/* es_hoeffding_config, es_hoeffding_counters and es_hoeffding (pointers to the regions of one model's state) are
+ * generated from the state description in edgestream/learners/hoeffding.py. */
+#include "es_hoeffding_state.h"
+
+/* The natural logarithm of the specification (log_f32) for positive finite x. */
+float es_hoeffding_log(float x);
+
+/* The error function of the specification (erf_f32). */
+float es_hoeffding_erf(float x);
+
+/* Learn one row of n_features raw features. ES_ERR_LABEL for a label >= n_classes, ES_ERR_INPUT for a NaN,
+ * infinite or out-of-range (|x| > 2**50) feature, ES_ERR_MODEL for a state whose nodes point outside the pool;
+ * nothing changes then. */
+es_status es_hoeffding_learn(const es_hoeffding *model, const float *features, uint8_t label);
+
+/* Q15 class probabilities of one row (the trees' average); work is scratch of n_classes. Only the scratch
+ * regions change. */
+es_status es_hoeffding_predict_proba(const es_hoeffding *model, const float *features, uint32_t *work,
+                                     uint16_t *proba);
+
+/* The class of one row: the first index of the largest probability; work and proba are scratch of n_classes. */
+es_status es_hoeffding_predict(const es_hoeffding *model, const float *features, uint32_t *work, uint16_t *proba,
+                               uint8_t *class_out);
+
+#endif

@@ -1,0 +1,54 @@
+/* Hoeffding trees with class-conditional estimator propagation (HT+AE) and their forest (IRF+AE): the device state's C types. Generated from edgestream's state description (edgestream.state);
+ * regenerate with `python scripts/generate_headers.py`, never edit by hand. */
+#ifndef ES_HOEFFDING_STATE_H
+#define ES_HOEFFDING_STATE_H
+
+#include "es_common.h"
+
+typedef struct {
+    uint8_t n_features;
+    uint8_t n_classes;              /* class slots (max_classes) */
+    uint8_t n_trees;
+    uint8_t propagate;              /* 1: children copy the parent's estimators */
+    uint16_t max_nodes;             /* per tree, 2 max_leaves - 1 */
+    uint16_t max_leaves;            /* per tree */
+    uint16_t grace;                 /* weight between split attempts */
+    uint8_t split_steps;            /* thresholds low + k (high - low) / split_steps */
+    uint8_t subspace;               /* features per split attempt (n_features: all, no random draw) */
+    uint32_t seed;                  /* xorshift32 start of the forest's random stream */
+    float split_step;               /* 1 / split_steps */
+    float log_inv_delta;            /* ln(1 / delta) */
+    float tie;                      /* tie threshold tau */
+    float exp_neg_lambda;           /* exp(-lambda) of the Poisson weights; 0 = every tree learns every row */
+} es_hoeffding_config;
+
+typedef struct {
+    uint32_t n_learned;             /* rows learned */
+    uint32_t random;                /* xorshift32 state */
+} es_hoeffding_counters;
+
+typedef struct {
+    const es_hoeffding_config *config;/* constant, in flash */
+    float *var_floor;               /* input: d, naive Bayes variance floor */
+    uint8_t *feature;               /* node pool: trees x nodes; 255 = leaf */
+    float *threshold;               /* node pool: trees x nodes; x <= t goes left */
+    uint16_t *child;                /* node pool: trees x nodes; left child (right = +1) or leaf slot */
+    uint16_t *n_nodes;              /* node pool: nodes used per tree */
+    uint16_t *n_leaves;             /* node pool: leaf slots used per tree */
+    float *class_count;             /* leaves: slots x classes, priors */
+    float *est_count;               /* leaves: slots x classes */
+    float *mean;                    /* leaves: slots x classes x d */
+    float *m2;                      /* leaves: slots x classes x d, sum of squared deviations */
+    float *low;                     /* leaves: slots x d, smallest value */
+    float *high;                    /* leaves: slots x d, largest value */
+    uint32_t *since;                /* leaves: slots, weight since the last split attempt */
+    float *left;                    /* scratch: classes */
+    float *right;                   /* scratch: classes */
+    int32_t *scores;                /* scratch: classes, Q10 */
+    uint16_t *tree_proba;           /* scratch: classes, Q15 */
+    uint32_t *sums;                 /* scratch: classes, Q15 sums over trees */
+    uint8_t *order;                 /* scratch: d, features of a split attempt */
+    es_hoeffding_counters *counters;
+} es_hoeffding;
+
+#endif

@@ -1,0 +1,734 @@
+"""Hoeffding trees that do not forget (HT+AE) and their incremental random forest (IRF+AE), after Korycki and
+Krawczyk, "Streaming Decision Trees for Lifelong Learning": the float32 specification of ``csrc/es_hoeffding.c``.
+
+A tree grows in a fixed pool of ``2 L - 1`` nodes (``L = max_leaves``). Every leaf keeps, per class, a prior count
+``n_k`` and, per class and feature, a Gaussian estimator (count, mean, sum of squared deviations ``M2``, by
+Welford), plus per feature the smallest and largest value it saw. Learning a row updates the estimators of its
+class at its leaf; every ``grace_period`` (weighted) rows a leaf tries to split:
+
+* **candidates**: for every feature with ``high > low``, the thresholds ``low + k (high - low) s`` for
+  ``k = 1 .. split_steps - 1`` (``s = 1 / split_steps``, the paper's split step 0.1 by default);
+* **class-conditional split** (eq. 6-7): ``lp_k = Phi_k(t)``, the Gaussian CDF ``0.5 (1 + erf((t - mean) /
+  (std sqrt 2)))`` with ``std = sqrt(M2 / count)``, a step (``t >= mean``) when ``M2 == 0``; classes without an
+  estimator (count 0) take no part;
+* **entropy with priors** (eq. 3-5): ``l_k = lp_k p_k`` and ``r_k = (1 - lp_k) p_k`` with ``p_k = n_k / n``;
+  ``E = wl H(l / wl) + wr H(r / wr)`` with ``wl = sum l_k``, ``wr = sum r_k`` and natural logarithms; the best
+  candidate is the first smallest ``E`` (features in evaluation order, thresholds in increasing ``k``);
+* **Hoeffding bound** (eq. 1-2) with ``R = ln C`` (``C`` the classes with a positive prior at the leaf, at least
+  2): the leaf splits when the gain ``E0 - E`` is positive and ``gain^2 > eps^2`` or ``eps^2 < tau^2``
+  (``tau`` the tie threshold), ``eps^2 = R^2 ln(1/delta) / (2 n)``. Comparing squares needs no square root and
+  is the same test up to rounding. A positive gain is required (a pure leaf never splits on a tie).
+* **split** (eq. 8, 11, 12): the children's priors are ``n l_k`` and ``n r_k``; with estimator propagation (AE)
+  both children start from copies of the parent's estimators and ranges (the left child's ``high`` and the right
+  child's ``low`` of the split feature become the threshold); without it (plain HT, ``propagation=False``) they
+  start empty (the priors are still split by eq. 8, as in the authors' code).
+
+Prediction at a leaf is naive Bayes with priors (eq. 9-10, 12) in the log domain: the score of class ``k`` is
+``ln(n_k / n) - 0.5 sum_i ((x_i - mean)^2 / v + ln v)`` with ``v = M2 / count + floor_i``; classes with no prior
+or no estimator at the leaf get probability 0 (when no class has an estimator, the prior alone scores the classes
+with a prior; an empty leaf gives equal probabilities). The per-tree Q15 probabilities are the exact integer
+softmax of :mod:`edgestream.fixedpoint` of the Q10 scores ``trunc(clamp(1024 score, +-2**29))`` (excluded classes
+score ``-2**30``: exactly 0). A forest averages its trees' Q15 rows, ``(sum + T/2) // T``; the class is the first
+index of the largest averaged probability (one tree: its own).
+
+Decisions (the C runtime follows every one of them to the bit):
+
+* **Arithmetic**: float32 only, with the operation order written in this module (``a * b + c`` is two rounded
+  operations; the C is compiled with ``-ffp-contract=off``), sums in class or feature index order from 0.
+  Division and square root are IEEE (the C uses ``es_f32_sqrt``, correctly rounded by integer arithmetic).
+  ``ln`` (:func:`log_f32`) splits off the exponent (subnormals scaled by ``2**23`` first), reduces the mantissa to
+  ``[sqrt(1/2), sqrt(2))`` and sums ``2 atanh t`` to ``t^9/9`` (within 2e-7 relative); ``erf``
+  (:func:`erf_f32`) is Abramowitz-Stegun 7.1.28 ``1 - 1 / (1 + a1 x + ... + a6 x^6)^16`` in Horner form (1 for
+  ``|x| >= 5``). The constants are float32 values, written in the C as hexadecimal literals.
+* **Inputs**: raw float32 features, finite and within ``+-2**50`` (else ``ValueError`` here, ``ES_ERR_INPUT``
+  on the device, nothing changes). The naive Bayes variance floor ``floor_i = var_smoothing * var_i`` (``var_i``
+  the variance of feature ``i`` in the start sample, 1 where that is 0) is fixed at :meth:`start`.
+* **Classes**: ``max_classes`` slots, fixed at deployment; a class not seen yet has zero counts and takes no
+  part. With integer labels and ``max_classes`` above the labels seen, the classes are ``0 .. max_classes - 1``
+  (the label is the class index); string labels get placeholders ``"<unseen k>"``. A label at or beyond the
+  slots is refused (``ValueError``, ``ES_ERR_LABEL``).
+* **Pool**: a split takes two nodes (one new leaf slot). When ``n_nodes + 2 > 2 L - 1`` the tree is full: it
+  stops growing (no split is tried any more), and its leaves keep learning their statistics and predicting.
+* **Grace**: per leaf the weight learned since its last attempt (uint32, saturating); an attempt when it reaches
+  ``grace_period`` resets it, whether or not the leaf splits (or the pool is full).
+* **Forest** (IRF): online bagging, each tree learns a row ``w ~ Poisson(lambda)`` times (Knuth's product of
+  uniforms against ``exp(-lambda)`` in float32, at most 255; ``w = 0`` skips the tree); each split attempt draws
+  ``floor(sqrt(d)) + 1`` distinct features by a partial Fisher-Yates shuffle of ``0 .. d-1`` (``r mod (d - j)``),
+  evaluated in the drawn order; every leaf keeps statistics of every feature (so AE can propagate them). The
+  random numbers are one xorshift32 stream (as in :mod:`edgestream.learners.bls`) for the whole forest, in the
+  state: per row, for tree 0, 1, ...: its Poisson draw, then the draws of its split attempt if it makes one;
+  uniforms are ``((s >> 8) + 1) 2**-24`` in (0, 1]. A single tree (``n_trees = 1``, ``lambda = 0``) uses no
+  random numbers.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..fixedpoint import softmax_q15
+from ..state import Field, RegionSpec, StateSpec
+from .bls import xorshift32
+from .base import LearnerSpec, OnlineStateLearner, Option, check_integer, restore_regions, state_context, state_tables
+
+F32 = np.float32
+MAX_FEATURES = 254  # feature 255 marks a leaf
+MAX_CLASSES = 255
+MAX_LEAVES = 16384
+MAX_TREES = 255
+LEAF = 255
+FLT_MAX = F32(np.finfo(np.float32).max)
+FEATURE_LIMIT = F32(2.0**50)
+SEED_MIX = 0x6D2B79F5
+SCORE_LIMIT = F32(2.0**29)
+EXCLUDED = -(2**30)
+Q10 = F32(1024.0)
+WEIGHT_CAP = 255
+
+LN2 = F32(0.6931471805599453)
+SQRT2 = F32(1.4142135623730951)
+INV_SQRT2 = F32(0.7071067811865476)
+LOG_SERIES = tuple(F32(1.0 / n) for n in (9, 7, 5, 3))  # Horner, highest order first, then + 1
+ERF_COEFFS = tuple(F32(a) for a in (0.0000430638, 0.0002765672, 0.0001520143, 0.0092705272, 0.0422820123,
+                                    0.0705230784))  # a6 .. a1
+ERF_LIMIT = F32(5.0)
+
+STATE_ARRAYS = ("feature", "threshold", "child", "n_nodes", "n_leaves", "class_count", "est_count", "mean", "m2",
+                "low", "high", "since", "var_floor")
+
+
+def _nodes(c: dict) -> int:
+    return c["n_trees"] * c["max_nodes"]
+
+
+def _slots(c: dict) -> int:
+    return c["n_trees"] * c["max_leaves"]
+
+
+STATE = StateSpec(
+    prefix="es_hoeffding",
+    title="Hoeffding trees with class-conditional estimator propagation (HT+AE) and their forest (IRF+AE)",
+    input_type="float",
+    config=(
+        Field("n_features", "uint8_t"), Field("n_classes", "uint8_t", "class slots (max_classes)"),
+        Field("n_trees", "uint8_t"), Field("propagate", "uint8_t", "1: children copy the parent's estimators"),
+        Field("max_nodes", "uint16_t", "per tree, 2 max_leaves - 1"), Field("max_leaves", "uint16_t", "per tree"),
+        Field("grace", "uint16_t", "weight between split attempts"),
+        Field("split_steps", "uint8_t", "thresholds low + k (high - low) / split_steps"),
+        Field("subspace", "uint8_t", "features per split attempt (n_features: all, no random draw)"),
+        Field("seed", "uint32_t", "xorshift32 start of the forest's random stream"),
+        Field("split_step", "float", "1 / split_steps"),
+        Field("log_inv_delta", "float", "ln(1 / delta)"),
+        Field("tie", "float", "tie threshold tau"),
+        Field("exp_neg_lambda", "float", "exp(-lambda) of the Poisson weights; 0 = every tree learns every row"),
+    ),
+    counters=(
+        Field("n_learned", "uint32_t", "rows learned"),
+        Field("random", "uint32_t", "xorshift32 state"),
+    ),
+    regions=(
+        RegionSpec("var_floor", "input", "float", lambda c: c["n_features"], "d, naive Bayes variance floor"),
+        RegionSpec("feature", "node pool", "uint8_t", _nodes, "trees x nodes; 255 = leaf"),
+        RegionSpec("threshold", "node pool", "float", _nodes, "trees x nodes; x <= t goes left"),
+        RegionSpec("child", "node pool", "uint16_t", _nodes, "trees x nodes; left child (right = +1) or leaf slot"),
+        RegionSpec("n_nodes", "node pool", "uint16_t", lambda c: c["n_trees"], "nodes used per tree"),
+        RegionSpec("n_leaves", "node pool", "uint16_t", lambda c: c["n_trees"], "leaf slots used per tree"),
+        RegionSpec("class_count", "leaves", "float", lambda c: _slots(c) * c["n_classes"], "slots x classes, priors"),
+        RegionSpec("est_count", "leaves", "float", lambda c: _slots(c) * c["n_classes"], "slots x classes"),
+        RegionSpec("mean", "leaves", "float", lambda c: _slots(c) * c["n_classes"] * c["n_features"],
+                   "slots x classes x d"),
+        RegionSpec("m2", "leaves", "float", lambda c: _slots(c) * c["n_classes"] * c["n_features"],
+                   "slots x classes x d, sum of squared deviations"),
+        RegionSpec("low", "leaves", "float", lambda c: _slots(c) * c["n_features"], "slots x d, smallest value"),
+        RegionSpec("high", "leaves", "float", lambda c: _slots(c) * c["n_features"], "slots x d, largest value"),
+        RegionSpec("since", "leaves", "uint32_t", _slots, "slots, weight since the last split attempt"),
+        RegionSpec("left", "scratch", "float", lambda c: c["n_classes"], "classes"),
+        RegionSpec("right", "scratch", "float", lambda c: c["n_classes"], "classes"),
+        RegionSpec("scores", "scratch", "int32_t", lambda c: c["n_classes"], "classes, Q10"),
+        RegionSpec("tree_proba", "scratch", "uint16_t", lambda c: c["n_classes"], "classes, Q15"),
+        RegionSpec("sums", "scratch", "uint32_t", lambda c: c["n_classes"], "classes, Q15 sums over trees"),
+        RegionSpec("order", "scratch", "uint8_t", lambda c: c["n_features"], "d, features of a split attempt"),
+    ),
+)
+
+
+# -- float32 arithmetic shared with the C ----------------------------------------------------------------------
+
+def horner_f32(coeffs, x: np.ndarray) -> np.ndarray:
+    """``((c0 x + c1) x + ... + c_last) x + 1``, one rounded operation at a time (``es_hoeffding``'s horner)."""
+    p = np.full_like(x, coeffs[0])
+    for c in coeffs[1:]:
+        p = p * x + c
+    return p * x + F32(1.0)
+
+
+def log_f32(x) -> np.ndarray:
+    """Natural logarithm of positive finite float32 values, elementwise, as ``es_hoeffding_log`` computes it."""
+    x = np.atleast_1d(np.asarray(x, dtype=F32))
+    subnormal = x.view(np.uint32) < 0x00800000
+    with np.errstate(over="ignore"):  # only the subnormal products are kept
+        x = np.where(subnormal, x * F32(2.0**23), x).astype(F32)
+    bits = x.view(np.uint32)
+    exponent = ((bits >> 23) & 0xFF).astype(np.int32) - 127 - np.where(subnormal, 23, 0).astype(np.int32)
+    m = ((bits & 0x007FFFFF) | 0x3F800000).astype(np.uint32).view(F32)
+    big = m > SQRT2
+    m = np.where(big, m * F32(0.5), m).astype(F32)
+    exponent = exponent + big
+    t = (m - F32(1.0)) / (m + F32(1.0))
+    r = t * horner_f32(LOG_SERIES, t * t)
+    r = r + r
+    return (exponent.astype(F32) * LN2 + r).astype(F32)
+
+
+def erf_f32(x) -> np.ndarray:
+    """The error function (Abramowitz-Stegun 7.1.28) of float32 values, elementwise, as ``es_hoeffding_erf``."""
+    x = np.atleast_1d(np.asarray(x, dtype=F32))
+    a = np.abs(x)
+    with np.errstate(over="ignore", invalid="ignore"):  # |x| >= 5 overflows, and is replaced below
+        p = horner_f32(ERF_COEFFS, a)
+        p = p * p
+        p = p * p
+        p = p * p
+        p = p * p
+        r = F32(1.0) - F32(1.0) / p
+    r = np.where(a >= ERF_LIMIT, F32(1.0), r).astype(F32)
+    return np.where(x < 0, -r, r).astype(F32)
+
+
+def gaussian_cdf(t, mean, m2, count) -> np.ndarray:
+    """``P(x <= t)`` of the Gaussian estimators (broadcast), a step at the mean when ``m2 == 0``."""
+    t, mean, m2, count = (np.asarray(v, dtype=F32) for v in (t, mean, m2, count))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        std = np.sqrt(m2 / count, dtype=F32)
+        z = (t - mean) / std
+        smooth = F32(0.5) * (F32(1.0) + erf_f32(z * INV_SQRT2))
+    step = np.where(t >= mean, F32(1.0), F32(0.0))
+    return np.where(m2 == 0, step, smooth).astype(F32)
+
+
+def entropy_f32(v: np.ndarray, total: np.ndarray) -> np.ndarray:
+    """``-sum p ln p`` over the classes (first axis) with ``p = v / total``, entries ``v <= 0`` left out."""
+    h = np.zeros(np.shape(total), dtype=F32)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for vk in v:
+            p = vk / total
+            term = p * log_f32(np.where(vk > 0, p, F32(1.0))).reshape(np.shape(p))
+            h = np.where(vk > 0, h - term, h).astype(F32)
+    return h
+
+
+def sum_f32(v: np.ndarray) -> np.ndarray:
+    """Sum over the first axis in index order, from 0."""
+    total = np.zeros(v.shape[1:], dtype=F32)
+    for vk in v:
+        total = total + vk
+    return total
+
+
+class Random:
+    """The xorshift32 stream of the forest (the state's ``random`` counter)."""
+
+    def __init__(self, state: int):
+        self.state = int(state)
+
+    def next(self) -> int:
+        self.state = xorshift32(self.state)
+        return self.state
+
+    def uniform(self) -> np.float32:
+        return F32((self.next() >> 8) + 1) * F32(2.0**-24)
+
+    def poisson(self, limit: np.float32) -> int:
+        w, p = 0, self.uniform()
+        while p > limit and w < WEIGHT_CAP:
+            w += 1
+            p = p * self.uniform()
+        return w
+
+
+def start_seed(seed: int) -> int:
+    return (int(seed) ^ SEED_MIX) & 0xFFFFFFFF or SEED_MIX
+
+
+class HoeffdingTreeClassifier(OnlineStateLearner):
+    """Hoeffding tree with class-conditional estimator propagation (HT+AE), learning on the device in a fixed node
+    pool (see the module docstring); ``propagation=False`` is the plain Hoeffding tree.
+
+    Parameters
+    ----------
+    max_leaves : leaves per tree (the pool holds ``2 max_leaves - 1`` nodes), 1..16384.
+    grace_period : weight a leaf learns between split attempts (the paper's split wait), 1..65535.
+    delta : Hoeffding bound confidence, in (0, 1).
+    tie_threshold : split anyway when the bound falls below it, >= 0.
+    split_steps : candidate thresholds per feature + 1 (the split step s = 1 / split_steps), 2..64.
+    propagation : children copy the parent's class-conditional estimators (AE); False = plain HT.
+    max_classes : class slots on the device (None: the classes of the data); labels beyond are refused.
+    var_smoothing : naive Bayes variance floor as a fraction of each feature's variance in the start sample.
+    """
+
+    input_dtype = "float32"
+    state_spec = STATE
+    state_arrays = STATE_ARRAYS
+    ready_attribute = "feature"
+    fitted_attributes = ("var_floor_", "classes_", "feature", "_config")
+    forest = False
+
+    def __init__(self, max_leaves: int = 32, grace_period: int = 100, delta: float = 0.01,
+                 tie_threshold: float = 0.05, split_steps: int = 10, propagation: bool = True,
+                 max_classes: int | None = None, var_smoothing: float = 0.01):
+        self.max_leaves = max_leaves
+        self.grace_period = grace_period
+        self.delta = delta
+        self.tie_threshold = tie_threshold
+        self.split_steps = split_steps
+        self.propagation = propagation
+        self.max_classes = max_classes
+        self.var_smoothing = var_smoothing
+        self._check_params()
+
+    # -- parameters and layout ---------------------------------------------------------------------------------
+
+    n_trees = 1
+    bagging_lambda = 0.0
+    seed = 1
+
+    def _check_params(self):
+        check_integer(self, "max_leaves", 1, MAX_LEAVES)
+        check_integer(self, "grace_period", 1, 65535)
+        check_integer(self, "split_steps", 2, 64)
+        if self.max_classes is not None:
+            check_integer(self, "max_classes", 2, MAX_CLASSES)
+        if not isinstance(self.propagation, (bool, np.bool_)):
+            raise ValueError(f"propagation={self.propagation!r} must be True or False")
+        for name, low, high in (("delta", 0.0, 1.0), ("var_smoothing", 0.0, 1e6)):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or not low < value < high:
+                raise ValueError(f"{name}={value!r} must be a number in ({low:g}, {high:g})")
+        tie = self.tie_threshold
+        if not isinstance(tie, (int, float)) or isinstance(tie, bool) or not 0 <= tie <= 1e3:
+            raise ValueError(f"tie_threshold={tie!r} must be a number from 0 to 1000")
+
+    @property
+    def max_nodes(self) -> int:
+        return 2 * self.max_leaves - 1
+
+    def n_slots(self, n_classes: int | None = None) -> int:
+        return max(self.max_classes or 0, n_classes or 0)
+
+    def subspace(self, n_features: int) -> int:
+        return n_features
+
+    def device_config(self, n_features: int | None = None, n_classes: int | None = None) -> dict:
+        """The values of the C ``es_hoeffding_config`` (features and classes default to the fitted ones)."""
+        d = self.n_features_ if n_features is None else n_features
+        c = len(self.classes_) if n_classes is None else self.n_slots(n_classes)
+        lam = float(self.bagging_lambda)
+        return {
+            "n_features": d, "n_classes": c, "n_trees": self.n_trees, "propagate": int(bool(self.propagation)),
+            "max_nodes": self.max_nodes, "max_leaves": self.max_leaves, "grace": self.grace_period,
+            "split_steps": self.split_steps, "subspace": self.subspace(d), "seed": int(self.seed),
+            "split_step": F32(1.0 / self.split_steps), "log_inv_delta": F32(math.log(1.0 / self.delta)),
+            "tie": F32(self.tie_threshold), "exp_neg_lambda": F32(math.exp(-lam)) if lam > 0 else F32(0.0),
+        }
+
+    def summary(self) -> str:
+        grown = ", ".join(str(int(n)) for n in self.n_leaves) if hasattr(self, "n_leaves") else "-"
+        kind = "+AE" if self.propagation else " (no propagation)"
+        trees = f"{self.n_trees} trees" if self.forest else "1 tree"
+        return (f"{trees}{kind}, {self.max_leaves} leaves each (grown: {grown}), {len(self.classes_)} class slots, "
+                f"{self.state_bytes()} state bytes")
+
+    def device_counters(self) -> dict:
+        return {"n_learned": self.n_learned, "random": self.random.state}
+
+    # -- setup -----------------------------------------------------------------------------------------------
+
+    def start(self, X_sample, classes) -> "HoeffdingTreeClassifier":
+        """Fix the variance floor from a sample of the stream and the class slots (see the module docstring), and
+        reset to a single empty leaf per tree."""
+        X = self._rows(X_sample)
+        if len(X) == 0:
+            raise ValueError("the start sample is empty")
+        self.classes_ = self._class_slots(np.unique(np.asarray(classes)))
+        var = X.astype(np.float64).var(axis=0)
+        floor = self.var_smoothing * np.where(var > 0, var, 1.0)
+        self.var_floor_ = np.maximum(floor, 1e-30).astype(F32)
+        self.reset()
+        return self
+
+    def _class_slots(self, classes: np.ndarray) -> np.ndarray:
+        slots = self.max_classes or len(classes)
+        if len(classes) > slots:
+            raise ValueError(f"the data has {len(classes)} classes, more than max_classes={slots}")
+        if slots < 2 and self.max_classes is None:
+            raise ValueError(f"{len(classes)} classes given, a classifier needs 2 to {MAX_CLASSES}")
+        if slots > MAX_CLASSES:
+            raise ValueError(f"{slots} classes: the device takes at most {MAX_CLASSES}")
+        if len(classes) == slots:
+            return classes
+        if classes.dtype.kind in "iu":
+            if classes.min() < 0 or classes.max() >= slots:
+                bad = classes.min() if classes.min() < 0 else classes.max()
+                raise ValueError(f"label {bad} is outside 0..{slots - 1}: with max_classes={slots} integer labels "
+                                 f"are the class indices")
+            return np.arange(slots)
+        if classes.dtype.kind in "US":
+            return np.array(list(classes) + [f"<unseen {k}>" for k in range(len(classes), slots)])
+        raise ValueError(f"max_classes above the classes of the data needs integer or string labels, not "
+                         f"{classes.dtype}")
+
+    @property
+    def n_features_(self) -> int:
+        return len(self.var_floor_)
+
+    def reset(self) -> None:
+        """One empty leaf per tree; the variance floor and classes stay."""
+        T, N, L = self.n_trees, self.max_nodes, self.max_leaves
+        C, d = len(self.classes_), self.n_features_
+        self.__dict__.pop("_config", None)
+        self.var_floor = np.array(self.var_floor_, dtype=F32)
+        self.feature = np.zeros((T, N), np.uint8)
+        self.threshold = np.zeros((T, N), F32)
+        self.child = np.zeros((T, N), np.uint16)
+        self.feature[:, 0] = LEAF
+        self.n_nodes = np.ones(T, np.uint16)
+        self.n_leaves = np.ones(T, np.uint16)
+        self.class_count = np.zeros((T, L, C), F32)
+        self.est_count = np.zeros((T, L, C), F32)
+        self.mean = np.zeros((T, L, C, d), F32)
+        self.m2 = np.zeros((T, L, C, d), F32)
+        self.low = np.zeros((T, L, d), F32)
+        self.high = np.zeros((T, L, d), F32)
+        self.low[:, 0] = FLT_MAX
+        self.high[:, 0] = -FLT_MAX
+        self.since = np.zeros((T, L), np.uint32)
+        self.n_learned = 0
+        self.random = Random(start_seed(self.seed))
+
+    def _check_ready(self):
+        if not hasattr(self, "feature"):
+            raise RuntimeError("call start(X_sample, classes) (or partial_fit) before learning")
+
+    @property
+    def _constants(self) -> dict:
+        if "_config" not in self.__dict__:
+            self._config = self.device_config()
+        return self._config
+
+    def saved_arrays(self) -> dict:
+        self._check_ready()
+        counters = np.array([self.n_learned, self.random.state], dtype=np.uint32)
+        return {name: getattr(self, name) for name in STATE_ARRAYS} | {"counters": counters}
+
+    def restore_arrays(self, arrays: dict) -> None:
+        """Take a saved state (after ``classes_`` is set); refuses arrays of the wrong layout and node tables that
+        point outside the pool."""
+        floor = arrays["var_floor"]
+        if floor.dtype != F32 or floor.ndim != 1 or not 1 <= len(floor) <= MAX_FEATURES:
+            raise ValueError(f"state 'var_floor' must be a float32 vector of 1..{MAX_FEATURES} features")
+        if not (np.isfinite(floor).all() and (floor > 0).all()):
+            raise ValueError("state 'var_floor' must be positive and finite")
+        self.var_floor_ = floor.copy()
+        self.reset()
+        restore_regions(self, STATE_ARRAYS, arrays)
+        if (self.n_nodes < 1).any() or (self.n_nodes > self.max_nodes).any() or (self.n_leaves < 1).any() \
+                or (self.n_leaves > self.max_leaves).any():
+            raise ValueError("node or leaf counts outside the pool")
+        n_learned, random = (int(v) for v in arrays["counters"])
+        self.n_learned, self.random = n_learned, Random(random)
+
+    # -- the device's steps ------------------------------------------------------------------------------------
+
+    def _rows(self, X) -> np.ndarray:
+        X = np.asarray(X, dtype=np.float64) if not isinstance(X, np.ndarray) or X.dtype.kind != "f" else X
+        if X.ndim != 2:
+            raise ValueError(f"X must have shape (rows, features), got {X.shape}")
+        if hasattr(self, "var_floor_") and X.shape[1] != self.n_features_:
+            raise ValueError(f"X has {X.shape[1]} features, the model has {self.n_features_}")
+        if not 1 <= X.shape[1] <= MAX_FEATURES:
+            raise ValueError(f"X has {X.shape[1]} features; the Hoeffding tree takes 1 to {MAX_FEATURES}")
+        X32 = X.astype(F32)
+        bad = ~(np.abs(X32) <= FEATURE_LIMIT)
+        if bad.any():
+            row, feature = np.argwhere(bad)[0]
+            raise ValueError(f"feature {feature} of row {row} is {X[row, feature]!r}; the Hoeffding tree takes "
+                             f"finite features within +-2**50 (no NaN)")
+        return X32
+
+    def _leaf_node(self, t: int, x: np.ndarray) -> int:
+        feature, threshold, child = self.feature[t], self.threshold[t], self.child[t]
+        node = 0
+        while feature[node] != LEAF:
+            node = int(child[node]) + (0 if x[feature[node]] <= threshold[node] else 1)
+        return node
+
+    def _weights(self) -> list[int]:
+        """The weight of the current row in every tree (draws the forest's random numbers for the row's
+        Poisson weights lazily, tree by tree: see :meth:`learn_encoded`)."""
+        return [1] * self.n_trees
+
+    def learn_encoded(self, x, label: int) -> None:
+        """One learning step on a float32 row and a class index (the device's ``es_hoeffding_learn``)."""
+        self._check_ready()
+        if not 0 <= int(label) < len(self.classes_):
+            raise ValueError(f"label index {label} is at or beyond max_classes={len(self.classes_)} "
+                             f"(0..{len(self.classes_) - 1})")
+        x = self._rows(np.asarray(x).reshape(1, -1))[0]
+        limit = self._constants["exp_neg_lambda"]
+        for t in range(self.n_trees):
+            w = self.random.poisson(limit) if limit > 0 else 1
+            if w:
+                self._learn_tree(t, x, int(label), w)
+        self.n_learned = (self.n_learned + 1) & 0xFFFFFFFF
+
+    def _learn_tree(self, t: int, x: np.ndarray, k: int, w: int) -> None:
+        node = self._leaf_node(t, x)
+        s = int(self.child[t, node])
+        wf = F32(w)
+        self.class_count[t, s, k] = self.class_count[t, s, k] + wf
+        count = self.est_count[t, s, k] + wf
+        self.est_count[t, s, k] = count
+        mean = self.mean[t, s, k]
+        d = x - mean
+        new_mean = mean + (wf / count) * d
+        m2 = self.m2[t, s, k] + (wf * d) * (x - new_mean)
+        self.m2[t, s, k] = np.where(m2 < 0, F32(0.0), m2)  # rounding never makes it negative
+        self.mean[t, s, k] = new_mean
+        self.low[t, s] = np.where(x < self.low[t, s], x, self.low[t, s])
+        self.high[t, s] = np.where(x > self.high[t, s], x, self.high[t, s])
+        self.since[t, s] = min(int(self.since[t, s]) + w, 0xFFFFFFFF)
+        if self.since[t, s] >= self.grace_period:
+            self.since[t, s] = 0
+            if int(self.n_nodes[t]) + 2 <= self.max_nodes:
+                self._attempt(t, node, s)
+
+    def _features(self, d: int) -> np.ndarray:
+        m = self.subspace(d)
+        order = np.arange(d)
+        if m >= d:
+            return order
+        for j in range(m):
+            r = self.random.next() % (d - j)
+            order[j], order[j + r] = order[j + r], order[j]
+        return order[:m]
+
+    def _candidates(self, t: int, s: int, features: np.ndarray):
+        """Entropy after every candidate split (features x thresholds; inf where a feature has no range), the
+        thresholds and the entropy before."""
+        config = self._constants
+        counts = self.class_count[t, s]
+        n = sum_f32(counts[:, None])[0]
+        steps = np.arange(1, self.split_steps, dtype=F32)
+        low, high = self.low[t, s, features], self.high[t, s, features]
+        valid = high > low
+        with np.errstate(over="ignore", invalid="ignore"):
+            step = (high - low) * config["split_step"]
+            thresholds = low[:, None] + steps[None, :] * step[:, None]
+        left, right = self._split_priors(t, s, features, thresholds, counts, n)
+        wl, wr = sum_f32(left), sum_f32(right)
+        ent = wl * entropy_f32(left, wl) + wr * entropy_f32(right, wr)
+        ent = np.where(valid[:, None], ent, F32(np.inf))
+        e0 = entropy_f32(counts[:, None], np.array([n], F32))[0]
+        return ent, thresholds, e0, n
+
+    def _split_priors(self, t, s, features, thresholds, counts, n):
+        """``l_k`` and ``r_k`` (classes x thresholds' shape) of eq. 8 at the given thresholds."""
+        C = len(counts)
+        left = np.zeros((C,) + thresholds.shape, F32)
+        right = np.zeros_like(left)
+        for k in range(C):
+            count = self.est_count[t, s, k]
+            if count == 0:
+                continue
+            shape = (-1,) + (1,) * (thresholds.ndim - 1)
+            lp = gaussian_cdf(thresholds, self.mean[t, s, k, features].reshape(shape),
+                              self.m2[t, s, k, features].reshape(shape), count)
+            prior = counts[k] / n
+            left[k] = lp * prior
+            right[k] = (F32(1.0) - lp) * prior
+        return left, right
+
+    def _attempt(self, t: int, node: int, s: int) -> None:
+        features = self._features(self.n_features_)
+        ent, thresholds, e0, n = self._candidates(t, s, features)
+        best = int(np.argmin(ent))
+        best_ent = ent.reshape(-1)[best]
+        if not np.isfinite(best_ent):
+            return
+        gain = e0 - best_ent
+        if not gain > 0:
+            return
+        config = self._constants
+        present = int((self.class_count[t, s] > 0).sum())
+        r = log_f32(F32(max(2, present)))[0]
+        eps2 = (r * r) * config["log_inv_delta"] / (n + n)
+        tie = config["tie"]
+        if gain * gain > eps2 or eps2 < tie * tie:
+            f, j = divmod(best, ent.shape[1])
+            self._split(t, node, s, int(features[f]), thresholds[f, j], n)
+
+    def _split(self, t: int, node: int, s: int, f: int, threshold: np.float32, n: np.float32) -> None:
+        counts = self.class_count[t, s].copy()
+        left, right = self._split_priors(t, s, np.array([f]), np.array([threshold], F32), counts, n)
+        a, s2 = int(self.n_nodes[t]), int(self.n_leaves[t])
+        self.feature[t, node], self.threshold[t, node], self.child[t, node] = f, threshold, a
+        self.feature[t, a], self.threshold[t, a], self.child[t, a] = LEAF, 0, s
+        self.feature[t, a + 1], self.threshold[t, a + 1], self.child[t, a + 1] = LEAF, 0, s2
+        self.n_nodes[t] += 2
+        self.n_leaves[t] += 1
+        if self.propagation:
+            for name in ("est_count", "mean", "m2", "low", "high"):
+                getattr(self, name)[t, s2] = getattr(self, name)[t, s]
+            self.high[t, s, f] = threshold
+            self.low[t, s2, f] = threshold
+        else:
+            for slot in (s, s2):
+                for name in ("est_count", "mean", "m2"):
+                    getattr(self, name)[t, slot] = 0
+                self.low[t, slot], self.high[t, slot] = FLT_MAX, -FLT_MAX
+        self.class_count[t, s] = n * left[:, 0]
+        self.class_count[t, s2] = n * right[:, 0]
+        self.since[t, s] = self.since[t, s2] = 0
+
+    def encode_label(self, label) -> int:
+        self._check_ready()
+        index = {value: i for i, value in enumerate(self.classes_.tolist())}.get(
+            label.item() if isinstance(label, np.generic) else label)
+        if index is None:
+            raise ValueError(f"label {label!r} is not one of the {len(self.classes_)} class slots "
+                             f"(max_classes={len(self.classes_)}): {self.classes_.tolist()}")
+        return index
+
+    # -- prediction ------------------------------------------------------------------------------------------
+
+    def _route(self, t: int, X: np.ndarray) -> np.ndarray:
+        """Leaf node of every row in tree ``t``."""
+        nodes = np.zeros(len(X), dtype=np.int64)
+        feature, threshold, child = self.feature[t], self.threshold[t], self.child[t]
+        rows = np.arange(len(X))
+        while True:
+            inner = feature[nodes] != LEAF
+            if not inner.any():
+                return nodes
+            f = feature[nodes[inner]].astype(np.int64)
+            go_right = X[rows[inner], f] > threshold[nodes[inner]]
+            nodes[inner] = child[nodes[inner]].astype(np.int64) + go_right
+
+    def tree_scores(self, t: int, X: np.ndarray) -> np.ndarray:
+        """Q10 int32 scores (rows, classes) of tree ``t``: ``EXCLUDED`` for classes out of the naive Bayes."""
+        slots = self.child[t, self._route(t, X)].astype(np.int64)
+        out = np.full((len(X), len(self.classes_)), EXCLUDED, dtype=np.int32)
+        for s in np.unique(slots):
+            rows = np.flatnonzero(slots == s)
+            out[rows] = self._leaf_scores(t, int(s), X[rows])
+        return out
+
+    def _leaf_scores(self, t: int, s: int, X: np.ndarray) -> np.ndarray:
+        counts, est = self.class_count[t, s], self.est_count[t, s]
+        n = sum_f32(counts[:, None])[0]
+        out = np.full((len(X), len(counts)), EXCLUDED, dtype=np.int32)
+        if not n > 0:
+            return out
+        nb = (counts > 0) & (est > 0)
+        included = nb if nb.any() else counts > 0
+        for k in np.flatnonzero(included):
+            score = np.full(len(X), log_f32(counts[k] / n)[0], dtype=F32)
+            if nb.any():
+                acc = np.zeros(len(X), F32)
+                for j in range(self.n_features_):
+                    var = self.m2[t, s, k, j] / est[k]
+                    var = var + self.var_floor[j]
+                    dd = X[:, j] - self.mean[t, s, k, j]
+                    q = (dd * dd) / var
+                    q = q + log_f32(var)[0]
+                    acc = acc + q
+                score = score - acc * F32(0.5)
+            q10 = np.clip(score * Q10, -SCORE_LIMIT, SCORE_LIMIT)
+            out[:, k] = np.trunc(q10).astype(np.int32)
+        return out
+
+    def predict_proba_q15(self, X) -> np.ndarray:
+        self._check_ready()
+        rows = self._rows(X)
+        sums = np.zeros((len(rows), len(self.classes_)), dtype=np.int64)
+        for t in range(self.n_trees):
+            sums += softmax_q15(self.tree_scores(t, rows).reshape(len(rows), -1)).astype(np.int64)
+        T = self.n_trees
+        return ((sums + T // 2) // T).astype(np.uint16)
+
+    def predict_encoded(self, X) -> np.ndarray:
+        return np.argmax(self.predict_proba_q15(X), axis=1).astype(np.uint8)
+
+
+class IncrementalRandomForest(HoeffdingTreeClassifier):
+    """Incremental random forest of HT+AE trees (IRF+AE; ``propagation=False``: IRF): online bagging with
+    Poisson(``bagging_lambda``) weights, ``floor(sqrt(d)) + 1`` random features per split attempt, statistics of
+    every feature at the leaves, no drift detectors (see the module docstring).
+
+    Parameters: those of :class:`HoeffdingTreeClassifier`, and
+    n_trees : trees, 1..255.
+    bagging_lambda : the Poisson mean of the bagging weights, in (0, 50].
+    seed : start of the random stream (uint32).
+    """
+
+    forest = True
+
+    def __init__(self, n_trees: int = 10, max_leaves: int = 16, grace_period: int = 100, delta: float = 0.01,
+                 tie_threshold: float = 0.05, split_steps: int = 10, propagation: bool = True,
+                 max_classes: int | None = None, var_smoothing: float = 0.01, bagging_lambda: float = 5.0,
+                 seed: int = 1):
+        self.n_trees = n_trees
+        self.bagging_lambda = bagging_lambda
+        self.seed = seed
+        super().__init__(max_leaves, grace_period, delta, tie_threshold, split_steps, propagation, max_classes,
+                         var_smoothing)
+
+    def _check_params(self):
+        super()._check_params()
+        check_integer(self, "n_trees", 1, MAX_TREES)
+        check_integer(self, "seed", 0, 2**32 - 1)
+        lam = self.bagging_lambda
+        if not isinstance(lam, (int, float)) or isinstance(lam, bool) or not 0 < lam <= 50:
+            raise ValueError(f"bagging_lambda={lam!r} must be a number in (0, 50]")
+
+    def subspace(self, n_features: int) -> int:
+        return min(n_features, math.isqrt(n_features) + 1)
+
+
+# -- the registry's view ---------------------------------------------------------------------------------------
+
+LEAVES = Option("--max-leaves", "max_leaves", int, "leaves per tree: the node pool holds 2 N - 1 nodes", "N")
+OPTIONS = (
+    LEAVES,
+    Option("--grace-period", "grace_period", int, "weight a leaf learns between split attempts", "N"),
+    Option("--delta", "delta", float, "Hoeffding bound confidence", "X"),
+    Option("--tie-threshold", "tie_threshold", float, "split anyway when the bound falls below it", "X"),
+    Option("--split-steps", "split_steps", int, "candidate thresholds per feature + 1 (split step 1/N)", "N"),
+    Option("--no-propagation", "propagation", bool, "plain Hoeffding tree: children start without the parent's "
+           "class-conditional estimators", const=False),
+    Option("--max-classes", "max_classes", int, "class slots on the device (labels 0..N-1)", "N"),
+    Option("--var-smoothing", "var_smoothing", float, "naive Bayes variance floor (fraction of the variance)", "X"),
+)
+
+HT_LADDER = tuple({"max_leaves": n} for n in (256, 128, 96, 64, 48, 32, 24, 16, 12, 8, 6, 4, 3, 2, 1))
+IRF_LADDER = tuple({"n_trees": t, "max_leaves": n} for t, n in (
+    (40, 32), (20, 32), (20, 16), (10, 16), (10, 8), (8, 8), (5, 8), (5, 4), (3, 4), (3, 2), (2, 2), (1, 2),
+    (1, 1)))
+
+RUNTIME = ("es_common", "es_f32", "es_fixed", "es_hoeffding")
+
+SPEC = LearnerSpec(
+    name="hoeffding", cls=HoeffdingTreeClassifier,
+    summary="Hoeffding tree with class-conditional estimator propagation (HT+AE), learning in a fixed node pool",
+    options=OPTIONS, learning=True, online=True, runtime=RUNTIME, template="hoeffding.c.j2",
+    context=state_context, tables=state_tables(STATE), ladder=HT_LADDER, state=STATE)
+
+IRF_SPEC = LearnerSpec(
+    name="irf", cls=IncrementalRandomForest,
+    summary="incremental random forest of HT+AE trees (online bagging, random features per split)",
+    options=OPTIONS + (Option("--n-trees", "n_trees", int, "number of trees (1..255)", "T"),
+                       Option("--bagging-lambda", "bagging_lambda", float, "Poisson mean of online bagging", "X"),
+                       Option("--seed", "seed", int, "seed of the random stream", "N")),
+    learning=True, online=True, runtime=RUNTIME, template="hoeffding.c.j2",
+    context=state_context, tables=state_tables(STATE), ladder=IRF_LADDER, state=STATE)

@@ -1,0 +1,340 @@
+"""HT+AE and IRF+AE: the C runtime (es_hoeffding.c) equals the Python specification bit for bit after every
+learning step (class-incremental orders, full pools, forests); the shared float32 approximations; propagation
+keeps old classes where the plain tree forgets them; memory bounds; bad input; the CLI and emulated devices."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from edgestream.export import export_bundle
+from edgestream.learners.hoeffding import (LEAF, STATE, HoeffdingTreeClassifier, IncrementalRandomForest,
+                                           erf_f32, log_f32)
+from edgestream.modelfile import model_bytes, model_from_bytes
+from edgestream.simulate import RuntimeLearner, load_bundle, runtime
+from edgestream.state import runtime_header_path
+
+ES_ERR_MODEL, ES_ERR_LABEL, ES_ERR_INPUT = 2, 3, 5
+STATE_REGIONS = ("var_floor", "feature", "threshold", "child", "n_nodes", "n_leaves", "class_count", "est_count",
+                 "mean", "m2", "low", "high", "since")
+
+
+def bits(values) -> np.ndarray:
+    values = np.ascontiguousarray(values).reshape(-1)
+    return values.view(np.uint32) if values.dtype == np.float32 else values
+
+
+class Device(RuntimeLearner):
+    """The compiled runtime on a learner's exported state (numpy regions), plus the class-only call."""
+
+    def __init__(self, learner):
+        super().__init__(learner)
+        self.load_export(learner)
+        self.out = self.ffi.new("uint8_t *")
+
+    def proba_of(self, x) -> tuple[int, np.ndarray]:
+        proba = np.zeros(self.n_classes, dtype=np.uint16)
+        return self.predict_proba_status(x, proba), proba
+
+    def predict(self, x) -> tuple[int, int]:
+        row = np.ascontiguousarray(x, dtype=np.float32)
+        work, proba = self.ffi.new("uint32_t[]", self.n_classes), self.ffi.new("uint16_t[]", self.n_classes)
+        status = self.lib.es_hoeffding_predict(self.model, self.ffi.from_buffer("float[]", row), work, proba,
+                                               self.out)
+        return status, self.out[0]
+
+    def snapshot(self) -> dict:
+        return {name: self.regions[name].copy() for name in STATE_REGIONS} | self.counter_values()
+
+
+def assert_same_state(learner, device, where=""):
+    for name in STATE_REGIONS:
+        assert np.array_equal(bits(getattr(learner, name)), bits(device.regions[name])), f"{name} differs {where}"
+    assert device.counter_values() == {"n_learned": learner.n_learned, "random": learner.random.state}
+
+
+# -- the float32 approximations shared by both sides -----------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def lib():
+    return runtime()[1]
+
+
+def test_log_and_erf_are_the_same_bits_and_accurate(lib):
+    rng = np.random.default_rng(0)
+    positive = np.concatenate([rng.integers(1, 0x7F800000, 20_000, dtype=np.uint32).view(np.float32),
+                               np.float32([1, 2, 0.5, 1.4142135, 1.4142137, 1e-45, 1.17549435e-38, 3e38])])
+    got = np.array([lib.es_hoeffding_log(float(v)) for v in positive], dtype=np.float32)
+    assert np.array_equal(bits(got), bits(log_f32(positive)))
+    exact = np.log(positive.astype(np.float64))
+    assert np.all(np.abs(got - exact) <= 2e-7 * np.maximum(1, np.abs(exact)))
+    x = np.concatenate([np.linspace(-7, 7, 20_001, dtype=np.float32), np.float32([0, -0.0, 5, -5, 4.9999995])])
+    got = np.array([lib.es_hoeffding_erf(float(v)) for v in x], dtype=np.float32)
+    assert np.array_equal(bits(got), bits(erf_f32(x)))
+    assert max(abs(float(g) - math.erf(float(v))) for g, v in zip(got, x)) < 2e-6
+
+
+# -- the C equals Python after every step ----------------------------------------------------------------------
+
+values = st.sampled_from([0.0, -0.0, 1.0, -1.0, 0.5, 2.5, 3.0, 1e-3, -7.25, 100.0, 1e6, -1e12])
+
+
+@st.composite
+def streams(draw):
+    d = draw(st.integers(1, 4))
+    n_classes = draw(st.integers(2, 4))
+    n = draw(st.integers(1, 24))
+    X = np.array(draw(st.lists(st.lists(st.one_of(values, st.floats(-50, 50, width=32)), min_size=d, max_size=d),
+                               min_size=n, max_size=n)), np.float32)
+    y = np.array(draw(st.lists(st.integers(0, n_classes - 1), min_size=n, max_size=n)))
+    if draw(st.booleans()):  # class-incremental: one class after another
+        order = np.argsort(y, kind="stable")
+        X, y = X[order], y[order]
+    params = dict(max_leaves=draw(st.integers(1, 5)), grace_period=draw(st.integers(1, 6)),
+                  tie_threshold=draw(st.sampled_from([0.0, 0.05, 2.0, 50.0])),
+                  split_steps=draw(st.sampled_from([2, 3, 10])), propagation=draw(st.booleans()),
+                  max_classes=draw(st.sampled_from([None, n_classes + 2])),
+                  delta=draw(st.sampled_from([0.01, 0.5])))
+    if draw(st.booleans()):
+        params.update(n_trees=draw(st.integers(1, 3)), bagging_lambda=draw(st.sampled_from([0.5, 5.0])),
+                      seed=draw(st.integers(0, 2**32 - 1)))
+    return params, X, y, n_classes
+
+
+@given(streams())
+@settings(max_examples=220)
+def test_c_equals_python_after_every_step(stream):
+    params, X, y, n_classes = stream
+    cls = IncrementalRandomForest if "n_trees" in params else HoeffdingTreeClassifier
+    learner = cls(**params).start(X[: max(1, len(X) // 3)], np.arange(n_classes))
+    device = Device(learner)
+    assert_same_state(learner, device, "at start")
+    for i, (x, label) in enumerate(zip(X, y)):
+        status, proba = device.proba_of(x)
+        assert status == 0 and np.array_equal(proba, learner.predict_proba_q15(x[None])[0]), f"row {i}"
+        assert device.predict(x) == (0, learner.predict_encoded(x[None])[0]), f"row {i}"
+        learner.learn_encoded(x, int(label))
+        assert device.learn(x, int(label)) == 0
+        assert_same_state(learner, device, f"after row {i}")
+    assert (learner.n_nodes <= learner.max_nodes).all() and (learner.n_nodes == 2 * learner.n_leaves - 1).all()
+
+
+def class_incremental(n_per_class=300, n_classes=5, d=6, seed=0, test=200):
+    """Gaussian blobs, the training rows ordered class after class; a shuffled hold-out of every class."""
+    rng = np.random.default_rng(seed)
+    centers = rng.normal(scale=3.0, size=(n_classes, d))
+
+    def draw(n):
+        y = np.repeat(np.arange(n_classes), n)
+        return (centers[y] + rng.normal(size=(len(y), d))).astype(np.float32), y
+
+    (X, y), (Xt, yt) = draw(n_per_class), draw(test // n_classes)
+    return X, y, Xt, yt
+
+
+def test_propagation_keeps_old_classes_where_the_plain_tree_forgets():
+    X, y, Xt, yt = class_incremental()
+    scores = {}
+    for propagation in (True, False):
+        learner = HoeffdingTreeClassifier(max_leaves=32, grace_period=50, propagation=propagation)
+        learner.start(X[:100], np.arange(5)).partial_fit(X, y)
+        assert learner.n_leaves[0] > 3
+        scores[propagation] = learner.score(Xt, yt)
+    assert scores[True] > 0.9 and scores[True] > scores[False] + 0.2
+
+
+def test_full_pool_stops_growing_and_keeps_learning():
+    X, y, Xt, yt = class_incremental(seed=1)
+    learner = IncrementalRandomForest(n_trees=3, max_leaves=3, grace_period=20).start(X[:100], np.arange(5))
+    learner.partial_fit(X[:900], y[:900])
+    assert (learner.n_leaves == 3).all() and (learner.n_nodes == 5).all()
+    nodes = (learner.feature.copy(), learner.threshold.copy(), learner.child.copy())
+    counts = learner.class_count.sum()
+    device = Device(learner)
+    for x, label in zip(X[900:], y[900:]):
+        learner.learn_encoded(x, int(label))
+        assert device.learn(x, int(label)) == 0
+    assert_same_state(learner, device, "after a full pool")
+    for before, after in zip(nodes, (learner.feature, learner.threshold, learner.child)):
+        assert np.array_equal(before, after)
+    assert learner.class_count.sum() > counts  # the leaves still learn
+
+
+# -- memory, model files, bad input ----------------------------------------------------------------------------
+
+def test_header_layout_and_bundle_size(tmp_path):
+    assert runtime_header_path(STATE).read_text() == STATE.header()
+    ffi, _ = runtime()
+    assert ffi.sizeof("es_hoeffding_config") == STATE.config_bytes()
+    learner = IncrementalRandomForest(n_trees=2, max_leaves=4, max_classes=5).start(np.eye(3), [0, 1, 2])
+    T, N, L, C, d = 2, 7, 4, 5, 3
+    expected = {"var_floor": d, "feature": T * N, "threshold": T * N, "child": T * N, "n_nodes": T, "n_leaves": T,
+                "class_count": T * L * C, "est_count": T * L * C, "mean": T * L * C * d, "m2": T * L * C * d,
+                "low": T * L * d, "high": T * L * d, "since": T * L, "left": C, "right": C, "scores": C,
+                "tree_proba": C, "sums": C, "order": d}
+    assert {r.name: r.count for r in learner.layout().regions} == expected
+    bundle = load_bundle(export_bundle(learner, tmp_path / "b", name="irf"))
+    assert bundle.state_size() == learner.state_bytes() == learner.layout().size()
+    assert learner.state_bytes(packed=True) < learner.state_bytes()
+
+
+def test_model_file_round_trip():
+    X, y, Xt, _ = class_incremental(n_per_class=60)
+    learner = IncrementalRandomForest(n_trees=2, max_leaves=4, grace_period=20, seed=7)
+    learner.fit(X, np.array(["a", "b", "c", "d", "e"])[y])
+    copy = model_from_bytes(model_bytes(learner))
+    assert type(copy) is IncrementalRandomForest and copy.get_params() == learner.get_params()
+    for name in STATE_REGIONS:
+        assert np.array_equal(bits(getattr(copy, name)), bits(getattr(learner, name)))
+    assert copy.random.state == learner.random.state and copy.n_learned == learner.n_learned
+    assert np.array_equal(copy.predict_proba_q15(Xt), learner.predict_proba_q15(Xt))
+    arrays = learner.saved_arrays()
+    with pytest.raises(ValueError, match="node or leaf counts outside the pool"):
+        copy.restore_arrays(dict(arrays, n_nodes=np.full_like(arrays["n_nodes"], 99)))
+
+
+def test_classes_after_deployment():
+    X, y, _, _ = class_incremental(n_per_class=40, n_classes=3)
+    learner = HoeffdingTreeClassifier(max_classes=6).start(X[:40], [0])
+    assert learner.classes_.tolist() == [0, 1, 2, 3, 4, 5]
+    assert np.array_equal(learner.predict_proba_q15(X[:1]), [[5462, 5462, 5461, 5461, 5461, 5461]])
+    device = Device(learner)
+    for x, label in zip(X, y):  # classes 1 and 2 arrive after the export
+        learner.learn_one(x, int(label))
+        assert device.learn(x, int(label)) == 0
+    assert_same_state(learner, device)
+    proba = learner.predict_proba_q15(X)
+    assert (proba[:, 3:] == 0).all() and learner.score(X, y) > 0.9
+    with pytest.raises(ValueError, match="label 6 is not one of the 6 class slots"):
+        learner.learn_one(X[0], 6)
+    with pytest.raises(ValueError, match="label 7 is outside 0..5"):
+        HoeffdingTreeClassifier(max_classes=6).start(X, [0, 7])
+    with pytest.raises(ValueError, match="the data has 3 classes, more than max_classes=2"):
+        HoeffdingTreeClassifier(max_classes=2).start(X, [0, 1, 2])
+    strings = HoeffdingTreeClassifier(max_classes=4).start(X, ["x", "y"])
+    assert strings.classes_.tolist() == ["x", "y", "<unseen 2>", "<unseen 3>"]
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf, 2.0**51])
+def test_bad_rows_and_labels_change_nothing(bad):
+    X, y, _, _ = class_incremental(n_per_class=30, n_classes=3)
+    learner = IncrementalRandomForest(n_trees=2, max_leaves=4, grace_period=10, max_classes=4).fit(X, y)
+    device = Device(learner)
+    before = device.snapshot()
+    row = X[0].copy()
+    row[2] = bad
+    assert device.learn(row, 0) == ES_ERR_INPUT
+    assert device.proba_of(row)[0] == ES_ERR_INPUT and device.predict(row)[0] == ES_ERR_INPUT
+    assert device.learn(X[0], 4) == ES_ERR_LABEL and device.learn(X[0], 255) == ES_ERR_LABEL
+    after = device.snapshot()
+    assert all(np.array_equal(bits(before[k]), bits(after[k])) for k in STATE_REGIONS)
+    assert before["n_learned"] == after["n_learned"] and before["random"] == after["random"]
+    saved = learner.saved_arrays()
+    with pytest.raises(ValueError, match="feature 2 of row 0 is .*finite features within"):
+        learner.learn_one(row, 0)
+    with pytest.raises(ValueError, match="label index 4 is at or beyond max_classes=4"):
+        learner.learn_encoded(X[0], 4)
+    with pytest.raises(ValueError, match="finite features"):
+        learner.predict(row[None])
+    assert all(np.array_equal(bits(v), bits(getattr(learner, k))) for k, v in saved.items() if k != "counters")
+    assert learner.n_learned == len(X)
+
+
+def test_corrupt_node_table_is_refused_on_the_device():
+    X, y, _, _ = class_incremental(n_per_class=30, n_classes=3)
+    learner = HoeffdingTreeClassifier(max_leaves=4, grace_period=10).fit(X, y)
+    device = Device(learner)
+    device.regions["child"][0] = 60000  # the root points outside the pool
+    before = device.snapshot()
+    assert device.learn(X[0], 0) == ES_ERR_MODEL and device.proba_of(X[0])[0] == ES_ERR_MODEL
+    after = device.snapshot()
+    assert all(np.array_equal(bits(before[k]), bits(after[k])) for k in STATE_REGIONS)
+
+
+@pytest.mark.parametrize("params, message", [
+    (dict(max_leaves=0), "max_leaves=0 must be an integer from 1 to 16384"),
+    (dict(grace_period=0), "grace_period=0"),
+    (dict(delta=1.5), r"delta=1.5 must be a number in \(0, 1\)"),
+    (dict(split_steps=1), "split_steps=1"),
+    (dict(max_classes=300), "max_classes=300 must be an integer from 2 to 255"),
+    (dict(propagation="yes"), "propagation='yes' must be True or False"),
+])
+def test_bad_parameters(params, message):
+    with pytest.raises(ValueError, match=message):
+        HoeffdingTreeClassifier(**params)
+    with pytest.raises(ValueError, match="n_trees=0"):
+        IncrementalRandomForest(n_trees=0)
+
+
+def test_budget_sizes_pool_and_refuses_a_ram_too_small_for_a_root():
+    from edgestream.boards import load_board
+    from edgestream.budget import plan
+
+    board = load_board("stm32f411")
+    budget = plan("hoeffding", board, 16, 10, ram=16 * 1024, max_classes=12)
+    assert budget.params["max_leaves"] == 8 and budget.ram_bytes <= 16 * 1024 and budget.config["classes"] == 10
+    assert plan("hoeffding", board, 16, 10, ram=16 * 1024).params["max_leaves"] == 8
+    with pytest.raises(ValueError, match="no hoeffding configuration for 64 features and 10 classes fits 4,096 "
+                                         "bytes of RAM"):
+        plan("hoeffding", board, 64, 10, ram=4096)
+    assert plan("irf", board, 16, 10, ram=64 * 1024).params["n_trees"] >= 3
+
+
+# -- CLI and emulated devices ----------------------------------------------------------------------------------
+
+def write_csv(path, X, y):
+    header = ",".join([f"f{j}" for j in range(X.shape[1])] + ["label"])
+    np.savetxt(path, np.column_stack([X, y]), fmt=["%.9g"] * X.shape[1] + ["%d"], delimiter=",", header=header,
+               comments="")
+    return path
+
+
+def test_cli_fit_export_simulate(tmp_path, capsys):
+    from edgestream.cli import main
+
+    X, y, _, _ = class_incremental(n_per_class=60, n_classes=4, d=4)
+    data = write_csv(tmp_path / "ci.csv", X, y)
+    for args, text in ((["--learner", "hoeffding", "--no-propagation", "--max-leaves", "8"], "1 tree (no propagation)"),
+                       (["--learner", "irf", "--n-trees", "3", "--max-classes", "6", "--grace-period", "40"],
+                        "3 trees+AE")):
+        model, bundle = tmp_path / f"{args[1]}.esm", tmp_path / args[1]
+        assert main(["fit", str(data), "--label", "label", *args, "-o", str(model)]) == 0
+        assert text in capsys.readouterr().out
+        assert main(["export", str(model), "-o", str(bundle)]) == 0
+        capsys.readouterr()
+        assert main(["simulate", str(bundle), str(data), "--label", "label", "--learn", "--json"]) == 0
+        report = json.loads(capsys.readouterr().out)
+        assert report["mismatches"] == 0 and report["n"] == len(X) and report["accuracy"] == report["python_accuracy"]
+    assert main(["fit", str(data), "--label", "label", "--learner", "bls", "--no-propagation", "-o",
+                 str(tmp_path / "x.esm")]) == 2
+    assert "--no-propagation does not apply to --learner bls" in capsys.readouterr().err
+    assert main(["budget", "--learner", "hoeffding", "--board", "stm32f411", "--ram", "8KiB", "--features", "4",
+                 "--classes", "4"]) == 0
+    assert capsys.readouterr().out.startswith("hoeffding on stm32f411: max_leaves=32, features=4, classes=4")
+
+
+@pytest.mark.parametrize("board", ["rp2040", "stm32f411"])
+def test_emulated_device_learns_like_python(tmp_path, board):
+    """Cortex-M0 (soft float) and Cortex-M4F under QEMU: from an exported early state, every class and Q15
+    probability of a class-incremental test-then-train run equals Python's, splits on the device included."""
+    from edgestream.targets import run
+
+    X, y, _, _ = class_incremental(n_per_class=50, n_classes=4, d=4, seed=3)
+    learner = IncrementalRandomForest(n_trees=2, max_leaves=6, grace_period=15, max_classes=5)
+    learner.start(X[:20], np.arange(4)).partial_fit(X[:20], y[:20])
+    bundle = export_bundle(learner, tmp_path / board, name="irf")
+    result = run(bundle, board, X[20:], y[20:], learn=True)
+    classes, proba = [], []
+    for x, label in zip(X[20:], y[20:]):
+        proba.append(learner.predict_proba_q15(x[None])[0])
+        classes.append(learner.predict_encoded(x[None])[0])
+        learner.learn_encoded(x, int(label))
+    assert (learner.n_leaves > 2).all()
+    assert np.array_equal(result.classes, classes) and np.array_equal(result.proba, proba)
+
+
+def test_leaf_marker_is_the_runtime_one():
+    assert LEAF == 255
