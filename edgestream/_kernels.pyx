@@ -273,3 +273,450 @@ def shrub_gradient_steps(const uint16_t[:, ::1] leaf_values, const uint16_t[:, :
                         g += residual[s, c] * leaf_values[leaves[s, k], c]
                 w = weights[k] - trunc_div(trunc_div(g, n * n_classes) * alpha, 1 << 30)
                 weights[k] = min(max(w, -weight_limit), weight_limit)
+
+
+# -- shrub ensembles: the whole learning step over the state arrays (the specification is learners/shrubs.py) ----
+
+from libc.stdint cimport int32_t
+
+cdef enum:
+    NONE = 0xFFFF           # no node / no bin seen yet
+    STATS = 6               # split_stats words per splittable node
+    ST_N_LEFT = 0
+    ST_LAST = 1             # last bin seen in the scan, then the local index of the left child
+    ST_BEST_LO = 2
+    ST_BEST_HI = 3
+    ST_BEST_DEN = 4
+    ST_CHOICE = 5           # feature << 8 | threshold, NONE: no split better than the parent
+    LEAF_MARK = 0x10000     # ST_CHOICE of a node that may not split
+    WEIGHT_LIMIT = 1 << 17
+
+
+cdef inline uint16_t tree_leaf(const Node *nodes, uint16_t root, const uint8_t *row) noexcept nogil:
+    cdef uint16_t i = root
+    while nodes[i].feature != LEAF:
+        i = nodes[i].child + (row[nodes[i].feature] > nodes[i].threshold)
+    return nodes[i].child
+
+
+cdef inline uint32_t pair_term(const uint16_t *a, const uint16_t *b, int n_classes) noexcept nogil:
+    """floor(sum_c a[c] * b[c] / 2**15) of two Q15 leaf rows (the sum stays below 2**31)."""
+    cdef uint32_t t = 0
+    cdef int c
+    for c in range(n_classes):
+        t += <uint32_t>a[c] * b[c]
+    return t >> 15
+
+
+cdef inline uint64_t xlog2x_u(uint64_t c) noexcept nogil:
+    return c * log2_q16(c) if c > 1 else 0
+
+
+cdef class ShrubKernel:
+    """One shrub ensemble's learning step and prediction on its state arrays (views of the Python learner's).
+
+    ``counters`` is a uint16 array (head, count, n_shrubs, since_update) shared with the learner.
+    """
+    cdef uint8_t[::1] window_bins, window_labels, rank, cand_slot
+    cdef Node[::1] nodes
+    cdef uint16_t[::1] leaf_values, roots, weights, sorted_rows, leaf_cache, node_of, split_counts, counters
+    cdef uint32_t[::1] gram, label_sum, split_stats
+    cdef int32_t[::1] work_weights
+    cdef int d, n_classes, depth, criterion, window, max_shrubs, burnin, update_every, slots, nps, lps
+    cdef uint32_t min_samples_leaf, step_q16
+
+    def __init__(self, dict arrays, uint16_t[::1] counters, int n_features, int n_classes, int max_depth,
+                 int criterion, int window_size, int max_shrubs, int min_samples_leaf, int burnin, int update_every,
+                 uint32_t step_q16):
+        self.window_bins = arrays["window_bins"].reshape(-1)
+        self.window_labels = arrays["window_labels"]
+        self.nodes = arrays["nodes"]
+        self.leaf_values = arrays["leaf_values"].reshape(-1)
+        self.roots = arrays["roots"]
+        self.weights = arrays["weights"]
+        self.sorted_rows = arrays["sorted_rows"]
+        self.leaf_cache = arrays["leaf_cache"]
+        self.gram = arrays["gram"]
+        self.label_sum = arrays["label_sum"]
+        self.node_of = arrays["node_of"]
+        self.split_counts = arrays["split_counts"]
+        self.split_stats = arrays["split_stats"]
+        self.work_weights = arrays["work_weights"]
+        self.rank = arrays["rank"]
+        self.cand_slot = arrays["cand_slot"]
+        self.counters = counters
+        self.d, self.n_classes, self.depth, self.criterion = n_features, n_classes, max_depth, criterion
+        self.window, self.max_shrubs, self.min_samples_leaf = window_size, max_shrubs, min_samples_leaf
+        self.burnin, self.update_every, self.step_q16 = burnin, update_every, step_q16
+        self.slots = max_shrubs + 1
+        self.nps = (2 << max_depth) - 1
+        self.lps = 1 << max_depth
+
+    # -- caches -----------------------------------------------------------------------------------------------
+
+    cdef void pair_terms(self, uint16_t row, bint add) noexcept nogil:
+        """Add (or remove) window row ``row``'s terms to the Gram and label sums of the active shrubs."""
+        cdef int i, j, a, b, C = self.n_classes, n = self.counters[2], slots = self.slots
+        cdef uint32_t t
+        cdef const uint16_t *ha
+        cdef const uint16_t *cache = &self.leaf_cache[row * slots]
+        cdef uint8_t y = self.window_labels[row]
+        for i in range(n):
+            a = self.roots[i] // self.nps
+            ha = &self.leaf_values[cache[a] * C]
+            if add:
+                self.label_sum[a] += ha[y]
+            else:
+                self.label_sum[a] -= ha[y]
+            for j in range(i, n):
+                b = self.roots[j] // self.nps
+                t = pair_term(ha, &self.leaf_values[cache[b] * C], C)
+                if add:
+                    self.gram[a * slots + b] += t
+                    if a != b:
+                        self.gram[b * slots + a] += t
+                else:
+                    self.gram[a * slots + b] -= t
+                    if a != b:
+                        self.gram[b * slots + a] -= t
+
+    cdef void insert_row(self, uint16_t row, int present) noexcept nogil:
+        """Keep every feature's list of window rows sorted by (bin, row): ``row`` (already written) moves to
+        its place; ``present`` rows are listed, ``row`` among them when the window was full."""
+        cdef int f, i, n, d = self.d, B = self.window
+        cdef uint16_t *lst
+        cdef uint32_t key, other
+        for f in range(d):
+            lst = &self.sorted_rows[f * B]
+            n = present
+            if self.counters[1] == B:  # the row was listed: take it out
+                i = 0
+                while lst[i] != row:
+                    i += 1
+                while i + 1 < n:
+                    lst[i] = lst[i + 1]
+                    i += 1
+                n -= 1
+            key = (<uint32_t>self.window_bins[row * d + f] << 16) | row
+            i = n
+            while i > 0:
+                other = (<uint32_t>self.window_bins[lst[i - 1] * d + f] << 16) | lst[i - 1]
+                if other < key:
+                    break
+                lst[i] = lst[i - 1]
+                i -= 1
+            lst[i] = row
+
+    # -- shrub training: CART on the window, level by level over the sorted lists ---------------------------------
+
+    cdef void candidate(self, int v, int f, uint32_t t) noexcept nogil:
+        cdef int C = self.n_classes, k
+        cdef uint32_t *st = &self.split_stats[v * STATS]
+        cdef const uint16_t *total = &self.split_counts[v * 2 * C]
+        cdef const uint16_t *left = total + C
+        cdef uint64_t n_left = st[ST_N_LEFT], n_total = 0, n_right, l2 = 0, r2 = 0, num, den, best
+        cdef uint64_t cost
+        for k in range(C):
+            n_total += total[k]
+        n_right = n_total - n_left
+        if n_left < self.min_samples_leaf or n_right < self.min_samples_leaf:
+            return
+        best = (<uint64_t>st[ST_BEST_HI] << 32) | st[ST_BEST_LO]
+        if self.criterion == CRITERION_GINI:
+            for k in range(C):
+                l2 += <uint64_t>left[k] * left[k]
+                r2 += <uint64_t>(total[k] - left[k]) * (total[k] - left[k])
+            num = l2 * n_right + r2 * n_left
+            den = n_left * n_right
+            if num * st[ST_BEST_DEN] > best * den:
+                st[ST_BEST_LO] = <uint32_t>num
+                st[ST_BEST_HI] = <uint32_t>(num >> 32)
+                st[ST_BEST_DEN] = <uint32_t>den
+                st[ST_CHOICE] = (<uint32_t>f << 8) | t
+        else:
+            cost = xlog2x_u(n_left) + xlog2x_u(n_right)
+            for k in range(C):
+                cost -= xlog2x_u(left[k]) + xlog2x_u(total[k] - left[k])
+            if cost < best:
+                st[ST_BEST_LO] = <uint32_t>cost
+                st[ST_BEST_HI] = <uint32_t>(cost >> 32)
+                st[ST_CHOICE] = (<uint32_t>f << 8) | t
+
+    cdef void train(self, int slot) noexcept nogil:
+        """CART on the window (see the module docstring of learners/shrubs.py), into pool slot ``slot``."""
+        cdef int C = self.n_classes, d = self.d, B = self.window, n = self.counters[1]
+        cdef int level = 0, level_first = 0, level_size = 1, next_size, n_nodes = 1, n_leaves = 0
+        cdef int s, v, k, f, i, n_present
+        cdef uint32_t total, bin_, choice
+        cdef uint64_t cost
+        cdef uint16_t *counts
+        cdef uint32_t *st
+        cdef uint16_t row
+        cdef Node *nodes = &self.nodes[slot * self.nps]
+        cdef uint16_t *leaves = &self.leaf_values[slot * self.lps * C]
+        cdef uint16_t node_base = slot * self.nps, leaf_base = slot * self.lps
+        for s in range(n):
+            self.node_of[s] = 0
+        while True:
+            for v in range(level_size * 2 * C):
+                self.split_counts[v] = 0
+            for s in range(n):
+                v = self.node_of[s]
+                if v != NONE:
+                    self.split_counts[v * 2 * C + self.window_labels[s]] += 1
+            if level < self.depth:
+                for v in range(level_size):  # which nodes may split, and the parent's score to beat
+                    counts = &self.split_counts[v * 2 * C]
+                    st = &self.split_stats[v * STATS]
+                    total = 0
+                    n_present = 0
+                    for k in range(C):
+                        total += counts[k]
+                        n_present += counts[k] > 0
+                    if n_present > 1 and total >= 2 * self.min_samples_leaf:
+                        st[ST_CHOICE] = NONE
+                        st[ST_BEST_DEN] = total
+                        if self.criterion == CRITERION_GINI:
+                            cost = 0
+                            for k in range(C):
+                                cost += <uint64_t>counts[k] * counts[k]
+                        else:
+                            cost = xlog2x_u(total)
+                            for k in range(C):
+                                cost -= xlog2x_u(counts[k])
+                        st[ST_BEST_LO] = <uint32_t>cost
+                        st[ST_BEST_HI] = <uint32_t>(cost >> 32)
+                    else:
+                        st[ST_CHOICE] = LEAF_MARK
+                for s in range(n):
+                    v = self.node_of[s]
+                    if v != NONE and self.split_stats[v * STATS + ST_CHOICE] == LEAF_MARK:
+                        self.node_of[s] = NONE
+                for f in range(d):
+                    for v in range(level_size):
+                        st = &self.split_stats[v * STATS]
+                        st[ST_N_LEFT] = 0
+                        st[ST_LAST] = NONE
+                        for k in range(C):
+                            self.split_counts[v * 2 * C + C + k] = 0
+                    for i in range(n):
+                        row = self.sorted_rows[f * B + i]
+                        v = self.node_of[row]
+                        if v == NONE:
+                            continue
+                        st = &self.split_stats[v * STATS]
+                        bin_ = self.window_bins[row * d + f]
+                        if bin_ != st[ST_LAST]:
+                            if st[ST_LAST] != NONE:
+                                self.candidate(v, f, st[ST_LAST])
+                            st[ST_LAST] = bin_
+                        self.split_counts[v * 2 * C + C + self.window_labels[row]] += 1
+                        st[ST_N_LEFT] += 1
+            next_size = 0
+            for v in range(level_size):  # this level's nodes in order; children next to each other
+                counts = &self.split_counts[v * 2 * C]
+                choice = self.split_stats[v * STATS + ST_CHOICE] if level < self.depth else LEAF_MARK
+                if choice < NONE:
+                    nodes[level_first + v].feature = choice >> 8
+                    nodes[level_first + v].threshold = choice & 0xFF
+                    nodes[level_first + v].child = node_base + n_nodes
+                    self.split_stats[v * STATS + ST_LAST] = next_size
+                    next_size += 2
+                    n_nodes += 2
+                else:
+                    total = 0
+                    for k in range(C):
+                        total += counts[k]
+                    nodes[level_first + v].feature = LEAF
+                    nodes[level_first + v].threshold = 0
+                    nodes[level_first + v].child = leaf_base + n_leaves
+                    for k in range(C):
+                        leaves[n_leaves * C + k] = <uint16_t>((<uint64_t>counts[k] * Q15 + total // 2) // total)
+                    n_leaves += 1
+            if next_size == 0:
+                break
+            for s in range(n):
+                v = self.node_of[s]
+                if v == NONE:
+                    continue
+                st = &self.split_stats[v * STATS]
+                choice = st[ST_CHOICE]
+                if choice < NONE:
+                    self.node_of[s] = st[ST_LAST] + (self.window_bins[s * d + (choice >> 8)] > (choice & 0xFF))
+                else:
+                    self.node_of[s] = NONE
+            level_first += level_size
+            level_size = next_size
+            level += 1
+
+    # -- the learning step ----------------------------------------------------------------------------------------
+
+    cdef int free_slot(self) noexcept nogil:
+        cdef int slot, i
+        cdef bint used
+        for slot in range(self.max_shrubs):
+            used = False
+            for i in range(self.counters[2]):
+                used = used or self.roots[i] // self.nps == slot
+            if not used:
+                return slot
+        return self.max_shrubs
+
+    cdef void new_shrub_terms(self, int slot) noexcept nogil:
+        """Leaves of the new shrub for every window row, and its Gram row/column and label sum."""
+        cdef int C = self.n_classes, slots = self.slots, n = self.counters[1], n_active = self.counters[2]
+        cdef int s, i, b
+        cdef uint16_t root = slot * self.nps
+        cdef uint16_t *cache
+        cdef const uint16_t *h
+        cdef uint32_t *g = &self.gram[slot * slots]
+        for i in range(n_active):
+            g[self.roots[i] // self.nps] = 0
+        g[slot] = 0
+        self.label_sum[slot] = 0
+        for s in range(n):
+            cache = &self.leaf_cache[s * slots]
+            cache[slot] = tree_leaf(&self.nodes[0], root, &self.window_bins[s * self.d])
+            h = &self.leaf_values[cache[slot] * C]
+            self.label_sum[slot] += h[self.window_labels[s]]
+            g[slot] += pair_term(h, h, C)
+            for i in range(n_active):
+                b = self.roots[i] // self.nps
+                g[b] += pair_term(h, &self.leaf_values[cache[b] * C], C)
+        for i in range(n_active):
+            b = self.roots[i] // self.nps
+            self.gram[b * slots + slot] = g[b]
+
+    cdef void gradient_steps(self, int n_candidates) noexcept nogil:
+        cdef int k, j, step, slots = self.slots
+        cdef int32_t *w = &self.work_weights[0]
+        cdef int32_t *next_w = &self.work_weights[slots]
+        cdef const uint32_t *g
+        cdef int64_t m, delta, x
+        cdef uint64_t alpha = self.step_q16 if self.step_q16 != 0 else 65536 // (n_candidates + 1)
+        cdef uint64_t scale = (alpha << 15) // (<uint64_t>self.counters[1] * self.n_classes)
+        for step in range(self.burnin):
+            for k in range(n_candidates):
+                g = &self.gram[self.cand_slot[k] * slots]
+                m = 0
+                for j in range(n_candidates):
+                    m += <int64_t>w[j] * <int32_t>g[self.cand_slot[j]]
+                m -= <int64_t>self.label_sum[self.cand_slot[k]] << 15
+                delta = trunc_div(trunc_div(m, 1 << 15) * <int64_t>scale, 1 << 30)
+                x = w[k] - delta
+                next_w[k] = <int32_t>(WEIGHT_LIMIT if x > WEIGHT_LIMIT else (-WEIGHT_LIMIT if x < -WEIGHT_LIMIT else x))
+            for k in range(n_candidates):
+                w[k] = next_w[k]
+
+    cdef void prox(self, int n_candidates) noexcept nogil:
+        """Hard-L0 prox, integer simplex projection of the non-zero kept weights, pruning of zero weights."""
+        cdef int i, j, key, support = 0, rho = 1, n_kept = 0
+        cdef int kept = n_candidates if n_candidates < self.max_shrubs else self.max_shrubs
+        cdef int32_t *w = &self.work_weights[0]
+        cdef int64_t total = 0, total_rho = 0, lam, remainder, u, x
+        for i in range(n_candidates):  # rank by weight, descending, ties to the older position
+            key = i
+            j = i
+            while j > 0 and w[self.rank[j - 1]] < w[key]:
+                self.rank[j] = self.rank[j - 1]
+                j -= 1
+            self.rank[j] = key
+        for j in range(kept):
+            if w[self.rank[j]] != 0:
+                self.rank[support] = self.rank[j]
+                support += 1
+        self.counters[2] = 0
+        if support == 0:
+            return
+        for j in range(support):
+            u = w[self.rank[j]]
+            total += u
+            if (j + 1) * u + Q15 - total > 0:
+                rho = j + 1
+                total_rho = total
+        lam = Q15 - total_rho
+        lam = lam // rho if lam >= 0 else -((-lam + rho - 1) // rho)  # floor division
+        remainder = Q15 - total_rho - rho * lam
+        for j in range(support):
+            x = w[self.rank[j]] + lam
+            x = (x if x > 0 else 0) + (1 if j < remainder else 0)
+            if x > 0:
+                self.roots[n_kept] = self.cand_slot[self.rank[j]] * self.nps
+                self.weights[n_kept] = <uint16_t>x
+                n_kept += 1
+        self.counters[2] = n_kept
+
+    cpdef int learn(self, const uint8_t[::1] bins, int label) except -1:
+        """One learning step on a binned sample with an encoded label (checked by the caller)."""
+        cdef int C = self.n_classes, d = self.d, slots = self.slots, i, slot, n_candidates
+        cdef uint16_t head = self.counters[0], count = self.counters[1]
+        with nogil:
+            if count == self.window:
+                self.pair_terms(head, False)
+            for i in range(d):
+                self.window_bins[head * d + i] = bins[i]
+            self.window_labels[head] = label
+            self.insert_row(head, count)
+            for i in range(self.counters[2]):
+                slot = self.roots[i] // self.nps
+                self.leaf_cache[head * slots + slot] = tree_leaf(&self.nodes[0], self.roots[i], &bins[0])
+            self.counters[0] = 0 if head + 1 == self.window else head + 1
+            if count < self.window:
+                self.counters[1] = count + 1
+            self.pair_terms(head, True)
+            self.counters[3] += 1
+            if self.counters[3] < self.update_every:
+                return 0
+            self.counters[3] = 0
+            slot = self.free_slot()
+            self.train(slot)
+            self.new_shrub_terms(slot)
+            n_candidates = self.counters[2] + 1
+            for i in range(n_candidates):
+                self.cand_slot[i] = self.roots[i] // self.nps if i < self.counters[2] else slot
+                self.work_weights[i] = self.weights[i] if i < self.counters[2] else 0
+            self.gradient_steps(n_candidates)
+            self.prox(n_candidates)
+        return 0
+
+    cpdef int predict(self, const uint8_t[::1] bins, uint16_t[::1] proba) except -1:
+        """Q15 probabilities of one binned row into ``proba``; returns the most probable class (first on ties)."""
+        cdef int C = self.n_classes, k, t, best = 0
+        cdef uint64_t acc[256]
+        cdef uint64_t total = 0
+        cdef const uint16_t *h
+        with nogil:
+            if self.counters[2] == 0:
+                for k in range(C):
+                    proba[k] = Q15 // C
+                return 0
+            for k in range(C):
+                acc[k] = 0
+            for t in range(self.counters[2]):
+                h = &self.leaf_values[tree_leaf(&self.nodes[0], self.roots[t], &bins[0]) * C]
+                for k in range(C):
+                    acc[k] += <uint64_t>self.weights[t] * h[k]
+                total += self.weights[t]
+            for k in range(C):
+                proba[k] = <uint16_t>((acc[k] + total // 2) // total)
+                if proba[k] > proba[best]:
+                    best = k
+        return best
+
+    def rebuild(self):
+        """Recompute the caches (sorted lists, leaves, Gram and label sums) from the window and the shrubs."""
+        cdef int i, n = self.counters[1], saved = self.counters[1], s, j, slot
+        self.sorted_rows[:] = 0
+        self.leaf_cache[:] = 0
+        self.gram[:] = 0
+        self.label_sum[:] = 0
+        with nogil:
+            for s in range(n):
+                self.counters[1] = s
+                self.insert_row(s, s)
+                for j in range(self.counters[2]):
+                    slot = self.roots[j] // self.nps
+                    self.leaf_cache[s * self.slots + slot] = tree_leaf(&self.nodes[0], self.roots[j],
+                                                                       &self.window_bins[s * self.d])
+                self.pair_terms(s, True)
+            self.counters[1] = saved

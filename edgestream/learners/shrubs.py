@@ -76,24 +76,31 @@ STATE = StateSpec(
     regions=(
         RegionSpec("window_bins", "window", "uint8_t", lambda c: c["window_size"] * c["n_features"], "B x features"),
         RegionSpec("window_labels", "window", "uint8_t", lambda c: c["window_size"], "B"),
+        RegionSpec("sorted_rows", "window", "uint16_t", lambda c: c["n_features"] * c["window_size"],
+                   "features x B: window rows by (bin, row)"),
         RegionSpec("nodes", "node pool", "es_node", lambda c: _slots(c) * _nodes_per_shrub(c),
                    "(M + 1) x (2^(depth+1) - 1)"),
         RegionSpec("leaf_values", "leaves", "uint16_t", lambda c: _slots(c) * 2 ** c["max_depth"] * c["n_classes"],
                    "(M + 1) x 2^depth x classes, Q15"),
         RegionSpec("roots", "weights", "uint16_t", _slots, "M + 1"),
         RegionSpec("weights", "weights", "uint16_t", _slots, "M + 1, Q15"),
-        RegionSpec("leaf_index", "scratch", "uint16_t", lambda c: c["window_size"] * _slots(c), "B x (M + 1)"),
-        RegionSpec("residual", "scratch", "int32_t", lambda c: c["window_size"] * c["n_classes"], "B x classes"),
-        RegionSpec("work_weights", "scratch", "int32_t", _slots, "M + 1"),
-        RegionSpec("order", "scratch", "uint16_t", lambda c: c["window_size"], "B"),
-        RegionSpec("node_start", "scratch", "uint16_t", _nodes_per_shrub, "nodes per shrub"),
-        RegionSpec("node_stop", "scratch", "uint16_t", _nodes_per_shrub, "nodes per shrub"),
-        RegionSpec("node_depth", "scratch", "uint8_t", _nodes_per_shrub, "nodes per shrub"),
+        RegionSpec("leaf_cache", "cache", "uint16_t", lambda c: c["window_size"] * _slots(c),
+                   "B x (M + 1): leaf row of each window row in each slot's shrub"),
+        RegionSpec("gram", "cache", "uint32_t", lambda c: _slots(c) ** 2, "(M + 1) x (M + 1), Q15 sums"),
+        RegionSpec("label_sum", "cache", "uint32_t", _slots, "M + 1, Q15 sums"),
+        RegionSpec("node_of", "scratch", "uint16_t", lambda c: c["window_size"], "B"),
+        RegionSpec("split_counts", "scratch", "uint16_t", lambda c: 2 ** c["max_depth"] * 2 * c["n_classes"],
+                   "2^depth x 2 x classes"),
+        RegionSpec("split_stats", "scratch", "uint32_t", lambda c: 2 ** max(c["max_depth"] - 1, 0) * 6,
+                   "2^(depth-1) x 6"),
+        RegionSpec("work_weights", "scratch", "int32_t", lambda c: 2 * _slots(c), "2 x (M + 1)"),
         RegionSpec("rank", "scratch", "uint8_t", _slots, "M + 1"),
-        RegionSpec("class_counts", "scratch", "uint32_t", lambda c: c["n_classes"], "classes"),
-        RegionSpec("left_counts", "scratch", "uint32_t", lambda c: c["n_classes"], "classes"),
+        RegionSpec("cand_slot", "scratch", "uint8_t", _slots, "M + 1"),
     ),
 )
+
+CACHE_ARRAYS = ("sorted_rows", "leaf_cache", "gram", "label_sum")
+SCRATCH_ARRAYS = tuple(r.name for r in STATE.regions if r.group == "scratch")
 
 
 def simplex_q15(u: list[int]) -> list[int]:
@@ -213,7 +220,7 @@ class ShrubEnsemble:
         counters; None before the bins and classes are set."""
         if not hasattr(self, "window_bins"):
             return None
-        arrays = {name: getattr(self, name).reshape(-1) if name in STATE_ARRAYS else zeros
+        arrays = {name: zeros if name in SCRATCH_ARRAYS else getattr(self, name).reshape(-1)
                   for name, zeros in self.layout().zeros().items()}
         return arrays, {field.name: getattr(self, field.name) for field in STATE.counters}
 
@@ -245,14 +252,33 @@ class ShrubEnsemble:
 
     def reset(self) -> None:
         """Empty window and ensemble; the bins and classes stay."""
-        d, c, slots = self.n_features_, len(self.classes_), self.max_shrubs + 1
-        self.window_bins = np.zeros((self.window_size, d), dtype=np.uint8)
-        self.window_labels = np.zeros(self.window_size, dtype=np.uint8)
-        self.nodes = np.zeros(slots * self.nodes_per_shrub, dtype=NODE_DTYPE)
-        self.leaf_values = np.zeros((slots * self.leaves_per_shrub, c), dtype=np.uint16)
-        self.roots = np.zeros(slots, dtype=np.uint16)
-        self.weights = np.zeros(slots, dtype=np.uint16)
-        self.head = self.count = self.n_shrubs = self.since_update = 0
+        d, c = self.n_features_, len(self.classes_)
+        arrays = self.layout().zeros()
+        arrays["window_bins"] = arrays["window_bins"].reshape(self.window_size, d)
+        arrays["leaf_values"] = arrays["leaf_values"].reshape(-1, c)
+        for name, array in arrays.items():
+            setattr(self, name, array)
+        self._counters = np.zeros(4, dtype=np.uint16)  # head, count, n_shrubs, since_update
+        config = self.device_config()
+        self._kernel = _kernels.ShrubKernel(arrays, self._counters, *(config[f.name] for f in STATE.config))
+        self._proba = np.zeros(c, dtype=np.uint16)
+
+    head = property(lambda self: int(self._counters[0]))
+    count = property(lambda self: int(self._counters[1]))
+    n_shrubs = property(lambda self: int(self._counters[2]))
+    since_update = property(lambda self: int(self._counters[3]))
+
+    def __getstate__(self):  # the kernel views the arrays; pickles carry the arrays and counters only
+        state = self.__dict__.copy()
+        state.pop("_kernel", None)
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        if "_counters" in state:
+            arrays = {r.name: getattr(self, r.name) for r in STATE.regions}
+            config = self.device_config()
+            self._kernel = _kernels.ShrubKernel(arrays, self._counters, *(config[f.name] for f in STATE.config))
 
     def _check_ready(self):
         if not hasattr(self, "window_bins"):
@@ -286,7 +312,8 @@ class ShrubEnsemble:
         if n_shrubs:
             TreeEnsemble(self.nodes, self.roots[:n_shrubs], self.weights[:n_shrubs], self.leaf_values,
                          self.n_features_).validate()
-        self.head, self.count, self.n_shrubs, self.since_update = head, count, n_shrubs, since_update
+        self._counters[:] = (head, count, n_shrubs, since_update)
+        self._kernel.rebuild()
 
     # -- learning --------------------------------------------------------------------------------------------
 
@@ -333,65 +360,17 @@ class ShrubEnsemble:
         """One learning step on an already binned sample with an encoded label."""
         if not 0 <= label < len(self.classes_):
             raise ValueError(f"label index {label} is outside 0..{len(self.classes_) - 1}")
-        self.window_bins[self.head] = bins
-        self.window_labels[self.head] = label
-        self.head = (self.head + 1) % self.window_size
-        self.count = min(self.count + 1, self.window_size)
-        self.since_update += 1
-        if self.since_update < self.update_every:
-            return
-        self.since_update = 0
-        slot = self._free_slot()
-        self._train_shrub(slot)
-        self.roots[self.n_shrubs] = slot * self.nodes_per_shrub  # the new shrub joins as the last candidate
-        candidates = [int(r) for r in self.roots[: self.n_shrubs + 1]]
-        weights = self._gradient_steps(candidates, self.weights[: self.n_shrubs].astype(np.int64).tolist() + [0])
-        self._prox(candidates, weights)
-
-    def _free_slot(self) -> int:
-        used = {int(r) // self.nodes_per_shrub for r in self.roots[: self.n_shrubs]}
-        return min(set(range(self.max_shrubs + 1)) - used)
-
-    def _train_shrub(self, slot: int) -> None:
-        n = self.count
-        nodes, leaves = grow_tree(self.window_bins[:n], self.window_labels[:n], np.ones(n, dtype=np.uint32),
-                                  len(self.classes_), criterion=CRITERIA[self.criterion], max_depth=self.max_depth,
-                                  min_samples_leaf=self.min_samples_leaf, max_nodes=self.nodes_per_shrub)
-        is_leaf = nodes["feature"] == LEAF_FEATURE
-        nodes["child"] += np.where(is_leaf, slot * self.leaves_per_shrub, slot * self.nodes_per_shrub).astype(np.uint16)
-        first_node, first_leaf = slot * self.nodes_per_shrub, slot * self.leaves_per_shrub
-        self.nodes[first_node : first_node + len(nodes)] = nodes
-        self.leaf_values[first_leaf : first_leaf + len(leaves)] = leaves
-
-    def _gradient_steps(self, roots: list[int], weights: list[int]) -> np.ndarray:
-        n = self.count
-        leaves = _kernels.apply(self.nodes, np.asarray(roots, dtype=np.uint16), self.window_bins[:n])
-        w = np.asarray(weights, dtype=np.int64)
-        alpha = self.step_q16 or 65536 // (len(roots) + 1)
-        _kernels.shrub_gradient_steps(self.leaf_values, leaves, self.window_labels[:n], w, alpha, self.burnin,
-                                      WEIGHT_LIMIT)
-        return w
-
-    def _prox(self, roots: list[int], weights: np.ndarray) -> None:
-        ranked = sorted(range(len(roots)), key=lambda k: (-int(weights[k]), k))[: self.max_shrubs]
-        support = [k for k in ranked if weights[k] != 0]
-        projected = simplex_q15([int(weights[k]) for k in support]) if support else []
-        survivors = [(roots[k], w) for k, w in zip(support, projected) if w > 0]
-        self.n_shrubs = len(survivors)
-        for i, (root, weight) in enumerate(survivors):
-            self.roots[i], self.weights[i] = root, weight
+        self._kernel.learn(np.ascontiguousarray(bins, dtype=np.uint8), label)
 
     # -- prediction ------------------------------------------------------------------------------------------
 
     def predict_proba_bins(self, bins: np.ndarray) -> np.ndarray:
         """Q15 probabilities of binned rows, as the device computes them."""
         bins = np.ascontiguousarray(np.atleast_2d(bins), dtype=np.uint8)
-        c = len(self.classes_)
-        if self.n_shrubs == 0:
-            return np.full((len(bins), c), Q15_ONE // c, dtype=np.uint16)
-        active = TreeEnsemble(self.nodes, self.roots[: self.n_shrubs], self.weights[: self.n_shrubs],
-                              self.leaf_values, self.n_features_)
-        return active.predict_proba_q15(bins)
+        proba = np.empty((len(bins), len(self.classes_)), dtype=np.uint16)
+        for row, out in zip(bins, proba):
+            self._kernel.predict(row, out)
+        return proba
 
     def predict_proba_q15(self, X) -> np.ndarray:
         return self.predict_proba_bins(self.transform(X))
