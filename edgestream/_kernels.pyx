@@ -280,14 +280,19 @@ def shrub_gradient_steps(const uint16_t[:, ::1] leaf_values, const uint16_t[:, :
 from libc.stdint cimport int32_t
 
 cdef enum:
-    NONE = 0xFFFF           # no node / no bin seen yet
-    STATS = 6               # split_stats words per splittable node
-    ST_N_LEFT = 0
-    ST_LAST = 1             # last bin seen in the scan, then the local index of the left child
-    ST_BEST_LO = 2
-    ST_BEST_HI = 3
-    ST_BEST_DEN = 4
-    ST_CHOICE = 5           # feature << 8 | threshold, NONE: no split better than the parent
+    NONE = 0xFFFF           # no node / no bin / no pending threshold
+    MIXED = 0x100           # run class of a run with more than one class
+    STATS = 10              # split_stats words per splittable node
+    ST_N_TOTAL = 0
+    ST_N_LEFT = 1           # rows scanned so far (the current run included)
+    ST_LAST = 2             # bin of the current run, then the local index of the left child
+    ST_PEND = 3             # undecided threshold: the previous run's bin
+    ST_RUN_CLASS = 4        # the current run's class while it has one, else MIXED
+    ST_RUN_START = 5        # rows scanned before the current run
+    ST_BEST_LO = 6
+    ST_BEST_HI = 7
+    ST_BEST_DEN = 8
+    ST_CHOICE = 9           # feature << 8 | threshold, NONE: no split better than the parent
     LEAF_MARK = 0x10000     # ST_CHOICE of a node that may not split
     WEIGHT_LIMIT = 1 << 17
 
@@ -325,6 +330,24 @@ cdef class ShrubKernel:
     cdef int d, n_classes, depth, criterion, window, max_shrubs, burnin, update_every, slots, nps, lps
     cdef uint32_t min_samples_leaf, step_q16
 
+    cdef uint8_t *p_window_bins
+    cdef uint8_t *p_window_labels
+    cdef uint8_t *p_rank
+    cdef uint8_t *p_cand_slot
+    cdef Node *p_nodes
+    cdef uint16_t *p_leaf_values
+    cdef uint16_t *p_roots
+    cdef uint16_t *p_weights
+    cdef uint16_t *p_sorted_rows
+    cdef uint16_t *p_leaf_cache
+    cdef uint16_t *p_node_of
+    cdef uint16_t *p_split_counts
+    cdef uint16_t *p_counters
+    cdef uint32_t *p_gram
+    cdef uint32_t *p_label_sum
+    cdef uint32_t *p_split_stats
+    cdef int32_t *p_work_weights
+
     def __init__(self, dict arrays, uint16_t[::1] counters, int n_features, int n_classes, int max_depth,
                  int criterion, int window_size, int max_shrubs, int min_samples_leaf, int burnin, int update_every,
                  uint32_t step_q16):
@@ -351,34 +374,51 @@ cdef class ShrubKernel:
         self.slots = max_shrubs + 1
         self.nps = (2 << max_depth) - 1
         self.lps = 1 << max_depth
+        self.p_window_bins = &self.window_bins[0]
+        self.p_window_labels = &self.window_labels[0]
+        self.p_rank = &self.rank[0]
+        self.p_cand_slot = &self.cand_slot[0]
+        self.p_nodes = &self.nodes[0]
+        self.p_leaf_values = &self.leaf_values[0]
+        self.p_roots = &self.roots[0]
+        self.p_weights = &self.weights[0]
+        self.p_sorted_rows = &self.sorted_rows[0]
+        self.p_leaf_cache = &self.leaf_cache[0]
+        self.p_node_of = &self.node_of[0]
+        self.p_split_counts = &self.split_counts[0]
+        self.p_counters = &self.counters[0]
+        self.p_gram = &self.gram[0]
+        self.p_label_sum = &self.label_sum[0]
+        self.p_split_stats = &self.split_stats[0]
+        self.p_work_weights = &self.work_weights[0]
 
     # -- caches -----------------------------------------------------------------------------------------------
 
     cdef void pair_terms(self, uint16_t row, bint add) noexcept nogil:
         """Add (or remove) window row ``row``'s terms to the Gram and label sums of the active shrubs."""
-        cdef int i, j, a, b, C = self.n_classes, n = self.counters[2], slots = self.slots
+        cdef int i, j, a, b, C = self.n_classes, n = self.p_counters[2], slots = self.slots
         cdef uint32_t t
         cdef const uint16_t *ha
-        cdef const uint16_t *cache = &self.leaf_cache[row * slots]
-        cdef uint8_t y = self.window_labels[row]
+        cdef const uint16_t *cache = &self.p_leaf_cache[row * slots]
+        cdef uint8_t y = self.p_window_labels[row]
         for i in range(n):
-            a = self.roots[i] // self.nps
-            ha = &self.leaf_values[cache[a] * C]
+            a = self.p_cand_slot[i]
+            ha = &self.p_leaf_values[cache[a] * C]
             if add:
-                self.label_sum[a] += ha[y]
+                self.p_label_sum[a] += ha[y]
             else:
-                self.label_sum[a] -= ha[y]
+                self.p_label_sum[a] -= ha[y]
             for j in range(i, n):
-                b = self.roots[j] // self.nps
-                t = pair_term(ha, &self.leaf_values[cache[b] * C], C)
+                b = self.p_cand_slot[j]
+                t = pair_term(ha, &self.p_leaf_values[cache[b] * C], C)
                 if add:
-                    self.gram[a * slots + b] += t
+                    self.p_gram[a * slots + b] += t
                     if a != b:
-                        self.gram[b * slots + a] += t
+                        self.p_gram[b * slots + a] += t
                 else:
-                    self.gram[a * slots + b] -= t
+                    self.p_gram[a * slots + b] -= t
                     if a != b:
-                        self.gram[b * slots + a] -= t
+                        self.p_gram[b * slots + a] -= t
 
     cdef void insert_row(self, uint16_t row, int present) noexcept nogil:
         """Keep every feature's list of window rows sorted by (bin, row): ``row`` (already written) moves to
@@ -387,9 +427,9 @@ cdef class ShrubKernel:
         cdef uint16_t *lst
         cdef uint32_t key, other
         for f in range(d):
-            lst = &self.sorted_rows[f * B]
+            lst = &self.p_sorted_rows[f * B]
             n = present
-            if self.counters[1] == B:  # the row was listed: take it out
+            if self.p_counters[1] == B:  # the row was listed: take it out
                 i = 0
                 while lst[i] != row:
                     i += 1
@@ -397,10 +437,10 @@ cdef class ShrubKernel:
                     lst[i] = lst[i + 1]
                     i += 1
                 n -= 1
-            key = (<uint32_t>self.window_bins[row * d + f] << 16) | row
+            key = (<uint32_t>self.p_window_bins[row * d + f] << 16) | row
             i = n
             while i > 0:
-                other = (<uint32_t>self.window_bins[lst[i - 1] * d + f] << 16) | lst[i - 1]
+                other = (<uint32_t>self.p_window_bins[lst[i - 1] * d + f] << 16) | lst[i - 1]
                 if other < key:
                     break
                 lst[i] = lst[i - 1]
@@ -409,23 +449,23 @@ cdef class ShrubKernel:
 
     # -- shrub training: CART on the window, level by level over the sorted lists ---------------------------------
 
-    cdef void candidate(self, int v, int f, uint32_t t) noexcept nogil:
+    cdef void candidate(self, int v, int f, uint32_t t, int less_class, uint32_t less) noexcept nogil:
+        """Score threshold ``t`` of feature ``f`` for node ``v``: its left side is the rows scanned so far without
+        the last ``less`` rows (all of class ``less_class``). Kept if strictly better than the best so far."""
         cdef int C = self.n_classes, k
-        cdef uint32_t *st = &self.split_stats[v * STATS]
-        cdef const uint16_t *total = &self.split_counts[v * 2 * C]
+        cdef uint32_t *st = &self.p_split_stats[v * STATS]
+        cdef const uint16_t *total = &self.p_split_counts[v * 2 * C]
         cdef const uint16_t *left = total + C
-        cdef uint64_t n_left = st[ST_N_LEFT], n_total = 0, n_right, l2 = 0, r2 = 0, num, den, best
-        cdef uint64_t cost
-        for k in range(C):
-            n_total += total[k]
-        n_right = n_total - n_left
+        cdef uint64_t n_left = st[ST_N_LEFT] - less, n_right = st[ST_N_TOTAL] - n_left
+        cdef uint64_t l2 = 0, r2 = 0, num, den, best, cost, lk
         if n_left < self.min_samples_leaf or n_right < self.min_samples_leaf:
             return
         best = (<uint64_t>st[ST_BEST_HI] << 32) | st[ST_BEST_LO]
         if self.criterion == CRITERION_GINI:
             for k in range(C):
-                l2 += <uint64_t>left[k] * left[k]
-                r2 += <uint64_t>(total[k] - left[k]) * (total[k] - left[k])
+                lk = left[k] - (less if k == less_class else 0)
+                l2 += lk * lk
+                r2 += (total[k] - lk) * (total[k] - lk)
             num = l2 * n_right + r2 * n_left
             den = n_left * n_right
             if num * st[ST_BEST_DEN] > best * den:
@@ -436,7 +476,8 @@ cdef class ShrubKernel:
         else:
             cost = xlog2x_u(n_left) + xlog2x_u(n_right)
             for k in range(C):
-                cost -= xlog2x_u(left[k]) + xlog2x_u(total[k] - left[k])
+                lk = left[k] - (less if k == less_class else 0)
+                cost -= xlog2x_u(lk) + xlog2x_u(total[k] - lk)
             if cost < best:
                 st[ST_BEST_LO] = <uint32_t>cost
                 st[ST_BEST_HI] = <uint32_t>(cost >> 32)
@@ -444,30 +485,30 @@ cdef class ShrubKernel:
 
     cdef void train(self, int slot) noexcept nogil:
         """CART on the window (see the module docstring of learners/shrubs.py), into pool slot ``slot``."""
-        cdef int C = self.n_classes, d = self.d, B = self.window, n = self.counters[1]
+        cdef int C = self.n_classes, d = self.d, B = self.window, n = self.p_counters[1]
         cdef int level = 0, level_first = 0, level_size = 1, next_size, n_nodes = 1, n_leaves = 0
         cdef int s, v, k, f, i, n_present
-        cdef uint32_t total, bin_, choice
+        cdef uint32_t total, bin_, choice, y
         cdef uint64_t cost
         cdef uint16_t *counts
         cdef uint32_t *st
         cdef uint16_t row
-        cdef Node *nodes = &self.nodes[slot * self.nps]
-        cdef uint16_t *leaves = &self.leaf_values[slot * self.lps * C]
+        cdef Node *nodes = &self.p_nodes[slot * self.nps]
+        cdef uint16_t *leaves = &self.p_leaf_values[slot * self.lps * C]
         cdef uint16_t node_base = slot * self.nps, leaf_base = slot * self.lps
         for s in range(n):
-            self.node_of[s] = 0
+            self.p_node_of[s] = 0
         while True:
             for v in range(level_size * 2 * C):
-                self.split_counts[v] = 0
+                self.p_split_counts[v] = 0
             for s in range(n):
-                v = self.node_of[s]
+                v = self.p_node_of[s]
                 if v != NONE:
-                    self.split_counts[v * 2 * C + self.window_labels[s]] += 1
+                    self.p_split_counts[v * 2 * C + self.p_window_labels[s]] += 1
             if level < self.depth:
                 for v in range(level_size):  # which nodes may split, and the parent's score to beat
-                    counts = &self.split_counts[v * 2 * C]
-                    st = &self.split_stats[v * STATS]
+                    counts = &self.p_split_counts[v * 2 * C]
+                    st = &self.p_split_stats[v * STATS]
                     total = 0
                     n_present = 0
                     for k in range(C):
@@ -475,6 +516,7 @@ cdef class ShrubKernel:
                         n_present += counts[k] > 0
                     if n_present > 1 and total >= 2 * self.min_samples_leaf:
                         st[ST_CHOICE] = NONE
+                        st[ST_N_TOTAL] = total
                         st[ST_BEST_DEN] = total
                         if self.criterion == CRITERION_GINI:
                             cost = 0
@@ -489,38 +531,50 @@ cdef class ShrubKernel:
                     else:
                         st[ST_CHOICE] = LEAF_MARK
                 for s in range(n):
-                    v = self.node_of[s]
-                    if v != NONE and self.split_stats[v * STATS + ST_CHOICE] == LEAF_MARK:
-                        self.node_of[s] = NONE
+                    v = self.p_node_of[s]
+                    if v != NONE and self.p_split_stats[v * STATS + ST_CHOICE] == LEAF_MARK:
+                        self.p_node_of[s] = NONE
                 for f in range(d):
                     for v in range(level_size):
-                        st = &self.split_stats[v * STATS]
+                        st = &self.p_split_stats[v * STATS]
                         st[ST_N_LEFT] = 0
                         st[ST_LAST] = NONE
+                        st[ST_PEND] = NONE
                         for k in range(C):
-                            self.split_counts[v * 2 * C + C + k] = 0
+                            self.p_split_counts[v * 2 * C + C + k] = 0
                     for i in range(n):
-                        row = self.sorted_rows[f * B + i]
-                        v = self.node_of[row]
+                        row = self.p_sorted_rows[f * B + i]
+                        v = self.p_node_of[row]
                         if v == NONE:
                             continue
-                        st = &self.split_stats[v * STATS]
-                        bin_ = self.window_bins[row * d + f]
-                        if bin_ != st[ST_LAST]:
-                            if st[ST_LAST] != NONE:
-                                self.candidate(v, f, st[ST_LAST])
+                        st = &self.p_split_stats[v * STATS]
+                        bin_ = self.p_window_bins[row * d + f]
+                        y = self.p_window_labels[row]
+                        if bin_ != st[ST_LAST]:  # a run of rows with the next bin starts
+                            if st[ST_LAST] != NONE and st[ST_RUN_CLASS] != y:
+                                self.candidate(v, f, st[ST_LAST], 0, 0)
+                                st[ST_PEND] = NONE
+                            else:
+                                st[ST_PEND] = st[ST_LAST]
                             st[ST_LAST] = bin_
-                        self.split_counts[v * 2 * C + C + self.window_labels[row]] += 1
+                            st[ST_RUN_CLASS] = y
+                            st[ST_RUN_START] = st[ST_N_LEFT]
+                        elif st[ST_RUN_CLASS] != y and st[ST_RUN_CLASS] != MIXED:
+                            if st[ST_PEND] != NONE:
+                                self.candidate(v, f, st[ST_PEND], st[ST_RUN_CLASS], st[ST_N_LEFT] - st[ST_RUN_START])
+                                st[ST_PEND] = NONE
+                            st[ST_RUN_CLASS] = MIXED
+                        self.p_split_counts[v * 2 * C + C + y] += 1
                         st[ST_N_LEFT] += 1
             next_size = 0
             for v in range(level_size):  # this level's nodes in order; children next to each other
-                counts = &self.split_counts[v * 2 * C]
-                choice = self.split_stats[v * STATS + ST_CHOICE] if level < self.depth else LEAF_MARK
+                counts = &self.p_split_counts[v * 2 * C]
+                choice = self.p_split_stats[v * STATS + ST_CHOICE] if level < self.depth else LEAF_MARK
                 if choice < NONE:
                     nodes[level_first + v].feature = choice >> 8
                     nodes[level_first + v].threshold = choice & 0xFF
                     nodes[level_first + v].child = node_base + n_nodes
-                    self.split_stats[v * STATS + ST_LAST] = next_size
+                    self.p_split_stats[v * STATS + ST_LAST] = next_size
                     next_size += 2
                     n_nodes += 2
                 else:
@@ -536,15 +590,15 @@ cdef class ShrubKernel:
             if next_size == 0:
                 break
             for s in range(n):
-                v = self.node_of[s]
+                v = self.p_node_of[s]
                 if v == NONE:
                     continue
-                st = &self.split_stats[v * STATS]
+                st = &self.p_split_stats[v * STATS]
                 choice = st[ST_CHOICE]
                 if choice < NONE:
-                    self.node_of[s] = st[ST_LAST] + (self.window_bins[s * d + (choice >> 8)] > (choice & 0xFF))
+                    self.p_node_of[s] = st[ST_LAST] + (self.p_window_bins[s * d + (choice >> 8)] > (choice & 0xFF))
                 else:
-                    self.node_of[s] = NONE
+                    self.p_node_of[s] = NONE
             level_first += level_size
             level_size = next_size
             level += 1
@@ -556,52 +610,52 @@ cdef class ShrubKernel:
         cdef bint used
         for slot in range(self.max_shrubs):
             used = False
-            for i in range(self.counters[2]):
-                used = used or self.roots[i] // self.nps == slot
+            for i in range(self.p_counters[2]):
+                used = used or self.p_cand_slot[i] == slot
             if not used:
                 return slot
         return self.max_shrubs
 
     cdef void new_shrub_terms(self, int slot) noexcept nogil:
         """Leaves of the new shrub for every window row, and its Gram row/column and label sum."""
-        cdef int C = self.n_classes, slots = self.slots, n = self.counters[1], n_active = self.counters[2]
+        cdef int C = self.n_classes, slots = self.slots, n = self.p_counters[1], n_active = self.p_counters[2]
         cdef int s, i, b
         cdef uint16_t root = slot * self.nps
         cdef uint16_t *cache
         cdef const uint16_t *h
-        cdef uint32_t *g = &self.gram[slot * slots]
+        cdef uint32_t *g = &self.p_gram[slot * slots]
         for i in range(n_active):
-            g[self.roots[i] // self.nps] = 0
+            g[self.p_cand_slot[i]] = 0
         g[slot] = 0
-        self.label_sum[slot] = 0
+        self.p_label_sum[slot] = 0
         for s in range(n):
-            cache = &self.leaf_cache[s * slots]
-            cache[slot] = tree_leaf(&self.nodes[0], root, &self.window_bins[s * self.d])
-            h = &self.leaf_values[cache[slot] * C]
-            self.label_sum[slot] += h[self.window_labels[s]]
+            cache = &self.p_leaf_cache[s * slots]
+            cache[slot] = tree_leaf(&self.p_nodes[0], root, &self.p_window_bins[s * self.d])
+            h = &self.p_leaf_values[cache[slot] * C]
+            self.p_label_sum[slot] += h[self.p_window_labels[s]]
             g[slot] += pair_term(h, h, C)
             for i in range(n_active):
-                b = self.roots[i] // self.nps
-                g[b] += pair_term(h, &self.leaf_values[cache[b] * C], C)
+                b = self.p_cand_slot[i]
+                g[b] += pair_term(h, &self.p_leaf_values[cache[b] * C], C)
         for i in range(n_active):
-            b = self.roots[i] // self.nps
-            self.gram[b * slots + slot] = g[b]
+            b = self.p_cand_slot[i]
+            self.p_gram[b * slots + slot] = g[b]
 
     cdef void gradient_steps(self, int n_candidates) noexcept nogil:
         cdef int k, j, step, slots = self.slots
-        cdef int32_t *w = &self.work_weights[0]
-        cdef int32_t *next_w = &self.work_weights[slots]
+        cdef int32_t *w = &self.p_work_weights[0]
+        cdef int32_t *next_w = &self.p_work_weights[slots]
         cdef const uint32_t *g
         cdef int64_t m, delta, x
         cdef uint64_t alpha = self.step_q16 if self.step_q16 != 0 else 65536 // (n_candidates + 1)
-        cdef uint64_t scale = (alpha << 15) // (<uint64_t>self.counters[1] * self.n_classes)
+        cdef uint64_t scale = (alpha << 15) // (<uint64_t>self.p_counters[1] * self.n_classes)
         for step in range(self.burnin):
             for k in range(n_candidates):
-                g = &self.gram[self.cand_slot[k] * slots]
+                g = &self.p_gram[self.p_cand_slot[k] * slots]
                 m = 0
                 for j in range(n_candidates):
-                    m += <int64_t>w[j] * <int32_t>g[self.cand_slot[j]]
-                m -= <int64_t>self.label_sum[self.cand_slot[k]] << 15
+                    m += <int64_t>w[j] * <int32_t>g[self.p_cand_slot[j]]
+                m -= <int64_t>self.p_label_sum[self.p_cand_slot[k]] << 15
                 delta = trunc_div(trunc_div(m, 1 << 15) * <int64_t>scale, 1 << 30)
                 x = w[k] - delta
                 next_w[k] = <int32_t>(WEIGHT_LIMIT if x > WEIGHT_LIMIT else (-WEIGHT_LIMIT if x < -WEIGHT_LIMIT else x))
@@ -612,24 +666,24 @@ cdef class ShrubKernel:
         """Hard-L0 prox, integer simplex projection of the non-zero kept weights, pruning of zero weights."""
         cdef int i, j, key, support = 0, rho = 1, n_kept = 0
         cdef int kept = n_candidates if n_candidates < self.max_shrubs else self.max_shrubs
-        cdef int32_t *w = &self.work_weights[0]
+        cdef int32_t *w = &self.p_work_weights[0]
         cdef int64_t total = 0, total_rho = 0, lam, remainder, u, x
         for i in range(n_candidates):  # rank by weight, descending, ties to the older position
             key = i
             j = i
-            while j > 0 and w[self.rank[j - 1]] < w[key]:
-                self.rank[j] = self.rank[j - 1]
+            while j > 0 and w[self.p_rank[j - 1]] < w[key]:
+                self.p_rank[j] = self.p_rank[j - 1]
                 j -= 1
-            self.rank[j] = key
+            self.p_rank[j] = key
         for j in range(kept):
-            if w[self.rank[j]] != 0:
-                self.rank[support] = self.rank[j]
+            if w[self.p_rank[j]] != 0:
+                self.p_rank[support] = self.p_rank[j]
                 support += 1
-        self.counters[2] = 0
+        self.p_counters[2] = 0
         if support == 0:
             return
         for j in range(support):
-            u = w[self.rank[j]]
+            u = w[self.p_rank[j]]
             total += u
             if (j + 1) * u + Q15 - total > 0:
                 rho = j + 1
@@ -638,43 +692,44 @@ cdef class ShrubKernel:
         lam = lam // rho if lam >= 0 else -((-lam + rho - 1) // rho)  # floor division
         remainder = Q15 - total_rho - rho * lam
         for j in range(support):
-            x = w[self.rank[j]] + lam
+            x = w[self.p_rank[j]] + lam
             x = (x if x > 0 else 0) + (1 if j < remainder else 0)
             if x > 0:
-                self.roots[n_kept] = self.cand_slot[self.rank[j]] * self.nps
-                self.weights[n_kept] = <uint16_t>x
+                self.p_roots[n_kept] = self.p_cand_slot[self.p_rank[j]] * self.nps
+                self.p_weights[n_kept] = <uint16_t>x
                 n_kept += 1
-        self.counters[2] = n_kept
+        self.p_counters[2] = n_kept
 
     cpdef int learn(self, const uint8_t[::1] bins, int label) except -1:
         """One learning step on a binned sample with an encoded label (checked by the caller)."""
         cdef int C = self.n_classes, d = self.d, slots = self.slots, i, slot, n_candidates
-        cdef uint16_t head = self.counters[0], count = self.counters[1]
+        cdef uint16_t head = self.p_counters[0], count = self.p_counters[1]
         with nogil:
+            for i in range(self.p_counters[2]):  # the active shrubs' pool slots
+                self.p_cand_slot[i] = self.p_roots[i] // self.nps
             if count == self.window:
                 self.pair_terms(head, False)
             for i in range(d):
-                self.window_bins[head * d + i] = bins[i]
-            self.window_labels[head] = label
+                self.p_window_bins[head * d + i] = bins[i]
+            self.p_window_labels[head] = label
             self.insert_row(head, count)
-            for i in range(self.counters[2]):
-                slot = self.roots[i] // self.nps
-                self.leaf_cache[head * slots + slot] = tree_leaf(&self.nodes[0], self.roots[i], &bins[0])
-            self.counters[0] = 0 if head + 1 == self.window else head + 1
+            for i in range(self.p_counters[2]):
+                self.p_leaf_cache[head * slots + self.p_cand_slot[i]] = tree_leaf(&self.p_nodes[0], self.p_roots[i], &bins[0])
+            self.p_counters[0] = 0 if head + 1 == self.window else head + 1
             if count < self.window:
-                self.counters[1] = count + 1
+                self.p_counters[1] = count + 1
             self.pair_terms(head, True)
-            self.counters[3] += 1
-            if self.counters[3] < self.update_every:
+            self.p_counters[3] += 1
+            if self.p_counters[3] < self.update_every:
                 return 0
-            self.counters[3] = 0
+            self.p_counters[3] = 0
             slot = self.free_slot()
             self.train(slot)
             self.new_shrub_terms(slot)
-            n_candidates = self.counters[2] + 1
+            n_candidates = self.p_counters[2] + 1
+            self.p_cand_slot[n_candidates - 1] = slot
             for i in range(n_candidates):
-                self.cand_slot[i] = self.roots[i] // self.nps if i < self.counters[2] else slot
-                self.work_weights[i] = self.weights[i] if i < self.counters[2] else 0
+                self.p_work_weights[i] = self.p_weights[i] if i < self.p_counters[2] else 0
             self.gradient_steps(n_candidates)
             self.prox(n_candidates)
         return 0
@@ -686,17 +741,17 @@ cdef class ShrubKernel:
         cdef uint64_t total = 0
         cdef const uint16_t *h
         with nogil:
-            if self.counters[2] == 0:
+            if self.p_counters[2] == 0:
                 for k in range(C):
                     proba[k] = Q15 // C
                 return 0
             for k in range(C):
                 acc[k] = 0
-            for t in range(self.counters[2]):
-                h = &self.leaf_values[tree_leaf(&self.nodes[0], self.roots[t], &bins[0]) * C]
+            for t in range(self.p_counters[2]):
+                h = &self.p_leaf_values[tree_leaf(&self.p_nodes[0], self.p_roots[t], &bins[0]) * C]
                 for k in range(C):
-                    acc[k] += <uint64_t>self.weights[t] * h[k]
-                total += self.weights[t]
+                    acc[k] += <uint64_t>self.p_weights[t] * h[k]
+                total += self.p_weights[t]
             for k in range(C):
                 proba[k] = <uint16_t>((acc[k] + total // 2) // total)
                 if proba[k] > proba[best]:
@@ -705,18 +760,46 @@ cdef class ShrubKernel:
 
     def rebuild(self):
         """Recompute the caches (sorted lists, leaves, Gram and label sums) from the window and the shrubs."""
-        cdef int i, n = self.counters[1], saved = self.counters[1], s, j, slot
+        cdef int i, n = self.p_counters[1], saved = self.p_counters[1], s, j, slot
         self.sorted_rows[:] = 0
         self.leaf_cache[:] = 0
         self.gram[:] = 0
         self.label_sum[:] = 0
         with nogil:
+            for j in range(self.p_counters[2]):
+                self.p_cand_slot[j] = self.p_roots[j] // self.nps
             for s in range(n):
-                self.counters[1] = s
+                self.p_counters[1] = s
                 self.insert_row(s, s)
-                for j in range(self.counters[2]):
-                    slot = self.roots[j] // self.nps
-                    self.leaf_cache[s * self.slots + slot] = tree_leaf(&self.nodes[0], self.roots[j],
-                                                                       &self.window_bins[s * self.d])
+                for j in range(self.p_counters[2]):
+                    slot = self.p_roots[j] // self.nps
+                    self.p_leaf_cache[s * self.slots + slot] = tree_leaf(&self.p_nodes[0], self.p_roots[j],
+                                                                       &self.p_window_bins[s * self.d])
                 self.pair_terms(s, True)
-            self.counters[1] = saved
+            self.p_counters[1] = saved
+
+
+def bin_row_f32(const double[::1] x, const float[::1] edges, const uint16_t[::1] offsets, uint8_t[::1] out):
+    """Bins of one raw row (BinMapper.transform for float32 edges): the number of the feature's edges strictly
+    below the value rounded to float32; NaN -> 255. Returns the first NaN feature, or -1."""
+    cdef Py_ssize_t j, n = x.shape[0], nan_at = -1
+    cdef int lo, hi, mid
+    cdef float v
+    with nogil:
+        for j in range(n):
+            v = <float>x[j]
+            if v != v:
+                out[j] = 255
+                if nan_at < 0:
+                    nan_at = j
+                continue
+            lo = offsets[j]
+            hi = offsets[j + 1]
+            while lo < hi:  # first edge >= v
+                mid = (lo + hi) >> 1
+                if edges[mid] < v:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            out[j] = <uint8_t>(lo - offsets[j])
+    return nan_at

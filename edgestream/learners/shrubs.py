@@ -33,6 +33,8 @@ Fixed-point decisions (the C runtime follows them to the bit):
 
 from __future__ import annotations
 
+from collections.abc import Hashable
+
 import numpy as np
 
 from .. import _kernels
@@ -91,8 +93,8 @@ STATE = StateSpec(
         RegionSpec("node_of", "scratch", "uint16_t", lambda c: c["window_size"], "B"),
         RegionSpec("split_counts", "scratch", "uint16_t", lambda c: 2 ** c["max_depth"] * 2 * c["n_classes"],
                    "2^depth x 2 x classes"),
-        RegionSpec("split_stats", "scratch", "uint32_t", lambda c: 2 ** max(c["max_depth"] - 1, 0) * 6,
-                   "2^(depth-1) x 6"),
+        RegionSpec("split_stats", "scratch", "uint32_t", lambda c: 2 ** max(c["max_depth"] - 1, 0) * 10,
+                   "2^(depth-1) x 10"),
         RegionSpec("work_weights", "scratch", "int32_t", lambda c: 2 * _slots(c), "2 x (M + 1)"),
         RegionSpec("rank", "scratch", "uint8_t", _slots, "M + 1"),
         RegionSpec("cand_slot", "scratch", "uint8_t", _slots, "M + 1"),
@@ -262,6 +264,12 @@ class ShrubEnsemble:
         config = self.device_config()
         self._kernel = _kernels.ShrubKernel(arrays, self._counters, *(config[f.name] for f in STATE.config))
         self._proba = np.zeros(c, dtype=np.uint16)
+        self._row_bins = np.zeros(d, dtype=np.uint8)
+        self._label_index = {label: i for i, label in enumerate(self.classes_.tolist())}
+        self._fast_edges = None
+        if self.bins_.dtype == "float32":
+            edges, offsets = self.bins_.flat_edges()
+            self._fast_edges = (np.ascontiguousarray(edges, dtype=np.float32), np.ascontiguousarray(offsets))
 
     head = property(lambda self: int(self._counters[0]))
     count = property(lambda self: int(self._counters[1]))
@@ -334,9 +342,22 @@ class ShrubEnsemble:
                              "missing values")
         return self.bins_.transform(X)
 
+    def _bins_one(self, x) -> np.ndarray:
+        """Bins of one raw row: a compiled fast path for float rows, else :meth:`transform`."""
+        fast = getattr(self, "_fast_edges", None)
+        if fast is not None and type(x) is np.ndarray and x.dtype == np.float64 and x.shape == (self.n_features_,):
+            nan_at = _kernels.bin_row_f32(x if x.flags.c_contiguous else np.ascontiguousarray(x), fast[0], fast[1],
+                                          self._row_bins)
+            if nan_at < 0 or self.allow_missing:
+                return self._row_bins
+        return self.transform(np.asarray(x).reshape(1, -1))[0]
+
     def learn_one(self, x, y) -> "ShrubEnsemble":
-        label = self.encode_label(y)
-        self.learn_bins(self.transform(np.asarray(x).reshape(1, -1))[0], label)
+        self._check_ready()
+        label = self._label_index.get(y) if isinstance(y, Hashable) else None
+        if label is None:
+            label = self.encode_label(y)
+        self._kernel.learn(self._bins_one(x), label)
         return self
 
     def partial_fit(self, X, y, classes=None) -> "ShrubEnsemble":
@@ -389,7 +410,8 @@ class ShrubEnsemble:
         return dict(zip(self.classes_.tolist(), proba.tolist()))
 
     def predict_one(self, x):
-        return self.predict(np.asarray(x).reshape(1, -1))[0]
+        self._check_ready()
+        return self.classes_[self._kernel.predict(self._bins_one(x), self._proba)]
 
 
 def shrubs_context(learner: ShrubEnsemble, name: str) -> dict:
