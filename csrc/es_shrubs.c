@@ -44,7 +44,7 @@ static int64_t es_trunc_shift(int64_t a, unsigned k)
 
 /* Add (add != 0) or remove window row `row`'s terms to/from the Gram matrix and label sums of the active shrubs
  * (their slots in cand_slot[0..n_shrubs)). */
-static void es_pair_terms(const es_shrubs *model, uint32_t row, int add)
+static ES_NOINLINE void es_pair_terms(const es_shrubs *model, uint32_t row, int add)
 {
     const uint32_t n_classes = model->config->n_classes;
     const uint32_t slots = model->config->max_shrubs + 1u;
@@ -53,34 +53,33 @@ static void es_pair_terms(const es_shrubs *model, uint32_t row, int add)
     const uint16_t *leaf_values = model->leaf_values;
     const uint8_t *cand_slot = model->cand_slot;
     uint32_t *gram = model->gram;
-    uint32_t *label_sum = model->label_sum;
     const uint32_t y = model->window_labels[row];
+    const uint32_t sign = add ? 1u : 0xFFFFFFFFu; /* modular: += sign * t adds or subtracts t */
     uint32_t i;
     uint32_t j;
-    uint32_t c;
     for (i = 0; i < n; i++) {
         const uint32_t a = cand_slot[i];
         const uint16_t *ha = &leaf_values[(uint32_t)cache[a] * n_classes];
         uint32_t *gram_a = &gram[a * slots];
-        if (add) {
-            label_sum[a] += ha[y];
-        } else {
-            label_sum[a] -= ha[y];
-        }
+        model->label_sum[a] += sign * ha[y];
         for (j = i; j < n; j++) {
             const uint32_t b = cand_slot[j];
             const uint16_t *hb = &leaf_values[(uint32_t)cache[b] * n_classes];
-            uint32_t t = 0;
-            for (c = 0; c < n_classes; c++) {
-                t += (uint32_t)ha[c] * hb[c];
-            }
-            t >>= 15;
-            if (add) {
-                gram_a[b] += t;
-                gram[b * slots + a] += a != b ? t : 0u;
+            uint32_t t;
+            if (n_classes == 2u) {
+                t = ((uint32_t)ha[0] * hb[0] + (uint32_t)ha[1] * hb[1]) >> 15;
             } else {
-                gram_a[b] -= t;
-                gram[b * slots + a] -= a != b ? t : 0u;
+                uint32_t c;
+                t = 0;
+                for (c = 0; c < n_classes; c++) {
+                    t += (uint32_t)ha[c] * hb[c];
+                }
+                t >>= 15;
+            }
+            t *= sign;
+            gram_a[b] += t;
+            if (a != b) {
+                gram[b * slots + a] += t;
             }
         }
     }
@@ -88,7 +87,7 @@ static void es_pair_terms(const es_shrubs *model, uint32_t row, int add)
 
 /* Every feature's list of window rows stays sorted by (bin, row): `row` (already written) moves to its place.
  * `present` rows are listed, `row` among them when the window was full. */
-static void es_insert_row(const es_shrubs *model, uint32_t row, uint32_t present)
+static ES_NOINLINE void es_insert_row(const es_shrubs *model, uint32_t row, uint32_t present)
 {
     const uint32_t d = model->config->n_features;
     const uint32_t window = model->config->window_size;
@@ -186,7 +185,6 @@ static ES_NOINLINE void es_scan_feature(const es_shrubs *model, uint32_t f, uint
     const uint16_t *list = &model->sorted_rows[f * model->config->window_size];
     const uint16_t *node_of = model->node_of;
     const uint8_t *bins = &model->window_bins[f];
-    const uint8_t *labels = model->window_labels;
     uint16_t *left_counts = &model->split_counts[n_classes];
     uint32_t *stats = model->split_stats;
     uint32_t i;
@@ -202,16 +200,17 @@ static ES_NOINLINE void es_scan_feature(const es_shrubs *model, uint32_t f, uint
     }
     for (i = 0; i < n; i++) {
         const uint32_t row = list[i];
+        const uint32_t tag = node_of[row];
         uint32_t *st;
         uint32_t bin;
         uint32_t y;
-        v = node_of[row];
-        if (v == ES_NONE) {
+        if (tag == ES_NONE) {
             continue;
         }
+        v = tag >> 8;
+        y = tag & 0xFFu;
         st = &stats[v * ES_STATS];
         bin = bins[row * d];
-        y = labels[row];
         if (bin != st[ES_ST_LAST]) { /* a run of rows with the next bin starts */
             if (st[ES_ST_LAST] != ES_NONE && st[ES_ST_RUN_CLASS] != y) {
                 es_candidate(model, v, f, st[ES_ST_LAST], 0, 0);
@@ -278,7 +277,7 @@ static ES_NOINLINE void es_level_setup(const es_shrubs *model, uint32_t level_si
     }
     for (s = 0; s < n; s++) {
         v = node_of[s];
-        if (v != ES_NONE && split_stats[v * ES_STATS + ES_ST_CHOICE] == ES_LEAF_MARK) {
+        if (v != ES_NONE && split_stats[(v >> 8) * ES_STATS + ES_ST_CHOICE] == ES_LEAF_MARK) {
             node_of[s] = ES_NONE;
         }
     }
@@ -292,7 +291,6 @@ static ES_NOINLINE void es_level_reassign(const es_shrubs *model, uint32_t next_
     const uint32_t width = 2u * n_classes;
     const uint32_t n = model->counters->count;
     const uint8_t *bins = model->window_bins;
-    const uint8_t *labels = model->window_labels;
     const uint32_t *split_stats = model->split_stats;
     uint16_t *node_of = model->node_of;
     uint16_t *split_counts = model->split_counts;
@@ -303,16 +301,17 @@ static ES_NOINLINE void es_level_reassign(const es_shrubs *model, uint32_t next_
     for (s = 0; s < n; s++) {
         const uint32_t *st;
         uint32_t choice;
-        uint32_t v = node_of[s];
-        if (v == ES_NONE) {
+        const uint32_t tag = node_of[s];
+        uint32_t v;
+        if (tag == ES_NONE) {
             continue;
         }
-        st = &split_stats[v * ES_STATS];
+        st = &split_stats[(tag >> 8) * ES_STATS];
         choice = st[ES_ST_CHOICE];
         if (choice < ES_NONE) {
             v = st[ES_ST_LAST] + (bins[s * d + (choice >> 8)] > (choice & 0xFFu) ? 1u : 0u);
-            node_of[s] = (uint16_t)v;
-            split_counts[v * width + labels[s]]++;
+            node_of[s] = (uint16_t)((v << 8) | (tag & 0xFFu));
+            split_counts[v * width + (tag & 0xFFu)]++;
         } else {
             node_of[s] = ES_NONE;
         }
@@ -344,9 +343,10 @@ static void es_train_shrub(const es_shrubs *model, uint32_t slot)
     for (s = 0; s < width; s++) {
         split_counts[s] = 0;
     }
-    for (s = 0; s < n; s++) {
-        model->node_of[s] = 0;
-        split_counts[model->window_labels[s]]++;
+    for (s = 0; s < n; s++) { /* node_of holds node << 8 | label, or ES_NONE */
+        const uint32_t y = model->window_labels[s];
+        model->node_of[s] = (uint16_t)y;
+        split_counts[y]++;
     }
     for (;;) {
         uint32_t next_size = 0;
@@ -412,7 +412,7 @@ static uint32_t es_free_slot(const es_shrubs *model)
 }
 
 /* The new shrub's leaf for every window row, its Gram row and column and its label sum. */
-static void es_new_shrub_terms(const es_shrubs *model, uint32_t slot)
+static ES_NOINLINE void es_new_shrub_terms(const es_shrubs *model, uint32_t slot)
 {
     const es_shrubs_config *config = model->config;
     const uint32_t n_classes = config->n_classes;
@@ -423,40 +423,48 @@ static void es_new_shrub_terms(const es_shrubs *model, uint32_t slot)
     const uint16_t root = (uint16_t)(slot * es_nodes_per_shrub(config));
     const uint16_t *leaf_values = model->leaf_values;
     const uint8_t *cand_slot = model->cand_slot;
-    const uint8_t *labels = model->window_labels;
-    const uint8_t *bins = model->window_bins;
-    const es_node *nodes = model->nodes;
-    uint16_t *cache = model->leaf_cache;
+    uint16_t *row_cache = model->leaf_cache;
     uint32_t *g = &model->gram[slot * slots];
     uint32_t label_sum = 0;
+    uint32_t own = 0;
     uint32_t s;
     uint32_t i;
     uint32_t c;
     for (i = 0; i < n_active; i++) {
         g[cand_slot[i]] = 0;
     }
-    g[slot] = 0;
-    for (s = 0; s < n; s++) {
-        uint16_t *row_cache = &cache[s * slots];
-        const uint16_t leaf = es_tree_leaf(nodes, root, &bins[s * d]);
-        const uint16_t *h = &leaf_values[(uint32_t)leaf * n_classes];
-        uint32_t t = 0;
-        row_cache[slot] = leaf;
-        label_sum += h[labels[s]];
-        for (c = 0; c < n_classes; c++) {
-            t += (uint32_t)h[c] * h[c];
-        }
-        g[slot] += t >> 15;
-        for (i = 0; i < n_active; i++) {
-            const uint32_t b = cand_slot[i];
-            const uint16_t *hb = &leaf_values[(uint32_t)row_cache[b] * n_classes];
-            t = 0;
-            for (c = 0; c < n_classes; c++) {
-                t += (uint32_t)h[c] * hb[c];
+    for (s = 0; s < n; s++, row_cache += slots) {
+        const uint32_t leaf = es_tree_leaf(model->nodes, root, &model->window_bins[s * d]);
+        const uint16_t *h = &leaf_values[leaf * n_classes];
+        row_cache[slot] = (uint16_t)leaf;
+        label_sum += h[model->window_labels[s]];
+        if (n_classes == 2u) {
+            const uint32_t h0 = h[0];
+            const uint32_t h1 = h[1];
+            own += (h0 * h0 + h1 * h1) >> 15;
+            for (i = 0; i < n_active; i++) {
+                const uint32_t b = cand_slot[i];
+                const uint16_t *hb = &leaf_values[(uint32_t)row_cache[b] * 2u];
+                g[b] += (h0 * hb[0] + h1 * hb[1]) >> 15;
             }
-            g[b] += t >> 15;
+        } else {
+            uint32_t t = 0;
+            for (c = 0; c < n_classes; c++) {
+                t += (uint32_t)h[c] * h[c];
+            }
+            own += t >> 15;
+            for (i = 0; i < n_active; i++) {
+                const uint32_t b = cand_slot[i];
+                const uint16_t *hb = &leaf_values[(uint32_t)row_cache[b] * n_classes];
+                t = 0;
+                for (c = 0; c < n_classes; c++) {
+                    t += (uint32_t)h[c] * hb[c];
+                }
+                g[b] += t >> 15;
+            }
         }
     }
+    g[slot] = own;
     model->label_sum[slot] = label_sum;
     for (i = 0; i < n_active; i++) {
         const uint32_t b = cand_slot[i];
@@ -465,7 +473,7 @@ static void es_new_shrub_terms(const es_shrubs *model, uint32_t slot)
 }
 
 /* `burnin` proximal gradient steps (Jacobi: every weight moves by the gradient at the previous weights). */
-static void es_gradient_steps(const es_shrubs *model, uint32_t n_candidates)
+static ES_NOINLINE void es_gradient_steps(const es_shrubs *model, uint32_t n_candidates)
 {
     const es_shrubs_config *config = model->config;
     const uint32_t slots = config->max_shrubs + 1u;
@@ -503,7 +511,7 @@ static int64_t es_floor_div(int64_t a, int64_t b)
 }
 
 /* Hard-L0 prox, integer simplex projection of the non-zero kept weights, and pruning of zero weights. */
-static void es_prox(const es_shrubs *model, uint32_t n_candidates)
+static ES_NOINLINE void es_prox(const es_shrubs *model, uint32_t n_candidates)
 {
     const int64_t one = ES_Q15_ONE;
     const uint32_t kept = n_candidates < model->config->max_shrubs ? n_candidates : model->config->max_shrubs;

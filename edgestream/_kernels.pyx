@@ -497,14 +497,14 @@ cdef class ShrubKernel:
         cdef uint16_t *leaves = &self.p_leaf_values[slot * self.lps * C]
         cdef uint16_t node_base = slot * self.nps, leaf_base = slot * self.lps
         for s in range(n):
-            self.p_node_of[s] = 0
+            self.p_node_of[s] = self.p_window_labels[s]  # node << 8 | label, or NONE
         while True:
             for v in range(level_size * 2 * C):
                 self.p_split_counts[v] = 0
             for s in range(n):
                 v = self.p_node_of[s]
                 if v != NONE:
-                    self.p_split_counts[v * 2 * C + self.p_window_labels[s]] += 1
+                    self.p_split_counts[(v >> 8) * 2 * C + (v & 0xFF)] += 1
             if level < self.depth:
                 for v in range(level_size):  # which nodes may split, and the parent's score to beat
                     counts = &self.p_split_counts[v * 2 * C]
@@ -532,7 +532,7 @@ cdef class ShrubKernel:
                         st[ST_CHOICE] = LEAF_MARK
                 for s in range(n):
                     v = self.p_node_of[s]
-                    if v != NONE and self.p_split_stats[v * STATS + ST_CHOICE] == LEAF_MARK:
+                    if v != NONE and self.p_split_stats[(v >> 8) * STATS + ST_CHOICE] == LEAF_MARK:
                         self.p_node_of[s] = NONE
                 for f in range(d):
                     for v in range(level_size):
@@ -547,9 +547,10 @@ cdef class ShrubKernel:
                         v = self.p_node_of[row]
                         if v == NONE:
                             continue
+                        y = v & 0xFF
+                        v = v >> 8
                         st = &self.p_split_stats[v * STATS]
                         bin_ = self.p_window_bins[row * d + f]
-                        y = self.p_window_labels[row]
                         if bin_ != st[ST_LAST]:  # a run of rows with the next bin starts
                             if st[ST_LAST] != NONE and st[ST_RUN_CLASS] != y:
                                 self.candidate(v, f, st[ST_LAST], 0, 0)
@@ -593,10 +594,11 @@ cdef class ShrubKernel:
                 v = self.p_node_of[s]
                 if v == NONE:
                     continue
-                st = &self.p_split_stats[v * STATS]
+                st = &self.p_split_stats[(v >> 8) * STATS]
                 choice = st[ST_CHOICE]
                 if choice < NONE:
-                    self.p_node_of[s] = st[ST_LAST] + (self.p_window_bins[s * d + (choice >> 8)] > (choice & 0xFF))
+                    self.p_node_of[s] = ((st[ST_LAST] + (self.p_window_bins[s * d + (choice >> 8)] > (choice & 0xFF))) << 8
+                                         | (v & 0xFF))
                 else:
                     self.p_node_of[s] = NONE
             level_first += level_size
