@@ -8,7 +8,7 @@
 #define ES_NONE 0xFFFFu                     /* no node, no bin, no pending threshold */
 #define ES_MIXED 0x100u                     /* class of a run of rows with more than one class */
 #define ES_LEAF_MARK 0x10000u               /* split choice of a node that may not split */
-#define ES_STATS 10u                        /* split_stats words per splittable node */
+#define ES_STATS 10u                        /* split_stats words per splittable node, then its left counts */
 #define ES_ST_N_TOTAL 0u
 #define ES_ST_N_LEFT 1u                     /* rows scanned so far, the current run included */
 #define ES_ST_LAST 2u                       /* bin of the current run, then the left child's local index */
@@ -129,9 +129,9 @@ static void es_candidate(const es_shrubs *model, uint32_t v, uint32_t f, uint32_
                          uint32_t less)
 {
     const uint32_t n_classes = model->config->n_classes;
-    uint32_t *st = &model->split_stats[v * ES_STATS];
-    const uint16_t *total = &model->split_counts[v * 2u * n_classes];
-    const uint16_t *left = total + n_classes;
+    uint32_t *st = &model->split_stats[v * (ES_STATS + n_classes)];
+    const uint16_t *total = &model->split_counts[v * n_classes];
+    const uint32_t *left = st + ES_STATS;
     const uint32_t n_left = st[ES_ST_N_LEFT] - less;
     const uint32_t n_right = st[ES_ST_N_TOTAL] - n_left;
     uint64_t best;
@@ -140,7 +140,20 @@ static void es_candidate(const es_shrubs *model, uint32_t v, uint32_t f, uint32_
         return;
     }
     best = ((uint64_t)st[ES_ST_BEST_HI] << 32) | st[ES_ST_BEST_LO];
-    if (model->config->criterion == ES_GINI) {
+    if (n_classes == 2u && model->config->criterion == ES_GINI) { /* the same rule, spelled out for 2 classes */
+        const uint32_t l0 = left[0] - (less_class == 0u ? less : 0u);
+        const uint32_t l1 = left[1] - (less_class == 1u ? less : 0u);
+        const uint32_t r0 = total[0] - l0;
+        const uint32_t r1 = total[1] - l1;
+        const uint64_t num = (uint64_t)(l0 * l0 + l1 * l1) * n_right + (uint64_t)(r0 * r0 + r1 * r1) * n_left;
+        const uint32_t den = n_left * n_right;
+        if (num * st[ES_ST_BEST_DEN] > best * den) {
+            st[ES_ST_BEST_LO] = (uint32_t)num;
+            st[ES_ST_BEST_HI] = (uint32_t)(num >> 32);
+            st[ES_ST_BEST_DEN] = den;
+            st[ES_ST_CHOICE] = (f << 8) | t;
+        }
+    } else if (model->config->criterion == ES_GINI) {
         uint32_t l2 = 0; /* at most 4096^2 */
         uint32_t r2 = 0;
         uint64_t num;
@@ -181,25 +194,25 @@ static ES_NOINLINE void es_scan_feature(const es_shrubs *model, uint32_t f, uint
     const uint32_t n_classes = model->config->n_classes;
     const uint32_t d = model->config->n_features;
     const uint32_t n = model->counters->count;
-    const uint32_t width = 2u * n_classes;
+    const uint32_t stride = ES_STATS + n_classes;
     const uint16_t *list = &model->sorted_rows[f * model->config->window_size];
+    const uint16_t *end = list + n;
     const uint16_t *node_of = model->node_of;
     const uint8_t *bins = &model->window_bins[f];
-    uint16_t *left_counts = &model->split_counts[n_classes];
     uint32_t *stats = model->split_stats;
-    uint32_t i;
     uint32_t v;
     for (v = 0; v < level_size; v++) {
+        uint32_t *st = &stats[v * stride];
         uint32_t k;
-        stats[v * ES_STATS + ES_ST_N_LEFT] = 0;
-        stats[v * ES_STATS + ES_ST_LAST] = ES_NONE;
-        stats[v * ES_STATS + ES_ST_PEND] = ES_NONE;
+        st[ES_ST_N_LEFT] = 0;
+        st[ES_ST_LAST] = ES_NONE;
+        st[ES_ST_PEND] = ES_NONE;
         for (k = 0; k < n_classes; k++) {
-            left_counts[v * width + k] = 0;
+            st[ES_STATS + k] = 0;
         }
     }
-    for (i = 0; i < n; i++) {
-        const uint32_t row = list[i];
+    while (list != end) {
+        const uint32_t row = *list++;
         const uint32_t tag = node_of[row];
         uint32_t *st;
         uint32_t bin;
@@ -209,7 +222,7 @@ static ES_NOINLINE void es_scan_feature(const es_shrubs *model, uint32_t f, uint
         }
         v = tag >> 8;
         y = tag & 0xFFu;
-        st = &stats[v * ES_STATS];
+        st = &stats[v * stride];
         bin = bins[row * d];
         if (bin != st[ES_ST_LAST]) { /* a run of rows with the next bin starts */
             if (st[ES_ST_LAST] != ES_NONE && st[ES_ST_RUN_CLASS] != y) {
@@ -228,7 +241,7 @@ static ES_NOINLINE void es_scan_feature(const es_shrubs *model, uint32_t f, uint
             }
             st[ES_ST_RUN_CLASS] = ES_MIXED;
         }
-        left_counts[v * width + y]++;
+        st[ES_STATS + y]++;
         st[ES_ST_N_LEFT]++;
     }
 }
@@ -238,7 +251,7 @@ static ES_NOINLINE void es_level_setup(const es_shrubs *model, uint32_t level_si
 {
     const es_shrubs_config *config = model->config;
     const uint32_t n_classes = config->n_classes;
-    const uint32_t width = 2u * n_classes;
+    const uint32_t stride = ES_STATS + n_classes;
     const uint32_t n = model->counters->count;
     uint16_t *node_of = model->node_of;
     uint32_t *split_stats = model->split_stats;
@@ -246,8 +259,8 @@ static ES_NOINLINE void es_level_setup(const es_shrubs *model, uint32_t level_si
     uint32_t s;
     uint32_t k;
     for (v = 0; v < level_size; v++) {
-        const uint16_t *counts = &model->split_counts[v * width];
-        uint32_t *st = &split_stats[v * ES_STATS];
+        const uint16_t *counts = &model->split_counts[v * n_classes];
+        uint32_t *st = &split_stats[v * stride];
         uint32_t total = 0;
         uint32_t n_present = 0;
         for (k = 0; k < n_classes; k++) {
@@ -277,7 +290,7 @@ static ES_NOINLINE void es_level_setup(const es_shrubs *model, uint32_t level_si
     }
     for (s = 0; s < n; s++) {
         v = node_of[s];
-        if (v != ES_NONE && split_stats[(v >> 8) * ES_STATS + ES_ST_CHOICE] == ES_LEAF_MARK) {
+        if (v != ES_NONE && split_stats[(v >> 8) * stride + ES_ST_CHOICE] == ES_LEAF_MARK) {
             node_of[s] = ES_NONE;
         }
     }
@@ -288,14 +301,14 @@ static ES_NOINLINE void es_level_reassign(const es_shrubs *model, uint32_t next_
 {
     const uint32_t n_classes = model->config->n_classes;
     const uint32_t d = model->config->n_features;
-    const uint32_t width = 2u * n_classes;
+    const uint32_t stride = ES_STATS + n_classes;
     const uint32_t n = model->counters->count;
     const uint8_t *bins = model->window_bins;
     const uint32_t *split_stats = model->split_stats;
     uint16_t *node_of = model->node_of;
     uint16_t *split_counts = model->split_counts;
     uint32_t s;
-    for (s = 0; s < next_size * width; s++) {
+    for (s = 0; s < next_size * n_classes; s++) {
         split_counts[s] = 0;
     }
     for (s = 0; s < n; s++) {
@@ -306,12 +319,12 @@ static ES_NOINLINE void es_level_reassign(const es_shrubs *model, uint32_t next_
         if (tag == ES_NONE) {
             continue;
         }
-        st = &split_stats[(tag >> 8) * ES_STATS];
+        st = &split_stats[(tag >> 8) * stride];
         choice = st[ES_ST_CHOICE];
         if (choice < ES_NONE) {
             v = st[ES_ST_LAST] + (bins[s * d + (choice >> 8)] > (choice & 0xFFu) ? 1u : 0u);
             node_of[s] = (uint16_t)((v << 8) | (tag & 0xFFu));
-            split_counts[v * width + (tag & 0xFFu)]++;
+            split_counts[v * n_classes + (tag & 0xFFu)]++;
         } else {
             node_of[s] = ES_NONE;
         }
@@ -327,7 +340,7 @@ static void es_train_shrub(const es_shrubs *model, uint32_t slot)
     const uint32_t max_depth = config->max_depth;
     const uint32_t node_base = slot * es_nodes_per_shrub(config);
     const uint32_t leaf_base = slot << config->max_depth;
-    const uint32_t width = 2u * n_classes;
+    const uint32_t stride = ES_STATS + n_classes;
     uint16_t *split_counts = model->split_counts;
     uint32_t *split_stats = model->split_stats;
     es_node *nodes = &model->nodes[node_base];
@@ -340,7 +353,7 @@ static void es_train_shrub(const es_shrubs *model, uint32_t slot)
     uint32_t s;
     uint32_t v;
     uint32_t k;
-    for (s = 0; s < width; s++) {
+    for (s = 0; s < n_classes; s++) {
         split_counts[s] = 0;
     }
     for (s = 0; s < n; s++) { /* node_of holds node << 8 | label, or ES_NONE */
@@ -358,14 +371,14 @@ static void es_train_shrub(const es_shrubs *model, uint32_t slot)
             }
         }
         for (v = 0; v < level_size; v++) { /* this level's nodes in order; children next to each other */
-            const uint16_t *counts = &split_counts[v * width];
-            const uint32_t choice = level < max_depth ? split_stats[v * ES_STATS + ES_ST_CHOICE] : ES_LEAF_MARK;
+            const uint16_t *counts = &split_counts[v * n_classes];
+            const uint32_t choice = level < max_depth ? split_stats[v * stride + ES_ST_CHOICE] : ES_LEAF_MARK;
             es_node *node = &nodes[level_first + v];
             if (choice < ES_NONE) {
                 node->feature = (uint8_t)(choice >> 8);
                 node->threshold = (uint8_t)(choice & 0xFFu);
                 node->child = (uint16_t)(node_base + n_nodes);
-                split_stats[v * ES_STATS + ES_ST_LAST] = next_size;
+                split_stats[v * stride + ES_ST_LAST] = next_size;
                 next_size += 2u;
                 n_nodes += 2u;
             } else {
@@ -472,6 +485,17 @@ static ES_NOINLINE void es_new_shrub_terms(const es_shrubs *model, uint32_t slot
     }
 }
 
+/* m + sum_j w[j] * g[slot_of[j]] (kept small so that its loop stays in registers) */
+static ES_NOINLINE int64_t es_gram_dot(const uint32_t *g, const uint8_t *slot_of, const int32_t *w, uint32_t n,
+                                       int64_t m)
+{
+    const int32_t *end = w + n;
+    while (w != end) {
+        m += (int64_t)*w++ * (int32_t)g[*slot_of++];
+    }
+    return m;
+}
+
 /* `burnin` proximal gradient steps (Jacobi: every weight moves by the gradient at the previous weights). */
 static ES_NOINLINE void es_gradient_steps(const es_shrubs *model, uint32_t n_candidates)
 {
@@ -486,15 +510,11 @@ static ES_NOINLINE void es_gradient_steps(const es_shrubs *model, uint32_t n_can
     const int64_t scale = (int64_t)((alpha << 15) / ((uint64_t)model->counters->count * config->n_classes));
     uint32_t step;
     uint32_t k;
-    uint32_t j;
     for (step = 0; step < config->burnin; step++) {
         for (k = 0; k < n_candidates; k++) {
-            const uint32_t *g = &gram[(uint32_t)cand_slot[k] * slots];
-            int64_t m = -(int64_t)label_sum[cand_slot[k]] * 32768;
+            const int64_t m = es_gram_dot(&gram[(uint32_t)cand_slot[k] * slots], cand_slot, w, n_candidates,
+                                          -(int64_t)label_sum[cand_slot[k]] * 32768);
             int64_t x;
-            for (j = 0; j < n_candidates; j++) {
-                m += (int64_t)w[j] * (int32_t)g[cand_slot[j]];
-            }
             x = w[k] - es_trunc_shift(es_trunc_shift(m, 15) * scale, 30);
             next_w[k] = (int32_t)(x > ES_WEIGHT_LIMIT ? ES_WEIGHT_LIMIT : (x < -ES_WEIGHT_LIMIT ? -ES_WEIGHT_LIMIT : x));
         }

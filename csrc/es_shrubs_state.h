@@ -38,8 +38,8 @@ typedef struct {
     uint32_t *gram;                 /* cache: (M + 1) x (M + 1), Q15 sums */
     uint32_t *label_sum;            /* cache: M + 1, Q15 sums */
     uint16_t *node_of;              /* scratch: B */
-    uint16_t *split_counts;         /* scratch: 2^depth x 2 x classes */
-    uint32_t *split_stats;          /* scratch: 2^(depth-1) x 10 */
+    uint16_t *split_counts;         /* scratch: 2^depth x classes: class totals of a level's nodes */
+    uint32_t *split_stats;          /* scratch: 2^(depth-1) x (10 + classes): scan state of a level's nodes */
     int32_t *work_weights;          /* scratch: 2 x (M + 1) */
     uint8_t *rank;                  /* scratch: M + 1 */
     uint8_t *cand_slot;             /* scratch: M + 1 */

@@ -308,6 +308,8 @@ cdef inline uint32_t pair_term(const uint16_t *a, const uint16_t *b, int n_class
     """floor(sum_c a[c] * b[c] / 2**15) of two Q15 leaf rows (the sum stays below 2**31)."""
     cdef uint32_t t = 0
     cdef int c
+    if n_classes == 2:
+        return (<uint32_t>a[0] * b[0] + <uint32_t>a[1] * b[1]) >> 15
     for c in range(n_classes):
         t += <uint32_t>a[c] * b[c]
     return t >> 15
@@ -397,28 +399,23 @@ cdef class ShrubKernel:
     cdef void pair_terms(self, uint16_t row, bint add) noexcept nogil:
         """Add (or remove) window row ``row``'s terms to the Gram and label sums of the active shrubs."""
         cdef int i, j, a, b, C = self.n_classes, n = self.p_counters[2], slots = self.slots
-        cdef uint32_t t
+        cdef uint32_t t, sign = 1 if add else 0xFFFFFFFFU  # modular: += sign * t adds or subtracts t
         cdef const uint16_t *ha
         cdef const uint16_t *cache = &self.p_leaf_cache[row * slots]
+        cdef const uint16_t *leaf_values = self.p_leaf_values
+        cdef const uint8_t *cand_slot = self.p_cand_slot
+        cdef uint32_t *gram = self.p_gram
         cdef uint8_t y = self.p_window_labels[row]
         for i in range(n):
-            a = self.p_cand_slot[i]
-            ha = &self.p_leaf_values[cache[a] * C]
-            if add:
-                self.p_label_sum[a] += ha[y]
-            else:
-                self.p_label_sum[a] -= ha[y]
+            a = cand_slot[i]
+            ha = &leaf_values[cache[a] * C]
+            self.p_label_sum[a] += sign * ha[y]
             for j in range(i, n):
-                b = self.p_cand_slot[j]
-                t = pair_term(ha, &self.p_leaf_values[cache[b] * C], C)
-                if add:
-                    self.p_gram[a * slots + b] += t
-                    if a != b:
-                        self.p_gram[b * slots + a] += t
-                else:
-                    self.p_gram[a * slots + b] -= t
-                    if a != b:
-                        self.p_gram[b * slots + a] -= t
+                b = cand_slot[j]
+                t = sign * pair_term(ha, &leaf_values[cache[b] * C], C)
+                gram[a * slots + b] += t
+                if a != b:
+                    gram[b * slots + a] += t
 
     cdef void insert_row(self, uint16_t row, int present) noexcept nogil:
         """Keep every feature's list of window rows sorted by (bin, row): ``row`` (already written) moves to
@@ -453,15 +450,25 @@ cdef class ShrubKernel:
         """Score threshold ``t`` of feature ``f`` for node ``v``: its left side is the rows scanned so far without
         the last ``less`` rows (all of class ``less_class``). Kept if strictly better than the best so far."""
         cdef int C = self.n_classes, k
-        cdef uint32_t *st = &self.p_split_stats[v * STATS]
-        cdef const uint16_t *total = &self.p_split_counts[v * 2 * C]
-        cdef const uint16_t *left = total + C
+        cdef uint32_t *st = &self.p_split_stats[v * (STATS + C)]
+        cdef const uint16_t *total = &self.p_split_counts[v * C]
+        cdef const uint32_t *left = st + STATS
         cdef uint64_t n_left = st[ST_N_LEFT] - less, n_right = st[ST_N_TOTAL] - n_left
-        cdef uint64_t l2 = 0, r2 = 0, num, den, best, cost, lk
+        cdef uint64_t l2 = 0, r2 = 0, num, den, best, cost, lk, l0, l1
         if n_left < self.min_samples_leaf or n_right < self.min_samples_leaf:
             return
         best = (<uint64_t>st[ST_BEST_HI] << 32) | st[ST_BEST_LO]
-        if self.criterion == CRITERION_GINI:
+        if self.criterion == CRITERION_GINI and C == 2:
+            l0 = left[0] - (less if less_class == 0 else 0)
+            l1 = left[1] - (less if less_class == 1 else 0)
+            num = (l0 * l0 + l1 * l1) * n_right + ((total[0] - l0) * (total[0] - l0) + (total[1] - l1) * (total[1] - l1)) * n_left
+            den = n_left * n_right
+            if num * st[ST_BEST_DEN] > best * den:
+                st[ST_BEST_LO] = <uint32_t>num
+                st[ST_BEST_HI] = <uint32_t>(num >> 32)
+                st[ST_BEST_DEN] = <uint32_t>den
+                st[ST_CHOICE] = (<uint32_t>f << 8) | t
+        elif self.criterion == CRITERION_GINI:
             for k in range(C):
                 lk = left[k] - (less if k == less_class else 0)
                 l2 += lk * lk
@@ -483,6 +490,44 @@ cdef class ShrubKernel:
                 st[ST_BEST_HI] = <uint32_t>(cost >> 32)
                 st[ST_CHOICE] = (<uint32_t>f << 8) | t
 
+    cdef void scan_feature(self, int f) noexcept nogil:
+        """One feature's scan of a level: rows in (bin, row) order to their nodes' running counts; a threshold
+        between two runs of rows (rows of one bin) is a candidate unless both runs have one and the same class."""
+        cdef int C = self.n_classes, d = self.d, stride = STATS + C
+        cdef const uint16_t *lst = &self.p_sorted_rows[f * self.window]
+        cdef const uint16_t *end = lst + self.p_counters[1]
+        cdef const uint16_t *node_of = self.p_node_of
+        cdef const uint8_t *bins = &self.p_window_bins[f]
+        cdef uint32_t *stats = self.p_split_stats
+        cdef uint32_t *st
+        cdef uint32_t tag, v, y, bin_, row
+        while lst != end:
+            row = lst[0]
+            lst += 1
+            tag = node_of[row]
+            if tag == NONE:
+                continue
+            y = tag & 0xFF
+            v = tag >> 8
+            st = &stats[v * stride]
+            bin_ = bins[row * d]
+            if bin_ != st[ST_LAST]:  # a run of rows with the next bin starts
+                if st[ST_LAST] != NONE and st[ST_RUN_CLASS] != y:
+                    self.candidate(v, f, st[ST_LAST], 0, 0)
+                    st[ST_PEND] = NONE
+                else:
+                    st[ST_PEND] = st[ST_LAST]
+                st[ST_LAST] = bin_
+                st[ST_RUN_CLASS] = y
+                st[ST_RUN_START] = st[ST_N_LEFT]
+            elif st[ST_RUN_CLASS] != y and st[ST_RUN_CLASS] != MIXED:
+                if st[ST_PEND] != NONE:
+                    self.candidate(v, f, st[ST_PEND], st[ST_RUN_CLASS], st[ST_N_LEFT] - st[ST_RUN_START])
+                    st[ST_PEND] = NONE
+                st[ST_RUN_CLASS] = MIXED
+            st[STATS + y] += 1
+            st[ST_N_LEFT] += 1
+
     cdef void train(self, int slot) noexcept nogil:
         """CART on the window (see the module docstring of learners/shrubs.py), into pool slot ``slot``."""
         cdef int C = self.n_classes, d = self.d, B = self.window, n = self.p_counters[1]
@@ -499,16 +544,16 @@ cdef class ShrubKernel:
         for s in range(n):
             self.p_node_of[s] = self.p_window_labels[s]  # node << 8 | label, or NONE
         while True:
-            for v in range(level_size * 2 * C):
+            for v in range(level_size * C):
                 self.p_split_counts[v] = 0
             for s in range(n):
                 v = self.p_node_of[s]
                 if v != NONE:
-                    self.p_split_counts[(v >> 8) * 2 * C + (v & 0xFF)] += 1
+                    self.p_split_counts[(v >> 8) * C + (v & 0xFF)] += 1
             if level < self.depth:
                 for v in range(level_size):  # which nodes may split, and the parent's score to beat
-                    counts = &self.p_split_counts[v * 2 * C]
-                    st = &self.p_split_stats[v * STATS]
+                    counts = &self.p_split_counts[v * C]
+                    st = &self.p_split_stats[v * (STATS + C)]
                     total = 0
                     n_present = 0
                     for k in range(C):
@@ -532,50 +577,26 @@ cdef class ShrubKernel:
                         st[ST_CHOICE] = LEAF_MARK
                 for s in range(n):
                     v = self.p_node_of[s]
-                    if v != NONE and self.p_split_stats[(v >> 8) * STATS + ST_CHOICE] == LEAF_MARK:
+                    if v != NONE and self.p_split_stats[(v >> 8) * (STATS + C) + ST_CHOICE] == LEAF_MARK:
                         self.p_node_of[s] = NONE
                 for f in range(d):
                     for v in range(level_size):
-                        st = &self.p_split_stats[v * STATS]
+                        st = &self.p_split_stats[v * (STATS + C)]
                         st[ST_N_LEFT] = 0
                         st[ST_LAST] = NONE
                         st[ST_PEND] = NONE
                         for k in range(C):
-                            self.p_split_counts[v * 2 * C + C + k] = 0
-                    for i in range(n):
-                        row = self.p_sorted_rows[f * B + i]
-                        v = self.p_node_of[row]
-                        if v == NONE:
-                            continue
-                        y = v & 0xFF
-                        v = v >> 8
-                        st = &self.p_split_stats[v * STATS]
-                        bin_ = self.p_window_bins[row * d + f]
-                        if bin_ != st[ST_LAST]:  # a run of rows with the next bin starts
-                            if st[ST_LAST] != NONE and st[ST_RUN_CLASS] != y:
-                                self.candidate(v, f, st[ST_LAST], 0, 0)
-                                st[ST_PEND] = NONE
-                            else:
-                                st[ST_PEND] = st[ST_LAST]
-                            st[ST_LAST] = bin_
-                            st[ST_RUN_CLASS] = y
-                            st[ST_RUN_START] = st[ST_N_LEFT]
-                        elif st[ST_RUN_CLASS] != y and st[ST_RUN_CLASS] != MIXED:
-                            if st[ST_PEND] != NONE:
-                                self.candidate(v, f, st[ST_PEND], st[ST_RUN_CLASS], st[ST_N_LEFT] - st[ST_RUN_START])
-                                st[ST_PEND] = NONE
-                            st[ST_RUN_CLASS] = MIXED
-                        self.p_split_counts[v * 2 * C + C + y] += 1
-                        st[ST_N_LEFT] += 1
+                            st[STATS + k] = 0
+                    self.scan_feature(f)
             next_size = 0
             for v in range(level_size):  # this level's nodes in order; children next to each other
-                counts = &self.p_split_counts[v * 2 * C]
-                choice = self.p_split_stats[v * STATS + ST_CHOICE] if level < self.depth else LEAF_MARK
+                counts = &self.p_split_counts[v * C]
+                choice = self.p_split_stats[v * (STATS + C) + ST_CHOICE] if level < self.depth else LEAF_MARK
                 if choice < NONE:
                     nodes[level_first + v].feature = choice >> 8
                     nodes[level_first + v].threshold = choice & 0xFF
                     nodes[level_first + v].child = node_base + n_nodes
-                    self.p_split_stats[v * STATS + ST_LAST] = next_size
+                    self.p_split_stats[v * (STATS + C) + ST_LAST] = next_size
                     next_size += 2
                     n_nodes += 2
                 else:
@@ -594,7 +615,7 @@ cdef class ShrubKernel:
                 v = self.p_node_of[s]
                 if v == NONE:
                     continue
-                st = &self.p_split_stats[(v >> 8) * STATS]
+                st = &self.p_split_stats[(v >> 8) * (STATS + C)]
                 choice = st[ST_CHOICE]
                 if choice < NONE:
                     self.p_node_of[s] = ((st[ST_LAST] + (self.p_window_bins[s * d + (choice >> 8)] > (choice & 0xFF))) << 8
@@ -621,26 +642,37 @@ cdef class ShrubKernel:
     cdef void new_shrub_terms(self, int slot) noexcept nogil:
         """Leaves of the new shrub for every window row, and its Gram row/column and label sum."""
         cdef int C = self.n_classes, slots = self.slots, n = self.p_counters[1], n_active = self.p_counters[2]
-        cdef int s, i, b
+        cdef int s, i, b, d = self.d
         cdef uint16_t root = slot * self.nps
-        cdef uint16_t *cache
+        cdef uint16_t *cache = self.p_leaf_cache
         cdef const uint16_t *h
+        cdef const uint16_t *leaf_values = self.p_leaf_values
+        cdef const uint8_t *cand_slot = self.p_cand_slot
+        cdef const uint8_t *bins = self.p_window_bins
+        cdef const uint8_t *labels = self.p_window_labels
+        cdef const Node *nodes = self.p_nodes
         cdef uint32_t *g = &self.p_gram[slot * slots]
-        for i in range(n_active):
-            g[self.p_cand_slot[i]] = 0
-        g[slot] = 0
-        self.p_label_sum[slot] = 0
+        cdef uint32_t label_sum = 0, own = 0
+        cdef const uint16_t *col
+        cdef const uint16_t *own_col = &cache[slot]
+        cdef uint32_t acc
         for s in range(n):
-            cache = &self.p_leaf_cache[s * slots]
-            cache[slot] = tree_leaf(&self.p_nodes[0], root, &self.p_window_bins[s * self.d])
-            h = &self.p_leaf_values[cache[slot] * C]
-            self.p_label_sum[slot] += h[self.p_window_labels[s]]
-            g[slot] += pair_term(h, h, C)
-            for i in range(n_active):
-                b = self.p_cand_slot[i]
-                g[b] += pair_term(h, &self.p_leaf_values[cache[b] * C], C)
+            cache[slot] = tree_leaf(nodes, root, &bins[s * d])
+            h = &leaf_values[cache[slot] * C]
+            label_sum += h[labels[s]]
+            own += pair_term(h, h, C)
+            cache += slots
+        for i in range(n_active):  # column by column: independent loads, the sum in a register
+            b = cand_slot[i]
+            col = &self.p_leaf_cache[b]
+            acc = 0
+            for s in range(n):
+                acc += pair_term(&leaf_values[own_col[s * slots] * C], &leaf_values[col[s * slots] * C], C)
+            g[b] = acc
+        g[slot] = own
+        self.p_label_sum[slot] = label_sum
         for i in range(n_active):
-            b = self.p_cand_slot[i]
+            b = cand_slot[i]
             self.p_gram[b * slots + slot] = g[b]
 
     cdef void gradient_steps(self, int n_candidates) noexcept nogil:
