@@ -42,9 +42,24 @@ static int64_t es_trunc_shift(int64_t a, unsigned k)
     return a >= 0 ? (int64_t)((uint64_t)a >> k) : -(int64_t)((uint64_t)(-a) >> k);
 }
 
-/* Add (add != 0) or remove window row `row`'s terms to/from the Gram matrix and label sums of the active shrubs
- * (their slots in cand_slot[0..n_shrubs)). */
-static ES_NOINLINE void es_pair_terms(const es_shrubs *model, uint32_t row, int add)
+static uint32_t es_term(const uint16_t *ha, const uint16_t *hb, uint32_t n_classes)
+{
+    uint32_t t = 0;
+    uint32_t c;
+    if (n_classes == 2u) {
+        return ((uint32_t)ha[0] * hb[0] + (uint32_t)ha[1] * hb[1]) >> 15;
+    }
+    for (c = 0; c < n_classes; c++) {
+        t += (uint32_t)ha[c] * hb[c];
+    }
+    return t >> 15;
+}
+
+/* Window row `row` changed: its terms in the Gram matrix and label sums of the active shrubs (slots in
+ * cand_slot[0..n_shrubs)) move from the old row (leaves old_leaf[i], label old_label; none if !has_old) to the
+ * new one (leaves in leaf_cache, label in window_labels). Unsigned arithmetic: every sum stays below 2^32. */
+static ES_NOINLINE void es_pair_update(const es_shrubs *model, uint32_t row, int has_old, const int32_t *old_leaf,
+                                       uint32_t old_label)
 {
     const uint32_t n_classes = model->config->n_classes;
     const uint32_t slots = model->config->max_shrubs + 1u;
@@ -54,29 +69,20 @@ static ES_NOINLINE void es_pair_terms(const es_shrubs *model, uint32_t row, int 
     const uint8_t *cand_slot = model->cand_slot;
     uint32_t *gram = model->gram;
     const uint32_t y = model->window_labels[row];
-    const uint32_t sign = add ? 1u : 0xFFFFFFFFu; /* modular: += sign * t adds or subtracts t */
     uint32_t i;
     uint32_t j;
     for (i = 0; i < n; i++) {
         const uint32_t a = cand_slot[i];
         const uint16_t *ha = &leaf_values[(uint32_t)cache[a] * n_classes];
+        const uint16_t *oa = &leaf_values[(uint32_t)old_leaf[i] * n_classes];
         uint32_t *gram_a = &gram[a * slots];
-        model->label_sum[a] += sign * ha[y];
+        model->label_sum[a] += ha[y] - (has_old ? oa[old_label] : 0u);
         for (j = i; j < n; j++) {
             const uint32_t b = cand_slot[j];
-            const uint16_t *hb = &leaf_values[(uint32_t)cache[b] * n_classes];
-            uint32_t t;
-            if (n_classes == 2u) {
-                t = ((uint32_t)ha[0] * hb[0] + (uint32_t)ha[1] * hb[1]) >> 15;
-            } else {
-                uint32_t c;
-                t = 0;
-                for (c = 0; c < n_classes; c++) {
-                    t += (uint32_t)ha[c] * hb[c];
-                }
-                t >>= 15;
+            uint32_t t = es_term(ha, &leaf_values[(uint32_t)cache[b] * n_classes], n_classes);
+            if (has_old) {
+                t -= es_term(oa, &leaf_values[(uint32_t)old_leaf[j] * n_classes], n_classes);
             }
-            t *= sign;
             gram_a[b] += t;
             if (a != b) {
                 gram[b * slots + a] += t;
@@ -596,6 +602,7 @@ es_status es_shrubs_learn(const es_shrubs *model, const uint8_t *bins, uint8_t l
     uint32_t count;
     uint32_t n_active;
     uint32_t slot;
+    uint32_t old_label;
     uint32_t i;
     if (model == 0 || bins == 0 || model->config == 0 || model->counters == 0) {
         return ES_ERR_NULL;
@@ -610,11 +617,10 @@ es_status es_shrubs_learn(const es_shrubs *model, const uint8_t *bins, uint8_t l
     head = counters->head;
     count = counters->count;
     n_active = counters->n_shrubs;
-    for (i = 0; i < n_active; i++) { /* the active shrubs' pool slots */
+    old_label = model->window_labels[head];
+    for (i = 0; i < n_active; i++) { /* the active shrubs' pool slots, and the leaves of the row replaced */
         model->cand_slot[i] = (uint8_t)(model->roots[i] / per_shrub);
-    }
-    if (count == config->window_size) {
-        es_pair_terms(model, head, 0);
+        model->work_weights[i] = model->leaf_cache[head * slots + model->cand_slot[i]];
     }
     for (i = 0; i < config->n_features; i++) {
         model->window_bins[head * config->n_features + i] = bins[i];
@@ -628,7 +634,7 @@ es_status es_shrubs_learn(const es_shrubs *model, const uint8_t *bins, uint8_t l
     if (count < config->window_size) {
         counters->count = (uint16_t)(count + 1u);
     }
-    es_pair_terms(model, head, 1);
+    es_pair_update(model, head, count == config->window_size, model->work_weights, old_label);
     counters->since_update++;
     if (counters->since_update < config->update_every) {
         return ES_OK;

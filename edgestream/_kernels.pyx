@@ -245,36 +245,6 @@ cdef inline int64_t trunc_div(int64_t a, int64_t b) noexcept nogil:
     return a // b if a >= 0 else -((-a) // b)
 
 
-def shrub_gradient_steps(const uint16_t[:, ::1] leaf_values, const uint16_t[:, ::1] leaves,
-                         const uint8_t[::1] labels, int64_t[::1] weights, int64_t alpha, int steps,
-                         int64_t weight_limit):
-    """``steps`` proximal gradient steps on the window's MSE loss, in place on ``weights`` (see shrubs.py).
-
-    ``leaves[s, k]`` is the leaf row shrub k reaches for window sample s.
-    """
-    cdef Py_ssize_t n = leaves.shape[0], n_shrubs = leaves.shape[1], n_classes = leaf_values.shape[1]
-    cdef Py_ssize_t s, k, c, step
-    cdef int64_t f30, g, w
-    cdef int64_t[:, ::1] residual = np.empty((n, n_classes), dtype=np.int64)
-    with nogil:
-        for step in range(steps):
-            for s in range(n):
-                for c in range(n_classes):
-                    f30 = 0
-                    for k in range(n_shrubs):
-                        f30 += weights[k] * leaf_values[leaves[s, k], c]
-                    if labels[s] == c:
-                        f30 -= 1 << 30
-                    residual[s, c] = trunc_div(f30, 1 << 15)
-            for k in range(n_shrubs):
-                g = 0
-                for s in range(n):
-                    for c in range(n_classes):
-                        g += residual[s, c] * leaf_values[leaves[s, k], c]
-                w = weights[k] - trunc_div(trunc_div(g, n * n_classes) * alpha, 1 << 30)
-                weights[k] = min(max(w, -weight_limit), weight_limit)
-
-
 # -- shrub ensembles: the whole learning step over the state arrays (the specification is learners/shrubs.py) ----
 
 from libc.stdint cimport int32_t

@@ -1,25 +1,55 @@
 """Shrub Ensembles (Buschjäger, Hess, Morik, AAAI 2022) in fixed point, the specification of ``csrc/es_shrubs.c``.
 
-A sliding window of ``window_size`` binned samples lives in a ring buffer. Every ``update_every`` samples a
-new shrub (a CART tree of depth ``max_depth`` on the window, see :func:`edgestream.tree.grow_tree`) joins the
-ensemble with weight 0; ``burnin`` proximal gradient steps on the window's MSE loss follow, then the hard-L0
-prox keeps the ``max_shrubs`` largest weights, the non-zero ones are projected onto the probability simplex,
-and shrubs whose weight ends at 0 are dropped. The state has a fixed size (see :meth:`ShrubEnsemble.layout`).
+A sliding window of ``window_size`` (B) binned samples lives in a ring buffer. Every ``update_every`` samples a
+new shrub (a CART tree of depth ``max_depth`` on the window) joins the ensemble with weight 0; ``burnin``
+proximal gradient steps on the window's MSE loss follow, then the hard-L0 prox keeps the ``max_shrubs`` (M)
+largest weights, the non-zero ones are projected onto the probability simplex, and shrubs whose weight ends at 0
+are dropped. The state has a fixed size (:data:`STATE`). The whole step runs in ``_kernels.ShrubKernel`` (Cython),
+which this docstring specifies; the C runtime follows it to the bit.
 
-Fixed-point decisions (the C runtime follows them to the bit):
+What is cached, so that a step costs O(d B depth + B M + burnin M^2) instead of retraining and re-evaluating
+everything (the paper's memory term 2 B (M + 1)):
 
-* Shrub outputs ``h`` are the Q15 leaf probabilities; weights are Q15 (32768 == 1.0).
-* One gradient step over the ``n`` window samples and ``K`` shrubs, ``C`` classes::
+* ``leaf_cache[row, slot]``: the leaf row that the shrub in pool slot ``slot`` reaches for window row ``row``.
+  A step evaluates the active shrubs on the new row and the new shrub on the window, nothing else. Entries of
+  inactive slots and of rows not yet filled are stale and never read.
+* ``sorted_rows[f, :count]``: the window rows ordered by (bin of feature f, row index), kept by insertion (O(d B)
+  per step), so CART never sorts.
+* ``gram[a, b] = sum_rows floor(sum_c h_a[c] h_b[c] / 2**15)`` for active slots a, b (Q15 leaf values, so each
+  row's term is an exact integer below 2**16; the sums stay below 2**28) and ``label_sum[a] = sum_rows
+  h_a[label]``. When a row leaves the window its terms are subtracted, when it enters they are added (O(M^2) per
+  step); the new shrub's row and column are computed over the window (O(B M)). All sums are exact integers, so
+  the incremental values equal a recomputation from scratch (``ShrubKernel.rebuild``, used after a restore).
 
-      f30[s, c] = sum_k w[k] * h[k, s, c]                               (Q30, int64)
-      r15[s, c] = trunc((f30[s, c] - 2**30 * [y_s == c]) / 2**15)      (Q15 residual)
-      g[k]      = sum_{s, c} r15[s, c] * h[k, s, c]
-      mean[k]   = trunc(g[k] / (n * C))
-      w[k]     -= trunc(mean[k] * alpha_q16 / 2**30)                    (alpha * 2 * mean gradient)
-      w[k]      = clip(w[k], -2**17, 2**17)                             (keeps int64 products bounded)
+Shrub training (CART on bins, breadth first, level by level): a level's nodes may split when they hold two
+classes and at least ``2 * min_samples_leaf`` rows. For each feature in ascending order, one scan of
+``sorted_rows`` passes every row to its node's running class counts. A *run* is a node's rows with one bin; the
+threshold between two consecutive runs (the bin of the first) is a candidate unless both runs hold one and the
+same class (Fayyad and Irani's boundary points: the best split of a concave criterion lies on one, so this
+mostly drops thresholds that cannot win; it halves the candidates on the benchmark streams). A candidate needs
+``min_samples_leaf`` rows on each side and replaces the best split only if strictly better, so ties go to the
+lowest feature, then the lowest threshold; the first candidate must beat the parent. Scores are exact:
 
-  ``trunc`` rounds toward zero like C99 integer division (the steps run in ``_kernels.shrub_gradient_steps``). ``alpha_q16 = round(step_size * 65536)``, or with
-  ``step_size="adaptive"`` ``65536 // (K + 1)`` (the reference implementation's ``1 / (n_estimators + 1)``).
+* gini: maximise ``L2 / nL + R2 / nR`` (``L2`` = sum of squared left class counts), compared by cross
+  multiplication in 64-bit integers (``num * best_den > best_num * den``; below 2**58 for B <= 4096); the
+  parent's score is ``P2 / n``;
+* entropy: minimise ``sum_sides xlog2x(n_side) - sum_k xlog2x(count_k)`` with ``xlog2x(c) = c * log2_q16(c)``.
+
+Leaves hold ``round(count_k * 32768 / n)`` (half up). Children are stored next to each other, nodes in
+breadth-first order, leaves in the order their nodes are visited.
+
+Gradient steps (Jacobi: every weight moves by the gradient at the previous weights). With candidates k (the
+active shrubs in rank order, then the new one), weights ``w`` in Q15, ``n`` = rows in the window, ``C`` classes,
+``A`` = ``round(step_size * 65536)`` or, with ``step_size="adaptive"``, ``65536 // (K + 1)`` for K candidates::
+
+      scale = floor(A * 2**15 / (n * C))                                 (once per step)
+      m[k]  = sum_j w[j] * gram[k, j] - 2**15 * label_sum[k]             (int64: gradient sum, Q30)
+      w[k] -= trunc(trunc(m[k] / 2**15) * scale / 2**30)                 (2 alpha times the mean gradient, Q15)
+      w[k]  = clip(w[k], -2**17, 2**17)
+
+``trunc`` rounds toward zero like C99 division. Against the earlier per-row residual form this rounds each row's
+product sum once (in ``gram``) and divides by ``n * C`` through ``scale``; products stay below 2**62.
+
 * Hard-L0: shrubs are ranked by weight, descending, ties to the older position; the first ``max_shrubs`` stay.
 * Simplex projection (Wang & Carreira-Perpiñán) of the non-zero kept weights ``u`` (in rank order) in integers:
   ``rho`` is the largest ``j`` with ``j * u_j + 32768 - sum_{i<=j} u_i > 0``,
@@ -29,6 +59,8 @@ Fixed-point decisions (the C runtime follows them to the bit):
   ensemble predicts ``32768 // C`` for every class (class 0).
 * Shrub storage: ``max_shrubs + 1`` slots of ``2**(max_depth+1) - 1`` nodes and ``2**max_depth`` leaf rows; a
   new shrub takes the lowest slot no active shrub uses.
+* Scratch (``node_of``, ``split_counts``, ``split_stats``, ``work_weights``, ``rank``, ``cand_slot``) carries
+  nothing from one step to the next.
 """
 
 from __future__ import annotations
@@ -40,8 +72,7 @@ import numpy as np
 from .. import _kernels
 from ..binning import BinMapper
 from ..state import Field, RegionSpec, StateSpec
-from ..tree import (CRITERIA, LEAF_FEATURE, MAX_CLASSES, NODE_DTYPE, Q15_ONE, TreeEnsemble, check_features,
-                    grow_tree)
+from ..tree import CRITERIA, MAX_CLASSES, Q15_ONE, TreeEnsemble, check_features
 from .base import TREE_OPTIONS, LearnerSpec, Option, step_size
 
 STATE_ARRAYS = ("window_bins", "window_labels", "nodes", "leaf_values", "roots", "weights")
