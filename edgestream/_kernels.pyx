@@ -14,6 +14,7 @@ and only a strictly better score replaces the best one: ties go to the lowest fe
 
 import numpy as np
 
+cimport cython
 cimport numpy as cnp
 from libc.stdint cimport int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memset
@@ -289,6 +290,7 @@ cdef inline uint64_t xlog2x_u(uint64_t c) noexcept nogil:
     return c * log2_q16(c) if c > 1 else 0
 
 
+@cython.final
 cdef class ShrubKernel:
     """One shrub ensemble's learning step and prediction on its state arrays (views of the Python learner's).
 
@@ -301,6 +303,10 @@ cdef class ShrubKernel:
     cdef int32_t[::1] work_weights
     cdef int d, n_classes, depth, criterion, window, max_shrubs, burnin, update_every, slots, nps, lps
     cdef uint32_t min_samples_leaf, step_q16
+    cdef const float *p_edges
+    cdef const uint16_t *p_offsets
+    cdef uint8_t *p_row_bins
+    cdef bint allow_missing
 
     cdef uint8_t *p_window_bins
     cdef uint8_t *p_window_labels
@@ -704,63 +710,100 @@ cdef class ShrubKernel:
                 n_kept += 1
         self.p_counters[2] = n_kept
 
-    cpdef int learn(self, const uint8_t[::1] bins, int label) except -1:
+    cdef void step(self, const uint8_t *bins, int label) noexcept nogil:
         """One learning step on a binned sample with an encoded label (checked by the caller)."""
         cdef int C = self.n_classes, d = self.d, slots = self.slots, i, slot, n_candidates
         cdef uint16_t head = self.p_counters[0], count = self.p_counters[1]
+        for i in range(self.p_counters[2]):  # the active shrubs' pool slots
+            self.p_cand_slot[i] = self.p_roots[i] // self.nps
+        if count == self.window:
+            self.pair_terms(head, False)
+        for i in range(d):
+            self.p_window_bins[head * d + i] = bins[i]
+        self.p_window_labels[head] = label
+        self.insert_row(head, count)
+        for i in range(self.p_counters[2]):
+            self.p_leaf_cache[head * slots + self.p_cand_slot[i]] = tree_leaf(&self.p_nodes[0], self.p_roots[i], bins)
+        self.p_counters[0] = 0 if head + 1 == self.window else head + 1
+        if count < self.window:
+            self.p_counters[1] = count + 1
+        self.pair_terms(head, True)
+        self.p_counters[3] += 1
+        if self.p_counters[3] < self.update_every:
+            return
+        self.p_counters[3] = 0
+        slot = self.free_slot()
+        self.train(slot)
+        self.new_shrub_terms(slot)
+        n_candidates = self.p_counters[2] + 1
+        self.p_cand_slot[n_candidates - 1] = slot
+        for i in range(n_candidates):
+            self.p_work_weights[i] = self.p_weights[i] if i < self.p_counters[2] else 0
+        self.gradient_steps(n_candidates)
+        self.prox(n_candidates)
+        return
+
+
+    cpdef int learn(self, const uint8_t[::1] bins, int label) except -1:
+        """One learning step on a binned sample with an encoded label (checked by the caller)."""
         with nogil:
-            for i in range(self.p_counters[2]):  # the active shrubs' pool slots
-                self.p_cand_slot[i] = self.p_roots[i] // self.nps
-            if count == self.window:
-                self.pair_terms(head, False)
-            for i in range(d):
-                self.p_window_bins[head * d + i] = bins[i]
-            self.p_window_labels[head] = label
-            self.insert_row(head, count)
-            for i in range(self.p_counters[2]):
-                self.p_leaf_cache[head * slots + self.p_cand_slot[i]] = tree_leaf(&self.p_nodes[0], self.p_roots[i], &bins[0])
-            self.p_counters[0] = 0 if head + 1 == self.window else head + 1
-            if count < self.window:
-                self.p_counters[1] = count + 1
-            self.pair_terms(head, True)
-            self.p_counters[3] += 1
-            if self.p_counters[3] < self.update_every:
-                return 0
-            self.p_counters[3] = 0
-            slot = self.free_slot()
-            self.train(slot)
-            self.new_shrub_terms(slot)
-            n_candidates = self.p_counters[2] + 1
-            self.p_cand_slot[n_candidates - 1] = slot
-            for i in range(n_candidates):
-                self.p_work_weights[i] = self.p_weights[i] if i < self.p_counters[2] else 0
-            self.gradient_steps(n_candidates)
-            self.prox(n_candidates)
+            self.step(&bins[0], label)
         return 0
 
-    cpdef int predict(self, const uint8_t[::1] bins, uint16_t[::1] proba) except -1:
+    cdef int predict_ptr(self, const uint8_t *bins, uint16_t *proba) noexcept nogil:
         """Q15 probabilities of one binned row into ``proba``; returns the most probable class (first on ties)."""
         cdef int C = self.n_classes, k, t, best = 0
         cdef uint64_t acc[256]
         cdef uint64_t total = 0
         cdef const uint16_t *h
-        with nogil:
-            if self.p_counters[2] == 0:
-                for k in range(C):
-                    proba[k] = Q15 // C
-                return 0
+        if self.p_counters[2] == 0:
             for k in range(C):
-                acc[k] = 0
-            for t in range(self.p_counters[2]):
-                h = &self.p_leaf_values[tree_leaf(&self.p_nodes[0], self.p_roots[t], &bins[0]) * C]
-                for k in range(C):
-                    acc[k] += <uint64_t>self.p_weights[t] * h[k]
-                total += self.p_weights[t]
+                proba[k] = Q15 // C
+            return 0
+        for k in range(C):
+            acc[k] = 0
+        for t in range(self.p_counters[2]):
+            h = &self.p_leaf_values[tree_leaf(&self.p_nodes[0], self.p_roots[t], bins) * C]
             for k in range(C):
-                proba[k] = <uint16_t>((acc[k] + total // 2) // total)
-                if proba[k] > proba[best]:
-                    best = k
+                acc[k] += <uint64_t>self.p_weights[t] * h[k]
+            total += self.p_weights[t]
+        for k in range(C):
+            proba[k] = <uint16_t>((acc[k] + total // 2) // total)
+            if proba[k] > proba[best]:
+                best = k
         return best
+
+    cpdef int predict(self, const uint8_t[::1] bins, uint16_t[::1] proba) except -1:
+        """Q15 probabilities of one binned row into ``proba``; returns the most probable class (first on ties)."""
+        return self.predict_ptr(&bins[0], &proba[0])
+
+    cdef int bin_raw(self, const double[::1] x) except -2:
+        """Bins of one raw float row into ``row_bins`` (-1), or the first NaN feature when NaN is refused."""
+        cdef int nan_at = bin_values(&x[0], self.d, self.p_edges, self.p_offsets, self.p_row_bins)
+        return -1 if self.allow_missing else nan_at
+
+    def set_edges(self, const float[::1] edges, const uint16_t[::1] offsets, uint8_t[::1] row_bins,
+                  bint allow_missing):
+        """Float32 bin edges for :meth:`learn_raw` and :meth:`predict_raw` (views kept alive by the caller)."""
+        self.p_edges = &edges[0] if edges.shape[0] else NULL
+        self.p_offsets = &offsets[0]
+        self.p_row_bins = &row_bins[0]
+        self.allow_missing = allow_missing
+
+    def learn_raw(self, const double[::1] x, int label):
+        """Bin a raw float64 row and learn it; returns -1, or the first NaN feature (nothing learned)."""
+        cdef int nan_at = self.bin_raw(x)
+        if nan_at >= 0:
+            return nan_at
+        self.step(self.p_row_bins, label)
+        return -1
+
+    def predict_raw(self, const double[::1] x, uint16_t[::1] proba):
+        """Bin a raw float64 row and predict it: the class index, or -2 - (first NaN feature)."""
+        cdef int nan_at = self.bin_raw(x)
+        if nan_at >= 0:
+            return -2 - nan_at
+        return self.predict_ptr(self.p_row_bins, &proba[0])
 
     def rebuild(self):
         """Recompute the caches (sorted lists, leaves, Gram and label sums) from the window and the shrubs."""
@@ -783,27 +826,31 @@ cdef class ShrubKernel:
             self.p_counters[1] = saved
 
 
+cdef int bin_values(const double *x, Py_ssize_t n, const float *edges, const uint16_t *offsets,
+                    uint8_t *out) noexcept nogil:
+    cdef Py_ssize_t j
+    cdef int lo, hi, mid, nan_at = -1
+    cdef float v
+    for j in range(n):
+        v = <float>x[j]
+        if v != v:
+            out[j] = 255
+            if nan_at < 0:
+                nan_at = <int>j
+            continue
+        lo = offsets[j]
+        hi = offsets[j + 1]
+        while lo < hi:  # first edge >= v
+            mid = (lo + hi) >> 1
+            if edges[mid] < v:
+                lo = mid + 1
+            else:
+                hi = mid
+        out[j] = <uint8_t>(lo - offsets[j])
+    return nan_at
+
+
 def bin_row_f32(const double[::1] x, const float[::1] edges, const uint16_t[::1] offsets, uint8_t[::1] out):
     """Bins of one raw row (BinMapper.transform for float32 edges): the number of the feature's edges strictly
     below the value rounded to float32; NaN -> 255. Returns the first NaN feature, or -1."""
-    cdef Py_ssize_t j, n = x.shape[0], nan_at = -1
-    cdef int lo, hi, mid
-    cdef float v
-    with nogil:
-        for j in range(n):
-            v = <float>x[j]
-            if v != v:
-                out[j] = 255
-                if nan_at < 0:
-                    nan_at = j
-                continue
-            lo = offsets[j]
-            hi = offsets[j + 1]
-            while lo < hi:  # first edge >= v
-                mid = (lo + hi) >> 1
-                if edges[mid] < v:
-                    lo = mid + 1
-                else:
-                    hi = mid
-            out[j] = <uint8_t>(lo - offsets[j])
-    return nan_at
+    return bin_values(&x[0], x.shape[0], &edges[0] if edges.shape[0] else NULL, &offsets[0], &out[0])

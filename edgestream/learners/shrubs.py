@@ -77,6 +77,7 @@ from .base import TREE_OPTIONS, LearnerSpec, Option, step_size
 
 STATE_ARRAYS = ("window_bins", "window_labels", "nodes", "leaf_values", "roots", "weights")
 MAX_WINDOW = 4096
+_FLOAT64 = np.dtype(np.float64)
 MAX_SHRUBS = 64
 MAX_DEPTH = 8
 MAX_STEP = 256.0
@@ -297,11 +298,13 @@ class ShrubEnsemble:
         self._kernel = _kernels.ShrubKernel(arrays, self._counters, *(config[f.name] for f in STATE.config))
         self._proba = np.zeros(c, dtype=np.uint16)
         self._row_bins = np.zeros(d, dtype=np.uint8)
+        self._row_shape = (d,)
         self._label_index = {label: i for i, label in enumerate(self.classes_.tolist())}
         self._fast_edges = None
         if self.bins_.dtype == "float32":
             edges, offsets = self.bins_.flat_edges()
             self._fast_edges = (np.ascontiguousarray(edges, dtype=np.float32), np.ascontiguousarray(offsets))
+            self._kernel.set_edges(*self._fast_edges, self._row_bins, self.allow_missing)
 
     head = property(lambda self: int(self._counters[0]))
     count = property(lambda self: int(self._counters[1]))
@@ -319,9 +322,11 @@ class ShrubEnsemble:
             arrays = {r.name: getattr(self, r.name) for r in STATE.regions}
             config = self.device_config()
             self._kernel = _kernels.ShrubKernel(arrays, self._counters, *(config[f.name] for f in STATE.config))
+            if self._fast_edges is not None:
+                self._kernel.set_edges(*self._fast_edges, self._row_bins, self.allow_missing)
 
     def _check_ready(self):
-        if not hasattr(self, "window_bins"):
+        if "window_bins" not in self.__dict__:
             raise RuntimeError("call fit_bins(X_sample) and set_classes(classes) (or partial_fit) before learning")
 
     def saved_arrays(self) -> dict:
@@ -377,7 +382,7 @@ class ShrubEnsemble:
     def _bins_one(self, x) -> np.ndarray:
         """Bins of one raw row: a compiled fast path for float rows, else :meth:`transform`."""
         fast = getattr(self, "_fast_edges", None)
-        if fast is not None and type(x) is np.ndarray and x.dtype == np.float64 and x.shape == (self.n_features_,):
+        if fast is not None and type(x) is np.ndarray and x.dtype is _FLOAT64 and x.shape == self._row_shape:
             nan_at = _kernels.bin_row_f32(x if x.flags.c_contiguous else np.ascontiguousarray(x), fast[0], fast[1],
                                           self._row_bins)
             if nan_at < 0 or self.allow_missing:
@@ -389,7 +394,10 @@ class ShrubEnsemble:
         label = self._label_index.get(y) if isinstance(y, Hashable) else None
         if label is None:
             label = self.encode_label(y)
-        self._kernel.learn(self._bins_one(x), label)
+        # the compiled path takes a contiguous float64 row of the fitted width (float32 edges); else transform()
+        if not (type(x) is np.ndarray and x.dtype is _FLOAT64 and x.shape == self._row_shape and self._fast_edges
+                is not None and x.flags.c_contiguous and self._kernel.learn_raw(x, label) < 0):
+            self._kernel.learn(self._bins_one(x), label)  # (a refused NaN raises in transform)
         return self
 
     def partial_fit(self, X, y, classes=None) -> "ShrubEnsemble":
@@ -443,6 +451,11 @@ class ShrubEnsemble:
 
     def predict_one(self, x):
         self._check_ready()
+        if (type(x) is np.ndarray and x.dtype is _FLOAT64 and x.shape == self._row_shape and self._fast_edges
+                is not None and x.flags.c_contiguous):
+            index = self._kernel.predict_raw(x, self._proba)
+            if index >= 0:
+                return self.classes_[index]
         return self.classes_[self._kernel.predict(self._bins_one(x), self._proba)]
 
 
