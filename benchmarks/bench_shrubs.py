@@ -31,12 +31,12 @@ import dataclasses
 import json
 import os
 import sys
-
-# single-threaded BLAS: idle OpenBLAS workers spin on the shared cores and skew every learner's timing
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
+
+# single-threaded BLAS (before numpy loads): idle OpenBLAS workers spin on the shared cores and skew the timings
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np
 from river import forest, tree

@@ -252,6 +252,54 @@ static ES_NOINLINE void es_scan_feature(const es_shrubs *model, uint32_t f, uint
     }
 }
 
+/* es_scan_feature for the root alone (every row in node 0): the running state in locals. */
+static ES_NOINLINE void es_scan_root(const es_shrubs *model, uint32_t f)
+{
+    const uint32_t d = model->config->n_features;
+    const uint32_t n_classes = model->config->n_classes;
+    const uint16_t *list = &model->sorted_rows[f * model->config->window_size];
+    const uint16_t *end = list + model->counters->count;
+    const uint8_t *bins = &model->window_bins[f];
+    const uint8_t *labels = model->window_labels;
+    uint32_t *st = model->split_stats;
+    uint32_t *left = st + ES_STATS;
+    uint32_t last = ES_NONE;
+    uint32_t pend = ES_NONE;
+    uint32_t run_class = ES_MIXED;
+    uint32_t run_start = 0;
+    uint32_t n_left = 0;
+    uint32_t k;
+    for (k = 0; k < n_classes; k++) {
+        left[k] = 0;
+    }
+    while (list != end) {
+        const uint32_t row = *list++;
+        const uint32_t bin = bins[row * d];
+        const uint32_t y = labels[row];
+        if (bin != last) { /* a run of rows with the next bin starts */
+            if (last != ES_NONE && run_class != y) {
+                st[ES_ST_N_LEFT] = n_left;
+                es_candidate(model, 0, f, last, 0, 0);
+                pend = ES_NONE;
+            } else {
+                pend = last;
+            }
+            last = bin;
+            run_class = y;
+            run_start = n_left;
+        } else if (run_class != y && run_class != ES_MIXED) {
+            if (pend != ES_NONE) {
+                st[ES_ST_N_LEFT] = n_left;
+                es_candidate(model, 0, f, pend, run_class, n_left - run_start);
+                pend = ES_NONE;
+            }
+            run_class = ES_MIXED;
+        }
+        left[y]++;
+        n_left++;
+    }
+}
+
 /* Which nodes of the level may split (their parent score to beat), and their rows out of the scans if not. */
 static ES_NOINLINE void es_level_setup(const es_shrubs *model, uint32_t level_size)
 {
@@ -373,7 +421,11 @@ static void es_train_shrub(const es_shrubs *model, uint32_t slot)
             uint32_t f;
             es_level_setup(model, level_size);
             for (f = 0; f < config->n_features; f++) {
-                es_scan_feature(model, f, level_size);
+                if (level > 0u) {
+                    es_scan_feature(model, f, level_size);
+                } else if (split_stats[ES_ST_CHOICE] != ES_LEAF_MARK) {
+                    es_scan_root(model, f);
+                }
             }
         }
         for (v = 0; v < level_size; v++) { /* this level's nodes in order; children next to each other */

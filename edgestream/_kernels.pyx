@@ -466,6 +466,42 @@ cdef class ShrubKernel:
                 st[ST_BEST_HI] = <uint32_t>(cost >> 32)
                 st[ST_CHOICE] = (<uint32_t>f << 8) | t
 
+    cdef void scan_root(self, int f) noexcept nogil:
+        """:meth:`scan_feature` for the root alone (every row in node 0): the running state in locals."""
+        cdef int d = self.d, k
+        cdef uint32_t *st = self.p_split_stats
+        cdef uint32_t *left = st + STATS
+        cdef const uint16_t *lst = &self.p_sorted_rows[f * self.window]
+        cdef const uint16_t *end = lst + self.p_counters[1]
+        cdef const uint8_t *bins = &self.p_window_bins[f]
+        cdef const uint8_t *labels = self.p_window_labels
+        cdef uint32_t row, bin_, y, last = NONE, pend = NONE, run_class = MIXED, run_start = 0, n_left = 0
+        for k in range(self.n_classes):
+            left[k] = 0
+        while lst != end:
+            row = lst[0]
+            lst += 1
+            bin_ = bins[row * d]
+            y = labels[row]
+            if bin_ != last:  # a run of rows with the next bin starts
+                if last != NONE and run_class != y:
+                    st[ST_N_LEFT] = n_left
+                    self.candidate(0, f, last, 0, 0)
+                    pend = NONE
+                else:
+                    pend = last
+                last = bin_
+                run_class = y
+                run_start = n_left
+            elif run_class != y and run_class != MIXED:
+                if pend != NONE:
+                    st[ST_N_LEFT] = n_left
+                    self.candidate(0, f, pend, run_class, n_left - run_start)
+                    pend = NONE
+                run_class = MIXED
+            left[y] += 1
+            n_left += 1
+
     cdef void scan_feature(self, int f) noexcept nogil:
         """One feature's scan of a level: rows in (bin, row) order to their nodes' running counts; a threshold
         between two runs of rows (rows of one bin) is a candidate unless both runs have one and the same class."""
@@ -563,7 +599,10 @@ cdef class ShrubKernel:
                         st[ST_PEND] = NONE
                         for k in range(C):
                             st[STATS + k] = 0
-                    self.scan_feature(f)
+                    if level > 0:
+                        self.scan_feature(f)
+                    elif self.p_split_stats[ST_CHOICE] != LEAF_MARK:
+                        self.scan_root(f)
             next_size = 0
             for v in range(level_size):  # this level's nodes in order; children next to each other
                 counts = &self.p_split_counts[v * C]
