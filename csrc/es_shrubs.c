@@ -56,15 +56,16 @@ static uint32_t es_term(const uint16_t *ha, const uint16_t *hb, uint32_t n_class
 }
 
 /* Window row `row` changed: its terms in the Gram matrix and label sums of the active shrubs (slots in
- * cand_slot[0..n_shrubs)) move from the old row (leaves old_leaf[i], label old_label; none if !has_old) to the
- * new one (leaves in leaf_cache, label in window_labels). Unsigned arithmetic: every sum stays below 2^32. */
+ * cand_slot[0..n_shrubs)) move from the old row (leaf rows old_leaf[i], label old_label; none if !has_old) to
+ * the new one (leaves in leaf_index, label in window_labels). Unsigned arithmetic: every sum stays below 2^32. */
 static ES_NOINLINE void es_pair_update(const es_shrubs *model, uint32_t row, int has_old, const int32_t *old_leaf,
                                        uint32_t old_label)
 {
     const uint32_t n_classes = model->config->n_classes;
     const uint32_t slots = model->config->max_shrubs + 1u;
     const uint32_t n = model->counters->n_shrubs;
-    const uint16_t *cache = &model->leaf_cache[row * slots];
+    const uint32_t depth = model->config->max_depth;
+    const uint8_t *cache = &model->leaf_index[row * slots];
     const uint16_t *leaf_values = model->leaf_values;
     const uint8_t *cand_slot = model->cand_slot;
     uint32_t *gram = model->gram;
@@ -73,13 +74,13 @@ static ES_NOINLINE void es_pair_update(const es_shrubs *model, uint32_t row, int
     uint32_t j;
     for (i = 0; i < n; i++) {
         const uint32_t a = cand_slot[i];
-        const uint16_t *ha = &leaf_values[(uint32_t)cache[a] * n_classes];
+        const uint16_t *ha = &leaf_values[((a << depth) + cache[a]) * n_classes];
         const uint16_t *oa = &leaf_values[(uint32_t)old_leaf[i] * n_classes];
         uint32_t *gram_a = &gram[a * slots];
         model->label_sum[a] += ha[y] - (has_old ? oa[old_label] : 0u);
         for (j = i; j < n; j++) {
             const uint32_t b = cand_slot[j];
-            uint32_t t = es_term(ha, &leaf_values[(uint32_t)cache[b] * n_classes], n_classes);
+            uint32_t t = es_term(ha, &leaf_values[((b << depth) + cache[b]) * n_classes], n_classes);
             if (has_old) {
                 t -= es_term(oa, &leaf_values[(uint32_t)old_leaf[j] * n_classes], n_classes);
             }
@@ -494,7 +495,9 @@ static ES_NOINLINE void es_new_shrub_terms(const es_shrubs *model, uint32_t slot
     const uint16_t root = (uint16_t)(slot * es_nodes_per_shrub(config));
     const uint16_t *leaf_values = model->leaf_values;
     const uint8_t *cand_slot = model->cand_slot;
-    uint16_t *row_cache = model->leaf_cache;
+    const uint32_t depth = config->max_depth;
+    const uint32_t own_base = slot << depth;
+    uint8_t *row_cache = model->leaf_index;
     uint32_t *g = &model->gram[slot * slots];
     uint32_t label_sum = 0;
     uint32_t own = 0;
@@ -507,7 +510,7 @@ static ES_NOINLINE void es_new_shrub_terms(const es_shrubs *model, uint32_t slot
     for (s = 0; s < n; s++, row_cache += slots) {
         const uint32_t leaf = es_tree_leaf(model->nodes, root, &model->window_bins[s * d]);
         const uint16_t *h = &leaf_values[leaf * n_classes];
-        row_cache[slot] = (uint16_t)leaf;
+        row_cache[slot] = (uint8_t)(leaf - own_base); /* the leaf within its shrub */
         label_sum += h[model->window_labels[s]];
         if (n_classes == 2u) {
             const uint32_t h0 = h[0];
@@ -515,7 +518,7 @@ static ES_NOINLINE void es_new_shrub_terms(const es_shrubs *model, uint32_t slot
             own += (h0 * h0 + h1 * h1) >> 15;
             for (i = 0; i < n_active; i++) {
                 const uint32_t b = cand_slot[i];
-                const uint16_t *hb = &leaf_values[(uint32_t)row_cache[b] * 2u];
+                const uint16_t *hb = &leaf_values[((b << depth) + row_cache[b]) * 2u];
                 g[b] += (h0 * hb[0] + h1 * hb[1]) >> 15;
             }
         } else {
@@ -526,7 +529,7 @@ static ES_NOINLINE void es_new_shrub_terms(const es_shrubs *model, uint32_t slot
             own += t >> 15;
             for (i = 0; i < n_active; i++) {
                 const uint32_t b = cand_slot[i];
-                const uint16_t *hb = &leaf_values[(uint32_t)row_cache[b] * n_classes];
+                const uint16_t *hb = &leaf_values[((b << depth) + row_cache[b]) * n_classes];
                 t = 0;
                 for (c = 0; c < n_classes; c++) {
                     t += (uint32_t)h[c] * hb[c];
@@ -672,7 +675,8 @@ es_status es_shrubs_learn(const es_shrubs *model, const uint8_t *bins, uint8_t l
     old_label = model->window_labels[head];
     for (i = 0; i < n_active; i++) { /* the active shrubs' pool slots, and the leaves of the row replaced */
         model->cand_slot[i] = (uint8_t)(model->roots[i] / per_shrub);
-        model->work_weights[i] = model->leaf_cache[head * slots + model->cand_slot[i]];
+        model->work_weights[i] = (int32_t)(((uint32_t)model->cand_slot[i] << config->max_depth) +
+                                           model->leaf_index[head * slots + model->cand_slot[i]]);
     }
     for (i = 0; i < config->n_features; i++) {
         model->window_bins[head * config->n_features + i] = bins[i];
@@ -680,7 +684,8 @@ es_status es_shrubs_learn(const es_shrubs *model, const uint8_t *bins, uint8_t l
     model->window_labels[head] = label;
     es_insert_row(model, head, count);
     for (i = 0; i < n_active; i++) {
-        model->leaf_cache[head * slots + model->cand_slot[i]] = es_tree_leaf(model->nodes, model->roots[i], bins);
+        model->leaf_index[head * slots + model->cand_slot[i]] = (uint8_t)(
+            es_tree_leaf(model->nodes, model->roots[i], bins) - ((uint32_t)model->cand_slot[i] << config->max_depth));
     }
     counters->head = (uint16_t)(head + 1u == config->window_size ? 0u : head + 1u);
     if (count < config->window_size) {

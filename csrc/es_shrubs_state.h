@@ -34,7 +34,7 @@ typedef struct {
     uint16_t *leaf_values;          /* leaves: (M + 1) x 2^depth x classes, Q15 */
     uint16_t *roots;                /* weights: M + 1 */
     uint16_t *weights;              /* weights: M + 1, Q15 */
-    uint16_t *leaf_cache;           /* cache: B x (M + 1): leaf row of each window row in each slot's shrub */
+    uint8_t *leaf_index;            /* cache: B x (M + 1): leaf of each window row in each slot's shrub */
     uint32_t *gram;                 /* cache: (M + 1) x (M + 1), Q15 sums */
     uint32_t *label_sum;            /* cache: M + 1, Q15 sums */
     uint16_t *node_of;              /* scratch: B */

@@ -298,7 +298,8 @@ cdef class ShrubKernel:
     """
     cdef uint8_t[::1] window_bins, window_labels, rank, cand_slot
     cdef Node[::1] nodes
-    cdef uint16_t[::1] leaf_values, roots, weights, sorted_rows, leaf_cache, node_of, split_counts, counters
+    cdef uint16_t[::1] leaf_values, roots, weights, sorted_rows, node_of, split_counts, counters
+    cdef uint8_t[::1] leaf_index
     cdef uint32_t[::1] gram, label_sum, split_stats
     cdef int32_t[::1] work_weights
     cdef int d, n_classes, depth, criterion, window, max_shrubs, burnin, update_every, slots, nps, lps
@@ -317,7 +318,7 @@ cdef class ShrubKernel:
     cdef uint16_t *p_roots
     cdef uint16_t *p_weights
     cdef uint16_t *p_sorted_rows
-    cdef uint16_t *p_leaf_cache
+    cdef uint8_t *p_leaf_index
     cdef uint16_t *p_node_of
     cdef uint16_t *p_split_counts
     cdef uint16_t *p_counters
@@ -336,7 +337,7 @@ cdef class ShrubKernel:
         self.roots = arrays["roots"]
         self.weights = arrays["weights"]
         self.sorted_rows = arrays["sorted_rows"]
-        self.leaf_cache = arrays["leaf_cache"]
+        self.leaf_index = arrays["leaf_index"]
         self.gram = arrays["gram"]
         self.label_sum = arrays["label_sum"]
         self.node_of = arrays["node_of"]
@@ -361,7 +362,7 @@ cdef class ShrubKernel:
         self.p_roots = &self.roots[0]
         self.p_weights = &self.weights[0]
         self.p_sorted_rows = &self.sorted_rows[0]
-        self.p_leaf_cache = &self.leaf_cache[0]
+        self.p_leaf_index = &self.leaf_index[0]
         self.p_node_of = &self.node_of[0]
         self.p_split_counts = &self.split_counts[0]
         self.p_counters = &self.counters[0]
@@ -377,18 +378,19 @@ cdef class ShrubKernel:
         cdef int i, j, a, b, C = self.n_classes, n = self.p_counters[2], slots = self.slots
         cdef uint32_t t, sign = 1 if add else 0xFFFFFFFFU  # modular: += sign * t adds or subtracts t
         cdef const uint16_t *ha
-        cdef const uint16_t *cache = &self.p_leaf_cache[row * slots]
+        cdef const uint8_t *cache = &self.p_leaf_index[row * slots]
         cdef const uint16_t *leaf_values = self.p_leaf_values
         cdef const uint8_t *cand_slot = self.p_cand_slot
         cdef uint32_t *gram = self.p_gram
         cdef uint8_t y = self.p_window_labels[row]
+        cdef int depth = self.depth
         for i in range(n):
             a = cand_slot[i]
-            ha = &leaf_values[cache[a] * C]
+            ha = &leaf_values[((a << depth) + cache[a]) * C]
             self.p_label_sum[a] += sign * ha[y]
             for j in range(i, n):
                 b = cand_slot[j]
-                t = sign * pair_term(ha, &leaf_values[cache[b] * C], C)
+                t = sign * pair_term(ha, &leaf_values[((b << depth) + cache[b]) * C], C)
                 gram[a * slots + b] += t
                 if a != b:
                     gram[b * slots + a] += t
@@ -659,7 +661,7 @@ cdef class ShrubKernel:
         cdef int C = self.n_classes, slots = self.slots, n = self.p_counters[1], n_active = self.p_counters[2]
         cdef int s, i, b, d = self.d
         cdef uint16_t root = slot * self.nps
-        cdef uint16_t *cache = self.p_leaf_cache
+        cdef uint8_t *cache = self.p_leaf_index
         cdef const uint16_t *h
         cdef const uint16_t *leaf_values = self.p_leaf_values
         cdef const uint8_t *cand_slot = self.p_cand_slot
@@ -668,21 +670,25 @@ cdef class ShrubKernel:
         cdef const Node *nodes = self.p_nodes
         cdef uint32_t *g = &self.p_gram[slot * slots]
         cdef uint32_t label_sum = 0, own = 0
-        cdef const uint16_t *col
-        cdef const uint16_t *own_col = &cache[slot]
-        cdef uint32_t acc
+        cdef const uint8_t *col
+        cdef const uint8_t *own_col = &cache[slot]
+        cdef uint32_t acc, leaf
+        cdef int depth = self.depth, own_base = slot << self.depth, base
         for s in range(n):
-            cache[slot] = tree_leaf(nodes, root, &bins[s * d])
-            h = &leaf_values[cache[slot] * C]
+            leaf = tree_leaf(nodes, root, &bins[s * d])
+            cache[slot] = leaf - own_base  # the leaf within its shrub
+            h = &leaf_values[leaf * C]
             label_sum += h[labels[s]]
             own += pair_term(h, h, C)
             cache += slots
         for i in range(n_active):  # column by column: independent loads, the sum in a register
             b = cand_slot[i]
-            col = &self.p_leaf_cache[b]
+            col = &self.p_leaf_index[b]
+            base = b << depth
             acc = 0
             for s in range(n):
-                acc += pair_term(&leaf_values[own_col[s * slots] * C], &leaf_values[col[s * slots] * C], C)
+                acc += pair_term(&leaf_values[(own_base + own_col[s * slots]) * C],
+                                 &leaf_values[(base + col[s * slots]) * C], C)
             g[b] = acc
         g[slot] = own
         self.p_label_sum[slot] = label_sum
@@ -762,7 +768,8 @@ cdef class ShrubKernel:
         self.p_window_labels[head] = label
         self.insert_row(head, count)
         for i in range(self.p_counters[2]):
-            self.p_leaf_cache[head * slots + self.p_cand_slot[i]] = tree_leaf(&self.p_nodes[0], self.p_roots[i], bins)
+            self.p_leaf_index[head * slots + self.p_cand_slot[i]] = (
+                tree_leaf(&self.p_nodes[0], self.p_roots[i], bins) - (self.p_cand_slot[i] << self.depth))
         self.p_counters[0] = 0 if head + 1 == self.window else head + 1
         if count < self.window:
             self.p_counters[1] = count + 1
@@ -848,7 +855,7 @@ cdef class ShrubKernel:
         """Recompute the caches (sorted lists, leaves, Gram and label sums) from the window and the shrubs."""
         cdef int i, n = self.p_counters[1], saved = self.p_counters[1], s, j, slot
         self.sorted_rows[:] = 0
-        self.leaf_cache[:] = 0
+        self.leaf_index[:] = 0
         self.gram[:] = 0
         self.label_sum[:] = 0
         with nogil:
@@ -859,8 +866,8 @@ cdef class ShrubKernel:
                 self.insert_row(s, s)
                 for j in range(self.p_counters[2]):
                     slot = self.p_roots[j] // self.nps
-                    self.p_leaf_cache[s * self.slots + slot] = tree_leaf(&self.p_nodes[0], self.p_roots[j],
-                                                                       &self.p_window_bins[s * self.d])
+                    self.p_leaf_index[s * self.slots + slot] = tree_leaf(
+                        &self.p_nodes[0], self.p_roots[j], &self.p_window_bins[s * self.d]) - (slot << self.depth)
                 self.pair_terms(s, True)
             self.p_counters[1] = saved
 

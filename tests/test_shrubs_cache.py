@@ -22,7 +22,7 @@ def active_caches(learner):
     used = [int(r) // learner.nodes_per_shrub for r in learner.roots[: learner.n_shrubs]]
     rows = learner.count
     return {"sorted_rows": learner.sorted_rows.reshape(-1, learner.window_size)[:, :rows].copy(),
-            "leaf_cache": learner.leaf_cache.reshape(-1, slots)[:rows][:, used].copy(),
+            "leaf_index": learner.leaf_index.reshape(-1, slots)[:rows][:, used].copy(),
             "gram": learner.gram.reshape(slots, slots)[np.ix_(used, used)].copy(),
             "label_sum": learner.label_sum[used].copy()}
 

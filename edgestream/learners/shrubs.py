@@ -10,7 +10,8 @@ which this docstring specifies; the C runtime follows it to the bit.
 What is cached, so that a step costs O(d B depth + B M + burnin M^2) instead of retraining and re-evaluating
 everything (the paper's memory term 2 B (M + 1)):
 
-* ``leaf_cache[row, slot]``: the leaf row that the shrub in pool slot ``slot`` reaches for window row ``row``.
+* ``leaf_index[row, slot]``: the leaf (0 .. 2**max_depth - 1, within its shrub: its leaf row is
+  ``slot * 2**max_depth + leaf``) that the shrub in pool slot ``slot`` reaches for window row ``row``.
   A step evaluates the active shrubs on the new row and the new shrub on the window, nothing else. Entries of
   inactive slots and of rows not yet filled are stale and never read.
 * ``sorted_rows[f, :count]``: the window rows ordered by (bin of feature f, row index), kept by insertion (O(d B)
@@ -118,8 +119,8 @@ STATE = StateSpec(
                    "(M + 1) x 2^depth x classes, Q15"),
         RegionSpec("roots", "weights", "uint16_t", _slots, "M + 1"),
         RegionSpec("weights", "weights", "uint16_t", _slots, "M + 1, Q15"),
-        RegionSpec("leaf_cache", "cache", "uint16_t", lambda c: c["window_size"] * _slots(c),
-                   "B x (M + 1): leaf row of each window row in each slot's shrub"),
+        RegionSpec("leaf_index", "cache", "uint8_t", lambda c: c["window_size"] * _slots(c),
+                   "B x (M + 1): leaf of each window row in each slot's shrub"),
         RegionSpec("gram", "cache", "uint32_t", lambda c: _slots(c) ** 2, "(M + 1) x (M + 1), Q15 sums"),
         RegionSpec("label_sum", "cache", "uint32_t", _slots, "M + 1, Q15 sums"),
         RegionSpec("node_of", "scratch", "uint16_t", lambda c: c["window_size"], "B"),
@@ -134,7 +135,7 @@ STATE = StateSpec(
     ),
 )
 
-CACHE_ARRAYS = ("sorted_rows", "leaf_cache", "gram", "label_sum")
+CACHE_ARRAYS = ("sorted_rows", "leaf_index", "gram", "label_sum")
 SCRATCH_ARRAYS = tuple(r.name for r in STATE.regions if r.group == "scratch")
 
 
@@ -483,7 +484,7 @@ def shrubs_tables(learner: ShrubEnsemble, n_features: int, n_classes: int, point
 
 
 SHRUB_LADDER = tuple({"window_size": b, "max_shrubs": m, "max_depth": d} for b, m, d in (
-    (256, 32, 6), (128, 32, 5), (128, 16, 5), (64, 16, 4), (64, 8, 4), (32, 8, 4), (32, 8, 3), (32, 4, 3),
+    (256, 32, 6), (256, 32, 5), (128, 32, 5), (128, 16, 5), (64, 16, 4), (64, 8, 4), (32, 8, 4), (32, 8, 3), (32, 4, 3),
     (16, 4, 3), (16, 4, 2), (8, 2, 2), (8, 2, 1), (4, 1, 1)))
 
 SPEC = LearnerSpec(
