@@ -823,6 +823,15 @@ cdef class ShrubKernel:
         """Q15 probabilities of one binned row into ``proba``; returns the most probable class (first on ties)."""
         return self.predict_ptr(&bins[0], &proba[0])
 
+    def predict_many(self, const uint8_t[:, ::1] bins, uint16_t[:, ::1] proba):
+        """:meth:`predict` for every row of ``bins`` into the rows of ``proba``."""
+        cdef Py_ssize_t r
+        if bins.shape[1] != self.d or proba.shape[1] != self.n_classes or proba.shape[0] < bins.shape[0]:
+            raise ValueError("bins or proba have the wrong shape")
+        with nogil:
+            for r in range(bins.shape[0]):
+                self.predict_ptr(&bins[r, 0], &proba[r, 0])
+
     cdef int bin_raw(self, const double[::1] x) except -2:
         """Bins of one raw float row into ``row_bins`` (-1), or the first NaN feature when NaN is refused."""
         cdef int nan_at = bin_values(&x[0], self.d, self.p_edges, self.p_offsets, self.p_row_bins)

@@ -430,8 +430,8 @@ class ShrubEnsemble:
         """Q15 probabilities of binned rows, as the device computes them."""
         bins = np.ascontiguousarray(np.atleast_2d(bins), dtype=np.uint8)
         proba = np.empty((len(bins), len(self.classes_)), dtype=np.uint16)
-        for row, out in zip(bins, proba):
-            self._kernel.predict(row, out)
+        if len(bins):
+            self._kernel.predict_many(bins, proba)
         return proba
 
     def predict_proba_q15(self, X) -> np.ndarray:
