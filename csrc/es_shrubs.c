@@ -80,9 +80,19 @@ static ES_NOINLINE void es_pair_update(const es_shrubs *model, uint32_t row, int
         model->label_sum[a] += ha[y] - (has_old ? oa[old_label] : 0u);
         for (j = i; j < n; j++) {
             const uint32_t b = cand_slot[j];
-            uint32_t t = es_term(ha, &leaf_values[((b << depth) + cache[b]) * n_classes], n_classes);
-            if (has_old) {
-                t -= es_term(oa, &leaf_values[(uint32_t)old_leaf[j] * n_classes], n_classes);
+            const uint16_t *hb = &leaf_values[((b << depth) + cache[b]) * n_classes];
+            const uint16_t *ob = &leaf_values[(uint32_t)old_leaf[j] * n_classes];
+            uint32_t t;
+            if (n_classes == 2u) {
+                t = ((uint32_t)ha[0] * hb[0] + (uint32_t)ha[1] * hb[1]) >> 15;
+                if (has_old) {
+                    t -= ((uint32_t)oa[0] * ob[0] + (uint32_t)oa[1] * ob[1]) >> 15;
+                }
+            } else {
+                t = es_term(ha, hb, n_classes);
+                if (has_old) {
+                    t -= es_term(oa, ob, n_classes);
+                }
             }
             gram_a[b] += t;
             if (a != b) {
@@ -551,8 +561,14 @@ static ES_NOINLINE int64_t es_gram_dot(const uint32_t *g, const uint8_t *slot_of
                                        int64_t m)
 {
     const int32_t *end = w + n;
-    while (w != end) {
+    if (n & 1u) {
         m += (int64_t)*w++ * (int32_t)g[*slot_of++];
+    }
+    while (w != end) { /* two at a time */
+        m += (int64_t)w[0] * (int32_t)g[slot_of[0]];
+        m += (int64_t)w[1] * (int32_t)g[slot_of[1]];
+        w += 2;
+        slot_of += 2;
     }
     return m;
 }
