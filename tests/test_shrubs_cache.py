@@ -71,7 +71,7 @@ def test_fast_host_path_learns_and_predicts_like_the_binned_path():
 
 
 @settings(max_examples=30, deadline=None)
-@given(st.integers(1, 30), st.integers(1, 6), st.integers(0, 6), st.integers(2, 5), st.integers(0, 2**31),
+@given(st.integers(1, 30), st.integers(1, 6), st.integers(0, 8), st.integers(2, 5), st.integers(0, 2**31),
        st.sampled_from(["gini", "entropy"]))
 def test_c_runtime_writes_nothing_outside_its_regions(window, shrubs, depth, n_classes, seed, criterion):
     rng = np.random.default_rng(seed)
