@@ -17,7 +17,8 @@ Learners, all in one run over the same rows:
   ``ARFClassifier(n_models=10, seed=1)``, defaults otherwise, fed through ``RiverAdapter`` (numpy row -> dict).
 
 Columns: prequential (test-then-train) accuracy over every row; host samples/s, rows divided by the wall time of
-all ``predict_one`` + ``learn_one`` calls (the adapter's row-to-dict conversion included); memory, the device state
+all ``predict_one`` + ``learn_one`` calls (the adapter's row-to-dict conversion included), and as a multiple of
+River HT's on the same stream in the same process ("x HT"); memory, the device state
 bytes for shrubs (``state_bytes()``, fixed by the budget) and River's ``_raw_memory_usage`` of the model after the
 stream for River; memory as a percentage of ARF's and the accuracy difference to ARF in points; the shrub
 configuration (window B, shrubs M, depth) the budget selected.
@@ -28,10 +29,14 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
+
+# single-threaded BLAS (before numpy loads): idle OpenBLAS workers spin on the shared cores and skew the timings
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np
 from river import forest, tree
@@ -50,6 +55,7 @@ BUDGETS_KIB = (2, 8, 32)
 BIN_SAMPLE = 1000
 WINDOW = 500  # rows per point of the accuracy curves
 REFERENCE = "river ARF"
+SPEED_REFERENCE = "river HT"  # host learning speed is compared with River's Hoeffding tree
 
 
 @dataclass
@@ -76,6 +82,7 @@ class Row:
     config: str
     memory_vs_ref: float = float("nan")  # memory / ARF's memory
     accuracy_vs_ref: float = float("nan")  # (accuracy - ARF's accuracy) in points
+    speed_vs_ht: float = float("nan")  # samples/s / River HT's samples/s
 
 
 def load_streams(rows: int | None, synthetic: str) -> list[Stream]:
@@ -128,9 +135,11 @@ def evaluate(stream: Stream, progress: bool) -> tuple[list[Row], dict[str, Prequ
         rows.append(Row(stream.name, spec.name, result.accuracy, result.samples_per_second, learner.state_bytes(),
                         describe(learner)))
     reference = next(row for row in rows if row.learner == REFERENCE)
+    ht = next(row for row in rows if row.learner == SPEED_REFERENCE)
     for row in rows:
         row.memory_vs_ref = row.memory_bytes / reference.memory_bytes
         row.accuracy_vs_ref = 100 * (row.accuracy - reference.accuracy)
+        row.speed_vs_ht = row.samples_per_s / ht.samples_per_s
     return rows, results
 
 
@@ -139,6 +148,7 @@ COLUMNS = [  # header, Row attribute, format
     ("learner", "learner", "{}"),
     ("accuracy", "accuracy", "{:.4f}"),
     ("samples/s", "samples_per_s", "{:,.0f}"),
+    ("x HT", "speed_vs_ht", "{:.2f}"),
     ("memory B", "memory_bytes", "{:,}"),
     ("mem vs ARF", "memory_vs_ref", "{:.2%}"),
     ("acc vs ARF", "accuracy_vs_ref", "{:+.2f} pt"),

@@ -1,27 +1,490 @@
 #include "es_shrubs.h"
 
-#define ES_WEIGHT_LIMIT ((int32_t)1 << 17) /* weights stay within +-4.0 during the gradient steps */
+/* The learning step follows edgestream/learners/shrubs.py (whose kernel is _kernels.ShrubKernel) to the bit;
+ * the docstring there states the algorithm and every rounding point. Loops keep the region pointers in locals:
+ * the regions may alias as far as the compiler knows, so reading them through `model` costs a load each time. */
 
-static uint16_t es_nodes_per_shrub(const es_shrubs_config *config)
+#define ES_WEIGHT_LIMIT ((int32_t)1 << 17) /* weights stay within +-4.0 during the gradient steps */
+#define ES_NONE 0xFFFFu                     /* no node, no bin, no pending threshold */
+#define ES_MIXED 0x100u                     /* class of a run of rows with more than one class */
+#define ES_LEAF_MARK 0x10000u               /* split choice of a node that may not split */
+#define ES_STATS 10u                        /* split_stats words per splittable node, then its left counts */
+#define ES_ST_N_TOTAL 0u
+#define ES_ST_N_LEFT 1u                     /* rows scanned so far, the current run included */
+#define ES_ST_LAST 2u                       /* bin of the current run, then the left child's local index */
+#define ES_ST_PEND 3u                       /* undecided threshold: the previous run's bin */
+#define ES_ST_RUN_CLASS 4u                  /* the current run's class while it has one, else ES_MIXED */
+#define ES_ST_RUN_START 5u                  /* rows scanned before the current run */
+#define ES_ST_BEST_LO 6u
+#define ES_ST_BEST_HI 7u
+#define ES_ST_BEST_DEN 8u
+#define ES_ST_CHOICE 9u                     /* feature << 8 | threshold */
+
+#if defined(__GNUC__)
+#define ES_NOINLINE __attribute__((noinline)) /* keeps hot loops in small functions: fewer spilled registers */
+#else
+#define ES_NOINLINE
+#endif
+
+static uint32_t es_nodes_per_shrub(const es_shrubs_config *config)
 {
-    return (uint16_t)((2u << config->max_depth) - 1u);
+    return (2u << config->max_depth) - 1u;
 }
 
-static uint16_t es_leaves_per_shrub(const es_shrubs_config *config)
+static uint64_t es_xlog2x_u(uint64_t c)
 {
-    return (uint16_t)(1u << config->max_depth);
+    return c > 1u ? c * es_log2_q16(c) : 0u;
+}
+
+/* a / 2^k rounded toward zero (C99 division by a power of two, without a 64-bit division call) */
+static int64_t es_trunc_shift(int64_t a, unsigned k)
+{
+    return a >= 0 ? (int64_t)((uint64_t)a >> k) : -(int64_t)((uint64_t)(-a) >> k);
+}
+
+static uint32_t es_term(const uint16_t *ha, const uint16_t *hb, uint32_t n_classes)
+{
+    uint32_t t = 0;
+    uint32_t c;
+    if (n_classes == 2u) {
+        return ((uint32_t)ha[0] * hb[0] + (uint32_t)ha[1] * hb[1]) >> 15;
+    }
+    for (c = 0; c < n_classes; c++) {
+        t += (uint32_t)ha[c] * hb[c];
+    }
+    return t >> 15;
+}
+
+/* Window row `row` changed: its terms in the Gram matrix and label sums of the active shrubs (slots in
+ * cand_slot[0..n_shrubs)) move from the old row (leaf rows old_leaf[i], label old_label; none if !has_old) to
+ * the new one (leaves in leaf_index, label in window_labels). Unsigned arithmetic: every sum stays below 2^32. */
+static ES_NOINLINE void es_pair_update(const es_shrubs *model, uint32_t row, int has_old, const int32_t *old_leaf,
+                                       uint32_t old_label)
+{
+    const uint32_t n_classes = model->config->n_classes;
+    const uint32_t slots = model->config->max_shrubs + 1u;
+    const uint32_t n = model->counters->n_shrubs;
+    const uint32_t depth = model->config->max_depth;
+    const uint8_t *cache = &model->leaf_index[row * slots];
+    const uint16_t *leaf_values = model->leaf_values;
+    const uint8_t *cand_slot = model->cand_slot;
+    uint32_t *gram = model->gram;
+    const uint32_t y = model->window_labels[row];
+    uint32_t i;
+    uint32_t j;
+    for (i = 0; i < n; i++) {
+        const uint32_t a = cand_slot[i];
+        const uint16_t *ha = &leaf_values[((a << depth) + cache[a]) * n_classes];
+        const uint16_t *oa = &leaf_values[(uint32_t)old_leaf[i] * n_classes];
+        uint32_t *gram_a = &gram[a * slots];
+        model->label_sum[a] += ha[y] - (has_old ? oa[old_label] : 0u);
+        for (j = i; j < n; j++) {
+            const uint32_t b = cand_slot[j];
+            const uint16_t *hb = &leaf_values[((b << depth) + cache[b]) * n_classes];
+            const uint16_t *ob = &leaf_values[(uint32_t)old_leaf[j] * n_classes];
+            uint32_t t;
+            if (n_classes == 2u) {
+                t = ((uint32_t)ha[0] * hb[0] + (uint32_t)ha[1] * hb[1]) >> 15;
+                if (has_old) {
+                    t -= ((uint32_t)oa[0] * ob[0] + (uint32_t)oa[1] * ob[1]) >> 15;
+                }
+            } else {
+                t = es_term(ha, hb, n_classes);
+                if (has_old) {
+                    t -= es_term(oa, ob, n_classes);
+                }
+            }
+            gram_a[b] += t;
+            if (a != b) {
+                gram[b * slots + a] += t;
+            }
+        }
+    }
+}
+
+/* Every feature's list of window rows stays sorted by (bin, row): `row` (already written) moves to its place.
+ * `present` rows are listed, `row` among them when the window was full. */
+static ES_NOINLINE void es_insert_row(const es_shrubs *model, uint32_t row, uint32_t present)
+{
+    const uint32_t d = model->config->n_features;
+    const uint32_t window = model->config->window_size;
+    const uint8_t *bins = model->window_bins;
+    const int full = model->counters->count == window;
+    uint32_t f;
+    for (f = 0; f < d; f++) {
+        uint16_t *list = &model->sorted_rows[f * window];
+        uint32_t n = present;
+        uint32_t i;
+        uint32_t key;
+        if (full) {
+            i = 0;
+            while (list[i] != row) {
+                i++;
+            }
+            for (; i + 1u < n; i++) {
+                list[i] = list[i + 1u];
+            }
+            n--;
+        }
+        key = ((uint32_t)bins[row * d + f] << 16) | row;
+        i = n;
+        while (i > 0u) {
+            const uint32_t other_row = list[i - 1u];
+            if ((((uint32_t)bins[other_row * d + f] << 16) | other_row) < key) {
+                break;
+            }
+            list[i] = (uint16_t)other_row;
+            i--;
+        }
+        list[i] = (uint16_t)row;
+    }
+}
+
+/* Score threshold t of feature f for node v: its left side is the rows scanned so far without the last `less`
+ * rows (all of class less_class). Kept if strictly better than the best so far. */
+static void es_candidate(const es_shrubs *model, uint32_t v, uint32_t f, uint32_t t, uint32_t less_class,
+                         uint32_t less)
+{
+    const uint32_t n_classes = model->config->n_classes;
+    uint32_t *st = &model->split_stats[v * (ES_STATS + n_classes)];
+    const uint16_t *total = &model->split_counts[v * n_classes];
+    const uint32_t *left = st + ES_STATS;
+    const uint32_t n_left = st[ES_ST_N_LEFT] - less;
+    const uint32_t n_right = st[ES_ST_N_TOTAL] - n_left;
+    uint64_t best;
+    uint32_t k;
+    if (n_left < model->config->min_samples_leaf || n_right < model->config->min_samples_leaf) {
+        return;
+    }
+    best = ((uint64_t)st[ES_ST_BEST_HI] << 32) | st[ES_ST_BEST_LO];
+    if (n_classes == 2u && model->config->criterion == ES_GINI) { /* the same rule, spelled out for 2 classes */
+        const uint32_t l0 = left[0] - (less_class == 0u ? less : 0u);
+        const uint32_t l1 = left[1] - (less_class == 1u ? less : 0u);
+        const uint32_t r0 = total[0] - l0;
+        const uint32_t r1 = total[1] - l1;
+        const uint64_t num = (uint64_t)(l0 * l0 + l1 * l1) * n_right + (uint64_t)(r0 * r0 + r1 * r1) * n_left;
+        const uint32_t den = n_left * n_right;
+        if (num * st[ES_ST_BEST_DEN] > best * den) {
+            st[ES_ST_BEST_LO] = (uint32_t)num;
+            st[ES_ST_BEST_HI] = (uint32_t)(num >> 32);
+            st[ES_ST_BEST_DEN] = den;
+            st[ES_ST_CHOICE] = (f << 8) | t;
+        }
+    } else if (model->config->criterion == ES_GINI) {
+        uint32_t l2 = 0; /* at most 4096^2 */
+        uint32_t r2 = 0;
+        uint64_t num;
+        uint32_t den;
+        for (k = 0; k < n_classes; k++) {
+            const uint32_t lk = left[k] - (k == less_class ? less : 0u);
+            const uint32_t rk = total[k] - lk;
+            l2 += lk * lk;
+            r2 += rk * rk;
+        }
+        num = (uint64_t)l2 * n_right + (uint64_t)r2 * n_left;
+        den = n_left * n_right;
+        if (num * st[ES_ST_BEST_DEN] > best * den) {
+            st[ES_ST_BEST_LO] = (uint32_t)num;
+            st[ES_ST_BEST_HI] = (uint32_t)(num >> 32);
+            st[ES_ST_BEST_DEN] = den;
+            st[ES_ST_CHOICE] = (f << 8) | t;
+        }
+    } else {
+        uint64_t cost = es_xlog2x_u(n_left) + es_xlog2x_u(n_right);
+        for (k = 0; k < n_classes; k++) {
+            const uint32_t lk = left[k] - (k == less_class ? less : 0u);
+            cost -= es_xlog2x_u(lk) + es_xlog2x_u(total[k] - lk);
+        }
+        if (cost < best) {
+            st[ES_ST_BEST_LO] = (uint32_t)cost;
+            st[ES_ST_BEST_HI] = (uint32_t)(cost >> 32);
+            st[ES_ST_CHOICE] = (f << 8) | t;
+        }
+    }
+}
+
+/* One feature's scan of the level: the window rows in (bin, row) order, each to its node's running counts.
+ * A threshold between two runs of rows (rows of one bin) is a candidate unless both runs have one and the same
+ * class; it is scored as soon as that is known (at the next run's first row of another class). */
+static ES_NOINLINE void es_scan_feature(const es_shrubs *model, uint32_t f, uint32_t level_size)
+{
+    const uint32_t n_classes = model->config->n_classes;
+    const uint32_t d = model->config->n_features;
+    const uint32_t n = model->counters->count;
+    const uint32_t stride = ES_STATS + n_classes;
+    const uint16_t *list = &model->sorted_rows[f * model->config->window_size];
+    const uint16_t *end = list + n;
+    const uint16_t *node_of = model->node_of;
+    const uint8_t *bins = &model->window_bins[f];
+    uint32_t *stats = model->split_stats;
+    uint32_t v;
+    for (v = 0; v < level_size; v++) {
+        uint32_t *st = &stats[v * stride];
+        uint32_t k;
+        st[ES_ST_N_LEFT] = 0;
+        st[ES_ST_LAST] = ES_NONE;
+        st[ES_ST_PEND] = ES_NONE;
+        for (k = 0; k < n_classes; k++) {
+            st[ES_STATS + k] = 0;
+        }
+    }
+    while (list != end) {
+        const uint32_t row = *list++;
+        const uint32_t tag = node_of[row];
+        uint32_t *st;
+        uint32_t bin;
+        uint32_t y;
+        if (tag == ES_NONE) {
+            continue;
+        }
+        v = tag >> 8;
+        y = tag & 0xFFu;
+        st = &stats[v * stride];
+        bin = bins[row * d];
+        if (bin != st[ES_ST_LAST]) { /* a run of rows with the next bin starts */
+            if (st[ES_ST_LAST] != ES_NONE && st[ES_ST_RUN_CLASS] != y) {
+                es_candidate(model, v, f, st[ES_ST_LAST], 0, 0);
+                st[ES_ST_PEND] = ES_NONE;
+            } else {
+                st[ES_ST_PEND] = st[ES_ST_LAST];
+            }
+            st[ES_ST_LAST] = bin;
+            st[ES_ST_RUN_CLASS] = y;
+            st[ES_ST_RUN_START] = st[ES_ST_N_LEFT];
+        } else if (st[ES_ST_RUN_CLASS] != y && st[ES_ST_RUN_CLASS] != ES_MIXED) {
+            if (st[ES_ST_PEND] != ES_NONE) {
+                es_candidate(model, v, f, st[ES_ST_PEND], st[ES_ST_RUN_CLASS], st[ES_ST_N_LEFT] - st[ES_ST_RUN_START]);
+                st[ES_ST_PEND] = ES_NONE;
+            }
+            st[ES_ST_RUN_CLASS] = ES_MIXED;
+        }
+        st[ES_STATS + y]++;
+        st[ES_ST_N_LEFT]++;
+    }
+}
+
+/* es_scan_feature for the root alone (every row in node 0): the running state in locals. */
+static ES_NOINLINE void es_scan_root(const es_shrubs *model, uint32_t f)
+{
+    const uint32_t d = model->config->n_features;
+    const uint32_t n_classes = model->config->n_classes;
+    const uint16_t *list = &model->sorted_rows[f * model->config->window_size];
+    const uint16_t *end = list + model->counters->count;
+    const uint8_t *bins = &model->window_bins[f];
+    const uint8_t *labels = model->window_labels;
+    uint32_t *st = model->split_stats;
+    uint32_t *left = st + ES_STATS;
+    uint32_t last = ES_NONE;
+    uint32_t pend = ES_NONE;
+    uint32_t run_class = ES_MIXED;
+    uint32_t run_start = 0;
+    uint32_t n_left = 0;
+    uint32_t k;
+    for (k = 0; k < n_classes; k++) {
+        left[k] = 0;
+    }
+    while (list != end) {
+        const uint32_t row = *list++;
+        const uint32_t bin = bins[row * d];
+        const uint32_t y = labels[row];
+        if (bin != last) { /* a run of rows with the next bin starts */
+            if (last != ES_NONE && run_class != y) {
+                st[ES_ST_N_LEFT] = n_left;
+                es_candidate(model, 0, f, last, 0, 0);
+                pend = ES_NONE;
+            } else {
+                pend = last;
+            }
+            last = bin;
+            run_class = y;
+            run_start = n_left;
+        } else if (run_class != y && run_class != ES_MIXED) {
+            if (pend != ES_NONE) {
+                st[ES_ST_N_LEFT] = n_left;
+                es_candidate(model, 0, f, pend, run_class, n_left - run_start);
+                pend = ES_NONE;
+            }
+            run_class = ES_MIXED;
+        }
+        left[y]++;
+        n_left++;
+    }
+}
+
+/* Which nodes of the level may split (their parent score to beat), and their rows out of the scans if not. */
+static ES_NOINLINE void es_level_setup(const es_shrubs *model, uint32_t level_size)
+{
+    const es_shrubs_config *config = model->config;
+    const uint32_t n_classes = config->n_classes;
+    const uint32_t stride = ES_STATS + n_classes;
+    const uint32_t n = model->counters->count;
+    uint16_t *node_of = model->node_of;
+    uint32_t *split_stats = model->split_stats;
+    uint32_t v;
+    uint32_t s;
+    uint32_t k;
+    for (v = 0; v < level_size; v++) {
+        const uint16_t *counts = &model->split_counts[v * n_classes];
+        uint32_t *st = &split_stats[v * stride];
+        uint32_t total = 0;
+        uint32_t n_present = 0;
+        for (k = 0; k < n_classes; k++) {
+            total += counts[k];
+            n_present += counts[k] > 0u ? 1u : 0u;
+        }
+        if (n_present > 1u && total >= 2u * (uint32_t)config->min_samples_leaf) {
+            uint64_t cost = 0;
+            st[ES_ST_CHOICE] = ES_NONE;
+            st[ES_ST_N_TOTAL] = total;
+            st[ES_ST_BEST_DEN] = total;
+            if (config->criterion == ES_GINI) {
+                for (k = 0; k < n_classes; k++) {
+                    cost += (uint64_t)counts[k] * counts[k];
+                }
+            } else {
+                cost = es_xlog2x_u(total);
+                for (k = 0; k < n_classes; k++) {
+                    cost -= es_xlog2x_u(counts[k]);
+                }
+            }
+            st[ES_ST_BEST_LO] = (uint32_t)cost;
+            st[ES_ST_BEST_HI] = (uint32_t)(cost >> 32);
+        } else {
+            st[ES_ST_CHOICE] = ES_LEAF_MARK;
+        }
+    }
+    for (s = 0; s < n; s++) {
+        v = node_of[s];
+        if (v != ES_NONE && split_stats[(v >> 8) * stride + ES_ST_CHOICE] == ES_LEAF_MARK) {
+            node_of[s] = ES_NONE;
+        }
+    }
+}
+
+/* Rows to the next level's nodes, whose class totals they count. */
+static ES_NOINLINE void es_level_reassign(const es_shrubs *model, uint32_t next_size)
+{
+    const uint32_t n_classes = model->config->n_classes;
+    const uint32_t d = model->config->n_features;
+    const uint32_t stride = ES_STATS + n_classes;
+    const uint32_t n = model->counters->count;
+    const uint8_t *bins = model->window_bins;
+    const uint32_t *split_stats = model->split_stats;
+    uint16_t *node_of = model->node_of;
+    uint16_t *split_counts = model->split_counts;
+    uint32_t s;
+    for (s = 0; s < next_size * n_classes; s++) {
+        split_counts[s] = 0;
+    }
+    for (s = 0; s < n; s++) {
+        const uint32_t *st;
+        uint32_t choice;
+        const uint32_t tag = node_of[s];
+        uint32_t v;
+        if (tag == ES_NONE) {
+            continue;
+        }
+        st = &split_stats[(tag >> 8) * stride];
+        choice = st[ES_ST_CHOICE];
+        if (choice < ES_NONE) {
+            v = st[ES_ST_LAST] + (bins[s * d + (choice >> 8)] > (choice & 0xFFu) ? 1u : 0u);
+            node_of[s] = (uint16_t)((v << 8) | (tag & 0xFFu));
+            split_counts[v * n_classes + (tag & 0xFFu)]++;
+        } else {
+            node_of[s] = ES_NONE;
+        }
+    }
+}
+
+/* CART on the window, level by level over the sorted lists, into pool slot `slot`. */
+static void es_train_shrub(const es_shrubs *model, uint32_t slot)
+{
+    const es_shrubs_config *config = model->config;
+    const uint32_t n_classes = config->n_classes;
+    const uint32_t n = model->counters->count;
+    const uint32_t max_depth = config->max_depth;
+    const uint32_t node_base = slot * es_nodes_per_shrub(config);
+    const uint32_t leaf_base = slot << config->max_depth;
+    const uint32_t stride = ES_STATS + n_classes;
+    uint16_t *split_counts = model->split_counts;
+    uint32_t *split_stats = model->split_stats;
+    es_node *nodes = &model->nodes[node_base];
+    uint16_t *leaves = &model->leaf_values[leaf_base * n_classes];
+    uint32_t level = 0;
+    uint32_t level_first = 0;
+    uint32_t level_size = 1;
+    uint32_t n_nodes = 1;
+    uint32_t n_leaves = 0;
+    uint32_t s;
+    uint32_t v;
+    uint32_t k;
+    for (s = 0; s < n_classes; s++) {
+        split_counts[s] = 0;
+    }
+    for (s = 0; s < n; s++) { /* node_of holds node << 8 | label, or ES_NONE */
+        const uint32_t y = model->window_labels[s];
+        model->node_of[s] = (uint16_t)y;
+        split_counts[y]++;
+    }
+    for (;;) {
+        uint32_t next_size = 0;
+        if (level < max_depth) {
+            uint32_t f;
+            es_level_setup(model, level_size);
+            for (f = 0; f < config->n_features; f++) {
+                if (level > 0u) {
+                    es_scan_feature(model, f, level_size);
+                } else if (split_stats[ES_ST_CHOICE] != ES_LEAF_MARK) {
+                    es_scan_root(model, f);
+                }
+            }
+        }
+        for (v = 0; v < level_size; v++) { /* this level's nodes in order; children next to each other */
+            const uint16_t *counts = &split_counts[v * n_classes];
+            const uint32_t choice = level < max_depth ? split_stats[v * stride + ES_ST_CHOICE] : ES_LEAF_MARK;
+            es_node *node = &nodes[level_first + v];
+            if (choice < ES_NONE) {
+                node->feature = (uint8_t)(choice >> 8);
+                node->threshold = (uint8_t)(choice & 0xFFu);
+                node->child = (uint16_t)(node_base + n_nodes);
+                split_stats[v * stride + ES_ST_LAST] = next_size;
+                next_size += 2u;
+                n_nodes += 2u;
+            } else {
+                uint32_t total = 0;
+                for (k = 0; k < n_classes; k++) {
+                    total += counts[k];
+                }
+                node->feature = (uint8_t)ES_LEAF;
+                node->threshold = 0;
+                node->child = (uint16_t)(leaf_base + n_leaves);
+                for (k = 0; k < n_classes; k++) {
+                    leaves[n_leaves * n_classes + k] =
+                        (uint16_t)(((uint32_t)counts[k] * ES_Q15_ONE + total / 2u) / total);
+                }
+                n_leaves++;
+            }
+        }
+        if (next_size == 0u) {
+            break;
+        }
+        es_level_reassign(model, next_size);
+        level_first += level_size;
+        level_size = next_size;
+        level++;
+    }
 }
 
 /* Lowest pool slot that no active shrub uses; one always exists because the pool has M + 1 slots. */
-static uint16_t es_free_slot(const es_shrubs *model)
+static uint32_t es_free_slot(const es_shrubs *model)
 {
-    const uint16_t per_shrub = es_nodes_per_shrub(model->config);
-    uint16_t slot;
+    const uint32_t n = model->counters->n_shrubs;
+    uint32_t slot;
     for (slot = 0; slot < model->config->max_shrubs; slot++) { /* if slots 0..M-1 are all used, M is free */
-        uint16_t i;
-        uint8_t used = 0;
-        for (i = 0; i < model->counters->n_shrubs; i++) {
-            used = (uint8_t)(used | (model->roots[i] / per_shrub == slot ? 1u : 0u));
+        uint32_t i;
+        uint32_t used = 0;
+        for (i = 0; i < n; i++) {
+            used |= model->cand_slot[i] == slot ? 1u : 0u;
         }
         if (!used) {
             return slot;
@@ -30,65 +493,111 @@ static uint16_t es_free_slot(const es_shrubs *model)
     return slot;
 }
 
-static es_status es_train_shrub(const es_shrubs *model, uint16_t slot)
+/* The new shrub's leaf for every window row, its Gram row and column and its label sum. */
+static ES_NOINLINE void es_new_shrub_terms(const es_shrubs *model, uint32_t slot)
 {
     const es_shrubs_config *config = model->config;
-    const uint16_t per_shrub = es_nodes_per_shrub(config);
-    const uint16_t leaves = es_leaves_per_shrub(config);
-    es_tree_params params;
-    es_tree_scratch scratch;
-    params.criterion = config->criterion;
-    params.max_depth = config->max_depth;
-    params.min_samples_leaf = config->min_samples_leaf;
-    params.max_nodes = per_shrub;
-    scratch.order = model->order;
-    scratch.node_start = model->node_start;
-    scratch.node_stop = model->node_stop;
-    scratch.node_depth = model->node_depth;
-    scratch.class_counts = model->class_counts;
-    scratch.left_counts = model->left_counts;
-    return es_tree_build(model->window_bins, model->window_labels, model->counters->count, config->n_features,
-                         config->n_classes, &params, &scratch, &model->nodes[(uint32_t)slot * per_shrub],
-                         &model->leaf_values[(uint32_t)slot * leaves * config->n_classes],
-                         (uint16_t)(slot * per_shrub), (uint16_t)(slot * leaves));
-}
-
-/* One proximal gradient step on the window's MSE loss for the n_candidates shrubs of roots[]. The residual of
- * each (sample, class) is computed once with the old weights, so every weight can be updated in place. */
-static void es_gradient_step(const es_shrubs *model, uint16_t n_candidates, int32_t *residual, int64_t alpha)
-{
-    const es_shrubs_config *config = model->config;
-    const uint16_t n = model->counters->count;
-    const uint8_t n_classes = config->n_classes;
-    uint16_t s;
-    uint16_t k;
-    uint8_t c;
-    for (s = 0; s < n; s++) {
-        for (c = 0; c < n_classes; c++) {
-            int64_t f30 = 0;
-            for (k = 0; k < n_candidates; k++) {
-                const uint16_t leaf = model->leaf_index[(uint32_t)s * n_candidates + k];
-                f30 += (int64_t)model->work_weights[k] * model->leaf_values[(uint32_t)leaf * n_classes + c];
+    const uint32_t n_classes = config->n_classes;
+    const uint32_t d = config->n_features;
+    const uint32_t slots = config->max_shrubs + 1u;
+    const uint32_t n = model->counters->count;
+    const uint32_t n_active = model->counters->n_shrubs;
+    const uint16_t root = (uint16_t)(slot * es_nodes_per_shrub(config));
+    const uint16_t *leaf_values = model->leaf_values;
+    const uint8_t *cand_slot = model->cand_slot;
+    const uint32_t depth = config->max_depth;
+    const uint32_t own_base = slot << depth;
+    uint8_t *row_cache = model->leaf_index;
+    uint32_t *g = &model->gram[slot * slots];
+    uint32_t label_sum = 0;
+    uint32_t own = 0;
+    uint32_t s;
+    uint32_t i;
+    uint32_t c;
+    for (i = 0; i < n_active; i++) {
+        g[cand_slot[i]] = 0;
+    }
+    for (s = 0; s < n; s++, row_cache += slots) {
+        const uint32_t leaf = es_tree_leaf(model->nodes, root, &model->window_bins[s * d]);
+        const uint16_t *h = &leaf_values[leaf * n_classes];
+        row_cache[slot] = (uint8_t)(leaf - own_base); /* the leaf within its shrub */
+        label_sum += h[model->window_labels[s]];
+        if (n_classes == 2u) {
+            const uint32_t h0 = h[0];
+            const uint32_t h1 = h[1];
+            own += (h0 * h0 + h1 * h1) >> 15;
+            for (i = 0; i < n_active; i++) {
+                const uint32_t b = cand_slot[i];
+                const uint16_t *hb = &leaf_values[((b << depth) + row_cache[b]) * 2u];
+                g[b] += (h0 * hb[0] + h1 * hb[1]) >> 15;
             }
-            if (model->window_labels[s] == c) {
-                f30 -= (int64_t)1 << 30;
+        } else {
+            uint32_t t = 0;
+            for (c = 0; c < n_classes; c++) {
+                t += (uint32_t)h[c] * h[c];
             }
-            residual[(uint32_t)s * n_classes + c] = (int32_t)(f30 / 32768); /* C99 division truncates */
+            own += t >> 15;
+            for (i = 0; i < n_active; i++) {
+                const uint32_t b = cand_slot[i];
+                const uint16_t *hb = &leaf_values[((b << depth) + row_cache[b]) * n_classes];
+                t = 0;
+                for (c = 0; c < n_classes; c++) {
+                    t += (uint32_t)h[c] * hb[c];
+                }
+                g[b] += t >> 15;
+            }
         }
     }
-    for (k = 0; k < n_candidates; k++) {
-        int64_t g = 0;
-        int64_t w;
-        for (s = 0; s < n; s++) {
-            const uint16_t leaf = model->leaf_index[(uint32_t)s * n_candidates + k];
-            for (c = 0; c < n_classes; c++) {
-                g += (int64_t)residual[(uint32_t)s * n_classes + c] *
-                     model->leaf_values[(uint32_t)leaf * n_classes + c];
-            }
+    g[slot] = own;
+    model->label_sum[slot] = label_sum;
+    for (i = 0; i < n_active; i++) {
+        const uint32_t b = cand_slot[i];
+        model->gram[b * slots + slot] = g[b];
+    }
+}
+
+/* m + sum_j w[j] * g[slot_of[j]] (kept small so that its loop stays in registers) */
+static ES_NOINLINE int64_t es_gram_dot(const uint32_t *g, const uint8_t *slot_of, const int32_t *w, uint32_t n,
+                                       int64_t m)
+{
+    const int32_t *end = w + n;
+    if (n & 1u) {
+        m += (int64_t)*w++ * (int32_t)g[*slot_of++];
+    }
+    while (w != end) { /* two at a time */
+        m += (int64_t)w[0] * (int32_t)g[slot_of[0]];
+        m += (int64_t)w[1] * (int32_t)g[slot_of[1]];
+        w += 2;
+        slot_of += 2;
+    }
+    return m;
+}
+
+/* `burnin` proximal gradient steps (Jacobi: every weight moves by the gradient at the previous weights). */
+static ES_NOINLINE void es_gradient_steps(const es_shrubs *model, uint32_t n_candidates)
+{
+    const es_shrubs_config *config = model->config;
+    const uint32_t slots = config->max_shrubs + 1u;
+    const uint8_t *cand_slot = model->cand_slot;
+    const uint32_t *gram = model->gram;
+    const uint32_t *label_sum = model->label_sum;
+    int32_t *w = model->work_weights;
+    int32_t *next_w = &model->work_weights[slots];
+    const uint64_t alpha = config->step_q16 != 0u ? (uint64_t)config->step_q16 : 65536u / ((uint64_t)n_candidates + 1u);
+    const int64_t scale = (int64_t)((alpha << 15) / ((uint64_t)model->counters->count * config->n_classes));
+    uint32_t step;
+    uint32_t k;
+    for (step = 0; step < config->burnin; step++) {
+        for (k = 0; k < n_candidates; k++) {
+            const int64_t m = es_gram_dot(&gram[(uint32_t)cand_slot[k] * slots], cand_slot, w, n_candidates,
+                                          -(int64_t)label_sum[cand_slot[k]] * 32768);
+            int64_t x;
+            x = w[k] - es_trunc_shift(es_trunc_shift(m, 15) * scale, 30);
+            next_w[k] = (int32_t)(x > ES_WEIGHT_LIMIT ? ES_WEIGHT_LIMIT : (x < -ES_WEIGHT_LIMIT ? -ES_WEIGHT_LIMIT : x));
         }
-        w = model->work_weights[k] - (g / ((int64_t)n * n_classes)) * alpha / ((int64_t)1 << 30);
-        w = w > ES_WEIGHT_LIMIT ? ES_WEIGHT_LIMIT : (w < -ES_WEIGHT_LIMIT ? -ES_WEIGHT_LIMIT : w);
-        model->work_weights[k] = (int32_t)w;
+        for (k = 0; k < n_candidates; k++) {
+            w[k] = next_w[k];
+        }
     }
 }
 
@@ -98,78 +607,74 @@ static int64_t es_floor_div(int64_t a, int64_t b)
     return (a % b != 0 && a < 0) ? q - 1 : q;
 }
 
-/* Rank candidates by weight, descending, ties to the older position (stable insertion sort). */
-static void es_rank_weights(const es_shrubs *model, uint16_t n_candidates)
-{
-    uint16_t i;
-    for (i = 0; i < n_candidates; i++) {
-        const uint8_t key = (uint8_t)i;
-        uint16_t j = i;
-        while (j > 0 && model->work_weights[model->rank[j - 1u]] < model->work_weights[key]) {
-            model->rank[j] = model->rank[j - 1u];
-            j--;
-        }
-        model->rank[j] = key;
-    }
-}
-
 /* Hard-L0 prox, integer simplex projection of the non-zero kept weights, and pruning of zero weights. */
-static void es_prox(const es_shrubs *model, uint16_t n_candidates, uint16_t *candidate_roots)
+static ES_NOINLINE void es_prox(const es_shrubs *model, uint32_t n_candidates)
 {
     const int64_t one = ES_Q15_ONE;
-    const uint16_t kept = n_candidates < model->config->max_shrubs ? n_candidates : model->config->max_shrubs;
-    uint16_t support = 0;
-    uint16_t j;
-    uint16_t rho = 1;
+    const uint32_t kept = n_candidates < model->config->max_shrubs ? n_candidates : model->config->max_shrubs;
+    const uint32_t per_shrub = es_nodes_per_shrub(model->config);
+    const int32_t *w = model->work_weights;
+    uint8_t *rank = model->rank;
+    uint32_t support = 0;
+    uint32_t n_kept = 0;
+    uint32_t i;
+    uint32_t j;
+    uint32_t rho = 1;
     int64_t total = 0;
     int64_t total_rho = 0;
     int64_t lambda;
     int64_t remainder;
-    es_rank_weights(model, n_candidates);
-    for (j = 0; j < kept; j++) { /* the support, in rank order, to the front of rank[] */
-        if (model->work_weights[model->rank[j]] != 0) {
-            model->rank[support++] = model->rank[j];
+    for (i = 0; i < n_candidates; i++) { /* rank by weight, descending, ties to the older position */
+        j = i;
+        while (j > 0 && w[rank[j - 1u]] < w[i]) {
+            rank[j] = rank[j - 1u];
+            j--;
         }
+        rank[j] = (uint8_t)i;
     }
-    for (j = 0; j < n_candidates; j++) {
-        candidate_roots[j] = model->roots[j];
+    for (j = 0; j < kept; j++) {
+        if (w[rank[j]] != 0) {
+            rank[support++] = rank[j];
+        }
     }
     model->counters->n_shrubs = 0;
     if (support == 0) {
         return;
     }
     for (j = 0; j < support; j++) {
-        const int64_t u = model->work_weights[model->rank[j]];
+        const int64_t u = w[rank[j]];
         total += u;
         if ((int64_t)(j + 1u) * u + one - total > 0) {
-            rho = (uint16_t)(j + 1u);
+            rho = j + 1u;
             total_rho = total;
         }
     }
     lambda = es_floor_div(one - total_rho, rho);
     remainder = one - total_rho - (int64_t)rho * lambda;
     for (j = 0; j < support; j++) {
-        int64_t w = model->work_weights[model->rank[j]] + lambda;
-        w = (w > 0 ? w : 0) + (j < remainder ? 1 : 0);
-        if (w > 0) {
-            model->roots[model->counters->n_shrubs] = candidate_roots[model->rank[j]];
-            model->weights[model->counters->n_shrubs] = (uint16_t)w;
-            model->counters->n_shrubs++;
+        int64_t x = w[rank[j]] + lambda;
+        x = (x > 0 ? x : 0) + ((int64_t)j < remainder ? 1 : 0);
+        if (x > 0) {
+            model->roots[n_kept] = (uint16_t)(model->cand_slot[rank[j]] * per_shrub);
+            model->weights[n_kept] = (uint16_t)x;
+            n_kept++;
         }
     }
+    model->counters->n_shrubs = (uint16_t)n_kept;
 }
 
 es_status es_shrubs_learn(const es_shrubs *model, const uint8_t *bins, uint8_t label)
 {
     const es_shrubs_config *config;
     es_shrubs_counters *counters;
-    uint16_t n_candidates;
-    uint16_t slot;
-    uint16_t s;
-    uint16_t k;
-    uint8_t j;
-    int64_t alpha;
-    es_status status;
+    uint32_t slots;
+    uint32_t per_shrub;
+    uint32_t head;
+    uint32_t count;
+    uint32_t n_active;
+    uint32_t slot;
+    uint32_t old_label;
+    uint32_t i;
     if (model == 0 || bins == 0 || model->config == 0 || model->counters == 0) {
         return ES_ERR_NULL;
     }
@@ -178,41 +683,45 @@ es_status es_shrubs_learn(const es_shrubs *model, const uint8_t *bins, uint8_t l
     if (label >= config->n_classes) {
         return ES_ERR_LABEL;
     }
-    for (j = 0; j < config->n_features; j++) {
-        model->window_bins[(uint32_t)counters->head * config->n_features + j] = bins[j];
+    slots = config->max_shrubs + 1u;
+    per_shrub = es_nodes_per_shrub(config);
+    head = counters->head;
+    count = counters->count;
+    n_active = counters->n_shrubs;
+    old_label = model->window_labels[head];
+    for (i = 0; i < n_active; i++) { /* the active shrubs' pool slots, and the leaves of the row replaced */
+        model->cand_slot[i] = (uint8_t)(model->roots[i] / per_shrub);
+        model->work_weights[i] = (int32_t)(((uint32_t)model->cand_slot[i] << config->max_depth) +
+                                           model->leaf_index[head * slots + model->cand_slot[i]]);
     }
-    model->window_labels[counters->head] = label;
-    counters->head = (uint16_t)(counters->head + 1u == config->window_size ? 0u : counters->head + 1u);
-    if (counters->count < config->window_size) {
-        counters->count++;
+    for (i = 0; i < config->n_features; i++) {
+        model->window_bins[head * config->n_features + i] = bins[i];
     }
+    model->window_labels[head] = label;
+    es_insert_row(model, head, count);
+    for (i = 0; i < n_active; i++) {
+        model->leaf_index[head * slots + model->cand_slot[i]] = (uint8_t)(
+            es_tree_leaf(model->nodes, model->roots[i], bins) - ((uint32_t)model->cand_slot[i] << config->max_depth));
+    }
+    counters->head = (uint16_t)(head + 1u == config->window_size ? 0u : head + 1u);
+    if (count < config->window_size) {
+        counters->count = (uint16_t)(count + 1u);
+    }
+    es_pair_update(model, head, count == config->window_size, model->work_weights, old_label);
     counters->since_update++;
     if (counters->since_update < config->update_every) {
         return ES_OK;
     }
     counters->since_update = 0;
     slot = es_free_slot(model);
-    status = es_train_shrub(model, slot);
-    if (status != ES_OK) {
-        return status;
+    es_train_shrub(model, slot);
+    es_new_shrub_terms(model, slot);
+    model->cand_slot[n_active] = (uint8_t)slot;
+    for (i = 0; i <= n_active; i++) {
+        model->work_weights[i] = i < n_active ? (int32_t)model->weights[i] : 0;
     }
-    n_candidates = (uint16_t)(counters->n_shrubs + 1u);
-    model->roots[counters->n_shrubs] = (uint16_t)(slot * es_nodes_per_shrub(config));
-    for (k = 0; k < n_candidates; k++) {
-        model->work_weights[k] = k < counters->n_shrubs ? (int32_t)model->weights[k] : 0;
-    }
-    for (s = 0; s < counters->count; s++) {
-        for (k = 0; k < n_candidates; k++) {
-            model->leaf_index[(uint32_t)s * n_candidates + k] =
-                es_tree_leaf(model->nodes, model->roots[k], &model->window_bins[(uint32_t)s * config->n_features]);
-        }
-    }
-    alpha = config->step_q16 != 0u ? (int64_t)config->step_q16 : 65536 / ((int64_t)n_candidates + 1);
-    for (k = 0; k < config->burnin; k++) {
-        es_gradient_step(model, n_candidates, model->residual, alpha);
-    }
-    /* leaf_index is free again: it holds the candidates' roots while the survivors are written back. */
-    es_prox(model, n_candidates, model->leaf_index);
+    es_gradient_steps(model, n_active + 1u);
+    es_prox(model, n_active + 1u);
     return ES_OK;
 }
 

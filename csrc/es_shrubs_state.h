@@ -29,20 +29,20 @@ typedef struct {
     const es_shrubs_config *config; /* constant, in flash */
     uint8_t *window_bins;           /* window: B x features */
     uint8_t *window_labels;         /* window: B */
+    uint16_t *sorted_rows;          /* window: features x B: window rows by (bin, row) */
     es_node *nodes;                 /* node pool: (M + 1) x (2^(depth+1) - 1) */
     uint16_t *leaf_values;          /* leaves: (M + 1) x 2^depth x classes, Q15 */
     uint16_t *roots;                /* weights: M + 1 */
     uint16_t *weights;              /* weights: M + 1, Q15 */
-    uint16_t *leaf_index;           /* scratch: B x (M + 1) */
-    int32_t *residual;              /* scratch: B x classes */
-    int32_t *work_weights;          /* scratch: M + 1 */
-    uint16_t *order;                /* scratch: B */
-    uint16_t *node_start;           /* scratch: nodes per shrub */
-    uint16_t *node_stop;            /* scratch: nodes per shrub */
-    uint8_t *node_depth;            /* scratch: nodes per shrub */
+    uint8_t *leaf_index;            /* cache: B x (M + 1): leaf of each window row in each slot's shrub */
+    uint32_t *gram;                 /* cache: (M + 1) x (M + 1), Q15 sums */
+    uint32_t *label_sum;            /* cache: M + 1, Q15 sums */
+    uint16_t *node_of;              /* scratch: B */
+    uint16_t *split_counts;         /* scratch: 2^depth x classes: class totals of a level's nodes */
+    uint32_t *split_stats;          /* scratch: 2^(depth-1) x (10 + classes): scan state of a level's nodes */
+    int32_t *work_weights;          /* scratch: 2 x (M + 1) */
     uint8_t *rank;                  /* scratch: M + 1 */
-    uint32_t *class_counts;         /* scratch: classes */
-    uint32_t *left_counts;          /* scratch: classes */
+    uint8_t *cand_slot;             /* scratch: M + 1 */
     es_shrubs_counters *counters;
 } es_shrubs;
 

@@ -7,7 +7,8 @@ from hypothesis import strategies as st
 from edgestream import ShrubEnsemble
 from edgestream.simulate import RuntimeLearner
 
-STATE = ("window_bins", "window_labels", "nodes", "leaf_values", "roots", "weights")
+STATE = ("window_bins", "window_labels", "sorted_rows", "nodes", "leaf_values", "roots", "weights", "leaf_index",
+         "gram", "label_sum")
 
 
 @st.composite

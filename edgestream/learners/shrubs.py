@@ -1,25 +1,56 @@
 """Shrub Ensembles (Buschjäger, Hess, Morik, AAAI 2022) in fixed point, the specification of ``csrc/es_shrubs.c``.
 
-A sliding window of ``window_size`` binned samples lives in a ring buffer. Every ``update_every`` samples a
-new shrub (a CART tree of depth ``max_depth`` on the window, see :func:`edgestream.tree.grow_tree`) joins the
-ensemble with weight 0; ``burnin`` proximal gradient steps on the window's MSE loss follow, then the hard-L0
-prox keeps the ``max_shrubs`` largest weights, the non-zero ones are projected onto the probability simplex,
-and shrubs whose weight ends at 0 are dropped. The state has a fixed size (see :meth:`ShrubEnsemble.layout`).
+A sliding window of ``window_size`` (B) binned samples lives in a ring buffer. Every ``update_every`` samples a
+new shrub (a CART tree of depth ``max_depth`` on the window) joins the ensemble with weight 0; ``burnin``
+proximal gradient steps on the window's MSE loss follow, then the hard-L0 prox keeps the ``max_shrubs`` (M)
+largest weights, the non-zero ones are projected onto the probability simplex, and shrubs whose weight ends at 0
+are dropped. The state has a fixed size (:data:`STATE`). The whole step runs in ``_kernels.ShrubKernel`` (Cython),
+which this docstring specifies; the C runtime follows it to the bit.
 
-Fixed-point decisions (the C runtime follows them to the bit):
+What is cached, so that a step costs O(d B depth + B M + burnin M^2) instead of retraining and re-evaluating
+everything (the paper's memory term 2 B (M + 1)):
 
-* Shrub outputs ``h`` are the Q15 leaf probabilities; weights are Q15 (32768 == 1.0).
-* One gradient step over the ``n`` window samples and ``K`` shrubs, ``C`` classes::
+* ``leaf_index[row, slot]``: the leaf (0 .. 2**max_depth - 1, within its shrub: its leaf row is
+  ``slot * 2**max_depth + leaf``) that the shrub in pool slot ``slot`` reaches for window row ``row``.
+  A step evaluates the active shrubs on the new row and the new shrub on the window, nothing else. Entries of
+  inactive slots and of rows not yet filled are stale and never read.
+* ``sorted_rows[f, :count]``: the window rows ordered by (bin of feature f, row index), kept by insertion (O(d B)
+  per step), so CART never sorts.
+* ``gram[a, b] = sum_rows floor(sum_c h_a[c] h_b[c] / 2**15)`` for active slots a, b (Q15 leaf values, so each
+  row's term is an exact integer below 2**16; the sums stay below 2**28) and ``label_sum[a] = sum_rows
+  h_a[label]``. When a row leaves the window its terms are subtracted, when it enters they are added (O(M^2) per
+  step); the new shrub's row and column are computed over the window (O(B M)). All sums are exact integers, so
+  the incremental values equal a recomputation from scratch (``ShrubKernel.rebuild``, used after a restore).
 
-      f30[s, c] = sum_k w[k] * h[k, s, c]                               (Q30, int64)
-      r15[s, c] = trunc((f30[s, c] - 2**30 * [y_s == c]) / 2**15)      (Q15 residual)
-      g[k]      = sum_{s, c} r15[s, c] * h[k, s, c]
-      mean[k]   = trunc(g[k] / (n * C))
-      w[k]     -= trunc(mean[k] * alpha_q16 / 2**30)                    (alpha * 2 * mean gradient)
-      w[k]      = clip(w[k], -2**17, 2**17)                             (keeps int64 products bounded)
+Shrub training (CART on bins, breadth first, level by level): a level's nodes may split when they hold two
+classes and at least ``2 * min_samples_leaf`` rows. For each feature in ascending order, one scan of
+``sorted_rows`` passes every row to its node's running class counts. A *run* is a node's rows with one bin; the
+threshold between two consecutive runs (the bin of the first) is a candidate unless both runs hold one and the
+same class (Fayyad and Irani's boundary points: the best split of a concave criterion lies on one, so this
+mostly drops thresholds that cannot win; it halves the candidates on the benchmark streams). A candidate needs
+``min_samples_leaf`` rows on each side and replaces the best split only if strictly better, so ties go to the
+lowest feature, then the lowest threshold; the first candidate must beat the parent. Scores are exact:
 
-  ``trunc`` rounds toward zero like C99 integer division (the steps run in ``_kernels.shrub_gradient_steps``). ``alpha_q16 = round(step_size * 65536)``, or with
-  ``step_size="adaptive"`` ``65536 // (K + 1)`` (the reference implementation's ``1 / (n_estimators + 1)``).
+* gini: maximise ``L2 / nL + R2 / nR`` (``L2`` = sum of squared left class counts), compared by cross
+  multiplication in 64-bit integers (``num * best_den > best_num * den``; below 2**58 for B <= 4096); the
+  parent's score is ``P2 / n``;
+* entropy: minimise ``sum_sides xlog2x(n_side) - sum_k xlog2x(count_k)`` with ``xlog2x(c) = c * log2_q16(c)``.
+
+Leaves hold ``round(count_k * 32768 / n)`` (half up). Children are stored next to each other, nodes in
+breadth-first order, leaves in the order their nodes are visited.
+
+Gradient steps (Jacobi: every weight moves by the gradient at the previous weights). With candidates k (the
+active shrubs in rank order, then the new one), weights ``w`` in Q15, ``n`` = rows in the window, ``C`` classes,
+``A`` = ``round(step_size * 65536)`` or, with ``step_size="adaptive"``, ``65536 // (K + 1)`` for K candidates::
+
+      scale = floor(A * 2**15 / (n * C))                                 (once per step)
+      m[k]  = sum_j w[j] * gram[k, j] - 2**15 * label_sum[k]             (int64: gradient sum, Q30)
+      w[k] -= trunc(trunc(m[k] / 2**15) * scale / 2**30)                 (2 alpha times the mean gradient, Q15)
+      w[k]  = clip(w[k], -2**17, 2**17)
+
+``trunc`` rounds toward zero like C99 division. Against the earlier per-row residual form this rounds each row's
+product sum once (in ``gram``) and divides by ``n * C`` through ``scale``; products stay below 2**62.
+
 * Hard-L0: shrubs are ranked by weight, descending, ties to the older position; the first ``max_shrubs`` stay.
 * Simplex projection (Wang & Carreira-Perpiñán) of the non-zero kept weights ``u`` (in rank order) in integers:
   ``rho`` is the largest ``j`` with ``j * u_j + 32768 - sum_{i<=j} u_i > 0``,
@@ -29,21 +60,25 @@ Fixed-point decisions (the C runtime follows them to the bit):
   ensemble predicts ``32768 // C`` for every class (class 0).
 * Shrub storage: ``max_shrubs + 1`` slots of ``2**(max_depth+1) - 1`` nodes and ``2**max_depth`` leaf rows; a
   new shrub takes the lowest slot no active shrub uses.
+* Scratch (``node_of``, ``split_counts``, ``split_stats``, ``work_weights``, ``rank``, ``cand_slot``) carries
+  nothing from one step to the next.
 """
 
 from __future__ import annotations
+
+from collections.abc import Hashable
 
 import numpy as np
 
 from .. import _kernels
 from ..binning import BinMapper
 from ..state import Field, RegionSpec, StateSpec
-from ..tree import (CRITERIA, LEAF_FEATURE, MAX_CLASSES, NODE_DTYPE, Q15_ONE, TreeEnsemble, check_features,
-                    grow_tree)
+from ..tree import CRITERIA, MAX_CLASSES, Q15_ONE, TreeEnsemble, check_features
 from .base import TREE_OPTIONS, DeviceState, Estimator, LearnerSpec, Option, check_integer, step_size
 
 STATE_ARRAYS = ("window_bins", "window_labels", "nodes", "leaf_values", "roots", "weights")
 MAX_WINDOW = 4096
+_FLOAT64 = np.dtype(np.float64)
 MAX_SHRUBS = 64
 MAX_DEPTH = 8
 MAX_STEP = 256.0
@@ -76,24 +111,32 @@ STATE = StateSpec(
     regions=(
         RegionSpec("window_bins", "window", "uint8_t", lambda c: c["window_size"] * c["n_features"], "B x features"),
         RegionSpec("window_labels", "window", "uint8_t", lambda c: c["window_size"], "B"),
+        RegionSpec("sorted_rows", "window", "uint16_t", lambda c: c["n_features"] * c["window_size"],
+                   "features x B: window rows by (bin, row)"),
         RegionSpec("nodes", "node pool", "es_node", lambda c: _slots(c) * _nodes_per_shrub(c),
                    "(M + 1) x (2^(depth+1) - 1)"),
         RegionSpec("leaf_values", "leaves", "uint16_t", lambda c: _slots(c) * 2 ** c["max_depth"] * c["n_classes"],
                    "(M + 1) x 2^depth x classes, Q15"),
         RegionSpec("roots", "weights", "uint16_t", _slots, "M + 1"),
         RegionSpec("weights", "weights", "uint16_t", _slots, "M + 1, Q15"),
-        RegionSpec("leaf_index", "scratch", "uint16_t", lambda c: c["window_size"] * _slots(c), "B x (M + 1)"),
-        RegionSpec("residual", "scratch", "int32_t", lambda c: c["window_size"] * c["n_classes"], "B x classes"),
-        RegionSpec("work_weights", "scratch", "int32_t", _slots, "M + 1"),
-        RegionSpec("order", "scratch", "uint16_t", lambda c: c["window_size"], "B"),
-        RegionSpec("node_start", "scratch", "uint16_t", _nodes_per_shrub, "nodes per shrub"),
-        RegionSpec("node_stop", "scratch", "uint16_t", _nodes_per_shrub, "nodes per shrub"),
-        RegionSpec("node_depth", "scratch", "uint8_t", _nodes_per_shrub, "nodes per shrub"),
+        RegionSpec("leaf_index", "cache", "uint8_t", lambda c: c["window_size"] * _slots(c),
+                   "B x (M + 1): leaf of each window row in each slot's shrub"),
+        RegionSpec("gram", "cache", "uint32_t", lambda c: _slots(c) ** 2, "(M + 1) x (M + 1), Q15 sums"),
+        RegionSpec("label_sum", "cache", "uint32_t", _slots, "M + 1, Q15 sums"),
+        RegionSpec("node_of", "scratch", "uint16_t", lambda c: c["window_size"], "B"),
+        RegionSpec("split_counts", "scratch", "uint16_t", lambda c: 2 ** c["max_depth"] * c["n_classes"],
+                   "2^depth x classes: class totals of a level's nodes"),
+        RegionSpec("split_stats", "scratch", "uint32_t",
+                   lambda c: 2 ** max(c["max_depth"] - 1, 0) * (10 + c["n_classes"]),
+                   "2^(depth-1) x (10 + classes): scan state of a level's nodes"),
+        RegionSpec("work_weights", "scratch", "int32_t", lambda c: 2 * _slots(c), "2 x (M + 1)"),
         RegionSpec("rank", "scratch", "uint8_t", _slots, "M + 1"),
-        RegionSpec("class_counts", "scratch", "uint32_t", lambda c: c["n_classes"], "classes"),
-        RegionSpec("left_counts", "scratch", "uint32_t", lambda c: c["n_classes"], "classes"),
+        RegionSpec("cand_slot", "scratch", "uint8_t", _slots, "M + 1"),
     ),
 )
+
+CACHE_ARRAYS = ("sorted_rows", "leaf_index", "gram", "label_sum")
+SCRATCH_ARRAYS = tuple(r.name for r in STATE.regions if r.group == "scratch")
 
 
 def simplex_q15(u: list[int]) -> list[int]:
@@ -197,7 +240,7 @@ class ShrubEnsemble(Estimator, DeviceState):
         counters; None before the bins and classes are set."""
         if not hasattr(self, "window_bins"):
             return None
-        arrays = {name: getattr(self, name).reshape(-1) if name in STATE_ARRAYS else zeros
+        arrays = {name: zeros if name in SCRATCH_ARRAYS else getattr(self, name).reshape(-1)
                   for name, zeros in self.layout().zeros().items()}
         return arrays, {field.name: getattr(self, field.name) for field in STATE.counters}
 
@@ -231,17 +274,46 @@ class ShrubEnsemble(Estimator, DeviceState):
 
     def reset(self) -> None:
         """Empty window and ensemble; the bins and classes stay."""
-        d, c, slots = self.n_features_, len(self.classes_), self.max_shrubs + 1
-        self.window_bins = np.zeros((self.window_size, d), dtype=np.uint8)
-        self.window_labels = np.zeros(self.window_size, dtype=np.uint8)
-        self.nodes = np.zeros(slots * self.nodes_per_shrub, dtype=NODE_DTYPE)
-        self.leaf_values = np.zeros((slots * self.leaves_per_shrub, c), dtype=np.uint16)
-        self.roots = np.zeros(slots, dtype=np.uint16)
-        self.weights = np.zeros(slots, dtype=np.uint16)
-        self.head = self.count = self.n_shrubs = self.since_update = 0
+        d, c = self.n_features_, len(self.classes_)
+        arrays = self.layout().zeros()
+        arrays["window_bins"] = arrays["window_bins"].reshape(self.window_size, d)
+        arrays["leaf_values"] = arrays["leaf_values"].reshape(-1, c)
+        for name, array in arrays.items():
+            setattr(self, name, array)
+        self._counters = np.zeros(4, dtype=np.uint16)  # head, count, n_shrubs, since_update
+        config = self.device_config()
+        self._kernel = _kernels.ShrubKernel(arrays, self._counters, *(config[f.name] for f in STATE.config))
+        self._proba = np.zeros(c, dtype=np.uint16)
+        self._row_bins = np.zeros(d, dtype=np.uint8)
+        self._row_shape = (d,)
+        self._label_index = {label: i for i, label in enumerate(self.classes_.tolist())}
+        self._fast_edges = None
+        if self.bins_.dtype == "float32":
+            edges, offsets = self.bins_.flat_edges()
+            self._fast_edges = (np.ascontiguousarray(edges, dtype=np.float32), np.ascontiguousarray(offsets))
+            self._kernel.set_edges(*self._fast_edges, self._row_bins, self.allow_missing)
+
+    head = property(lambda self: int(self._counters[0]))
+    count = property(lambda self: int(self._counters[1]))
+    n_shrubs = property(lambda self: int(self._counters[2]))
+    since_update = property(lambda self: int(self._counters[3]))
+
+    def __getstate__(self):  # the kernel views the arrays; pickles carry the arrays and counters only
+        state = self.__dict__.copy()
+        state.pop("_kernel", None)
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        if "_counters" in state:
+            arrays = {r.name: getattr(self, r.name) for r in STATE.regions}
+            config = self.device_config()
+            self._kernel = _kernels.ShrubKernel(arrays, self._counters, *(config[f.name] for f in STATE.config))
+            if self._fast_edges is not None:
+                self._kernel.set_edges(*self._fast_edges, self._row_bins, self.allow_missing)
 
     def _check_ready(self):
-        if not hasattr(self, "window_bins"):
+        if "window_bins" not in self.__dict__:
             raise RuntimeError("call fit_bins(X_sample) and set_classes(classes) (or partial_fit) before learning")
 
     def saved_arrays(self) -> dict:
@@ -272,7 +344,8 @@ class ShrubEnsemble(Estimator, DeviceState):
         if n_shrubs:
             TreeEnsemble(self.nodes, self.roots[:n_shrubs], self.weights[:n_shrubs], self.leaf_values,
                          self.n_features_).validate()
-        self.head, self.count, self.n_shrubs, self.since_update = head, count, n_shrubs, since_update
+        self._counters[:] = (head, count, n_shrubs, since_update)
+        self._kernel.rebuild()
 
     # -- learning --------------------------------------------------------------------------------------------
 
@@ -293,9 +366,25 @@ class ShrubEnsemble(Estimator, DeviceState):
                              "missing values")
         return self.bins_.transform(X)
 
+    def _bins_one(self, x) -> np.ndarray:
+        """Bins of one raw row: a compiled fast path for float rows, else :meth:`transform`."""
+        fast = getattr(self, "_fast_edges", None)
+        if fast is not None and type(x) is np.ndarray and x.dtype is _FLOAT64 and x.shape == self._row_shape:
+            nan_at = _kernels.bin_row_f32(x if x.flags.c_contiguous else np.ascontiguousarray(x), fast[0], fast[1],
+                                          self._row_bins)
+            if nan_at < 0 or self.allow_missing:
+                return self._row_bins
+        return self.transform(np.asarray(x).reshape(1, -1))[0]
+
     def learn_one(self, x, y) -> "ShrubEnsemble":
-        label = self.encode_label(y)
-        self.learn_bins(self.transform(np.asarray(x).reshape(1, -1))[0], label)
+        self._check_ready()
+        label = self._label_index.get(y) if isinstance(y, Hashable) else None
+        if label is None:
+            label = self.encode_label(y)
+        # the compiled path takes a contiguous float64 row of the fitted width (float32 edges); else transform()
+        if not (type(x) is np.ndarray and x.dtype is _FLOAT64 and x.shape == self._row_shape and self._fast_edges
+                is not None and x.flags.c_contiguous and self._kernel.learn_raw(x, label) < 0):
+            self._kernel.learn(self._bins_one(x), label)  # (a refused NaN raises in transform)
         return self
 
     def partial_fit(self, X, y, classes=None) -> "ShrubEnsemble":
@@ -319,65 +408,17 @@ class ShrubEnsemble(Estimator, DeviceState):
         """One learning step on an already binned sample with an encoded label."""
         if not 0 <= label < len(self.classes_):
             raise ValueError(f"label index {label} is outside 0..{len(self.classes_) - 1}")
-        self.window_bins[self.head] = bins
-        self.window_labels[self.head] = label
-        self.head = (self.head + 1) % self.window_size
-        self.count = min(self.count + 1, self.window_size)
-        self.since_update += 1
-        if self.since_update < self.update_every:
-            return
-        self.since_update = 0
-        slot = self._free_slot()
-        self._train_shrub(slot)
-        self.roots[self.n_shrubs] = slot * self.nodes_per_shrub  # the new shrub joins as the last candidate
-        candidates = [int(r) for r in self.roots[: self.n_shrubs + 1]]
-        weights = self._gradient_steps(candidates, self.weights[: self.n_shrubs].astype(np.int64).tolist() + [0])
-        self._prox(candidates, weights)
-
-    def _free_slot(self) -> int:
-        used = {int(r) // self.nodes_per_shrub for r in self.roots[: self.n_shrubs]}
-        return min(set(range(self.max_shrubs + 1)) - used)
-
-    def _train_shrub(self, slot: int) -> None:
-        n = self.count
-        nodes, leaves = grow_tree(self.window_bins[:n], self.window_labels[:n], np.ones(n, dtype=np.uint32),
-                                  len(self.classes_), criterion=CRITERIA[self.criterion], max_depth=self.max_depth,
-                                  min_samples_leaf=self.min_samples_leaf, max_nodes=self.nodes_per_shrub)
-        is_leaf = nodes["feature"] == LEAF_FEATURE
-        nodes["child"] += np.where(is_leaf, slot * self.leaves_per_shrub, slot * self.nodes_per_shrub).astype(np.uint16)
-        first_node, first_leaf = slot * self.nodes_per_shrub, slot * self.leaves_per_shrub
-        self.nodes[first_node : first_node + len(nodes)] = nodes
-        self.leaf_values[first_leaf : first_leaf + len(leaves)] = leaves
-
-    def _gradient_steps(self, roots: list[int], weights: list[int]) -> np.ndarray:
-        n = self.count
-        leaves = _kernels.apply(self.nodes, np.asarray(roots, dtype=np.uint16), self.window_bins[:n])
-        w = np.asarray(weights, dtype=np.int64)
-        alpha = self.step_q16 or 65536 // (len(roots) + 1)
-        _kernels.shrub_gradient_steps(self.leaf_values, leaves, self.window_labels[:n], w, alpha, self.burnin,
-                                      WEIGHT_LIMIT)
-        return w
-
-    def _prox(self, roots: list[int], weights: np.ndarray) -> None:
-        ranked = sorted(range(len(roots)), key=lambda k: (-int(weights[k]), k))[: self.max_shrubs]
-        support = [k for k in ranked if weights[k] != 0]
-        projected = simplex_q15([int(weights[k]) for k in support]) if support else []
-        survivors = [(roots[k], w) for k, w in zip(support, projected) if w > 0]
-        self.n_shrubs = len(survivors)
-        for i, (root, weight) in enumerate(survivors):
-            self.roots[i], self.weights[i] = root, weight
+        self._kernel.learn(np.ascontiguousarray(bins, dtype=np.uint8), label)
 
     # -- prediction ------------------------------------------------------------------------------------------
 
     def predict_proba_bins(self, bins: np.ndarray) -> np.ndarray:
         """Q15 probabilities of binned rows, as the device computes them."""
         bins = np.ascontiguousarray(np.atleast_2d(bins), dtype=np.uint8)
-        c = len(self.classes_)
-        if self.n_shrubs == 0:
-            return np.full((len(bins), c), Q15_ONE // c, dtype=np.uint16)
-        active = TreeEnsemble(self.nodes, self.roots[: self.n_shrubs], self.weights[: self.n_shrubs],
-                              self.leaf_values, self.n_features_)
-        return active.predict_proba_q15(bins)
+        proba = np.empty((len(bins), len(self.classes_)), dtype=np.uint16)
+        if len(bins):
+            self._kernel.predict_many(bins, proba)
+        return proba
 
     def predict_proba_q15(self, X) -> np.ndarray:
         return self.predict_proba_bins(self.transform(X))
@@ -396,7 +437,13 @@ class ShrubEnsemble(Estimator, DeviceState):
         return dict(zip(self.classes_.tolist(), proba.tolist()))
 
     def predict_one(self, x):
-        return self.predict(np.asarray(x).reshape(1, -1))[0]
+        self._check_ready()
+        if (type(x) is np.ndarray and x.dtype is _FLOAT64 and x.shape == self._row_shape and self._fast_edges
+                is not None and x.flags.c_contiguous):
+            index = self._kernel.predict_raw(x, self._proba)
+            if index >= 0:
+                return self.classes_[index]
+        return self.classes_[self._kernel.predict(self._bins_one(x), self._proba)]
 
 
 def shrubs_context(learner: ShrubEnsemble, name: str, optimize: str = "speed") -> dict:
@@ -424,7 +471,7 @@ def shrubs_tables(learner: ShrubEnsemble, n_features: int, n_classes: int, point
 
 
 SHRUB_LADDER = tuple({"window_size": b, "max_shrubs": m, "max_depth": d} for b, m, d in (
-    (256, 32, 6), (128, 32, 5), (128, 16, 5), (64, 16, 4), (64, 8, 4), (32, 8, 4), (32, 8, 3), (32, 4, 3),
+    (256, 32, 6), (256, 32, 5), (128, 32, 5), (128, 16, 5), (64, 16, 4), (64, 8, 4), (32, 8, 4), (32, 8, 3), (32, 4, 3),
     (16, 4, 3), (16, 4, 2), (8, 2, 2), (8, 2, 1), (4, 1, 1)))
 
 SPEC = LearnerSpec(
