@@ -66,9 +66,7 @@ class BinnedClassifier(Estimator):
 
     def restore_arrays(self, arrays: dict) -> None:
         """Take the tables of a model file, after ``bins_`` and ``classes_`` are set; refuses inconsistent ones."""
-        ensemble = TreeEnsemble(arrays["nodes"], arrays["roots"], arrays["weights"], arrays["leaf_values"],
-                                self.bins_.n_features)
-        ensemble.validate()
+        ensemble = TreeEnsemble.from_arrays(arrays, self.bins_.n_features)
         if not np.array_equal(restrict_leaf_values(ensemble.leaf_values, self.leaf_values), ensemble.leaf_values):
             raise ValueError(f"the leaf table does not hold leaf_values={self.leaf_values!r} rows")
         if ensemble.n_classes != len(self.classes_):
