@@ -219,15 +219,7 @@ class OnlineGBDTClassifier(Estimator):
     # --------------------------------------------------------------------------------------- add and delete
     def add(self, X, y) -> np.ndarray:
         """Learn the rows ``X``, ``y`` in place; returns their row numbers (counting on from the last one given)."""
-        self._check_fitted()
-        X = check_features(X, self.bins_.n_features, self.input_dtype)
-        y = np.asarray(y)
-        if y.ndim != 1 or len(y) != len(X):
-            raise ValueError(f"X has {len(X)} rows but y has shape {y.shape}; need one label per row")
-        unseen = [label for label in np.unique(y) if label not in set(self.classes_.tolist())]
-        if unseen:
-            raise ValueError(f"label {unseen[0]!r} is not a class of this model; its classes are "
-                             f"{self.classes_.tolist()}")
+        X, y = self.check_rows(X, y)
         started = time.perf_counter()
         n, count = self.n_rows_, len(X)
         if n + count > self.rows_alive_.shape[0]:
@@ -248,6 +240,20 @@ class OnlineGBDTClassifier(Estimator):
             retrained += self._update_iteration(m, rows, 1, scores)
         self._changed("add", count, retrained, started)
         return rows
+
+    def check_rows(self, X, y) -> tuple[np.ndarray, np.ndarray]:
+        """``X`` and ``y`` as ``add`` takes them, after checking the feature count and that every label is a class."""
+        self._check_fitted()
+        X = check_features(X, self.bins_.n_features, self.input_dtype)
+        y = np.asarray(y)
+        if y.ndim != 1 or len(y) != len(X):
+            raise ValueError(f"X has {len(X)} rows but y has shape {y.shape}; need one label per row")
+        known = set(self.classes_.tolist())
+        unseen = [label for label in np.unique(y).tolist() if label not in known]
+        if unseen:
+            raise ValueError(f"label {unseen[0]!r} is not a class of this model; its classes are "
+                             f"{self.classes_.tolist()}")
+        return X, y
 
     def delete(self, row_numbers) -> None:
         """Remove the rows with these numbers (as ``fit`` and ``add`` gave them) and their effect on the model."""
