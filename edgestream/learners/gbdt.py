@@ -62,8 +62,9 @@ from .. import _gbdt
 from ..binning import BinMapper
 from ..encoding import VALUE_BYTES
 from ..frozen import tree_context, tree_tables
-from ..tree import LEAF_FEATURE, MAX_NODES, NODE_DTYPE, Q15_ONE, TreeEnsemble, check_features, encode_labels
+from ..tree import LEAF_FEATURE, MAX_NODES, NODE_DTYPE, TreeEnsemble, check_features, encode_labels
 from .base import BINNING, INPUT_DTYPE, MAX_BINS, MAX_DEPTH, Estimator, LearnerSpec, Option, check_integer
+from .tree import EnsemblePrediction
 
 F = _gbdt.FIELDS
 LEAF, FREE = _gbdt.LEAF, _gbdt.FREE
@@ -77,7 +78,7 @@ ROW_ARRAYS = ("rows_binned", "rows_label", "rows_alive")  # rows first
 TREE_ROW_ARRAYS = ("rows_grad", "rows_hess", "rows_leaf")  # [tree, row]
 
 
-class OnlineGBDTClassifier(Estimator):
+class OnlineGBDTClassifier(EnsemblePrediction, Estimator):
     """Gradient-boosted trees whose training rows can be added and deleted in place.
 
     Parameters
@@ -385,27 +386,6 @@ class OnlineGBDTClassifier(Estimator):
                                 self.bins_.n_features, "additive", np.zeros(S, dtype=np.int32))
         ensemble.validate()
         return ensemble
-
-    def predict_proba_q15(self, X) -> np.ndarray:
-        """Class probabilities exactly as the device computes them (uint16, 32768 == 1.0)."""
-        self._check_fitted()
-        X = check_features(X, self.bins_.n_features, self.input_dtype)
-        return self.ensemble_.predict_proba_q15(self.bins_.transform(X))
-
-    def predict_proba(self, X) -> np.ndarray:
-        return self.predict_proba_q15(X) / Q15_ONE
-
-    def predict_encoded(self, X) -> np.ndarray:
-        """Class indices (0..n_classes-1) as the device returns them: argmax of the score sums."""
-        self._check_fitted()
-        X = check_features(X, self.bins_.n_features, self.input_dtype)
-        return self.ensemble_.predict(self.bins_.transform(X))
-
-    def predict(self, X) -> np.ndarray:
-        return self.classes_[self.predict_encoded(X)]
-
-    def score(self, X, y) -> float:
-        return float(np.mean(self.predict(X) == np.asarray(y)))
 
     # ------------------------------------------------------------------------------------- memory and files
     def memory_bytes(self) -> int:
