@@ -266,3 +266,39 @@ def test_model_file_errors_are_model_file_errors(tmp_path):
     data_bytes[-100] ^= 1
     with pytest.raises(ModelFileError, match="checksum"):
         model_from_bytes(bytes(data_bytes))
+
+
+def test_updated_bundle_is_exact_under_qemu_on_a_cortex_m0(capsys, tmp_path):
+    """The exported additive model on an FPU-less Cortex-M0+ (rp2040 under QEMU): 0 mismatches after updates."""
+    X, y = make_stream("blobs", 120, seed=4)
+    write_csv(tmp_path / "blobs.csv", X, y)
+    model = small(n_estimators=4, max_leaves=6).fit(X[:100], y[:100])
+    model.add(X[100:], y[100:])
+    model.delete([0, 5, 9])
+    save_model(model, tmp_path / "m.es")
+    assert main(["export", str(tmp_path / "m.es"), "-o", str(tmp_path / "bundle")]) == 0
+    capsys.readouterr()
+    assert main(["simulate", str(tmp_path / "bundle"), str(tmp_path / "blobs.csv"), "--label", "4", "--no-header",
+                 "--target", "qemu", "--board", "rp2040", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["n"] == 120 and report["mismatches"] == 0 and report["proba_mismatches"] == 0
+
+
+@pytest.mark.parametrize("n_classes", [2, 4])
+def test_flash_worst_case_bounds_the_fitted_tables(n_classes):
+    from edgestream.learners.gbdt import gbdt_tables
+
+    X, y = data(11, n=200, n_features=5, n_classes=n_classes)
+    params = dict(n_estimators=6, max_leaves=7, split_sample_rate=1.0)
+    fitted = OnlineGBDTClassifier(**params).fit(X, y)
+    exact = dict(gbdt_tables(fitted, 5, n_classes, 4, False))
+    worst = dict(gbdt_tables(OnlineGBDTClassifier(**params), 5, n_classes, 4, False))
+    assert exact["leaves"] <= worst["leaves"] and sum(exact.values()) <= sum(worst.values())
+    assert exact["tree_base"] == worst["tree_base"]
+
+
+def test_budget_plans_the_number_of_iterations(capsys):
+    assert main(["budget", "--learner", "gbdt", "--board", "stm32f411", "--features", "16", "--classes", "10",
+                 "--flash", "128KiB", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["fits"] and report["config"]["n_estimators"] == 20  # 50 needs 277,992 bytes
