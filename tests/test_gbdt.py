@@ -168,11 +168,45 @@ def test_model_file_round_trip_then_updates_continue_identically():
         m.add(X[:10] * 1.1, y[:10])
         m.delete([3, 4, 5])
     assert_same_state(state(model), state(loaded))
-    corrupt = dict(model.saved_arrays())
-    corrupt["tree_nodes"] = corrupt["tree_nodes"].copy()
-    corrupt["tree_nodes"][0, 0, 1] = 99  # the root's left child out of the pool
-    with pytest.raises(ValueError, match="corrupt tree tables"):
-        _blank(model).restore_arrays(corrupt)
+
+
+@pytest.mark.parametrize("name, index, value, message", [
+    ("tree_nodes", (0, 0, 1), 99, "corrupt tree tables"),  # the root's left child out of the pool
+    ("tree_nodes", (0, 0, 3), 2, "corrupt tree tables"),  # the root has a parent
+    ("slot_owner", (0, -1), 3, "corrupt tree tables"),  # a slot held by no split
+    ("rows_leaf", (0, 0), 300, "corrupt row tables"),
+    ("cand_threshold", (0,), 250, "split candidates of feature 0"),
+    ("rows_label", (0,), 9, "row labels"),
+])
+def test_corrupt_state_is_refused(name, index, value, message):
+    X, y = data(4, n=120)
+    model = small(alpha=0.0).fit(X, y)
+    arrays = {key: array.copy() for key, array in model.saved_arrays().items()}
+    arrays[name][index] = value
+    with pytest.raises(ValueError, match=message):
+        _blank(model).restore_arrays(arrays)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**31), st.sampled_from(["tree_nodes", "slot_owner", "rows_leaf", "rows_alive", "slots",
+                                               "rows_grad", "rows_hess", "cand_feature", "cand_start"]))
+def test_random_corruption_is_refused_or_harmless(seed, name):
+    """A flipped entry of any state table is refused on load, or the model still predicts, adds and deletes."""
+    X, y = data(4, n=60)
+    model = small(alpha=0.0).fit(X, y)
+    model.delete([1, 2])
+    arrays = {key: array.copy() for key, array in model.saved_arrays().items()}
+    rng = np.random.default_rng(seed)
+    flat = arrays[name].reshape(-1)
+    flat[rng.integers(len(flat))] = rng.choice([-3, -2, -1, 0, 1, 2, 5, 60, 127, 255, 40000]).astype(flat.dtype)
+    blank = _blank(model)
+    try:
+        blank.restore_arrays(arrays)
+    except ValueError:
+        return
+    blank.predict(X)
+    blank.add(X[:5], y[:5])
+    blank.delete([0, 3])
 
 
 def _blank(model):

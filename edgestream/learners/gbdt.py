@@ -466,8 +466,13 @@ def validate_state(arrays: dict, n_trees: int, max_leaves: int, bins: BinMapper,
     if (arrays["rows_label"] >= n_classes).any() or (arrays["rows_alive"] > 1).any():
         raise ValueError("row labels or alive flags out of range")
     cand = nodes[:, :, F["cand"]]
-    if ((cand < FREE) | (cand >= C)).any() or (cand[:, 0] < LEAF).any():
+    if ((cand < FREE) | (cand >= C)).any() or (cand[:, 0] < LEAF).any() or (nodes[:, 0, F["parent"]] != -1).any():
         raise ValueError("corrupt tree tables: a split candidate is out of range or a root is missing")
+    leaves_all = arrays["rows_leaf"]
+    if leaves_all.size and ((leaves_all < 0) | (leaves_all >= P)).any():
+        raise ValueError("corrupt row tables: a row's leaf is out of the node pool")
+    if ((owner < -1) | (owner >= P)).any():
+        raise ValueError("corrupt tree tables: a candidate slot's owner is out of the node pool")
     for t in range(n_trees):
         seen, stack = set(), [0]
         while stack:
@@ -482,8 +487,10 @@ def validate_state(arrays: dict, n_trees: int, max_leaves: int, bins: BinMapper,
                 stack += [int(c) for c in children]
         if any(cand[t, u] != FREE for u in range(P) if u not in seen):
             raise ValueError(f"corrupt tree tables: tree {t} has unreachable nodes")
+        if any(u >= 0 and (cand[t, u] < 0 or nodes[t, u, F["slot"]] != s) for s, u in enumerate(owner[t])):
+            raise ValueError(f"corrupt tree tables: tree {t} has a candidate slot held by no split")
         leaves = arrays["rows_leaf"][t][arrays["rows_alive"] == 1]
-        if leaves.size and (((leaves < 0) | (leaves >= P)).any() or (cand[t, leaves.astype(np.int64)] != LEAF).any()):
+        if leaves.size and (cand[t, leaves.astype(np.int64)] != LEAF).any():
             raise ValueError(f"corrupt row tables: a row's leaf in tree {t} is not a leaf")
 
 
