@@ -186,14 +186,15 @@ def candidate_sums(const uint8_t[:, ::1] Xb, const int64_t[::1] rows, const int6
     return out
 
 
-cdef inline int best_candidate(const int64_t[:, ::1] sums, int64_t G, int64_t H, int64_t N,
+cdef inline int best_candidate(const int64_t[:, ::1] sums, int64_t G, int64_t H, int64_t N, int64_t min_leaf,
                                double* best_gain) noexcept nogil:
-    """First candidate of largest gain among the valid ones (both sides non-empty); -1 if none."""
+    """First candidate of largest gain among the valid ones (``min_leaf`` rows or more on each side); -1 if
+    none."""
     cdef Py_ssize_t c
     cdef int best = -1
     cdef double gain, top = 0.0
     for c in range(sums.shape[0]):
-        if sums[c, 2] < 1 or N - sums[c, 2] < 1:
+        if sums[c, 2] < min_leaf or N - sums[c, 2] < min_leaf:
             continue
         gain = split_gain(sums[c, 0], sums[c, 1], G, H)
         if best < 0 or gain > top:
@@ -239,17 +240,17 @@ cdef void route_rows(int64_t[:, :, ::1] nodes, int64_t[:, :, :, ::1] slots, int 
 
 
 cdef bint keeps(const int64_t[:, :, ::1] nodes, const int64_t[:, :, :, ::1] slots, int t, int64_t u,
-                double alpha) noexcept nogil:
+                double alpha, int64_t min_leaf) noexcept nogil:
     cdef int64_t G = nodes[t, u, SUM_G], H = nodes[t, u, SUM_H], N = nodes[t, u, SUM_N]
     cdef int64_t s = nodes[t, u, SLOT], cur = nodes[t, u, CAND]
     cdef Py_ssize_t c, C = slots.shape[2]
     cdef int64_t valid = 0, above = 0
     cdef double gain, own, allowed
-    if slots[t, s, cur, 2] < 1 or N - slots[t, s, cur, 2] < 1:
+    if slots[t, s, cur, 2] < min_leaf or N - slots[t, s, cur, 2] < min_leaf:
         return False
     own = split_gain(slots[t, s, cur, 0], slots[t, s, cur, 1], G, H)
     for c in range(C):
-        if slots[t, s, c, 2] < 1 or N - slots[t, s, c, 2] < 1:
+        if slots[t, s, c, 2] < min_leaf or N - slots[t, s, c, 2] < min_leaf:
             continue
         valid += 1
         gain = split_gain(slots[t, s, c, 0], slots[t, s, c, 1], G, H)
@@ -261,16 +262,17 @@ cdef bint keeps(const int64_t[:, :, ::1] nodes, const int64_t[:, :, :, ::1] slot
     return <double>above < allowed
 
 
-def keeps_split(const int64_t[:, :, ::1] nodes, const int64_t[:, :, :, ::1] slots, int t, int u, double alpha):
-    """The tolerance rule at internal node ``u``: its split stays while it is valid (both sides non-empty) and
-    fewer than ``max(1, ceil(alpha * valid))`` valid candidates have a strictly larger gain."""
-    return bool(keeps(nodes, slots, t, u, alpha))
+def keeps_split(const int64_t[:, :, ::1] nodes, const int64_t[:, :, :, ::1] slots, int t, int u, double alpha,
+                int min_leaf):
+    """The tolerance rule at internal node ``u``: its split stays while it is valid (``min_leaf`` rows or more
+    on each side) and fewer than ``max(1, ceil(alpha * valid))`` valid candidates have a strictly larger gain."""
+    return bool(keeps(nodes, slots, t, u, alpha, min_leaf))
 
 
 def route_check(int64_t[:, :, ::1] nodes, int64_t[:, :, :, ::1] slots, int first, int stop,
                 const uint8_t[:, ::1] Xb, const int32_t[:, ::1] g, const int32_t[:, ::1] h, int16_t[:, ::1] leaf,
                 const int64_t[::1] rows, int sign, const int32_t[::1] cand_feat, const int32_t[::1] cand_start,
-                const uint8_t[::1] cand_thr, double alpha):
+                const uint8_t[::1] cand_thr, double alpha, int min_leaf):
     """For trees ``first..stop-1``: add (sign +1, also recording each row's leaf) or remove (sign -1) the stored
     derivatives of ``rows`` in the sums on each row's path, then check the nodes the rows passed, top down
     (breadth first): a node whose split fails :func:`keeps_split` is returned as ``(tree, node)`` to retrain, and
@@ -294,7 +296,7 @@ def route_check(int64_t[:, :, ::1] nodes, int64_t[:, :, :, ::1] slots, int first
             head += 1
             if nodes[t, u, CAND] < 0 or not touched[u]:
                 continue
-            if keeps(nodes, slots, t, u, alpha):
+            if keeps(nodes, slots, t, u, alpha, min_leaf):
                 queue[tail] = nodes[t, u, LEFT]
                 queue[tail + 1] = nodes[t, u, RIGHT]
                 tail += 2
@@ -358,7 +360,7 @@ def subtree_rows(const int64_t[:, :, ::1] nodes, const int16_t[:, ::1] leaf, int
 def grow(int64_t[:, :, ::1] nodes, int64_t[:, :, :, ::1] slots, int64_t[:, ::1] slot_owner, int t, int v,
          const uint8_t[:, ::1] Xb, const int32_t[:, ::1] g, const int32_t[:, ::1] h, int16_t[:, ::1] leaf,
          int64_t[::1] rows, const int32_t[::1] cand_feat, const int32_t[::1] cand_start,
-         const uint8_t[::1] cand_thr, int max_leaves, int max_depth):
+         const uint8_t[::1] cand_thr, int max_leaves, int max_depth, int min_leaf):
     """(Re)grow the subtree of node ``v`` of tree ``t`` on ``rows`` (their stored derivatives), best first.
 
     The subtree's nodes but ``v`` are freed (and their candidate slots); ``v`` becomes a leaf with the rows' sums;
@@ -423,9 +425,9 @@ def grow(int64_t[:, :, ::1] nodes, int64_t[:, :, :, ::1] slots, int64_t[:, ::1] 
     cdef int64_t small, large, l_id, r_id, s_id, feat, thr, nl, nr
     seg[v, 0] = 0
     seg[v, 1] = n
-    if C > 0 and nodes[t, v, DEPTH] < max_depth and n >= 2:
+    if C > 0 and nodes[t, v, DEPTH] < max_depth and n >= 2 * min_leaf:
         cand_sums(Xb, rows, 0, n, gv, hv, nv, cand_start, cand_thr, fr[v], hist)
-        best[v] = best_candidate(fr[v], nodes[t, v, SUM_G], nodes[t, v, SUM_H], n, &gain)
+        best[v] = best_candidate(fr[v], nodes[t, v, SUM_G], nodes[t, v, SUM_H], n, min_leaf, &gain)
         gains[v] = gain
         frontier[v] = best[v] >= 0 and gain > 0.0
     while leaves < max_leaves:
@@ -511,9 +513,9 @@ def grow(int64_t[:, :, ::1] nodes, int64_t[:, :, :, ::1] slots, int64_t[:, ::1] 
                 fr[large, k, 1] = fr[u, k, 1] - fr[small, k, 1]
                 fr[large, k, 2] = fr[u, k, 2] - fr[small, k, 2]
             for w in (l_id, r_id):
-                if nodes[t, w, SUM_N] >= 2:
+                if nodes[t, w, SUM_N] >= 2 * min_leaf:
                     best[w] = best_candidate(fr[w], nodes[t, w, SUM_G], nodes[t, w, SUM_H],
-                                             nodes[t, w, SUM_N], &gain)
+                                             nodes[t, w, SUM_N], min_leaf, &gain)
                     gains[w] = gain
                     frontier[w] = best[w] >= 0 and gain > 0.0
     # leaf of every row

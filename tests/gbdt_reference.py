@@ -65,7 +65,7 @@ class ReferenceGBDT:
     def best(self, G, H, N, left):
         best, top = -1, 0.0
         for c, (GL, HL, NL) in enumerate(left):
-            if NL < 1 or N - NL < 1:
+            if NL < self.p["min_samples_leaf"] or N - NL < self.p["min_samples_leaf"]:
                 continue
             gain = self.gain(GL, HL, G, H)
             if best < 0 or gain > top:
@@ -74,11 +74,11 @@ class ReferenceGBDT:
 
     def keeps(self, t, u):
         G, H, N, left = self.stats(t, self.rows_of(t, u))
-        cur = self.cand[t][u]
-        if left[cur][2] < 1 or N - left[cur][2] < 1:
+        cur, m = self.cand[t][u], self.p["min_samples_leaf"]
+        if left[cur][2] < m or N - left[cur][2] < m:
             return False
         own = self.gain(left[cur][0], left[cur][1], G, H)
-        valid = [c for c, s in enumerate(left) if s[2] >= 1 and N - s[2] >= 1]
+        valid = [c for c, s in enumerate(left) if s[2] >= m and N - s[2] >= m]
         above = sum(self.gain(left[c][0], left[c][1], G, H) > own for c in valid)
         return above < max(1.0, math.ceil(self.p["alpha"] * len(valid)))
 
@@ -98,7 +98,7 @@ class ReferenceGBDT:
 
         def consider(u):
             r = segment[u]
-            if depth[u] < self.p["max_depth"] and len(r) >= 2 and len(self.ct):
+            if depth[u] < self.p["max_depth"] and len(r) >= 2 * self.p["min_samples_leaf"] and len(self.ct):
                 c, gain = self.best(*self.stats(t, r))
                 if c >= 0 and gain > 0.0:
                     frontier[u] = (gain, c)

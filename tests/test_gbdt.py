@@ -48,12 +48,12 @@ def assert_same_state(a, b):
 
 
 @settings(max_examples=12, deadline=None)
-@given(st.integers(0, 2**31), st.sampled_from([2, 3]), st.sampled_from([0.0, 0.1, 0.5]),
+@given(st.integers(0, 2**31), st.sampled_from([2, 3]), st.sampled_from([0.0, 0.1, 0.5]), st.sampled_from([1, 4]),
        st.lists(st.tuples(st.booleans(), st.integers(1, 12)), min_size=1, max_size=4))
-def test_random_add_delete_equals_the_from_scratch_reference(seed, n_classes, alpha, steps):
+def test_random_add_delete_equals_the_from_scratch_reference(seed, n_classes, alpha, min_leaf, steps):
     X, y = data(seed, n=50, n_classes=n_classes)
     X_new, y_new = data(seed + 1, n=60, n_classes=n_classes)
-    model = small(alpha=alpha).fit(X, y)
+    model = small(alpha=alpha, min_samples_leaf=min_leaf).fit(X, y)
     reference = ReferenceGBDT(model).fit()
     reference.assert_equals(model)
     rng = np.random.default_rng(seed)

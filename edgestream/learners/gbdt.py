@@ -22,7 +22,7 @@ The method (hot loops in :mod:`edgestream._gbdt`)
 * **Add / delete** (Algorithms 2 and 3): iteration by iteration, the rows' stored derivatives (computed for added
   rows from the current model, reused from storage for deleted ones) are added to or subtracted from the sums on
   their path in each tree; every node the rows pass is checked top down; a node keeps its split while the split
-  is valid (both sides non-empty) and among the top ``max(1, ceil(alpha * valid candidates))`` by gain (the
+  is valid (``min_samples_leaf`` rows or more on each side) and among the top ``max(1, ceil(alpha * valid candidates))`` by gain (the
   robustness tolerance; strictly larger gains count, so ties keep the split); otherwise its subtree is
   retrained on the rows that reach it. Leaf values are recomputed from the sums.
 * **Lazy derivatives** (Section 3.2): a row's stored derivatives of a tree are refreshed only when a retrain covers
@@ -32,10 +32,10 @@ Where the paper is ambiguous, and what this implementation chose
 ----------------------------------------------------------------
 * Candidate sampling: the paper samples "potential splits" without saying per node or per model; here one sample
   per model (fixed across updates, so the stored candidate sums stay valid), rounded up per feature.
-* Tolerance: "among the top ceil(alpha * candidates)" counts the *valid* candidates of the node (both children
-  non-empty) and ranks by strictly larger gain; at least the best one is always allowed (alpha = 0 keeps only a
-  best split, alpha = 1 never retrains a valid split). A split that became invalid (one side emptied by deletes)
-  is always retrained.
+* Tolerance: "among the top ceil(alpha * candidates)" counts the *valid* candidates of the node (each child with
+  ``min_samples_leaf`` rows or more) and ranks by strictly larger gain; at least the best one is always allowed (alpha = 0 keeps only a
+  best split, alpha = 1 never retrains a valid split). A split that became invalid (a side left with fewer than
+  ``min_samples_leaf`` rows by deletes) is always retrained.
 * Retraining a subtree: its derivatives are refreshed from the current model's scores before the tree (the sums of
   the node's ancestors follow, they are not checked again in this update); the new subtree may use the leaves the
   rest of the tree leaves free (``max_leaves`` minus the leaves outside it); node ids are reused lowest first.
@@ -63,7 +63,7 @@ from ..binning import BinMapper
 from ..encoding import VALUE_BYTES
 from ..frozen import tree_context, tree_tables
 from ..tree import LEAF_FEATURE, MAX_NODES, NODE_DTYPE, TreeEnsemble, check_features, encode_labels
-from .base import BINNING, INPUT_DTYPE, MAX_BINS, MAX_DEPTH, Estimator, LearnerSpec, Option, check_integer
+from .base import BINNING, INPUT_DTYPE, MAX_BINS, MAX_DEPTH, MIN_SAMPLES_LEAF, Estimator, LearnerSpec, Option, check_integer
 from .tree import EnsemblePrediction
 
 F = _gbdt.FIELDS
@@ -87,6 +87,7 @@ class OnlineGBDTClassifier(EnsemblePrediction, Estimator):
     learning_rate : shrinkage ``nu``.
     max_leaves : leaves per tree (2..255).
     max_depth : depth limit of each tree (1..32).
+    min_samples_leaf : a split is valid when each side keeps at least this many rows.
     max_bins, binning : feature quantization (:class:`edgestream.binning.BinMapper`); ``"adaptive"`` is the paper's.
     split_sample_rate : fraction of each feature's thresholds that are split candidates (0 < rate <= 1).
     alpha : robustness tolerance, 0 (retrain whenever the best split changes) .. 1 (never retrain a valid split).
@@ -98,12 +99,13 @@ class OnlineGBDTClassifier(EnsemblePrediction, Estimator):
     """
 
     def __init__(self, n_estimators: int = 100, learning_rate: float = 0.1, max_leaves: int = 20,
-                 max_depth: int = 8, max_bins: int = 255, binning: str = "adaptive", split_sample_rate: float = 0.1,
+                 max_depth: int = 8, min_samples_leaf: int = 1, max_bins: int = 255, binning: str = "adaptive", split_sample_rate: float = 0.1,
                  alpha: float = 0.1, input_dtype: str = "float32", random_state: int = 0):
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
         self.max_leaves = max_leaves
         self.max_depth = max_depth
+        self.min_samples_leaf = min_samples_leaf
         self.max_bins = max_bins
         self.binning = binning
         self.split_sample_rate = split_sample_rate
@@ -116,6 +118,7 @@ class OnlineGBDTClassifier(EnsemblePrediction, Estimator):
         check_integer(self, "n_estimators", 1, 65535)
         check_integer(self, "max_leaves", 2, 255)
         check_integer(self, "max_depth", 1, 32)
+        check_integer(self, "min_samples_leaf", 1, 2**31 - 1)
         for name, low, high, closed in (("learning_rate", 0.0, 32.0, False), ("split_sample_rate", 0.0, 1.0, False),
                                         ("alpha", 0.0, 1.0, True)):
             value = getattr(self, name)
@@ -215,7 +218,7 @@ class OnlineGBDTClassifier(EnsemblePrediction, Estimator):
     def _grow(self, t: int, v: int, rows: np.ndarray) -> None:
         _gbdt.grow(self.tree_nodes_, self.slots_, self.slot_owner_, t, v, self.rows_binned_, self.rows_grad_,
                    self.rows_hess_, self.rows_leaf_, rows, self.cand_feature_, self.cand_start_,
-                   self.cand_threshold_, self.max_leaves, self.max_depth)
+                   self.cand_threshold_, self.max_leaves, self.max_depth, self.min_samples_leaf)
 
     # --------------------------------------------------------------------------------------- add and delete
     def add(self, X, y) -> np.ndarray:
@@ -297,7 +300,8 @@ class OnlineGBDTClassifier(EnsemblePrediction, Estimator):
         S = self.n_scores_
         retrain = _gbdt.route_check(self.tree_nodes_, self.slots_, m * S, (m + 1) * S, self.rows_binned_,
                                     self.rows_grad_, self.rows_hess_, self.rows_leaf_, rows, sign,
-                                    self.cand_feature_, self.cand_start_, self.cand_threshold_, float(self.alpha))
+                                    self.cand_feature_, self.cand_start_, self.cand_threshold_, float(self.alpha),
+                                    self.min_samples_leaf)
         derivatives = None
         for t, v in retrain:
             if derivatives is None:
@@ -519,7 +523,7 @@ SPEC = LearnerSpec(
     options=(Option("--n-estimators", "n_estimators", int, "boosting iterations (gbdt)", "M"),
              Option("--learning-rate", "learning_rate", float, "shrinkage", "NU"),
              Option("--max-leaves", "max_leaves", int, "leaves per tree (2..255)", "J"),
-             MAX_DEPTH, MAX_BINS, BINNING, INPUT_DTYPE,
+             MAX_DEPTH, MIN_SAMPLES_LEAF, MAX_BINS, BINNING, INPUT_DTYPE,
              Option("--split-sample-rate", "split_sample_rate", float,
                     "fraction of each feature's thresholds used as split candidates", "S"),
              Option("--alpha", "alpha", float, "robustness tolerance (0..1): keep a split while in the top alpha",
