@@ -60,7 +60,8 @@ class ReferenceGBDT:
     @staticmethod
     def gain(GL, HL, G, H):
         GR, HR = G - GL, H - HL
-        return (float(GL) * float(GL)) / float(HL) + (float(GR) * float(GR)) / float(HR) - (float(G) * float(G)) / float(H)
+        gl, gr, g = float(GL), float(GR), float(G)
+        return (gl * gl) / float(HL) + (gr * gr) / float(HR) - (g * g) / float(H)
 
     def best(self, G, H, N, left):
         best, top = -1, 0.0

@@ -121,7 +121,8 @@ def fitted_models(draw):
     X, y = data(seed, n=draw(st.integers(20, 60)), n_features=draw(st.integers(1, 4)), n_classes=n_classes,
                 dtype=dtype)
     model = OnlineGBDTClassifier(n_estimators=draw(st.integers(1, 4)), max_leaves=draw(st.integers(2, 8)),
-                                 max_depth=draw(st.integers(1, 4)), learning_rate=draw(st.sampled_from([0.1, 1.0, 8.0])),
+                                 max_depth=draw(st.integers(1, 4)),
+                                 learning_rate=draw(st.sampled_from([0.1, 1.0, 8.0])),
                                  split_sample_rate=draw(st.sampled_from([0.2, 1.0])), input_dtype=dtype,
                                  alpha=draw(st.sampled_from([0.0, 0.2]))).fit(X, y)
     if draw(st.booleans()):

@@ -22,9 +22,10 @@ The method (hot loops in :mod:`edgestream._gbdt`)
 * **Add / delete** (Algorithms 2 and 3): iteration by iteration, the rows' stored derivatives (computed for added
   rows from the current model, reused from storage for deleted ones) are added to or subtracted from the sums on
   their path in each tree; every node the rows pass is checked top down; a node keeps its split while the split
-  is valid (``min_samples_leaf`` rows or more on each side) and among the top ``max(1, ceil(alpha * valid candidates))`` by gain (the
-  robustness tolerance; strictly larger gains count, so ties keep the split); otherwise its subtree is
-  retrained on the rows that reach it. Leaf values are recomputed from the sums.
+  is valid (``min_samples_leaf`` rows or more on each side) and among the top
+  ``max(1, ceil(alpha * valid candidates))`` by gain (the robustness tolerance; strictly larger gains count, so
+  ties keep the split); otherwise its subtree is retrained on the rows that reach it. Leaf values are recomputed
+  from the sums.
 * **Lazy derivatives** (Section 3.2): a row's stored derivatives of a tree are refreshed only when a retrain covers
   it (or when it is added); otherwise they stay those of the model it was last fitted under.
 
@@ -33,9 +34,9 @@ Where the paper is ambiguous, and what this implementation chose
 * Candidate sampling: the paper samples "potential splits" without saying per node or per model; here one sample
   per model (fixed across updates, so the stored candidate sums stay valid), rounded up per feature.
 * Tolerance: "among the top ceil(alpha * candidates)" counts the *valid* candidates of the node (each child with
-  ``min_samples_leaf`` rows or more) and ranks by strictly larger gain; at least the best one is always allowed (alpha = 0 keeps only a
-  best split, alpha = 1 never retrains a valid split). A split that became invalid (a side left with fewer than
-  ``min_samples_leaf`` rows by deletes) is always retrained.
+  ``min_samples_leaf`` rows or more) and ranks by strictly larger gain; at least the best one is always allowed
+  (alpha = 0 keeps only a best split, alpha = 1 never retrains a valid split). A split that became invalid (a side
+  left with fewer than ``min_samples_leaf`` rows by deletes) is always retrained.
 * Retraining a subtree: its derivatives are refreshed from the current model's scores before the tree (the sums of
   the node's ancestors follow, they are not checked again in this update); the new subtree may use the leaves the
   rest of the tree leaves free (``max_leaves`` minus the leaves outside it); node ids are reused lowest first.
@@ -45,6 +46,14 @@ Where the paper is ambiguous, and what this implementation chose
   leaves. So the trained model *is* the quantized additive ensemble: ``predict``/``predict_proba`` use it and the
   export is exact by construction. The derivatives are computed in float64 (then rounded to the stored int32);
   statistics, gains' inputs and leaf values are integers.
+* Which nodes are checked: Algorithm 3 visits every internal node; a node no added or deleted row reaches keeps
+  its sums (hence its ranking), so only the nodes on the rows' paths are checked: the same outcome.
+* Added rows' derivatives at iteration ``m`` come from the model as already updated for iterations ``< m`` in this
+  pass (Algorithm 2 walks the iterations in order); deleted rows subtract exactly what they had added.
+* Exact undo: deleting rows right after adding them restores every bit of the model when the add retrained no
+  subtree (sums are integers); a retrain refreshes other rows' derivatives, which the paper does not undo either.
+* Defaults: the paper's default settings did not survive in its text; here 100 iterations, 20 leaves, depth 8,
+  nu = 0.1, sampling rate 0.1 and alpha = 0.1.
 * Deleted rows keep their storage (row numbers are never reused; the memory report counts them).
 
 Limits: at most 65535 trees (``n_estimators`` x scores) and 65535 nodes in the exported ensemble, 255 classes,
@@ -63,7 +72,8 @@ from ..binning import BinMapper
 from ..encoding import VALUE_BYTES
 from ..frozen import tree_context, tree_tables
 from ..tree import LEAF_FEATURE, MAX_NODES, NODE_DTYPE, TreeEnsemble, check_features, encode_labels
-from .base import BINNING, INPUT_DTYPE, MAX_BINS, MAX_DEPTH, MIN_SAMPLES_LEAF, Estimator, LearnerSpec, Option, check_integer
+from .base import (BINNING, INPUT_DTYPE, MAX_BINS, MAX_DEPTH, MIN_SAMPLES_LEAF, Estimator, LearnerSpec, Option,
+                   check_integer)
 from .tree import EnsemblePrediction
 
 F = _gbdt.FIELDS
@@ -99,8 +109,9 @@ class OnlineGBDTClassifier(EnsemblePrediction, Estimator):
     """
 
     def __init__(self, n_estimators: int = 100, learning_rate: float = 0.1, max_leaves: int = 20,
-                 max_depth: int = 8, min_samples_leaf: int = 1, max_bins: int = 255, binning: str = "adaptive", split_sample_rate: float = 0.1,
-                 alpha: float = 0.1, input_dtype: str = "float32", random_state: int = 0):
+                 max_depth: int = 8, min_samples_leaf: int = 1, max_bins: int = 255, binning: str = "adaptive",
+                 split_sample_rate: float = 0.1, alpha: float = 0.1, input_dtype: str = "float32",
+                 random_state: int = 0):
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
         self.max_leaves = max_leaves
