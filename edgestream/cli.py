@@ -32,7 +32,7 @@ from .modelfile import load_model, save_model
 from .parity import compare, compare_learning, compare_sizes, emulator_name, sizes_text
 from .report import html_report
 from .targets import TargetError, ToolchainMissing
-from .train import BINS_ROWS, CURVE_BUDGETS, accuracy_curve, start_online, train
+from .train import BINS_ROWS, CURVE_BUDGETS, accuracy_curve, parse_row_numbers, start_online, train, update
 from .units import parse_bytes
 
 DEFAULT_BOARD = "stm32f411"
@@ -75,6 +75,15 @@ def build_parser() -> argparse.ArgumentParser:
                      help=f"online learners: fit the bin edges on the first N rows (default {BINS_ROWS})")
     fit.add_argument("-o", "--output", required=True, metavar="MODEL")
     fit.set_defaults(run=run_fit)
+
+    update = commands.add_parser("update", help="add or delete training rows of a saved model in place (learners "
+                                 "that support it) and rewrite the model file atomically")
+    update.add_argument("model", metavar="MODEL")
+    update.add_argument("--add", metavar="DATA.csv", help="rows to learn (their row numbers are printed)")
+    _add_label_options(update, required=False)
+    update.add_argument("--delete", metavar="ROWS",
+                        help="row numbers to remove: a comma list or a file of numbers (deleted before --add)")
+    update.set_defaults(run=run_update)
 
     export = commands.add_parser("export", help="write a C bundle for a saved model")
     export.add_argument("model", metavar="MODEL")
@@ -216,6 +225,23 @@ def run_fit(args) -> int:
     if trained.budget is not None:
         print(f"budget on {trained.budget.board}: {trained.budget.ram_bytes:,} bytes of RAM, "
               f"{trained.budget.flash_bytes:,} bytes of flash")
+    return 0
+
+
+def run_update(args) -> int:
+    if (args.add is None) != (args.label is None):
+        raise ValueError("--add and --label go together")
+    if args.add is None and args.delete is None:
+        raise ValueError("nothing to do: give --add DATA.csv --label COL and/or --delete ROWS")
+    X, y = load_csv(args.add, args.label, no_header=args.no_header)[:2] if args.add else (None, None)
+    rows = parse_row_numbers(args.delete) if args.delete is not None else None
+    model = load_model(args.model)
+    done = update(model, X, y, rows)
+    save_model(model, args.model)
+    added = f"added {len(done.added)} rows (row numbers {done.added[0]}..{done.added[-1]})" if len(done.added) else ""
+    deleted = f"deleted {done.deleted} rows" if done.deleted else ""
+    print(f"{', '.join(part for part in (deleted, added) if part)}, {done.retrained_nodes} nodes retrained in "
+          f"{done.seconds:.3f} s; {model.summary()} -> {args.model}")
     return 0
 
 

@@ -9,6 +9,7 @@ classes from the whole table. With a RAM or flash budget, the budget manager cho
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -93,3 +94,50 @@ def accuracy_curve(learner: str, board, X, y, flash=None, params=None, progress:
         start_online(model, X_device, classes)
         curve[ram] = prequential(model, X_device, y, progress=progress, desc=f"{ram // 1024} KiB").accuracy
     return curve
+
+
+@dataclass
+class Update:
+    """What ``update`` did to a model: rows deleted and added (with their new row numbers) and nodes retrained."""
+
+    deleted: int
+    added: np.ndarray
+    retrained_nodes: int
+    seconds: float
+
+
+def parse_row_numbers(text: str) -> np.ndarray:
+    """Row numbers from a file (integers separated by commas, spaces or new lines) or from a comma list."""
+    path = Path(text)
+    source = path.read_text() if path.is_file() else text
+    tokens = [token for token in source.replace(",", " ").split() if token]
+    if not tokens:
+        raise ValueError(f"no row numbers in {text!r}")
+    try:
+        return np.asarray([int(token) for token in tokens], dtype=np.int64)
+    except ValueError:
+        bad = next(token for token in tokens if not token.lstrip("-").isdigit())
+        raise ValueError(f"row numbers must be integers, got {bad!r} (in {text!r})") from None
+
+
+def update(model, X=None, y=None, delete=None) -> Update:
+    """Delete rows by number, then add rows ``X``, ``y``, in place, for a learner that supports it (``add`` and
+    ``delete``). Every argument is checked before the model changes."""
+    if not (hasattr(model, "add") and hasattr(model, "delete")):
+        raise ValueError(f"a {type(model).__name__} cannot add or delete training rows in place")
+    if X is None and delete is None:
+        raise ValueError("nothing to update: give rows to add or row numbers to delete")
+    retrained, seconds, deleted, added = 0, 0.0, 0, np.empty(0, dtype=np.int64)
+    if delete is not None:
+        rows = model.check_row_numbers(delete)
+        if X is not None:
+            model.check_rows(device_input(X, model.input_dtype), y)
+        model.delete(rows)
+        deleted = len(rows)
+        retrained += model.last_update_["retrained_nodes"]
+        seconds += model.last_update_["seconds"]
+    if X is not None:
+        added = model.add(device_input(X, model.input_dtype), y)
+        retrained += model.last_update_["retrained_nodes"]
+        seconds += model.last_update_["seconds"]
+    return Update(deleted, added, retrained, seconds)

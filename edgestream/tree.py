@@ -94,6 +94,15 @@ class TreeEnsemble:
         ensemble.validate()
         return ensemble
 
+    @classmethod
+    def from_arrays(cls, arrays: dict, n_features: int) -> "TreeEnsemble":
+        """The ensemble of a model file's tables (:meth:`arrays`), checked: additive when they hold a ``base_score``."""
+        additive = "base_score" in arrays
+        ensemble = cls(arrays["nodes"], arrays["roots"], arrays["weights"], arrays["leaf_values"], n_features,
+                       "additive" if additive else "proba", arrays["base_score"] if additive else None)
+        ensemble.validate()
+        return ensemble
+
     def validate(self) -> None:
         """Refuse tables the device could loop or read out of bounds on (children must point forward)."""
         nodes = self.nodes

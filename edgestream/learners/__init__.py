@@ -1,27 +1,29 @@
 """The one table of learners. Everything generic (CLI, model files, export, simulation, targets, budget) reads it.
 
-| name   | estimator          | on the device            | runtime modules                        |
-|--------|--------------------|--------------------------|----------------------------------------|
-| tree   | TreeClassifier     | frozen                   | es_binning, es_tree                    |
-| forest | ForestClassifier   | frozen                   | es_binning, es_tree                    |
-| shrubs | ShrubEnsemble      | keeps learning (window)  | es_binning, es_tree, es_cart, es_shrubs |
-| bls    | OnlineBLSClassifier | keeps learning (factor) | es_f32, es_fixed, es_bls               |
-| hoeffding | HoeffdingTreeClassifier | keeps learning (node pool) | es_f32, es_fixed, es_hoeffding |
-| irf    | IncrementalRandomForest | keeps learning (node pools) | es_f32, es_fixed, es_hoeffding |
+| name      | estimator               | on the device                                         | runtime modules                       |
+|-----------|-------------------------|-------------------------------------------------------|---------------------------------------|
+| tree      | TreeClassifier          | frozen                                                | es_infer                              |
+| forest    | ForestClassifier        | frozen                                                | es_infer                              |
+| gbdt      | OnlineGBDTClassifier    | frozen (additive leaves; add/delete rows on the host) | es_fixed, es_infer                    |
+| shrubs    | ShrubEnsemble           | keeps learning (window)                               | es_binning, es_tree, es_cart, es_shrubs |
+| bls       | OnlineBLSClassifier     | keeps learning (factor)                               | es_f32, es_fixed, es_bls              |
+| hoeffding | HoeffdingTreeClassifier | keeps learning (node pool)                            | es_f32, es_fixed, es_hoeffding        |
+| irf       | IncrementalRandomForest | keeps learning (node pools)                           | es_f32, es_fixed, es_hoeffding        |
 """
 
 from __future__ import annotations
 
-from . import bls, forest, hoeffding, shrubs, tree
+from . import bls, forest, gbdt, hoeffding, shrubs, tree
 from .base import LearnerSpec, Option, is_fitted, model_input
 from .bls import OnlineBLSClassifier
 from .forest import ForestClassifier
+from .gbdt import OnlineGBDTClassifier
 from .hoeffding import HoeffdingTreeClassifier, IncrementalRandomForest
 from .shrubs import ShrubEnsemble
 from .tree import BinnedClassifier, TreeClassifier
 
-REGISTRY: dict[str, LearnerSpec] = {spec.name: spec for spec in (tree.SPEC, forest.SPEC, shrubs.SPEC, bls.SPEC,
-                                                                     hoeffding.SPEC, hoeffding.IRF_SPEC)}
+REGISTRY: dict[str, LearnerSpec] = {spec.name: spec for spec in (
+    tree.SPEC, forest.SPEC, gbdt.SPEC, shrubs.SPEC, bls.SPEC, hoeffding.SPEC, hoeffding.IRF_SPEC)}
 
 
 def get(name: str) -> LearnerSpec:
@@ -53,5 +55,5 @@ def names_of_classes() -> str:
 
 
 __all__ = ["REGISTRY", "BinnedClassifier", "ForestClassifier", "HoeffdingTreeClassifier",
-           "IncrementalRandomForest", "LearnerSpec", "OnlineBLSClassifier", "Option",
+           "IncrementalRandomForest", "LearnerSpec", "OnlineBLSClassifier", "OnlineGBDTClassifier", "Option",
            "ShrubEnsemble", "TreeClassifier", "by_class_name", "get", "is_fitted", "model_input", "of_model"]

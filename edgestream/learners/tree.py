@@ -11,21 +11,9 @@ from ..tree import CRITERIA, MAX_NODES, Q15_ONE, TreeEnsemble, check_features, e
 from .base import LEAF_VALUES_OPTION, TREE_OPTIONS, Estimator, LearnerSpec
 
 
-class BinnedClassifier(Estimator):
-    """Common base of the tree learners: input checks, label encoding, binning and prediction.
-
-    Subclasses implement ``_fit_ensemble(X_binned, y_encoded, n_classes) -> TreeEnsemble``.
-    """
-
-    def fit(self, X, y):
-        X = check_features(X, dtype=self.input_dtype)
-        self.classes_, y_encoded = encode_labels(y, len(X))
-        if self.leaf_values not in LEAF_VALUES:
-            raise ValueError(f"leaf_values={self.leaf_values!r} must be one of {LEAF_VALUES}")
-        self.bins_ = BinMapper(self.max_bins, self.binning, self.input_dtype).fit(X)
-        self.ensemble_ = self._fit_ensemble(self.bins_.transform(X), y_encoded, len(self.classes_))
-        self.ensemble_.leaf_values = restrict_leaf_values(self.ensemble_.leaf_values, self.leaf_values)
-        return self
+class EnsemblePrediction:
+    """Prediction of a model that holds ``bins_`` and a :class:`TreeEnsemble` ``ensemble_`` (and ``classes_``,
+    ``input_dtype``, ``_check_fitted``): exactly what the exported bundle computes."""
 
     def predict_proba_q15(self, X) -> np.ndarray:
         """Class probabilities exactly as the device computes them (uint16, 32768 == 1.0)."""
@@ -43,11 +31,28 @@ class BinnedClassifier(Estimator):
         return self.ensemble_.predict(self.bins_.transform(X))
 
     def predict(self, X) -> np.ndarray:
-        encoded = self.predict_encoded(X)
+        encoded = self.predict_encoded(X)  # checks fitted first
         return self.classes_[encoded]
 
     def score(self, X, y) -> float:
         return float(np.mean(self.predict(X) == np.asarray(y)))
+
+
+class BinnedClassifier(EnsemblePrediction, Estimator):
+    """Common base of the tree learners: input checks, label encoding, binning and prediction.
+
+    Subclasses implement ``_fit_ensemble(X_binned, y_encoded, n_classes) -> TreeEnsemble``.
+    """
+
+    def fit(self, X, y):
+        X = check_features(X, dtype=self.input_dtype)
+        self.classes_, y_encoded = encode_labels(y, len(X))
+        if self.leaf_values not in LEAF_VALUES:
+            raise ValueError(f"leaf_values={self.leaf_values!r} must be one of {LEAF_VALUES}")
+        self.bins_ = BinMapper(self.max_bins, self.binning, self.input_dtype).fit(X)
+        self.ensemble_ = self._fit_ensemble(self.bins_.transform(X), y_encoded, len(self.classes_))
+        self.ensemble_.leaf_values = restrict_leaf_values(self.ensemble_.leaf_values, self.leaf_values)
+        return self
 
     def summary(self) -> str:
         """What the fitted model holds, in a few words."""
@@ -66,9 +71,7 @@ class BinnedClassifier(Estimator):
 
     def restore_arrays(self, arrays: dict) -> None:
         """Take the tables of a model file, after ``bins_`` and ``classes_`` are set; refuses inconsistent ones."""
-        ensemble = TreeEnsemble(arrays["nodes"], arrays["roots"], arrays["weights"], arrays["leaf_values"],
-                                self.bins_.n_features)
-        ensemble.validate()
+        ensemble = TreeEnsemble.from_arrays(arrays, self.bins_.n_features)
         if not np.array_equal(restrict_leaf_values(ensemble.leaf_values, self.leaf_values), ensemble.leaf_values):
             raise ValueError(f"the leaf table does not hold leaf_values={self.leaf_values!r} rows")
         if ensemble.n_classes != len(self.classes_):
