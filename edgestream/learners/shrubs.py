@@ -74,7 +74,8 @@ from .. import _kernels
 from ..binning import BinMapper
 from ..state import Field, RegionSpec, StateSpec
 from ..tree import CRITERIA, MAX_CLASSES, Q15_ONE, TreeEnsemble, check_features
-from .base import TREE_OPTIONS, DeviceState, Estimator, LearnerSpec, Option, check_integer, step_size
+from .base import (TREE_OPTIONS, DeviceState, Estimator, LearnerSpec, Option, check_integer, restore_regions,
+                   step_size)
 
 STATE_ARRAYS = ("window_bins", "window_labels", "nodes", "leaf_values", "roots", "weights")
 MAX_WINDOW = 4096
@@ -325,12 +326,7 @@ class ShrubEnsemble(Estimator, DeviceState):
     def restore_arrays(self, arrays: dict) -> None:
         """Take a saved state (after ``bins_`` and ``classes_`` are set); refuses tables of the wrong layout."""
         self.reset()
-        for name in STATE_ARRAYS:
-            expected = getattr(self, name)
-            if arrays[name].dtype != expected.dtype or arrays[name].shape != expected.shape:
-                raise ValueError(f"state {name!r} has dtype {arrays[name].dtype} and shape {arrays[name].shape}, "
-                                 f"this configuration needs {expected.dtype} {expected.shape}")
-            expected[...] = arrays[name]
+        restore_regions(self, STATE_ARRAYS, arrays)
         head, count, n_shrubs, since_update = (int(v) for v in arrays["counters"])
         if not (head < self.window_size and count <= self.window_size and n_shrubs <= self.max_shrubs
                 and since_update < self.update_every and (count == self.window_size or head == count)):
