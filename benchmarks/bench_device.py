@@ -40,7 +40,8 @@ and a shrub bundle planned for ``atmega328p`` (2 KiB, packed layout; AVR is buil
 * tables: the budget's table items computed for the exact exported model (the kept bin edges, the nodes and the
   deduplicated leaf rows of the trained trees, not the worst case) against the ELF's model objects;
 * code: the budget's code items (each runtime file compiled alone) against ``BuildReport.code_bytes``;
-* state image: the bytes of ``.data`` that hold the initial learning state (flash, copied to RAM at start-up);
+* state image: the bytes of ``.data`` that hold the initial learning state (flash, copied to RAM at start-up),
+  predicted by the budget from the exported state;
 * stack: the budget's "call locals" item against the deepest call chain of predict and of learn
   (``-fstack-usage`` frames, ``BuildReport.stack_max``).
 """
@@ -139,7 +140,8 @@ class MemoryRow:
     tables_measured: int = column("tables ELF")
     code_predicted: int = column("code pred")
     code_measured: int = column("code ELF")
-    state_image: int = column("state image")
+    image_predicted: int = column("image pred")
+    state_image: int = column("image ELF")
     stack_predicted: int = column("stack pred")
     stack_predict: int = column("stack predict")
     stack_learn: int | None = column("stack learn")
@@ -322,7 +324,8 @@ def memory_row(model: str, budget: Budget, report: targets.BuildReport) -> Memor
         model=model, board=report.board, state_predicted=sizes["state_ram"]["predicted"],
         state_measured=sizes["state_ram"]["measured"], tables_predicted=sizes["tables_flash"]["predicted"],
         tables_measured=sizes["tables_flash"]["measured"], code_predicted=sizes["code_flash"]["predicted"],
-        code_measured=sizes["code_flash"]["measured"], state_image=report.state_image_bytes,
+        code_measured=sizes["code_flash"]["measured"], image_predicted=sizes["image_flash"]["predicted"],
+        state_image=sizes["image_flash"]["measured"],
         stack_predicted=sum(item.bytes for item in budget.ram if item.group == "stack"),
         stack_predict=max(stack.get(f"{report.bundle}_{call}", 0) for call in ("predict", "predict_proba")),
         stack_learn=stack.get(f"{report.bundle}_learn"), config=budget.config,
@@ -383,7 +386,7 @@ FOOTNOTES = [
     "state's initial image in .data (table 2).",
     "Table 2 (bytes): state = <name>_memory; tables = model objects of the ELF vs the budget's table items for the "
     "exported model; code = runtime files compiled alone (budget) vs linked functions of the bundle, generated "
-    "wrappers included (ELF); state image = initial state stored in flash (.data), not in the budget; stack pred = "
+    "wrappers included (ELF); image = the learning state's initial image stored in flash (.data), budget vs ELF; stack pred = "
     "budget's call locals, stack predict/learn = deepest -fstack-usage chain of the API call.",
 ]
 
