@@ -158,8 +158,12 @@ def _add_learner_options(parser, title: str = "learner options") -> None:
             declared.setdefault(option.flag, (option, []))[1].append(spec.name)
     for option, owners in declared.values():
         owned = "" if len(owners) == len(learners.REGISTRY) else f" ({', '.join(owners)})"
-        group.add_argument(option.flag, dest=option.dest, type=option.type, choices=option.choices,
-                           metavar=option.metavar, help=option.help + owned)
+        if option.type is bool:
+            group.add_argument(option.flag, dest=option.dest, action="store_const", const=option.const,
+                               help=option.help + owned)
+        else:
+            group.add_argument(option.flag, dest=option.dest, type=option.type, choices=option.choices,
+                               metavar=option.metavar, help=option.help + owned)
 
 
 def learner_params(args) -> dict:

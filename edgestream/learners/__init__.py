@@ -6,18 +6,20 @@
 | forest | ForestClassifier   | frozen                   | es_binning, es_tree                    |
 | shrubs | ShrubEnsemble      | keeps learning (window)  | es_binning, es_tree, es_cart, es_shrubs |
 | bls    | OnlineBLSClassifier | keeps learning (factor) | es_fixed, es_bls                       |
+| axgb   | AdaptiveXGBoost    | keeps learning (windows) | es_binning, es_tree, es_fixed, es_adwin, es_axgb |
 """
 
 from __future__ import annotations
 
-from . import bls, forest, shrubs, tree
+from . import axgb, bls, forest, shrubs, tree
+from .axgb import AdaptiveXGBoost
 from .base import LearnerSpec, Option, is_fitted, model_input
 from .bls import OnlineBLSClassifier
 from .forest import ForestClassifier
 from .shrubs import ShrubEnsemble
 from .tree import BinnedClassifier, TreeClassifier
 
-REGISTRY: dict[str, LearnerSpec] = {spec.name: spec for spec in (tree.SPEC, forest.SPEC, shrubs.SPEC, bls.SPEC)}
+REGISTRY: dict[str, LearnerSpec] = {spec.name: spec for spec in (tree.SPEC, forest.SPEC, shrubs.SPEC, bls.SPEC, axgb.SPEC)}
 
 
 def get(name: str) -> LearnerSpec:
@@ -48,5 +50,5 @@ def names_of_classes() -> str:
     return ", ".join(spec.cls.__name__ for spec in REGISTRY.values())
 
 
-__all__ = ["REGISTRY", "BinnedClassifier", "ForestClassifier", "LearnerSpec", "OnlineBLSClassifier", "Option",
+__all__ = ["REGISTRY", "AdaptiveXGBoost", "BinnedClassifier", "ForestClassifier", "LearnerSpec", "OnlineBLSClassifier", "Option",
            "ShrubEnsemble", "TreeClassifier", "by_class_name", "get", "is_fitted", "model_input", "of_model"]

@@ -18,7 +18,8 @@ from ..state import StateSpec
 
 @dataclass(frozen=True)
 class Option:
-    """A learner parameter as a command-line option (``--max-depth`` -> ``max_depth``)."""
+    """A learner parameter as a command-line option (``--max-depth`` -> ``max_depth``). ``type=bool`` makes a flag
+    without a value that sets the parameter to ``const``."""
 
     flag: str
     param: str
@@ -26,6 +27,7 @@ class Option:
     help: str
     metavar: str | None = None
     choices: tuple | None = None
+    const: Any = True
 
     @property
     def dest(self) -> str:
