@@ -444,13 +444,16 @@ class AdaptiveXGBoost(Estimator, DeviceState):
     # -- the training job ------------------------------------------------------------------------------------
 
     def _work(self, budget: int) -> None:
-        """Run up to ``budget`` units (-1: until the job is done and no new one can start)."""
+        """Run up to ``budget`` units (-1: until the job is done and no new one can start); the units run are
+        kept in ``last_units_`` (host only, for tests and reports)."""
+        start = budget
         while budget != 0:
             if self.phase == IDLE:
                 if self.count < self.window:
-                    return
+                    break
                 self._start_job()
             budget = self._run_phase(budget)
+        self.last_units_ = start - budget
 
     def _start_job(self) -> None:
         self.job_window = self.window
