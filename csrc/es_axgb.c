@@ -104,7 +104,10 @@ static int64_t es_axgb_grad(const es_axgb *model, int64_t budget, uint32_t *work
     const es_axgb_config *config = model->config;
     es_axgb_counters *c = model->counters;
     const uint8_t out = config->n_outputs;
-    const int64_t n = es_axgb_take(budget, (int64_t)c->job_window - c->pos);
+    const int64_t cost = 1 + (int64_t)c->job_target; /* a sample walks job_target members */
+    const int64_t remaining = (int64_t)c->job_window - c->pos;
+    const int64_t n = budget < 0 ? remaining : (remaining < (budget + cost - 1) / cost ? remaining
+                                                                                       : (budget + cost - 1) / cost);
     int64_t done;
     for (done = 0; done < n; done++) {
         const uint16_t i = (uint16_t)(c->pos + done);
@@ -126,7 +129,7 @@ static int64_t es_axgb_grad(const es_axgb *model, int64_t budget, uint32_t *work
         c->n_leaves = 0;
         es_axgb_begin_node(model);
     }
-    return budget - n;
+    return budget < 0 ? budget : (budget - n * cost > 0 ? budget - n * cost : 0);
 }
 
 static int64_t es_axgb_hist(const es_axgb *model, int64_t budget)

@@ -41,7 +41,8 @@ Decisions where the paper (or its scikit-multiflow code) leaves a choice, all fo
   member being trained while the old ones keep predicting); ``roots`` lists the members in ensemble order.
   Prediction is the shared additive rule (score sums of every member, class = argmax or ``sum > 0``).
 * **Bounded work per sample.** Training is a resumable job of unit steps: computing the margin and
-  probabilities of one window sample; adding one sample to the histogram of one (node, feature); scanning one
+  probabilities of one window sample (``1 + m`` units for a sample that walks ``m`` members; a call may end
+  up to ``m`` units over its budget); adding one sample to the histogram of one (node, feature); scanning one
   histogram bin; deciding one node; moving one sample in a node's partition. With ``work_per_call = 0`` the
   whole job runs in the ``learn`` call that fills the window (as in the paper); with ``work_per_call = U > 0``
   every ``learn`` call runs at most ``U`` units, so the job spreads over the following samples, which keep
@@ -151,12 +152,13 @@ def trunc_div(a: int, b: int) -> int:
     return -((-a) // b) if a < 0 else a // b
 
 
-def job_units(window: int, n_features: int, hist_bins: int, max_depth: int) -> int:
-    """An upper bound of the units a training job on ``window`` samples takes (every level at most ``window``
-    samples; internal levels: a histogram pass per feature, a bin scan per node and feature, a partition)."""
+def job_units(window: int, n_features: int, hist_bins: int, max_depth: int, members: int) -> int:
+    """An upper bound of the units a training job on ``window`` samples takes: the margins (``1 + members``
+    units per sample), then per level at most ``window`` samples (internal levels: a histogram pass per feature,
+    a bin scan per node and feature, a partition; the last level: a totals pass), one unit per node."""
     internal = 2**max_depth - 1
-    return (window + max_depth * (n_features + 1) * window + window + internal * n_features * hist_bins
-            + 2 ** (max_depth + 1) - 1)
+    return (window * (1 + members) + max_depth * (n_features + 1) * window + window
+            + internal * n_features * hist_bins + 2 ** (max_depth + 1) - 1)
 
 
 def quantize_q(value: float, one: int, name: str, low: float, high: float) -> int:
@@ -239,7 +241,7 @@ class AdaptiveXGBoost(Estimator, DeviceState):
         must not exceed ``window_min``."""
         if self.work_per_call == 0:
             return 1
-        units = job_units(self.window_max, n_features, self.hist_bins, self.max_depth)
+        units = job_units(self.window_max, n_features, self.hist_bins, self.max_depth, self.members)
         calls = -(-units // self.work_per_call)
         if calls > self.window_min:
             raise ValueError(f"work_per_call={self.work_per_call} spreads a job of window_max={self.window_max} "
@@ -486,7 +488,9 @@ class AdaptiveXGBoost(Estimator, DeviceState):
         return remaining if budget < 0 else min(budget, remaining)
 
     def _grad(self, budget: int) -> int:
-        n = self._take(budget, self.job_window - self.pos)
+        cost = 1 + self.job_target  # a sample walks job_target members: 1 + job_target units
+        remaining = self.job_window - self.pos
+        n = remaining if budget < 0 else min(remaining, -(-budget // cost))
         i = np.arange(self.pos, self.pos + n)
         sums = self._score_sums(self.window_bins[(self.head + i) % self._capacity], self.job_target)
         out = self.n_outputs
@@ -498,7 +502,7 @@ class AdaptiveXGBoost(Estimator, DeviceState):
             self.node_start[0], self.node_stop[0], self.node_depth[0] = 0, self.job_window, 0
             self.node, self.n_nodes, self.n_leaves = 0, 1, 0
             self._begin_node()
-        return budget - n
+        return budget if budget < 0 else max(budget - n * cost, 0)
 
     def _splittable(self) -> bool:
         v = self.node
