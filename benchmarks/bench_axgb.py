@@ -48,15 +48,15 @@ from pathlib import Path
 import numpy as np
 from river import forest, tree
 
+import bench_shrubs
+from bench_shrubs import Stream
+
 from edgestream.boards import load_board
 from edgestream.budget import plan
-from edgestream.data import load_csv, make_stream
 from edgestream.evaluate import RiverAdapter, prequential
 from edgestream.learners.axgb import AdaptiveXGBoost, job_units
 
 BOARD = load_board("stm32f411")
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-REAL_STREAMS = {"elec": ("elec.csv", "class"), "weather": ("weather.csv", "target")}
 SYNTHETIC_ROWS = 20_000
 RAM = 8 * 1024
 BIN_SAMPLE = 1000
@@ -74,14 +74,6 @@ PAPER = {  # Montiel et al. 2020: Table III (AXGB variants), Table IV (HAT, ARF)
     "agrawal": {"AXGB[p]": .919, "AXGB[r]": .931, "AXGB_A[p]": .927, "AXGB_A[r]": .928, "river HAT": .807,
                 "river ARF": .939},
 }
-
-
-@dataclass
-class Stream:
-    name: str
-    X: np.ndarray
-    y: np.ndarray
-    feature_names: list[str]
 
 
 @dataclass
@@ -108,15 +100,9 @@ def agrawal(n: int, seed: int = 1) -> tuple[np.ndarray, np.ndarray]:
 
 
 def load_streams(rows: int | None, synthetic_rows: int) -> list[Stream]:
-    streams = []
-    for name, (file, label) in REAL_STREAMS.items():
-        path = DATA / file
-        if path.is_file():
-            streams.append(Stream(name, *load_csv(path, label)))
-        else:
-            print(f"note: {path} is absent, stream {name!r} skipped", file=sys.stderr)
-    X, y = make_stream("sea", synthetic_rows, seed=1)
-    streams.append(Stream("sea", X, y, [f"x{j}" for j in range(X.shape[1])]))
+    """elec, weather and SEA as bench_shrubs loads them, plus the abrupt Agrawal stream."""
+    bench_shrubs.SYNTHETIC_ROWS = synthetic_rows
+    streams = bench_shrubs.load_streams(None, "sea")
     X, y = agrawal(synthetic_rows)
     streams.append(Stream("agrawal", X, y, [f"x{j}" for j in range(X.shape[1])]))
     return [Stream(s.name, s.X[:rows], s.y[:rows], s.feature_names) for s in streams]

@@ -65,6 +65,7 @@ from ..binning import BinMapper, MISSING_BIN
 from ..fixedpoint import LEAF_MAX, LEAF_MIN, Q15_ONE, additive_predict, additive_proba_q15, sigmoid_q15, softmax_q15
 from ..state import Field, RegionSpec, StateSpec
 from ..tree import LEAF_FEATURE, MAX_CLASSES, NODE_DTYPE, TreeEnsemble, check_features
+from .shrubs import ShrubEnsemble, shrubs_context, shrubs_tables
 from .base import BINNING, INPUT_DTYPE, MAX_BINS, MAX_DEPTH as MAX_DEPTH_OPTION, DeviceState, Estimator, LearnerSpec, Option, check_integer
 
 PUSH, REPLACE = 0, 1
@@ -191,23 +192,9 @@ class AdaptiveXGBoost(Estimator, DeviceState):
                  reg_lambda: float = 1.0, gamma: float = 0.0, min_child_weight: float = 1.0,
                  work_per_call: int = 0, delta: float = 0.002, clock: int = 32, max_bins: int = 32,
                  binning: str = "quantile", input_dtype: str = "float32", allow_missing: bool = False):
-        self.members = members
-        self.window_min = window_min
-        self.window_max = window_max
-        self.strategy = strategy
-        self.drift_detection = drift_detection
-        self.max_depth = max_depth
-        self.learning_rate = learning_rate
-        self.reg_lambda = reg_lambda
-        self.gamma = gamma
-        self.min_child_weight = min_child_weight
-        self.work_per_call = work_per_call
-        self.delta = delta
-        self.clock = clock
-        self.max_bins = max_bins
-        self.binning = binning
-        self.input_dtype = input_dtype
-        self.allow_missing = allow_missing
+        for name, value in list(locals().items()):
+            if name != "self":
+                setattr(self, name, value)
         self._check_params()
 
     # -- parameters and layout ---------------------------------------------------------------------------------
@@ -290,27 +277,12 @@ class AdaptiveXGBoost(Estimator, DeviceState):
 
     # -- setup -----------------------------------------------------------------------------------------------
 
-    def fit_bins(self, X_sample) -> "AdaptiveXGBoost":
-        """Fix the quantization edges from a sample of the stream (the device ships with these edges)."""
-        if self.input_dtype not in ("float32", "int32"):
-            raise ValueError(f"input_dtype={self.input_dtype!r}: AXGB quantizes on the device from float32 or int32")
-        self.bins_ = BinMapper(self.max_bins, self.binning, self.input_dtype).fit(
-            check_features(X_sample, dtype=self.input_dtype))
-        self._reset_if_ready()
-        return self
-
-    def set_classes(self, classes) -> "AdaptiveXGBoost":
-        """Fix the class labels the stream may carry (sorted; 2..255 of them)."""
-        classes = np.unique(np.asarray(classes))
-        if not 2 <= len(classes) <= MAX_CLASSES:
-            raise ValueError(f"{len(classes)} classes given, AXGB needs 2 to {MAX_CLASSES}")
-        self.classes_ = classes
-        self._reset_if_ready()
-        return self
-
-    @property
-    def n_features_(self) -> int:
-        return self.bins_.n_features
+    # Bins, classes, labels, quantization, learning rows and fitting as for the shrub ensemble (the device ships
+    # with the edges; the same checks and errors).
+    fit_bins, set_classes, n_features_ = ShrubEnsemble.fit_bins, ShrubEnsemble.set_classes, ShrubEnsemble.n_features_
+    _reset_if_ready, _check_ready = ShrubEnsemble._reset_if_ready, ShrubEnsemble._check_ready
+    encode_label, transform, learn_one = ShrubEnsemble.encode_label, ShrubEnsemble.transform, ShrubEnsemble.learn_one
+    partial_fit, fit = ShrubEnsemble.partial_fit, ShrubEnsemble.fit
 
     @property
     def n_outputs(self) -> int:
@@ -335,14 +307,10 @@ class AdaptiveXGBoost(Estimator, DeviceState):
         self.best_feature = NO_FEATURE
         self.best_gain = -1
 
-    def _check_ready(self):
-        if not hasattr(self, "window_bins"):
-            raise RuntimeError("call fit_bins(X_sample) and set_classes(classes) (or partial_fit) before learning")
-
     def saved_arrays(self) -> dict:
         """The whole learning state, as a model file stores it."""
         self._check_ready()
-        arrays, counters = self.device_state()
+        counters = self.device_state()[1]
         arrays = {name: getattr(self, name) for name in STATE_ARRAYS}
         arrays["adwin"] = adwin_record(self.adwin_).view(np.uint8)
         arrays["counters"] = np.array([counters[name] for name in COUNTERS], dtype=np.int64)
@@ -352,11 +320,11 @@ class AdaptiveXGBoost(Estimator, DeviceState):
         """Take a saved state (after ``bins_`` and ``classes_`` are set); refuses tables of the wrong layout."""
         self.reset()
         for name in STATE_ARRAYS:
-            expected = getattr(self, name)
-            if arrays[name].dtype != expected.dtype or arrays[name].shape != expected.shape:
-                raise ValueError(f"state {name!r} has dtype {arrays[name].dtype} and shape {arrays[name].shape}, "
-                                 f"this configuration needs {expected.dtype} {expected.shape}")
-            expected[...] = arrays[name]
+            region, saved = getattr(self, name), arrays[name]
+            if (saved.dtype, saved.shape) != (region.dtype, region.shape):
+                raise ValueError(f"state {name!r} has dtype {saved.dtype} and shape {saved.shape}, this "
+                                 f"configuration needs {region.dtype} {region.shape}")
+            region[...] = saved
         self.adwin_ = adwin_from_record(np.asarray(arrays["adwin"], dtype=np.uint8).view(ADWIN_DTYPE), self.delta)
         values = [int(v) for v in arrays["counters"]]
         if len(values) != len(COUNTERS):
@@ -376,45 +344,6 @@ class AdaptiveXGBoost(Estimator, DeviceState):
             setattr(self, name, value)
 
     # -- learning --------------------------------------------------------------------------------------------
-
-    def encode_label(self, label) -> int:
-        self._check_ready()
-        index = int(np.searchsorted(self.classes_, label))
-        if index >= len(self.classes_) or self.classes_[index] != label:
-            raise ValueError(f"label {label!r} is not one of the configured classes {self.classes_.tolist()}")
-        return index
-
-    def transform(self, X) -> np.ndarray:
-        """Bins of raw rows; NaN is refused unless ``allow_missing``."""
-        self._check_ready()
-        X = check_features(X, self.n_features_, self.input_dtype)
-        if not self.allow_missing and X.dtype.kind == "f" and np.isnan(X).any():
-            row, feature = np.argwhere(np.isnan(X))[0]
-            raise ValueError(f"feature {feature} of row {row} is NaN; pass allow_missing=True to learn from "
-                             "missing values")
-        return self.bins_.transform(X)
-
-    def learn_one(self, x, y) -> "AdaptiveXGBoost":
-        label = self.encode_label(y)
-        self.learn_bins(self.transform(np.asarray(x).reshape(1, -1))[0], label)
-        return self
-
-    def partial_fit(self, X, y, classes=None) -> "AdaptiveXGBoost":
-        """Learn rows in order; the first call fits the bins on X and takes ``classes`` (or y's labels)."""
-        X = check_features(X, dtype=self.input_dtype)
-        if not hasattr(self, "bins_"):
-            self.fit_bins(X)
-        if not hasattr(self, "classes_"):
-            self.set_classes(np.unique(y) if classes is None else classes)
-        labels = [self.encode_label(label) for label in np.asarray(y)]
-        for row, label in zip(self.transform(X), labels):
-            self.learn_bins(row, label)
-        return self
-
-    def fit(self, X, y, classes=None) -> "AdaptiveXGBoost":
-        for attribute in ("bins_", "classes_", "window_bins"):
-            self.__dict__.pop(attribute, None)
-        return self.partial_fit(X, y, classes)
 
     @property
     def _capacity(self) -> int:
@@ -673,45 +602,29 @@ class AdaptiveXGBoost(Estimator, DeviceState):
     def predict_proba_q15(self, X) -> np.ndarray:
         return self.predict_proba_bins(self.transform(X))
 
-    def predict_proba(self, X) -> np.ndarray:
-        return self.predict_proba_q15(X) / Q15_ONE
-
     def predict_encoded(self, X) -> np.ndarray:
         return self.predict_encoded_bins(self.transform(X))
 
-    def predict(self, X) -> np.ndarray:
-        return self.classes_[self.predict_encoded(X)]
-
-    def predict_proba_one(self, x) -> dict:
-        proba = self.predict_proba(np.asarray(x).reshape(1, -1))[0]
-        return dict(zip(self.classes_.tolist(), proba.tolist()))
-
-    def predict_one(self, x):
-        return self.predict(np.asarray(x).reshape(1, -1))[0]
+    predict_proba = ShrubEnsemble.predict_proba
+    predict = ShrubEnsemble.predict
+    predict_proba_one = ShrubEnsemble.predict_proba_one
+    predict_one = ShrubEnsemble.predict_one
 
 
 def axgb_context(learner: AdaptiveXGBoost, name: str, optimize: str = "speed") -> dict:
-    """A learning bundle keeps every bin edge (new members may split anywhere) and starts from the current state."""
-    from ..emit import c_array
-
+    """A learning bundle keeps every bin edge (new members may split anywhere) and starts from the current state
+    (the shrub ensemble's context, which reads only the learner's layout and state)."""
     if not hasattr(learner, "window_bins"):
         raise ValueError("the AXGB model has no bins or classes yet; call fit_bins() and set_classes() first")
-    edges, offsets = learner.bins_.flat_edges()
-    layout = learner.layout()
-    arrays, counters = learner.device_state()
-    return {"edges": edges, "offsets": offsets, "layout": layout,
-            "config_initializer": layout.config_initializer(name), "state_struct": layout.state_struct(name),
-            "state_initializer": layout.initializer(name, arrays, counters, c_array),
-            "state_binding": layout.binding(name), "state_bytes": layout.size()}
+    return shrubs_context(learner, name, optimize)
 
 
 def axgb_tables(learner: AdaptiveXGBoost, n_features: int, n_classes: int, pointer_bytes: int, packed: bool,
                 optimize: str = "speed"):
-    """Flash objects: every bin edge (the fitted ones, else max_bins - 1 per feature), offsets, config, pointers."""
-    fitted = hasattr(learner, "bins_")
-    n_edges = len(learner.bins_.flat_edges()[0]) if fitted else n_features * (learner.max_bins - 1)
-    return [("edges", max(n_edges, 1) * 4), ("offsets", 2 * (n_features + 1)), ("config", STATE.config_bytes(packed)),
-            ("model", (len(STATE.regions) + 2) * pointer_bytes)]
+    """Flash objects: the bin edges and offsets as for shrubs, this learner's config and pointer struct."""
+    sizes = dict(shrubs_tables(learner, n_features, n_classes, pointer_bytes, packed, optimize))
+    sizes |= {"config": STATE.config_bytes(packed), "model": (len(STATE.regions) + 2) * pointer_bytes}
+    return list(sizes.items())
 
 
 AXGB_LADDER = tuple({"window_max": w, "members": k, "max_depth": d} for w, k, d in (

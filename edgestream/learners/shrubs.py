@@ -206,7 +206,8 @@ class ShrubEnsemble(Estimator, DeviceState):
     def fit_bins(self, X_sample) -> "ShrubEnsemble":
         """Fix the quantization edges from a sample of the stream (the device ships with these edges)."""
         if self.input_dtype not in ("float32", "int32"):
-            raise ValueError(f"input_dtype={self.input_dtype!r}: shrubs quantize on the device from float32 or int32")
+            raise ValueError(f"input_dtype={self.input_dtype!r}: {type(self).__name__} quantizes on the device from "
+                             "float32 or int32")
         self.bins_ = BinMapper(self.max_bins, self.binning, self.input_dtype).fit(
             check_features(X_sample, dtype=self.input_dtype))
         self._reset_if_ready()
@@ -216,7 +217,7 @@ class ShrubEnsemble(Estimator, DeviceState):
         """Fix the class labels the stream may carry (sorted; 2..255 of them)."""
         classes = np.unique(np.asarray(classes))
         if not 2 <= len(classes) <= MAX_CLASSES:
-            raise ValueError(f"{len(classes)} classes given, a shrub ensemble needs 2 to {MAX_CLASSES}")
+            raise ValueError(f"{len(classes)} classes given, {type(self).__name__} needs 2 to {MAX_CLASSES}")
         self.classes_ = classes
         self._reset_if_ready()
         return self
