@@ -49,6 +49,11 @@ Decisions where the paper (or its scikit-multiflow code) leaves a choice, all fo
   arriving in a ring buffer of ``W_max + L - 1`` rows (``L`` the most calls a job of ``W_max`` samples can take;
   ``L <= W_min`` is required, so a job always ends before the next window is full). Both modes learn the same
   members; only when they join the ensemble differs.
+* **Memory.** The state (``STATE``) holds the ring of ``W_max + L - 1`` binned rows, ``K + 1`` tree slots, the
+  ``es_adwin`` struct (536 bytes, present even with drift detection off; AVR packs it to 534, the layout counts
+  536), the job's per-sample probabilities and order (``W_max`` each), one feature histogram of
+  ``max_bins + 1`` rows of (G, H) per output, and per-node sample ranges. The budget ladder sizes ``W_max``,
+  ``K`` and the depth, preferring depth to window size (depth 5 beats a window of 512 on the drifting streams).
 * **Node order and partition.** Node ``v``'s samples are ``order[start_v:stop_v]``; a split partitions them in
   place by the two-pointer rule (``i`` from the start, ``j`` from the end: a left sample advances ``i``, a right
   one is swapped with ``order[j - 1]`` and ``j`` moves down), one unit per sample; the left child is
@@ -627,9 +632,9 @@ def axgb_tables(learner: AdaptiveXGBoost, n_features: int, n_classes: int, point
     return list(sizes.items())
 
 
-AXGB_LADDER = tuple({"window_max": w, "members": k, "max_depth": d} for w, k, d in (
-    (1024, 30, 6), (1024, 20, 5), (512, 20, 5), (512, 10, 4), (256, 10, 4), (256, 8, 3), (128, 8, 3),
-    (128, 5, 3), (64, 5, 2), (32, 4, 2), (16, 2, 1)))
+AXGB_LADDER = tuple({"window_max": w, "members": k, "max_depth": d} for w, k, d in (  # depth before window
+    (1024, 30, 6), (512, 20, 6), (512, 16, 5), (256, 16, 5), (256, 12, 5), (256, 10, 5), (256, 8, 5), (256, 10, 4),
+    (256, 8, 4), (128, 8, 4), (128, 8, 3), (64, 5, 3), (32, 4, 2), (16, 2, 1)))
 
 SPEC = LearnerSpec(
     name="axgb", cls=AdaptiveXGBoost,
