@@ -71,6 +71,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 MAX_ROWS = 24     # ES_ADWIN_MAX_ROWS, the C arrays' compile-time size
 MAX_BUCKETS = 5   # ES_ADWIN_MAX_BUCKETS
 LN2_Q32 = 2977044472          # round(ln 2 * 2^32)
@@ -281,3 +283,44 @@ class ADWIN:
         if change:
             self.n_detections += 1
         return change
+
+
+# The C struct ``es_adwin`` (es_adwin.h, default array sizes) as a numpy record, so a learner can keep an ADWIN in
+# its device state: natural alignment, sizeof == 536.
+ADWIN_DTYPE = np.dtype([
+    ("ones", "<u4", (MAX_ROWS, MAX_BUCKETS)), ("width", "<u4"), ("total", "<u4"), ("n_detections", "<u4"),
+    ("log_term_q24", "<u4"), ("min_window_length", "<u4"), ("grace_period", "<u4"), ("clock", "<u2"),
+    ("tick", "<u2"), ("max_buckets", "u1"), ("max_rows", "u1"), ("fill", "u1", (MAX_ROWS,))], align=True)
+
+
+def adwin_record(adwin: ADWIN):
+    """The C ``es_adwin`` holding this detector's state: a numpy array of one ``ADWIN_DTYPE`` record."""
+    record = np.zeros(1, dtype=ADWIN_DTYPE)
+    r = record[0]
+    for row, ones in enumerate(adwin.rows):
+        r["ones"][row, : len(ones)] = ones
+        r["fill"][row] = len(ones)
+    for name in ("width", "total", "n_detections", "log_term_q24", "min_window_length", "grace_period", "clock",
+                 "tick", "max_buckets", "max_rows"):
+        r[name] = getattr(adwin, name)
+    return record
+
+
+def adwin_from_record(record, delta: float) -> ADWIN:
+    """The detector of a C ``es_adwin`` record (``delta`` must give the record's ``log_term_q24``)."""
+    r = record.reshape(-1)[0]
+    adwin = ADWIN(delta, int(r["max_buckets"]), int(r["max_rows"]), int(r["clock"]), int(r["min_window_length"]),
+                  int(r["grace_period"]))
+    if adwin.log_term_q24 != int(r["log_term_q24"]):
+        raise ValueError(f"ADWIN state has log_term_q24={int(r['log_term_q24'])}, delta={delta!r} gives "
+                         f"{adwin.log_term_q24}")
+    fill = r["fill"]
+    if (fill[: adwin.max_rows] > adwin.max_buckets).any() or fill[adwin.max_rows:].any():
+        raise ValueError("ADWIN state has more buckets in a row than allowed")
+    adwin.rows = [[int(v) for v in r["ones"][row, : fill[row]]] for row in range(adwin.max_rows)]
+    adwin.width, adwin.total = int(r["width"]), int(r["total"])
+    adwin.tick, adwin.n_detections = int(r["tick"]), int(r["n_detections"])
+    if adwin.width != sum(len(row) << k for k, row in enumerate(adwin.rows)) or \
+            adwin.total != sum(map(sum, adwin.rows)) or adwin.tick >= adwin.clock:
+        raise ValueError("inconsistent ADWIN state")
+    return adwin

@@ -190,11 +190,18 @@ def plan(learner: str, board, n_features: int, n_classes: int, ram: int | None =
     fixed = {key: value for key, value in params.items() if value is not None}
     spec.make(**fixed)  # unknown parameters and bad values are named here
     rungs = [rung | fixed for rung in spec.ladder] or [fixed]
-    budget = None
+    budget = refused = None
     for config in dict.fromkeys(json.dumps(rung, sort_keys=True) for rung in rungs):
-        budget = estimate(spec, board, spec.make(**json.loads(config)), n_features, n_classes, ram, flash, optimize)
+        try:  # a rung that the fixed parameters make invalid (e.g. a window below a fixed minimum) is skipped
+            budget = estimate(spec, board, spec.make(**json.loads(config)), n_features, n_classes, ram, flash,
+                              optimize)
+        except ValueError as error:
+            refused = error
+            continue
         if budget.fits:
             return budget
+    if budget is None:
+        raise refused
     raise ValueError(f"no {learner} configuration for {n_features} features and {n_classes} classes fits "
                      f"{ram:,} bytes of RAM and {f'{flash:,} bytes' if flash else 'unlimited'} of flash on "
                      f"{board.name}; the smallest needs {budget.ram_bytes:,} bytes of RAM and {budget.flash_bytes:,} "

@@ -23,17 +23,23 @@ from typing import Callable
 
 import numpy as np
 
+from .adwin import ADWIN_DTYPE
 from .tree import NODE_DTYPE
 
 # C type -> (size, alignment, numpy dtype) on the targets (ARM, x86; AVR packs everything to alignment 1)
 C_TYPES = {
     "uint8_t": (1, 1, np.dtype(np.uint8)),
+    "int16_t": (2, 2, np.dtype("<i2")),
     "uint16_t": (2, 2, np.dtype("<u2")),
     "int32_t": (4, 4, np.dtype("<i4")),
     "uint32_t": (4, 4, np.dtype("<u4")),
+    "int64_t": (8, 8, np.dtype("<i8")),
     "float": (4, 4, np.dtype("<f4")),
     "es_node": (4, 2, NODE_DTYPE),
+    "es_adwin": (ADWIN_DTYPE.itemsize, ADWIN_DTYPE.alignment, ADWIN_DTYPE),
 }
+# The runtime header that declares a struct type used in a state (the generated header includes it).
+TYPE_HEADERS = {"es_node": "es_tree.h", "es_adwin": "es_adwin.h"}
 
 
 @dataclass(frozen=True)
@@ -130,11 +136,12 @@ class StateSpec:
     def header(self) -> str:
         """``csrc/<prefix>_state.h``: the runtime's view of the state (generated, never edited by hand)."""
         guard = f"{self.prefix.upper()}_STATE_H"
-        uses_nodes = any(item.c_type == "es_node" for item in self.config + self.counters + self.regions)
-        include = "es_tree.h" if uses_nodes else "es_common.h"
+        used = {item.c_type for item in self.config + self.counters + self.regions}
+        includes = [header for c_type, header in TYPE_HEADERS.items() if c_type in used] or ["es_common.h"]
+        include = "".join(f'#include "{header}"\n' for header in includes)
         return (f"/* {self.title}: the device state's C types. Generated from edgestream's state description "
                 f"(edgestream.state);\n * regenerate with `python scripts/generate_headers.py`, never edit by hand. */\n"
-                f"#ifndef {guard}\n#define {guard}\n\n#include \"{include}\"\n\n{self.declarations()}\n#endif\n")
+                f"#ifndef {guard}\n#define {guard}\n\n{include}\n{self.declarations()}\n#endif\n")
 
 
 @dataclass
@@ -196,6 +203,8 @@ class StateLayout:
                 continue
             if region.c_type == "es_node":
                 body = ",\n        ".join(f"{{ {n['feature']}, {n['threshold']}, {n['child']} }}" for n in values)
+            elif values.dtype.names:
+                body = ",\n        ".join(c_record(record) for record in values)
             elif region.c_type == "float":
                 body = emit_array(values, "float32").replace("\n    ", "\n        ")
             else:
@@ -231,6 +240,16 @@ def c_scalar(value, c_type: str) -> str:
             raise ValueError(f"config value {value!r} is not finite")
         return float(value).hex() + "f"
     return f"{int(value)}{'u' if c_type.startswith('uint') else ''}"
+
+
+def c_record(value) -> str:
+    """A C initializer of a numpy record or (nested) integer array: braces per struct and array level."""
+    if isinstance(value, np.void) and value.dtype.names:
+        return "{ " + ", ".join(c_record(value[name]) for name in value.dtype.names) + " }"
+    array = np.asarray(value)
+    if array.ndim:
+        return "{ " + ", ".join(c_record(item) for item in array) + " }"
+    return str(int(array))
 
 
 def struct_size(regions, packed: bool = False) -> int:

@@ -9,11 +9,13 @@
 | bls       | OnlineBLSClassifier     | keeps learning (factor)                               | es_f32, es_fixed, es_bls              |
 | hoeffding | HoeffdingTreeClassifier | keeps learning (node pool)                            | es_f32, es_fixed, es_hoeffding        |
 | irf       | IncrementalRandomForest | keeps learning (node pools)                           | es_f32, es_fixed, es_hoeffding        |
+| axgb      | AdaptiveXGBoost         | keeps learning (tumbling windows, ADWIN)              | es_binning, es_tree, es_fixed, es_adwin, es_axgb |
 """
 
 from __future__ import annotations
 
-from . import bls, forest, gbdt, hoeffding, shrubs, tree
+from . import axgb, bls, forest, gbdt, hoeffding, shrubs, tree
+from .axgb import AdaptiveXGBoost
 from .base import LearnerSpec, Option, is_fitted, model_input
 from .bls import OnlineBLSClassifier
 from .forest import ForestClassifier
@@ -23,7 +25,7 @@ from .shrubs import ShrubEnsemble
 from .tree import BinnedClassifier, TreeClassifier
 
 REGISTRY: dict[str, LearnerSpec] = {spec.name: spec for spec in (
-    tree.SPEC, forest.SPEC, gbdt.SPEC, shrubs.SPEC, bls.SPEC, hoeffding.SPEC, hoeffding.IRF_SPEC)}
+    tree.SPEC, forest.SPEC, gbdt.SPEC, shrubs.SPEC, bls.SPEC, hoeffding.SPEC, hoeffding.IRF_SPEC, axgb.SPEC)}
 
 
 def get(name: str) -> LearnerSpec:
@@ -54,6 +56,6 @@ def names_of_classes() -> str:
     return ", ".join(spec.cls.__name__ for spec in REGISTRY.values())
 
 
-__all__ = ["REGISTRY", "BinnedClassifier", "ForestClassifier", "HoeffdingTreeClassifier",
+__all__ = ["REGISTRY", "AdaptiveXGBoost", "BinnedClassifier", "ForestClassifier", "HoeffdingTreeClassifier",
            "IncrementalRandomForest", "LearnerSpec", "OnlineBLSClassifier", "OnlineGBDTClassifier", "Option",
            "ShrubEnsemble", "TreeClassifier", "by_class_name", "get", "is_fitted", "model_input", "of_model"]

@@ -13,7 +13,9 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..binning import BinMapper
 from ..state import StateSpec
+from ..tree import MAX_CLASSES, Q15_ONE, check_features
 
 
 @dataclass(frozen=True)
@@ -198,6 +200,103 @@ def state_tables(spec: StateSpec) -> Callable:
         return [("config", spec.config_bytes(packed)), ("model", (len(spec.regions) + 2) * pointer_bytes)]
 
     return tables
+
+
+class BinnedOnlineLearner:
+    """Base of the online learners that quantize on the device: bin edges fixed from a sample of the stream
+    (:meth:`fit_bins`, the device ships with them), classes fixed up front (:meth:`set_classes`), then
+    ``learn_bins(bins, label)`` per row. A subclass has ``max_bins``, ``binning``, ``input_dtype`` and
+    ``allow_missing``, keeps a ``window_bins`` region and implements ``reset`` and ``learn_bins``."""
+
+    def fit_bins(self, X_sample) -> "BinnedOnlineLearner":
+        """Fix the quantization edges from a sample of the stream (the device ships with these edges)."""
+        if self.input_dtype not in ("float32", "int32"):
+            raise ValueError(f"input_dtype={self.input_dtype!r}: {type(self).__name__} quantizes on the device from "
+                             "float32 or int32")
+        self.bins_ = BinMapper(self.max_bins, self.binning, self.input_dtype).fit(
+            check_features(X_sample, dtype=self.input_dtype))
+        self._reset_if_ready()
+        return self
+
+    def set_classes(self, classes) -> "BinnedOnlineLearner":
+        """Fix the class labels the stream may carry (sorted; 2..255 of them)."""
+        classes = np.unique(np.asarray(classes))
+        if not 2 <= len(classes) <= MAX_CLASSES:
+            raise ValueError(f"{len(classes)} classes given, {type(self).__name__} needs 2 to {MAX_CLASSES}")
+        self.classes_ = classes
+        self._reset_if_ready()
+        return self
+
+    @property
+    def n_features_(self) -> int:
+        return self.bins_.n_features
+
+    def _reset_if_ready(self):
+        if hasattr(self, "bins_") and hasattr(self, "classes_"):
+            self.reset()
+
+    def _check_ready(self):
+        if "window_bins" not in self.__dict__:
+            raise RuntimeError("call fit_bins(X_sample) and set_classes(classes) (or partial_fit) before learning")
+
+    def encode_label(self, label) -> int:
+        self._check_ready()
+        index = int(np.searchsorted(self.classes_, label))
+        if index >= len(self.classes_) or self.classes_[index] != label:
+            raise ValueError(f"label {label!r} is not one of the configured classes {self.classes_.tolist()}")
+        return index
+
+    def transform(self, X) -> np.ndarray:
+        """Bins of raw rows; NaN is refused unless ``allow_missing``."""
+        self._check_ready()
+        X = check_features(X, self.n_features_, self.input_dtype)
+        if not self.allow_missing and X.dtype.kind == "f" and np.isnan(X).any():
+            row, feature = np.argwhere(np.isnan(X))[0]
+            raise ValueError(f"feature {feature} of row {row} is NaN; pass allow_missing=True to learn from "
+                             "missing values")
+        return self.bins_.transform(X)
+
+    def partial_fit(self, X, y, classes=None) -> "BinnedOnlineLearner":
+        """Learn rows in order; the first call fits the bins on X and takes ``classes`` (or y's labels)."""
+        X = check_features(X, dtype=self.input_dtype)
+        if not hasattr(self, "bins_"):
+            self.fit_bins(X)
+        if not hasattr(self, "classes_"):
+            self.set_classes(np.unique(y) if classes is None else classes)
+        labels = [self.encode_label(label) for label in np.asarray(y)]
+        for row, label in zip(self.transform(X), labels):
+            self.learn_bins(row, label)
+        return self
+
+    def fit(self, X, y, classes=None) -> "BinnedOnlineLearner":
+        for attribute in ("bins_", "classes_", "window_bins"):
+            self.__dict__.pop(attribute, None)
+        return self.partial_fit(X, y, classes)
+
+    def learn_one(self, x, y) -> "BinnedOnlineLearner":
+        label = self.encode_label(y)
+        self.learn_bins(self.transform(np.asarray(x).reshape(1, -1))[0], label)
+        return self
+
+    def predict_proba_q15(self, X) -> np.ndarray:
+        """Q15 probabilities of raw rows, as the device computes them."""
+        return self.predict_proba_bins(self.transform(X))
+
+    def predict_proba(self, X) -> np.ndarray:
+        return self.predict_proba_q15(X) / Q15_ONE
+
+    def predict_encoded(self, X) -> np.ndarray:
+        return np.argmax(self.predict_proba_q15(X), axis=1).astype(np.uint8)
+
+    def predict(self, X) -> np.ndarray:
+        return self.classes_[self.predict_encoded(X)]
+
+    def predict_proba_one(self, x) -> dict:
+        proba = self.predict_proba(np.asarray(x).reshape(1, -1))[0]
+        return dict(zip(self.classes_.tolist(), proba.tolist()))
+
+    def predict_one(self, x):
+        return self.predict(np.asarray(x).reshape(1, -1))[0]
 
 
 @dataclass(frozen=True)

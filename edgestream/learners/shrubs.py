@@ -71,11 +71,10 @@ from collections.abc import Hashable
 import numpy as np
 
 from .. import _kernels
-from ..binning import BinMapper
 from ..state import Field, RegionSpec, StateSpec
-from ..tree import CRITERIA, MAX_CLASSES, Q15_ONE, TreeEnsemble, check_features
-from .base import (TREE_OPTIONS, DeviceState, Estimator, LearnerSpec, Option, check_integer, restore_regions,
-                   step_size)
+from ..tree import CRITERIA, Q15_ONE, TreeEnsemble
+from .base import (TREE_OPTIONS, BinnedOnlineLearner, DeviceState, Estimator, LearnerSpec, Option, check_integer,
+                   restore_regions, step_size)
 
 STATE_ARRAYS = ("window_bins", "window_labels", "nodes", "leaf_values", "roots", "weights")
 MAX_WINDOW = 4096
@@ -156,7 +155,7 @@ def simplex_q15(u: list[int]) -> list[int]:
     return projected
 
 
-class ShrubEnsemble(Estimator, DeviceState):
+class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
     """Online ensemble of small trees trained on a sliding window, learning in fixed memory.
 
     Parameters
@@ -247,32 +246,6 @@ class ShrubEnsemble(Estimator, DeviceState):
 
     # -- setup -----------------------------------------------------------------------------------------------
 
-    def fit_bins(self, X_sample) -> "ShrubEnsemble":
-        """Fix the quantization edges from a sample of the stream (the device ships with these edges)."""
-        if self.input_dtype not in ("float32", "int32"):
-            raise ValueError(f"input_dtype={self.input_dtype!r}: shrubs quantize on the device from float32 or int32")
-        self.bins_ = BinMapper(self.max_bins, self.binning, self.input_dtype).fit(
-            check_features(X_sample, dtype=self.input_dtype))
-        self._reset_if_ready()
-        return self
-
-    def set_classes(self, classes) -> "ShrubEnsemble":
-        """Fix the class labels the stream may carry (sorted; 2..255 of them)."""
-        classes = np.unique(np.asarray(classes))
-        if not 2 <= len(classes) <= MAX_CLASSES:
-            raise ValueError(f"{len(classes)} classes given, a shrub ensemble needs 2 to {MAX_CLASSES}")
-        self.classes_ = classes
-        self._reset_if_ready()
-        return self
-
-    @property
-    def n_features_(self) -> int:
-        return self.bins_.n_features
-
-    def _reset_if_ready(self):
-        if hasattr(self, "bins_") and hasattr(self, "classes_"):
-            self.reset()
-
     def reset(self) -> None:
         """Empty window and ensemble; the bins and classes stay."""
         d, c = self.n_features_, len(self.classes_)
@@ -313,10 +286,6 @@ class ShrubEnsemble(Estimator, DeviceState):
             if self._fast_edges is not None:
                 self._kernel.set_edges(*self._fast_edges, self._row_bins, self.allow_missing)
 
-    def _check_ready(self):
-        if "window_bins" not in self.__dict__:
-            raise RuntimeError("call fit_bins(X_sample) and set_classes(classes) (or partial_fit) before learning")
-
     def saved_arrays(self) -> dict:
         """The whole learning state, as a model file stores it."""
         self._check_ready()
@@ -345,23 +314,6 @@ class ShrubEnsemble(Estimator, DeviceState):
 
     # -- learning --------------------------------------------------------------------------------------------
 
-    def encode_label(self, label) -> int:
-        self._check_ready()
-        index = int(np.searchsorted(self.classes_, label))
-        if index >= len(self.classes_) or self.classes_[index] != label:
-            raise ValueError(f"label {label!r} is not one of the configured classes {self.classes_.tolist()}")
-        return index
-
-    def transform(self, X) -> np.ndarray:
-        """Bins of raw rows; NaN is refused unless ``allow_missing``."""
-        self._check_ready()
-        X = check_features(X, self.n_features_, self.input_dtype)
-        if not self.allow_missing and X.dtype.kind == "f" and np.isnan(X).any():
-            row, feature = np.argwhere(np.isnan(X))[0]
-            raise ValueError(f"feature {feature} of row {row} is NaN; pass allow_missing=True to learn from "
-                             "missing values")
-        return self.bins_.transform(X)
-
     def _bins_one(self, x) -> np.ndarray:
         """Bins of one raw row: a compiled fast path for float rows, else :meth:`transform`."""
         fast = getattr(self, "_fast_edges", None)
@@ -383,23 +335,6 @@ class ShrubEnsemble(Estimator, DeviceState):
             self._kernel.learn(self._bins_one(x), label)  # (a refused NaN raises in transform)
         return self
 
-    def partial_fit(self, X, y, classes=None) -> "ShrubEnsemble":
-        """Learn rows in order; the first call fits the bins on X and takes ``classes`` (or y's labels)."""
-        X = check_features(X, dtype=self.input_dtype)
-        if not hasattr(self, "bins_"):
-            self.fit_bins(X)
-        if not hasattr(self, "classes_"):
-            self.set_classes(np.unique(y) if classes is None else classes)
-        labels = [self.encode_label(label) for label in np.asarray(y)]
-        for row, label in zip(self.transform(X), labels):
-            self.learn_bins(row, label)
-        return self
-
-    def fit(self, X, y, classes=None) -> "ShrubEnsemble":
-        for attribute in ("bins_", "classes_", "window_bins"):
-            self.__dict__.pop(attribute, None)
-        return self.partial_fit(X, y, classes)
-
     def learn_bins(self, bins: np.ndarray, label: int) -> None:
         """One learning step on an already binned sample with an encoded label."""
         if not 0 <= label < len(self.classes_):
@@ -415,22 +350,6 @@ class ShrubEnsemble(Estimator, DeviceState):
         if len(bins):
             self._kernel.predict_many(bins, proba)
         return proba
-
-    def predict_proba_q15(self, X) -> np.ndarray:
-        return self.predict_proba_bins(self.transform(X))
-
-    def predict_proba(self, X) -> np.ndarray:
-        return self.predict_proba_q15(X) / Q15_ONE
-
-    def predict_encoded(self, X) -> np.ndarray:
-        return np.argmax(self.predict_proba_q15(X), axis=1).astype(np.uint8)
-
-    def predict(self, X) -> np.ndarray:
-        return self.classes_[self.predict_encoded(X)]
-
-    def predict_proba_one(self, x) -> dict:
-        proba = self.predict_proba(np.asarray(x).reshape(1, -1))[0]
-        return dict(zip(self.classes_.tolist(), proba.tolist()))
 
     def predict_one(self, x):
         self._check_ready()

@@ -1,0 +1,459 @@
+#include "es_axgb.h"
+
+#define ES_AXGB_IDLE 0u
+#define ES_AXGB_GRAD 1u
+#define ES_AXGB_HIST 2u
+#define ES_AXGB_SCAN 3u
+#define ES_AXGB_NODE 4u
+#define ES_AXGB_PART 5u
+#define ES_AXGB_PUSH 0u
+#define ES_AXGB_NO_FEATURE 255u
+
+static uint16_t es_axgb_nodes_per_tree(const es_axgb_config *config)
+{
+    return (uint16_t)((2u << config->max_depth) - 1u);
+}
+
+static uint16_t es_axgb_leaves_per_tree(const es_axgb_config *config)
+{
+    return (uint16_t)(1u << config->max_depth);
+}
+
+static uint32_t es_axgb_row(const es_axgb *model, uint32_t i)
+{
+    return ((uint32_t)model->counters->head + i) % model->config->capacity;
+}
+
+/* Score sums of the first n_members members into model->scores. */
+static void es_axgb_sums(const es_axgb *model, const uint8_t *bins, uint16_t n_members)
+{
+    const uint8_t out = model->config->n_outputs;
+    uint16_t m;
+    uint8_t k;
+    for (k = 0; k < out; k++) {
+        model->scores[k] = 0;
+    }
+    for (m = 0; m < n_members; m++) {
+        const uint16_t leaf = es_tree_leaf(model->nodes, model->roots[m], bins);
+        const int16_t *values = &model->leaf_values[(uint32_t)leaf * out];
+        for (k = 0; k < out; k++) {
+            model->scores[k] += values[k];
+        }
+    }
+}
+
+static int64_t es_axgb_take(int64_t budget, int64_t remaining)
+{
+    return budget < 0 ? remaining : (budget < remaining ? budget : remaining);
+}
+
+static uint8_t es_axgb_splittable(const es_axgb *model)
+{
+    const uint16_t v = model->counters->node;
+    return (uint8_t)(model->node_depth[v] < model->config->max_depth &&
+                     model->node_stop[v] - model->node_start[v] >= 2 ? 1u : 0u);
+}
+
+static void es_axgb_begin_node(const es_axgb *model)
+{
+    es_axgb_counters *c = model->counters;
+    uint8_t k;
+    for (k = 0; k < model->config->n_outputs; k++) {
+        model->node_g[k] = 0;
+        model->node_h[k] = 0;
+    }
+    c->best_gain = 2 * (int64_t)model->config->gamma_q15;
+    c->best_feature = ES_AXGB_NO_FEATURE;
+    c->best_bin = 0;
+    c->feature = es_axgb_splittable(model) ? 0u : model->config->n_features;
+    c->phase = ES_AXGB_HIST;
+    c->pos = model->node_start[c->node];
+}
+
+static void es_axgb_start_job(const es_axgb *model)
+{
+    const es_axgb_config *config = model->config;
+    es_axgb_counters *c = model->counters;
+    const uint16_t per_tree = es_axgb_nodes_per_tree(config);
+    uint16_t slot;
+    c->job_window = c->window;
+    c->window = (uint16_t)(2u * c->window < config->window_max ? 2u * c->window : config->window_max);
+    for (slot = 0; slot < config->members; slot++) { /* lowest slot no member uses; slot K is free otherwise */
+        uint16_t i;
+        uint8_t used = 0;
+        for (i = 0; i < c->n_members; i++) {
+            used = (uint8_t)(used | (model->roots[i] / per_tree == slot ? 1u : 0u));
+        }
+        if (!used) {
+            break;
+        }
+    }
+    c->job_slot = slot;
+    if (config->strategy == ES_AXGB_PUSH) {
+        c->job_target = c->n_members;
+    } else {
+        c->job_target = c->replace_index;
+        c->replace_index = (uint16_t)((c->replace_index + 1u) % config->members);
+    }
+    c->phase = ES_AXGB_GRAD;
+    c->pos = 0;
+}
+
+static int64_t es_axgb_grad(const es_axgb *model, int64_t budget, uint32_t *work)
+{
+    const es_axgb_config *config = model->config;
+    es_axgb_counters *c = model->counters;
+    const uint8_t out = config->n_outputs;
+    const int64_t cost = 1 + (int64_t)c->job_target; /* a sample walks job_target members */
+    const int64_t remaining = (int64_t)c->job_window - c->pos;
+    const int64_t n = budget < 0 ? remaining : (remaining < (budget + cost - 1) / cost ? remaining
+                                                                                       : (budget + cost - 1) / cost);
+    int64_t done;
+    for (done = 0; done < n; done++) {
+        const uint16_t i = (uint16_t)(c->pos + done);
+        es_axgb_sums(model, &model->window_bins[es_axgb_row(model, i) * config->n_features], c->job_target);
+        if (out == 1u) {
+            model->proba[i] = es_sigmoid_q15(model->scores[0]);
+        } else {
+            (void)es_softmax_q15(model->scores, out, work, &model->proba[(uint32_t)i * out]);
+        }
+        model->order[i] = i;
+    }
+    c->pos = (uint16_t)(c->pos + n);
+    if (c->pos == c->job_window) {
+        model->node_start[0] = 0;
+        model->node_stop[0] = c->job_window;
+        model->node_depth[0] = 0;
+        c->node = 0;
+        c->n_nodes = 1;
+        c->n_leaves = 0;
+        es_axgb_begin_node(model);
+    }
+    return budget < 0 ? budget : (budget - n * cost > 0 ? budget - n * cost : 0);
+}
+
+static int64_t es_axgb_hist(const es_axgb *model, int64_t budget)
+{
+    const es_axgb_config *config = model->config;
+    es_axgb_counters *c = model->counters;
+    const uint8_t out = config->n_outputs;
+    const uint16_t stop = model->node_stop[c->node];
+    const int64_t n = es_axgb_take(budget, (int64_t)stop - c->pos);
+    const uint8_t totals = (uint8_t)(c->feature == 0u || c->feature == config->n_features);
+    const uint8_t histogram = (uint8_t)(c->feature < config->n_features);
+    int64_t done;
+    for (done = 0; done < n; done++) {
+        const uint16_t s = model->order[c->pos + done];
+        const uint32_t row = es_axgb_row(model, s);
+        const uint8_t label = model->window_labels[row];
+        uint32_t b = 0;
+        uint8_t k;
+        if (histogram) {
+            b = model->window_bins[row * config->n_features + c->feature];
+            b = b < (uint32_t)(config->hist_bins - 1u) ? b : (uint32_t)(config->hist_bins - 1u);
+        }
+        for (k = 0; k < out; k++) {
+            const int32_t p = model->proba[(uint32_t)s * out + k];
+            const uint8_t target = (uint8_t)(out == 1u ? label == 1u : label == k);
+            const int32_t g = p - (target ? (int32_t)ES_Q15_ONE : 0);
+            const int32_t h = (int32_t)(((uint32_t)p * (ES_Q15_ONE - (uint32_t)p)) >> (out == 1u ? 15 : 14));
+            if (totals) {
+                model->node_g[k] += g;
+                model->node_h[k] += h;
+            }
+            if (histogram) {
+                model->hist_g[b * out + k] += g;
+                model->hist_h[b * out + k] += h;
+            }
+        }
+    }
+    c->pos = (uint16_t)(c->pos + n);
+    if (c->pos == stop) {
+        if (c->feature == config->n_features) {
+            c->phase = ES_AXGB_NODE;
+        } else {
+            uint8_t k;
+            c->phase = ES_AXGB_SCAN;
+            c->pos = 0;
+            for (k = 0; k < out; k++) {
+                model->left_g[k] = 0;
+                model->left_h[k] = 0;
+            }
+        }
+    }
+    return budget - n;
+}
+
+static int64_t es_axgb_score(int64_t g, int64_t h, uint32_t lambda)
+{
+    return (int64_t)((uint64_t)(g * g) / (uint64_t)(h + (int64_t)lambda));
+}
+
+static int64_t es_axgb_scan(const es_axgb *model, int64_t budget)
+{
+    const es_axgb_config *config = model->config;
+    es_axgb_counters *c = model->counters;
+    const uint8_t out = config->n_outputs;
+    const uint16_t max_bins = (uint16_t)(config->hist_bins - 1u);
+    int64_t parent = 0;
+    int64_t node_h = 0;
+    uint8_t k;
+    for (k = 0; k < out; k++) {
+        parent += es_axgb_score(model->node_g[k], model->node_h[k], config->lambda_q15);
+        node_h += model->node_h[k];
+    }
+    while (budget != 0 && c->pos < config->hist_bins) {
+        const uint32_t b = c->pos;
+        int64_t hl = 0;
+        for (k = 0; k < out; k++) {
+            model->left_g[k] += model->hist_g[b * out + k];
+            model->left_h[k] += model->hist_h[b * out + k];
+            model->hist_g[b * out + k] = 0;
+            model->hist_h[b * out + k] = 0;
+            hl += model->left_h[k];
+        }
+        if (b + 2u <= max_bins && hl >= (int64_t)config->min_child_q15 &&
+            node_h - hl >= (int64_t)config->min_child_q15) {
+            int64_t gain = 0;
+            for (k = 0; k < out; k++) {
+                const int64_t gl = model->left_g[k];
+                const int64_t hk = model->left_h[k];
+                gain += es_axgb_score(gl, hk, config->lambda_q15) +
+                        es_axgb_score(model->node_g[k] - gl, model->node_h[k] - hk, config->lambda_q15);
+            }
+            gain -= parent;
+            if (gain > c->best_gain) {
+                c->best_gain = gain;
+                c->best_feature = c->feature;
+                c->best_bin = (uint8_t)b;
+            }
+        }
+        c->pos++;
+        budget--;
+    }
+    if (c->pos == config->hist_bins) {
+        c->feature++;
+        if (c->feature < config->n_features) {
+            c->phase = ES_AXGB_HIST;
+            c->pos = model->node_start[c->node];
+        } else {
+            c->phase = ES_AXGB_NODE;
+        }
+    }
+    return budget;
+}
+
+static void es_axgb_install(const es_axgb *model)
+{
+    const es_axgb_config *config = model->config;
+    es_axgb_counters *c = model->counters;
+    const uint16_t root = (uint16_t)(c->job_slot * es_axgb_nodes_per_tree(config));
+    if (config->strategy == ES_AXGB_PUSH) {
+        if (c->n_members == config->members) {
+            uint16_t i;
+            for (i = 0; i + 1u < config->members; i++) {
+                model->roots[i] = model->roots[i + 1u];
+            }
+            c->n_members--;
+        }
+        model->roots[c->n_members] = root;
+        c->n_members++;
+    } else {
+        model->roots[c->job_target] = root;
+        if (c->job_target + 1u > c->n_members) {
+            c->n_members = (uint16_t)(c->job_target + 1u);
+        }
+    }
+    c->head = (uint16_t)(((uint32_t)c->head + c->job_window) % config->capacity);
+    c->count = (uint16_t)(c->count - c->job_window);
+    c->phase = ES_AXGB_IDLE;
+    c->pos = 0;
+    c->pos_end = 0;
+    c->node = 0;
+    c->n_nodes = 0;
+    c->n_leaves = 0;
+    c->feature = 0;
+    c->job_window = 0;
+    c->job_slot = 0;
+    c->job_target = 0;
+    c->best_gain = -1;
+    c->best_feature = ES_AXGB_NO_FEATURE;
+    c->best_bin = 0;
+}
+
+static void es_axgb_next_node(const es_axgb *model)
+{
+    es_axgb_counters *c = model->counters;
+    c->node++;
+    if (c->node < c->n_nodes) {
+        es_axgb_begin_node(model);
+    } else {
+        es_axgb_install(model);
+    }
+}
+
+static void es_axgb_node(const es_axgb *model)
+{
+    const es_axgb_config *config = model->config;
+    es_axgb_counters *c = model->counters;
+    const uint16_t base_node = (uint16_t)(c->job_slot * es_axgb_nodes_per_tree(config));
+    const uint16_t v = c->node;
+    es_node *node = &model->nodes[base_node + v];
+    uint16_t leaf;
+    uint8_t k;
+    if (c->best_feature != ES_AXGB_NO_FEATURE) {
+        const uint16_t child = c->n_nodes;
+        node->feature = c->best_feature;
+        node->threshold = c->best_bin;
+        node->child = (uint16_t)(base_node + child);
+        model->node_depth[child] = (uint8_t)(model->node_depth[v] + 1u);
+        model->node_depth[child + 1u] = (uint8_t)(model->node_depth[v] + 1u);
+        c->n_nodes = (uint16_t)(c->n_nodes + 2u);
+        c->phase = ES_AXGB_PART;
+        c->pos = model->node_start[v];
+        c->pos_end = model->node_stop[v];
+        return;
+    }
+    leaf = (uint16_t)(c->job_slot * es_axgb_leaves_per_tree(config) + c->n_leaves);
+    for (k = 0; k < config->n_outputs; k++) {
+        const int64_t num = -(int64_t)model->node_g[k] * (int64_t)config->eta_q16;
+        const int64_t den = ((int64_t)model->node_h[k] + (int64_t)config->lambda_q15) * 64;
+        int64_t w = num / den; /* C99 division truncates toward zero */
+        w = w > 32767 ? 32767 : (w < -32768 ? -32768 : w);
+        model->leaf_values[(uint32_t)leaf * config->n_outputs + k] = (int16_t)w;
+    }
+    node->feature = ES_LEAF;
+    node->threshold = 0;
+    node->child = leaf;
+    c->n_leaves++;
+    es_axgb_next_node(model);
+}
+
+static int64_t es_axgb_partition(const es_axgb *model, int64_t budget)
+{
+    const es_axgb_config *config = model->config;
+    es_axgb_counters *c = model->counters;
+    const uint16_t base_node = (uint16_t)(c->job_slot * es_axgb_nodes_per_tree(config));
+    const uint16_t v = c->node;
+    const es_node *node = &model->nodes[base_node + v];
+    uint16_t i = c->pos;
+    uint16_t j = c->pos_end;
+    while (budget != 0 && i < j) {
+        if (model->window_bins[es_axgb_row(model, model->order[i]) * config->n_features + node->feature] <=
+            node->threshold) {
+            i++;
+        } else {
+            uint16_t swap;
+            j--;
+            swap = model->order[i];
+            model->order[i] = model->order[j];
+            model->order[j] = swap;
+        }
+        budget--;
+    }
+    c->pos = i;
+    c->pos_end = j;
+    if (i == j) {
+        const uint16_t child = (uint16_t)(node->child - base_node);
+        model->node_start[child] = model->node_start[v];
+        model->node_stop[child] = i;
+        model->node_start[child + 1u] = i;
+        model->node_stop[child + 1u] = model->node_stop[v];
+        es_axgb_next_node(model);
+    }
+    return budget;
+}
+
+/* Up to budget units of the training job (budget < 0: until it is done and no new job can start). */
+static void es_axgb_work(const es_axgb *model, int64_t budget, uint32_t *work)
+{
+    es_axgb_counters *c = model->counters;
+    while (budget != 0) {
+        if (c->phase == ES_AXGB_IDLE) {
+            if (c->count < c->window) {
+                return;
+            }
+            es_axgb_start_job(model);
+        }
+        switch (c->phase) {
+        case ES_AXGB_GRAD:
+            budget = es_axgb_grad(model, budget, work);
+            break;
+        case ES_AXGB_HIST:
+            budget = es_axgb_hist(model, budget);
+            break;
+        case ES_AXGB_SCAN:
+            budget = es_axgb_scan(model, budget);
+            break;
+        case ES_AXGB_NODE:
+            es_axgb_node(model);
+            budget--;
+            break;
+        default:
+            budget = es_axgb_partition(model, budget);
+            break;
+        }
+    }
+}
+
+es_status es_axgb_learn(const es_axgb *model, const uint8_t *bins, uint8_t label)
+{
+    const es_axgb_config *config;
+    es_axgb_counters *c;
+    uint32_t row;
+    uint8_t j;
+    if (model == 0 || bins == 0 || model->config == 0 || model->counters == 0) {
+        return ES_ERR_NULL;
+    }
+    config = model->config;
+    c = model->counters;
+    if (label >= config->n_classes) {
+        return ES_ERR_LABEL;
+    }
+    if (c->count >= config->capacity) {
+        return ES_ERR_FULL;
+    }
+    if (config->drift) {
+        uint8_t predicted;
+        uint8_t change = 0;
+        es_axgb_sums(model, bins, c->n_members);
+        predicted = es_additive_argmax(model->scores, config->n_outputs);
+        if (es_adwin_update(model->adwin, (uint8_t)(predicted != label ? 1u : 0u), &change) != ES_OK) {
+            return ES_ERR_MODEL;
+        }
+        if (change) {
+            c->window = config->window_min;
+            if (config->strategy != ES_AXGB_PUSH) {
+                c->replace_index = 0;
+            }
+            c->count = c->phase != ES_AXGB_IDLE ? c->job_window : 0u;
+        }
+    }
+    row = es_axgb_row(model, c->count);
+    for (j = 0; j < config->n_features; j++) {
+        model->window_bins[row * config->n_features + j] = bins[j];
+    }
+    model->window_labels[row] = label;
+    c->count++;
+    es_axgb_work(model, config->work_per_call != 0u ? (int64_t)config->work_per_call : -1, model->work);
+    return ES_OK;
+}
+
+es_status es_axgb_predict_proba(const es_axgb *model, const uint8_t *bins, uint32_t *work, uint16_t *proba)
+{
+    if (model == 0 || bins == 0 || model->config == 0 || model->counters == 0 || work == 0 || proba == 0) {
+        return ES_ERR_NULL;
+    }
+    es_axgb_sums(model, bins, model->counters->n_members);
+    return es_additive_proba(model->scores, model->config->n_outputs, work, proba);
+}
+
+es_status es_axgb_predict(const es_axgb *model, const uint8_t *bins, uint8_t *class_out)
+{
+    if (model == 0 || bins == 0 || model->config == 0 || model->counters == 0 || class_out == 0) {
+        return ES_ERR_NULL;
+    }
+    es_axgb_sums(model, bins, model->counters->n_members);
+    *class_out = es_additive_argmax(model->scores, model->config->n_outputs);
+    return ES_OK;
+}

@@ -1,0 +1,24 @@
+/* Adaptive XGBoost (AXGB, AXGB_A) that keeps learning on the device in memory fixed at generation time.
+ * edgestream/learners/axgb.py is the specification (windows, strategies, fixed-point gradients, gains, leaf
+ * weights, the resumable training job and its work units are written there); this file follows it to the bit. */
+#ifndef ES_AXGB_H
+#define ES_AXGB_H
+
+#include "es_fixed.h"
+
+/* es_axgb_config, es_axgb_counters and es_axgb (pointers to the regions of one model's state) are generated
+ * from the state description in edgestream/learners/axgb.py. */
+#include "es_axgb_state.h"
+
+/* Learn one binned sample: predict it (drift detection: its 0/1 error goes to ADWIN), buffer it, and run up to
+ * work_per_call units of the training job (all of it when work_per_call is 0). A label >= n_classes is
+ * rejected with ES_ERR_LABEL, a full ring with ES_ERR_FULL; either changes nothing. */
+es_status es_axgb_learn(const es_axgb *model, const uint8_t *bins, uint8_t label);
+
+/* Q15 probabilities of one binned sample (the shared additive rule); work holds n_classes uint32 (scratch). */
+es_status es_axgb_predict_proba(const es_axgb *model, const uint8_t *bins, uint32_t *work, uint16_t *proba);
+
+/* The class of one binned sample: argmax of the score sums (binary: sum > 0). */
+es_status es_axgb_predict(const es_axgb *model, const uint8_t *bins, uint8_t *class_out);
+
+#endif

@@ -1,0 +1,635 @@
+"""Adaptive XGBoost, AXGB (Montiel et al. 2020), in integer fixed point: the specification of ``csrc/es_axgb.c``.
+
+The paper's algorithm (section III): samples are buffered; every full *tumbling* window trains one new ensemble
+member (one boosting round), fitted to the residuals of the members before it; the window size doubles from
+``W_min`` to ``W_max`` (eq. 5, ``W(i) = min(W_min 2^i, W_max)``); the ensemble keeps ``K`` members, updated by the
+**push** strategy (a queue: the oldest member leaves when a new one joins a full ensemble, AXGB[p]) or the
+**replace** strategy (a cyclic index: the new member takes the place of the one at the index, AXGB[r]).
+AXGB_A feeds the 0/1 error of each prediction to ADWIN (:mod:`edgestream.adwin`); on a detected change the
+window size goes back to ``W_min`` and, for replace, the index to 0 (section III-D).
+
+Decisions where the paper (or its scikit-multiflow code) leaves a choice, all followed bit for bit by the C:
+
+* **Residual base.** Replace: the member trained for index ``i`` fits the residuals of members ``0..i-1`` (the
+  paper: "new models are trained without considering the residuals of old models"). Push: the new member fits
+  the residuals of *all* current members, then the oldest leaves if the ensemble is full (as scikit-multiflow's
+  ``_train_booster(X, y, len(ensemble))``). The base score is 0 (XGBoost's 0.5 probability).
+* **Prequential error.** In ``learn(x, y)`` the class of ``x`` is predicted by the current ensemble *before*
+  ``x`` is learnt; the error bit ``pred != y`` goes to ADWIN. On a change: window size = ``W_min``, replace index
+  = 0, and the samples buffered for the next window are dropped (they straddle the change; a training already
+  under way finishes on its own window).
+* **When the window size changes.** A training job takes ``W = current window``; the window size doubles (up to
+  ``W_max``) when the job *starts*; for replace the index advances when the job starts, so a change detected
+  during the job acts on the next member.
+* **Trees.** XGBoost's exact greedy algorithm on the shared bins, grown breadth first to ``max_depth``. Loss:
+  logistic for 2 classes (one score output, ``p = sigmoid_q15(margin)``), softmax for more. **Multi-class uses
+  multi-output leaves** (one tree per round whose leaves hold one score per class, XGBoost's
+  ``multi_strategy="multi_output_tree"``): the split gain is the sum of the per-class gains, the hessian
+  condition ``min_child_weight`` holds on the sum over classes. This keeps one node pool layout for any number
+  of classes (one tree per class per round would need ``C`` times the nodes).
+* **Fixed point.** Margins are the shared int32 Q10 score sums of the additive leaf kind; probabilities the
+  Q15 ``sigmoid_q15`` / ``softmax_q15`` of :mod:`edgestream.fixedpoint`. Per sample and output ``k`` (Q15):
+  ``g = p_k - 32768 [y == k]`` (binary: ``k`` is class 1), ``h = (p_k (32768 - p_k)) >> 15`` for binary (XGBoost's
+  ``p(1 - p)``) and ``>> 14`` for softmax (XGBoost's ``2 p (1 - p)``). Histograms hold int32 sums ``G, H``.
+  ``score(G, H) = floor(G^2 / (H + lambda_q15))`` (uint64); a split at bin threshold ``t`` (``bin <= t`` goes
+  left; the missing bin 255 always goes right) has ``gain = sum_k score(G_L) + score(G_R) - score(G)``; it is
+  taken when ``gain > 2 gamma_q15`` (XGBoost's ``0.5 [...] - gamma > 0``), both children have
+  ``sum_k H >= min_child_weight_q15``, and it beats every earlier candidate strictly (features in order, bins
+  ascending). A leaf gets ``w_k = trunc(-G_k eta_q16 / ((H_k + lambda_q15) 64))`` (Q10, ``-G/(H + lambda)``
+  times the learning rate), saturated to int16; ``trunc`` rounds toward zero like C99 division.
+* **Storage.** ``K + 1`` tree slots of ``2^(D+1) - 1`` nodes and ``2^D`` leaf rows (the spare slot receives the
+  member being trained while the old ones keep predicting); ``roots`` lists the members in ensemble order.
+  Prediction is the shared additive rule (score sums of every member, class = argmax or ``sum > 0``).
+* **Bounded work per sample.** Training is a resumable job of unit steps: computing the margin and
+  probabilities of one window sample (``1 + m`` units for a sample that walks ``m`` members; a call may end
+  up to ``m`` units over its budget); adding one sample to the histogram of one (node, feature); scanning one
+  histogram bin; deciding one node; moving one sample in a node's partition. With ``work_per_call = 0`` the
+  whole job runs in the ``learn`` call that fills the window (as in the paper); with ``work_per_call = U > 0``
+  every ``learn`` call runs at most ``U`` units, so the job spreads over the following samples, which keep
+  arriving in a ring buffer of ``W_max + L - 1`` rows (``L`` the most calls a job of ``W_max`` samples can take;
+  ``L <= W_min`` is required, so a job always ends before the next window is full). Both modes learn the same
+  members; only when they join the ensemble differs.
+* **Memory.** The state (``STATE``) holds the ring of ``W_max + L - 1`` binned rows, ``K + 1`` tree slots, the
+  ``es_adwin`` struct (536 bytes, present even with drift detection off; AVR packs it to 534, the layout counts
+  536), the job's per-sample probabilities and order (``W_max`` each), one feature histogram of
+  ``max_bins + 1`` rows of (G, H) per output, and per-node sample ranges. The budget ladder sizes ``W_max``,
+  ``K`` and the depth, preferring depth to window size (depth 5 beats a window of 512 on the drifting streams).
+* **Node order and partition.** Node ``v``'s samples are ``order[start_v:stop_v]``; a split partitions them in
+  place by the two-pointer rule (``i`` from the start, ``j`` from the end: a left sample advances ``i``, a right
+  one is swapped with ``order[j - 1]`` and ``j`` moves down), one unit per sample; the left child is
+  ``[start, i)`` and the right ``[i, stop)``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _kernels
+from ..adwin import ADWIN, ADWIN_DTYPE, adwin_from_record, adwin_record
+from ..fixedpoint import LEAF_MAX, LEAF_MIN, Q15_ONE, additive_predict, additive_proba_q15, sigmoid_q15, softmax_q15
+from ..state import Field, RegionSpec, StateSpec
+from ..tree import LEAF_FEATURE, TreeEnsemble
+from .base import BINNING, INPUT_DTYPE, MAX_BINS
+from .base import MAX_DEPTH as MAX_DEPTH_OPTION
+from .base import BinnedOnlineLearner, DeviceState, Estimator, LearnerSpec, Option, check_integer
+from .shrubs import shrubs_context, shrubs_tables
+
+PUSH, REPLACE = 0, 1
+STRATEGIES = {"push": PUSH, "replace": REPLACE}
+IDLE, GRAD, HIST, SCAN, NODE, PART = range(6)  # job phases
+NO_FEATURE = 255
+MAX_WINDOW = 4096
+MAX_MEMBERS = 255
+MAX_DEPTH = 8
+
+
+def _nodes_per_tree(config: dict) -> int:
+    return 2 ** (config["max_depth"] + 1) - 1
+
+
+def _slots(config: dict) -> int:
+    return config["members"] + 1
+
+
+def _outputs(config: dict) -> int:
+    return 1 if config["n_classes"] == 2 else config["n_classes"]
+
+
+STATE = StateSpec(
+    prefix="es_axgb",
+    title="Adaptive XGBoost",
+    config=(
+        Field("n_features", "uint8_t"), Field("n_classes", "uint8_t"),
+        Field("n_outputs", "uint8_t", "scores per leaf: 1 for 2 classes, else n_classes"),
+        Field("max_depth", "uint8_t"), Field("strategy", "uint8_t", "0 push, 1 replace"),
+        Field("drift", "uint8_t", "1: ADWIN on the error stream"),
+        Field("hist_bins", "uint16_t", "max_bins + 1 (the last row holds the missing bin)"),
+        Field("window_min", "uint16_t"), Field("window_max", "uint16_t"),
+        Field("capacity", "uint16_t", "ring rows: window_max + calls a job may take - 1"),
+        Field("members", "uint16_t", "K"), Field("work_per_call", "uint32_t", "units per learn call, 0 = all"),
+        Field("lambda_q15", "uint32_t"), Field("gamma_q15", "uint32_t"), Field("min_child_q15", "uint32_t"),
+        Field("eta_q16", "uint32_t", "learning rate in Q16"),
+    ),
+    counters=(
+        Field("best_gain", "int64_t", "best split gain of the current node so far"),
+        Field("head", "uint16_t", "ring row of the oldest sample"), Field("count", "uint16_t", "rows in the ring"),
+        Field("window", "uint16_t", "size of the next window, W(i)"),
+        Field("n_members", "uint16_t", "members: roots[0..n_members)"),
+        Field("replace_index", "uint16_t", "replace: position of the next member"),
+        Field("job_window", "uint16_t", "samples of the window being trained"),
+        Field("job_slot", "uint16_t", "tree slot receiving the new member"),
+        Field("job_target", "uint16_t", "members before it (its residual base); replace: its position"),
+        Field("node", "uint16_t", "node of the new tree being grown"), Field("n_nodes", "uint16_t"),
+        Field("n_leaves", "uint16_t"), Field("pos", "uint16_t", "cursor of the phase"),
+        Field("pos_end", "uint16_t", "partition: right cursor"), Field("phase", "uint8_t", "0 idle"),
+        Field("feature", "uint8_t", "feature of the histogram; n_features = totals only"),
+        Field("best_feature", "uint8_t", "255: no split found"), Field("best_bin", "uint8_t"),
+    ),
+    regions=(
+        RegionSpec("window_bins", "window", "uint8_t", lambda c: c["capacity"] * c["n_features"], "ring x features"),
+        RegionSpec("window_labels", "window", "uint8_t", lambda c: c["capacity"], "ring"),
+        RegionSpec("nodes", "node pool", "es_node", lambda c: _slots(c) * _nodes_per_tree(c),
+                   "(K + 1) x (2^(depth+1) - 1)"),
+        RegionSpec("leaf_values", "leaves", "int16_t", lambda c: _slots(c) * 2 ** c["max_depth"] * _outputs(c),
+                   "(K + 1) x 2^depth x outputs, Q10"),
+        RegionSpec("roots", "ensemble", "uint16_t", _slots, "K + 1"),
+        RegionSpec("adwin", "drift", "es_adwin", lambda c: 1, "error-stream change detector"),
+        RegionSpec("proba", "training", "uint16_t", lambda c: c["window_max"] * _outputs(c),
+                   "W_max x outputs, Q15"),
+        RegionSpec("order", "training", "uint16_t", lambda c: c["window_max"], "W_max"),
+        RegionSpec("node_start", "training", "uint16_t", _nodes_per_tree, "nodes per tree"),
+        RegionSpec("node_stop", "training", "uint16_t", _nodes_per_tree, "nodes per tree"),
+        RegionSpec("node_depth", "training", "uint8_t", _nodes_per_tree, "nodes per tree"),
+        RegionSpec("hist_g", "training", "int32_t", lambda c: c["hist_bins"] * _outputs(c), "bins x outputs"),
+        RegionSpec("hist_h", "training", "int32_t", lambda c: c["hist_bins"] * _outputs(c), "bins x outputs"),
+        RegionSpec("node_g", "training", "int32_t", _outputs, "outputs"),
+        RegionSpec("node_h", "training", "int32_t", _outputs, "outputs"),
+        RegionSpec("left_g", "training", "int32_t", _outputs, "outputs"),
+        RegionSpec("left_h", "training", "int32_t", _outputs, "outputs"),
+        RegionSpec("scores", "scratch", "int32_t", _outputs, "outputs"),
+        RegionSpec("work", "scratch", "uint32_t", _outputs, "outputs (softmax)"),
+    ),
+)
+STATE_ARRAYS = tuple(r.name for r in STATE.regions if r.name != "adwin")
+COUNTERS = tuple(f.name for f in STATE.counters)
+
+
+def trunc_div(a: int, b: int) -> int:
+    """a / b rounded toward zero (C99) for b > 0."""
+    return -((-a) // b) if a < 0 else a // b
+
+
+def job_units(window: int, n_features: int, hist_bins: int, max_depth: int, members: int) -> int:
+    """An upper bound of the units a training job on ``window`` samples takes: the margins (``1 + members``
+    units per sample), then per level at most ``window`` samples (internal levels: a histogram pass per feature,
+    a bin scan per node and feature, a partition; the last level: a totals pass), one unit per node."""
+    internal = 2**max_depth - 1
+    return (window * (1 + members) + max_depth * (n_features + 1) * window + window
+            + internal * n_features * hist_bins + 2 ** (max_depth + 1) - 1)
+
+
+def quantize_q(value: float, one: int, name: str, low: float, high: float) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
+        raise ValueError(f"{name}={value!r} must be a number from {low:g} to {high:g}")
+    return int(round(value * one))
+
+
+class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
+    """Adaptive XGBoost (AXGB, AXGB_A) in fixed point, learning in fixed memory; see the module docstring.
+
+    Parameters
+    ----------
+    members : ensemble size K, 1..255.
+    window_min, window_max : W_min <= W_max, 1..4096 (eq. 5).
+    strategy : ``"push"`` (AXGB[p]) or ``"replace"`` (AXGB[r]).
+    drift_detection : ADWIN on the error stream (AXGB_A) or not.
+    max_depth : depth of each member, 1..8.
+    learning_rate : eta in (0, 1]; reg_lambda in [1/32, 1024]; gamma in [0, 1024]; min_child_weight in [0, 1024].
+    work_per_call : 0 (train a member in the call that fills the window) or the units of training work per
+        ``learn`` call (spreads a member over the following samples; see :func:`job_units`).
+    delta, clock : ADWIN's confidence and check period.
+    max_bins, binning, input_dtype, allow_missing : feature quantization (fitted once by :meth:`fit_bins`).
+    """
+
+    state_spec = STATE
+
+    def __init__(self, members: int = 10, window_min: int = 16, window_max: int = 256, strategy: str = "replace",
+                 drift_detection: bool = True, max_depth: int = 4, learning_rate: float = 0.3,
+                 reg_lambda: float = 1.0, gamma: float = 0.0, min_child_weight: float = 1.0,
+                 work_per_call: int = 0, delta: float = 0.002, clock: int = 32, max_bins: int = 32,
+                 binning: str = "quantile", input_dtype: str = "float32", allow_missing: bool = False):
+        for name, value in list(locals().items()):
+            if name != "self":
+                setattr(self, name, value)
+        self._check_params()
+
+    # -- parameters and layout ---------------------------------------------------------------------------------
+
+    def _check_params(self):
+        check_integer(self, "members", 1, MAX_MEMBERS)
+        check_integer(self, "window_min", 1, MAX_WINDOW)
+        check_integer(self, "window_max", 1, MAX_WINDOW)
+        check_integer(self, "max_depth", 1, MAX_DEPTH)
+        check_integer(self, "work_per_call", 0, 2**32 - 1)
+        check_integer(self, "clock", 1, 65535)
+        check_integer(self, "max_bins", 2, 254)
+        if self.window_min > self.window_max:
+            raise ValueError(f"window_min={self.window_min} must not exceed window_max={self.window_max}")
+        if self.strategy not in STRATEGIES:
+            raise ValueError(f"strategy={self.strategy!r} must be one of {sorted(STRATEGIES)}")
+        if not isinstance(self.drift_detection, (bool, np.bool_)):
+            raise ValueError(f"drift_detection={self.drift_detection!r} must be True or False")
+        self.eta_q16 = quantize_q(self.learning_rate, 65536, "learning_rate", 2**-16, 1.0)
+        self.lambda_q15 = quantize_q(self.reg_lambda, Q15_ONE, "reg_lambda", 1 / 32, 1024.0)
+        self.gamma_q15 = quantize_q(self.gamma, Q15_ONE, "gamma", 0.0, 1024.0)
+        self.min_child_q15 = quantize_q(self.min_child_weight, Q15_ONE, "min_child_weight", 0.0, 1024.0)
+        ADWIN(self.delta, clock=self.clock)  # names a bad delta
+
+    @property
+    def hist_bins(self) -> int:
+        return self.max_bins + 1
+
+    def job_calls(self, n_features: int) -> int:
+        """Most ``learn`` calls a training job of ``window_max`` samples can take (1 with ``work_per_call=0``);
+        must not exceed ``window_min``."""
+        if self.work_per_call == 0:
+            return 1
+        units = job_units(self.window_max, n_features, self.hist_bins, self.max_depth, self.members)
+        calls = -(-units // self.work_per_call)
+        if calls > self.window_min:
+            raise ValueError(f"work_per_call={self.work_per_call} spreads a job of window_max={self.window_max} "
+                             f"over up to {calls} calls, more than window_min={self.window_min}; raise "
+                             f"work_per_call to at least {-(-units // self.window_min)}")
+        return calls
+
+    def capacity(self, n_features: int) -> int:
+        return self.window_max + self.job_calls(n_features) - 1
+
+    @property
+    def nodes_per_tree(self) -> int:
+        return 2 ** (self.max_depth + 1) - 1
+
+    @property
+    def leaves_per_tree(self) -> int:
+        return 2**self.max_depth
+
+    def device_config(self, n_features: int | None = None, n_classes: int | None = None) -> dict:
+        """The values of the C ``es_axgb_config`` (features and classes default to the fitted ones)."""
+        d = self.n_features_ if n_features is None else n_features
+        c = len(self.classes_) if n_classes is None else n_classes
+        capacity = self.capacity(d)
+        if capacity > 65535:
+            raise ValueError(f"the ring buffer needs {capacity} rows, at most 65535")
+        return {"n_features": d, "n_classes": c, "n_outputs": 1 if c == 2 else c, "max_depth": self.max_depth,
+                "strategy": STRATEGIES[self.strategy], "drift": int(bool(self.drift_detection)),
+                "hist_bins": self.hist_bins, "window_min": self.window_min, "window_max": self.window_max,
+                "capacity": capacity, "members": self.members, "work_per_call": self.work_per_call,
+                "lambda_q15": self.lambda_q15, "gamma_q15": self.gamma_q15, "min_child_q15": self.min_child_q15,
+                "eta_q16": self.eta_q16}
+
+    def summary(self) -> str:
+        name = "AXGB" + ("_A" if self.drift_detection else "") + ("[p]" if self.strategy == "push" else "[r]")
+        return (f"{name}: {self.members} members of depth {self.max_depth}, windows {self.window_min}.."
+                f"{self.window_max}, {self.state_bytes()} state bytes")
+
+    def device_state(self) -> tuple[dict, dict] | None:
+        """Every region (the training scratch too: a job may be under way) and the counters; None before the bins
+        and classes are set."""
+        if not hasattr(self, "window_bins"):
+            return None
+        arrays = {name: getattr(self, name).reshape(-1) for name in STATE_ARRAYS}
+        arrays["adwin"] = adwin_record(self.adwin_)
+        return arrays, {name: getattr(self, name) for name in COUNTERS}
+
+    # -- setup -----------------------------------------------------------------------------------------------
+
+    @property
+    def n_outputs(self) -> int:
+        return 1 if len(self.classes_) == 2 else len(self.classes_)
+
+    def reset(self) -> None:
+        """Empty ring and ensemble, fresh ADWIN; the bins and classes stay."""
+        self._check_params()
+        zeros = self.layout().zeros()
+        for name in STATE_ARRAYS:
+            setattr(self, name, zeros[name])
+        self.leaf_values = self.leaf_values.reshape(-1, self.n_outputs)
+        self.window_bins = self.window_bins.reshape(-1, self.n_features_)
+        self.adwin_ = ADWIN(self.delta, clock=self.clock)
+        for name in COUNTERS:
+            setattr(self, name, 0)
+        self.window = self.window_min
+        self.best_feature = NO_FEATURE
+        self.best_gain = -1
+
+    def saved_arrays(self) -> dict:
+        """The whole learning state, as a model file stores it."""
+        self._check_ready()
+        counters = self.device_state()[1]
+        arrays = {name: getattr(self, name) for name in STATE_ARRAYS}
+        arrays["adwin"] = adwin_record(self.adwin_).view(np.uint8)
+        arrays["counters"] = np.array([counters[name] for name in COUNTERS], dtype=np.int64)
+        return arrays
+
+    def restore_arrays(self, arrays: dict) -> None:
+        """Take a saved state (after ``bins_`` and ``classes_`` are set); refuses tables of the wrong layout."""
+        self.reset()
+        for name in STATE_ARRAYS:
+            region, saved = getattr(self, name), arrays[name]
+            if (saved.dtype, saved.shape) != (region.dtype, region.shape):
+                raise ValueError(f"state {name!r} has dtype {saved.dtype} and shape {saved.shape}, this "
+                                 f"configuration needs {region.dtype} {region.shape}")
+            region[...] = saved
+        self.adwin_ = adwin_from_record(np.asarray(arrays["adwin"], dtype=np.uint8).view(ADWIN_DTYPE), self.delta)
+        values = [int(v) for v in arrays["counters"]]
+        if len(values) != len(COUNTERS):
+            raise ValueError(f"{len(values)} counters saved, this learner has {len(COUNTERS)}")
+        counters = dict(zip(COUNTERS, values))
+        if not (counters["count"] <= self.capacity(self.n_features_) and counters["head"] < self.capacity(self.n_features_)
+                and counters["n_members"] <= self.members and counters["phase"] <= PART
+                and self.window_min <= counters["window"] <= self.window_max):
+            raise ValueError(f"inconsistent counters {counters}")
+        if (self.window_labels >= len(self.classes_)).any():
+            raise ValueError("window labels out of range")
+        if counters["n_members"]:
+            TreeEnsemble(self.nodes, self.roots[: counters["n_members"]].copy(),
+                         np.ones(counters["n_members"], dtype=np.uint16), self.leaf_values, self.n_features_,
+                         "additive", np.zeros(self.n_outputs, dtype=np.int32)).validate()
+        for name, value in counters.items():
+            setattr(self, name, value)
+
+    # -- learning --------------------------------------------------------------------------------------------
+
+    @property
+    def _capacity(self) -> int:
+        return len(self.window_labels)
+
+    def learn_bins(self, bins: np.ndarray, label: int) -> None:
+        """One learning step on a binned sample with an encoded label (the C ``es_axgb_learn``)."""
+        self._check_ready()
+        if not 0 <= label < len(self.classes_):
+            raise ValueError(f"label index {label} is outside 0..{len(self.classes_) - 1}")
+        bins = np.ascontiguousarray(bins, dtype=np.uint8).reshape(-1)
+        if len(bins) != self.n_features_:
+            raise ValueError(f"{len(bins)} bins given, the model has {self.n_features_} features")
+        if self.count >= self._capacity:  # cannot happen (job_calls <= window_min); refused like the C
+            raise RuntimeError("the ring buffer is full")
+        if self.drift_detection:
+            error = int(self._predict_class(bins) != label)
+            if self.adwin_.update(error):
+                self.window = self.window_min
+                if self.strategy == "replace":
+                    self.replace_index = 0
+                self.count = self.job_window if self.phase != IDLE else 0
+        row = (self.head + self.count) % self._capacity
+        self.window_bins[row] = bins
+        self.window_labels[row] = label
+        self.count += 1
+        self._work(self.work_per_call or -1)
+
+    # -- the training job ------------------------------------------------------------------------------------
+
+    def _work(self, budget: int) -> None:
+        """Run up to ``budget`` units (-1: until the job is done and no new one can start); the units run are
+        kept in ``last_units_`` (host only, for tests and reports)."""
+        start = budget
+        while budget != 0:
+            if self.phase == IDLE:
+                if self.count < self.window:
+                    break
+                self._start_job()
+            budget = self._run_phase(budget)
+        self.last_units_ = start - budget
+
+    def _start_job(self) -> None:
+        self.job_window = self.window
+        self.window = min(2 * self.window, self.window_max)
+        used = {int(r) // self.nodes_per_tree for r in self.roots[: self.n_members]}
+        self.job_slot = min(set(range(self.members + 1)) - used)
+        if self.strategy == "replace":
+            self.job_target = self.replace_index
+            self.replace_index = (self.replace_index + 1) % self.members
+        else:
+            self.job_target = self.n_members
+        self.phase, self.pos = GRAD, 0
+
+    def _run_phase(self, budget: int) -> int:
+        """Some units of the current phase; returns the budget left (negative: unlimited)."""
+        phase = self.phase
+        if phase == GRAD:
+            return self._grad(budget)
+        if phase == HIST:
+            return self._hist(budget)
+        if phase == SCAN:
+            return self._scan(budget)
+        if phase == NODE:
+            self._node()
+            return budget - 1
+        return self._partition(budget)
+
+    @staticmethod
+    def _take(budget: int, remaining: int) -> int:
+        return remaining if budget < 0 else min(budget, remaining)
+
+    def _grad(self, budget: int) -> int:
+        cost = 1 + self.job_target  # a sample walks job_target members: 1 + job_target units
+        remaining = self.job_window - self.pos
+        n = remaining if budget < 0 else min(remaining, -(-budget // cost))
+        i = np.arange(self.pos, self.pos + n)
+        sums = self._score_sums(self.window_bins[(self.head + i) % self._capacity], self.job_target)
+        out = self.n_outputs
+        proba = sigmoid_q15(sums[:, 0]).reshape(-1, 1) if out == 1 else softmax_q15(sums)
+        self.proba.reshape(-1, out)[self.pos : self.pos + n] = proba
+        self.order[self.pos : self.pos + n] = i
+        self.pos += n
+        if self.pos == self.job_window:
+            self.node_start[0], self.node_stop[0], self.node_depth[0] = 0, self.job_window, 0
+            self.node, self.n_nodes, self.n_leaves = 0, 1, 0
+            self._begin_node()
+        return budget if budget < 0 else max(budget - n * cost, 0)
+
+    def _splittable(self) -> bool:
+        v = self.node
+        return self.node_depth[v] < self.max_depth and self.node_stop[v] - self.node_start[v] >= 2
+
+    def _begin_node(self) -> None:
+        self.node_g[:] = 0
+        self.node_h[:] = 0
+        self.best_gain, self.best_feature, self.best_bin = 2 * self.gamma_q15, NO_FEATURE, 0
+        self.feature = 0 if self._splittable() else self.n_features_
+        self.phase, self.pos = HIST, int(self.node_start[self.node])
+
+    def _gradients(self, samples: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """int64 (g, h) of window samples (indices into the job's window), shape (n, outputs)."""
+        out = self.n_outputs
+        p = self.proba.reshape(-1, out)[samples].astype(np.int64)
+        labels = self.window_labels[(self.head + samples) % self._capacity].astype(np.int64)
+        target = (labels == 1)[:, None] if out == 1 else labels[:, None] == np.arange(out)[None, :]
+        g = p - Q15_ONE * target
+        h = (p * (Q15_ONE - p)) >> (15 if out == 1 else 14)
+        return g, h
+
+    def _hist(self, budget: int) -> int:
+        stop = int(self.node_stop[self.node])
+        n = self._take(budget, stop - self.pos)
+        samples = self.order[self.pos : self.pos + n].astype(np.int64)
+        g, h = self._gradients(samples)
+        if self.feature == 0 or self.feature == self.n_features_:
+            self.node_g += g.sum(axis=0).astype(np.int32)
+            self.node_h += h.sum(axis=0).astype(np.int32)
+        if self.feature < self.n_features_:
+            out = self.n_outputs
+            b = self.window_bins[(self.head + samples) % self._capacity, self.feature].astype(np.int64)
+            b = np.minimum(b, self.max_bins)
+            hist_g, hist_h = self.hist_g.reshape(-1, out), self.hist_h.reshape(-1, out)
+            np.add.at(hist_g, b, g.astype(np.int32))
+            np.add.at(hist_h, b, h.astype(np.int32))
+        self.pos += n
+        if self.pos == stop:
+            if self.feature == self.n_features_:
+                self.phase = NODE
+            else:
+                self.phase, self.pos = SCAN, 0
+                self.left_g[:] = 0
+                self.left_h[:] = 0
+        return budget - n
+
+    def _score(self, G: int, H: int) -> int:
+        return (G * G) // (H + self.lambda_q15)
+
+    def _scan(self, budget: int) -> int:
+        out, bins = self.n_outputs, self.hist_bins
+        hist_g, hist_h = self.hist_g.reshape(-1, out), self.hist_h.reshape(-1, out)
+        node_g = [int(v) for v in self.node_g]
+        node_h = [int(v) for v in self.node_h]
+        parent = sum(self._score(G, H) for G, H in zip(node_g, node_h))
+        while budget != 0 and self.pos < bins:
+            b = self.pos
+            self.left_g += hist_g[b]
+            self.left_h += hist_h[b]
+            hist_g[b] = 0
+            hist_h[b] = 0
+            if b <= self.max_bins - 2:
+                left_g = [int(v) for v in self.left_g]
+                left_h = [int(v) for v in self.left_h]
+                hl, hr = sum(left_h), sum(node_h) - sum(left_h)
+                if hl >= self.min_child_q15 and hr >= self.min_child_q15:
+                    gain = sum(self._score(gl, h_) + self._score(G - gl, H - h_)
+                               for gl, h_, G, H in zip(left_g, left_h, node_g, node_h)) - parent
+                    if gain > self.best_gain:
+                        self.best_gain, self.best_feature, self.best_bin = gain, self.feature, b
+            self.pos += 1
+            budget -= 1
+        if self.pos == bins:
+            self.feature += 1
+            if self.feature < self.n_features_:
+                self.phase, self.pos = HIST, int(self.node_start[self.node])
+            else:
+                self.phase = NODE
+        return budget
+
+    def _node(self) -> None:
+        """Decide the current node: a split (then partition its samples) or a leaf."""
+        base_node = self.job_slot * self.nodes_per_tree
+        v = self.node
+        if self.best_feature != NO_FEATURE:
+            child = self.n_nodes
+            self.nodes[base_node + v] = (self.best_feature, self.best_bin, base_node + child)
+            self.node_depth[child] = self.node_depth[child + 1] = self.node_depth[v] + 1
+            self.n_nodes += 2
+            self.phase, self.pos, self.pos_end = PART, int(self.node_start[v]), int(self.node_stop[v])
+            return
+        leaf = self.job_slot * self.leaves_per_tree + self.n_leaves
+        for k in range(self.n_outputs):
+            w = trunc_div(-int(self.node_g[k]) * self.eta_q16, (int(self.node_h[k]) + self.lambda_q15) * 64)
+            self.leaf_values[leaf, k] = min(max(w, LEAF_MIN), LEAF_MAX)
+        self.nodes[base_node + v] = (LEAF_FEATURE, 0, leaf)
+        self.n_leaves += 1
+        self._next_node()
+
+    def _partition(self, budget: int) -> int:
+        v = self.node
+        node = self.nodes[self.job_slot * self.nodes_per_tree + v]
+        feature, threshold = int(node["feature"]), int(node["threshold"])
+        order, head, cap, bins = self.order, self.head, self._capacity, self.window_bins
+        i, j = self.pos, self.pos_end
+        while budget != 0 and i < j:
+            if bins[(head + int(order[i])) % cap, feature] <= threshold:
+                i += 1
+            else:
+                j -= 1
+                order[i], order[j] = order[j], order[i]
+            budget -= 1
+        self.pos, self.pos_end = i, j
+        if i == j:
+            child = int(node["child"]) - self.job_slot * self.nodes_per_tree
+            self.node_start[child], self.node_stop[child] = self.node_start[v], i
+            self.node_start[child + 1], self.node_stop[child + 1] = i, self.node_stop[v]
+            self._next_node()
+        return budget
+
+    def _next_node(self) -> None:
+        self.node += 1
+        if self.node < self.n_nodes:
+            self._begin_node()
+        else:
+            self._install()
+
+    def _install(self) -> None:
+        root = self.job_slot * self.nodes_per_tree
+        if self.strategy == "replace":
+            self.roots[self.job_target] = root
+            self.n_members = max(self.n_members, self.job_target + 1)
+        else:
+            if self.n_members == self.members:
+                self.roots[: self.members - 1] = self.roots[1 : self.members].copy()
+                self.n_members -= 1
+            self.roots[self.n_members] = root
+            self.n_members += 1
+        self.head = (self.head + self.job_window) % self._capacity
+        self.count -= self.job_window
+        self.phase = IDLE
+        self.pos = self.pos_end = self.node = self.n_nodes = self.n_leaves = self.feature = 0
+        self.job_window = self.job_slot = self.job_target = 0
+        self.best_gain, self.best_feature, self.best_bin = -1, NO_FEATURE, 0
+
+    # -- prediction ------------------------------------------------------------------------------------------
+
+    def _score_sums(self, bins: np.ndarray, n_members: int | None = None) -> np.ndarray:
+        """int64 score sums (rows, outputs) of the first ``n_members`` members (all by default)."""
+        bins = np.ascontiguousarray(np.atleast_2d(bins), dtype=np.uint8)
+        n = self.n_members if n_members is None else n_members
+        if n == 0:
+            return np.zeros((len(bins), self.n_outputs), dtype=np.int64)
+        leaves = _kernels.apply(self.nodes, np.ascontiguousarray(self.roots[:n]), bins)
+        return self.leaf_values[leaves].astype(np.int64).sum(axis=1)
+
+    def _predict_class(self, bins: np.ndarray) -> int:
+        return int(additive_predict(self._score_sums(bins))[0])
+
+    def predict_proba_bins(self, bins: np.ndarray) -> np.ndarray:
+        """Q15 probabilities of binned rows, as the device computes them (the shared additive rule)."""
+        return additive_proba_q15(self._score_sums(bins))
+
+    def predict_encoded_bins(self, bins: np.ndarray) -> np.ndarray:
+        return additive_predict(self._score_sums(bins))
+
+    def predict_encoded(self, X) -> np.ndarray:
+        return self.predict_encoded_bins(self.transform(X))
+
+
+def axgb_context(learner: AdaptiveXGBoost, name: str, optimize: str = "speed") -> dict:
+    """A learning bundle keeps every bin edge (new members may split anywhere) and starts from the current state
+    (the shrub ensemble's context, which reads only the learner's layout and state)."""
+    if not hasattr(learner, "window_bins"):
+        raise ValueError("the AXGB model has no bins or classes yet; call fit_bins() and set_classes() first")
+    return shrubs_context(learner, name, optimize)
+
+
+def axgb_tables(learner: AdaptiveXGBoost, n_features: int, n_classes: int, pointer_bytes: int, packed: bool,
+                optimize: str = "speed"):
+    """Flash objects: the bin edges and offsets as for shrubs, this learner's config and pointer struct."""
+    sizes = dict(shrubs_tables(learner, n_features, n_classes, pointer_bytes, packed, optimize))
+    sizes |= {"config": STATE.config_bytes(packed), "model": (len(STATE.regions) + 2) * pointer_bytes}
+    return list(sizes.items())
+
+
+AXGB_LADDER = tuple({"window_max": w, "members": k, "max_depth": d} for w, k, d in (  # depth before window
+    (1024, 30, 6), (512, 20, 6), (512, 16, 5), (256, 16, 5), (256, 12, 5), (256, 10, 5), (256, 8, 5), (256, 10, 4),
+    (256, 8, 4), (128, 8, 4), (128, 8, 3), (64, 5, 3), (32, 4, 2), (16, 2, 1)))
+
+SPEC = LearnerSpec(
+    name="axgb", cls=AdaptiveXGBoost,
+    summary="Adaptive XGBoost: boosted trees on tumbling windows, push/replace, ADWIN, learning on the device",
+    options=(MAX_BINS, BINNING, INPUT_DTYPE,
+             MAX_DEPTH_OPTION,
+             Option("--members", "members", int, "ensemble size K", "K"),
+             Option("--window-min", "window_min", int, "first (and after a drift) window size", "N"),
+             Option("--window-max", "window_max", int, "largest window size", "N"),
+             Option("--strategy", "strategy", str, "ensemble update", choices=tuple(STRATEGIES)),
+             Option("--no-drift-detection", "drift_detection", bool, "no ADWIN on the error stream", const=False),
+             Option("--learning-rate", "learning_rate", float, "eta, scales every leaf", "X"),
+             Option("--work-per-call", "work_per_call", int,
+                    "units of training work per learn call (0: a whole member in one call)", "U")),
+    learning=True, online=True, runtime=("es_common", "es_binning", "es_tree", "es_fixed", "es_adwin", "es_axgb"),
+    template="axgb.c.j2", context=axgb_context, tables=axgb_tables, ladder=AXGB_LADDER, state=STATE)
