@@ -91,6 +91,14 @@ class Estimator:
         return f"{type(self).__name__}({args})"
 
 
+def class_index(classes: np.ndarray, label) -> int:
+    """Index of ``label`` among the sorted ``classes``; a label that is none of them gets an error listing them."""
+    index = int(np.searchsorted(classes, label))
+    if index >= len(classes) or classes[index] != label:
+        raise ValueError(f"label {label!r} is not one of the configured classes {classes.tolist()}")
+    return index
+
+
 def check_integer(owner, name: str, low: int, high: int) -> None:
     """``owner.<name>`` must be an integer (not a bool) from ``low`` to ``high``; the error names both."""
     value = getattr(owner, name)
@@ -241,10 +249,7 @@ class BinnedOnlineLearner:
 
     def encode_label(self, label) -> int:
         self._check_ready()
-        index = int(np.searchsorted(self.classes_, label))
-        if index >= len(self.classes_) or self.classes_[index] != label:
-            raise ValueError(f"label {label!r} is not one of the configured classes {self.classes_.tolist()}")
-        return index
+        return class_index(self.classes_, label)
 
     def transform(self, X) -> np.ndarray:
         """Bins of raw rows; NaN is refused unless ``allow_missing``."""

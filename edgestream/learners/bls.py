@@ -65,7 +65,7 @@ import numpy as np
 from ..fixedpoint import softmax_q15
 from ..state import Field, RegionSpec, StateSpec
 from ..tree import MAX_CLASSES
-from .base import LearnerSpec, OnlineStateLearner, Option, check_integer, state_context, state_tables
+from .base import LearnerSpec, OnlineStateLearner, Option, check_integer, class_index, state_context, state_tables
 
 F32 = np.float32
 MAX_FEATURE_NODES = 1024
@@ -422,10 +422,7 @@ class OnlineBLSClassifier(OnlineStateLearner):
 
     def encode_label(self, label) -> int:
         self._check_ready()
-        index = int(np.searchsorted(self.classes_, label))
-        if index >= len(self.classes_) or self.classes_[index] != label:
-            raise ValueError(f"label {label!r} is not one of the configured classes {self.classes_.tolist()}")
-        return index
+        return class_index(self.classes_, label)
 
     # -- prediction ------------------------------------------------------------------------------------------
 
