@@ -80,7 +80,7 @@ def test_fit_without_header(capsys, tmp_path):
 
 @pytest.mark.parametrize("text, argv, message", [
     ("a,b\n1,2\n", ["--label", "c"], "label column 'c' does not exist"),
-    ("a,b\n1,0\n2,0\n", ["--label", "b"], "single class"),
+    ("a,b\n1,0\n2,0\n", ["--label", "b"], "one class"),
     ("", ["--label", "0"], "is empty"),
     ("a,b,c\n1,2,3\n1,2\n", ["--label", "c"], "line 3: 2 columns, expected 3"),
     ("a,b\n1,0\n2,1\n", ["--label", "b", "--n-trees", "3"], "--n-trees does not apply to --learner tree; its options are --binning"),
