@@ -20,10 +20,12 @@ from .forest import ForestClassifier
 from .gbdt import OnlineGBDTClassifier
 from .hoeffding import HoeffdingTreeClassifier, IncrementalRandomForest
 from .shrubs import ShrubEnsemble
+from .stream import register_with_river
 from .tree import BinnedClassifier, TreeClassifier
 
 REGISTRY: dict[str, LearnerSpec] = {spec.name: spec for spec in (
     tree.SPEC, forest.SPEC, gbdt.SPEC, shrubs.SPEC, bls.SPEC, hoeffding.SPEC, hoeffding.IRF_SPEC)}
+register_with_river(spec.cls for spec in REGISTRY.values() if spec.online)
 
 
 def get(name: str) -> LearnerSpec:

@@ -14,6 +14,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..state import StateSpec
+from .stream import StreamLearner
 
 
 @dataclass(frozen=True)
@@ -112,7 +113,7 @@ class DeviceState:
         return self.layout(n_features, n_classes).size(packed)
 
 
-class OnlineStateLearner(Estimator, DeviceState):
+class OnlineStateLearner(StreamLearner, Estimator, DeviceState):
     """Base of the online learners whose whole state lives on the device (raw features in, the state's regions
     as numpy arrays). A subclass gives ``start(X_sample, classes)``, ``learn_encoded(x, label)``,
     ``predict_proba_q15(X)``, ``predict_encoded(X)``, ``encode_label(y)``, ``_rows(X)``, ``state_arrays`` (the
@@ -131,7 +132,7 @@ class OnlineStateLearner(Estimator, DeviceState):
                   for name, zeros in self.layout().zeros().items()}
         return arrays, self.device_counters()
 
-    def learn_one(self, x, y):
+    def learn_row(self, x, y):  # learn_one (dict rows, cold start): StreamLearner
         self.learn_encoded(x, self.encode_label(y))
         return self
 
@@ -156,10 +157,10 @@ class OnlineStateLearner(Estimator, DeviceState):
     def predict(self, X) -> np.ndarray:
         return self.classes_[self.predict_encoded(X)]
 
-    def predict_one(self, x):
+    def predict_row(self, x):
         return self.predict(np.asarray(x).reshape(1, -1))[0]
 
-    def predict_proba_one(self, x) -> dict:
+    def predict_proba_row(self, x) -> dict:
         proba = self.predict_proba(np.asarray(x).reshape(1, -1))[0]
         return dict(zip(self.classes_.tolist(), proba.tolist()))
 

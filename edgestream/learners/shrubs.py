@@ -74,6 +74,7 @@ from .. import _kernels
 from ..binning import BinMapper
 from ..state import Field, RegionSpec, StateSpec
 from ..tree import CRITERIA, MAX_CLASSES, Q15_ONE, TreeEnsemble, check_features
+from .stream import StreamLearner
 from .base import (TREE_OPTIONS, DeviceState, Estimator, LearnerSpec, Option, check_integer, restore_regions,
                    step_size)
 
@@ -156,7 +157,7 @@ def simplex_q15(u: list[int]) -> list[int]:
     return projected
 
 
-class ShrubEnsemble(Estimator, DeviceState):
+class ShrubEnsemble(StreamLearner, Estimator, DeviceState):
     """Online ensemble of small trees trained on a sliding window, learning in fixed memory.
 
     Parameters
@@ -265,6 +266,10 @@ class ShrubEnsemble(Estimator, DeviceState):
         self._reset_if_ready()
         return self
 
+    def start(self, X_sample, classes) -> "ShrubEnsemble":
+        """Both at once: the bins from a sample of the stream and the classes."""
+        return self.fit_bins(X_sample).set_classes(classes)
+
     @property
     def n_features_(self) -> int:
         return self.bins_.n_features
@@ -372,7 +377,7 @@ class ShrubEnsemble(Estimator, DeviceState):
                 return self._row_bins
         return self.transform(np.asarray(x).reshape(1, -1))[0]
 
-    def learn_one(self, x, y) -> "ShrubEnsemble":
+    def learn_row(self, x, y) -> "ShrubEnsemble":
         self._check_ready()
         label = self._label_index.get(y) if isinstance(y, Hashable) else None
         if label is None:
@@ -428,11 +433,11 @@ class ShrubEnsemble(Estimator, DeviceState):
     def predict(self, X) -> np.ndarray:
         return self.classes_[self.predict_encoded(X)]
 
-    def predict_proba_one(self, x) -> dict:
+    def predict_proba_row(self, x) -> dict:
         proba = self.predict_proba(np.asarray(x).reshape(1, -1))[0]
         return dict(zip(self.classes_.tolist(), proba.tolist()))
 
-    def predict_one(self, x):
+    def predict_row(self, x):
         self._check_ready()
         if (type(x) is np.ndarray and x.dtype is _FLOAT64 and x.shape == self._row_shape and self._fast_edges
                 is not None and x.flags.c_contiguous):
