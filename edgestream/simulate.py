@@ -41,7 +41,7 @@ INTEGER_DEFINE = re.compile(r"^\s*#define\s+(\w+)\s+(\d+)u?\s*$")
 def header_cdef(headers, directory: Path | None = None) -> str:
     """cffi declarations read from C headers themselves (and the headers they include from ``directory``, the
     runtime's by default), each once, included ones first: comments and preprocessor lines dropped, integer
-    constants kept. So the host sees exactly the declarations the device code compiles against."""
+    constants kept, ``#ifdef __cplusplus`` blocks dropped. So the host sees exactly the declarations the device code compiles against."""
     directory = Path(directory) if directory else runtime_sources()[0].parent
     ordered: list[str] = []
 
@@ -58,7 +58,9 @@ def header_cdef(headers, directory: Path | None = None) -> str:
         visit(header)
     lines = []
     for name in ordered:
-        for line in re.sub(r"/\*.*?\*/", "", (directory / name).read_text(), flags=re.S).splitlines():
+        text = re.sub(r"/\*.*?\*/", "", (directory / name).read_text(), flags=re.S)
+        text = re.sub(r"#ifdef __cplusplus.*?#endif", "", text, flags=re.S)  # C++ linkage blocks
+        for line in text.splitlines():
             if match := INTEGER_DEFINE.match(line):
                 lines.append(f"#define {match[1]} {match[2]}")
             elif not line.lstrip().startswith("#"):
@@ -129,9 +131,10 @@ class Bundle:
         self.n_classes = self.manifest["n_classes"]
         self.model = load_model(self.directory / self.manifest["model"])
         self.learning = self.manifest["learning"]
-        cdef = header_cdef([f"{self.name}.h"], self.directory)
+        include = Path(self.manifest["include_directory"])
+        cdef = header_cdef([f"{self.name}.h"], include)
         sources = [self.directory / s for s in self.manifest["sources"]]
-        self.ffi, self.lib = compile_library(cdef, f'#include "{self.name}.h"', sources, self.directory,
+        self.ffi, self.lib = compile_library(cdef, f'#include "{self.name}.h"', sources, include,
                                              private=self.learning)
 
     def _rows(self, X):

@@ -176,7 +176,7 @@ def compile_commands(manifest: dict, board: Board, emulated: bool, out: Path) ->
     """Compiler invocations: one per source (objects and .su files in ``out``), then the link."""
     bundle, chain = Path(manifest["directory"]), board.toolchain
     sources = [bundle / s for s in manifest["sources"]] + [out / HARNESS]
-    commands = [[chain.cc, *COMPILE_FLAGS, *chain.cflags, "-I", str(bundle), "-c", str(source),
+    commands = [[chain.cc, *COMPILE_FLAGS, *chain.cflags, "-I", manifest["include_directory"], "-c", str(source),
                  "-o", str(out / f"{source.stem}.o")] for source in sources]
     link = board.link_for(emulated)
     commands.append([chain.cc, *chain.cflags, *(str(out / f"{s.stem}.o") for s in sources), *chain.ldflags,
@@ -198,7 +198,7 @@ def firmware(bundle_dir, board, emulated: bool, out_dir=None) -> Firmware:
     digest = hashlib.sha256(harness.encode() + repr(compile_commands(manifest, board, emulated, Path())).encode())
     for source in manifest["sources"]:
         digest.update(source.encode() + (Path(manifest["directory"]) / source).read_bytes())
-    for header in sorted(Path(manifest["directory"]).glob("*.h")):
+    for header in sorted(Path(manifest["include_directory"]).glob("*.h")):
         digest.update(header.name.encode() + header.read_bytes())
     out = cache_dir() / "targets" / f"{board.name}-{'emulated' if emulated else 'chip'}-{digest.hexdigest()[:20]}"
     if not (out / ELF).is_file():

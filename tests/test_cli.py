@@ -113,7 +113,7 @@ def test_fit_export_simulate_end_to_end(capsys, tmp_path, blobs_csv):
     assert run(capsys, "fit", blobs_csv, "--label", "label", "--learner", "forest", "--n-trees", 3,
                "-o", tmp_path / "m.esm")[0] == 0
     code, out, _ = run(capsys, "export", tmp_path / "m.esm", "-o", tmp_path / "bundle", "--name", "blobs")
-    assert code == 0 and (tmp_path / "bundle" / "blobs.h").is_file() and (tmp_path / "bundle" / "model.esm").is_file()
+    assert code == 0 and (tmp_path / "bundle" / "src" / "blobs.h").is_file() and (tmp_path / "bundle" / "model.esm").is_file()
     code, out, _ = run(capsys, "simulate", tmp_path / "bundle", blobs_csv, "--label", "label", "--json")
     report = json.loads(out)
     model = load_model(tmp_path / "m.esm")

@@ -179,7 +179,7 @@ def test_demo(capsys, tmp_path):
     assert "static state RAM" in out and f"memory report: {tmp_path / 'memory-report.html'}" in out
     page = (tmp_path / "memory-report.html").read_text()
     assert "Predicted against measured" in page and "data:image/png;base64," in page
-    assert (tmp_path / "bundle" / "demo.h").is_file()
+    assert (tmp_path / "bundle" / "src" / "demo.h").is_file()
 
 
 def missing_toolchain(tool, packages, board):

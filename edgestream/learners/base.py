@@ -14,7 +14,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..state import StateSpec
-from .stream import StreamLearner
+from .stream import StreamLearner, is_fitted
 
 
 @dataclass(frozen=True)
@@ -62,11 +62,6 @@ def model_input(model) -> tuple[str, int]:
     if bins is not None:
         return bins.dtype, bins.n_features
     return model.input_dtype, model.n_features_
-
-
-def is_fitted(model) -> bool:
-    """The model has its classes and its input (bin edges, or the raw-feature learner's ``n_features_``)."""
-    return hasattr(model, "classes_") and (hasattr(model, "bins_") or hasattr(model, "n_features_"))
 
 
 class Estimator:

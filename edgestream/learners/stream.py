@@ -23,7 +23,10 @@ from collections import Counter
 
 import numpy as np
 
-from . import base  # (base imports this module: read at call time)
+
+def is_fitted(model) -> bool:
+    """The model has its classes and its input (bin edges, or the raw-feature learner's ``n_features_``)."""
+    return hasattr(model, "classes_") and (hasattr(model, "bins_") or hasattr(model, "n_features_"))
 
 
 class StreamLearner:
@@ -63,7 +66,7 @@ class StreamLearner:
         if "classes_" in self.__dict__ and type(x) is np.ndarray:  # the hot path: a started learner, array rows
             return self.learn_row(x, y)
         row = self._stream_row(x)
-        if base.is_fitted(self):
+        if is_fitted(self):
             return self.learn_row(row, y)
         rows, labels = self.__dict__.setdefault("_warm_rows", []), self.__dict__.setdefault("_warm_labels", [])
         rows.append(row)
@@ -79,13 +82,13 @@ class StreamLearner:
         return Counter(self.__dict__.get("_warm_labels", ()))
 
     def predict_one(self, x, **kwargs):
-        if not base.is_fitted(self):
+        if not is_fitted(self):
             counts = self._warm_counts()
             return counts.most_common(1)[0][0] if counts else None
         return self.predict_row(x if type(x) is np.ndarray else self._stream_row(x))
 
     def predict_proba_one(self, x, **kwargs) -> dict:
-        if not base.is_fitted(self):
+        if not is_fitted(self):
             counts = self._warm_counts()
             total = sum(counts.values())
             return {label: count / total for label, count in counts.items()}
@@ -102,4 +105,4 @@ def register_with_river(classes) -> None:
         base.Classifier.register(cls)
 
 
-__all__ = ["StreamLearner", "register_with_river"]
+__all__ = ["StreamLearner", "is_fitted", "register_with_river"]
