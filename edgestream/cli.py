@@ -24,7 +24,7 @@ import numpy as np
 from . import __version__, learners, parity, targets
 from .boards import list_boards, load_board
 from .budget import of_model, plan
-from .data import STREAMS, device_input, load_csv, make_stream
+from .data import STREAMS, device_input, load_table, make_stream
 from .encoding import OPTIMIZE
 from .evaluate import prequential
 from .export import read_manifest
@@ -192,6 +192,15 @@ def learner_params(args) -> dict:
 def _add_label_options(parser, required: bool = True) -> None:
     parser.add_argument("--label", required=required, metavar="COL", help="label column: name or 0-based index")
     parser.add_argument("--no-header", action="store_true", help="the first row is data, not column names")
+    parser.add_argument("--delimiter", default=",", metavar="CHAR",
+                        help="CSV cell separator (default ','; 'tab' or '\\t' for tabs); Parquet files are read "
+                             "as such (pip install 'edgestream[parquet]')")
+
+
+def load_data(args, path):
+    """``(X, y, feature_names)`` of a CSV or Parquet data file given on the command line."""
+    delimiter = {"tab": "\t", "\\t": "\t"}.get(args.delimiter, args.delimiter)
+    return load_table(path, args.label, no_header=args.no_header, delimiter=delimiter)
 
 
 def _add_board_option(parser) -> None:
@@ -206,7 +215,7 @@ def byte_size(text: str) -> int:
 
 
 def run_fit(args) -> int:
-    X, y, _ = load_csv(args.data, args.label, no_header=args.no_header)
+    X, y, _ = load_data(args, args.data)
     spec = learners.get(args.learner)
     board = load_board(args.board) if args.ram is not None or args.flash is not None else None
     trained = train(args.learner, X, y, learner_params(args), board, args.ram, args.flash, args.bins_rows,
@@ -233,7 +242,7 @@ def run_update(args) -> int:
         raise ValueError("--add and --label go together")
     if args.add is None and args.delete is None:
         raise ValueError("nothing to do: give --add DATA.csv --label COL and/or --delete ROWS")
-    X, y = load_csv(args.add, args.label, no_header=args.no_header)[:2] if args.add else (None, None)
+    X, y = load_data(args, args.add)[:2] if args.add else (None, None)
     rows = parse_row_numbers(args.delete) if args.delete is not None else None
     model = load_model(args.model)
     done = update(model, X, y, rows)
@@ -255,7 +264,7 @@ def run_export(args) -> int:
 
 
 def run_simulate(args) -> int:
-    X, y, _ = load_csv(args.data, args.label, no_header=args.no_header)  # data errors before compiling
+    X, y, _ = load_data(args, args.data)  # data errors before compiling
     target = parity.target(args.bundle, args.target, args.board, args.timeout)
     X = device_input(X, target.model.input_dtype)
     scores = compare_learning(target, X, y, args.window) if args.learn else compare(target, X, y)
@@ -304,7 +313,7 @@ def run_budget(args) -> int:
     board = load_board(args.board)
     if (args.data is None) != (args.label is None):
         raise ValueError("--data and --label go together")
-    X, y = load_csv(args.data, args.label, no_header=args.no_header)[:2] if args.data else (None, None)
+    X, y = load_data(args, args.data)[:2] if args.data else (None, None)
     n_features, n_classes = budget_shape(args, X, y)
     params = learner_params(args)
     budget = plan(args.learner, board, n_features, n_classes, ram=args.ram, flash=args.flash,
