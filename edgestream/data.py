@@ -77,6 +77,10 @@ def load_csv(path, label, no_header: bool = False, delimiter: str = ",") -> tupl
         raise DataError(f"delimiter {delimiter!r} must be one character")
     rows = _read_rows(path, delimiter)
     first = rows[0][1]
+    other = next((d for d in (";", "\t", "|", ",") if len(first) == 1 and d != delimiter and d in first[0]), None)
+    if other is not None:
+        raise DataError(f"{path} has one column when split at {delimiter!r}, but its first row holds {other!r}: "
+                        f"give the delimiter (--delimiter {'tab' if other == chr(9) else repr(other)})")
     header = None if no_header or not _is_header(first, label) else first
     if header is not None:
         rows = rows[1:]

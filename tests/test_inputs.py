@@ -52,7 +52,7 @@ def test_cli_fits_the_same_model_from_parquet_and_tab_separated_files(tmp_path, 
     assert np.array_equal(p.predict_proba_q15(X), t.predict_proba_q15(X))
     capsys.readouterr()
     assert main(["fit", str(tmp_path / "d.tsv"), "--label", "label", "-o", str(tmp_path / "x.esm")]) != 0
-    assert "single column" in capsys.readouterr().err  # tabs are not the default delimiter
+    assert "give the delimiter (--delimiter tab)" in capsys.readouterr().err  # tabs are not the default
 
 
 def test_bad_parquet_columns_are_named(tmp_path):
