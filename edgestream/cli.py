@@ -30,7 +30,7 @@ from .evaluate import prequential
 from .export import read_manifest
 from .modelfile import load_model, save_model
 from .parity import compare, compare_learning, compare_sizes, emulator_name, sizes_text
-from .report import html_report
+from .report import check_dependencies, html_report, provenance
 from .targets import TargetError, ToolchainMissing
 from .train import BINS_ROWS, CURVE_BUDGETS, accuracy_curve, parse_row_numbers, start_online, train, update
 from .units import parse_bytes
@@ -126,7 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
     budget.add_argument("--classes", type=int, metavar="C", help="number of classes (or taken from --data)")
     _add_learner_options(budget, "configuration (what is not given is the largest that fits)")
     budget.add_argument("--json", action="store_true", help="print one JSON object")
-    budget.add_argument("--html", metavar="FILE", help="write a report with plots (needs matplotlib)")
+    budget.add_argument("--html", metavar="FILE", help="write a report with plots (needs matplotlib: the report extra; checked before any work)")
     stream = budget.add_argument_group("accuracy against RAM budget (online learners)")
     stream.add_argument("--data", metavar="DATA.csv",
                         help="a stream: its features and classes, and for online learners the prequential accuracy "
@@ -155,6 +155,10 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--qemu-rows", type=int, default=500, metavar="N",
                       help="rows learned under QEMU (default 500)")
     demo.set_defaults(run=run_demo)
+
+    cache = commands.add_parser("cache", help="where the cache of compiled code is and how big; 'clear' empties it")
+    cache.add_argument("action", nargs="?", choices=("info", "clear"), default="info")
+    cache.set_defaults(run=run_cache)
     return parser
 
 
@@ -281,6 +285,18 @@ def run_simulate(args) -> int:
     return 0
 
 
+def run_cache(args) -> int:
+    from . import cache
+
+    root = cache.cache_dir()
+    if args.action == "clear":
+        print(f"cache {root}: removed {cache.clear(root):,} bytes")
+    else:
+        print(f"cache {root}: {len(cache.entries(root))} entries, {cache.size(root):,} bytes "
+              f"(limit {cache.limit():,}; set EDGESTREAM_CACHE_LIMIT to change it)")
+    return 0
+
+
 def run_boards(args) -> int:
     boards = list_boards()
     if args.json:
@@ -310,6 +326,8 @@ def human_bytes(size: int | None) -> str:
 
 
 def run_budget(args) -> int:
+    if args.html:
+        check_dependencies()  # before any work
     board = load_board(args.board)
     if (args.data is None) != (args.label is None):
         raise ValueError("--data and --label go together")
@@ -327,7 +345,8 @@ def run_budget(args) -> int:
         sizes = compare_sizes(of_model(model, board, budget.ram_budget, budget.flash_budget, optimize),
                               targets.build(args.bundle, board))
     if args.html:
-        html_report(budget, args.html, curve, sizes)
+        html_report(budget, args.html, curve, sizes,
+                    provenance(args.data, len(X) if X is not None else None))
     if args.json:
         print(json.dumps({**budget.to_json(), **({"curve": curve} if curve else {}),
                           **({"measured": sizes} if sizes else {})}))
@@ -402,6 +421,7 @@ def run_demo(args) -> int:
     """Plan, learn, export, check parity on the host and under QEMU, and write the memory report."""
     from .export import export_bundle
 
+    check_dependencies()  # before any work: the demo ends with the memory report
     board = load_board(args.board)
     X, y = make_stream(args.stream, args.n_samples, seed=0)
     budget = plan(args.learner, board, X.shape[1], len(np.unique(y)), ram=args.ram)

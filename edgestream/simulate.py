@@ -7,8 +7,7 @@ Two entry points:
 * :func:`runtime` compiles the runtime in csrc/ once and feeds it tables from numpy arrays, so property
   tests can check thousands of models against one compiled library.
 
-Compiled libraries are cached by a hash of their sources in ``$EDGESTREAM_CACHE`` (default
-``~/.cache/edgestream``).
+Compiled libraries are cached by a hash of their sources in the cache folder (see :mod:`edgestream.cache`).
 """
 
 from __future__ import annotations
@@ -17,7 +16,6 @@ import functools
 import hashlib
 import importlib.machinery
 import importlib.util
-import os
 import re
 import shutil
 import sys
@@ -78,7 +76,9 @@ class DeviceError(RuntimeError):
 
 
 def cache_dir() -> Path:
-    return Path(os.environ.get("EDGESTREAM_CACHE", Path.home() / ".cache" / "edgestream"))
+    from .cache import cache_dir as folder  # platformdirs, $EDGESTREAM_CACHE, size limit: see edgestream.cache
+
+    return folder()
 
 
 def compile_library(cdef: str, header: str, sources: list[Path], include_dir: Path, private: bool = False):

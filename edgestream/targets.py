@@ -230,7 +230,7 @@ def build(bundle_dir, board, out_dir=None) -> BuildReport:
 def report(fw: Firmware) -> BuildReport:
     board, name = fw.board, fw.manifest["name"]
     text, data, bss = (int(v) for v in tool(board, "size", "-B", fw.elf).splitlines()[1].split()[:3])
-    sections, symbols = read_elf(tool(board, "readelf", "-SsW", fw.elf))
+    sections, symbols = read_elf(fw.elf)
     linked = {symbol for symbol, (kind, _, _) in symbols.items() if kind == "FUNC"}  # gc-sections dropped the rest
     stack = sorted((s for s in stack_usage(fw.directory) if s.function in linked), key=lambda s: (-s.bytes, s.function))
     objects = {symbol: SymbolSize(size, sections[index].memory) for symbol, (kind, size, index) in symbols.items()
@@ -256,21 +256,29 @@ class Section:
     memory: str  # "ram" (writable) or "flash"
 
 
-SECTION_LINE = re.compile(  # [Nr] Name Type Addr Off Size ES Flg Lk Inf Al
-    r"^\s*\[\s*(\d+)\]\s+(\S+)\s+\S+\s+[0-9a-f]+\s+[0-9a-f]+\s+([0-9a-f]+)\s+[0-9a-f]+\s+(\S*)\s+\d+")
-SYMBOL_LINE = re.compile(r"^\s*\d+:\s+[0-9a-f]+\s+(\S+)\s+(\w+)\s+\w+\s+\w+\s+(\d+)\s+(\S+)$")
+SYMBOL_KINDS = {"STT_FUNC": "FUNC", "STT_OBJECT": "OBJECT"}
 
 
-def read_elf(readelf: str) -> tuple[dict[int, Section], dict[str, tuple[str, int, int]]]:
-    """From ``readelf -SsW``: section index -> Section, symbol -> (type, size, section index)."""
-    sections, symbols = {}, {}
-    for line in readelf.splitlines():
-        if match := SECTION_LINE.match(line):
-            index, section, size, flags = match.groups()
-            sections[int(index)] = Section(section, int(size, 16), "ram" if "W" in flags else "flash")
-        elif match := SYMBOL_LINE.match(line):
-            size, kind, index, symbol = match.groups()
-            symbols[symbol] = (kind, int(size, 0), int(index))
+def read_elf(path) -> tuple[dict[int, Section], dict[str, tuple[str, int, int]]]:
+    """Section index -> Section, and symbol -> (type ``FUNC``/``OBJECT``, size, section index) of the functions
+    and objects of an ELF file (pyelftools; symbols in no section are left out)."""
+    from elftools.elf.constants import SH_FLAGS
+    from elftools.elf.elffile import ELFFile
+    from elftools.elf.sections import SymbolTableSection
+
+    with open(path, "rb") as handle:
+        elf = ELFFile(handle)
+        sections = {index: Section(section.name, section["sh_size"],
+                                   "ram" if section["sh_flags"] & SH_FLAGS.SHF_WRITE else "flash")
+                    for index, section in enumerate(elf.iter_sections()) if index}
+        symbols = {}
+        for table in elf.iter_sections():
+            if not isinstance(table, SymbolTableSection):
+                continue
+            for symbol in table.iter_symbols():
+                kind, index = SYMBOL_KINDS.get(symbol["st_info"]["type"]), symbol["st_shndx"]
+                if kind and symbol.name and isinstance(index, int):
+                    symbols[symbol.name] = (kind, symbol["st_size"], index)
     return sections, symbols
 
 
