@@ -23,6 +23,7 @@ import json
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -417,20 +418,39 @@ def run(bundle_dir, board, X, y=None, learn: bool = False, timeout: float = 60,
     where = f"{emulator.command} {emulator.machine}".strip()
     with tempfile.TemporaryDirectory(prefix="edgestream-run-") as work:
         (Path(work) / INPUT_FILE).write_bytes(payload)
-        seconds = execute(command, Path(work), timeout, f"board {board.name}: {where}")
+        watch = (Path(work) / OUTPUT_FILE, 1 + 2 * manifest["n_classes"], len(rows))
+        seconds = execute(command, Path(work), timeout, f"board {board.name}: {where}", watch)
         classes, proba = decode_results(manifest, (Path(work) / OUTPUT_FILE).read_bytes(), len(rows), board)
         counts = count_instructions(Path(work) / TRACE, manifest["name"]) if instructions else None
     return RunResult(board.name, where, classes, proba, seconds, counts)
 
 
-def execute(command: list[str], work: Path, timeout: float, what: str) -> float:
-    """Run the emulator in ``work``; its wall time, or a clear error when it hangs or the firmware fails."""
+def execute(command: list[str], work: Path, timeout: float, what: str, watch=None) -> float:
+    """Run the emulator in ``work``; its wall time, or a clear error when it hangs or the firmware fails.
+    ``watch`` = (results file, bytes per row, rows) shows a progress bar of the rows the firmware has written
+    (on a terminal)."""
+    from tqdm import tqdm
+
     start = time.perf_counter()
-    try:
-        result = subprocess.run(command, cwd=work, capture_output=True, text=True, errors="replace",
-                                timeout=timeout)
-    except subprocess.TimeoutExpired:
-        raise EmulatorTimeout(f"{what} did not finish within {timeout:g} s") from None
+    path, record, total = watch or (None, 1, 0)
+    with open(work / "emulator.out", "w+") as out, open(work / "emulator.err", "w+") as err, \
+            tqdm(total=total, desc=what.split(":")[0], unit="row", leave=False,
+                 disable=not total or not sys.stderr.isatty()) as bar:
+        process = subprocess.Popen(command, cwd=work, stdout=out, stderr=err)
+        while True:
+            try:
+                process.wait(timeout=max(0.0, min(0.2, timeout - (time.perf_counter() - start))))
+                break
+            except subprocess.TimeoutExpired:
+                if time.perf_counter() - start >= timeout:
+                    process.kill()
+                    process.wait()
+                    raise EmulatorTimeout(f"{what} did not finish within {timeout:g} s") from None
+                if path is not None and path.exists():
+                    bar.update(min(total, path.stat().st_size // record) - bar.n)
+        out.seek(0)
+        err.seek(0)
+        result = subprocess.CompletedProcess(command, process.returncode, out.read(), err.read())
     if result.returncode != 0:
         output = "\n".join((result.stderr.strip() or result.stdout.strip()).splitlines()[:4])
         raise TargetError(f"{what}: the firmware exited with status {result.returncode} "
