@@ -158,7 +158,7 @@ def run(command: list[str], cwd: Path) -> str:
 
 
 def include_flags(variant: Variant, extra: list[Path] = ()) -> list[str]:
-    return [f"-I{d}" for d in [variant.directory, *extra]]
+    return [f"-I{d}" for d in [variant.directory, variant.directory / "src", *extra]]  # bundles: src/
 
 
 def converting_body(ctype: str, n_features: int, call: str) -> str:

@@ -24,13 +24,13 @@ import numpy as np
 from . import __version__, learners, parity, targets
 from .boards import list_boards, load_board
 from .budget import of_model, plan
-from .data import STREAMS, device_input, load_csv, make_stream
+from .data import STREAMS, device_input, load_table, make_stream
 from .encoding import OPTIMIZE
 from .evaluate import prequential
 from .export import read_manifest
 from .modelfile import load_model, save_model
 from .parity import compare, compare_learning, compare_sizes, emulator_name, sizes_text
-from .report import html_report
+from .report import check_dependencies, html_report, provenance
 from .targets import TargetError, ToolchainMissing
 from .train import BINS_ROWS, CURVE_BUDGETS, accuracy_curve, parse_row_numbers, start_online, train, update
 from .units import parse_bytes
@@ -126,7 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
     budget.add_argument("--classes", type=int, metavar="C", help="number of classes (or taken from --data)")
     _add_learner_options(budget, "configuration (what is not given is the largest that fits)")
     budget.add_argument("--json", action="store_true", help="print one JSON object")
-    budget.add_argument("--html", metavar="FILE", help="write a report with plots (needs matplotlib)")
+    budget.add_argument("--html", metavar="FILE", help="write a report with plots (needs matplotlib: the report extra; checked before any work)")
     stream = budget.add_argument_group("accuracy against RAM budget (online learners)")
     stream.add_argument("--data", metavar="DATA.csv",
                         help="a stream: its features and classes, and for online learners the prequential accuracy "
@@ -155,6 +155,10 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--qemu-rows", type=int, default=500, metavar="N",
                       help="rows learned under QEMU (default 500)")
     demo.set_defaults(run=run_demo)
+
+    cache = commands.add_parser("cache", help="where the cache of compiled code is and how big; 'clear' empties it")
+    cache.add_argument("action", nargs="?", choices=("info", "clear"), default="info")
+    cache.set_defaults(run=run_cache)
     return parser
 
 
@@ -192,6 +196,15 @@ def learner_params(args) -> dict:
 def _add_label_options(parser, required: bool = True) -> None:
     parser.add_argument("--label", required=required, metavar="COL", help="label column: name or 0-based index")
     parser.add_argument("--no-header", action="store_true", help="the first row is data, not column names")
+    parser.add_argument("--delimiter", default=",", metavar="CHAR",
+                        help="CSV cell separator (default ','; 'tab' or '\\t' for tabs); Parquet files are read "
+                             "as such (pip install 'edgestream[parquet]')")
+
+
+def load_data(args, path):
+    """``(X, y, feature_names)`` of a CSV or Parquet data file given on the command line."""
+    delimiter = {"tab": "\t", "\\t": "\t"}.get(args.delimiter, args.delimiter)
+    return load_table(path, args.label, no_header=args.no_header, delimiter=delimiter)
 
 
 def _add_board_option(parser) -> None:
@@ -206,7 +219,7 @@ def byte_size(text: str) -> int:
 
 
 def run_fit(args) -> int:
-    X, y, _ = load_csv(args.data, args.label, no_header=args.no_header)
+    X, y, _ = load_data(args, args.data)
     spec = learners.get(args.learner)
     board = load_board(args.board) if args.ram is not None or args.flash is not None else None
     trained = train(args.learner, X, y, learner_params(args), board, args.ram, args.flash, args.bins_rows,
@@ -233,7 +246,7 @@ def run_update(args) -> int:
         raise ValueError("--add and --label go together")
     if args.add is None and args.delete is None:
         raise ValueError("nothing to do: give --add DATA.csv --label COL and/or --delete ROWS")
-    X, y = load_csv(args.add, args.label, no_header=args.no_header)[:2] if args.add else (None, None)
+    X, y = load_data(args, args.add)[:2] if args.add else (None, None)
     rows = parse_row_numbers(args.delete) if args.delete is not None else None
     model = load_model(args.model)
     done = update(model, X, y, rows)
@@ -255,7 +268,7 @@ def run_export(args) -> int:
 
 
 def run_simulate(args) -> int:
-    X, y, _ = load_csv(args.data, args.label, no_header=args.no_header)  # data errors before compiling
+    X, y, _ = load_data(args, args.data)  # data errors before compiling
     target = parity.target(args.bundle, args.target, args.board, args.timeout)
     X = device_input(X, target.model.input_dtype)
     scores = compare_learning(target, X, y, args.window) if args.learn else compare(target, X, y)
@@ -269,6 +282,18 @@ def run_simulate(args) -> int:
     else:
         print(f"{report['n']} rows, accuracy {report['accuracy']:.4f}, {report['mismatches']} class mismatches "
               f"and {report['proba_mismatches']} probability mismatches between C and Python ({target.where})")
+    return 0
+
+
+def run_cache(args) -> int:
+    from . import cache
+
+    root = cache.cache_dir()
+    if args.action == "clear":
+        print(f"cache {root}: removed {cache.clear(root):,} bytes")
+    else:
+        print(f"cache {root}: {len(cache.entries(root))} entries, {cache.size(root):,} bytes "
+              f"(limit {cache.limit():,}; set EDGESTREAM_CACHE_LIMIT to change it)")
     return 0
 
 
@@ -301,10 +326,12 @@ def human_bytes(size: int | None) -> str:
 
 
 def run_budget(args) -> int:
+    if args.html:
+        check_dependencies()  # before any work
     board = load_board(args.board)
     if (args.data is None) != (args.label is None):
         raise ValueError("--data and --label go together")
-    X, y = load_csv(args.data, args.label, no_header=args.no_header)[:2] if args.data else (None, None)
+    X, y = load_data(args, args.data)[:2] if args.data else (None, None)
     n_features, n_classes = budget_shape(args, X, y)
     params = learner_params(args)
     budget = plan(args.learner, board, n_features, n_classes, ram=args.ram, flash=args.flash,
@@ -318,7 +345,8 @@ def run_budget(args) -> int:
         sizes = compare_sizes(of_model(model, board, budget.ram_budget, budget.flash_budget, optimize),
                               targets.build(args.bundle, board))
     if args.html:
-        html_report(budget, args.html, curve, sizes)
+        html_report(budget, args.html, curve, sizes,
+                    provenance(args.data, len(X) if X is not None else None))
     if args.json:
         print(json.dumps({**budget.to_json(), **({"curve": curve} if curve else {}),
                           **({"measured": sizes} if sizes else {})}))
@@ -393,6 +421,7 @@ def run_demo(args) -> int:
     """Plan, learn, export, check parity on the host and under QEMU, and write the memory report."""
     from .export import export_bundle
 
+    check_dependencies()  # before any work: the demo ends with the memory report
     board = load_board(args.board)
     X, y = make_stream(args.stream, args.n_samples, seed=0)
     budget = plan(args.learner, board, X.shape[1], len(np.unique(y)), ram=args.ram)

@@ -1,4 +1,4 @@
-"""Data in and out of the package: a strict CSV reader and built-in stream generators.
+"""Data in and out of the package: strict CSV and Parquet readers and built-in stream generators.
 
 The generators let every command and test run with no data files. All of them are deterministic for a seed and
 return ``(X float64 [n, d], y int64 [n])`` in stream order.
@@ -15,8 +15,57 @@ from .errors import DataError
 MISSING = frozenset({"", "?", "na", "nan"})  # compared case-insensitively
 
 
-def load_csv(path, label, no_header: bool = False) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    """Read a CSV file into ``(X, y, feature_names)``.
+PARQUET_MAGIC = b"PAR1"
+
+
+def load_table(path, label, no_header: bool = False, delimiter: str = ",") -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """``(X, y, feature_names)`` of a data file: Parquet (by its ``PAR1`` magic, read through pyarrow, the
+    ``parquet`` extra) or else CSV with this ``delimiter`` (see :func:`load_csv`)."""
+    try:
+        with open(path, "rb") as handle:
+            parquet = handle.read(4) == PARQUET_MAGIC
+    except OSError as error:
+        raise DataError(f"cannot read {path}: {error.strerror or error}") from None
+    return load_parquet(path, label) if parquet else load_csv(path, label, no_header, delimiter)
+
+
+def load_parquet(path, label) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Read a Parquet file into ``(X, y, feature_names)``: ``label`` is a column name or 0-based index; every
+    other column is a numeric (or boolean) feature, nulls become NaN; null labels are refused."""
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise DataError(f"{path} is a Parquet file; reading it needs pyarrow: pip install 'edgestream[parquet]'") \
+            from None
+    try:
+        table = pq.read_table(path)
+    except Exception as error:  # pyarrow raises its own error kinds for damaged files
+        raise DataError(f"cannot read {path} as Parquet: {error}") from None
+    names = [str(name) for name in table.column_names]
+    if len(names) < 2:
+        raise DataError(f"{path} has {len(names)} column(s); need at least one feature column besides the label")
+    if table.num_rows == 0:
+        raise DataError(f"{path} has no data rows")
+    column = _label_index(label, names, len(names), path)
+    labels = table.column(column)
+    if labels.null_count:
+        raise DataError(f"{path}: {labels.null_count} missing label(s) in column {names[column]!r}")
+    y = np.asarray(labels.to_pylist())
+    if y.dtype.kind == "f" and (y == np.round(y)).all():
+        y = y.astype(np.int64)
+    features = [j for j in range(len(names)) if j != column]
+    X = np.empty((table.num_rows, len(features)), dtype=np.float64)
+    for i, j in enumerate(features):
+        values = table.column(j)
+        kind = str(values.type)
+        if not (kind.startswith(("int", "uint", "float", "double", "halffloat", "decimal")) or kind == "bool"):
+            raise DataError(f"{path}, column {names[j]!r}: type {kind} is not numeric")
+        X[:, i] = np.array([np.nan if v is None else float(v) for v in values.to_pylist()])
+    return X, y, [names[j] for j in features]
+
+
+def load_csv(path, label, no_header: bool = False, delimiter: str = ",") -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Read a CSV file (cells separated by ``delimiter``) into ``(X, y, feature_names)``.
 
     ``label`` is a column name or a 0-based index; a string of digits is an index unless it is a header name.
     Without ``no_header``, the first row is a header when all its cells are non-numeric or when a feature column
@@ -24,8 +73,14 @@ def load_csv(path, label, no_header: bool = False) -> tuple[np.ndarray, np.ndarr
     model reserves for them. Labels stay ints if all are integers, else floats if all are numbers, else strings.
     Columns without a header are named ``x0``, ``x1``, ... by their index in the file.
     """
-    rows = _read_rows(path)
+    if len(delimiter) != 1:
+        raise DataError(f"delimiter {delimiter!r} must be one character")
+    rows = _read_rows(path, delimiter)
     first = rows[0][1]
+    other = next((d for d in (";", "\t", "|", ",") if len(first) == 1 and d != delimiter and d in first[0]), None)
+    if other is not None:
+        raise DataError(f"{path} has one column when split at {delimiter!r}, but its first row holds {other!r}: "
+                        f"give the delimiter (--delimiter {'tab' if other == chr(9) else repr(other)})")
     header = None if no_header or not _is_header(first, label) else first
     if header is not None:
         rows = rows[1:]
@@ -48,11 +103,11 @@ def load_csv(path, label, no_header: bool = False) -> tuple[np.ndarray, np.ndarr
     return X, _label_array(labels), [names[j] for j in features]
 
 
-def _read_rows(path) -> list[tuple[int, list[str]]]:
+def _read_rows(path, delimiter: str = ",") -> list[tuple[int, list[str]]]:
     """Non-blank rows with their line numbers, cells stripped of surrounding spaces."""
     try:
         with open(path, newline="", encoding="utf-8-sig") as handle:
-            reader = csv.reader(handle)
+            reader = csv.reader(handle, delimiter=delimiter)
             rows = [(reader.line_num, [cell.strip() for cell in row]) for row in reader if any(c.strip() for c in row)]
     except (OSError, UnicodeDecodeError, csv.Error) as error:
         raise DataError(f"cannot read {path}: {getattr(error, 'strerror', None) or error}") from None
@@ -190,4 +245,4 @@ def _flip_labels(y: np.ndarray, noise: float, n_classes: int, rng) -> np.ndarray
 
 STREAMS = {"hyperplane": rotating_hyperplane, "blobs": gaussian_blobs, "sea": sea_concepts}
 
-__all__ = ["DataError", "STREAMS", "load_csv", "make_stream"]
+__all__ = ["DataError", "STREAMS", "load_csv", "load_parquet", "load_table", "make_stream"]

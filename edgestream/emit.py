@@ -7,11 +7,20 @@ from importlib import resources
 import jinja2
 import numpy as np
 
+SOURCE_DIR = "src"  # the C sources and headers of a bundle (an Arduino/PlatformIO library's src/)
+# A bundle is at once a Make/CMake project, an Arduino and PlatformIO library and a Zephyr module.
 TEMPLATES = {
-    "{name}.h": "model.h.j2",
-    "main.c": "main.c.j2",
+    "src/{name}.h": "model.h.j2",
+    "extras/main.c": "main.c.j2",
+    "extras/arm-none-eabi.cmake": "toolchain_arm.cmake.j2",
     "Makefile": "Makefile.j2",
     "CMakeLists.txt": "CMakeLists.txt.j2",
+    "library.properties": "library.properties.j2",
+    "library.json": "library.json.j2",
+    "examples/{name}/{name}.ino": "sketch.ino.j2",
+    "zephyr/module.yml": "zephyr_module.yml.j2",
+    "zephyr/CMakeLists.txt": "zephyr_CMakeLists.txt.j2",
+    "zephyr/Kconfig": "zephyr_Kconfig.j2",
 }
 C_TYPES = {"float32": "float", "int32": "int32_t", "int16": "int16_t"}
 VALUES_PER_LINE = 12
@@ -56,9 +65,19 @@ def environment(autoescape: bool = False) -> jinja2.Environment:
 
 
 def render_bundle(context: dict, model_template: str) -> dict[str, str]:
-    """File name -> text of every generated file; ``model_template`` renders ``<name>.c``, and the context's
-    ``extra_files`` (file name -> template) adds the learner's own generated headers."""
-    return render_files(context, {**TEMPLATES, "{name}.c": model_template, **context.get("extra_files", {})})
+    """Path in the bundle -> text of every generated file; ``model_template`` renders ``src/<name>.c``, and the
+    context's ``extra_files`` (file name -> template) adds the learner's own generated headers to ``src/``."""
+    extra = {f"{SOURCE_DIR}/{out}": template for out, template in context.get("extra_files", {}).items()}
+    return render_files(context, {**TEMPLATES, f"{SOURCE_DIR}/{{name}}.c": model_template, **extra})
+
+
+def c_string(text: str) -> str:
+    """A C string literal of ``text`` (UTF-8; quotes, backslashes and non-printable bytes escaped)."""
+    out = []
+    for byte in str(text).encode():
+        char = chr(byte)
+        out.append("\\" + char if char in '"\\' else char if 32 <= byte < 127 and char != "?" else f"\\{byte:03o}")
+    return '"' + "".join(out) + '"'
 
 
 def render_files(context: dict, templates: dict[str, str]) -> dict[str, str]:

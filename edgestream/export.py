@@ -4,23 +4,34 @@
 learner's template and the shared header, example and build files, see :mod:`edgestream.emit`), a copy of the
 model and a manifest, ``edgestream.json``, that says what the bundle holds:
 ``format_version``, ``name``, ``learner`` (a registry name), ``learning``, ``input_dtype``, ``n_features``,
-``n_classes``, ``sources`` and ``model``, plus what the learner adds (a frozen tree model: ``optimize`` and its
-``encoding``). Tools refuse a bundle of another format version.
+``n_classes``, ``class_names`` (the label of each class index), ``edgestream_version``, ``model_sha256`` (of the
+model copy), ``sources`` (paths of the C files to compile), ``include_dir``, ``files`` (everything the export
+wrote) and ``model``, plus what the learner adds (a frozen tree model: ``optimize`` and its ``encoding``). Tools
+refuse a bundle of another format version.
+
+Layout (format 3): the C runtime, model tables and public header in ``src/``; ``Makefile`` and
+``CMakeLists.txt`` whose default target is the static library only (the host example ``extras/main.c`` is the
+separate target ``example`` / ``<name>_example``); ``library.properties`` and ``examples/<name>/<name>.ino`` (an
+Arduino library), ``library.json`` (a PlatformIO library), ``zephyr/module.yml`` with its ``CMakeLists.txt`` and
+``Kconfig`` (a Zephyr module), and ``extras/arm-none-eabi.cmake`` (a CMake toolchain file for Cortex-M).
+Exporting into a folder removes the files an earlier export listed there first, and refuses a non-empty folder
+that is not a bundle, so no stale generated file is ever built with the new ones.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from importlib import resources
 from pathlib import Path
 
-from . import emit, learners
+from . import __version__, emit, learners
 from .encoding import OPTIMIZE
 
 MANIFEST = "edgestream.json"
 MODEL_COPY = "model.esm"
-BUNDLE_FORMAT_VERSION = 2
+BUNDLE_FORMAT_VERSION = 3
 
 
 def runtime_sources(modules=None) -> list[Path]:
@@ -61,15 +72,25 @@ def export_bundle(model, out_dir, name: str = "model", optimize: str = "speed") 
     from .modelfile import model_bytes
 
     context, spec = bundle_context(model, name, optimize)
-    generated = emit.render_bundle(context, spec.template)
     saved = model_bytes(model)
+    runtime = runtime_sources(spec.runtime)
+    src = emit.SOURCE_DIR
+    headers = sorted({p.name for p in runtime if p.suffix == ".h"} | {f"{name}.h", *context["extra_files"]})
+    sources = sorted({p.name for p in runtime if p.suffix == ".c"} | {f"{name}.c"})
+    class_names = [str(label) for label in model.classes_.tolist()]
+    context.update(version=__version__, model_sha256=hashlib.sha256(saved).hexdigest(), headers=headers,
+                   sources=sources, class_names=[emit.c_string(label) for label in class_names])
+    generated = emit.render_bundle(context, spec.template)
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    for source in runtime_sources(spec.runtime):
-        shutil.copyfile(source, out / source.name)
+    clear_previous_export(out)
+    (out / src).mkdir(parents=True, exist_ok=True)
+    for source in runtime:
+        shutil.copyfile(source, out / src / source.name)
     for filename, text in generated.items():
+        (out / filename).parent.mkdir(parents=True, exist_ok=True)
         (out / filename).write_text(text)
     (out / MODEL_COPY).write_bytes(saved)
+    written = sorted({f"{src}/{p.name}" for p in runtime} | set(generated) | {MODEL_COPY, MANIFEST})
     manifest = {
         "format_version": BUNDLE_FORMAT_VERSION,
         "name": name,
@@ -78,12 +99,47 @@ def export_bundle(model, out_dir, name: str = "model", optimize: str = "speed") 
         "input_dtype": context["input_dtype"],
         "n_features": context["n_features"],
         "n_classes": context["n_classes"],
-        "sources": sorted(p.name for p in out.glob("*.c") if p.name != "main.c"),
+        "class_names": class_names,
+        "edgestream_version": __version__,
+        "model_sha256": context["model_sha256"],
+        "sources": [f"{src}/{source}" for source in sources],
+        "include_dir": src,
+        "files": written,
         "model": MODEL_COPY,
         **context["manifest"],
     }
     (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
     return out
+
+
+def clear_previous_export(out: Path) -> None:
+    """Remove what an earlier export wrote into ``out`` (the ``files`` of its manifest), so that no stale
+    generated file stays next to the new ones; a non-empty folder that is not a bundle is refused."""
+    if not out.exists():
+        return
+    if not out.is_dir():
+        raise ValueError(f"{out} exists and is not a folder")
+    manifest = out / MANIFEST
+    previous = None
+    if manifest.is_file():
+        try:
+            previous = json.loads(manifest.read_text()).get("files")
+        except (json.JSONDecodeError, AttributeError):
+            previous = None
+    if previous is None:
+        if any(out.iterdir()):
+            raise ValueError(f"{out} is not empty and holds no bundle this edgestream wrote (no {MANIFEST} with "
+                             f"its list of files); export into an empty or new folder")
+        return
+    root = out.resolve()
+    for relative in previous:
+        path = (out / str(relative)).resolve()
+        if root in path.parents and path.is_file():
+            path.unlink()
+            for parent in path.parents:  # folders the export made and left empty
+                if parent == root or any(parent.iterdir()):
+                    break
+                parent.rmdir()
 
 
 def read_manifest(bundle_dir) -> dict:
@@ -100,4 +156,5 @@ def read_manifest(bundle_dir) -> dict:
         raise ValueError(f"bundle {bundle_dir} has format_version {found!r}; this edgestream reads format_version "
                          f"{BUNDLE_FORMAT_VERSION}: export the model again (edgestream export MODEL -o DIR)")
     learners.get(manifest["learner"])
-    return {**manifest, "directory": str(Path(bundle_dir).resolve())}
+    directory = Path(bundle_dir).resolve()
+    return {**manifest, "directory": str(directory), "include_directory": str(directory / manifest["include_dir"])}

@@ -5,8 +5,8 @@ A model file is three parts:
 1. the magic line ``EDGESTREAM-MODEL\\n``;
 2. one line of JSON: ``format_version``, ``learner`` (class name), ``params`` (``get_params()``), ``classes``
    (JSON keeps ints, floats, strings and booleans apart, so labels come back as the kind they were),
-   ``binning`` (``max_bins``, ``strategy``, ``dtype``; null for a learner of raw features), ``n_features`` and
-   ``sha256`` of the payload;
+   ``binning`` (``max_bins``, ``strategy``, ``dtype``; null for a learner of raw features), ``n_features``,
+   ``feature_names`` (the DataFrame columns the model was fitted on, or null) and ``sha256`` of the payload;
 3. the payload: an ``.npz`` archive of the tree tables and the flat bin edges, read with ``allow_pickle=False``
    so that loading a file never runs code from it.
 
@@ -31,6 +31,7 @@ import numpy as np
 from . import learners
 from .binning import MAX_EDGES, BinMapper
 from .errors import ModelFileError
+from .learners.skbase import feature_names
 
 MAGIC = b"EDGESTREAM-MODEL\n"
 FORMAT_VERSION = 1
@@ -82,6 +83,7 @@ def model_bytes(model) -> bytes:
         "binning": None if bins is None else {"max_bins": bins.max_bins, "strategy": bins.strategy,
                                               "dtype": bins.dtype},
         "n_features": learners.model_input(model)[1],
+        "feature_names": feature_names(model),
         "sha256": hashlib.sha256(payload).hexdigest(),
     }
     try:
@@ -138,6 +140,12 @@ def _rebuild(header: dict, arrays: dict, source: str):
             raise ValueError(f"state for {learners.model_input(model)[1]} features, header says "
                              f"{header['n_features']}")
         return model
+    names = header.get("feature_names")
+    if names is not None and (not isinstance(names, list) or len(names) != header["n_features"]
+                              or not all(isinstance(name, str) for name in names)):
+        raise ValueError(f"feature_names must be a list of {header['n_features']} strings")
+    if names is not None:
+        model.feature_names_in_ = np.asarray(names, dtype=object)
     _check_bin_tables(arrays, binning["dtype"])
     model.bins_ = BinMapper.from_flat_edges(arrays["bin_edges"], arrays["bin_offsets"], binning["max_bins"],
                                             binning["strategy"], binning["dtype"])

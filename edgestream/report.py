@@ -4,7 +4,11 @@ and the sizes the cross build measured next to the predicted ones (template ``co
 from __future__ import annotations
 
 import base64
+import datetime
+import hashlib
 import io
+import shlex
+import sys
 from pathlib import Path
 
 from .emit import environment
@@ -20,8 +24,29 @@ def _pyplot():
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise ImportError("the HTML report draws plots with matplotlib: pip install matplotlib") from None
+        raise ImportError("the HTML report draws plots with matplotlib: pip install 'edgestream[report]'") from None
     return plt
+
+
+def check_dependencies() -> None:
+    """Fail at once, before any work, when the report cannot be drawn (matplotlib missing)."""
+    _pyplot()
+
+
+def provenance(data=None, n_rows: int | None = None) -> dict[str, str]:
+    """Where a report comes from: the edgestream version, the command, the date (UTC) and the data file (its
+    path, size and the start of its sha256) with its number of rows."""
+    from . import __version__
+
+    fields = {"edgestream": __version__,
+              "command": shlex.join(["edgestream", *sys.argv[1:]]) if sys.argv and sys.argv[0] else "",
+              "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")}
+    if data is not None:
+        content = Path(data).read_bytes()
+        fields["data"] = (f"{Path(data).resolve()} ({len(content):,} bytes, sha256 "
+                          f"{hashlib.sha256(content).hexdigest()[:16]}"
+                          + (f", {n_rows:,} rows)" if n_rows is not None else ")"))
+    return fields
 
 
 def memory_figure(plt, budget):
@@ -61,9 +86,11 @@ def curve_figure(plt, curve: dict[int, float], chosen: int):
     return fig
 
 
-def html_report(budget, path, curve: dict[int, float] | None = None, sizes: dict | None = None) -> Path:
+def html_report(budget, path, curve: dict[int, float] | None = None, sizes: dict | None = None,
+                origin: dict[str, str] | None = None) -> Path:
     """Write the report of ``budget`` to ``path``; ``curve`` maps RAM budgets to accuracy, ``sizes`` is
-    :func:`edgestream.parity.compare_sizes`."""
+    :func:`edgestream.parity.compare_sizes`, ``origin`` the provenance (default: :func:`provenance` without
+    data)."""
     plt = _pyplot()
     figures = [("RAM and flash by group", memory_figure(plt, budget))]
     if curve:
@@ -75,7 +102,7 @@ def html_report(budget, path, curve: dict[int, float] | None = None, sizes: dict
         plt.close(fig)
         images.append({"alt": alt, "data": base64.b64encode(buffer.getvalue()).decode()})
     page = environment(autoescape=True).get_template("report.html.j2").render(
-        budget=budget, images=images, sizes=sizes, compared=COMPARED)
+        budget=budget, images=images, sizes=sizes, compared=COMPARED, provenance=origin or provenance())
     path = Path(path)
     path.write_text(page)
     return path

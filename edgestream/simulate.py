@@ -7,8 +7,7 @@ Two entry points:
 * :func:`runtime` compiles the runtime in csrc/ once and feeds it tables from numpy arrays, so property
   tests can check thousands of models against one compiled library.
 
-Compiled libraries are cached by a hash of their sources in ``$EDGESTREAM_CACHE`` (default
-``~/.cache/edgestream``).
+Compiled libraries are cached by a hash of their sources in the cache folder (see :mod:`edgestream.cache`).
 """
 
 from __future__ import annotations
@@ -17,7 +16,6 @@ import functools
 import hashlib
 import importlib.machinery
 import importlib.util
-import os
 import re
 import shutil
 import sys
@@ -41,7 +39,7 @@ INTEGER_DEFINE = re.compile(r"^\s*#define\s+(\w+)\s+(\d+)u?\s*$")
 def header_cdef(headers, directory: Path | None = None) -> str:
     """cffi declarations read from C headers themselves (and the headers they include from ``directory``, the
     runtime's by default), each once, included ones first: comments and preprocessor lines dropped, integer
-    constants kept. So the host sees exactly the declarations the device code compiles against."""
+    constants kept, ``#ifdef __cplusplus`` blocks dropped. So the host sees exactly the declarations the device code compiles against."""
     directory = Path(directory) if directory else runtime_sources()[0].parent
     ordered: list[str] = []
 
@@ -58,7 +56,9 @@ def header_cdef(headers, directory: Path | None = None) -> str:
         visit(header)
     lines = []
     for name in ordered:
-        for line in re.sub(r"/\*.*?\*/", "", (directory / name).read_text(), flags=re.S).splitlines():
+        text = re.sub(r"/\*.*?\*/", "", (directory / name).read_text(), flags=re.S)
+        text = re.sub(r"#ifdef __cplusplus.*?#endif", "", text, flags=re.S)  # C++ linkage blocks
+        for line in text.splitlines():
             if match := INTEGER_DEFINE.match(line):
                 lines.append(f"#define {match[1]} {match[2]}")
             elif not line.lstrip().startswith("#"):
@@ -76,7 +76,9 @@ class DeviceError(RuntimeError):
 
 
 def cache_dir() -> Path:
-    return Path(os.environ.get("EDGESTREAM_CACHE", Path.home() / ".cache" / "edgestream"))
+    from .cache import cache_dir as folder  # platformdirs, $EDGESTREAM_CACHE, size limit: see edgestream.cache
+
+    return folder()
 
 
 def compile_library(cdef: str, header: str, sources: list[Path], include_dir: Path, private: bool = False):
@@ -129,9 +131,10 @@ class Bundle:
         self.n_classes = self.manifest["n_classes"]
         self.model = load_model(self.directory / self.manifest["model"])
         self.learning = self.manifest["learning"]
-        cdef = header_cdef([f"{self.name}.h"], self.directory)
+        include = Path(self.manifest["include_directory"])
+        cdef = header_cdef([f"{self.name}.h"], include)
         sources = [self.directory / s for s in self.manifest["sources"]]
-        self.ffi, self.lib = compile_library(cdef, f'#include "{self.name}.h"', sources, self.directory,
+        self.ffi, self.lib = compile_library(cdef, f'#include "{self.name}.h"', sources, include,
                                              private=self.learning)
 
     def _rows(self, X):

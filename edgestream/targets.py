@@ -23,6 +23,7 @@ import json
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -176,7 +177,7 @@ def compile_commands(manifest: dict, board: Board, emulated: bool, out: Path) ->
     """Compiler invocations: one per source (objects and .su files in ``out``), then the link."""
     bundle, chain = Path(manifest["directory"]), board.toolchain
     sources = [bundle / s for s in manifest["sources"]] + [out / HARNESS]
-    commands = [[chain.cc, *COMPILE_FLAGS, *chain.cflags, "-I", str(bundle), "-c", str(source),
+    commands = [[chain.cc, *COMPILE_FLAGS, *chain.cflags, "-I", manifest["include_directory"], "-c", str(source),
                  "-o", str(out / f"{source.stem}.o")] for source in sources]
     link = board.link_for(emulated)
     commands.append([chain.cc, *chain.cflags, *(str(out / f"{s.stem}.o") for s in sources), *chain.ldflags,
@@ -198,7 +199,7 @@ def firmware(bundle_dir, board, emulated: bool, out_dir=None) -> Firmware:
     digest = hashlib.sha256(harness.encode() + repr(compile_commands(manifest, board, emulated, Path())).encode())
     for source in manifest["sources"]:
         digest.update(source.encode() + (Path(manifest["directory"]) / source).read_bytes())
-    for header in sorted(Path(manifest["directory"]).glob("*.h")):
+    for header in sorted(Path(manifest["include_directory"]).glob("*.h")):
         digest.update(header.name.encode() + header.read_bytes())
     out = cache_dir() / "targets" / f"{board.name}-{'emulated' if emulated else 'chip'}-{digest.hexdigest()[:20]}"
     if not (out / ELF).is_file():
@@ -230,7 +231,7 @@ def build(bundle_dir, board, out_dir=None) -> BuildReport:
 def report(fw: Firmware) -> BuildReport:
     board, name = fw.board, fw.manifest["name"]
     text, data, bss = (int(v) for v in tool(board, "size", "-B", fw.elf).splitlines()[1].split()[:3])
-    sections, symbols = read_elf(tool(board, "readelf", "-SsW", fw.elf))
+    sections, symbols = read_elf(fw.elf)
     linked = {symbol for symbol, (kind, _, _) in symbols.items() if kind == "FUNC"}  # gc-sections dropped the rest
     stack = sorted((s for s in stack_usage(fw.directory) if s.function in linked), key=lambda s: (-s.bytes, s.function))
     objects = {symbol: SymbolSize(size, sections[index].memory) for symbol, (kind, size, index) in symbols.items()
@@ -256,21 +257,29 @@ class Section:
     memory: str  # "ram" (writable) or "flash"
 
 
-SECTION_LINE = re.compile(  # [Nr] Name Type Addr Off Size ES Flg Lk Inf Al
-    r"^\s*\[\s*(\d+)\]\s+(\S+)\s+\S+\s+[0-9a-f]+\s+[0-9a-f]+\s+([0-9a-f]+)\s+[0-9a-f]+\s+(\S*)\s+\d+")
-SYMBOL_LINE = re.compile(r"^\s*\d+:\s+[0-9a-f]+\s+(\S+)\s+(\w+)\s+\w+\s+\w+\s+(\d+)\s+(\S+)$")
+SYMBOL_KINDS = {"STT_FUNC": "FUNC", "STT_OBJECT": "OBJECT"}
 
 
-def read_elf(readelf: str) -> tuple[dict[int, Section], dict[str, tuple[str, int, int]]]:
-    """From ``readelf -SsW``: section index -> Section, symbol -> (type, size, section index)."""
-    sections, symbols = {}, {}
-    for line in readelf.splitlines():
-        if match := SECTION_LINE.match(line):
-            index, section, size, flags = match.groups()
-            sections[int(index)] = Section(section, int(size, 16), "ram" if "W" in flags else "flash")
-        elif match := SYMBOL_LINE.match(line):
-            size, kind, index, symbol = match.groups()
-            symbols[symbol] = (kind, int(size, 0), int(index))
+def read_elf(path) -> tuple[dict[int, Section], dict[str, tuple[str, int, int]]]:
+    """Section index -> Section, and symbol -> (type ``FUNC``/``OBJECT``, size, section index) of the functions
+    and objects of an ELF file (pyelftools; symbols in no section are left out)."""
+    from elftools.elf.constants import SH_FLAGS
+    from elftools.elf.elffile import ELFFile
+    from elftools.elf.sections import SymbolTableSection
+
+    with open(path, "rb") as handle:
+        elf = ELFFile(handle)
+        sections = {index: Section(section.name, section["sh_size"],
+                                   "ram" if section["sh_flags"] & SH_FLAGS.SHF_WRITE else "flash")
+                    for index, section in enumerate(elf.iter_sections()) if index}
+        symbols = {}
+        for table in elf.iter_sections():
+            if not isinstance(table, SymbolTableSection):
+                continue
+            for symbol in table.iter_symbols():
+                kind, index = SYMBOL_KINDS.get(symbol["st_info"]["type"]), symbol["st_shndx"]
+                if kind and symbol.name and isinstance(index, int):
+                    symbols[symbol.name] = (kind, symbol["st_size"], index)
     return sections, symbols
 
 
@@ -409,20 +418,39 @@ def run(bundle_dir, board, X, y=None, learn: bool = False, timeout: float = 60,
     where = f"{emulator.command} {emulator.machine}".strip()
     with tempfile.TemporaryDirectory(prefix="edgestream-run-") as work:
         (Path(work) / INPUT_FILE).write_bytes(payload)
-        seconds = execute(command, Path(work), timeout, f"board {board.name}: {where}")
+        watch = (Path(work) / OUTPUT_FILE, 1 + 2 * manifest["n_classes"], len(rows))
+        seconds = execute(command, Path(work), timeout, f"board {board.name}: {where}", watch)
         classes, proba = decode_results(manifest, (Path(work) / OUTPUT_FILE).read_bytes(), len(rows), board)
         counts = count_instructions(Path(work) / TRACE, manifest["name"]) if instructions else None
     return RunResult(board.name, where, classes, proba, seconds, counts)
 
 
-def execute(command: list[str], work: Path, timeout: float, what: str) -> float:
-    """Run the emulator in ``work``; its wall time, or a clear error when it hangs or the firmware fails."""
+def execute(command: list[str], work: Path, timeout: float, what: str, watch=None) -> float:
+    """Run the emulator in ``work``; its wall time, or a clear error when it hangs or the firmware fails.
+    ``watch`` = (results file, bytes per row, rows) shows a progress bar of the rows the firmware has written
+    (on a terminal)."""
+    from tqdm import tqdm
+
     start = time.perf_counter()
-    try:
-        result = subprocess.run(command, cwd=work, capture_output=True, text=True, errors="replace",
-                                timeout=timeout)
-    except subprocess.TimeoutExpired:
-        raise EmulatorTimeout(f"{what} did not finish within {timeout:g} s") from None
+    path, record, total = watch or (None, 1, 0)
+    with open(work / "emulator.out", "w+") as out, open(work / "emulator.err", "w+") as err, \
+            tqdm(total=total, desc=what.split(":")[0], unit="row", leave=False,
+                 disable=not total or not sys.stderr.isatty()) as bar:
+        process = subprocess.Popen(command, cwd=work, stdout=out, stderr=err)
+        while True:
+            try:
+                process.wait(timeout=max(0.0, min(0.2, timeout - (time.perf_counter() - start))))
+                break
+            except subprocess.TimeoutExpired:
+                if time.perf_counter() - start >= timeout:
+                    process.kill()
+                    process.wait()
+                    raise EmulatorTimeout(f"{what} did not finish within {timeout:g} s") from None
+                if path is not None and path.exists():
+                    bar.update(min(total, path.stat().st_size // record) - bar.n)
+        out.seek(0)
+        err.seek(0)
+        result = subprocess.CompletedProcess(command, process.returncode, out.read(), err.read())
     if result.returncode != 0:
         output = "\n".join((result.stderr.strip() or result.stdout.strip()).splitlines()[:4])
         raise TargetError(f"{what}: the firmware exited with status {result.returncode} "

@@ -172,6 +172,32 @@ class TreeEnsemble:
         return arrays
 
 
+def impurity_importances(ensemble: TreeEnsemble, X_binned: np.ndarray, y: np.ndarray, n_classes: int) -> np.ndarray:
+    """Per feature, the decrease of the Gini impurity of the labels ``y`` (class indices) over the splits on it,
+    each weighted by the rows of ``X_binned`` that reach it, summed over the trees; normalized to sum to 1 (all
+    zeros when no split separates any row). Works for every leaf kind: only the routing is used."""
+    nodes = ensemble.nodes
+    feature, threshold = nodes["feature"].astype(np.int64), nodes["threshold"]
+    child = nodes["child"].astype(np.int64)
+    counts = np.zeros((len(nodes), n_classes), dtype=np.float64)
+    rows = np.arange(len(y))
+    X_binned = np.asarray(X_binned)
+    for root in ensemble.roots.astype(np.int64):
+        at, live = np.full(len(y), root), rows
+        while len(live):
+            np.add.at(counts, (at, y[live]), 1.0)
+            split = feature[at] != LEAF_FEATURE
+            at, live = at[split], live[split]
+            at = child[at] + (X_binned[live, feature[at]] > threshold[at])
+    total = counts.sum(axis=1)
+    gini = total - np.divide((counts ** 2).sum(axis=1), total, out=np.zeros_like(total), where=total > 0)
+    importances = np.zeros(ensemble.n_features)
+    internal = np.flatnonzero(feature != LEAF_FEATURE)
+    decrease = gini[internal] - gini[child[internal]] - gini[child[internal] + 1]
+    np.add.at(importances, feature[internal], np.maximum(decrease, 0.0))
+    return importances / importances.sum() if importances.sum() > 0 else importances
+
+
 def grow_tree(X_binned, y, weight, n_classes, *, criterion, max_depth, min_samples_leaf, max_nodes,
               max_features=None, seed=0):
     """One tree on binned data (see ``_kernels.build_tree``): returns (nodes, leaf_values)."""
@@ -215,10 +241,10 @@ def encode_labels(y, n_rows: int) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError("y has missing (None) labels")
     classes, encoded = np.unique(y, return_inverse=True)
     if len(classes) < 2:
-        raise ValueError(f"y has a single class ({classes[0]!r}); a classifier needs at least 2")
+        raise ValueError(f"y has one class ({classes[0]!r}); a classifier needs at least 2")
     if len(classes) > MAX_CLASSES:
         raise ValueError(f"y has {len(classes)} classes, edgestream supports at most {MAX_CLASSES}")
     return classes, encoded.astype(np.uint8)
 
 
-__all__ = ["TreeEnsemble", "check_features", "encode_labels", "grow_tree", "MISSING_BIN"]
+__all__ = ["TreeEnsemble", "check_features", "encode_labels", "grow_tree", "impurity_importances", "MISSING_BIN"]

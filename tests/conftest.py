@@ -1,6 +1,9 @@
 import os
 from pathlib import Path
 
+# scikit-learn's check_array_api_input runs only when scipy was imported with this set (else it skips itself)
+os.environ.setdefault("SCIPY_ARRAY_API", "1")
+
 import pytest
 from hypothesis import settings
 

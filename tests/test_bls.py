@@ -207,7 +207,7 @@ def test_bundle_state_size_and_exported_state(tmp_path):
     learner = OnlineBLSClassifier(feature_nodes=4, enhancement_nodes=6, forgetting=0.95).fit(X[:100], y[:100])
     bundle = load_bundle(export_bundle(learner, tmp_path / "b", name="bls"))
     assert bundle.state_size() == learner.state_bytes()
-    text = (tmp_path / "b" / "bls.c").read_text()
+    text = (tmp_path / "b" / "src" / "bls.c").read_text()
     assert "static const es_bls_config bls_config = { 4u, 2u, 4u, 6u, 1u, 0x" in text
     for x, label in zip(X[100:], y[100:]):
         assert np.array_equal(bundle.predict_proba_q15(x[None]), learner.predict_proba_q15(x[None]))

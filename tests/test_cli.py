@@ -80,7 +80,7 @@ def test_fit_without_header(capsys, tmp_path):
 
 @pytest.mark.parametrize("text, argv, message", [
     ("a,b\n1,2\n", ["--label", "c"], "label column 'c' does not exist"),
-    ("a,b\n1,0\n2,0\n", ["--label", "b"], "single class"),
+    ("a,b\n1,0\n2,0\n", ["--label", "b"], "one class"),
     ("", ["--label", "0"], "is empty"),
     ("a,b,c\n1,2,3\n1,2\n", ["--label", "c"], "line 3: 2 columns, expected 3"),
     ("a,b\n1,0\n2,1\n", ["--label", "b", "--n-trees", "3"], "--n-trees does not apply to --learner tree; its options are --binning"),
@@ -113,7 +113,7 @@ def test_fit_export_simulate_end_to_end(capsys, tmp_path, blobs_csv):
     assert run(capsys, "fit", blobs_csv, "--label", "label", "--learner", "forest", "--n-trees", 3,
                "-o", tmp_path / "m.esm")[0] == 0
     code, out, _ = run(capsys, "export", tmp_path / "m.esm", "-o", tmp_path / "bundle", "--name", "blobs")
-    assert code == 0 and (tmp_path / "bundle" / "blobs.h").is_file() and (tmp_path / "bundle" / "model.esm").is_file()
+    assert code == 0 and (tmp_path / "bundle" / "src" / "blobs.h").is_file() and (tmp_path / "bundle" / "model.esm").is_file()
     code, out, _ = run(capsys, "simulate", tmp_path / "bundle", blobs_csv, "--label", "label", "--json")
     report = json.loads(out)
     model = load_model(tmp_path / "m.esm")

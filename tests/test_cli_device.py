@@ -5,6 +5,8 @@ The cross toolchains and QEMU come from scripts/setup.sh; nothing here is skippe
 
 import json
 
+import edgestream
+
 import pytest
 from test_cli import assert_user_error, run, write_csv
 
@@ -74,10 +76,28 @@ def test_budget_text_json_and_html(capsys, tmp_path, sea):
     assert report["config"]["features"] == 3 and report["config"]["classes"] == 2
     page = (tmp_path / "report.html").read_text()
     assert page.count("data:image/png;base64,") == 2  # region breakdown and accuracy against budget
+    assert "<h2>Provenance</h2>" in page and f"<th>edgestream</th><td>{edgestream.__version__}</td>" in page
+    assert str(path) in page and "UTC</td>" in page and "rows)" in page
     code, out, _ = run(capsys, "budget", "--learner", "forest", "--board", "rpi4", "--features", 8, "--classes", 3,
                        "--n-trees", 4, "--html", tmp_path / "forest.html")
     assert code == 0 and "forest on rpi4: max_depth=12, n_trees=4" in out and f"report: {tmp_path}" in out
     assert (tmp_path / "forest.html").read_text().count("data:image/png;base64,") == 1
+
+
+def test_a_missing_report_dependency_stops_budget_before_any_work(capsys, tmp_path, monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_matplotlib(name, *args, **kwargs):
+        if name.startswith("matplotlib"):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
+    code, _, err = run(capsys, "budget", "--learner", "shrubs", "--board", "stm32f411", "--data", tmp_path / "absent.csv",
+                       "--label", "label", "--html", tmp_path / "r.html")
+    assert code != 0 and "pip install 'edgestream[report]'" in err and "absent.csv" not in err
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -179,7 +199,7 @@ def test_demo(capsys, tmp_path):
     assert "static state RAM" in out and f"memory report: {tmp_path / 'memory-report.html'}" in out
     page = (tmp_path / "memory-report.html").read_text()
     assert "Predicted against measured" in page and "data:image/png;base64," in page
-    assert (tmp_path / "bundle" / "demo.h").is_file()
+    assert (tmp_path / "bundle" / "src" / "demo.h").is_file()
 
 
 def missing_toolchain(tool, packages, board):

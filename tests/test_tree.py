@@ -119,14 +119,14 @@ def test_missing_values_get_their_own_branch():
 @pytest.mark.parametrize(
     "X, y, message",
     [
-        (np.zeros((0, 2)), np.zeros(0), "no rows"),
-        (np.zeros(4), np.zeros(4), "2-dimensional"),
-        (np.zeros((4, 2)), np.zeros(3), "4 rows but y has 3"),
-        (np.zeros((4, 2)), np.array([0, 1, np.nan, 1]), "missing"),
-        (np.zeros((4, 2)), np.ones(4), "single class"),
+        (np.zeros((0, 2)), np.zeros(0), "0 sample"),
+        (np.zeros(4), np.zeros(4), "Expected 2D array"),
+        (np.zeros((4, 2)), np.zeros(3), r"inconsistent numbers of samples: \[4, 3\]"),
+        (np.zeros((4, 2)), np.array([0, 1, np.nan, 1]), "y contains NaN"),
+        (np.zeros((4, 2)), np.ones(4), "one class"),
         (np.zeros((300, 1)), np.arange(300), "300 classes"),
         (np.zeros((4, 300)), np.array([0, 1, 0, 1]), "300 features"),
-        (np.array([["a", "b"]] * 4), np.array([0, 1, 0, 1]), "numeric"),
+        (np.array([["a", "b"]] * 4), np.array([0, 1, 0, 1]), "could not convert string to float"),
     ],
 )
 def test_bad_training_input_is_named(X, y, message):
@@ -146,5 +146,5 @@ def test_bad_settings_are_named():
         ForestClassifier(max_features="half").fit(X, y)
     with pytest.raises(RuntimeError, match="not fitted"):
         TreeClassifier().predict(X)
-    with pytest.raises(ValueError, match="fitted on 1"):
+    with pytest.raises(ValueError, match="X has 3 features, but TreeClassifier is expecting 1"):
         TreeClassifier().fit(X, y).predict(np.zeros((2, 3)))

@@ -16,16 +16,18 @@ from __future__ import annotations
 
 from . import axgb, bls, forest, gbdt, hoeffding, shrubs, tree
 from .axgb import AdaptiveXGBoost
-from .base import LearnerSpec, Option, is_fitted, model_input
+from .base import LearnerSpec, Option, model_input
 from .bls import OnlineBLSClassifier
 from .forest import ForestClassifier
 from .gbdt import OnlineGBDTClassifier
 from .hoeffding import HoeffdingTreeClassifier, IncrementalRandomForest
 from .shrubs import ShrubEnsemble
+from .stream import is_fitted, register_with_river
 from .tree import BinnedClassifier, TreeClassifier
 
 REGISTRY: dict[str, LearnerSpec] = {spec.name: spec for spec in (
     tree.SPEC, forest.SPEC, gbdt.SPEC, shrubs.SPEC, bls.SPEC, hoeffding.SPEC, hoeffding.IRF_SPEC, axgb.SPEC)}
+register_with_river(spec.cls for spec in REGISTRY.values() if spec.online)
 
 
 def get(name: str) -> LearnerSpec:

@@ -16,6 +16,7 @@ import numpy as np
 from ..binning import BinMapper
 from ..state import StateSpec
 from ..tree import MAX_CLASSES, Q15_ONE, check_features
+from .stream import StreamLearner
 
 
 @dataclass(frozen=True)
@@ -63,11 +64,6 @@ def model_input(model) -> tuple[str, int]:
     if bins is not None:
         return bins.dtype, bins.n_features
     return model.input_dtype, model.n_features_
-
-
-def is_fitted(model) -> bool:
-    """The model has its classes and its input (bin edges, or the raw-feature learner's ``n_features_``)."""
-    return hasattr(model, "classes_") and (hasattr(model, "bins_") or hasattr(model, "n_features_"))
 
 
 class Estimator:
@@ -122,7 +118,7 @@ class DeviceState:
         return self.layout(n_features, n_classes).size(packed)
 
 
-class OnlineStateLearner(Estimator, DeviceState):
+class OnlineStateLearner(StreamLearner, Estimator, DeviceState):
     """Base of the online learners whose whole state lives on the device (raw features in, the state's regions
     as numpy arrays). A subclass gives ``start(X_sample, classes)``, ``learn_encoded(x, label)``,
     ``predict_proba_q15(X)``, ``predict_encoded(X)``, ``encode_label(y)``, ``_rows(X)``, ``state_arrays`` (the
@@ -141,7 +137,7 @@ class OnlineStateLearner(Estimator, DeviceState):
                   for name, zeros in self.layout().zeros().items()}
         return arrays, self.device_counters()
 
-    def learn_one(self, x, y):
+    def learn_row(self, x, y):  # learn_one (dict rows, cold start): StreamLearner
         self.learn_encoded(x, self.encode_label(y))
         return self
 
@@ -166,10 +162,10 @@ class OnlineStateLearner(Estimator, DeviceState):
     def predict(self, X) -> np.ndarray:
         return self.classes_[self.predict_encoded(X)]
 
-    def predict_one(self, x):
+    def predict_row(self, x):
         return self.predict(np.asarray(x).reshape(1, -1))[0]
 
-    def predict_proba_one(self, x) -> dict:
+    def predict_proba_row(self, x) -> dict:
         proba = self.predict_proba(np.asarray(x).reshape(1, -1))[0]
         return dict(zip(self.classes_.tolist(), proba.tolist()))
 
@@ -210,10 +206,11 @@ def state_tables(spec: StateSpec) -> Callable:
     return tables
 
 
-class BinnedOnlineLearner:
+class BinnedOnlineLearner(StreamLearner):
     """Base of the online learners that quantize on the device: bin edges fixed from a sample of the stream
-    (:meth:`fit_bins`, the device ships with them), classes fixed up front (:meth:`set_classes`), then
-    ``learn_bins(bins, label)`` per row. A subclass has ``max_bins``, ``binning``, ``input_dtype`` and
+    (:meth:`fit_bins`, the device ships with them), classes fixed up front (:meth:`set_classes`; both at once:
+    :meth:`start`), then ``learn_bins(bins, label)`` per row. River's protocol (dict rows, cold start) comes from
+    :class:`~edgestream.learners.stream.StreamLearner`. A subclass has ``max_bins``, ``binning``, ``input_dtype`` and
     ``allow_missing``, keeps a ``window_bins`` region and implements ``reset`` and ``learn_bins``."""
 
     def fit_bins(self, X_sample) -> "BinnedOnlineLearner":
@@ -278,7 +275,11 @@ class BinnedOnlineLearner:
             self.__dict__.pop(attribute, None)
         return self.partial_fit(X, y, classes)
 
-    def learn_one(self, x, y) -> "BinnedOnlineLearner":
+    def start(self, X_sample, classes) -> "BinnedOnlineLearner":
+        """Both at once: the bins from a sample of the stream and the classes."""
+        return self.fit_bins(X_sample).set_classes(classes)
+
+    def learn_row(self, x, y) -> "BinnedOnlineLearner":
         label = self.encode_label(y)
         self.learn_bins(self.transform(np.asarray(x).reshape(1, -1))[0], label)
         return self
@@ -296,11 +297,11 @@ class BinnedOnlineLearner:
     def predict(self, X) -> np.ndarray:
         return self.classes_[self.predict_encoded(X)]
 
-    def predict_proba_one(self, x) -> dict:
+    def predict_proba_row(self, x) -> dict:
         proba = self.predict_proba(np.asarray(x).reshape(1, -1))[0]
         return dict(zip(self.classes_.tolist(), proba.tolist()))
 
-    def predict_one(self, x):
+    def predict_row(self, x):
         return self.predict(np.asarray(x).reshape(1, -1))[0]
 
 

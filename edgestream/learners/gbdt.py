@@ -71,9 +71,9 @@ from .. import _gbdt
 from ..binning import BinMapper
 from ..encoding import VALUE_BYTES
 from ..frozen import tree_context, tree_tables
-from ..tree import LEAF_FEATURE, MAX_NODES, NODE_DTYPE, TreeEnsemble, check_features, encode_labels
-from .base import (BINNING, INPUT_DTYPE, MAX_BINS, MAX_DEPTH, MIN_SAMPLES_LEAF, Estimator, LearnerSpec, Option,
-                   check_integer)
+from ..tree import LEAF_FEATURE, MAX_NODES, NODE_DTYPE, TreeEnsemble, encode_labels, impurity_importances
+from .base import BINNING, INPUT_DTYPE, MAX_BINS, MAX_DEPTH, MIN_SAMPLES_LEAF, LearnerSpec, Option, check_integer
+from .skbase import BatchClassifier
 from .tree import EnsemblePrediction
 
 F = _gbdt.FIELDS
@@ -88,7 +88,7 @@ ROW_ARRAYS = ("rows_binned", "rows_label", "rows_alive")  # rows first
 TREE_ROW_ARRAYS = ("rows_grad", "rows_hess", "rows_leaf")  # [tree, row]
 
 
-class OnlineGBDTClassifier(EnsemblePrediction, Estimator):
+class OnlineGBDTClassifier(EnsemblePrediction, BatchClassifier):
     """Gradient-boosted trees whose training rows can be added and deleted in place.
 
     Parameters
@@ -107,6 +107,8 @@ class OnlineGBDTClassifier(EnsemblePrediction, Estimator):
     ``fit(X, y)`` numbers its rows 0..n-1; ``add(X, y)`` returns the numbers of the rows it adds (counting on, never
     reused); ``delete(rows)`` removes rows by number. See the module docstring for the method and its choices.
     """
+
+    _fitted_attribute = "tree_nodes_"
 
     def __init__(self, n_estimators: int = 100, learning_rate: float = 0.1, max_leaves: int = 20,
                  max_depth: int = 8, min_samples_leaf: int = 1, max_bins: int = 255, binning: str = "adaptive",
@@ -153,12 +155,14 @@ class OnlineGBDTClassifier(EnsemblePrediction, Estimator):
     # ------------------------------------------------------------------------------------------------- fit
     def fit(self, X, y):
         """Train from scratch on ``X``, ``y``; the rows get the numbers 0..n-1."""
-        X = check_features(X, dtype=self.input_dtype)
+        X, y = self._validate_fit(X, y)
         classes, y_encoded = encode_labels(y, len(X))
         n_scores = 1 if len(classes) == 2 else len(classes)
         self._check_params(n_scores)
         bins = BinMapper(self.max_bins, self.binning, self.input_dtype).fit(X)
         for name in list(vars(self)):
+            if name in ("n_features_in_", "feature_names_in_"):  # just recorded by _validate_fit
+                continue
             if name.endswith("_") or name in ("_ensemble", "_pass_scores"):
                 delattr(self, name)
         self.classes_, self.bins_, self.n_scores_ = classes, bins, n_scores
@@ -186,6 +190,7 @@ class OnlineGBDTClassifier(EnsemblePrediction, Estimator):
                 _gbdt.set_leaf_values(self.tree_nodes_, t, self._scale)
                 scores[:, k] += _gbdt.leaf_scores(self.tree_nodes_, self.rows_leaf_, t, rows)
         self.last_update_ = {"action": "fit", "rows": n, "retrained_nodes": None}
+        self.ensemble_  # built once here, not during a prediction
         return self
 
     def _sample_candidates(self) -> None:
@@ -258,8 +263,7 @@ class OnlineGBDTClassifier(EnsemblePrediction, Estimator):
 
     def check_rows(self, X, y) -> tuple[np.ndarray, np.ndarray]:
         """``X`` and ``y`` as ``add`` takes them, after checking the feature count and that every label is a class."""
-        self._check_fitted()
-        X = check_features(X, self.bins_.n_features, self.input_dtype)
+        X = self._validate_X(X)
         y = np.asarray(y)
         if y.ndim != 1 or len(y) != len(X):
             raise ValueError(f"X has {len(X)} rows but y has shape {y.shape}; need one label per row")
@@ -356,6 +360,7 @@ class OnlineGBDTClassifier(EnsemblePrediction, Estimator):
 
     def _changed(self, action: str, count: int, retrained: int, started: float) -> None:
         self.__dict__.pop("_ensemble", None)
+        self.ensemble_  # rebuilt once here, not during a prediction
         self._pass_scores = None
         self.last_update_ = {"action": action, "rows": count, "retrained_nodes": retrained,
                              "seconds": time.perf_counter() - started}
@@ -418,9 +423,14 @@ class OnlineGBDTClassifier(EnsemblePrediction, Estimator):
                 f"split candidates; {self.n_kept_rows} rows kept ({deleted} deleted, next row number "
                 f"{self.n_rows_}); host memory {self.memory_bytes() / 2**20:.1f} MiB")
 
-    def _check_fitted(self):
-        if "tree_nodes_" not in self.__dict__:
-            raise RuntimeError(f"this {type(self).__name__} is not fitted yet; call fit(X, y) first")
+    @property
+    def feature_importances_(self) -> np.ndarray:
+        """Impurity decrease of the kept rows' labels over each feature's splits (see
+        :func:`edgestream.tree.impurity_importances`), normalized to sum to 1."""
+        self._check_fitted()
+        kept = np.flatnonzero(self.rows_alive_[: self.n_rows_])
+        return impurity_importances(self.ensemble_, self.rows_binned_[kept], self.rows_label_[kept].astype(np.int64),
+                                    len(self.classes_))
 
     def saved_arrays(self) -> dict:
         """The learner's whole state (rows trimmed to those numbered) and the exported ensemble's tables."""
@@ -446,6 +456,7 @@ class OnlineGBDTClassifier(EnsemblePrediction, Estimator):
         for name in STATE_ARRAYS:
             setattr(self, name + "_", np.ascontiguousarray(arrays[name]).copy())
         self.n_rows_ = len(arrays["rows_label"])
+        self.n_features_in_ = self.bins_.n_features
         self.last_update_ = {"action": "load", "rows": self.n_rows_, "retrained_nodes": None}
         stored = TreeEnsemble.from_arrays(arrays, self.bins_.n_features)
         if any(not np.array_equal(a, b) for a, b in zip(stored.arrays().values(), self.ensemble_.arrays().values())):

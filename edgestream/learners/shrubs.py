@@ -324,7 +324,7 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
                 return self._row_bins
         return self.transform(np.asarray(x).reshape(1, -1))[0]
 
-    def learn_one(self, x, y) -> "ShrubEnsemble":
+    def learn_row(self, x, y) -> "ShrubEnsemble":
         self._check_ready()
         label = self._label_index.get(y) if isinstance(y, Hashable) else None
         if label is None:
@@ -351,7 +351,7 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
             self._kernel.predict_many(bins, proba)
         return proba
 
-    def predict_one(self, x):
+    def predict_row(self, x):
         self._check_ready()
         if (type(x) is np.ndarray and x.dtype is _FLOAT64 and x.shape == self._row_shape and self._fast_edges
                 is not None and x.flags.c_contiguous):

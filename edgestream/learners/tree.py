@@ -7,51 +7,59 @@ import numpy as np
 from ..binning import BinMapper
 from ..frozen import tree_context, tree_tables
 from ..encoding import LEAF_VALUES, restrict_leaf_values
-from ..tree import CRITERIA, MAX_NODES, Q15_ONE, TreeEnsemble, check_features, encode_labels, grow_tree
-from .base import LEAF_VALUES_OPTION, TREE_OPTIONS, Estimator, LearnerSpec
+from ..tree import CRITERIA, MAX_NODES, TreeEnsemble, encode_labels, grow_tree, impurity_importances
+from .base import LEAF_VALUES_OPTION, TREE_OPTIONS, LearnerSpec
+from .skbase import BatchClassifier
 
 
 class EnsemblePrediction:
-    """Prediction of a model that holds ``bins_`` and a :class:`TreeEnsemble` ``ensemble_`` (and ``classes_``,
-    ``input_dtype``, ``_check_fitted``): exactly what the exported bundle computes."""
+    """Prediction of a :class:`BatchClassifier` that holds ``bins_`` and a :class:`TreeEnsemble` ``ensemble_``:
+    exactly what the exported bundle computes."""
 
     def predict_proba_q15(self, X) -> np.ndarray:
         """Class probabilities exactly as the device computes them (uint16, 32768 == 1.0)."""
-        self._check_fitted()
-        X = check_features(X, self.bins_.n_features, self.input_dtype)
+        X = self._validate_X(X)
         return self.ensemble_.predict_proba_q15(self.bins_.transform(X))
 
     def predict_proba(self, X) -> np.ndarray:
-        return self.predict_proba_q15(X) / Q15_ONE
+        """The device's Q15 probabilities, each row scaled to sum to 1 (Q15 rounding leaves the sum within a
+        few 1/32768 of one); the largest is the predicted class's."""
+        q15 = self.predict_proba_q15(X).astype(np.float64)
+        return q15 / q15.sum(axis=1, keepdims=True)
 
     def predict_encoded(self, X) -> np.ndarray:
         """Class indices (0..n_classes-1) as the device returns them."""
-        self._check_fitted()
-        X = check_features(X, self.bins_.n_features, self.input_dtype)
+        X = self._validate_X(X)
         return self.ensemble_.predict(self.bins_.transform(X))
 
     def predict(self, X) -> np.ndarray:
         encoded = self.predict_encoded(X)  # checks fitted first
         return self.classes_[encoded]
 
-    def score(self, X, y) -> float:
-        return float(np.mean(self.predict(X) == np.asarray(y)))
+    @property
+    def feature_importances_(self) -> np.ndarray:
+        """Mean decrease of the Gini impurity of the training labels over the splits on each feature, weighted by
+        the rows that reach them, summed over the trees and normalized to sum to 1 (zeros without splits)."""
+        self._check_fitted()
+        return self.__dict__["_importances"]
 
 
-class BinnedClassifier(EnsemblePrediction, Estimator):
+class BinnedClassifier(EnsemblePrediction, BatchClassifier):
     """Common base of the tree learners: input checks, label encoding, binning and prediction.
 
     Subclasses implement ``_fit_ensemble(X_binned, y_encoded, n_classes) -> TreeEnsemble``.
     """
 
     def fit(self, X, y):
-        X = check_features(X, dtype=self.input_dtype)
+        X, y = self._validate_fit(X, y)
         self.classes_, y_encoded = encode_labels(y, len(X))
         if self.leaf_values not in LEAF_VALUES:
             raise ValueError(f"leaf_values={self.leaf_values!r} must be one of {LEAF_VALUES}")
         self.bins_ = BinMapper(self.max_bins, self.binning, self.input_dtype).fit(X)
-        self.ensemble_ = self._fit_ensemble(self.bins_.transform(X), y_encoded, len(self.classes_))
+        X_binned = self.bins_.transform(X)
+        self.ensemble_ = self._fit_ensemble(X_binned, y_encoded, len(self.classes_))
         self.ensemble_.leaf_values = restrict_leaf_values(self.ensemble_.leaf_values, self.leaf_values)
+        self._importances = impurity_importances(self.ensemble_, X_binned, y_encoded, len(self.classes_))
         return self
 
     def summary(self) -> str:
@@ -60,14 +68,10 @@ class BinnedClassifier(EnsemblePrediction, Estimator):
         trees = self.ensemble_.n_trees
         return f"{len(self.ensemble_.nodes)} nodes in {trees} tree{'s' if trees > 1 else ''}"
 
-    def _check_fitted(self):
-        if not hasattr(self, "ensemble_"):
-            raise RuntimeError(f"this {type(self).__name__} is not fitted yet; call fit(X, y) first")
-
     def saved_arrays(self) -> dict:
         """The tables a model file stores (see :mod:`edgestream.modelfile`)."""
         self._check_fitted()
-        return self.ensemble_.arrays()
+        return {**self.ensemble_.arrays(), "feature_importances": self._importances}
 
     def restore_arrays(self, arrays: dict) -> None:
         """Take the tables of a model file, after ``bins_`` and ``classes_`` are set; refuses inconsistent ones."""
@@ -76,7 +80,12 @@ class BinnedClassifier(EnsemblePrediction, Estimator):
             raise ValueError(f"the leaf table does not hold leaf_values={self.leaf_values!r} rows")
         if ensemble.n_classes != len(self.classes_):
             raise ValueError(f"{len(self.classes_)} class labels, leaf table for {ensemble.n_classes} classes")
-        self.ensemble_ = ensemble
+        importances = arrays.get("feature_importances", np.zeros(ensemble.n_features))
+        if importances.dtype != np.float64 or importances.shape != (ensemble.n_features,):
+            raise ValueError(f"feature_importances has dtype {importances.dtype} and shape {importances.shape}, "
+                             f"expected float64 ({ensemble.n_features},)")
+        self.ensemble_, self._importances = ensemble, importances
+        self.n_features_in_ = ensemble.n_features
 
     def _tree_settings(self, n_features: int) -> dict:
         if self.criterion not in CRITERIA:

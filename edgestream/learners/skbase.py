@@ -1,0 +1,66 @@
+"""The batch learners as scikit-learn classifiers.
+
+:class:`BatchClassifier` is what ``TreeClassifier``, ``ForestClassifier`` and ``OnlineGBDTClassifier`` share with
+scikit-learn: ``BaseEstimator`` (parameters, clone, repr), ``ClassifierMixin`` (``score``, the classifier tags) and
+scikit-learn's own input validation, so ``check_estimator``, pipelines, ``cross_val_score`` and ``GridSearchCV``
+take them. ``fit`` records ``n_features_in_`` and, for a pandas DataFrame, ``feature_names_in_``; ``predict``
+refuses another number of features and columns renamed or reordered (a clear ``ValueError``, never a silent
+permutation); complex features and non-integer labels (a regression target) are refused with an error naming
+them. scikit-learn is a core dependency of edgestream.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ..errors import NotFittedError
+from ..tree import check_features
+
+
+class BatchClassifier(ClassifierMixin, BaseEstimator):
+    """scikit-learn's classifier protocol for a learner with an ``input_dtype`` (float32: NaN is a missing value, infinities are values;
+    int32/int16: integer features) and a fitted attribute ``_fitted_attribute``."""
+
+    _fitted_attribute = "ensemble_"
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = self.input_dtype == "float32"
+        tags.classifier_tags.multi_class = True
+        return tags
+
+    def _validate_dtype(self):
+        return np.float64 if self.input_dtype == "float32" else None
+
+    def _validate_fit(self, X, y) -> tuple[np.ndarray, np.ndarray]:
+        """Features and labels for ``fit``: sets ``n_features_in_`` (and ``feature_names_in_`` for a DataFrame)."""
+        X, y = validate_data(self, X, y, dtype=self._validate_dtype(), ensure_all_finite=False,
+                             accept_sparse=False)
+        check_classification_targets(y)
+        return check_features(X, dtype=self.input_dtype), y
+
+    def _validate_X(self, X) -> np.ndarray:
+        """Features for prediction: the fitted count and, when the model has them, the same column names in the
+        same order."""
+        self._check_fitted()
+        X = validate_data(self, X, reset=False, dtype=self._validate_dtype(), ensure_all_finite=False,
+                          accept_sparse=False)
+        return check_features(X, self.n_features_in_, self.input_dtype)
+
+    def _check_fitted(self):
+        try:
+            check_is_fitted(self, self._fitted_attribute)
+        except Exception:
+            raise NotFittedError(f"this {type(self).__name__} is not fitted yet; call fit(X, y) first") from None
+
+
+def feature_names(model) -> list[str] | None:
+    """The column names a model was fitted on, as a list (None when it was fitted on an array)."""
+    names = getattr(model, "feature_names_in_", None)
+    return None if names is None else [str(name) for name in names]
+
+
+__all__ = ["BatchClassifier", "feature_names"]

@@ -1,0 +1,120 @@
+"""Bundles drop into firmware projects: Make/CMake (library by default), Arduino, PlatformIO, Zephyr."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from edgestream import ShrubEnsemble, TreeClassifier, __version__
+from edgestream.data import make_stream
+from edgestream.export import export_bundle, read_manifest
+from edgestream.simulate import load_bundle
+
+STUB = Path(__file__).parent / "arduino_stub"
+M4F = ["-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16"]
+
+
+def needs(*tools):
+    missing = [tool for tool in tools if shutil.which(tool) is None]
+    if missing:
+        pytest.skip(f"{', '.join(missing)} not installed (scripts/setup.sh installs them)")
+
+
+def cmake() -> str:
+    found = Path(sys.executable).parent / "cmake"
+    return str(found) if found.exists() else (shutil.which("cmake") or pytest.skip("cmake not installed"))
+
+
+@pytest.fixture(scope="module")
+def bundles(tmp_path_factory):
+    X, y = make_stream("blobs", 300, seed=1)
+    labels = np.array(["idle", 'say "hi"', "run"])[y]
+    root = tmp_path_factory.mktemp("bundles")
+    tree = export_bundle(TreeClassifier(max_depth=4).fit(X, labels), root / "frozen", "gesture")
+    learn = export_bundle(ShrubEnsemble(window_size=16, max_shrubs=4).fit(X, y), root / "learning", "learn")
+    return {"frozen": tree, "learning": learn, "X": X}
+
+
+def test_a_bundle_is_an_arduino_platformio_and_zephyr_library(bundles):
+    out = bundles["frozen"]
+    manifest = read_manifest(out)
+    assert manifest["class_names"] == ["idle", "run", 'say "hi"'] and manifest["edgestream_version"] == __version__
+    assert len(manifest["model_sha256"]) == 64 and manifest["sources"] == ["src/es_infer.c", "src/gesture.c"]
+    header = (out / "src" / "gesture.h").read_text()
+    assert '#define GESTURE_CLASS_NAMES {"idle", "run", "say \\"hi\\""}' in header
+    assert f'#define GESTURE_EDGESTREAM_VERSION "{__version__}"' in header and manifest["model_sha256"] in header
+    properties = dict(line.split("=", 1) for line in (out / "library.properties").read_text().splitlines())
+    assert properties["name"] == "gesture" and properties["includes"] == "gesture.h"
+    assert {"version", "author", "maintainer", "sentence", "paragraph", "category", "url", "architectures"} <= \
+        set(properties)
+    library = json.loads((out / "library.json").read_text())
+    assert library["name"] == "gesture" and library["build"]["srcDir"] == "src"
+    assert (out / "examples" / "gesture" / "gesture.ino").is_file()
+    assert "cmake: zephyr" in (out / "zephyr" / "module.yml").read_text()
+    assert "config GESTURE" in (out / "zephyr" / "Kconfig").read_text()
+    assert "../src/gesture.c" in (out / "zephyr" / "CMakeLists.txt").read_text()
+    assert sorted(manifest["files"]) == sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
+    bundle = load_bundle(out)  # the harness reads the sources from the manifest
+    assert bundle.predict_proba_q15(bundles["X"]).shape == (300, 3)
+
+
+def test_export_removes_what_it_wrote_before_and_refuses_foreign_folders(tmp_path):
+    X, y = make_stream("blobs", 100, seed=2)
+    model = TreeClassifier(max_depth=2).fit(X, y)
+    export_bundle(model, tmp_path / "b", "first")
+    (tmp_path / "b" / "notes.txt").write_text("mine")
+    export_bundle(model, tmp_path / "b", "second")
+    files = sorted(str(p.relative_to(tmp_path / "b")) for p in (tmp_path / "b").rglob("*") if p.is_file())
+    assert not any("first" in name for name in files) and "notes.txt" in files and "src/second.c" in files
+    assert not (tmp_path / "b" / "examples" / "first").exists()
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "main.c").write_text("int main(void) { return 0; }\n")
+    with pytest.raises(ValueError, match="is not empty and holds no bundle"):
+        export_bundle(model, tmp_path / "other", "third")
+
+
+def test_make_builds_only_the_library_and_the_example_on_request(bundles, tmp_path):
+    needs("make", "cc")
+    out = shutil.copytree(bundles["learning"], tmp_path / "copy")
+    subprocess.run(["make", "-s"], cwd=out, check=True, capture_output=True)
+    assert (out / "liblearn.a").is_file() and not (out / "example").exists()
+    subprocess.run(["make", "-s", "example"], cwd=out, check=True, capture_output=True)
+    assert "class" in subprocess.run([str(out / "example")], check=True, capture_output=True, text=True).stdout
+
+
+def test_cmake_cross_builds_the_library_with_the_arm_toolchain_file(bundles, tmp_path):
+    needs("arm-none-eabi-gcc")
+    out = bundles["learning"]
+    build = tmp_path / "build"
+    env = {**os.environ, "CFLAGS": " ".join(M4F)}
+    subprocess.run([cmake(), "-S", str(out), "-B", str(build), f"-DCMAKE_TOOLCHAIN_FILE={out}/extras/arm-none-eabi.cmake"],
+                   check=True, capture_output=True, env=env)
+    subprocess.run([cmake(), "--build", str(build)], check=True, capture_output=True)
+    library = build / "liblearn.a"
+    assert library.is_file() and not list(build.glob("learn_example*"))
+    members = subprocess.run(["arm-none-eabi-objdump", "-f", str(library)], check=True, capture_output=True,
+                             text=True).stdout
+    assert "elf32-littlearm" in members
+
+
+@pytest.mark.parametrize("kind", ["frozen", "learning"])
+def test_the_arduino_sketch_and_library_compile_for_cortex_m(bundles, kind, tmp_path):
+    needs("arm-none-eabi-gcc", "arm-none-eabi-g++")
+    out = bundles[kind]
+    name = read_manifest(out)["name"]
+    sketch = out / "examples" / name / f"{name}.ino"
+    compile_cxx = ["arm-none-eabi-g++", *M4F, "-std=gnu++17", "-Os", "-Wall", "-Wextra", "-Werror", "-I", str(STUB),
+                   "-I", str(out / "src"), "-x", "c++", "-c", str(sketch), "-o", str(tmp_path / "sketch.o")]
+    subprocess.run(compile_cxx, check=True, capture_output=True)
+    for source in read_manifest(out)["sources"]:  # as the Arduino IDE builds src/: C with its default gnu11
+        subprocess.run(["arm-none-eabi-gcc", *M4F, "-Os", "-Wall", "-Wextra", "-Werror", "-I", str(out / "src"),
+                        "-c", str(out / source), "-o", str(tmp_path / (Path(source).stem + ".o"))],
+                       check=True, capture_output=True)
+    symbols = subprocess.run(["arm-none-eabi-nm", str(tmp_path / "sketch.o")], check=True, capture_output=True,
+                             text=True).stdout
+    assert f"U {name}_predict" in symbols  # C linkage: the C library's symbol, unmangled
