@@ -207,6 +207,8 @@ def test_bundle_state_size_and_exported_state(tmp_path):
     learner = OnlineBLSClassifier(feature_nodes=4, enhancement_nodes=6, forgetting=0.95).fit(X[:100], y[:100])
     bundle = load_bundle(export_bundle(learner, tmp_path / "b", name="bls"))
     assert bundle.state_size() == learner.state_bytes()
+    header = (tmp_path / "b" / "bls.h").read_text()
+    assert "(NaN refused with ES_ERR_INPUT)" in header and "NaN = missing" not in header
     text = (tmp_path / "b" / "bls.c").read_text()
     assert "static const es_bls_config bls_config = { 4u, 2u, 4u, 6u, 1u, 0x" in text
     for x, label in zip(X[100:], y[100:]):

@@ -14,7 +14,7 @@
 from __future__ import annotations
 
 from . import bls, forest, gbdt, hoeffding, shrubs, tree
-from .base import LearnerSpec, Option, is_fitted, model_input
+from .base import LearnerSpec, Option, is_fitted, missing_rule, model_input
 from .bls import OnlineBLSClassifier
 from .forest import ForestClassifier
 from .gbdt import OnlineGBDTClassifier
@@ -56,4 +56,5 @@ def names_of_classes() -> str:
 
 __all__ = ["REGISTRY", "BinnedClassifier", "ForestClassifier", "HoeffdingTreeClassifier",
            "IncrementalRandomForest", "LearnerSpec", "OnlineBLSClassifier", "OnlineGBDTClassifier", "Option",
-           "ShrubEnsemble", "TreeClassifier", "by_class_name", "get", "is_fitted", "model_input", "of_model"]
+           "ShrubEnsemble", "TreeClassifier", "by_class_name", "get", "is_fitted", "missing_rule", "model_input",
+           "of_model"]
