@@ -307,7 +307,8 @@ def test_cli_fit_export_simulate(tmp_path, capsys):
     data = write_csv(tmp_path / "drift.csv", X, y)
     model, bundle = tmp_path / "bls.esm", tmp_path / "bundle"
     assert main(["fit", str(data), "--label", "label", "--learner", "bls", "--feature-nodes", "6",
-                 "--enhancement-nodes", "10", "--forgetting", "0.98", "-o", str(model)]) == 0
+                 "--enhancement-nodes", "10", "--forgetting", "0.98", "--regularization", "0.01",
+                 "-o", str(model)]) == 0
     out = capsys.readouterr().out
     assert "learned bls on 600 rows (input scaling from all rows)" in out and "6 feature + 10 enhancement" in out
     assert main(["export", str(model), "-o", str(bundle)]) == 0
