@@ -3,7 +3,8 @@ adaptive random forest: online cumulative accuracy (test-then-train) and samples
 
 Run from the repository root::
 
-    .venv/bin/python benchmarks/bench_bls.py [--rows N] [--json] [--no-arf] [--device-rows N] [--no-device] [--no-accuracy]
+    .venv/bin/python benchmarks/bench_bls.py [--rows N] [--json] [--no-arf] [--device-rows N] [--no-device]
+                                             [--no-accuracy]
 
 Streams: ``elec.csv`` (label ``class``) from ``../shared/data`` (skipped if absent), the built-in SEA (abrupt
 drift, 10 % label noise) and rotating hyperplane (gradual drift) streams, ``make_stream(name, SYNTHETIC_ROWS,
