@@ -55,7 +55,7 @@ def bundle_context(model, name: str, optimize: str = "speed") -> tuple[dict, lea
         raise ValueError(f"this {type(model).__name__} is not fitted; fit it before exporting")
     input_dtype, n_features = learners.model_input(model)
     context = {"name": name, "learner": spec.name, "learning": spec.learning, "input_dtype": input_dtype,
-               "n_features": n_features, "n_classes": len(model.classes_),
+               "missing_rule": learners.missing_rule(model), "n_features": n_features, "n_classes": len(model.classes_),
                "extra_files": {}, "manifest": {}, **spec.context(model, name, optimize)}
     return context, spec
 

@@ -207,6 +207,8 @@ def test_bundle_state_size_and_exported_state(tmp_path):
     learner = OnlineBLSClassifier(feature_nodes=4, enhancement_nodes=6, forgetting=0.95).fit(X[:100], y[:100])
     bundle = load_bundle(export_bundle(learner, tmp_path / "b", name="bls"))
     assert bundle.state_size() == learner.state_bytes()
+    header = (tmp_path / "b" / "src" / "bls.h").read_text()
+    assert "(NaN refused with ES_ERR_INPUT)" in header and "NaN = missing" not in header
     text = (tmp_path / "b" / "src" / "bls.c").read_text()
     assert "static const es_bls_config bls_config = { 4u, 2u, 4u, 6u, 1u, 0x" in text
     for x, label in zip(X[100:], y[100:]):
@@ -305,7 +307,8 @@ def test_cli_fit_export_simulate(tmp_path, capsys):
     data = write_csv(tmp_path / "drift.csv", X, y)
     model, bundle = tmp_path / "bls.esm", tmp_path / "bundle"
     assert main(["fit", str(data), "--label", "label", "--learner", "bls", "--feature-nodes", "6",
-                 "--enhancement-nodes", "10", "--forgetting", "0.98", "-o", str(model)]) == 0
+                 "--enhancement-nodes", "10", "--forgetting", "0.98", "--regularization", "0.01",
+                 "-o", str(model)]) == 0
     out = capsys.readouterr().out
     assert "learned bls on 600 rows (input scaling from all rows)" in out and "6 feature + 10 enhancement" in out
     assert main(["export", str(model), "-o", str(bundle)]) == 0

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from . import axgb, bls, forest, gbdt, hoeffding, shrubs, tree
 from .axgb import AdaptiveXGBoost
-from .base import LearnerSpec, Option, model_input
+from .base import LearnerSpec, Option, missing_rule, model_input
 from .bls import OnlineBLSClassifier
 from .forest import ForestClassifier
 from .gbdt import OnlineGBDTClassifier
@@ -60,4 +60,5 @@ def names_of_classes() -> str:
 
 __all__ = ["REGISTRY", "AdaptiveXGBoost", "BinnedClassifier", "ForestClassifier", "HoeffdingTreeClassifier",
            "IncrementalRandomForest", "LearnerSpec", "OnlineBLSClassifier", "OnlineGBDTClassifier", "Option",
-           "ShrubEnsemble", "TreeClassifier", "by_class_name", "get", "is_fitted", "model_input", "of_model"]
+           "ShrubEnsemble", "TreeClassifier", "by_class_name", "get", "is_fitted", "missing_rule", "model_input",
+           "of_model"]

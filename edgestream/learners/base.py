@@ -66,6 +66,15 @@ def model_input(model) -> tuple[str, int]:
     return model.input_dtype, model.n_features_
 
 
+def missing_rule(model) -> str:
+    """What the device does with a NaN feature, for the bundle header: the model's ``missing_rule`` when it
+    declares one, else the frozen trees' rule for float inputs (NaN is a missing value; integer inputs have none)."""
+    rule = getattr(model, "missing_rule", None)
+    if rule is not None:
+        return rule
+    return "NaN = missing" if model_input(model)[0] == "float32" else ""
+
+
 class Estimator:
     """Parameters as scikit-learn has them: ``get_params`` reads the constructor's arguments back, ``set_params``
     changes them by name, and the repr shows them."""
@@ -126,6 +135,7 @@ class OnlineStateLearner(StreamLearner, Estimator, DeviceState):
     ``fit``) and ``device_counters()``; the rest follows here once for all of them."""
 
     state_arrays: tuple[str, ...] = ()
+    missing_rule = "NaN refused with ES_ERR_INPUT"  # see missing_rule()
     ready_attribute: str = ""
     fitted_attributes: tuple[str, ...] = ()
 
