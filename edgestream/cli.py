@@ -32,7 +32,8 @@ from .modelfile import load_model, save_model
 from .parity import compare, compare_learning, compare_sizes, emulator_name, sizes_text
 from .report import html_report
 from .targets import TargetError, ToolchainMissing
-from .train import BINS_ROWS, CURVE_BUDGETS, accuracy_curve, parse_row_numbers, start_online, train, update
+from .train import (BINS_ROWS, CURVE_BUDGETS, accuracy_curve, evaluate_online, parse_row_numbers, start_online, train,
+                    update)
 from .units import parse_bytes
 
 DEFAULT_BOARD = "stm32f411"
@@ -84,6 +85,16 @@ def build_parser() -> argparse.ArgumentParser:
     update.add_argument("--delete", metavar="ROWS",
                         help="row numbers to remove: a comma list or a file of numbers (deleted before --add)")
     update.set_defaults(run=run_update)
+
+    evaluate = commands.add_parser("evaluate", help="test-then-train a saved online model (its Python "
+                                   "implementation) over a CSV in file order")
+    evaluate.add_argument("model", metavar="MODEL")
+    evaluate.add_argument("data", metavar="DATA.csv")
+    _add_label_options(evaluate)
+    evaluate.add_argument("--window", type=int, default=500, metavar="N",
+                          help="rows per point of the accuracy curve (default 500)")
+    evaluate.add_argument("--json", action="store_true", help="print one JSON object")
+    evaluate.set_defaults(run=run_evaluate)
 
     export = commands.add_parser("export", help="write a C bundle for a saved model")
     export.add_argument("model", metavar="MODEL")
@@ -242,6 +253,20 @@ def run_update(args) -> int:
     deleted = f"deleted {done.deleted} rows" if done.deleted else ""
     print(f"{', '.join(part for part in (deleted, added) if part)}, {done.retrained_nodes} nodes retrained in "
           f"{done.seconds:.3f} s; {model.summary()} -> {args.model}")
+    return 0
+
+
+def run_evaluate(args) -> int:
+    X, y, _ = load_csv(args.data, args.label, no_header=args.no_header)
+    model = load_model(args.model)
+    result = evaluate_online(model, X, y, args.window, progress=sys.stderr.isatty())
+    report = {key: value for key, value in result.to_json().items() if key != "correct"}
+    if args.json:
+        print(json.dumps({**report, "model": str(args.model)}))
+        return 0
+    print(f"n {result.n}, accuracy {result.accuracy:.4f}, samples_per_second {result.samples_per_second:,.0f} "
+          f"(predict and learn calls of {type(model).__name__})")
+    print(f"accuracy curve ({result.window} rows per point): " + " ".join(f"{a:.3f}" for a in result.curve))
     return 0
 
 

@@ -16,6 +16,7 @@ import numpy as np
 from . import learners
 from .budget import Budget, of_model, plan
 from .data import device_input
+from .learners import model_input
 from .evaluate import PrequentialResult, prequential
 
 BINS_ROWS = 1000
@@ -94,6 +95,28 @@ def accuracy_curve(learner: str, board, X, y, flash=None, params=None, progress:
         start_online(model, X_device, classes)
         curve[ram] = prequential(model, X_device, y, progress=progress, desc=f"{ram // 1024} KiB").accuracy
     return curve
+
+
+def evaluate_online(model, X, y, window: int = 500, progress: bool = False) -> PrequentialResult:
+    """Prequential evaluation of a saved online model's Python implementation over rows in file order: each row is
+    predicted, scored, then learned (the model keeps what it learns). Rows of another width, labels the model was
+    not started with, and frozen learners are refused."""
+    spec = learners.of_model(model)
+    if not spec.online:
+        online = ", ".join(s.name for s in learners.REGISTRY.values() if s.online)
+        raise ValueError(f"a {spec.name} model does not learn row by row; test-then-train needs an online learner "
+                         f"({online})")
+    if not learners.is_fitted(model):
+        raise ValueError(f"this {spec.name} model has not started (no bin edges or classes)")
+    n_features = model_input(model)[1]
+    if X.shape[1] != n_features:
+        raise ValueError(f"the data has {X.shape[1]} features, the model takes {n_features}")
+    unknown = sorted(set(np.unique(y).tolist()) - set(model.classes_.tolist()), key=str)
+    if unknown:
+        raise ValueError(f"label(s) {', '.join(map(repr, unknown[:5]))} are not among the model's classes "
+                         f"{model.classes_.tolist()}")
+    return prequential(model, device_input(X, model.input_dtype), y, window=window, progress=progress,
+                       desc="test-then-train")
 
 
 @dataclass

@@ -293,3 +293,33 @@ def test_unknown_learners_and_parameters_list_what_exists():
         learners.get("forest").make(window_size=3)
     with pytest.raises(SystemExit):
         main(["fit", "x.csv", "--label", "y", "--learner", "svm", "-o", "m.esm"])
+
+
+def test_evaluate_test_then_trains_a_saved_model(capsys, tmp_path, blobs_csv):
+    assert run(capsys, "fit", blobs_csv, "--label", "label", "--learner", "shrubs", "--window", 16,
+               "-o", tmp_path / "s.esm")[0] == 0
+    X, y = make_stream("blobs", 400, seed=5)
+    expected = prequential(load_model(tmp_path / "s.esm"), X, np.array(["red", "green", "blue"])[y], window=150)
+    code, out, _ = run(capsys, "evaluate", tmp_path / "s.esm", blobs_csv, "--label", "label", "--json",
+                       "--window", 150)
+    report = json.loads(out)
+    assert code == 0 and report["n"] == 400 and report["accuracy"] == expected.accuracy
+    assert report["curve"] == expected.curve and report["samples_per_second"] > 0
+    code, out, _ = run(capsys, "evaluate", tmp_path / "s.esm", blobs_csv, "--label", "label")
+    assert code == 0 and out.startswith(f"n 400, accuracy {expected.accuracy:.4f}, samples_per_second ")
+    assert "accuracy curve (500 rows per point): " in out
+
+
+def test_evaluate_any_online_learner_and_refuses_bad_input(capsys, tmp_path, blobs_csv):
+    assert run(capsys, "fit", blobs_csv, "--label", "label", "--learner", "bls", "-o", tmp_path / "b.esm")[0] == 0
+    code, out, _ = run(capsys, "evaluate", tmp_path / "b.esm", blobs_csv, "--label", "label", "--json")
+    assert code == 0 and json.loads(out)["n"] == 400
+    assert run(capsys, "fit", blobs_csv, "--label", "label", "-o", tmp_path / "t.esm")[0] == 0
+    code, _, err = run(capsys, "evaluate", tmp_path / "t.esm", blobs_csv, "--label", "label")
+    assert_user_error(code, err, "a tree model does not learn row by row")
+    X, y = make_stream("blobs", 50, seed=1)
+    code, _, err = run(capsys, "evaluate", tmp_path / "b.esm", write_csv(tmp_path / "o.csv", X, y), "--label", "label")
+    assert_user_error(code, err, "label(s) 0, 1, 2 are not among the model's classes ['blue', 'green', 'red']")
+    code, _, err = run(capsys, "evaluate", tmp_path / "b.esm", write_csv(tmp_path / "w.csv", X[:, :3], y),
+                       "--label", "label")
+    assert_user_error(code, err, "the data has 3 features, the model takes 4")
