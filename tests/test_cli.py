@@ -14,6 +14,7 @@ from edgestream.data import make_stream
 from edgestream.evaluate import prequential
 from edgestream.export import BUNDLE_FORMAT_VERSION
 from edgestream.modelfile import load_model
+from edgestream.search import search
 
 
 def write_csv(path, X, y, header=True):
@@ -172,10 +173,14 @@ def test_fit_shrubs_options(capsys, tmp_path, blobs_csv):
                        "--ram", "8KiB", "-o", tmp_path / "s.esm")
     model = load_model(tmp_path / "s.esm")
     assert code == 0 and "bin edges from the first 50 rows" in out
-    planned = plan("shrubs", load_board("stm32f411"), 4, 3, ram=8192, window_size=16, max_shrubs=4).config
+    X, y = make_stream("blobs", 400, seed=5)
+    fixed = {"window_size": 16, "max_shrubs": 4, "step_size": 0.25, "burnin": 3, "update_every": 2}
+    chosen = search("shrubs", load_board("stm32f411"), X, np.array(["red", "green", "blue"])[y], ram=8192,
+                    params=fixed, bins_rows=50, workers=1).budget.config
     assert (model.window_size, model.max_shrubs, model.max_depth, model.step_size, model.burnin,
-            model.update_every) == (16, 4, planned["max_depth"], 0.25, 3, 2)
-    first_rows = ShrubEnsemble().fit_bins(make_stream("blobs", 400, seed=5)[0][:50])
+            model.update_every, model.max_bins) == (16, 4, chosen["max_depth"], 0.25, 3, 2, chosen["max_bins"])
+    assert "chosen by prequential accuracy on 400 rows" in out
+    first_rows = ShrubEnsemble(max_bins=model.max_bins).fit_bins(X[:50])
     assert np.array_equal(model.bins_.flat_edges()[0], first_rows.bins_.flat_edges()[0])
 
 
