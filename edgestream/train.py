@@ -38,7 +38,7 @@ def check_stream(X, y) -> np.ndarray:
     if len(X) < 2:
         raise ValueError(f"the data has {len(X)} row(s); training needs at least 2")
     if len(classes) < 2:
-        raise ValueError(f"the data has a single class ({classes[0]!r}); a classifier needs at least 2")
+        raise ValueError(f"the data has a single class ({classes.tolist()[0]!r}); a classifier needs at least 2")
     return classes
 
 
