@@ -185,9 +185,13 @@ COLUMNS = [  # header, Row attribute, format
 ]
 
 
+def _cell(fmt: str, value) -> str:
+    return "-" if isinstance(value, float) and np.isnan(value) else fmt.format(value)
+
+
 def format_table(rows: list[Row]) -> str:
     cells = [[header for header, _, _ in COLUMNS]]
-    cells += [[fmt.format(getattr(row, attribute)) for _, attribute, fmt in COLUMNS] for row in rows]
+    cells += [[_cell(fmt, getattr(row, attribute)) for _, attribute, fmt in COLUMNS] for row in rows]
     widths = [max(len(line[j]) for line in cells) for j in range(len(COLUMNS))]
     text = ["  ".join(cell.ljust(width) if j < 2 or j == len(COLUMNS) - 1 else cell.rjust(width)
                       for j, (cell, width) in enumerate(zip(line, widths))).rstrip() for line in cells]
@@ -253,6 +257,7 @@ def unseen_rows(chosen_on: Stream, progress: bool) -> list[Row]:
             result = prequential(learner, X, y, progress=progress, desc=f"{name} {spec.name}")
             rows.append(Row(name, spec.name, result.accuracy, result.samples_per_second, learner.state_bytes(),
                             describe(learner, X.shape[1], len(np.unique(y)))))
+        rows[-2].speed_vs_ht, rows[-1].speed_vs_ht = rows[-2].samples_per_s / rows[-1].samples_per_s, 1.0
     return rows
 
 
