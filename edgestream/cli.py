@@ -364,15 +364,19 @@ def run_budget(args) -> int:
         model, optimize = bundle_model(budget, args.bundle)
         sizes = compare_sizes(of_model(model, board, budget.ram_budget, budget.flash_budget, optimize),
                               targets.build(args.bundle, board))
+    curve = found.curve() if found else {}
     if args.html:
-        html_report(budget, args.html, sizes=sizes, search=found)
+        html_report(budget, args.html, curve, sizes=sizes, search=found)
     if args.json:
-        print(json.dumps({**budget.to_json(), **({"search": found.to_json()} if found else {}),
+        print(json.dumps({**budget.to_json(), **({"search": found.to_json(), "curve": curve} if found else {}),
                           **({"measured": sizes} if sizes else {})}))
         return 0
     print(budget.to_text())
     if found:
         print(found.to_text())
+        if curve:
+            print("prequential accuracy of the choice at each RAM budget: "
+                  + ", ".join(f"{ram // 1024} KiB {accuracy:.4f}" for ram, accuracy in curve.items()))
     if sizes:
         print(sizes_text(sizes))
     if args.html:

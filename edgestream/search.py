@@ -30,6 +30,9 @@ from .evaluate import prequential
 from .train import BINS_ROWS, check_stream, start_online
 
 
+CURVE_BUDGETS = tuple(kib * 1024 for kib in (2, 4, 8, 16, 32))
+
+
 @dataclass
 class Candidate:
     """One configuration: its budget, predicted time per learn step and (evaluated ones) accuracy."""
@@ -70,6 +73,17 @@ class Search:
     @property
     def budget(self) -> Budget:
         return self.best.budget
+
+    def curve(self, budgets=CURVE_BUDGETS) -> dict[int, float]:
+        """RAM budget -> the accuracy a search at that budget chooses (the best evaluated candidate that fits it),
+        for the budgets up to this search's where some candidate fits."""
+        evaluated = [c for c in self.candidates if c.accuracy is not None]
+        curve = {}
+        for ram in (ram for ram in budgets if ram <= self.budget.ram_budget):
+            fitting = [c.accuracy for c in evaluated if c.budget.ram_bytes <= ram]
+            if fitting:
+                curve[ram] = max(fitting)
+        return curve
 
     def to_json(self) -> dict:
         return {"rate": self.rate, "rows": self.rows, "clock_hz": self.clock_hz, "chosen": self.chosen,

@@ -71,9 +71,10 @@ def test_budget_text_json_and_html(capsys, tmp_path, sea):
     report = json.loads(out)
     assert code == 0 and list(report["curve"]) == [str(kib * 1024) for kib in (2, 4, 8, 16, 32)]
     assert all(0.5 < accuracy <= 1 for accuracy in report["curve"].values())
+    assert list(report["curve"].values()) == sorted(report["curve"].values())  # a larger budget is never worse
     assert report["config"]["features"] == 3 and report["config"]["classes"] == 2
     page = (tmp_path / "report.html").read_text()
-    assert page.count("data:image/png;base64,") == 2  # region breakdown and accuracy against budget
+    assert page.count("data:image/png;base64,") == 3  # region breakdown, accuracy against budget, candidates
     code, out, _ = run(capsys, "budget", "--learner", "forest", "--board", "rpi4", "--features", 8, "--classes", 3,
                        "--n-trees", 4, "--html", tmp_path / "forest.html")
     assert code == 0 and "forest on rpi4: max_depth=12, n_trees=4" in out and f"report: {tmp_path}" in out

@@ -112,7 +112,7 @@ def test_budget_cli_json_text_and_report(capsys, tmp_path, sea):
     assert code == 0 and chosen["config"] == report["config"] and chosen["keeps_up"] and chosen["fits"]
     assert chosen["instructions"] <= BOARD.clock_hz / 5000 and report["search"]["rate"] == 5000
     page = (tmp_path / "r.html").read_text()
-    assert page.count("data:image/png;base64,") == 2 and "(chosen)" in page and "(too slow)" in page
+    assert page.count("data:image/png;base64,") == 3 and "(chosen)" in page and "(too slow)" in page
     code, out, _ = run(capsys, "budget", "--learner", "shrubs", "--board", "stm32f411", "--ram", "4KiB",
                        "--data", path, "--label", "label")
     assert code == 0 and "chosen by prequential accuracy on 600 rows" in out and "instructions per learn step" in out
