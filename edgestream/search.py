@@ -27,7 +27,7 @@ from . import learners
 from .budget import Budget, configurations, not_fitting
 from .data import device_input
 from .evaluate import prequential
-from .train import BINS_ROWS, check_stream, start_online
+from .online import BINS_ROWS, check_stream, start_online
 
 
 CURVE_BUDGETS = tuple(kib * 1024 for kib in (2, 4, 8, 16, 32))

@@ -17,10 +17,13 @@ import numpy as np
 from . import learners
 from .budget import Budget, of_model, plan
 from .data import device_input
-from .learners import model_input
 from .evaluate import PrequentialResult, prequential
+from .learners import model_input
+from .online import BINS_ROWS, check_stream, start_online
+from .search import search
 
-BINS_ROWS = 1000
+__all__ = ["BINS_ROWS", "Trained", "check_stream", "configured", "evaluate_online", "parse_row_numbers",
+           "start_online", "train", "update"]
 
 
 @dataclass
@@ -30,16 +33,6 @@ class Trained:
     prequential: PrequentialResult | None  # online learners: the test-then-train pass over the rows
     bins_rows: int | None = None
     search: object | None = None  # the edgestream.search.Search that chose the configuration (online learners)
-
-
-def check_stream(X, y) -> np.ndarray:
-    """The classes of a labelled table; one row or one class is refused."""
-    classes = np.unique(y)
-    if len(X) < 2:
-        raise ValueError(f"the data has {len(X)} row(s); training needs at least 2")
-    if len(classes) < 2:
-        raise ValueError(f"the data has a single class ({classes.tolist()[0]!r}); a classifier needs at least 2")
-    return classes
 
 
 def configured(learner: str, params: dict, n_features: int, n_classes: int, board=None, ram=None, flash=None):
@@ -53,17 +46,6 @@ def configured(learner: str, params: dict, n_features: int, n_classes: int, boar
     return spec.make(**budget.params), budget
 
 
-def start_online(model, X, classes, bins_rows: int = BINS_ROWS):
-    """Bin edges (or, for a learner with ``start``, its input setup) from the first rows and the classes, before
-    the first learning step."""
-    if bins_rows < 1:
-        raise ValueError(f"bins_rows={bins_rows} must be at least 1")
-    sample = X[: min(bins_rows, len(X))]
-    if hasattr(model, "start"):
-        return model.start(sample, classes)
-    return model.fit_bins(sample).set_classes(classes)
-
-
 def train(learner: str, X, y, params: dict, board=None, ram=None, flash=None, bins_rows: int = BINS_ROWS,
           progress: bool = False, rate=None, workers=None, scheduler=None) -> Trained:
     """Train ``learner`` on the rows. With a budget (``ram``, ``flash`` or, online learners, ``rate``), an online
@@ -73,8 +55,6 @@ def train(learner: str, X, y, params: dict, board=None, ram=None, flash=None, bi
     classes = check_stream(X, y)
     found = None
     if spec.online and (ram is not None or flash is not None or rate is not None):
-        from .search import search
-
         if board is None:
             raise ValueError("a RAM, flash or rate budget needs a board")
         found = search(learner, board, X, y, ram, flash, rate, params, bins_rows=bins_rows, workers=workers,
