@@ -86,7 +86,9 @@ def tradeoff_figure(plt, search):
     if timed:
         fig.colorbar(points, ax=axes[0][1], label="instructions per learn step")
         if search.rate:
-            axes[0][1].axvline(search.clock_hz / search.rate, color="black", linestyle="--", linewidth=1)
+            axes[0][1].axvline(search.clock_hz / search.rate, color="black", linestyle="--", linewidth=1,
+                               label=f"{search.rate:g} samples/s")
+            axes[0][1].legend(fontsize=8)
     fig.tight_layout()
     return fig
 

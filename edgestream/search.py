@@ -3,9 +3,11 @@ given rows, among those that fit a board's RAM and flash and keep up with a samp
 
 The candidates are the learner's search grid (``LearnerSpec.search_grid``: its ``search`` configurations, else
 its budget ladder), with the parameters the user fixed applied to each. Each gets its exact budget
-(:func:`edgestream.budget.configurations`); with ``rate`` (samples per second), also its instructions per learn
-step predicted by the learner's cost model (``LearnerSpec.learn_cost``, calibrated on QEMU counts for the board's
-core), and it keeps up when those fit in ``board.clock_hz / rate`` cycles (one instruction per cycle). Every
+(:func:`edgestream.budget.configurations`) and, when the learner has a cost model for the board's core
+(``LearnerSpec.learn_cost``, calibrated on QEMU counts), its mean instructions per learn step (for shrubs, a step
+that trains a new shrub amortized over ``update_every`` steps: the device keeps up on average and buffers the rows
+that arrive during a training step). With ``rate`` (samples per second) a candidate keeps up when those fit in
+``board.clock_hz / rate`` cycles (one instruction per cycle, a Cortex-M's best case: wait states slow it). Every
 candidate that fits and keeps up is trained as ``fit`` trains it (bin edges from the first ``bins_rows`` rows,
 then test-then-train over all rows in file order); the highest prequential accuracy wins, ties to the smaller
 RAM, then to the earlier candidate. Everything is deterministic, so ``fit --ram`` and ``budget --ram`` agree.
