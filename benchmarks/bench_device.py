@@ -24,7 +24,10 @@ and deterministic. Two cores: Cortex-M4F (board ``stm32f411``, run on QEMU's mps
   the first ``WARMUP`` rows (the window fills and the ensemble reaches ``max_shrubs``), then the device
   test-then-trains the next ``--learn-steps`` rows: the learn counts are those of the steady state. The steps run
   in chunks of ``--chunk`` rows, each from a bundle exported with the Python state at its first row, so chunks
-  run in parallel; every device class is checked against Python's test-then-train.
+  run in parallel; every device class is checked against Python's test-then-train. Two variants
+  (``SHRUB_VARIANTS``): the ladder's plan as is (a new shrub every sample, 5 burn-in steps) and with a new shrub
+  every 4 samples and 1 burn-in step (the budget search's choice at 8 KiB on SEA), each with the mean learn step
+  the calibrated cost model predicts (``learn pred``).
 
 Flash bytes: the model's part of the linked ELF as :class:`edgestream.targets.BuildReport` measures it,
 ``code_bytes + tables_bytes``: functions compiled from the model's sources that survive ``--gc-sections`` plus
@@ -69,6 +72,7 @@ from edgestream.boards import load_board
 from edgestream.budget import Budget, of_model, plan
 from edgestream.data import make_stream
 from edgestream.export import export_bundle
+from edgestream.learners.shrubs import learn_instructions
 from edgestream.parity import compare_sizes
 from edgestream.train import start_online
 
@@ -81,6 +85,9 @@ ROWS = 50  # digits test rows per predict-only run
 EMLEARN = ("emlearn loadable int16 hard vote", "emlearn inline float hard vote")
 EMLEARN_NAME = "eml_model"  # emlearn.convert(...).save(name=...) in bench_foundation: eml_model_predict
 SHRUB_RAM = 8 * 1024
+# the ladder's 8 KiB plan as is (a new shrub every sample, 5 burn-in steps), and as the budget's search chooses it on
+# SEA (a new shrub every 4 samples, 1 burn-in step: the learn step's cost is amortized)
+SHRUB_VARIANTS = {"edgestream": {}, "edgestream U=4 burnin=1": {"update_every": 4, "burnin": 1}}
 STREAM, STREAM_ROWS = "sea", 2000
 WARMUP = 500  # rows Python learns before the device takes over
 LEARN_STEPS, CHUNK = 100, 25
@@ -128,6 +135,7 @@ class CountRow:
     mismatches: int = column("mismatch")
     proba_mean: float | None = column("predict_proba mean", "{:,.1f}", json_only=True)
     board: str = column("board", "{}", json_only=True)
+    learn_predicted: float | None = column("learn pred", "{:,.0f}", default=None)
 
 
 @dataclass
@@ -239,6 +247,7 @@ class Prepared:
     jobs: list[Job]
     reports: dict[tuple[str, str, str], targets.BuildReport]  # (model, exporter, board) -> the build sized
     memory: list[MemoryRow]
+    predicted: dict[tuple[str, str, str], float] = field(default_factory=dict)  # mean learn step, cost model
 
 
 def trees(root: Path, rows: int) -> Prepared:
@@ -283,24 +292,30 @@ def exact_budget(planned: Budget, model) -> Budget:
 
 
 def shrubs(root: Path, steps: int, chunk: int) -> Prepared:
-    """Chunks of device test-then-train after a Python warm-up, plus the AVR bundle for the memory table."""
+    """Chunks of device test-then-train after a Python warm-up, for each of SHRUB_VARIANTS, plus the AVR bundle for
+    the memory table."""
     X, y = make_stream(STREAM, STREAM_ROWS, seed=1)
-    planned, learner = shrub_plan(MEMORY_BOARD, X, y, ram=SHRUB_RAM)
-    learner.partial_fit(X[:WARMUP], y[:WARMUP])
-    budget = exact_budget(planned, learner)  # of the state the first chunk's bundle starts from
     prepared = Prepared([], {}, [])
-    bundles = []
-    for start in range(WARMUP, WARMUP + steps, chunk):
-        rows = slice(start, min(start + chunk, WARMUP + steps))
-        bundles.append(export_bundle(learner, root / f"shrubs-{start}", name="shrubs"))
-        expected = []
-        for x, label in zip(X[rows], y[rows]):
-            expected.append(learner.predict_encoded(x[None])[0])
-            learner.learn_one(x, label)
-        prepared.jobs += [Job("shrubs", "edgestream", board, X[rows], np.array(expected), y[rows], bundles[-1])
-                          for board in CORES]
-    prepared.reports = {("shrubs", "edgestream", board): targets.build(bundles[0], board) for board in CORES}
-    prepared.memory.append(memory_row("shrubs", budget, prepared.reports["shrubs", "edgestream", MEMORY_BOARD]))
+    for exporter, params in SHRUB_VARIANTS.items():
+        planned, learner = shrub_plan(MEMORY_BOARD, X, y, ram=SHRUB_RAM, **params)
+        learner.partial_fit(X[:WARMUP], y[:WARMUP])
+        budget = exact_budget(planned, learner)  # of the state the first chunk's bundle starts from
+        bundles = []
+        for start in range(WARMUP, WARMUP + steps, chunk):
+            rows = slice(start, min(start + chunk, WARMUP + steps))
+            bundles.append(export_bundle(learner, root / f"shrubs-{len(prepared.reports)}-{start}", name="shrubs"))
+            expected = []
+            for x, label in zip(X[rows], y[rows]):
+                expected.append(learner.predict_encoded(x[None])[0])
+                learner.learn_one(x, label)
+            prepared.jobs += [Job("shrubs", exporter, board, X[rows], np.array(expected), y[rows], bundles[-1])
+                              for board in CORES]
+        for board in CORES:
+            prepared.reports["shrubs", exporter, board] = targets.build(bundles[0], board)
+            prepared.predicted["shrubs", exporter, board] = learn_instructions(
+                learner.get_params(), X.shape[1], 2, load_board(board).arch)[0]
+        if not params:
+            prepared.memory.append(memory_row("shrubs", budget, prepared.reports["shrubs", exporter, MEMORY_BOARD]))
     small_plan, small = shrub_plan(SMALL_BOARD, X, y, **SMALL_PLAN)
     bundle = export_bundle(small, root / "shrubs-avr", name="shrubs")
     prepared.memory.append(memory_row("shrubs", exact_budget(small_plan, small), targets.build(bundle, SMALL_BOARD)))
@@ -340,7 +355,7 @@ def tree_memory(kind: str, label: str, estimator, optimize: str, report: targets
 
 # ------------------------------------------------------------------------------------------ instruction table
 
-def count_rows(measured: list[Measured], reports) -> list[CountRow]:
+def count_rows(measured: list[Measured], reports, predicted: dict) -> list[CountRow]:
     """One row per (model, exporter, board), the chunks of a shrub run joined in order."""
     groups: dict[tuple[str, str, str], list[Measured]] = {}
     for item in measured:
@@ -359,7 +374,8 @@ def count_rows(measured: list[Measured], reports) -> list[CountRow]:
             learn_mean=None if learn is None else float(learn.mean()),
             learn_max=None if learn is None else int(learn.max()),
             flash_bytes=report.code_bytes + report.tables_bytes, mismatches=mismatches,
-            proba_mean=None if proba is None else float(proba.mean()), board=board))
+            proba_mean=None if proba is None else float(proba.mean()), board=board,
+            learn_predicted=predicted.get((model, exporter, board))))
     return sorted(rows, key=lambda r: (["tree", "forest", "shrubs"].index(r.model), r.exporter, r.core))
 
 
@@ -380,7 +396,8 @@ FOOTNOTES = [
     "the count); edgestream from float32 features (no quantization: each node compares the raw feature with its "
     "edge). edgestream rows: leaf values at fit time (q15/q8/vote), export --optimize speed|size.",
     "shrubs: Python learns {warmup} rows of SEA first, then the device test-then-trains {steps} rows in chunks of "
-    "{chunk}; learn mean/max are steady-state steps (full window, {max_shrubs} shrubs + 1 new per step).",
+    "{chunk}; learn mean/max are steady-state steps (full window, {max_shrubs} shrubs + 1 new per step; with U=4 a "
+    "new shrub every 4th step); learn pred is the calibrated cost model's mean (edgestream.learners.shrubs).",
     "flash B: code of the model's sources left after --gc-sections + its const objects (BuildReport.code_bytes + "
     "tables_bytes); libgcc/picolibc helpers (soft float, 64-bit multiply/divide) are not counted, nor the shrub "
     "state's initial image in .data (table 2).",
@@ -408,7 +425,8 @@ def main(argv=None) -> int:
         root = args.out or Path(temp)
         parts = [trees(root, args.rows), shrubs(root, args.learn_steps, args.chunk)]
         reports = {key: report for part in parts for key, report in part.reports.items()}
-        counts = count_rows(run_jobs([job for part in parts for job in part.jobs]), reports)
+        predicted = {key: value for part in parts for key, value in part.predicted.items()}
+        counts = count_rows(run_jobs([job for part in parts for job in part.jobs]), reports, predicted)
     memory = [row for part in parts for row in part.memory]
     seconds = time.perf_counter() - start
     if args.json:

@@ -181,6 +181,18 @@ def plan(learner: str, board, n_features: int, n_classes: int, ram: int | None =
     """The largest configuration of ``learner`` that fits the budgets (the board's RAM and flash by default), as
     exported with ``optimize``. Parameters given (not None) are fixed; the learner's ladder chooses the others,
     largest first."""
+    budgets = configurations(learner, board, n_features, n_classes, ram, flash, optimize, **params)
+    fitting = next((budget for budget in budgets if budget.fits), None)
+    if fitting is None:
+        raise not_fitting(learner, board, n_features, n_classes, budgets)
+    return fitting
+
+
+def configurations(learner: str, board, n_features: int, n_classes: int, ram: int | None = None,
+                   flash: int | None = None, optimize: str = "speed", grid: tuple[dict, ...] | None = None,
+                   **params) -> list[Budget]:
+    """The budget of every distinct configuration of ``grid`` (default: the learner's ladder), in its order, the
+    parameters given (not None) fixed; budgets larger than the board's are refused."""
     spec = learners.get(learner)
     ram = board.ram_bytes if ram is None else ram
     flash = board.flash_bytes if flash is None else flash
@@ -189,23 +201,27 @@ def plan(learner: str, board, n_features: int, n_classes: int, ram: int | None =
             raise ValueError(f"a {name} budget of {value:,} bytes exceeds {board.name}'s {limit:,} bytes")
     fixed = {key: value for key, value in params.items() if value is not None}
     spec.make(**fixed)  # unknown parameters and bad values are named here
-    rungs = [rung | fixed for rung in spec.ladder] or [fixed]
-    budget = refused = None
+    rungs = [rung | fixed for rung in (spec.ladder if grid is None else grid)] or [fixed]
+    budgets, refused = [], None
     for config in dict.fromkeys(json.dumps(rung, sort_keys=True) for rung in rungs):
         try:  # a rung that the fixed parameters make invalid (e.g. a window below a fixed minimum) is skipped
-            budget = estimate(spec, board, spec.make(**json.loads(config)), n_features, n_classes, ram, flash,
-                              optimize)
+            budgets.append(estimate(spec, board, spec.make(**json.loads(config)), n_features, n_classes, ram, flash,
+                                    optimize))
         except ValueError as error:
             refused = error
-            continue
-        if budget.fits:
-            return budget
-    if budget is None:
+    if not budgets:
         raise refused
-    raise ValueError(f"no {learner} configuration for {n_features} features and {n_classes} classes fits "
-                     f"{ram:,} bytes of RAM and {f'{flash:,} bytes' if flash else 'unlimited'} of flash on "
-                     f"{board.name}; the smallest needs {budget.ram_bytes:,} bytes of RAM and {budget.flash_bytes:,} "
-                     f"of flash\n{budget.to_text()}")
+    return budgets
+
+
+def not_fitting(learner: str, board, n_features: int, n_classes: int, budgets: list[Budget]) -> ValueError:
+    """The error for budgets none of which fits: what was given, and what the smallest configuration needs."""
+    smallest = min(budgets, key=lambda b: (b.ram_bytes, b.flash_bytes))
+    flash = smallest.flash_budget
+    return ValueError(f"no {learner} configuration for {n_features} features and {n_classes} classes fits "
+                      f"{smallest.ram_budget:,} bytes of RAM and {f'{flash:,} bytes' if flash else 'unlimited'} of "
+                      f"flash on {board.name}; the smallest needs {smallest.ram_bytes:,} bytes of RAM and "
+                      f"{smallest.flash_bytes:,} of flash\n{smallest.to_text()}")
 
 
 def of_model(model, board, ram: int | None = None, flash: int | None = None, optimize: str = "speed") -> Budget:

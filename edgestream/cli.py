@@ -32,7 +32,8 @@ from .modelfile import load_model, save_model
 from .parity import compare, compare_learning, compare_sizes, emulator_name, sizes_text
 from .report import check_dependencies, html_report, provenance
 from .targets import TargetError, ToolchainMissing
-from .train import BINS_ROWS, CURVE_BUDGETS, accuracy_curve, parse_row_numbers, start_online, train, update
+from .search import search
+from .train import BINS_ROWS, evaluate_online, parse_row_numbers, start_online, train, update
 from .units import parse_bytes
 
 DEFAULT_BOARD = "stm32f411"
@@ -71,6 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     budget_options.add_argument("--flash", type=byte_size, metavar="SIZE", help="flash budget, e.g. 64KiB")
     budget_options.add_argument("--board", default=DEFAULT_BOARD,
                                 help=f"the board the budget is for (default {DEFAULT_BOARD})")
+    _add_search_options(budget_options)
     fit.add_argument("--bins-rows", type=int, default=BINS_ROWS, metavar="N",
                      help=f"online learners: fit the bin edges on the first N rows (default {BINS_ROWS})")
     fit.add_argument("-o", "--output", required=True, metavar="MODEL")
@@ -84,6 +86,16 @@ def build_parser() -> argparse.ArgumentParser:
     update.add_argument("--delete", metavar="ROWS",
                         help="row numbers to remove: a comma list or a file of numbers (deleted before --add)")
     update.set_defaults(run=run_update)
+
+    evaluate = commands.add_parser("evaluate", help="test-then-train a saved online model (its Python "
+                                   "implementation) over a CSV in file order")
+    evaluate.add_argument("model", metavar="MODEL")
+    evaluate.add_argument("data", metavar="DATA.csv")
+    _add_label_options(evaluate)
+    evaluate.add_argument("--window", type=int, default=500, metavar="N",
+                          help="rows per point of the accuracy curve (default 500)")
+    evaluate.add_argument("--json", action="store_true", help="print one JSON object")
+    evaluate.set_defaults(run=run_evaluate)
 
     export = commands.add_parser("export", help="write a C bundle for a saved model")
     export.add_argument("model", metavar="MODEL")
@@ -126,12 +138,16 @@ def build_parser() -> argparse.ArgumentParser:
     budget.add_argument("--classes", type=int, metavar="C", help="number of classes (or taken from --data)")
     _add_learner_options(budget, "configuration (what is not given is the largest that fits)")
     budget.add_argument("--json", action="store_true", help="print one JSON object")
-    budget.add_argument("--html", metavar="FILE", help="write a report with plots (needs matplotlib: the report extra; checked before any work)")
-    stream = budget.add_argument_group("accuracy against RAM budget (online learners)")
+    budget.add_argument("--html", metavar="FILE",
+                        help="write a report with plots (needs matplotlib: the report extra; checked before any work)")
+    stream = budget.add_argument_group("choosing by accuracy and time (online learners)")
     stream.add_argument("--data", metavar="DATA.csv",
-                        help="a stream: its features and classes, and for online learners the prequential accuracy "
-                             f"of the planned model at {', '.join(str(b // 1024) for b in CURVE_BUDGETS)} KiB of RAM")
+                        help="a stream: its features and classes; an online learner's configuration is the one with "
+                             "the best prequential accuracy on its rows among those that fit")
     _add_label_options(stream, required=False)
+    stream.add_argument("--bins-rows", type=int, default=BINS_ROWS, metavar="N",
+                        help=f"bin edges from the first N rows, as fit does (default {BINS_ROWS})")
+    _add_search_options(stream)
     budget.add_argument("--bundle", metavar="BUNDLE_DIR",
                         help="an exported bundle of the planned model: build it for the board and show predicted "
                              "against measured sizes")
@@ -193,6 +209,15 @@ def learner_params(args) -> dict:
             if getattr(args, option.dest) is not None}
 
 
+def _add_search_options(group) -> None:
+    group.add_argument("--rate", type=float, metavar="HZ",
+                       help="online learners: samples per second the device must learn (instructions per learn step "
+                            "predicted for the board's core against its clock)")
+    group.add_argument("--workers", type=int, metavar="N", help="worker processes of the search (default: all cores)")
+    group.add_argument("--scheduler", metavar="ADDRESS",
+                       help="run the search on a Dask cluster (needs edgestream[dask])")
+
+
 def _add_label_options(parser, required: bool = True) -> None:
     parser.add_argument("--label", required=required, metavar="COL", help="label column: name or 0-based index")
     parser.add_argument("--no-header", action="store_true", help="the first row is data, not column names")
@@ -221,9 +246,10 @@ def byte_size(text: str) -> int:
 def run_fit(args) -> int:
     X, y, _ = load_data(args, args.data)
     spec = learners.get(args.learner)
-    board = load_board(args.board) if args.ram is not None or args.flash is not None else None
+    budgeted = args.ram is not None or args.flash is not None or args.rate is not None
+    board = load_board(args.board) if budgeted else None
     trained = train(args.learner, X, y, learner_params(args), board, args.ram, args.flash, args.bins_rows,
-                    progress=sys.stderr.isatty())
+                    progress=sys.stderr.isatty(), rate=args.rate, workers=args.workers, scheduler=args.scheduler)
     model = trained.model
     save_model(model, args.output)
     shape = f"{X.shape[1]} features, {len(model.classes_)} classes: {model.summary()}"
@@ -238,6 +264,8 @@ def run_fit(args) -> int:
     if trained.budget is not None:
         print(f"budget on {trained.budget.board}: {trained.budget.ram_bytes:,} bytes of RAM, "
               f"{trained.budget.flash_bytes:,} bytes of flash")
+    if trained.search is not None:
+        print(trained.search.to_text())
     return 0
 
 
@@ -255,6 +283,20 @@ def run_update(args) -> int:
     deleted = f"deleted {done.deleted} rows" if done.deleted else ""
     print(f"{', '.join(part for part in (deleted, added) if part)}, {done.retrained_nodes} nodes retrained in "
           f"{done.seconds:.3f} s; {model.summary()} -> {args.model}")
+    return 0
+
+
+def run_evaluate(args) -> int:
+    X, y, _ = load_data(args, args.data)
+    model = load_model(args.model)
+    result = evaluate_online(model, X, y, args.window, progress=sys.stderr.isatty())
+    report = {key: value for key, value in result.to_json().items() if key != "correct"}
+    if args.json:
+        print(json.dumps({**report, "model": str(args.model)}))
+        return 0
+    print(f"n {result.n}, accuracy {result.accuracy:.4f}, samples_per_second {result.samples_per_second:,.0f} "
+          f"(predict and learn calls of {type(model).__name__})")
+    print(f"accuracy curve ({result.window} rows per point): " + " ".join(f"{a:.3f}" for a in result.curve))
     return 0
 
 
@@ -334,27 +376,36 @@ def run_budget(args) -> int:
     X, y = load_data(args, args.data)[:2] if args.data else (None, None)
     n_features, n_classes = budget_shape(args, X, y)
     params = learner_params(args)
-    budget = plan(args.learner, board, n_features, n_classes, ram=args.ram, flash=args.flash,
-                  optimize=args.optimize, **params)
-    online = learners.get(args.learner).online
-    curve = accuracy_curve(args.learner, board, X, y, args.flash, params, sys.stderr.isatty()) \
-        if X is not None and online else {}
+    found = None
+    if X is not None and learners.get(args.learner).online:
+        found = search(args.learner, board, X, y, args.ram, args.flash, args.rate, params, args.optimize,
+                       args.bins_rows, args.workers, args.scheduler, sys.stderr.isatty())
+        budget = found.budget
+    elif args.rate is not None:
+        raise ValueError("--rate chooses among configurations by their accuracy on data: give an online learner and "
+                         "--data with --label")
+    else:
+        budget = plan(args.learner, board, n_features, n_classes, ram=args.ram, flash=args.flash,
+                      optimize=args.optimize, **params)
     sizes = None
     if args.bundle:
         model, optimize = bundle_model(budget, args.bundle)
         sizes = compare_sizes(of_model(model, board, budget.ram_budget, budget.flash_budget, optimize),
                               targets.build(args.bundle, board))
+    curve = found.curve() if found else {}
     if args.html:
-        html_report(budget, args.html, curve, sizes,
-                    provenance(args.data, len(X) if X is not None else None))
+        html_report(budget, args.html, curve, sizes, provenance(args.data, len(X) if X is not None else None),
+                    search=found)
     if args.json:
-        print(json.dumps({**budget.to_json(), **({"curve": curve} if curve else {}),
+        print(json.dumps({**budget.to_json(), **({"search": found.to_json(), "curve": curve} if found else {}),
                           **({"measured": sizes} if sizes else {})}))
         return 0
     print(budget.to_text())
-    if curve:
-        print("prequential accuracy against RAM budget: "
-              + ", ".join(f"{ram // 1024} KiB {accuracy:.4f}" for ram, accuracy in curve.items()))
+    if found:
+        print(found.to_text())
+        if curve:
+            print("prequential accuracy of the choice at each RAM budget: "
+                  + ", ".join(f"{ram // 1024} KiB {accuracy:.4f}" for ram, accuracy in curve.items()))
     if sizes:
         print(sizes_text(sizes))
     if args.html:

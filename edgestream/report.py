@@ -1,5 +1,6 @@
 """The budget's HTML report: the RAM and flash breakdown against the budget lines, accuracy against RAM budget,
-and the sizes the cross build measured next to the predicted ones (template ``codegen/report.html.j2``)."""
+the accuracy/RAM/time trade-off of a search's candidates with the chosen one marked, and the sizes the cross build
+measured next to the predicted ones (template ``codegen/report.html.j2``)."""
 
 from __future__ import annotations
 
@@ -86,15 +87,48 @@ def curve_figure(plt, curve: dict[int, float], chosen: int):
     return fig
 
 
+def tradeoff_figure(plt, search):
+    """Accuracy against RAM and against predicted instructions per learn step of the evaluated candidates; the
+    chosen one starred."""
+    evaluated = [c for c in search.candidates if c.accuracy is not None]
+    timed = all(c.instructions is not None for c in evaluated)
+    fig, axes = plt.subplots(1, 2 if timed else 1, figsize=(11 if timed else 6, 4), squeeze=False)
+    accuracy = [c.accuracy for c in evaluated]
+    panels = [(axes[0][0], [c.budget.ram_bytes for c in evaluated], "RAM (bytes)", search.best.budget.ram_bytes)]
+    if timed:
+        panels.append((axes[0][1], [c.instructions for c in evaluated], "instructions per learn step (predicted)",
+                       search.best.instructions))
+    colour = [c.instructions for c in evaluated] if timed else None
+    for ax, x, label, chosen_x in panels:
+        points = ax.scatter(x, accuracy, c=colour, cmap="viridis", s=18)
+        ax.plot([chosen_x], [search.best.accuracy], marker="*", markersize=16, color="crimson", linestyle="",
+                label="chosen")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel(label)
+        ax.set_ylabel("prequential accuracy")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+    if timed:
+        fig.colorbar(points, ax=axes[0][1], label="instructions per learn step")
+        if search.rate:
+            axes[0][1].axvline(search.clock_hz / search.rate, color="black", linestyle="--", linewidth=1,
+                               label=f"{search.rate:g} samples/s")
+            axes[0][1].legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
 def html_report(budget, path, curve: dict[int, float] | None = None, sizes: dict | None = None,
-                origin: dict[str, str] | None = None) -> Path:
+                origin: dict[str, str] | None = None, search=None) -> Path:
     """Write the report of ``budget`` to ``path``; ``curve`` maps RAM budgets to accuracy, ``sizes`` is
     :func:`edgestream.parity.compare_sizes`, ``origin`` the provenance (default: :func:`provenance` without
-    data)."""
+    data), ``search`` the :class:`edgestream.search.Search` that chose it."""
     plt = _pyplot()
     figures = [("RAM and flash by group", memory_figure(plt, budget))]
     if curve:
         figures.append(("accuracy against RAM budget", curve_figure(plt, curve, budget.ram_budget)))
+    if search is not None:
+        figures.append(("accuracy, RAM and time of the candidates", tradeoff_figure(plt, search)))
     images = []
     for alt, fig in figures:
         buffer = io.BytesIO()
@@ -102,7 +136,8 @@ def html_report(budget, path, curve: dict[int, float] | None = None, sizes: dict
         plt.close(fig)
         images.append({"alt": alt, "data": base64.b64encode(buffer.getvalue()).decode()})
     page = environment(autoescape=True).get_template("report.html.j2").render(
-        budget=budget, images=images, sizes=sizes, compared=COMPARED, provenance=origin or provenance())
+        budget=budget, images=images, sizes=sizes, compared=COMPARED, provenance=origin or provenance(),
+        search=search)
     path = Path(path)
     path.write_text(page)
     return path

@@ -3,7 +3,8 @@
 Batch learners (``online=False``) fit all rows at once. Online learners learn the rows in file order, one at a
 time (test-then-train), as the device would: their bin edges come from the first ``bins_rows`` rows and their
 classes from the whole table. With a RAM or flash budget, the budget manager chooses the configuration
-(:func:`edgestream.budget.plan`), so ``fit --ram`` and ``budget --ram`` give the same answer on the same board.
+(:func:`edgestream.search.search` for online learners: the most accurate that fits; :func:`edgestream.budget.plan`
+for batch learners: the largest), so ``fit --ram`` and ``budget --ram`` give the same answer on the same board.
 """
 
 from __future__ import annotations
@@ -17,9 +18,12 @@ from . import learners
 from .budget import Budget, of_model, plan
 from .data import device_input
 from .evaluate import PrequentialResult, prequential
+from .learners import model_input
+from .online import BINS_ROWS, check_stream, start_online
+from .search import search
 
-BINS_ROWS = 1000
-CURVE_BUDGETS = tuple(kib * 1024 for kib in (2, 4, 8, 16, 32))
+__all__ = ["BINS_ROWS", "Trained", "check_stream", "configured", "evaluate_online", "parse_row_numbers",
+           "start_online", "train", "update"]
 
 
 @dataclass
@@ -28,16 +32,7 @@ class Trained:
     budget: Budget | None  # the fitted model's exact budget, when a budget was given
     prequential: PrequentialResult | None  # online learners: the test-then-train pass over the rows
     bins_rows: int | None = None
-
-
-def check_stream(X, y) -> np.ndarray:
-    """The classes of a labelled table; one row or one class is refused."""
-    classes = np.unique(y)
-    if len(X) < 2:
-        raise ValueError(f"the data has {len(X)} row(s); training needs at least 2")
-    if len(classes) < 2:
-        raise ValueError(f"the data has one class ({classes[0]!r}); a classifier needs at least 2")
-    return classes
+    search: object | None = None  # the edgestream.search.Search that chose the configuration (online learners)
 
 
 def configured(learner: str, params: dict, n_features: int, n_classes: int, board=None, ram=None, flash=None):
@@ -51,22 +46,24 @@ def configured(learner: str, params: dict, n_features: int, n_classes: int, boar
     return spec.make(**budget.params), budget
 
 
-def start_online(model, X, classes, bins_rows: int = BINS_ROWS):
-    """Bin edges (or, for a learner with ``start``, its input setup) from the first rows and the classes, before
-    the first learning step."""
-    if bins_rows < 1:
-        raise ValueError(f"bins_rows={bins_rows} must be at least 1")
-    sample = X[: min(bins_rows, len(X))]
-    if hasattr(model, "start"):
-        return model.start(sample, classes)
-    return model.fit_bins(sample).set_classes(classes)
-
-
 def train(learner: str, X, y, params: dict, board=None, ram=None, flash=None, bins_rows: int = BINS_ROWS,
-          progress: bool = False) -> Trained:
+          progress: bool = False, rate=None, workers=None, scheduler=None) -> Trained:
+    """Train ``learner`` on the rows. With a budget (``ram``, ``flash`` or, online learners, ``rate``), an online
+    learner takes the most accurate configuration that fits (:func:`edgestream.search.search`), a batch learner
+    the largest (:func:`edgestream.budget.plan`)."""
     spec = learners.get(learner)
     classes = check_stream(X, y)
-    model, planned = configured(learner, params, X.shape[1], len(classes), board, ram, flash)
+    found = None
+    if spec.online and (ram is not None or flash is not None or rate is not None):
+        if board is None:
+            raise ValueError("a RAM, flash or rate budget needs a board")
+        found = search(learner, board, X, y, ram, flash, rate, params, bins_rows=bins_rows, workers=workers,
+                       scheduler=scheduler, progress=progress)
+        model, planned = spec.make(**found.budget.params), found.budget
+    elif rate is not None:
+        raise ValueError(f"--rate applies to online learners; {learner} learns in batch")
+    else:
+        model, planned = configured(learner, params, X.shape[1], len(classes), board, ram, flash)
     X = device_input(X, model.input_dtype)
     result = None
     if spec.online:
@@ -77,23 +74,29 @@ def train(learner: str, X, y, params: dict, board=None, ram=None, flash=None, bi
     budget = of_model(model, board, planned.ram_budget, planned.flash_budget) if planned else None
     if budget is not None and not budget.fits:
         raise ValueError(f"the trained model does not fit the budget:\n{budget.to_text()}")
-    return Trained(model, budget, result, min(bins_rows, len(X)) if spec.online else None)
+    return Trained(model, budget, result, min(bins_rows, len(X)) if spec.online else None, found)
 
 
-def accuracy_curve(learner: str, board, X, y, flash=None, params=None, progress: bool = False) -> dict[int, float]:
-    """RAM budget -> prequential accuracy of the online learner planned for it (budgets the board has and where
-    some configuration fits)."""
-    classes = check_stream(X, y)
-    curve = {}
-    for ram in (ram for ram in CURVE_BUDGETS if ram <= board.ram_bytes):
-        try:
-            model, _ = configured(learner, params or {}, X.shape[1], len(classes), board, ram, flash)
-        except ValueError:  # nothing fits this budget (the options themselves were checked by the main plan)
-            continue
-        X_device = device_input(X, model.input_dtype)
-        start_online(model, X_device, classes)
-        curve[ram] = prequential(model, X_device, y, progress=progress, desc=f"{ram // 1024} KiB").accuracy
-    return curve
+def evaluate_online(model, X, y, window: int = 500, progress: bool = False) -> PrequentialResult:
+    """Prequential evaluation of a saved online model's Python implementation over rows in file order: each row is
+    predicted, scored, then learned (the model keeps what it learns). Rows of another width, labels the model was
+    not started with, and frozen learners are refused."""
+    spec = learners.of_model(model)
+    if not spec.online:
+        online = ", ".join(s.name for s in learners.REGISTRY.values() if s.online)
+        raise ValueError(f"a {spec.name} model does not learn row by row; test-then-train needs an online learner "
+                         f"({online})")
+    if not learners.is_fitted(model):
+        raise ValueError(f"this {spec.name} model has not started (no bin edges or classes)")
+    n_features = model_input(model)[1]
+    if X.shape[1] != n_features:
+        raise ValueError(f"the data has {X.shape[1]} features, the model takes {n_features}")
+    unknown = sorted(set(np.unique(y).tolist()) - set(model.classes_.tolist()), key=str)
+    if unknown:
+        raise ValueError(f"label(s) {', '.join(map(repr, unknown[:5]))} are not among the model's classes "
+                         f"{model.classes_.tolist()}")
+    return prequential(model, device_input(X, model.input_dtype), y, window=window, progress=progress,
+                       desc="test-then-train")
 
 
 @dataclass

@@ -8,12 +8,12 @@ import pytest
 import edgestream
 from edgestream import ShrubEnsemble, learners, simulate
 from edgestream.boards import load_board
-from edgestream.budget import plan
 from edgestream.cli import main
 from edgestream.data import make_stream
 from edgestream.evaluate import prequential
 from edgestream.export import BUNDLE_FORMAT_VERSION
 from edgestream.modelfile import load_model
+from edgestream.search import search
 
 
 def write_csv(path, X, y, header=True):
@@ -172,10 +172,14 @@ def test_fit_shrubs_options(capsys, tmp_path, blobs_csv):
                        "--ram", "8KiB", "-o", tmp_path / "s.esm")
     model = load_model(tmp_path / "s.esm")
     assert code == 0 and "bin edges from the first 50 rows" in out
-    planned = plan("shrubs", load_board("stm32f411"), 4, 3, ram=8192, window_size=16, max_shrubs=4).config
+    X, y = make_stream("blobs", 400, seed=5)
+    fixed = {"window_size": 16, "max_shrubs": 4, "step_size": 0.25, "burnin": 3, "update_every": 2}
+    chosen = search("shrubs", load_board("stm32f411"), X, np.array(["red", "green", "blue"])[y], ram=8192,
+                    params=fixed, bins_rows=50, workers=1).budget.config
     assert (model.window_size, model.max_shrubs, model.max_depth, model.step_size, model.burnin,
-            model.update_every) == (16, 4, planned["max_depth"], 0.25, 3, 2)
-    first_rows = ShrubEnsemble().fit_bins(make_stream("blobs", 400, seed=5)[0][:50])
+            model.update_every, model.max_bins) == (16, 4, chosen["max_depth"], 0.25, 3, 2, chosen["max_bins"])
+    assert "chosen by prequential accuracy on 400 rows" in out
+    first_rows = ShrubEnsemble(max_bins=model.max_bins).fit_bins(X[:50])
     assert np.array_equal(model.bins_.flat_edges()[0], first_rows.bins_.flat_edges()[0])
 
 
@@ -293,3 +297,33 @@ def test_unknown_learners_and_parameters_list_what_exists():
         learners.get("forest").make(window_size=3)
     with pytest.raises(SystemExit):
         main(["fit", "x.csv", "--label", "y", "--learner", "svm", "-o", "m.esm"])
+
+
+def test_evaluate_test_then_trains_a_saved_model(capsys, tmp_path, blobs_csv):
+    assert run(capsys, "fit", blobs_csv, "--label", "label", "--learner", "shrubs", "--window", 16,
+               "-o", tmp_path / "s.esm")[0] == 0
+    X, y = make_stream("blobs", 400, seed=5)
+    expected = prequential(load_model(tmp_path / "s.esm"), X, np.array(["red", "green", "blue"])[y], window=150)
+    code, out, _ = run(capsys, "evaluate", tmp_path / "s.esm", blobs_csv, "--label", "label", "--json",
+                       "--window", 150)
+    report = json.loads(out)
+    assert code == 0 and report["n"] == 400 and report["accuracy"] == expected.accuracy
+    assert report["curve"] == expected.curve and report["samples_per_second"] > 0
+    code, out, _ = run(capsys, "evaluate", tmp_path / "s.esm", blobs_csv, "--label", "label")
+    assert code == 0 and out.startswith(f"n 400, accuracy {expected.accuracy:.4f}, samples_per_second ")
+    assert "accuracy curve (500 rows per point): " in out
+
+
+def test_evaluate_any_online_learner_and_refuses_bad_input(capsys, tmp_path, blobs_csv):
+    assert run(capsys, "fit", blobs_csv, "--label", "label", "--learner", "bls", "-o", tmp_path / "b.esm")[0] == 0
+    code, out, _ = run(capsys, "evaluate", tmp_path / "b.esm", blobs_csv, "--label", "label", "--json")
+    assert code == 0 and json.loads(out)["n"] == 400
+    assert run(capsys, "fit", blobs_csv, "--label", "label", "-o", tmp_path / "t.esm")[0] == 0
+    code, _, err = run(capsys, "evaluate", tmp_path / "t.esm", blobs_csv, "--label", "label")
+    assert_user_error(code, err, "a tree model does not learn row by row")
+    X, y = make_stream("blobs", 50, seed=1)
+    code, _, err = run(capsys, "evaluate", tmp_path / "b.esm", write_csv(tmp_path / "o.csv", X, y), "--label", "label")
+    assert_user_error(code, err, "label(s) 0, 1, 2 are not among the model's classes ['blue', 'green', 'red']")
+    code, _, err = run(capsys, "evaluate", tmp_path / "b.esm", write_csv(tmp_path / "w.csv", X[:, :3], y),
+                       "--label", "label")
+    assert_user_error(code, err, "the data has 3 features, the model takes 4")

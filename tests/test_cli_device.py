@@ -73,9 +73,10 @@ def test_budget_text_json_and_html(capsys, tmp_path, sea):
     report = json.loads(out)
     assert code == 0 and list(report["curve"]) == [str(kib * 1024) for kib in (2, 4, 8, 16, 32)]
     assert all(0.5 < accuracy <= 1 for accuracy in report["curve"].values())
+    assert list(report["curve"].values()) == sorted(report["curve"].values())  # a larger budget is never worse
     assert report["config"]["features"] == 3 and report["config"]["classes"] == 2
     page = (tmp_path / "report.html").read_text()
-    assert page.count("data:image/png;base64,") == 2  # region breakdown and accuracy against budget
+    assert page.count("data:image/png;base64,") == 3  # region breakdown, accuracy against budget, candidates
     assert "<h2>Provenance</h2>" in page and f"<th>edgestream</th><td>{edgestream.__version__}</td>" in page
     assert str(path) in page and "UTC</td>" in page and "rows)" in page
     code, out, _ = run(capsys, "budget", "--learner", "forest", "--board", "rpi4", "--features", 8, "--classes", 3,

@@ -337,6 +337,10 @@ class LearnerSpec:
       puts in flash; exact for a fitted model, the worst case for an unfitted one (its configuration only).
     * ``ladder``: configurations from the largest to the smallest; the budget takes the first that fits. The
       parameters it sets are those the budget chooses unless the user fixes any of them.
+    * ``search``: online learners, the configurations the budget tries on data (:mod:`edgestream.search`: the most
+      accurate of those that fit wins); default the ladder.
+    * ``learn_cost(params, n_features, n_classes, arch)``: instructions of one learn step on a core (``Board.arch``)
+      predicted by a model calibrated on QEMU counts, or None for a core without a calibration.
     """
 
     name: str
@@ -351,10 +355,16 @@ class LearnerSpec:
     tables: Callable
     ladder: tuple[dict, ...] = ()
     state: StateSpec | None = None
+    search: tuple[dict, ...] = ()
+    learn_cost: Callable | None = None
 
     @property
     def ladder_params(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(key for rung in self.ladder for key in rung))
+        return tuple(dict.fromkeys(key for rung in self.ladder + self.search for key in rung))
+
+    @property
+    def search_grid(self) -> tuple[dict, ...]:
+        return self.search or self.ladder
 
     def option(self, param: str) -> Option | None:
         return next((o for o in self.options if o.param == param), None)

@@ -389,6 +389,61 @@ SHRUB_LADDER = tuple({"window_size": b, "max_shrubs": m, "max_depth": d} for b, 
     (256, 32, 6), (256, 32, 5), (128, 32, 5), (128, 16, 5), (64, 16, 4), (64, 8, 4), (32, 8, 4), (32, 8, 3), (32, 4, 3),
     (16, 4, 3), (16, 4, 2), (8, 2, 2), (8, 2, 1), (4, 1, 1)))
 
+def learn_cost_terms(params: dict, n_features: int, n_classes: int) -> tuple[list[int], list[int]]:
+    """The work terms of a learn step (window and ensemble full): every step's (constant; quantizing the row,
+    d log2 bins; the sorted lists' insertion, d B; the new row's leaves, M depth; the Gram update of the leaving and
+    entering rows, M^2 C), and those of a step that also trains a shrub (constant; CART's scans, d B depth, and
+    split scoring, d min(B, bins) depth; the new shrub on the window, B depth; its Gram column, B M C; the
+    gradient steps, burnin M^2)."""
+    b, m, depth = params["window_size"], params["max_shrubs"], params["max_depth"]
+    d, c, bins = n_features, n_classes, params["max_bins"]
+    step = [1, d * int(bins).bit_length(), d * b, m * depth, m * m * c]
+    train = [1, d * b * depth, d * min(b, bins) * depth, b * depth, b * m * c, params["burnin"] * m * m]
+    return step, train
+
+
+# Coefficients of learn_cost_terms per core (Board.arch), fitted to QEMU counts by benchmarks/calibrate_shrub_cost.py.
+LEARN_COST: dict[str, dict[str, list[float]]] = {
+    "armv7e-m": {"step": [636.324, 0.0, 16.898, 9.988, 0.364],
+                 "train": [8721.065, 49.473, 7.689, 0.0, 20.012, 7.627]},
+    "armv6-m": {"step": [1188.924, 16.243, 23.866, 12.885, 0.753],
+                "train": [6498.215, 113.977, 22.862, 1.575, 29.531, 65.704]},
+}
+
+
+def learn_instructions(params: dict, n_features: int, n_classes: int, arch: str) -> tuple[float, float] | None:
+    """Predicted instructions of a learn step on a core: (mean per sample, a new shrub's training amortized over
+    ``update_every`` steps; the worst step, the one that trains), or None for a core without a calibration."""
+    coefficients = LEARN_COST.get(arch)
+    if coefficients is None:
+        return None
+    step, train = learn_cost_terms(params, n_features, n_classes)
+    plain = float(np.dot(coefficients["step"], step))
+    training = float(np.dot(coefficients["train"], train))
+    return plain + training / params["update_every"], plain + training
+
+
+def learn_cost(params: dict, n_features: int, n_classes: int, arch: str) -> float | None:
+    """Mean instructions per learn step (``LearnerSpec.learn_cost``)."""
+    predicted = learn_instructions(params, n_features, n_classes, arch)
+    return None if predicted is None else predicted[0]
+
+
+# The budget's search on data (edgestream.search): sizes (window, shrubs, depth) times how they learn (a new shrub
+# every `update_every` samples, burn-in steps, step size, bins per feature). Memory depends on the size only.
+SEARCH_SIZES = tuple(dict.fromkeys(
+    tuple(rung.values()) for rung in SHRUB_LADDER[::-1])) + ((128, 8, 4), (256, 8, 4), (256, 16, 4))
+SEARCH_VARIANTS = (
+    {"update_every": 1, "burnin": 5, "step_size": "adaptive", "max_bins": 64},
+    {"update_every": 1, "burnin": 1, "step_size": "adaptive", "max_bins": 64},
+    {"update_every": 4, "burnin": 1, "step_size": "adaptive", "max_bins": 64},
+    {"update_every": 16, "burnin": 1, "step_size": "adaptive", "max_bins": 64},
+    {"update_every": 4, "burnin": 5, "step_size": "adaptive", "max_bins": 16},
+    {"update_every": 4, "burnin": 1, "step_size": 0.25, "max_bins": 64},
+)
+SHRUB_SEARCH = tuple({"window_size": b, "max_shrubs": m, "max_depth": d, **variant}
+                     for b, m, d in SEARCH_SIZES for variant in SEARCH_VARIANTS)
+
 SPEC = LearnerSpec(
     name="shrubs", cls=ShrubEnsemble, summary="Shrub Ensembles: small trees on a sliding window, learning on the device",
     options=TREE_OPTIONS + (
@@ -398,4 +453,5 @@ SPEC = LearnerSpec(
              Option("--burnin", "burnin", int, "gradient steps after each new shrub", "N"),
              Option("--update-every", "update_every", int, "a new shrub every N samples", "N")),
     learning=True, online=True, runtime=("es_common", "es_binning", "es_tree", "es_cart", "es_shrubs"),
-    template="shrubs.c.j2", context=shrubs_context, tables=shrubs_tables, ladder=SHRUB_LADDER, state=STATE)
+    template="shrubs.c.j2", context=shrubs_context, tables=shrubs_tables, ladder=SHRUB_LADDER, state=STATE,
+    search=SHRUB_SEARCH, learn_cost=learn_cost)

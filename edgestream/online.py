@@ -1,0 +1,30 @@
+"""What every online learner does before its first learning step, as ``fit``, the budget's search and the
+benchmarks do it: the stream's classes (two at least, from two rows at least) and the input setup from its first
+rows."""
+
+from __future__ import annotations
+
+import numpy as np
+
+BINS_ROWS = 1000
+
+
+def check_stream(X, y) -> np.ndarray:
+    """The classes of a labelled table; one row or one class is refused."""
+    classes = np.unique(y)
+    if len(X) < 2:
+        raise ValueError(f"the data has {len(X)} row(s); training needs at least 2")
+    if len(classes) < 2:
+        raise ValueError(f"the data has one class ({classes.tolist()[0]!r}); a classifier needs at least 2")
+    return classes
+
+
+def start_online(model, X, classes, bins_rows: int = BINS_ROWS):
+    """Bin edges (or, for a learner with ``start``, its input setup) from the first rows and the classes, before
+    the first learning step."""
+    if bins_rows < 1:
+        raise ValueError(f"bins_rows={bins_rows} must be at least 1")
+    sample = X[: min(bins_rows, len(X))]
+    if hasattr(model, "start"):
+        return model.start(sample, classes)
+    return model.fit_bins(sample).set_classes(classes)

@@ -1,0 +1,129 @@
+"""The budget that chooses by accuracy and time: search, the shrub cost model, the CLI and the report."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from edgestream import learners
+from edgestream.boards import load_board
+from edgestream.cli import main
+from edgestream.data import make_stream
+from edgestream.evaluate import prequential
+from edgestream.learners.shrubs import learn_instructions
+from edgestream.search import search
+from edgestream.train import start_online
+
+BOARD = load_board("stm32f411")
+COUNTS = Path(__file__).resolve().parents[1] / "benchmarks" / "shrub_cost_counts.json"
+
+
+@pytest.fixture(scope="module")
+def sea():
+    return make_stream("sea", 600, seed=4)
+
+
+def write_csv(path, X, y):
+    lines = [",".join([*(f"f{j}" for j in range(X.shape[1])), "label"])]
+    lines += [",".join([*(repr(float(v)) for v in x), str(k)]) for x, k in zip(X, y)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_chosen_is_the_most_accurate_that_fits_and_keeps_up(sea):
+    X, y = sea
+    found = search("shrubs", BOARD, X, y, ram=4096, rate=2000, workers=2)
+    cycles = BOARD.clock_hz / 2000
+    for c in found.candidates:
+        assert (c.accuracy is not None) == (c.budget.ram_bytes <= 4096 and c.instructions <= cycles)
+    evaluated = [c for c in found.candidates if c.accuracy is not None]
+    assert len(evaluated) > 5 and any(c.accuracy is None for c in found.candidates)
+    assert found.best.accuracy == max(c.accuracy for c in evaluated)
+    # the accuracy is the prequential accuracy of the configuration trained as fit trains it
+    model = start_online(learners.get("shrubs").make(**found.budget.params), X, np.unique(y))
+    assert prequential(model, X, y).accuracy == found.best.accuracy
+    # a larger budget never chooses a less accurate configuration on the same rows
+    assert search("shrubs", BOARD, X, y, ram=16384, rate=2000, workers=1).best.accuracy >= found.best.accuracy
+
+
+def test_cost_model_predicts_the_measured_counts():
+    """The calibration counts (benchmarks/calibrate_shrub_cost.py): every prediction within 20 %."""
+    for row in json.loads(COUNTS.read_text()):
+        mean, worst = learn_instructions(row["params"], row["n_features"], row["n_classes"], row["arch"])
+        u = row["params"]["update_every"]
+        predicted, measured = (worst, row["mean"]) if u == 1 else (worst - (worst - mean) * u / (u - 1), row["median"])
+        assert abs(predicted - measured) <= 0.2 * measured, row
+    assert learn_instructions(row["params"], 3, 2, "avr5") is None
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--ram", "8KiB", "--rate", "1e6"], "--rate 1e+06: no shrubs configuration that fits the budget learns "
+                                         "1e+06 samples/s on stm32f411 (100 MHz: 100 instructions per sample); "
+                                         "the fastest needs"),
+    (["--ram", 100], "no shrubs configuration for 3 features and 2 classes fits 100 bytes of RAM"),
+    (["--ram", "8KiB", "--rate", "-5"], "--rate -5.0 must be a positive number of samples per second"),
+    (["--ram", "2KiB", "--board", "atmega328p", "--rate", "10"], "not calibrated for atmega328p's core (avr5"),
+])
+def test_bad_budgets_name_what_was_needed(capsys, tmp_path, sea, argv, message):
+    path = write_csv(tmp_path / "s.csv", *sea)
+    code, _, err = run(capsys, "budget", "--learner", "shrubs", "--board", "stm32f411", "--data", path,
+                       "--label", "label", *argv)
+    assert code == 2 and message in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("rows, labels, message", [
+    (1, None, "the data has 1 row(s); training needs at least 2"),
+    (50, np.zeros(50, dtype=int), "the data has one class (0); a classifier needs at least 2"),
+])
+def test_data_with_one_row_or_one_class(capsys, tmp_path, sea, rows, labels, message):
+    X, y = sea
+    path = write_csv(tmp_path / "s.csv", X[:rows], y[:rows] if labels is None else labels)
+    code, _, err = run(capsys, "budget", "--learner", "shrubs", "--board", "stm32f411", "--ram", "8KiB",
+                       "--data", path, "--label", "label")
+    assert code == 2 and message in err
+    code, _, err = run(capsys, "fit", path, "--label", "label", "--learner", "shrubs", "--ram", "8KiB",
+                       "-o", tmp_path / "m.esm")
+    assert code == 2 and message in err
+
+
+def test_rate_needs_a_cost_model_and_data(capsys, tmp_path, sea):
+    path = write_csv(tmp_path / "s.csv", *sea)
+    code, _, err = run(capsys, "budget", "--learner", "bls", "--board", "stm32f411", "--data", path, "--label",
+                       "label", "--rate", 100)
+    assert code == 2 and "--rate needs a learn-step cost model; bls has none (learners with one: shrubs)" in err
+    code, _, err = run(capsys, "budget", "--learner", "shrubs", "--board", "stm32f411", "--features", 3,
+                       "--classes", 2, "--rate", 100)
+    assert code == 2 and "--rate chooses among configurations by their accuracy on data" in err
+
+
+def test_budget_cli_json_text_and_report(capsys, tmp_path, sea):
+    path = write_csv(tmp_path / "s.csv", *sea)
+    code, out, _ = run(capsys, "budget", "--learner", "shrubs", "--board", "stm32f411", "--ram", "4KiB",
+                       "--rate", 5000, "--data", path, "--label", "label", "--json", "--html", tmp_path / "r.html")
+    report = json.loads(out)
+    chosen = report["search"]["candidates"][report["search"]["chosen"]]
+    assert code == 0 and chosen["config"] == report["config"] and chosen["keeps_up"] and chosen["fits"]
+    assert chosen["instructions"] <= BOARD.clock_hz / 5000 and report["search"]["rate"] == 5000
+    page = (tmp_path / "r.html").read_text()
+    assert page.count("data:image/png;base64,") == 3 and "(chosen)" in page and "(too slow)" in page
+    code, out, _ = run(capsys, "budget", "--learner", "shrubs", "--board", "stm32f411", "--ram", "4KiB",
+                       "--data", path, "--label", "label")
+    assert code == 0 and "chosen by prequential accuracy on 600 rows" in out and "instructions per learn step" in out
+
+
+def test_search_on_a_dask_cluster_gives_the_same_answer(sea):
+    from dask import distributed
+    X, y = sea
+    local = search("shrubs", BOARD, X[:300], y[:300], ram=2048, workers=2)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster:
+        remote = search("shrubs", BOARD, X[:300], y[:300], ram=2048, scheduler=cluster.scheduler_address)
+    assert [c.accuracy for c in remote.candidates] == [c.accuracy for c in local.candidates]
+    assert remote.chosen == local.chosen
