@@ -19,4 +19,11 @@ es_status es_shrubs_predict_proba(const es_shrubs *model, const uint8_t *bins, u
 es_status es_shrubs_predict(const es_shrubs *model, const uint8_t *bins, uint32_t *acc, uint16_t *proba,
                             uint8_t *class_out);
 
+/* ES_OK if a candidate state (regions possibly inside a state image; the scratch regions may be NULL) is one the
+ * learner can run on: counters within the window and the pool, labels below n_classes, every active shrub's
+ * nodes inside its slot with forward children and its leaves in its slot's rows, distinct roots, weights
+ * summing to 1..65535, cached leaves below 2^depth and every feature's sorted list a permutation of the window's
+ * rows in (bin, row) order. ES_ERR_IMAGE otherwise. Reads the candidate only. */
+es_status es_shrubs_validate(const es_shrubs *candidate);
+
 #endif

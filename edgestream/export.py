@@ -33,6 +33,11 @@ def runtime_sources(modules=None) -> list[Path]:
     return [p for p in files if p.stem in modules or p.stem.removesuffix("_state") in modules]
 
 
+def runtime_modules(spec: learners.LearnerSpec) -> tuple[str, ...]:
+    """The csrc/ modules of a learner's bundles: its own, plus es_image for the state images of a learning state."""
+    return spec.runtime + (("es_image",) if spec.state is not None else ())
+
+
 def bundle_context(model, name: str, optimize: str = "speed") -> tuple[dict, learners.LearnerSpec]:
     """The template context of a fitted model, and its learner. ``optimize`` (``speed`` or ``size``) picks the
     encoding of learners that have several (frozen trees); learning bundles have one."""
@@ -45,7 +50,10 @@ def bundle_context(model, name: str, optimize: str = "speed") -> tuple[dict, lea
     input_dtype, n_features = learners.model_input(model)
     context = {"name": name, "learner": spec.name, "learning": spec.learning, "input_dtype": input_dtype,
                "n_features": n_features, "n_classes": len(model.classes_),
-               "extra_files": {}, "manifest": {}, **spec.context(model, name, optimize)}
+               "extra_files": {}, "manifest": {}, "checkpoint": None, **spec.context(model, name, optimize)}
+    if spec.state is not None:
+        from .checkpoint import context as checkpoint_context
+        context.update(checkpoint_context(model, name))
     return context, spec
 
 
@@ -65,7 +73,7 @@ def export_bundle(model, out_dir, name: str = "model", optimize: str = "speed") 
     saved = model_bytes(model)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    for source in runtime_sources(spec.runtime):
+    for source in runtime_sources(runtime_modules(spec)):
         shutil.copyfile(source, out / source.name)
     for filename, text in generated.items():
         (out / filename).write_text(text)
