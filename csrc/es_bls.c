@@ -262,7 +262,9 @@ es_status es_bls_predict_proba(const es_bls *model, const float *features, uint3
     }
     for (c = 0; c < model->config->n_classes; c++) {
         float t = model->residual[c] * ES_BLS_PROBA_SCALE;
-        if (t > ES_BLS_SCORE_LIMIT) {
+        if (t != t) {  /* NaN (a state overflowed to infinities) scores lowest, as in the specification */
+            t = -ES_BLS_SCORE_LIMIT;
+        } else if (t > ES_BLS_SCORE_LIMIT) {
             t = ES_BLS_SCORE_LIMIT;
         } else if (t < -ES_BLS_SCORE_LIMIT) {
             t = -ES_BLS_SCORE_LIMIT;

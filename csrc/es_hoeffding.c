@@ -469,7 +469,9 @@ static void tree_scores(const es_hoeffding *model, uint32_t t, const float *x)
             score = score - acc;
         }
         v = score * 1024.0f;
-        if (v > HT_SCORE_LIMIT) {
+        if (v != v) {  /* NaN (a state overflowed to infinities) scores lowest, as in the specification */
+            v = -HT_SCORE_LIMIT;
+        } else if (v > HT_SCORE_LIMIT) {
             v = HT_SCORE_LIMIT;
         } else if (v < -HT_SCORE_LIMIT) {
             v = -HT_SCORE_LIMIT;

@@ -644,7 +644,8 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
                     q = q + log_f32(var)[0]
                     acc = acc + q
                 score = score - acc * F32(0.5)
-            q10 = np.clip(score * Q10, -SCORE_LIMIT, SCORE_LIMIT)
+            q10 = score * Q10  # NaN (a state overflowed to infinities) scores lowest, as on the device
+            q10 = np.clip(np.where(np.isnan(q10), -SCORE_LIMIT, q10), -SCORE_LIMIT, SCORE_LIMIT)
             out[:, k] = np.trunc(q10).astype(np.int32)
         return out
 
