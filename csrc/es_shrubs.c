@@ -803,7 +803,7 @@ es_status es_shrubs_validate(const es_shrubs *candidate)
 {
     const es_shrubs_config *config;
     const es_shrubs_counters *counters;
-    uint32_t slots, per_shrub, window, leaves, i, j, total = 0;
+    uint32_t slots, per_shrub, window, i, j, total = 0;
     if (candidate == 0 || candidate->config == 0 || candidate->counters == 0) {
         return ES_ERR_NULL;
     }
@@ -812,7 +812,6 @@ es_status es_shrubs_validate(const es_shrubs *candidate)
     window = config->window_size;
     slots = config->max_shrubs + 1u;
     per_shrub = es_nodes_per_shrub(config);
-    leaves = 1u << config->max_depth;
     if (config->max_depth > 8u || per_shrub > ES_SHRUBS_MAX_NODES || window == 0u || config->update_every == 0u) {
         return ES_ERR_MODEL;
     }
@@ -841,26 +840,42 @@ es_status es_shrubs_validate(const es_shrubs *candidate)
     if (counters->n_shrubs > 0u && (total == 0u || total > 65535u)) {
         return ES_ERR_IMAGE;
     }
-    for (i = 0; i < window * slots; i++) {
-        if (candidate->leaf_index[i] >= leaves) {
-            return ES_ERR_IMAGE;
-        }
-    }
-    /* Every feature's list holds the window's rows 0..count-1 once each, sorted by (bin, row). */
-    for (j = 0; j < config->n_features; j++) {
-        const uint16_t *list = &candidate->sorted_rows[j * window];
-        uint32_t previous = 0;
-        for (i = 0; i < counters->count; i++) {
-            uint32_t row = list[i], key;
-            if (row >= counters->count) {
-                return ES_ERR_IMAGE;
-            }
-            key = ((uint32_t)candidate->window_bins[row * config->n_features + j] << 16) | row;
-            if (i > 0u && key <= previous) {
-                return ES_ERR_IMAGE;
-            }
-            previous = key;
-        }
-    }
     return ES_OK;
+}
+
+void es_shrubs_rebuild(const es_shrubs *model)
+{
+    const es_shrubs_config *config = model->config;
+    es_shrubs_counters *counters = model->counters;
+    const uint32_t slots = config->max_shrubs + 1u, per_shrub = es_nodes_per_shrub(config);
+    const uint32_t window = config->window_size, n = counters->count;
+    uint32_t i, j, row;
+    for (i = 0; i < (uint32_t)config->n_features * window; i++) {
+        model->sorted_rows[i] = 0;
+    }
+    for (i = 0; i < window * slots; i++) {
+        model->leaf_index[i] = 0;
+    }
+    for (i = 0; i < slots * slots; i++) {
+        model->gram[i] = 0;
+    }
+    for (i = 0; i < slots; i++) {
+        model->label_sum[i] = 0;
+        model->work_weights[i] = 0;
+    }
+    for (j = 0; j < counters->n_shrubs; j++) {
+        model->cand_slot[j] = (uint8_t)(model->roots[j] / per_shrub);
+    }
+    for (row = 0; row < n; row++) {  /* the window's rows in order, as if learned into an empty window */
+        counters->count = (uint16_t)row;
+        es_insert_row(model, row, row);
+        for (j = 0; j < counters->n_shrubs; j++) {
+            const uint32_t slot = model->cand_slot[j];
+            model->leaf_index[row * slots + slot] = (uint8_t)(
+                es_tree_leaf(model->nodes, model->roots[j], &model->window_bins[row * config->n_features])
+                - (slot << config->max_depth));
+        }
+        es_pair_update(model, row, 0, model->work_weights, 0u);
+    }
+    counters->count = (uint16_t)n;
 }

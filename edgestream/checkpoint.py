@@ -20,10 +20,12 @@ Decisions:
   (no second copy of the state in RAM; this is why images must be 4-byte aligned, ``ES_ERR_SIZE`` otherwise),
   with the counters copied to a local struct. On the host, :func:`read_image` checks the same header and hands
   the regions to the learner's ``restore_arrays`` (its own validation, the specification).
-* Derived regions (caches a learner recomputes from the rest, e.g. the shrubs' sorted lists) are part of the
-  image: the device restores them as they were instead of spending a rebuild at boot; the C validation bounds
-  every index in them. The host recomputes them on restore (``restore_arrays``), so the entries a learner never
-  reads (a dropped shrub's cache) may differ between a device's image and the host's image of the same state.
+* Derived regions (group ``cache``: what a learner recomputes from the rest, e.g. the shrubs' sorted lists and
+  Gram sums) are not in the image: after a restore or a reset the device recomputes them
+  (``<prefix>_rebuild``, required of a learner whose state has a cache), as the host's ``restore_arrays`` does.
+  So an image depends on the learned state only (not on stale cache entries of dropped shrubs): the host's
+  image of a model file equals the device's image of the same state, byte for byte, and the validation need
+  not trust any cached index.
 * Sequence numbers: ``NAME_save`` numbers images 1, 2, ... from the last restored image; ``NAME_reset`` keeps
   the number, so an image saved after a reset is newer than the slots' images. With two slots, an image of odd
   sequence goes to slot A and of even sequence to slot B: the write never touches the newest image.
@@ -45,6 +47,9 @@ from .state import C_TYPES, StateLayout, c_scalar
 MAGIC = b"ESIM"
 IMAGE_VERSION = 1
 HEADER_BYTES = 24
+# Region groups an image leaves out: scratch (meaningless between calls) and cache (derived from the rest; the
+# learner's C module recomputes it with ``<prefix>_rebuild`` after a restore, as its restore_arrays does).
+UNSAVED_GROUPS = ("scratch", "cache")
 _HEADER = struct.Struct("<4sHHIIII")
 
 
@@ -88,7 +93,7 @@ class ImageLayout:
 def image_layout(layout: StateLayout) -> ImageLayout:
     """Offsets (from the payload's start) of every saved region and counter of a state layout."""
     slots, offset = [], 0
-    members = [(r.name, r.c_type, r.count, False) for r in layout.regions if r.group != "scratch"]
+    members = [(r.name, r.c_type, r.count, False) for r in layout.regions if r.group not in UNSAVED_GROUPS]
     members += [(f.name, f.c_type, 1, True) for f in layout.spec.counters]
     for name, c_type, count, counter in members:
         size, align, _ = C_TYPES[c_type]
@@ -248,6 +253,7 @@ def context(model, name: str) -> dict:
         "payload_bytes": image.payload_bytes,
         "regions": image.regions,
         "counters": image.counters,
-        "scratch": [r.name for r in layout.regions if r.group == "scratch"],
+        "unsaved": [r.name for r in layout.regions if r.group in UNSAVED_GROUPS],
+        "rebuild": any(r.group == "cache" for r in layout.regions),
         "exported": list(body) if any(body) else None,
     }}

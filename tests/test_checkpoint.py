@@ -5,6 +5,7 @@ configuration, learns on the device code (cffi), and saves/restores through the 
 
 from __future__ import annotations
 
+import copy
 import struct
 import zlib
 
@@ -202,3 +203,24 @@ def test_other_model_image_and_frozen_models(stream):
     tree = learners.get("tree").make().fit(X[:100], y[:100])
     with pytest.raises(ValueError, match="no learning state"):
         checkpoint.write_image(tree)
+
+
+def test_cli_image_round_trip(tmp_path, stream, capsys):
+    """edgestream image MODEL --to IMAGE writes the model's image; --from IMAGE -o MODEL2 continues from it."""
+    from edgestream.cli import main
+    from edgestream.modelfile import load_model, save_model
+
+    X, y = stream
+    fresh = small_model("shrubs", X, y, 150)
+    model = copy.deepcopy(fresh).partial_fit(X[150:220], y[150:220])  # the same model, a later state
+    save_model(model, tmp_path / "m.esm")
+    assert main(["image", str(tmp_path / "m.esm"), "--to", str(tmp_path / "s.img"), "--sequence", "7"]) == 0
+    image = (tmp_path / "s.img").read_bytes()
+    assert image == checkpoint.write_image(model, 7)
+    save_model(fresh, tmp_path / "f.esm")
+    assert main(["image", str(tmp_path / "f.esm"), "--from", str(tmp_path / "s.img"), "-o", str(tmp_path / "g.esm")]) == 0
+    continued = load_model(tmp_path / "g.esm")
+    assert checkpoint.write_image(continued, 7) == image
+    (tmp_path / "bad.img").write_bytes(image[:-4])
+    assert main(["image", str(tmp_path / "f.esm"), "--from", str(tmp_path / "bad.img"), "-o", str(tmp_path / "x.esm")]) == 2
+    assert "bad.img" in capsys.readouterr().err and not (tmp_path / "x.esm").exists()
