@@ -60,7 +60,7 @@ class Budget:
     @property
     def state_bytes(self) -> int:
         """The static learning state alone (what the ELF's ``<name>_memory`` holds), padding included."""
-        return sum(item.bytes for item in self.ram if item.group not in ("stack", "tables"))
+        return sum(item.bytes for item in self.ram if item.group not in ("stack", "tables", "checkpoint"))
 
     @property
     def flash_bytes(self) -> int:
@@ -165,7 +165,9 @@ def estimate(spec, board, model, n_features: int, n_classes: int, ram: int, flas
         image = [Item("state image", "state image", image_bytes)] if image_bytes else []
         sequence = [Item("image sequence", "checkpoint", 4)]
         reset_bytes = image_layout(layout).payload_bytes if image_bytes else 0
-        image += [Item("reset image", "state image", reset_bytes)] if reset_bytes else []
+        if reset_bytes:
+            notes.append(f"NAME_reset, when an application calls it, links a copy of the exported state's image: "
+                         f"{reset_bytes:,} more bytes of flash" + (" and of RAM (AVR copies const data)" if packed else ""))
     if not learners.is_fitted(model):
         notes.insert(0, "tables are the configuration's worst case; a trained model's exported tables are smaller")
     copied = [Item("tables copy", "tables", sum(item.bytes for item in tables))] if packed else []

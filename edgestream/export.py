@@ -5,7 +5,7 @@ learner's template and the shared header, example and build files, see :mod:`edg
 model and a manifest, ``edgestream.json``, that says what the bundle holds:
 ``format_version``, ``name``, ``learner`` (a registry name), ``learning``, ``input_dtype``, ``n_features``,
 ``n_classes``, ``sources`` and ``model``, plus what the learner adds (a frozen tree model: ``optimize`` and its
-``encoding``). Tools refuse a bundle of another format version.
+``encoding``; a learning state: ``image_bytes`` and ``model_hash`` of its state images). Tools refuse a bundle of another format version.
 """
 
 from __future__ import annotations
@@ -54,6 +54,8 @@ def bundle_context(model, name: str, optimize: str = "speed") -> tuple[dict, lea
     if spec.state is not None:
         from .checkpoint import context as checkpoint_context
         context.update(checkpoint_context(model, name))
+        context["manifest"] = {**context["manifest"], "image_bytes": 24 + context["checkpoint"]["payload_bytes"],
+                               "model_hash": context["checkpoint"]["hash"]}
     return context, spec
 
 
