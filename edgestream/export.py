@@ -4,14 +4,19 @@
 learner's template and the shared header, example and build files, see :mod:`edgestream.emit`), a copy of the
 model and a manifest, ``edgestream.json``, that says what the bundle holds:
 ``format_version``, ``name``, ``learner`` (a registry name), ``learning``, ``input_dtype``, ``n_features``,
-``n_classes``, ``sources`` and ``model``, plus what the learner adds (a frozen tree model: ``optimize`` and its
+``n_classes``, ``sources``, ``model`` and ``files`` (the SHA-256 of every file, checked by every tool that reads
+the bundle), plus what the learner adds (a frozen tree model: ``optimize`` and its
 ``encoding``; a learning state: ``image_bytes`` and ``model_hash`` of its state images). Tools refuse a bundle of another format version.
 """
 
 from __future__ import annotations
 
+import ctypes
+import hashlib
 import json
+import os
 import shutil
+import tempfile
 from importlib import resources
 from pathlib import Path
 
@@ -20,7 +25,7 @@ from .encoding import OPTIMIZE
 
 MANIFEST = "edgestream.json"
 MODEL_COPY = "model.esm"
-BUNDLE_FORMAT_VERSION = 2
+BUNDLE_FORMAT_VERSION = 3
 
 
 def runtime_sources(modules=None) -> list[Path]:
@@ -66,20 +71,21 @@ def generated_headers(model, optimize: str = "speed") -> dict[str, str]:
 
 
 def export_bundle(model, out_dir, name: str = "model", optimize: str = "speed") -> Path:
-    """Write a C bundle for ``model`` into ``out_dir`` (created; existing bundle files are replaced); ``optimize``:
-    ``speed`` (the fastest full-precision encoding) or ``size`` (the smallest exact one) for frozen models."""
+    """Write a C bundle for ``model`` into ``out_dir``; ``optimize``: ``speed`` (the fastest full-precision
+    encoding) or ``size`` (the smallest exact one) for frozen models.
+
+    Crash-safe: the bundle is written (and fsynced) in a temporary directory beside ``out_dir`` and then takes its
+    place in one step (an atomic exchange where the system has one), so after a kill at any moment ``out_dir``
+    holds the complete old or the complete new bundle. Files of an earlier bundle that this one does not write
+    (stale sources) go; files edgestream did not write stay, and an export that would overwrite one of them (or a
+    generated file changed by hand) is refused. Errors name the destination."""
     from .modelfile import model_bytes
 
     context, spec = bundle_context(model, name, optimize)
     generated = emit.render_bundle(context, spec.template)
-    saved = model_bytes(model)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    for source in runtime_sources(runtime_modules(spec)):
-        shutil.copyfile(source, out / source.name)
-    for filename, text in generated.items():
-        (out / filename).write_text(text)
-    (out / MODEL_COPY).write_bytes(saved)
+    files = {source.name: source.read_bytes() for source in runtime_sources(runtime_modules(spec))}
+    files.update({filename: text.encode() for filename, text in generated.items()})
+    files[MODEL_COPY] = model_bytes(model)
     manifest = {
         "format_version": BUNDLE_FORMAT_VERSION,
         "name": name,
@@ -88,12 +94,130 @@ def export_bundle(model, out_dir, name: str = "model", optimize: str = "speed") 
         "input_dtype": context["input_dtype"],
         "n_features": context["n_features"],
         "n_classes": context["n_classes"],
-        "sources": sorted(p.name for p in out.glob("*.c") if p.name != "main.c"),
+        "sources": sorted(f for f in files if f.endswith(".c") and f != "main.c"),
         "model": MODEL_COPY,
         **context["manifest"],
+        "files": {filename: sha256(data) for filename, data in sorted(files.items())},
     }
-    (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+    files[MANIFEST] = (json.dumps(manifest, indent=2) + "\n").encode()
+    out = Path(out_dir)
+    try:
+        keep = user_files(out, set(files))
+        _publish(out, files, keep)
+    except OSError as error:
+        raise OSError(error.errno, f"export to {out} failed: {error.strerror or error}") from None
     return out
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def user_files(out: Path, generated: set[str]) -> list[str]:
+    """Entries of an existing ``out`` that edgestream did not write (kept by an export); refuses an export that
+    would overwrite one of them, or a generated file changed since its export."""
+    if not out.exists():
+        return []
+    if not out.is_dir():
+        raise ValueError(f"cannot export to {out}: it exists and is not a directory")
+    ours = {}
+    manifest_path = out / MANIFEST
+    if manifest_path.is_file():
+        try:
+            ours = dict(json.loads(manifest_path.read_text()).get("files", {}))
+        except (ValueError, AttributeError):
+            raise ValueError(f"cannot export to {out}: its {MANIFEST} is not a bundle manifest; move it away or "
+                             f"export to another directory") from None
+        ours[MANIFEST] = None
+    keep = []
+    for entry in sorted(out.iterdir()):
+        if entry.name in ours:
+            if ours[entry.name] is not None and (not entry.is_file() or sha256(entry.read_bytes()) != ours[entry.name]):
+                raise ValueError(f"cannot export to {out}: {entry} was changed since edgestream wrote it; move it "
+                                 f"away (or restore it) first")
+            continue
+        if entry.name in generated:
+            raise ValueError(f"cannot export to {out}: it holds {entry.name}, which edgestream did not write and the "
+                             f"bundle would overwrite; move it away or export to another directory")
+        keep.append(entry.name)
+    return keep
+
+
+def _fsync_directory(path: Path) -> None:
+    try:
+        descriptor = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(descriptor)
+    except OSError:
+        pass
+    finally:
+        os.close(descriptor)
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two directories atomically (Linux renameat2 RENAME_EXCHANGE); False where the system cannot."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    at_fdcwd, rename_exchange = -100, 2
+    return renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0
+
+
+def _publish(out: Path, files: dict[str, bytes], keep: list[str]) -> None:
+    parent = out.absolute().parent
+    parent.mkdir(parents=True, exist_ok=True)
+    for stale in parent.glob(f".{out.name}.export-*"):  # left by an export killed before its swap
+        shutil.rmtree(stale, ignore_errors=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{out.name}.export-", dir=parent))
+    try:
+        for filename, data in files.items():
+            with open(work / filename, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+        for entry in keep:  # the user's own files move over with the bundle (hard links where possible)
+            source = out / entry
+            if source.is_dir() and not source.is_symlink():
+                shutil.copytree(source, work / entry, symlinks=True, copy_function=_link_or_copy)
+            else:
+                _link_or_copy(source, work / entry)
+        _fsync_directory(work)
+        if not out.exists():
+            os.rename(work, out)
+        elif _exchange(work, out):
+            shutil.rmtree(work, ignore_errors=True)  # now the old bundle
+        else:  # no atomic exchange: a kill between the two renames leaves the old bundle beside the target
+            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.export-old-", dir=parent))
+            os.rename(out, old / "bundle")
+            os.rename(work, out)
+            shutil.rmtree(old, ignore_errors=True)
+        _fsync_directory(parent)
+    finally:
+        if work.exists():
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def _link_or_copy(source, destination) -> None:
+    try:
+        os.link(source, destination, follow_symlinks=False)
+    except OSError:
+        shutil.copy2(source, destination, follow_symlinks=False)
+
+
+def verify_files(bundle_dir, manifest: dict) -> None:
+    """Every file the manifest lists is there with its hash; the error names the first that is not."""
+    for filename, digest in manifest.get("files", {}).items():
+        path = Path(bundle_dir) / filename
+        if not path.is_file():
+            raise ValueError(f"bundle {bundle_dir} is incomplete: {filename} is missing; export the model again")
+        if sha256(path.read_bytes()) != digest:
+            raise ValueError(f"bundle {bundle_dir}: {filename} differs from the file edgestream wrote (its hash is "
+                             f"not the manifest's); export the model again")
 
 
 def read_manifest(bundle_dir) -> dict:
@@ -110,4 +234,10 @@ def read_manifest(bundle_dir) -> dict:
         raise ValueError(f"bundle {bundle_dir} has format_version {found!r}; this edgestream reads format_version "
                          f"{BUNDLE_FORMAT_VERSION}: export the model again (edgestream export MODEL -o DIR)")
     learners.get(manifest["learner"])
+    name = manifest.get("name")
+    if not isinstance(name, str) or not name.isidentifier() or not name.isascii():
+        raise ValueError(f"bundle {bundle_dir}: manifest name {name!r} is not a C identifier")
+    if not isinstance(manifest.get("files"), dict):
+        raise ValueError(f"bundle {bundle_dir}: the manifest lists no file hashes; export the model again")
+    verify_files(bundle_dir, manifest)
     return {**manifest, "directory": str(Path(bundle_dir).resolve())}
