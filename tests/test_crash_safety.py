@@ -185,3 +185,17 @@ def test_export_killed_at_every_step_leaves_the_old_or_the_new_bundle(tmp_path, 
         if files != old:
             export_bundle(tree, out)
     assert seen == {"old", "new"}
+
+
+def test_model_writes_remove_temporary_files_of_killed_writers(tmp_path, models):
+    from edgestream.modelfile import load_model, save_model
+
+    tree, _ = models
+    stale = tmp_path / ".m.esm.abc123.tmp"
+    stale.write_bytes(b"half a model")
+    os.utime(stale, (0, 0))  # left long ago by a killed fit
+    fresh = tmp_path / ".m.esm.def456.tmp"
+    fresh.write_bytes(b"a writer at work")
+    save_model(tree, tmp_path / "m.esm")
+    assert not stale.exists() and fresh.exists()
+    assert load_model(tmp_path / "m.esm").get_params() == tree.get_params()
