@@ -3,13 +3,16 @@
 Targets: ``quantize`` (es_binning) and one per registered learner: a small model of the learner (its smallest
 budget configuration, trained on a synthetic stream) exported as a bundle and compiled with
 ``edgestream/fuzz/harness.c``, whose first input byte picks predict, learn sequences or the restore of arbitrary
-state images (see the harness). Each target gets a seed corpus (a few rows, learn records, the bundle's own
+state images (see the harness). A learning bundle's state is rewritten with every region in a static array of
+its own (``StateLayout.split_state``): ASan's redzones between them catch an overflow from one region into the
+next, which inside one struct it could not see. Each target gets a seed corpus (a few rows, learn records, the bundle's own
 image). ``scripts/fuzz.sh`` runs them for long; the tests run each for a few seconds.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import shutil
 import subprocess
@@ -99,6 +102,8 @@ def build_bundle_target(learner: str, out: Path) -> Target:
     export_bundle(model, directory, name="fz")
     manifest = read_manifest(directory)
     spec = learners.get(learner)
+    if spec.state is not None:
+        split_regions(model, directory, manifest)
     input_type = INPUT_TYPES[manifest["input_dtype"]]
     defines = [f"-DFZ_INPUT={input_type}"]
     if spec.state is not None:
@@ -117,6 +122,24 @@ def build_bundle_target(learner: str, out: Path) -> Target:
         (corpus / "restore").write_bytes(b"\x02\x00" + image)
         (corpus / "restore_fixed").write_bytes(b"\x02\x01" + image[24:])
     return Target(learner, binary, corpus)
+
+
+def split_regions(model, directory: Path, manifest: dict) -> None:
+    """Rewrite the bundle's state as one static array per region (``StateLayout.split_state``), so that ASan
+    sees an overflow from one region into the next; the manifest's hash follows."""
+    from .emit import c_array
+    from .export import MANIFEST, sha256
+
+    layout, source = model.layout(), directory / "fz.c"
+    text, state = source.read_text(), model.device_state()
+    whole, binding = layout.initializer("fz", *state, c_array), layout.binding("fz")
+    if whole not in text or binding not in text:
+        raise RuntimeError(f"{source}: the generated state blocks were not found; cannot split its regions")
+    text = text.replace(whole, layout.split_state("fz", *state, c_array)).replace(binding, "")
+    source.write_text(text)
+    manifest["files"]["fz.c"] = sha256(text.encode())
+    saved = {k: v for k, v in manifest.items() if k != "directory"}
+    (directory / MANIFEST).write_text(json.dumps(saved, indent=2) + "\n")
 
 
 def build_all(out, only=None, jobs: int = 2) -> list[Target]:
