@@ -112,12 +112,18 @@ def test_device_image_equals_host_image(setup, stream):
     assert payload(device.save()) == payload(exported)
 
 
-def test_host_continues_from_device_image(setup, stream):
-    """Device learns, its image goes to Python, and Python continues exactly as the device continues."""
-    name, model, device = setup
+def learned(setup, stream, stop: int):
+    """The device back at its exported state (rows 0..119), then rows 120..stop learned."""
+    _, model, device = setup
     X, y = stream
     device.fn["reset"]()
-    device.learn(X[120:200], y[120:200], model)
+    device.learn(X[120:stop], y[120:stop], model)
+    return model, device, X, y
+
+
+def test_host_continues_from_device_image(setup, stream):
+    """Device learns, its image goes to Python, and Python continues exactly as the device continues."""
+    model, device, X, y = learned(setup, stream, 200)
     image = device.save()
     host = checkpoint.read_image(model, image)
     assert checkpoint.check_image(model, image).sequence == checkpoint.sequence_of(image)
@@ -158,10 +164,7 @@ def test_torn_write_at_every_offset_restores_old_or_new(setup, stream):
 
 
 def test_restore_refuses_corrupt_images_and_keeps_the_state(setup, stream):
-    name, model, device = setup
-    X, y = stream
-    device.fn["reset"]()
-    device.learn(X[120:150], y[120:150], model)
+    model, device, X, y = learned(setup, stream, 150)
     good = device.save()
     device.learn(X[150:170], y[150:170], model)
     before = payload(device.save())
