@@ -840,6 +840,11 @@ es_status es_shrubs_validate(const es_shrubs *candidate)
     if (counters->n_shrubs > 0u && (total == 0u || total > 65535u)) {
         return ES_ERR_IMAGE;
     }
+    for (i = 0; counters->n_shrubs > 0u && i < (slots << config->max_depth) * config->n_classes; i++) {
+        if (candidate->leaf_values[i] > ES_Q15_ONE) {  /* as TreeEnsemble.validate: Q15 probabilities */
+            return ES_ERR_IMAGE;
+        }
+    }
     return ES_OK;
 }
 

@@ -227,3 +227,26 @@ def test_cli_image_round_trip(tmp_path, stream, capsys):
     (tmp_path / "bad.img").write_bytes(image[:-4])
     assert main(["image", str(tmp_path / "f.esm"), "--from", str(tmp_path / "bad.img"), "-o", str(tmp_path / "x.esm")]) == 2
     assert "bad.img" in capsys.readouterr().err and not (tmp_path / "x.esm").exists()
+
+
+def test_host_and_device_accept_the_same_images(setup, stream):
+    """Images with one payload byte changed and a valid CRC: the device's restore accepts exactly those the
+    host's read_image accepts (the learner's restore_arrays, the specification)."""
+    model, device, X, y = learned(setup, stream, 170)
+    good = device.save()
+    rng = np.random.default_rng(5)
+    disagreements = []
+    for trial in range(150):
+        body = bytearray(good[24:])
+        at = int(rng.integers(len(body)))
+        body[at] = int(rng.choice([0, 1, 0x7F, 0x80, 0xFF, rng.integers(256)]))
+        image = reseal(good, body=bytes(body))
+        try:
+            checkpoint.read_image(model, image)
+            host = True
+        except ValueError:
+            host = False
+        if (device.restore(image) == ES_OK) != host:
+            slot = next(s for s in checkpoint.image_layout(model.layout()).slots if s.offset <= at < s.offset + s.bytes)
+            disagreements.append((slot.name, at - slot.offset, body[at], host))
+    assert not disagreements, disagreements[:10]
