@@ -250,3 +250,18 @@ def test_host_and_device_accept_the_same_images(setup, stream):
             slot = next(s for s in checkpoint.image_layout(model.layout()).slots if s.offset <= at < s.offset + s.bytes)
             disagreements.append((slot.name, at - slot.offset, body[at], host))
     assert not disagreements, disagreements[:10]
+
+
+@pytest.mark.parametrize("name", LEARNING)
+def test_every_learning_learner_has_checkpoints(name):
+    """A learning template includes the shared checkpoint code; its runtime validates candidates (and
+    recomputes its caches when its state has any)."""
+    from importlib import resources
+
+    spec = learners.get(name)
+    template = (resources.files("edgestream.codegen") / spec.template).read_text()
+    assert '{% include "checkpoint.c.j2" %}' in template
+    header = "".join((resources.files("edgestream.csrc") / f"{m}.h").read_text() for m in spec.runtime)
+    assert f"es_status {spec.state.prefix}_validate(const {spec.state.prefix} *candidate);" in header
+    if any(r.group == "cache" for r in spec.state.regions):
+        assert f"void {spec.state.prefix}_rebuild(const {spec.state.prefix} *model);" in header
