@@ -113,14 +113,16 @@ def test_tools_check_every_file_hash(tmp_path, models):
 
 
 FS_CALLS = [(builtins, "open"), (os, "rename"), (os, "replace"), (os, "fsync"), (os, "link"), (os, "mkdir"),
-            (shutil, "rmtree"), (shutil, "copy2"), (Path, "write_bytes"), (Path, "write_text")]
+            (os, "open"), (os, "fdopen"), (shutil, "rmtree"), (shutil, "copy2"), (Path, "write_bytes"),
+            (Path, "write_text")]
 
 
-def fail_at(step: int, counter: list):
-    """Patch the file-system calls export may use once it writes (``_publish``): the step-th call kills the
-    process (SIGKILL, no cleanup)."""
+def fail_at(step: int, counter: list, gate=None):
+    """Patch the file-system calls a tool may use once it writes (inside ``gate``, a (module, function name),
+    default export's ``_publish``): the step-th call kills the process (SIGKILL, no cleanup)."""
     import edgestream.export as export
 
+    owner, gate_name = gate or (export, "_publish")
     active = [False]
 
     def wrap(function):
@@ -132,7 +134,7 @@ def fail_at(step: int, counter: list):
             return function(*args, **kwargs)
         return call
 
-    publish = export._publish
+    publish = getattr(owner, gate_name)
 
     def publishing(*args):
         active[0] = True
@@ -141,9 +143,9 @@ def fail_at(step: int, counter: list):
         finally:
             active[0] = False
 
-    for owner, name in FS_CALLS + [(export, "_exchange")]:
-        setattr(owner, name, wrap(getattr(owner, name)))
-    export._publish = publishing
+    for where, name in FS_CALLS + [(export, "_exchange"), (os, "chmod")]:
+        setattr(where, name, wrap(getattr(where, name)))
+    setattr(owner, gate_name, publishing)
 
 
 def test_export_killed_at_every_step_leaves_the_old_or_the_new_bundle(tmp_path, models, monkeypatch):
@@ -161,6 +163,7 @@ def test_export_killed_at_every_step_leaves_the_old_or_the_new_bundle(tmp_path, 
         import edgestream.export as export
         patch.setattr(export, "_exchange", export._exchange)
         patch.setattr(export, "_publish", export._publish)
+        patch.setattr(os, "chmod", os.chmod)
         fail_at(0, counter)
         export_bundle(tree, tmp_path / "count")
         export_bundle(shrubs, tmp_path / "count")
@@ -199,3 +202,30 @@ def test_model_writes_remove_temporary_files_of_killed_writers(tmp_path, models)
     save_model(tree, tmp_path / "m.esm")
     assert not stale.exists() and fresh.exists()
     assert load_model(tmp_path / "m.esm").get_params() == tree.get_params()
+
+
+def test_model_write_killed_at_every_step_leaves_the_old_or_the_new_file(tmp_path, models):
+    """fit/update end in save_model: killed before any of its file-system calls, the model file is the old or
+    the new one, complete (its checksum verifies)."""
+    import edgestream.modelfile as modelfile
+
+    tree, shrubs = models
+    path = tmp_path / "m.esm"
+    modelfile.save_model(tree, path)
+    old, new = path.read_bytes(), modelfile.model_bytes(shrubs)
+    seen = set()
+    for step in range(1, 12):
+        pid = os.fork()
+        if pid == 0:
+            try:
+                fail_at(step, [0], (modelfile, "_write_atomic"))
+                modelfile.save_model(shrubs, path)
+            finally:
+                os._exit(0)
+        os.waitpid(pid, 0)
+        data = path.read_bytes()
+        assert data in (old, new), step
+        modelfile.load_model(path)
+        seen.add(data == new)
+        modelfile.save_model(tree, path)
+    assert seen == {False, True}
