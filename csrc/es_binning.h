@@ -3,6 +3,10 @@
  * Feature j owns the strictly increasing edges[offsets[j] .. offsets[j + 1]). Its bin is the number of
  * edges strictly below the value: a value on an edge falls in that edge's bin, values outside the fitted
  * range fall in the first or last bin, and NaN falls in ES_MISSING_BIN.
+ *
+ * Contract (not checkable in C): features and bins hold n_features values, offsets n_features + 1
+ * non-decreasing indexes into edges, and no feature has more than 254 edges. The generated bundles pass their
+ * own tables and sizes; edgestream/fuzz/quantize.c fuzzes these functions within the contract.
  */
 #ifndef ES_BINNING_H
 #define ES_BINNING_H

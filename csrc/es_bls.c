@@ -262,7 +262,9 @@ es_status es_bls_predict_proba(const es_bls *model, const float *features, uint3
     }
     for (c = 0; c < model->config->n_classes; c++) {
         float t = model->residual[c] * ES_BLS_PROBA_SCALE;
-        if (t > ES_BLS_SCORE_LIMIT) {
+        if (t != t) {  /* NaN (a state overflowed to infinities) scores lowest, as in the specification */
+            t = -ES_BLS_SCORE_LIMIT;
+        } else if (t > ES_BLS_SCORE_LIMIT) {
             t = ES_BLS_SCORE_LIMIT;
         } else if (t < -ES_BLS_SCORE_LIMIT) {
             t = -ES_BLS_SCORE_LIMIT;
@@ -289,5 +291,38 @@ es_status es_bls_predict(const es_bls *model, const float *features, uint8_t *cl
         }
     }
     *class_out = best;
+    return ES_OK;
+}
+
+es_status es_bls_validate(const es_bls *candidate)
+{
+    const es_bls_config *config;
+    uint32_t m, i;
+    if (candidate == 0 || candidate->config == 0 || candidate->counters == 0) {
+        return ES_ERR_NULL;
+    }
+    config = candidate->config;
+    m = (uint32_t)config->feature_nodes + config->enhancement_nodes;
+    if (candidate->counters->refresh >= m) {
+        return ES_ERR_IMAGE;
+    }
+    if (!finite_row(candidate->center, config->n_features) || !finite_row(candidate->scale, config->n_features)) {
+        return ES_ERR_IMAGE;
+    }
+    for (i = 0; i < m * (m + 1u) / 2u; i++) {
+        if (!finite_row(&candidate->factor[i], 1u)) {
+            return ES_ERR_IMAGE;
+        }
+    }
+    for (i = 0; i < m * config->n_classes; i++) {
+        if (!finite_row(&candidate->weights[i], 1u)) {
+            return ES_ERR_IMAGE;
+        }
+    }
+    for (i = 0; i < m; i++) { /* the diagonal L[i, i], at i m - i (i - 1) / 2 */
+        if (!(candidate->factor[i * m - i * (i - 1u) / 2u] > 0.0f)) {
+            return ES_ERR_IMAGE;
+        }
+    }
     return ES_OK;
 }

@@ -25,4 +25,9 @@ es_status es_bls_predict_proba(const es_bls *model, const float *features, uint3
 /* The class of one row: the first index of the largest score. */
 es_status es_bls_predict(const es_bls *model, const float *features, uint8_t *class_out);
 
+/* ES_OK if a candidate state (regions possibly inside a state image; the scratch regions may be NULL) is one the
+ * learner accepts, as OnlineBLSClassifier.restore_arrays does: finite standardization, factor and weights, a
+ * positive factor diagonal and a refresh index below m; ES_ERR_IMAGE otherwise. Reads the candidate only. */
+es_status es_bls_validate(const es_bls *candidate);
+
 #endif

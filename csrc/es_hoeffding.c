@@ -469,7 +469,9 @@ static void tree_scores(const es_hoeffding *model, uint32_t t, const float *x)
             score = score - acc;
         }
         v = score * 1024.0f;
-        if (v > HT_SCORE_LIMIT) {
+        if (v != v) {  /* NaN (a state overflowed to infinities) scores lowest, as in the specification */
+            v = -HT_SCORE_LIMIT;
+        } else if (v > HT_SCORE_LIMIT) {
             v = HT_SCORE_LIMIT;
         } else if (v < -HT_SCORE_LIMIT) {
             v = -HT_SCORE_LIMIT;
@@ -530,5 +532,37 @@ es_status es_hoeffding_predict(const es_hoeffding *model, const float *features,
         }
     }
     *class_out = best;
+    return ES_OK;
+}
+
+es_status es_hoeffding_validate(const es_hoeffding *candidate)
+{
+    const es_hoeffding_config *config;
+    uint32_t t, node, j;
+    if (candidate == 0 || candidate->config == 0 || candidate->counters == 0) {
+        return ES_ERR_NULL;
+    }
+    config = candidate->config;
+    for (j = 0; j < config->n_features; j++) {
+        float floor = candidate->var_floor[j];
+        if (!(floor > 0.0f && floor <= HT_FLT_MAX)) {
+            return ES_ERR_IMAGE;
+        }
+    }
+    for (t = 0; t < config->n_trees; t++) {
+        const uint32_t base = t * config->max_nodes;
+        const uint16_t n_nodes = candidate->n_nodes[t], n_leaves = candidate->n_leaves[t];
+        if (n_nodes < 1u || n_nodes > config->max_nodes || n_leaves < 1u || n_leaves > config->max_leaves) {
+            return ES_ERR_IMAGE;
+        }
+        for (node = 0; node < n_nodes; node++) {  /* children point forward inside the used nodes */
+            const uint8_t f = candidate->feature[base + node];
+            const uint16_t child = candidate->child[base + node];
+            if (f == HT_LEAF ? child >= n_leaves
+                             : f >= config->n_features || child <= node || (uint32_t)child + 1u >= n_nodes) {
+                return ES_ERR_IMAGE;
+            }
+        }
+    }
     return ES_OK;
 }

@@ -33,4 +33,10 @@ es_status es_hoeffding_predict_proba(const es_hoeffding *model, const float *fea
 es_status es_hoeffding_predict(const es_hoeffding *model, const float *features, uint32_t *work, uint16_t *proba,
                                uint8_t *class_out);
 
+/* ES_OK if a candidate state (regions possibly inside a state image; the scratch regions may be NULL) is one the
+ * learner accepts: a positive finite variance floor, node and leaf counts within the pool, and in every tree's
+ * used nodes, splits on a feature < n_features with children forward inside the used nodes and leaves naming a
+ * used leaf slot; ES_ERR_IMAGE otherwise. Reads the candidate only. */
+es_status es_hoeffding_validate(const es_hoeffding *candidate);
+
 #endif

@@ -761,3 +761,126 @@ es_status es_shrubs_predict(const es_shrubs *model, const uint8_t *bins, uint32_
     }
     return status;
 }
+
+/* Shrubs of depth up to 8 have at most 511 nodes (leaf_index holds a leaf in a uint8_t). */
+#define ES_SHRUBS_MAX_NODES 511u
+
+/* One active shrub of pool slot `slot`: every node reachable from its root stays in the slot's nodes, children
+ * point forward, splits test a feature < n_features, leaves name one of the slot's leaf rows. */
+static int es_valid_shrub(const es_shrubs *model, uint32_t slot)
+{
+    const es_shrubs_config *config = model->config;
+    const uint32_t per_shrub = es_nodes_per_shrub(config);
+    const uint32_t first = slot * per_shrub;
+    const uint32_t first_leaf = slot << config->max_depth;
+    uint8_t reached[(ES_SHRUBS_MAX_NODES + 7u) / 8u] = { 0 };
+    uint32_t i;
+    reached[0] = 1u;
+    for (i = 0; i < per_shrub; i++) {
+        const es_node *node = &model->nodes[first + i];
+        uint32_t child;
+        if (!(reached[i >> 3] & (1u << (i & 7u)))) {
+            continue;
+        }
+        if (node->feature == ES_LEAF) {
+            if (node->child < first_leaf || node->child >= first_leaf + (1u << config->max_depth)) {
+                return 0;
+            }
+            continue;
+        }
+        child = node->child;
+        if (node->feature >= config->n_features || child <= first + i || child + 1u >= first + per_shrub) {
+            return 0;
+        }
+        child -= first;
+        reached[child >> 3] |= (uint8_t)(1u << (child & 7u));
+        reached[(child + 1u) >> 3] |= (uint8_t)(1u << ((child + 1u) & 7u));
+    }
+    return 1;
+}
+
+es_status es_shrubs_validate(const es_shrubs *candidate)
+{
+    const es_shrubs_config *config;
+    const es_shrubs_counters *counters;
+    uint32_t slots, per_shrub, window, i, j, total = 0;
+    if (candidate == 0 || candidate->config == 0 || candidate->counters == 0) {
+        return ES_ERR_NULL;
+    }
+    config = candidate->config;
+    counters = candidate->counters;
+    window = config->window_size;
+    slots = config->max_shrubs + 1u;
+    per_shrub = es_nodes_per_shrub(config);
+    if (config->max_depth > 8u || per_shrub > ES_SHRUBS_MAX_NODES || window == 0u || config->update_every == 0u) {
+        return ES_ERR_MODEL;
+    }
+    if (counters->head >= window || counters->count > window || counters->n_shrubs > config->max_shrubs
+        || counters->since_update >= config->update_every
+        || (counters->count != window && counters->head != counters->count)) {
+        return ES_ERR_IMAGE;
+    }
+    for (i = 0; i < window; i++) {
+        if (candidate->window_labels[i] >= config->n_classes) {
+            return ES_ERR_IMAGE;
+        }
+    }
+    for (i = 0; i < counters->n_shrubs; i++) {
+        const uint32_t root = candidate->roots[i];
+        if (root % per_shrub != 0u || root / per_shrub >= slots || !es_valid_shrub(candidate, root / per_shrub)) {
+            return ES_ERR_IMAGE;
+        }
+        for (j = 0; j < i; j++) {
+            if (candidate->roots[j] == root) {
+                return ES_ERR_IMAGE;
+            }
+        }
+        total += candidate->weights[i];
+    }
+    if (counters->n_shrubs > 0u && (total == 0u || total > 65535u)) {
+        return ES_ERR_IMAGE;
+    }
+    for (i = 0; counters->n_shrubs > 0u && i < (slots << config->max_depth) * config->n_classes; i++) {
+        if (candidate->leaf_values[i] > ES_Q15_ONE) {  /* as TreeEnsemble.validate: Q15 probabilities */
+            return ES_ERR_IMAGE;
+        }
+    }
+    return ES_OK;
+}
+
+void es_shrubs_rebuild(const es_shrubs *model)
+{
+    const es_shrubs_config *config = model->config;
+    es_shrubs_counters *counters = model->counters;
+    const uint32_t slots = config->max_shrubs + 1u, per_shrub = es_nodes_per_shrub(config);
+    const uint32_t window = config->window_size, n = counters->count;
+    uint32_t i, j, row;
+    for (i = 0; i < (uint32_t)config->n_features * window; i++) {
+        model->sorted_rows[i] = 0;
+    }
+    for (i = 0; i < window * slots; i++) {
+        model->leaf_index[i] = 0;
+    }
+    for (i = 0; i < slots * slots; i++) {
+        model->gram[i] = 0;
+    }
+    for (i = 0; i < slots; i++) {
+        model->label_sum[i] = 0;
+        model->work_weights[i] = 0;
+    }
+    for (j = 0; j < counters->n_shrubs; j++) {
+        model->cand_slot[j] = (uint8_t)(model->roots[j] / per_shrub);
+    }
+    for (row = 0; row < n; row++) {  /* the window's rows in order, as if learned into an empty window */
+        counters->count = (uint16_t)row;
+        es_insert_row(model, row, row);
+        for (j = 0; j < counters->n_shrubs; j++) {
+            const uint32_t slot = model->cand_slot[j];
+            model->leaf_index[row * slots + slot] = (uint8_t)(
+                es_tree_leaf(model->nodes, model->roots[j], &model->window_bins[row * config->n_features])
+                - (slot << config->max_depth));
+        }
+        es_pair_update(model, row, 0, model->work_weights, 0u);
+    }
+    counters->count = (uint16_t)n;
+}

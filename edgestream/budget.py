@@ -22,7 +22,8 @@ from pathlib import Path
 
 from . import learners
 from .emit import wrapper_stack_bytes
-from .export import generated_headers, runtime_sources
+from .checkpoint import image_layout
+from .export import generated_headers, runtime_modules, runtime_sources
 
 STACK_NOTE = ("stack counts the generated wrapper's locals; `edgestream build` measures the deepest call chain "
               "of every API function")
@@ -59,7 +60,7 @@ class Budget:
     @property
     def state_bytes(self) -> int:
         """The static learning state alone (what the ELF's ``<name>_memory`` holds), padding included."""
-        return sum(item.bytes for item in self.ram if item.group not in ("stack", "tables"))
+        return sum(item.bytes for item in self.ram if item.group not in ("stack", "tables", "checkpoint"))
 
     @property
     def flash_bytes(self) -> int:
@@ -92,7 +93,7 @@ def call_stack(n_features: int, n_classes: int) -> Item:
 def code_flash(spec, board, headers: dict[str, str] | None = None) -> tuple[list[Item], bool]:
     """Runtime code compiled for the board (with a model's generated ``headers`` in front of the runtime's own);
     none (and False) when the board's compiler is not installed."""
-    sources = [p for p in runtime_sources(spec.runtime) if p.suffix == ".c"]
+    sources = [p for p in runtime_sources(runtime_modules(spec)) if p.suffix == ".c"]
     sizes = measured_code_bytes(board, sources, headers or {})
     if sizes is None:
         return [], False
@@ -151,7 +152,7 @@ def estimate(spec, board, model, n_features: int, n_classes: int, ram: int, flas
     packed = is_avr(board)
     tables = [Item(name, "tables", size)
               for name, size in spec.tables(model, n_features, n_classes, pointer_bytes(board), packed, optimize)]
-    state, image, notes = [], [], [STACK_NOTE]
+    state, image, sequence, notes = [], [], [], [STACK_NOTE]
     if spec.state is not None:
         layout = spec.state.layout(model.device_config(n_features, n_classes))
         state = [Item(name, group, size) for name, group, size in layout.groups(packed)]
@@ -162,6 +163,12 @@ def estimate(spec, board, model, n_features: int, n_classes: int, ram: int, flas
             image_bytes = layout.size(packed)
             notes.append("the state's initial image is counted whole (a model that has learned exports its state)")
         image = [Item("state image", "state image", image_bytes)] if image_bytes else []
+    if spec.state is not None and spec.checkpoints:
+        sequence = [Item("image sequence", "checkpoint", 4)]
+        reset_bytes = image_layout(layout).payload_bytes if image_bytes else 0
+        if reset_bytes:
+            notes.append(f"NAME_reset, when an application calls it, links a copy of the exported state's image: "
+                         f"{reset_bytes:,} more bytes of flash" + (" and of RAM (AVR copies const data)" if packed else ""))
     if not learners.is_fitted(model):
         notes.insert(0, "tables are the configuration's worst case; a trained model's exported tables are smaller")
     copied = [Item("tables copy", "tables", sum(item.bytes for item in tables))] if packed else []
@@ -172,7 +179,7 @@ def estimate(spec, board, model, n_features: int, n_classes: int, ram: int, flas
     if not measured:
         notes.append(f"runtime code not counted: {board.toolchain.cc} is not installed (scripts/setup.sh installs it)")
     return Budget(spec.name, board.name, size_config(spec, model, n_features, n_classes), model.get_params(),
-                  state + [call_stack(n_features, n_classes)] + copied, tables + image + code, ram, flash,
+                  state + sequence + [call_stack(n_features, n_classes)] + copied, tables + image + code, ram, flash,
                   measured, notes)
 
 

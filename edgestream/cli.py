@@ -106,6 +106,16 @@ def build_parser() -> argparse.ArgumentParser:
                              "smallest exact one")
     export.set_defaults(run=run_export)
 
+    image = commands.add_parser("image", help="a learning model and device state images (checkpoints): continue "
+                                "from a device's image, or write the model's state as an image")
+    image.add_argument("model", metavar="MODEL")
+    image.add_argument("--from", dest="source", metavar="IMAGE", help="a state image saved by the device (NAME_save)")
+    image.add_argument("-o", "--output", metavar="MODEL2", help="with --from: the model continuing from the image")
+    image.add_argument("--to", metavar="IMAGE", help="write the state of MODEL (or of MODEL2) as an image for "
+                       "NAME_restore")
+    image.add_argument("--sequence", type=int, default=1, metavar="N", help="sequence number of --to (default 1)")
+    image.set_defaults(run=run_image)
+
     simulate = commands.add_parser("simulate", help="run a bundle's C code on the host or an emulated board")
     simulate.add_argument("bundle", metavar="BUNDLE_DIR")
     simulate.add_argument("data", metavar="DATA.csv")
@@ -306,6 +316,33 @@ def run_export(args) -> int:
     model = load_model(args.model)
     out = export_bundle(model, args.output, name=args.name, optimize=args.optimize)
     print(f"exported {type(model).__name__} as bundle {args.name!r} -> {out}")
+    return 0
+
+
+def run_image(args) -> int:
+    from . import checkpoint
+
+    if args.source is None and args.to is None:
+        raise ValueError("nothing to do: give --from IMAGE -o MODEL2 and/or --to IMAGE")
+    if (args.source is None) != (args.output is None):
+        raise ValueError("--from IMAGE and -o MODEL2 go together")
+    if not 0 <= args.sequence <= 0xFFFFFFFF:
+        raise ValueError(f"--sequence {args.sequence} must be from 0 to {0xFFFFFFFF}")
+    model = load_model(args.model)
+    if args.source is not None:
+        data = Path(args.source).read_bytes()
+        try:
+            model = checkpoint.read_image(model, data)
+        except ValueError as error:
+            raise ValueError(f"{args.source}: {error}") from None
+        save_model(model, args.output)
+        print(f"{args.source}: image {checkpoint.sequence_of(data)} of {type(model).__name__}, "
+              f"{len(data)} bytes -> {args.output}")
+    if args.to is not None:
+        data = checkpoint.write_image(model, args.sequence)
+        Path(args.to).write_bytes(data)
+        print(f"state image {args.sequence} of {len(data)} bytes (model hash {checkpoint.model_hash(model):#010x}) "
+              f"-> {args.to}")
     return 0
 
 

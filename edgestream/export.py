@@ -5,24 +5,30 @@ learner's template and the shared header, example and build files, see :mod:`edg
 model and a manifest, ``edgestream.json``, that says what the bundle holds:
 ``format_version``, ``name``, ``learner`` (a registry name), ``learning``, ``input_dtype``, ``n_features``,
 ``n_classes``, ``class_names`` (the label of each class index), ``edgestream_version``, ``model_sha256`` (of the
-model copy), ``sources`` (paths of the C files to compile), ``include_dir``, ``files`` (everything the export
-wrote) and ``model``, plus what the learner adds (a frozen tree model: ``optimize`` and its ``encoding``). Tools
-refuse a bundle of another format version.
+model copy), ``sources`` (paths of the C files to compile), ``include_dir``, ``model`` and ``files`` (the SHA-256 of
+every file the export wrote, checked by every tool that reads the bundle), plus what the learner adds (a frozen tree
+model: ``optimize`` and its ``encoding``; a learning state: ``image_bytes`` and ``model_hash`` of its state images).
+Tools refuse a bundle of another format version.
 
 Layout (format 3): the C runtime, model tables and public header in ``src/``; ``Makefile`` and
 ``CMakeLists.txt`` whose default target is the static library only (the host example ``extras/main.c`` is the
 separate target ``example`` / ``<name>_example``); ``library.properties`` and ``examples/<name>/<name>.ino`` (an
 Arduino library), ``library.json`` (a PlatformIO library), ``zephyr/module.yml`` with its ``CMakeLists.txt`` and
 ``Kconfig`` (a Zephyr module), and ``extras/arm-none-eabi.cmake`` (a CMake toolchain file for Cortex-M).
-Exporting into a folder removes the files an earlier export listed there first, and refuses a non-empty folder
-that is not a bundle, so no stale generated file is ever built with the new ones.
+
+Crash-safe: a bundle is written in a temporary directory beside the target and takes its place in one step, so a
+kill at any moment leaves the complete old or the complete new bundle; no stale generated file survives an export,
+and files edgestream did not write are kept (an export that would overwrite one is refused).
 """
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import json
+import os
 import shutil
+import tempfile
 from importlib import resources
 from pathlib import Path
 
@@ -44,6 +50,11 @@ def runtime_sources(modules=None) -> list[Path]:
     return [p for p in files if p.stem in modules or p.stem.removesuffix("_state") in modules]
 
 
+def runtime_modules(spec: learners.LearnerSpec) -> tuple[str, ...]:
+    """The csrc/ modules of a learner's bundles: its own, plus es_image for the state images of a learning state."""
+    return spec.runtime + (("es_image",) if spec.state is not None and spec.checkpoints else ())
+
+
 def bundle_context(model, name: str, optimize: str = "speed") -> tuple[dict, learners.LearnerSpec]:
     """The template context of a fitted model, and its learner. ``optimize`` (``speed`` or ``size``) picks the
     encoding of learners that have several (frozen trees); learning bundles have one."""
@@ -56,7 +67,12 @@ def bundle_context(model, name: str, optimize: str = "speed") -> tuple[dict, lea
     input_dtype, n_features = learners.model_input(model)
     context = {"name": name, "learner": spec.name, "learning": spec.learning, "input_dtype": input_dtype,
                "missing_rule": learners.missing_rule(model), "n_features": n_features, "n_classes": len(model.classes_),
-               "extra_files": {}, "manifest": {}, **spec.context(model, name, optimize)}
+               "extra_files": {}, "manifest": {}, "checkpoint": None, **spec.context(model, name, optimize)}
+    if spec.state is not None and spec.checkpoints:
+        from .checkpoint import context as checkpoint_context
+        context.update(checkpoint_context(model, name))
+        context["manifest"] = {**context["manifest"], "image_bytes": 24 + context["checkpoint"]["payload_bytes"],
+                               "model_hash": context["checkpoint"]["hash"]}
     return context, spec
 
 
@@ -67,30 +83,28 @@ def generated_headers(model, optimize: str = "speed") -> dict[str, str]:
 
 
 def export_bundle(model, out_dir, name: str = "model", optimize: str = "speed") -> Path:
-    """Write a C bundle for ``model`` into ``out_dir`` (created; existing bundle files are replaced); ``optimize``:
-    ``speed`` (the fastest full-precision encoding) or ``size`` (the smallest exact one) for frozen models."""
+    """Write a C bundle for ``model`` into ``out_dir``; ``optimize``: ``speed`` (the fastest full-precision
+    encoding) or ``size`` (the smallest exact one) for frozen models.
+
+    Crash-safe: the bundle is written (and fsynced) in a temporary directory beside ``out_dir`` and then takes its
+    place in one step (an atomic exchange where the system has one), so after a kill at any moment ``out_dir``
+    holds the complete old or the complete new bundle. Files of an earlier bundle that this one does not write
+    (stale sources) go; files edgestream did not write stay, and an export that would overwrite one of them (or a
+    generated file changed by hand) is refused. Errors name the destination."""
     from .modelfile import model_bytes
 
     context, spec = bundle_context(model, name, optimize)
     saved = model_bytes(model)
-    runtime = runtime_sources(spec.runtime)
+    runtime = runtime_sources(runtime_modules(spec))
     src = emit.SOURCE_DIR
     headers = sorted({p.name for p in runtime if p.suffix == ".h"} | {f"{name}.h", *context["extra_files"]})
     sources = sorted({p.name for p in runtime if p.suffix == ".c"} | {f"{name}.c"})
     class_names = [str(label) for label in model.classes_.tolist()]
-    context.update(version=__version__, model_sha256=hashlib.sha256(saved).hexdigest(), headers=headers,
-                   sources=sources, class_names=[emit.c_string(label) for label in class_names])
-    generated = emit.render_bundle(context, spec.template)
-    out = Path(out_dir)
-    clear_previous_export(out)
-    (out / src).mkdir(parents=True, exist_ok=True)
-    for source in runtime:
-        shutil.copyfile(source, out / src / source.name)
-    for filename, text in generated.items():
-        (out / filename).parent.mkdir(parents=True, exist_ok=True)
-        (out / filename).write_text(text)
-    (out / MODEL_COPY).write_bytes(saved)
-    written = sorted({f"{src}/{p.name}" for p in runtime} | set(generated) | {MODEL_COPY, MANIFEST})
+    context.update(version=__version__, model_sha256=sha256(saved), headers=headers, sources=sources,
+                   class_names=[emit.c_string(label) for label in class_names])
+    files = {f"{src}/{source.name}": source.read_bytes() for source in runtime}
+    files.update({filename: text.encode() for filename, text in emit.render_bundle(context, spec.template).items()})
+    files[MODEL_COPY] = saved
     manifest = {
         "format_version": BUNDLE_FORMAT_VERSION,
         "name": name,
@@ -104,42 +118,138 @@ def export_bundle(model, out_dir, name: str = "model", optimize: str = "speed") 
         "model_sha256": context["model_sha256"],
         "sources": [f"{src}/{source}" for source in sources],
         "include_dir": src,
-        "files": written,
         "model": MODEL_COPY,
         **context["manifest"],
+        "files": {filename: sha256(data) for filename, data in sorted(files.items())},
     }
-    (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+    files[MANIFEST] = (json.dumps(manifest, indent=2) + "\n").encode()
+    out = Path(out_dir)
+    try:
+        keep = user_files(out, set(files))
+        _publish(out, files, keep)
+    except OSError as error:
+        raise OSError(error.errno, f"export to {out} failed: {error.strerror or error}") from None
     return out
 
 
-def clear_previous_export(out: Path) -> None:
-    """Remove what an earlier export wrote into ``out`` (the ``files`` of its manifest), so that no stale
-    generated file stays next to the new ones; a non-empty folder that is not a bundle is refused."""
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def user_files(out: Path, generated: set[str]) -> list[str]:
+    """Entries of an existing ``out`` that edgestream did not write (kept by an export); refuses an export that
+    would overwrite one of them, or a generated file changed since its export."""
     if not out.exists():
-        return
+        return []
     if not out.is_dir():
-        raise ValueError(f"{out} exists and is not a folder")
-    manifest = out / MANIFEST
-    previous = None
-    if manifest.is_file():
+        raise ValueError(f"cannot export to {out}: it exists and is not a directory")
+    ours = {}
+    manifest_path = out / MANIFEST
+    if manifest_path.is_file():
         try:
-            previous = json.loads(manifest.read_text()).get("files")
-        except (json.JSONDecodeError, AttributeError):
-            previous = None
-    if previous is None:
-        if any(out.iterdir()):
-            raise ValueError(f"{out} is not empty and holds no bundle this edgestream wrote (no {MANIFEST} with "
-                             f"its list of files); export into an empty or new folder")
+            ours = dict(json.loads(manifest_path.read_text()).get("files", {}))
+        except (ValueError, AttributeError):
+            raise ValueError(f"cannot export to {out}: its {MANIFEST} is not a bundle manifest; move it away or "
+                             f"export to another directory") from None
+        ours[MANIFEST] = None
+    for path, digest in ours.items():
+        existing = out / path
+        if digest is not None and existing.exists() and (not existing.is_file() or sha256(existing.read_bytes()) != digest):
+            raise ValueError(f"cannot export to {out}: {existing} was changed since edgestream wrote it; move it "
+                             f"away (or restore it) first")
+    ours_top, generated_top = {top_level(path) for path in ours}, {top_level(path) for path in generated}
+    keep = []
+    for entry in sorted(out.iterdir()):
+        if entry.name in ours_top:
+            continue
+        if entry.name in generated_top:
+            raise ValueError(f"cannot export to {out}: it holds {entry.name}, which edgestream did not write and the "
+                             f"bundle would overwrite; move it away or export to another directory")
+        keep.append(entry.name)
+    return keep
+
+
+def top_level(path: str) -> str:
+    """The entry of the bundle folder a bundle path lies in (``src/x.c`` -> ``src``)."""
+    return path.split("/", 1)[0]
+
+
+def _fsync_directory(path: Path) -> None:
+    try:
+        descriptor = os.open(path, os.O_RDONLY)
+    except OSError:
         return
-    root = out.resolve()
-    for relative in previous:
-        path = (out / str(relative)).resolve()
-        if root in path.parents and path.is_file():
-            path.unlink()
-            for parent in path.parents:  # folders the export made and left empty
-                if parent == root or any(parent.iterdir()):
-                    break
-                parent.rmdir()
+    try:
+        os.fsync(descriptor)
+    except OSError:
+        pass
+    finally:
+        os.close(descriptor)
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two directories atomically (Linux renameat2 RENAME_EXCHANGE); False where the system cannot."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    at_fdcwd, rename_exchange = -100, 2
+    return renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0
+
+
+def _publish(out: Path, files: dict[str, bytes], keep: list[str]) -> None:
+    parent = out.absolute().parent
+    parent.mkdir(parents=True, exist_ok=True)
+    for stale in parent.glob(f".{out.name}.export-*"):  # left by an export killed before its swap
+        shutil.rmtree(stale, ignore_errors=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{out.name}.export-", dir=parent))
+    try:
+        for filename, data in files.items():
+            (work / filename).parent.mkdir(parents=True, exist_ok=True)
+            with open(work / filename, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+        for entry in keep:  # the user's own files move over with the bundle (hard links where possible)
+            source = out / entry
+            if source.is_dir() and not source.is_symlink():
+                shutil.copytree(source, work / entry, symlinks=True, copy_function=_link_or_copy)
+            else:
+                _link_or_copy(source, work / entry)
+        _fsync_directory(work)
+        if not out.exists():
+            os.rename(work, out)
+        elif _exchange(work, out):
+            shutil.rmtree(work, ignore_errors=True)  # now the old bundle
+        else:  # no atomic exchange: a kill between the two renames leaves the old bundle beside the target
+            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.export-old-", dir=parent))
+            os.rename(out, old / "bundle")
+            os.rename(work, out)
+            shutil.rmtree(old, ignore_errors=True)
+        _fsync_directory(parent)
+    finally:
+        if work.exists():
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def _link_or_copy(source, destination) -> None:
+    try:
+        os.link(source, destination, follow_symlinks=False)
+    except OSError:
+        shutil.copy2(source, destination, follow_symlinks=False)
+
+
+def verify_files(bundle_dir, manifest: dict) -> None:
+    """Every file the manifest lists is there with its hash; the error names the first that is not."""
+    for filename, digest in manifest.get("files", {}).items():
+        path = Path(bundle_dir) / filename
+        if not path.is_file():
+            raise ValueError(f"bundle {bundle_dir} is incomplete: {filename} is missing; export the model again")
+        if sha256(path.read_bytes()) != digest:
+            raise ValueError(f"bundle {bundle_dir}: {filename} differs from the file edgestream wrote (its hash is "
+                             f"not the manifest's); export the model again")
 
 
 def read_manifest(bundle_dir) -> dict:
@@ -156,5 +266,11 @@ def read_manifest(bundle_dir) -> dict:
         raise ValueError(f"bundle {bundle_dir} has format_version {found!r}; this edgestream reads format_version "
                          f"{BUNDLE_FORMAT_VERSION}: export the model again (edgestream export MODEL -o DIR)")
     learners.get(manifest["learner"])
+    name = manifest.get("name")
+    if not isinstance(name, str) or not name.isidentifier() or not name.isascii():
+        raise ValueError(f"bundle {bundle_dir}: manifest name {name!r} is not a C identifier")
+    if not isinstance(manifest.get("files"), dict):
+        raise ValueError(f"bundle {bundle_dir}: the manifest lists no file hashes; export the model again")
+    verify_files(bundle_dir, manifest)
     directory = Path(bundle_dir).resolve()
     return {**manifest, "directory": str(directory), "include_directory": str(directory / manifest["include_dir"])}

@@ -18,6 +18,7 @@ moved into place, so a failure never leaves a half-written model. Every problem 
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import io
 import json
@@ -202,7 +203,20 @@ def _json_scalar(value):
     raise TypeError(f"parameter value {value!r} of type {type(value).__name__} cannot be stored in a model file")
 
 
+STALE_SECONDS = 600  # a temporary file this old was left by a killed writer (a live one renames within seconds)
+
+
 def _write_atomic(path: Path, data: bytes) -> None:
+    """Write to a temporary file beside ``path``, fsync it, rename it into place and fsync the directory; the
+    temporary files of earlier writers that were killed are removed."""
+    import time
+
+    for stale in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
+        try:
+            if time.time() - stale.stat().st_mtime > STALE_SECONDS:
+                stale.unlink()
+        except OSError:
+            pass
     fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -214,6 +228,16 @@ def _write_atomic(path: Path, data: bytes) -> None:
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise
+    try:
+        directory = os.open(path.parent, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(directory)
+    except OSError:
+        pass
+    finally:
+        os.close(directory)
 
 
 __all__ = ["FORMAT_VERSION", "MAGIC", "load_model", "model_bytes", "model_from_bytes", "save_model"]

@@ -16,6 +16,7 @@ import functools
 import hashlib
 import importlib.machinery
 import importlib.util
+import os
 import re
 import shutil
 import sys
@@ -81,26 +82,64 @@ def cache_dir() -> Path:
     return folder()
 
 
+def compiler_identity() -> str:
+    """The C compiler cffi runs (``$CC`` or ``cc``), its version line and ``$CFLAGS``, for the cache key."""
+    return _compiler_identity(os.environ.get("CC", "cc"), os.environ.get("CFLAGS", ""))
+
+
+@functools.lru_cache(maxsize=8)
+def _compiler_identity(compiler: str, cflags: str) -> str:
+    import subprocess
+
+    try:
+        done = subprocess.run([*compiler.split(), "--version"], capture_output=True, text=True, timeout=30)
+        version = done.stdout.splitlines()[0] if done.stdout else done.stderr
+    except (OSError, subprocess.SubprocessError) as error:
+        version = f"unavailable ({error})"
+    return f"{compiler}: {version} CFLAGS={cflags}"
+
+
+def library_key(cdef: str, header: str, sources: list[Path], include_dir: Path) -> str:
+    """SHA-256 of every input of a compiled library: declarations, the C source and flags, the compiler, cffi and
+    Python versions, the sources and every header of the include directory and of the sources' directories."""
+    digest = hashlib.sha256()
+    for part in (cdef, header, cffi.__version__, sys.version, " ".join(COMPILE_ARGS), compiler_identity()):
+        digest.update(part.encode() + b"\0")
+    headers = {p for d in {Path(include_dir), *(Path(s).parent for s in sources)} for p in Path(d).glob("*.h")}
+    for path in sorted(set(map(Path, sources)) | headers, key=lambda p: (p.name, str(p))):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def publish_library(cdef: str, header: str, sources: list[Path], include_dir: Path, module: str, build: Path) -> Path:
+    """Compile in a private temporary directory, then move the finished library into ``build`` with one rename:
+    a compile killed at any moment leaves no partial library where the cache looks."""
+    ffi = cffi.FFI()
+    ffi.cdef(cdef)
+    ffi.set_source(module, header, sources=[str(s) for s in sources], include_dirs=[str(include_dir)],
+                   extra_compile_args=list(COMPILE_ARGS))
+    build.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=".compiling-", dir=build))
+    try:
+        library = Path(ffi.compile(tmpdir=str(work)))
+        final = build / library.name
+        os.replace(library, final)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return final
+
+
 def compile_library(cdef: str, header: str, sources: list[Path], include_dir: Path, private: bool = False):
     """Compile (or reuse from the cache) a cffi extension of ``sources``; returns (ffi, lib).
 
     A process loads one library file once, so its static variables are shared; ``private`` loads a copy of
     the file instead, giving the caller its own static state (a learning bundle's model).
     """
-    digest = hashlib.sha256(cdef.encode() + header.encode() + cffi.__version__.encode() + sys.version.encode()
-                            + " ".join(COMPILE_ARGS).encode())
-    for source in sources:
-        digest.update(source.name.encode() + source.read_bytes())
-    module = f"_es_{digest.hexdigest()[:20]}"
+    module = f"_es_{library_key(cdef, header, sources, include_dir)[:20]}"
     build = cache_dir() / "cffi" / module
     built = list(build.glob(f"{module}*.so")) + list(build.glob(f"{module}*.pyd"))
     if not built:
-        ffi = cffi.FFI()
-        ffi.cdef(cdef)
-        ffi.set_source(module, header, sources=[str(s) for s in sources], include_dirs=[str(include_dir)],
-                       extra_compile_args=list(COMPILE_ARGS))
-        build.mkdir(parents=True, exist_ok=True)
-        built = [Path(ffi.compile(tmpdir=str(build)))]
+        built = [publish_library(cdef, header, sources, include_dir, module, build)]
     library = built[0]
     if private:
         copy = Path(tempfile.mkdtemp(prefix="es_bundle_")) / library.name

@@ -198,20 +198,14 @@ class StateLayout:
         fresh state goes to .bss instead of taking its image in flash)."""
         lines = [f"static {name}_state {name}_memory = {{"]
         for region in self.regions:
-            values = np.asarray(arrays[region.name])
-            if not values.view(np.uint8).any():
-                continue
-            if region.c_type == "es_node":
-                body = ",\n        ".join(f"{{ {n['feature']}, {n['threshold']}, {n['child']} }}" for n in values)
-            elif values.dtype.names:
-                body = ",\n        ".join(c_record(record) for record in values)
-            elif region.c_type == "float":
-                body = emit_array(values, "float32").replace("\n    ", "\n        ")
-            else:
-                body = emit_array(values).replace("\n    ", "\n        ")
-            lines.append(f"    .{region.name} = {{\n        {body}\n    }},")
-        lines.append("    .counters = { " + ", ".join(str(int(counters[f.name])) for f in self.spec.counters) + " }")
+            body = _region_values(region, arrays[region.name], emit_array)
+            if body is not None:
+                lines.append(f"    .{region.name} = {{\n        {body}\n    }},")
+        lines.append(f"    .counters = {self._counters_literal(counters)}")
         return "\n".join(lines) + "\n};"
+
+    def _counters_literal(self, counters: dict[str, int]) -> str:
+        return "{ " + ", ".join(str(int(counters[f.name])) for f in self.spec.counters) + " }"
 
     def binding(self, name: str) -> str:
         """The constant pointer struct that hands the bundle's state to the runtime."""
@@ -219,6 +213,24 @@ class StateLayout:
         lines += [f"    .{r.name} = {name}_memory.{r.name}," for r in self.regions]
         lines.append(f"    .counters = &{name}_memory.counters")
         return "\n".join(lines) + "\n};"
+
+    def split_state(self, name: str, arrays: dict[str, np.ndarray], counters: dict[str, int], emit_array) -> str:
+        """For sanitizer builds: every region a static array of its own (ASan puts a redzone after each, so an
+        overflow from one region into the next is caught), ``<name>_memory`` a struct of pointers to them and the
+        counters, and the binding; it replaces :meth:`initializer` and :meth:`binding` (same names in use)."""
+        lines = []
+        for region in self.regions:
+            body = _region_values(region, arrays[region.name], emit_array)
+            value = f" = {{\n    {body}\n}}" if body is not None else ""
+            lines.append(f"static {region.c_type} {name}_region_{region.name}[{region.count}]{value};")
+        members = [f"    {r.c_type} *{r.name};" for r in self.regions] + [f"    {self.spec.counters_type} counters;"]
+        pointers = ", ".join(f"{name}_region_{r.name}" for r in self.regions)
+        lines.append("static struct {\n" + "\n".join(members) + f"\n}} {name}_memory = {{ {pointers}, "
+                     f"{self._counters_literal(counters)} }};")
+        binding = [f"static const {self.spec.prefix} {name}_model = {{", f"    .config = &{name}_config,"]
+        binding += [f"    .{r.name} = {name}_region_{r.name}," for r in self.regions]
+        binding.append(f"    .counters = &{name}_memory.counters")
+        return "\n".join(lines + ["\n".join(binding) + "\n};"])
 
     def config_initializer(self, name: str) -> str:
         values = ", ".join(c_scalar(self.config[f.name], f.c_type) for f in self.spec.config)
@@ -229,6 +241,20 @@ class StateLayout:
         """Flash bytes of the state's initial image: the whole struct unless it is all zero (then .bss)."""
         nonzero = any(np.asarray(arrays[r.name]).view(np.uint8).any() for r in self.regions)
         return self.size(packed) if nonzero or any(counters.values()) else 0
+
+
+def _region_values(region: Region, values, emit_array) -> str | None:
+    """The C initializer values of a region, or None when it is all zero."""
+    values = np.asarray(values)
+    if not values.view(np.uint8).any():
+        return None
+    if region.c_type == "es_node":
+        return ",\n        ".join(f"{{ {n['feature']}, {n['threshold']}, {n['child']} }}" for n in values)
+    if values.dtype.names:
+        return ",\n        ".join(c_record(record) for record in values)
+    if region.c_type == "float":
+        return emit_array(values, "float32").replace("\n    ", "\n        ")
+    return emit_array(values).replace("\n    ", "\n        ")
 
 
 def c_scalar(value, c_type: str) -> str:

@@ -73,6 +73,7 @@ class StackUsage:
 class SymbolSize:
     bytes: int
     memory: str  # "flash" or "ram"
+    zeroed: bool = False  # in .bss: a variable that starts at zero (a table always has values)
 
 
 @dataclass
@@ -108,13 +109,13 @@ class BuildReport:
 
     @property
     def tables_bytes(self) -> int:
-        return sum(s.bytes for name, s in self.objects.items() if name != f"{self.bundle}_memory")
+        return sum(s.bytes for name, s in self.objects.items() if name != f"{self.bundle}_memory" and not s.zeroed)
 
     @property
     def tables_in_ram(self) -> int:
         """Bytes of constant tables the toolchain placed in RAM (AVR copies const data to RAM)."""
         return sum(s.bytes for name, s in self.objects.items()
-                   if s.memory == "ram" and name != f"{self.bundle}_memory")
+                   if s.memory == "ram" and name != f"{self.bundle}_memory" and not s.zeroed)
 
     @property
     def fits(self) -> bool:
@@ -234,7 +235,7 @@ def report(fw: Firmware) -> BuildReport:
     sections, symbols = read_elf(fw.elf)
     linked = {symbol for symbol, (kind, _, _) in symbols.items() if kind == "FUNC"}  # gc-sections dropped the rest
     stack = sorted((s for s in stack_usage(fw.directory) if s.function in linked), key=lambda s: (-s.bytes, s.function))
-    objects = {symbol: SymbolSize(size, sections[index].memory) for symbol, (kind, size, index) in symbols.items()
+    objects = {symbol: SymbolSize(size, sections[index].memory, sections[index].name.startswith(".bss")) for symbol, (kind, size, index) in symbols.items()
                if kind == "OBJECT" and symbol.startswith(name + "_") and index in sections}
     state = objects.get(f"{name}_memory")
     state_section = sections[symbols[f"{name}_memory"][2]].name if state else ""

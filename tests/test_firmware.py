@@ -58,12 +58,13 @@ def test_a_bundle_is_an_arduino_platformio_and_zephyr_library(bundles):
     assert "cmake: zephyr" in (out / "zephyr" / "module.yml").read_text()
     assert "config GESTURE" in (out / "zephyr" / "Kconfig").read_text()
     assert "../src/gesture.c" in (out / "zephyr" / "CMakeLists.txt").read_text()
-    assert sorted(manifest["files"]) == sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
+    assert sorted(manifest["files"]) == sorted(str(p.relative_to(out)) for p in out.rglob("*")
+                                               if p.is_file() and p.name != "edgestream.json")
     bundle = load_bundle(out)  # the harness reads the sources from the manifest
     assert bundle.predict_proba_q15(bundles["X"]).shape == (300, 3)
 
 
-def test_export_removes_what_it_wrote_before_and_refuses_foreign_folders(tmp_path):
+def test_export_removes_what_it_wrote_before_and_keeps_foreign_files(tmp_path):
     X, y = make_stream("blobs", 100, seed=2)
     model = TreeClassifier(max_depth=2).fit(X, y)
     export_bundle(model, tmp_path / "b", "first")
@@ -72,10 +73,15 @@ def test_export_removes_what_it_wrote_before_and_refuses_foreign_folders(tmp_pat
     files = sorted(str(p.relative_to(tmp_path / "b")) for p in (tmp_path / "b").rglob("*") if p.is_file())
     assert not any("first" in name for name in files) and "notes.txt" in files and "src/second.c" in files
     assert not (tmp_path / "b" / "examples" / "first").exists()
-    (tmp_path / "other").mkdir()
+    (tmp_path / "other").mkdir()  # a firmware folder: its own files stay, the bundle goes beside them
     (tmp_path / "other" / "main.c").write_text("int main(void) { return 0; }\n")
-    with pytest.raises(ValueError, match="is not empty and holds no bundle"):
-        export_bundle(model, tmp_path / "other", "third")
+    export_bundle(model, tmp_path / "other", "third")
+    assert (tmp_path / "other" / "main.c").read_text() == "int main(void) { return 0; }\n"
+    assert (tmp_path / "other" / "src" / "third.c").is_file()
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "library.json").write_text("{}")
+    with pytest.raises(ValueError, match="it holds library.json, which edgestream did not write"):
+        export_bundle(model, tmp_path / "mine", "fourth")
 
 
 def test_make_builds_only_the_library_and_the_example_on_request(bundles, tmp_path):

@@ -632,4 +632,5 @@ SPEC = LearnerSpec(
              Option("--work-per-call", "work_per_call", int,
                     "units of training work per learn call (0: a whole member in one call)", "U")),
     learning=True, online=True, runtime=("es_common", "es_binning", "es_tree", "es_fixed", "es_adwin", "es_axgb"),
-    template="axgb.c.j2", context=axgb_context, tables=axgb_tables, ladder=AXGB_LADDER, state=STATE)
+    template="axgb.c.j2", context=axgb_context, tables=axgb_tables, ladder=AXGB_LADDER, state=STATE,
+    checkpoints=False)  # no state images yet: es_axgb has no validation of an image (a training job may be under way)

@@ -355,6 +355,7 @@ class LearnerSpec:
     tables: Callable
     ladder: tuple[dict, ...] = ()
     state: StateSpec | None = None
+    checkpoints: bool = True  # a learning bundle offers state images (its C module has <prefix>_validate)
     search: tuple[dict, ...] = ()
     learn_cost: Callable | None = None
 

@@ -462,7 +462,8 @@ class OnlineBLSClassifier(OnlineStateLearner):
 
     def predict_proba_q15(self, X) -> np.ndarray:
         s = self.decision_function(X)
-        q10 = np.trunc(np.clip(s * PROBA_SCALE, -SCORE_LIMIT, SCORE_LIMIT)).astype(np.int32)
+        scaled = s * PROBA_SCALE  # NaN (a state overflowed to infinities) scores lowest, as on the device
+        q10 = np.trunc(np.clip(np.where(np.isnan(scaled), -SCORE_LIMIT, scaled), -SCORE_LIMIT, SCORE_LIMIT)).astype(np.int32)
         return softmax_q15(q10)
 
     def predict_encoded(self, X) -> np.ndarray:

@@ -435,6 +435,13 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
         if (self.n_nodes < 1).any() or (self.n_nodes > self.max_nodes).any() or (self.n_leaves < 1).any() \
                 or (self.n_leaves > self.max_leaves).any():
             raise ValueError("node or leaf counts outside the pool")
+        for t, (used, leaves) in enumerate(zip(self.n_nodes.tolist(), self.n_leaves.tolist())):
+            feature, child = self.feature[t, :used].astype(np.int64), self.child[t, :used].astype(np.int64)
+            leaf, node = feature == LEAF, np.arange(used)
+            if (child[leaf] >= leaves).any() or (feature[~leaf] >= self.n_features_).any() \
+                    or (child[~leaf] <= node[~leaf]).any() or (child[~leaf] + 1 >= used).any():
+                raise ValueError(f"tree {t}: a node points outside its used nodes or leaves (children must point "
+                                 f"forward)")
         n_learned, random = (int(v) for v in arrays["counters"])
         self.n_learned, self.random = n_learned, Random(random)
 
@@ -644,7 +651,8 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
                     q = q + log_f32(var)[0]
                     acc = acc + q
                 score = score - acc * F32(0.5)
-            q10 = np.clip(score * Q10, -SCORE_LIMIT, SCORE_LIMIT)
+            q10 = score * Q10  # NaN (a state overflowed to infinities) scores lowest, as on the device
+            q10 = np.clip(np.where(np.isnan(q10), -SCORE_LIMIT, q10), -SCORE_LIMIT, SCORE_LIMIT)
             out[:, k] = np.trunc(q10).astype(np.int32)
         return out
 
