@@ -5,16 +5,17 @@ Debian package (nothing here is skipped).
 """
 
 import json
+import subprocess
 
 import numpy as np
 import pytest
 
 from edgestream import ForestClassifier, TreeClassifier
-from edgestream.boards import boards_dir
+from edgestream.boards import boards_dir, load_board
 from edgestream.export import export_bundle
 from edgestream import ShrubEnsemble
-from edgestream.targets import (EmulatorTimeout, TargetError, ToolchainMissing, build, call_graph,
-                                count_instructions, describe_exit, run, worst_stack)
+from edgestream.targets import (COMPILE_FLAGS, EmulatorTimeout, TargetError, ToolchainMissing, build, call_graph,
+                                count_instructions, describe_exit, read_elf, run, worst_stack)
 
 
 def stream(n_rows: int, n_features: int = 4, seed: int = 0):
@@ -122,6 +123,28 @@ def test_avr_build_of_a_small_tree(tmp_path):
     assert report.stack_max["tree_predict"] > 0
     with pytest.raises(TargetError, match="atmega328p has no emulated file I/O; it can be built, not run"):
         run(bundle, "atmega328p", X)
+
+
+def test_avr_keeps_every_constant_table_of_a_learning_bundle_in_flash(tmp_path):
+    """Compiled for AVR (before the linker drops what the harness does not call), a learning bundle's only
+    constant objects in RAM are the state's config and pointer struct: the bin edges, offsets and the exported
+    state's image (for NAME_reset) are in program memory, and so are the runtime's own tables."""
+    X, y = stream(200, n_features=3)
+    learner = ShrubEnsemble(window_size=8, max_shrubs=2, max_depth=2).fit_bins(X).set_classes(np.arange(3))
+    for x, label in zip(X[:20], y[:20]):
+        learner.learn_one(x, label)
+    bundle = export_bundle(learner, tmp_path / "bundle", name="shrubs")
+    board = load_board("atmega328p")
+    objects = {}
+    for source in ("shrubs.c", "es_image.c"):
+        obj = tmp_path / (source + ".o")
+        subprocess.run([board.toolchain.cc, *board.toolchain.cflags, *COMPILE_FLAGS, "-I", bundle / "src", "-c",
+                        bundle / "src" / source, "-o", obj], check=True, capture_output=True)
+        sections, symbols = read_elf(obj)
+        objects |= {name: sections[index] for name, (kind, _, index) in symbols.items() if kind == "OBJECT"}
+    in_flash = {name for name, section in objects.items() if section.name.startswith(".progmem")}
+    assert in_flash == {"shrubs_edges", "shrubs_offsets", "shrubs_exported", "crc_nibbles"}
+    assert objects.keys() - in_flash == {"shrubs_config", "shrubs_model", "shrubs_memory", "shrubs_sequence"}
 
 
 def test_worst_stack_follows_the_deepest_chain():
