@@ -334,7 +334,8 @@ def memory_row(model: str, budget: Budget, report: targets.BuildReport) -> Memor
                             if name != f"{report.bundle}_memory")
         notes.append(f"tables: the ELF has {extra:+,} bytes against the budget; its objects: {objects}")
     if report.tables_in_ram:
-        notes.append(f"{report.tables_in_ram:,} bytes of const tables are in RAM (.data: no PROGMEM on AVR)")
+        notes.append(f"{report.tables_in_ram:,} bytes of const objects are in RAM (.data: on AVR the state's config and "
+                     "pointer struct)")
     return MemoryRow(
         model=model, board=report.board, state_predicted=sizes["state_ram"]["predicted"],
         state_measured=sizes["state_ram"]["measured"], tables_predicted=sizes["tables_flash"]["predicted"],

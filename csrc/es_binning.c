@@ -2,6 +2,8 @@
 
 #include <string.h>
 
+#include "es_flash.h"
+
 /* NaN test on the bits: no float compare, which costs a library call on cores without an FPU. */
 static int es_is_nan(float value)
 {
@@ -10,11 +12,12 @@ static int es_is_nan(float value)
     return (bits & 0x7fffffffu) > 0x7f800000u;
 }
 
-/* Binary search for the first edge >= value; NaN compares false everywhere and is handled by the caller. */
-#define ES_COUNT_EDGES_BELOW(edges, lo, hi, value)      \
+/* Binary search for the first edge >= value (edges and offsets are constant tables in flash: es_flash.h); NaN
+ * compares false everywhere and is handled by the caller. */
+#define ES_COUNT_EDGES_BELOW(READ, edges, lo, hi, value) \
     while ((lo) < (hi)) {                               \
         uint16_t mid_ = (uint16_t)((lo) + ((hi) - (lo)) / 2u); \
-        if ((edges)[mid_] < (value)) {                  \
+        if (READ(&(edges)[mid_]) < (value)) {           \
             (lo) = (uint16_t)(mid_ + 1u);               \
         } else {                                        \
             (hi) = mid_;                                \
@@ -30,14 +33,14 @@ es_status es_quantize_f32(const float *features, const float *edges, const uint1
     }
     for (j = 0; j < n_features; j++) {
         const float value = features[j];
-        uint16_t lo = offsets[j];
-        uint16_t hi = offsets[j + 1u];
+        uint16_t lo = es_flash_u16(&offsets[j]);
+        uint16_t hi = es_flash_u16(&offsets[j + 1u]);
         if (es_is_nan(value)) {
             bins[j] = (uint8_t)ES_MISSING_BIN;
             continue;
         }
-        ES_COUNT_EDGES_BELOW(edges, lo, hi, value)
-        bins[j] = (uint8_t)(lo - offsets[j]);
+        ES_COUNT_EDGES_BELOW(es_flash_f32, edges, lo, hi, value)
+        bins[j] = (uint8_t)(lo - es_flash_u16(&offsets[j]));
     }
     return ES_OK;
 }
@@ -50,10 +53,10 @@ es_status es_quantize_i32(const int32_t *features, const int32_t *edges, const u
         return ES_ERR_NULL;
     }
     for (j = 0; j < n_features; j++) {
-        uint16_t lo = offsets[j];
-        uint16_t hi = offsets[j + 1u];
-        ES_COUNT_EDGES_BELOW(edges, lo, hi, features[j])
-        bins[j] = (uint8_t)(lo - offsets[j]);
+        uint16_t lo = es_flash_u16(&offsets[j]);
+        uint16_t hi = es_flash_u16(&offsets[j + 1u]);
+        ES_COUNT_EDGES_BELOW(es_flash_i32, edges, lo, hi, features[j])
+        bins[j] = (uint8_t)(lo - es_flash_u16(&offsets[j]));
     }
     return ES_OK;
 }

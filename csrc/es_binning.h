@@ -6,7 +6,8 @@
  *
  * Contract (not checkable in C): features and bins hold n_features values, offsets n_features + 1
  * non-decreasing indexes into edges, and no feature has more than 254 edges. The generated bundles pass their
- * own tables and sizes; edgestream/fuzz/quantize.c fuzzes these functions within the contract.
+ * own tables and sizes; edgestream/fuzz/quantize.c fuzzes these functions within the contract. edges and
+ * offsets are constant tables defined with ES_FLASH (es_flash.h): in program memory on AVR.
  */
 #ifndef ES_BINNING_H
 #define ES_BINNING_H

@@ -1,5 +1,7 @@
 #include "es_fixed.h"
 
+#include "es_flash.h"
+
 #define ES_EXP_CUTOFF 32768u  /* differences >= 32.0 have exp == 0 */
 #define ES_LOG2E_Q16 94548u   /* log2(e) * 2^16 = 94548 + 473/1024 */
 #define ES_LOG2E_LOW 473u
@@ -8,7 +10,7 @@
 #define ES_K3 3638u
 
 /* round(2^30 * 2^(-i/32)), i = 0..31 */
-static const uint32_t es_exp2_table[32] = {
+static const uint32_t es_exp2_table[32] ES_FLASH = {
     1073741824u, 1050733751u, 1028218693u, 1006186087u, 984625594u, 963527098u, 942880699u, 922676710u,
     902905651u, 883558244u, 864625413u, 846098274u, 827968132u, 810226483u, 792865000u, 775875538u,
     759250125u, 742980960u, 727060411u, 711481005u, 696235434u, 681316545u, 666717336u, 652430958u,
@@ -30,7 +32,7 @@ uint32_t es_exp_neg_q23(uint32_t d)
     t = ES_K2 - ((r * ES_K3) >> 21);
     t = ES_K1 - ((r * t) >> 21);
     eps = (r * t) >> 16; /* 1 - 2^-(r / 2^21) in Q21 */
-    table = es_exp2_table[f >> 21];
+    table = es_flash_u32(&es_exp2_table[f >> 21]);
     m = table - ((((table >> 14) * eps) >> 7)); /* 2^-f in Q30 */
     shift = n + 7u;
     return (m + ((uint32_t)1 << (shift - 1u))) >> shift;

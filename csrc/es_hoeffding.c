@@ -7,6 +7,7 @@
 
 #include "es_f32.h"
 #include "es_fixed.h"
+#include "es_flash.h"
 
 #define HT_LEAF 255u
 #define HT_FLT_MAX 0x1.fffffep+127f
@@ -19,18 +20,18 @@
 #define HT_INV_SQRT2 0x1.6a09e6p-1f
 #define HT_ERF_LIMIT 5.0f
 
-static const float log_series[4] = { 0x1.c71c72p-4f, 0x1.24924ap-3f, 0x1.99999ap-3f, 0x1.555556p-2f };
-static const float erf_coeffs[6] = { 0x1.693ecep-15f, 0x1.220072p-12f, 0x1.3ecc0ep-13f, 0x1.2fc6d2p-7f,
+static const float log_series[4] ES_FLASH = { 0x1.c71c72p-4f, 0x1.24924ap-3f, 0x1.99999ap-3f, 0x1.555556p-2f };
+static const float erf_coeffs[6] ES_FLASH = { 0x1.693ecep-15f, 0x1.220072p-12f, 0x1.3ecc0ep-13f, 0x1.2fc6d2p-7f,
                                      0x1.5a5fcep-5f, 0x1.20dccep-4f };
 
-/* ((c[0] x + c[1]) x + ... + c[n-1]) x + 1, one rounded operation per statement. */
+/* ((c[0] x + c[1]) x + ... + c[n-1]) x + 1, one rounded operation per statement (c: a table in flash). */
 static float horner(const float *c, uint8_t n, float x)
 {
-    float p = c[0];
+    float p = es_flash_f32(&c[0]);
     uint8_t i;
     for (i = 1; i < n; i++) {
         p = p * x;
-        p = p + c[i];
+        p = p + es_flash_f32(&c[i]);
     }
     p = p * x;
     return p + 1.0f;

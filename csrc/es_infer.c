@@ -2,6 +2,7 @@
 
 #include <string.h>
 
+#include "es_flash.h"
 #include "es_infer_config.h"
 
 /* ------------------------------------------------------------------------------------------ configuration */
@@ -47,7 +48,7 @@
 #endif
 
 #if ES_INFER_ALL || !defined(ES_INFER_UNWEIGHTED)
-#define ES_WEIGHT(m, t) ((m)->weights != 0 ? (int32_t)(m)->weights[(t)] : 1)
+#define ES_WEIGHT(m, t) ((m)->weights != 0 ? (int32_t)es_flash_u16(&(m)->weights[(t)]) : 1)
 #else
 #define ES_WEIGHT(m, t) 1
 #endif
@@ -82,20 +83,33 @@ int es_f32_le_bits(float x, float e)
 #endif
 #define ES_LE_INT(a, b) ((a) <= (b))
 
+/* ------------------------------------------------------------------------------------------ table reads */
+
+/* Every table of an es_forest (and the es_forest itself) is constant data in flash: read through es_flash.h. */
+#define ES_RD_uint8_t es_flash_u8
+#define ES_RD_uint16_t es_flash_u16
+#define ES_RD_int16_t es_flash_i16
+#define ES_RD_int32_t es_flash_i32
+#define ES_RD_float es_flash_f32
+#define ES_READ(T, p) ES_READ_(T, p) /* the T at address p */
+#define ES_READ_(T, p) ES_RD_##T(p)
+
 /* ------------------------------------------------------------------------------------------ leaves */
 
-/* acc[k] += TERM[k] for k < n, four at a time (fewer loop tests; compilers pack the four into vector adds) */
-#define ES_ADD_ROW(acc, TERM, n)                 \
-    do {                                         \
-        for (k = 0; k + 4u <= (n); k += 4u) {    \
-            acc[k] += TERM[k];                   \
-            acc[k + 1u] += TERM[k + 1u];         \
-            acc[k + 2u] += TERM[k + 2u];         \
-            acc[k + 3u] += TERM[k + 3u];         \
-        }                                        \
-        for (; k < (n); k++) {                   \
-            acc[k] += TERM[k];                   \
-        }                                        \
+/* acc[k] += w * row[k] for k < n (row: T values in flash), four at a time (fewer loop tests; compilers pack the
+ * four into vector adds) */
+#define ES_TERM(w, T, row, k) ((w) * (int32_t)ES_READ(T, &(row)[(k)]))
+#define ES_ADD_ROW(acc, w, T, row, n)                    \
+    do {                                                 \
+        for (k = 0; k + 4u <= (n); k += 4u) {            \
+            acc[k] += ES_TERM(w, T, row, k);             \
+            acc[k + 1u] += ES_TERM(w, T, row, k + 1u);   \
+            acc[k + 2u] += ES_TERM(w, T, row, k + 2u);   \
+            acc[k + 3u] += ES_TERM(w, T, row, k + 3u);   \
+        }                                                \
+        for (; k < (n); k++) {                           \
+            acc[k] += ES_TERM(w, T, row, k);             \
+        }                                                \
     } while (0)
 
 static inline void es_add_leaf(const es_forest *m, uint16_t t, uint16_t slot, int32_t *acc)
@@ -117,7 +131,7 @@ static inline void es_add_leaf(const es_forest *m, uint16_t t, uint16_t slot, in
     case ES_LEAVES_Q8: {
         const int32_t w = ES_WEIGHT(m, t);
         const uint8_t *row = (const uint8_t *)m->leaves + (uint32_t)slot * n;
-        ES_ADD_ROW(acc, w * (int32_t)row, n);
+        ES_ADD_ROW(acc, w, uint8_t, row, n);
         break;
     }
 #endif
@@ -125,14 +139,14 @@ static inline void es_add_leaf(const es_forest *m, uint16_t t, uint16_t slot, in
     case ES_LEAVES_Q15: {
         const int32_t w = ES_WEIGHT(m, t);
         const uint16_t *row = (const uint16_t *)m->leaves + (uint32_t)slot * n;
-        ES_ADD_ROW(acc, w * (int32_t)row, n);
+        ES_ADD_ROW(acc, w, uint16_t, row, n);
         break;
     }
 #endif
 #if ES_HAS_ADDITIVE
     case ES_LEAVES_ADDITIVE: {
         const int16_t *row = (const int16_t *)m->leaves + (uint32_t)slot * n;
-        ES_ADD_ROW(acc, (int32_t)row, n);
+        ES_ADD_ROW(acc, 1, int16_t, row, n);
         break;
     }
 #endif
@@ -156,7 +170,7 @@ ES_INLINE_LOOPS static void es_start(const es_forest *m, int32_t *acc)
 #if ES_HAS_ADDITIVE
     if (ES_KIND(m) == ES_LEAVES_ADDITIVE) {
         for (k = 0; k < m->n_scores; k++) {
-            acc[k] = m->base_score[k];
+            acc[k] = es_flash_i32(&m->base_score[k]);
         }
         return;
     }
@@ -237,8 +251,8 @@ static es_status es_finish(const es_forest *m, int32_t *acc, uint16_t *proba, ui
 
 /* ------------------------------------------------------------------------------------------ walkers */
 
-#define ES_EDGE_INLINE(i) (thr[(i)])
-#define ES_EDGE_INDEX(i) (edges[thr[(i)]])
+#define ES_EDGE_INLINE(X_T, THR_T, i) ES_READ(X_T, &thr[(i)])
+#define ES_EDGE_INDEX(X_T, THR_T, i) ES_READ(X_T, &edges[ES_READ(THR_T, &thr[(i)])])
 
 #define ES_WALK(NAME, X_T, C_T, THR_T, EDGE, LE)                                                \
     static void NAME(const es_forest *m, const X_T *x, int32_t *acc)                            \
@@ -249,24 +263,25 @@ static es_status es_finish(const es_forest *m, int32_t *acc, uint16_t *proba, ui
         const X_T *edges = (const X_T *)m->edges;                                               \
         const uint16_t *end = m->tree_base + 1;                                                  \
         const uint16_t *stop = end + m->n_trees;                                                 \
-        uint32_t first = m->tree_base[0];                                                        \
+        uint32_t first = es_flash_u16(m->tree_base);                                             \
         (void)edges;                                                                             \
         feature += first;                                                                        \
         thr += first;                                                                            \
         child += 2u * first;                                                                     \
         for (; end != stop; end++) {                                                             \
-            const uint32_t n_internal = (uint32_t)*end - first;                                  \
+            const uint32_t n_internal = (uint32_t)es_flash_u16(end) - first;                     \
             uint32_t i = 0;                                                                      \
             if (n_internal != 0u) {                                                              \
                 do {                                                                             \
-                    i = child[2u * i + (LE(x[feature[i]], EDGE(i)) ? 0u : 1u)];                  \
+                    i = ES_READ(C_T, &child[2u * i + (LE(x[es_flash_u8(&feature[i])],            \
+                                                          EDGE(X_T, THR_T, i)) ? 0u : 1u)]);     \
                 } while (i < n_internal);                                                        \
             }                                                                                    \
             es_add_leaf(m, (uint16_t)(end - m->tree_base - 1), (uint16_t)(i - n_internal), acc); \
             feature += n_internal;                                                               \
             thr += n_internal;                                                                   \
             child += 2u * n_internal;                                                            \
-            first = *end;                                                                        \
+            first = es_flash_u16(end);                                                           \
         }                                                                                        \
     }
 
@@ -282,34 +297,34 @@ static es_status es_finish(const es_forest *m, int32_t *acc, uint16_t *proba, ui
 #endif
 #endif
 
-#define ES_STEP(LE) i = 2u * i + 2u - (size_t)(LE(x[feature[i]], thr[i]))
+#define ES_STEP(LE, X_T) i = 2u * i + 2u - (size_t)(LE(x[es_flash_u8(&feature[i])], ES_READ(X_T, &thr[i])))
 
 /* Four trees at once, indices relative to the first one's tables: tree k's node a = k n + i has its children at
  * k n + 2i + 1 + r = 2a + (2 - k n) - (x <= e) (size_t arithmetic, wrapping), then slot a + k - n. */
-#define ES_STEP_FROM(LE, A, C) A = 2u * A + (C) - (size_t)(LE(x[feature[A]], thr[A]))
+#define ES_STEP_FROM(LE, X_T, A, C) A = 2u * A + (C) - (size_t)(LE(x[es_flash_u8(&feature[A])], ES_READ(X_T, &thr[A])))
 
 #if ES_INFER_WAYS == 4
-#define ES_WAYS_GROUP(LE)                                                                       \
+#define ES_WAYS_GROUP(LE, X_T, S_T)                                                                     \
     for (; t + 4u <= m->n_trees; t += 4u) {                                                     \
         size_t a0 = 0, a1 = n_nodes, a2 = 2u * n_nodes, a3 = 3u * n_nodes;                      \
         const size_t c1 = 2u - n_nodes, c2 = 2u - 2u * n_nodes, c3 = 2u - 3u * n_nodes;         \
         unsigned d;                                                                             \
         for (d = 0; d < depth; d++) {                                                           \
-            ES_STEP_FROM(LE, a0, 2u);                                                           \
-            ES_STEP_FROM(LE, a1, c1);                                                           \
-            ES_STEP_FROM(LE, a2, c2);                                                           \
-            ES_STEP_FROM(LE, a3, c3);                                                           \
+            ES_STEP_FROM(LE, X_T, a0, 2u);                                                           \
+            ES_STEP_FROM(LE, X_T, a1, c1);                                                           \
+            ES_STEP_FROM(LE, X_T, a2, c2);                                                           \
+            ES_STEP_FROM(LE, X_T, a3, c3);                                                           \
         }                                                                                       \
-        es_add_leaf(m, t, (uint16_t)slot[a0 - n_nodes], acc);                                   \
-        es_add_leaf(m, (uint16_t)(t + 1u), (uint16_t)slot[a1 + 1u - n_nodes], acc);             \
-        es_add_leaf(m, (uint16_t)(t + 2u), (uint16_t)slot[a2 + 2u - n_nodes], acc);             \
-        es_add_leaf(m, (uint16_t)(t + 3u), (uint16_t)slot[a3 + 3u - n_nodes], acc);             \
+        es_add_leaf(m, t, (uint16_t)ES_READ(S_T, &slot[a0 - n_nodes]), acc);                                   \
+        es_add_leaf(m, (uint16_t)(t + 1u), (uint16_t)ES_READ(S_T, &slot[a1 + 1u - n_nodes]), acc);             \
+        es_add_leaf(m, (uint16_t)(t + 2u), (uint16_t)ES_READ(S_T, &slot[a2 + 2u - n_nodes]), acc);             \
+        es_add_leaf(m, (uint16_t)(t + 3u), (uint16_t)ES_READ(S_T, &slot[a3 + 3u - n_nodes]), acc);             \
         feature += 4u * n_nodes;                                                                \
         thr += 4u * n_nodes;                                                                    \
         slot += 4u * (n_nodes + 1u);                                                            \
     }
 #else
-#define ES_WAYS_GROUP(LE)
+#define ES_WAYS_GROUP(LE, X_T, S_T)
 #endif
 
 #define ES_WALK_COMPLETE(NAME, X_T, S_T, LE)                                                    \
@@ -321,23 +336,23 @@ static es_status es_finish(const es_forest *m, int32_t *acc, uint16_t *proba, ui
         const size_t n_nodes = ((size_t)1 << m->depth) - 1u;                                    \
         const unsigned depth = m->depth;                                                        \
         uint16_t t = 0;                                                                         \
-        ES_WAYS_GROUP(LE)                                                                        \
+        ES_WAYS_GROUP(LE, X_T, S_T)                                                                      \
         for (; t < m->n_trees; t++) {                                                           \
             size_t i = 0;                                                                       \
             switch (depth) {                                                                    \
-            case 10: ES_STEP(LE); /* fall through */                                            \
-            case 9: ES_STEP(LE); /* fall through */                                             \
-            case 8: ES_STEP(LE); /* fall through */                                             \
-            case 7: ES_STEP(LE); /* fall through */                                             \
-            case 6: ES_STEP(LE); /* fall through */                                             \
-            case 5: ES_STEP(LE); /* fall through */                                             \
-            case 4: ES_STEP(LE); /* fall through */                                             \
-            case 3: ES_STEP(LE); /* fall through */                                             \
-            case 2: ES_STEP(LE); /* fall through */                                             \
-            case 1: ES_STEP(LE); /* fall through */                                             \
+            case 10: ES_STEP(LE, X_T); /* fall through */                                            \
+            case 9: ES_STEP(LE, X_T); /* fall through */                                             \
+            case 8: ES_STEP(LE, X_T); /* fall through */                                             \
+            case 7: ES_STEP(LE, X_T); /* fall through */                                             \
+            case 6: ES_STEP(LE, X_T); /* fall through */                                             \
+            case 5: ES_STEP(LE, X_T); /* fall through */                                             \
+            case 4: ES_STEP(LE, X_T); /* fall through */                                             \
+            case 3: ES_STEP(LE, X_T); /* fall through */                                             \
+            case 2: ES_STEP(LE, X_T); /* fall through */                                             \
+            case 1: ES_STEP(LE, X_T); /* fall through */                                             \
             default: break;                                                                     \
             }                                                                                   \
-            es_add_leaf(m, t, (uint16_t)slot[i - n_nodes], acc);                                \
+            es_add_leaf(m, t, (uint16_t)ES_READ(S_T, &slot[i - n_nodes]), acc);                                \
             feature += n_nodes;                                                                 \
             thr += n_nodes;                                                                     \
             slot += n_nodes + 1u;                                                               \
@@ -433,6 +448,19 @@ ES_WALK_COMPLETE(es_walk_i16_9, int16_t, uint16_t, ES_LE_INT)
 
 /* ------------------------------------------------------------------------------------------ entry points */
 
+/* The descriptor: read in place, or copied to *copy where flash is not addressed like RAM (AVR). */
+static const es_forest *es_descriptor(const es_forest *model, es_forest *copy)
+{
+#if ES_FLASH_SEPARATE
+    if (model != 0) {
+        es_flash_copy(copy, model, sizeof *copy);
+        return copy;
+    }
+#endif
+    (void)copy;
+    return model;
+}
+
 static es_status es_check(const es_forest *m, const void *x, const int32_t *acc)
 {
     if (m == 0 || x == 0 || acc == 0) {
@@ -453,7 +481,10 @@ static es_status es_check(const es_forest *m, const void *x, const int32_t *acc)
 es_status es_forest_predict_f32(const es_forest *model, const float *x, int32_t *scratch, uint16_t *proba,
                                 uint8_t *class_out)
 {
-    es_status status = es_check(model, x, scratch);
+    es_forest copy;
+    es_status status;
+    model = es_descriptor(model, &copy);
+    status = es_check(model, x, scratch);
     if (status != ES_OK) {
         return status;
     }
@@ -494,7 +525,10 @@ es_status es_forest_predict_f32(const es_forest *model, const float *x, int32_t 
 es_status es_forest_predict_i32(const es_forest *model, const int32_t *x, int32_t *scratch, uint16_t *proba,
                                 uint8_t *class_out)
 {
-    es_status status = es_check(model, x, scratch);
+    es_forest copy;
+    es_status status;
+    model = es_descriptor(model, &copy);
+    status = es_check(model, x, scratch);
     if (status != ES_OK) {
         return status;
     }
@@ -535,7 +569,10 @@ es_status es_forest_predict_i32(const es_forest *model, const int32_t *x, int32_
 es_status es_forest_predict_i16(const es_forest *model, const int16_t *x, int32_t *scratch, uint16_t *proba,
                                 uint8_t *class_out)
 {
-    es_status status = es_check(model, x, scratch);
+    es_forest copy;
+    es_status status;
+    model = es_descriptor(model, &copy);
+    status = es_check(model, x, scratch);
     if (status != ES_OK) {
         return status;
     }

@@ -19,7 +19,9 @@
  * sum (or sum[0] > 0 with one score), probabilities by es_additive_proba (es_fixed.c).
  *
  * The tables and sizes are arguments (an es_forest), so one compiled runtime serves every model; a generated
- * bundle only adds const tables, an es_infer_config.h and thin wrappers.
+ * bundle only adds const tables, an es_infer_config.h and thin wrappers. The es_forest and every table it points
+ * to are constant data defined with ES_FLASH (es_flash.h): on AVR they stay in program memory and are read with
+ * pgm_read_*, so the caller's es_forest must be in flash there too; elsewhere they are plain const data.
  */
 #ifndef ES_INFER_H
 #define ES_INFER_H

@@ -5,7 +5,8 @@ user can pass the path of their own. Fields (``?`` = optional):
 
 * ``name``, ``description``, ``cpu``, ``arch``, ``ram_bytes``, ``flash_bytes?`` (absent for boards that load
   programs from a disk), ``clock_hz``, ``fpu``, ``io``: how the firmware harness reads rows and writes results:
-  ``"semihosting"`` (bare metal under QEMU), ``"stdio"`` (Linux) or ``"none"`` (builds only);
+  ``"semihosting"`` (bare metal under QEMU), ``"stdio"`` (Linux), ``"uart"`` (AVR under simavr: the rows built
+  into the firmware's flash, the results written to USART0 as text) or ``"none"`` (builds only);
 * ``[toolchain]``: ``cc``, ``size``, ``nm``, ``readelf``, ``objdump``, ``cflags``, ``ldflags``, ``packages`` (the
   Debian packages that provide them), ``note?``;
 * ``[link]?``: the chip's memory map for bare-metal builds: ``flash`` and ``ram`` origins (picolibc's
@@ -25,7 +26,7 @@ from importlib import resources
 from pathlib import Path
 import tomllib
 
-IO_KINDS = ("semihosting", "stdio", "none")
+IO_KINDS = ("semihosting", "stdio", "uart", "none")
 EMULATOR_KINDS = ("qemu-system", "qemu-user", "simavr")
 
 
@@ -158,6 +159,8 @@ def check(board: Board, path: Path) -> None:
         fail("emulator.kind", f"must be one of {', '.join(EMULATOR_KINDS)}, got {emulator.kind!r}")
     if emulator.kind == "qemu-system" and not emulator.machine:
         fail("emulator.machine", "is required for qemu-system emulators")
+    if (board.io == "uart") != (emulator.kind == "simavr"):
+        fail("io", f"must be 'uart' with a simavr emulator and only then, got {board.io!r} with {emulator.kind!r}")
     if board.io == "semihosting":
         if emulator.link is None or None in (emulator.link.flash_size, emulator.link.ram_size):
             fail("emulator.link", "needs flash, flash_size, ram and ram_size for semihosting boards")

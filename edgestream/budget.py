@@ -2,8 +2,9 @@
 the largest configuration of its ladder that fits.
 
 RAM is the learner's state (the generated struct, laid out like the board's compiler does: natural alignment on
-ARM and x86, none on AVR), the stack the generated wrappers use for one call, and on AVR the constant tables
-(avr-gcc copies const data to RAM). Flash is every constant object of the bundle (exact for a fitted model: the
+ARM and x86, none on AVR), the stack the generated wrappers use for one call, and on AVR the state's config and
+pointer struct (the runtime reads them in place, so avr-gcc copies them to RAM; every other constant table stays in
+flash, ES_FLASH in csrc/es_flash.h). Flash is every constant object of the bundle (exact for a fitted model: the
 bin edges it really keeps, its nodes and leaf rows; the worst case for a configuration not trained yet), the
 initial image of the learning state (an initialized static struct sits in .data, whose image is in flash; an
 all-zero state goes to .bss and costs none), and the runtime code as compiled for the board when its toolchain
@@ -24,6 +25,7 @@ from . import learners
 from .emit import wrapper_stack_bytes
 from .checkpoint import image_layout
 from .export import generated_headers, runtime_modules, runtime_sources
+from .state import RAM_DESCRIPTORS
 
 STACK_NOTE = ("stack counts the generated wrapper's locals; `edgestream build` measures the deepest call chain "
               "of every API function")
@@ -168,10 +170,11 @@ def estimate(spec, board, model, n_features: int, n_classes: int, ram: int, flas
         reset_bytes = image_layout(layout).payload_bytes if image_bytes else 0
         if reset_bytes:
             notes.append(f"NAME_reset, when an application calls it, links a copy of the exported state's image: "
-                         f"{reset_bytes:,} more bytes of flash" + (" and of RAM (AVR copies const data)" if packed else ""))
+                         f"{reset_bytes:,} more bytes of flash")
     if not learners.is_fitted(model):
         notes.insert(0, "tables are the configuration's worst case; a trained model's exported tables are smaller")
-    copied = [Item("tables copy", "tables", sum(item.bytes for item in tables))] if packed else []
+    # AVR: the tables stay in flash (ES_FLASH); the state's descriptors are read in place, from RAM
+    copied = [item for item in tables if spec.state is not None and item.name in RAM_DESCRIPTORS] if packed else []
     fitted = learners.is_fitted(model)
     code, measured = code_flash(spec, board, generated_headers(model, optimize) if fitted else {})
     if not fitted:

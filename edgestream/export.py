@@ -51,8 +51,9 @@ def runtime_sources(modules=None) -> list[Path]:
 
 
 def runtime_modules(spec: learners.LearnerSpec) -> tuple[str, ...]:
-    """The csrc/ modules of a learner's bundles: its own, plus es_image for the state images of a learning state."""
-    return spec.runtime + (("es_image",) if spec.state is not None and spec.checkpoints else ())
+    """The csrc/ modules of a learner's bundles: its own, es_flash (the reads of constant tables in flash) and es_image
+    for the state images of a learning state."""
+    return spec.runtime + ("es_flash",) + (("es_image",) if spec.state is not None and spec.checkpoints else ())
 
 
 def bundle_context(model, name: str, optimize: str = "speed") -> tuple[dict, learners.LearnerSpec]:

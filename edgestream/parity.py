@@ -146,14 +146,17 @@ def encode_known(classes, y) -> np.ndarray:
 
 
 def compare_sizes(budget, build) -> dict:
-    """Predicted (the budget) against measured (the ELF) bytes of the model state, its tables, the state's
-    initial image and the code."""
+    """Predicted (the budget) against measured (the ELF) bytes of the model state, its constant objects (in RAM:
+    on AVR the state's config and pointer struct; in flash: all of them), the state's initial image and the
+    code."""
     def group(items, name):
         return sum(item.bytes for item in items if item.group == name)
 
-    predicted = {"state_ram": budget.state_bytes, "tables_flash": group(budget.flash, "tables"),
+    predicted = {"state_ram": budget.state_bytes, "tables_ram": group(budget.ram, "tables"),
+                 "tables_flash": group(budget.flash, "tables"),
                  "image_flash": group(budget.flash, "state image"), "code_flash": group(budget.flash, "code")}
-    measured = {"state_ram": build.state_bytes or 0, "tables_flash": build.tables_bytes,
+    measured = {"state_ram": build.state_bytes or 0, "tables_ram": build.tables_in_ram,
+                "tables_flash": build.tables_bytes,
                 "image_flash": build.state_image_bytes, "code_flash": build.code_bytes}
     return {"elf": build.elf, "board": build.board,
             **{key: {"predicted": predicted[key], "measured": measured[key]} for key in COMPARED}}

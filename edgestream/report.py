@@ -14,8 +14,8 @@ from pathlib import Path
 
 from .emit import environment
 
-COMPARED = {"state_ram": "static state RAM", "tables_flash": "tables flash", "image_flash": "state image flash",
-            "code_flash": "code flash"}
+COMPARED = {"state_ram": "static state RAM", "tables_ram": "tables RAM", "tables_flash": "tables flash",
+            "image_flash": "state image flash", "code_flash": "code flash"}
 
 
 def _pyplot():

@@ -40,7 +40,9 @@ INTEGER_DEFINE = re.compile(r"^\s*#define\s+(\w+)\s+(\d+)u?\s*$")
 def header_cdef(headers, directory: Path | None = None) -> str:
     """cffi declarations read from C headers themselves (and the headers they include from ``directory``, the
     runtime's by default), each once, included ones first: comments and preprocessor lines dropped, integer
-    constants kept, ``#ifdef __cplusplus`` blocks dropped. So the host sees exactly the declarations the device code compiles against."""
+    constants kept, ``#ifdef __cplusplus`` blocks and one-line ``static inline`` definitions (helpers private to
+    the C, such as es_flash.h's readers) dropped. So the host sees exactly the declarations the device code
+    compiles against."""
     directory = Path(directory) if directory else runtime_sources()[0].parent
     ordered: list[str] = []
 
@@ -62,7 +64,7 @@ def header_cdef(headers, directory: Path | None = None) -> str:
         for line in text.splitlines():
             if match := INTEGER_DEFINE.match(line):
                 lines.append(f"#define {match[1]} {match[2]}")
-            elif not line.lstrip().startswith("#"):
+            elif not line.lstrip().startswith(("#", "static inline ")):
                 lines.append(line)
     return "\n".join(line for line in lines if line.strip()) + "\n"
 

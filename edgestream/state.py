@@ -26,6 +26,10 @@ import numpy as np
 from .adwin import ADWIN_DTYPE
 from .tree import NODE_DTYPE
 
+# The bundle objects <name>_config and <name>_model (as a learner's ``tables`` names them): plain const data that
+# the runtime reads in place through pointers, so AVR keeps them in RAM (its other constant tables stay in flash).
+RAM_DESCRIPTORS = ("config", "model")
+
 # C type -> (size, alignment, numpy dtype) on the targets (ARM, x86; AVR packs everything to alignment 1)
 C_TYPES = {
     "uint8_t": (1, 1, np.dtype(np.uint8)),

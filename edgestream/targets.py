@@ -9,7 +9,9 @@ function (``-fstack-usage``). Bare-metal boards are linked with picolibc at the 
 Cortex-M, plain files under qemu-user). The harness reads ``rows.bin`` from its working directory: one mode byte
 (0 = predict, 1 = test-then-train), then per row the features as little-endian float32/int32/int16, followed in mode 1 by
 a uint8 class index. For every row it calls predict_proba, then predict, then (mode 1) learn, and writes to
-``results.bin`` the uint8 class and the uint16 Q15 probabilities. The exit status of the firmware is QEMU's.
+``results.bin`` the uint8 class and the uint16 Q15 probabilities. The exit status of the firmware is QEMU's. AVR has
+no files under simavr: the same input is a table in the firmware's flash, and the same results come back as hex
+text lines on USART0 (``io = "uart"``, :func:`uart_results`).
 
 Firmware is cached by a hash of its sources, the harness and the compiler commands in
 ``$EDGESTREAM_CACHE/targets`` (see :func:`edgestream.simulate.cache_dir`).
@@ -166,12 +168,15 @@ def tool(board: Board, name: str, *args) -> str:
     return subprocess.run(command, check=True, capture_output=True, text=True).stdout
 
 
-def render_harness(manifest: dict, board: Board) -> str:
+def render_harness(manifest: dict, board: Board, rows: bytes | None = None) -> str:
+    """The firmware's main: file I/O, the input ``rows`` in flash with results on the UART, or (builds, and boards
+    that cannot run) one row from a volatile buffer."""
     name = manifest["name"]
+    io = "none" if board.io == "none" else ("uart" if rows is not None else "none") if board.io == "uart" else "file"
     return environment().get_template("firmware_main.c.j2").render(
         name=name, NAME=name.upper(), input_type=C_TYPES[manifest["input_dtype"]],
-        learning=manifest["learning"], io="none" if board.io == "none" else "file",
-        input_file=INPUT_FILE, output_file=OUTPUT_FILE)
+        learning=manifest["learning"], io=io, input_file=INPUT_FILE, output_file=OUTPUT_FILE,
+        rows=list(rows or b""))
 
 
 def compile_commands(manifest: dict, board: Board, emulated: bool, out: Path) -> list[list[str]]:
@@ -186,12 +191,13 @@ def compile_commands(manifest: dict, board: Board, emulated: bool, out: Path) ->
     return commands
 
 
-def firmware(bundle_dir, board, emulated: bool, out_dir=None) -> Firmware:
-    """Compile the bundle and its harness for ``board`` (cached by content unless ``out_dir`` is given)."""
+def firmware(bundle_dir, board, emulated: bool, out_dir=None, rows: bytes | None = None) -> Firmware:
+    """Compile the bundle and its harness for ``board`` (cached by content unless ``out_dir`` is given); ``rows``:
+    the input built into a UART harness."""
     board = load_board(board)
     manifest = read_manifest(bundle_dir)
     require(board.toolchain.cc, board.toolchain.packages, board)
-    harness = render_harness(manifest, board)
+    harness = render_harness(manifest, board, rows)
     if out_dir is not None:
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
@@ -366,6 +372,8 @@ def class_indices(manifest: dict, y, n_rows: int) -> np.ndarray:
 def emulator_command(board: Board, elf: Path, options=()) -> list[str]:
     emulator = board.emulator
     command = require(emulator.command, emulator.packages, board)
+    if emulator.kind == "simavr":
+        return [command, "-m", board.cpu, "-f", str(board.clock_hz), *emulator.args, *options, str(elf)]
     if emulator.kind == "qemu-user":
         return [command, *emulator.args, *options, str(elf)]
     return [command, "-M", emulator.machine, "-display", "none", "-semihosting-config", "enable=on,target=native",
@@ -408,12 +416,17 @@ def run(bundle_dir, board, X, y=None, learn: bool = False, timeout: float = 60,
     instruction (slow: keep the stream short) and the result counts them per API call and row."""
     board = load_board(board)
     emulator = board.emulator
-    if board.io == "none" or emulator is None or emulator.kind == "simavr":
+    if board.io == "none" or emulator is None:
         raise TargetError(f"board {board.name} has no emulated file I/O; it can be built, not run")
     manifest = read_manifest(bundle_dir)
     rows = np.asarray(X)
     labels = class_indices(manifest, y, len(rows)) if learn else None
     payload = encode_rows(manifest, rows, labels)
+    if board.io == "uart":
+        if instructions:
+            raise TargetError(f"board {board.name}: instruction counts come from QEMU's log; {emulator.command} "
+                              "gives none")
+        return run_uart(bundle_dir, board, manifest, payload, len(rows), timeout)
     fw = firmware(bundle_dir, board, emulated=True)
     command = emulator_command(board, fw.elf, ["-singlestep", "-d", "exec,nochain", "-D", TRACE] * instructions)
     where = f"{emulator.command} {emulator.machine}".strip()
@@ -424,6 +437,40 @@ def run(bundle_dir, board, X, y=None, learn: bool = False, timeout: float = 60,
         classes, proba = decode_results(manifest, (Path(work) / OUTPUT_FILE).read_bytes(), len(rows), board)
         counts = count_instructions(Path(work) / TRACE, manifest["name"]) if instructions else None
     return RunResult(board.name, where, classes, proba, seconds, counts)
+
+
+UART_MAX_ROWS_FLASH = 0.5  # the share of the board's flash the rows built into a UART harness may take
+
+
+def run_uart(bundle_dir, board: Board, manifest: dict, payload: bytes, n_rows: int, timeout: float) -> RunResult:
+    """A run on a board without files (AVR under simavr): the input in the firmware's flash, results on USART0."""
+    limit = int(board.flash_bytes * UART_MAX_ROWS_FLASH)
+    if len(payload) > limit:
+        raise ValueError(f"{n_rows} rows take {len(payload):,} bytes; board {board.name} carries its input in flash: "
+                         f"at most {limit:,} bytes (run fewer rows at a time)")
+    fw = firmware(bundle_dir, board, emulated=True, rows=payload)
+    with tempfile.TemporaryDirectory(prefix="edgestream-run-") as work:
+        seconds = execute(emulator_command(board, fw.elf), Path(work), timeout, f"board {board.name}: "
+                          f"{board.emulator.command}")
+        text = "".join((Path(work) / f"emulator.{stream}").read_text(errors="replace") for stream in ("out", "err"))
+    classes, proba = decode_results(manifest, uart_results(text, board), n_rows, board)
+    return RunResult(board.name, board.emulator.command, classes, proba, seconds)
+
+
+ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def uart_results(text: str, board: Board) -> bytes:
+    """The results file's bytes from the harness's UART lines ('R' + hex per row, 'E' + hex exit status) as the
+    emulator prints them (simavr colours each line and shows control characters as '.')."""
+    lines = [line.rstrip(".") for line in ANSI_ESCAPE.sub("", text).splitlines()]
+    end = [line for line in lines if line.startswith("E")]
+    if not end:
+        raise TargetError(f"board {board.name}: the firmware ended without its exit line; output:\n" + text[-400:])
+    status = int(end[-1][1:], 16)
+    if status != 0:
+        raise TargetError(f"board {board.name}: the firmware exited with status {status} ({describe_exit(status)})")
+    return b"".join(bytes.fromhex(line[1:]) for line in lines if line.startswith("R"))
 
 
 def execute(command: list[str], work: Path, timeout: float, what: str, watch=None) -> float:

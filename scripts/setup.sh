@@ -1,21 +1,22 @@
 #!/usr/bin/env bash
-# Prepare a fresh machine: the cross toolchains and emulators (Debian packages) and a project-local venv
-# with edgestream installed in editable mode plus its test and benchmark extras.
+# Prepare a fresh machine: the cross toolchains and emulators (Debian packages), a project-local venv with
+# edgestream installed in editable mode plus its test and benchmark extras, and a venv per other supported Python
+# found on the machine (3.12, 3.13: scripts/pythons.py) for tests/test_pythons.py.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Cortex-M (picolibc, QEMU system mode; newlib and libstdc++ for the C++ of Arduino sketches), AVR, and ARM Linux
+# Cortex-M (picolibc, QEMU system mode; newlib and libstdc++ for the C++ of Arduino sketches), AVR (simavr runs it), and ARM Linux
 # boards (cross C libraries, QEMU user mode); clang for the fuzz targets (libFuzzer with ASan and UBSan ships with
 # Debian's clang).
 APT_PACKAGES="gcc-arm-none-eabi binutils-arm-none-eabi picolibc-arm-none-eabi qemu-system-arm make
     libnewlib-arm-none-eabi libstdc++-arm-none-eabi-newlib
-    gcc-avr binutils-avr avr-libc
+    gcc-avr binutils-avr avr-libc simavr
     gcc-arm-linux-gnueabihf libc6-dev-armhf-cross gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
     clang"
 
 missing_tools() {
     for tool in arm-none-eabi-gcc arm-none-eabi-g++ arm-none-eabi-size arm-none-eabi-readelf arm-none-eabi-objdump qemu-system-arm \
-        avr-gcc avr-size avr-readelf avr-objdump arm-linux-gnueabihf-gcc aarch64-linux-gnu-gcc \
+        avr-gcc avr-size avr-readelf avr-objdump simavr arm-linux-gnueabihf-gcc aarch64-linux-gnu-gcc \
         qemu-arm qemu-aarch64 make cc clang; do
         command -v "$tool" >/dev/null 2>&1 || echo "$tool"
     done
@@ -39,3 +40,4 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -e ".[test,bench]"
+.venv/bin/python scripts/pythons.py setup

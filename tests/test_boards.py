@@ -30,7 +30,7 @@ def test_built_in_boards_are_complete(name):
     ("stm32f411", "cortex-m4", 128 * 1024, 512 * 1024, True, "mps2-an386"),
     ("nrf52840", "cortex-m4", 256 * 1024, 1024 * 1024, True, "mps2-an386"),
     ("stm32h743", "cortex-m7", 512 * 1024, 2 * 1024 * 1024, True, "mps2-an500"),
-    ("atmega328p", "atmega328p", 2048, 32 * 1024, False, "arduino-uno"),
+    ("atmega328p", "atmega328p", 2048, 32 * 1024, False, ""),  # simavr: no machine, -m atmega328p
 ])
 def test_microcontroller_profiles(name, cpu, ram, flash, fpu, machine):
     board = load_board(name)
@@ -100,7 +100,9 @@ def edit(path: Path, pattern: str, replacement: str) -> Path:
     (r"^cc = .*$", "", "missing field 'toolchain.cc'"),
     (r"^clock_hz", "clock_mhz", "unknown field 'clock_mhz'"),
     (r"^machine = .*$", 'machin = "mps2-an386"', "unknown field 'emulator.machin'"),
-    (r"^io = .*$", 'io = "uart"', "field 'io' must be one of semihosting, stdio, none, got 'uart'"),
+    (r"^io = .*$", 'io = "serial"', "field 'io' must be one of semihosting, stdio, uart, none, got 'serial'"),
+    (r"^io = .*$", 'io = "uart"', "field 'io' must be 'uart' with a simavr emulator and only then, got 'uart' with "
+                                  "'qemu-system'"),
     (r"^kind = .*$", 'kind = "renode"', "field 'emulator.kind' must be one of"),
     (r"^ram_bytes = .*$", "ram_bytes = 0", "field 'ram_bytes' must be positive"),
     (r"^fpu = true", "fpu = true\nfpu = false", "is not valid TOML"),
