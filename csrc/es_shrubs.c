@@ -77,7 +77,7 @@ static ES_NOINLINE void es_pair_update(const es_shrubs *model, uint32_t row, int
         const uint16_t *ha = &leaf_values[((a << depth) + cache[a]) * n_classes];
         const uint16_t *oa = &leaf_values[(uint32_t)old_leaf[i] * n_classes];
         uint32_t *gram_a = &gram[a * slots];
-        model->label_sum[a] += ha[y] - (has_old ? oa[old_label] : 0u);
+        model->label_sum[a] += (uint32_t)ha[y] - (has_old ? (uint32_t)oa[old_label] : 0u); /* 32-bit even where int is 16 */
         for (j = i; j < n; j++) {
             const uint32_t b = cand_slot[j];
             const uint16_t *hb = &leaf_values[((b << depth) + cache[b]) * n_classes];

@@ -251,3 +251,19 @@ def test_every_model_byte_of_the_elf_is_predicted(bundles, kind, board):
         assert sizes[key]["predicted"] == sizes[key]["measured"], key
     assert (sizes["tables_ram"]["measured"] > 0) == (kind == "shrubs")  # a frozen model's RAM is its stack alone
     assert (sizes["image_flash"]["measured"] > 0) == (kind == "shrubs")  # the shrubs have learned 40 rows
+
+
+@pytest.mark.parametrize("learner", [name for name, spec in edgestream.learners.REGISTRY.items() if spec.learning])
+def test_every_learning_learner_learns_on_the_uno_as_in_python(capsys, tmp_path, sea, learner):
+    """Planned for the ATmega328P (16-bit int, soft float, tables in flash), fitted, exported and run test-then-train
+    under simavr: every prediction equals the Python model's (a 16-bit int promotion in the C would show here)."""
+    _, _, path = sea
+    model, bundle = tmp_path / "m.esm", tmp_path / "b"
+    assert run(capsys, "fit", path, "--label", "label", "--learner", learner, "--ram", "1500",
+               "--board", "atmega328p", "-o", model)[0] == 0
+    assert run(capsys, "export", model, "-o", bundle, "--name", "uno")[0] == 0
+    code, out, _ = run(capsys, "simulate", bundle, path, "--label", "label", "--learn", "--target", "qemu",
+                       "--board", "atmega328p", "--json")
+    report = json.loads(out)
+    assert code == 0 and report["n"] == 400 and report["mismatches"] == 0
+    assert report["accuracy"] == report["python_accuracy"]

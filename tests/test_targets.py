@@ -136,8 +136,6 @@ def test_forest_on_avr_under_simavr_equals_python(forest):
         run(bundle, "atmega328p", X[:2], instructions=True)
 
 
-@pytest.mark.xfail(strict=True, reason="found by the AVR run: the shrubs' learning on the ATmega328P leaves Python's "
-                                       "results once shrubs are trained (their predictions before learning match)")
 def test_shrubs_learning_on_avr_under_simavr_equals_python(shrubs):
     _, bundle, X, y, classes, proba = shrubs
     result = run(bundle, "atmega328p", X[:100], y[:100], learn=True)
