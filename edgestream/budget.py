@@ -2,7 +2,8 @@
 the largest configuration of its ladder that fits.
 
 RAM is the learner's state (the generated struct, laid out like the board's compiler does: natural alignment on
-ARM and x86, none on AVR), the stack the generated wrappers use for one call, and on AVR the state's config and
+ARM and x86, none on AVR), the stack of one call (the wrapper's locals plus the runtime's deepest call chain as
+compiled for the board), and on AVR the state's config and
 pointer struct (the runtime reads them in place, so avr-gcc copies them to RAM; every other constant table stays in
 flash, ES_FLASH in csrc/es_flash.h). Flash is every constant object of the bundle (exact for a fitted model: the
 bin edges it really keeps, its nodes and leaf rows; the worst case for a configuration not trained yet), the
@@ -21,14 +22,15 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from . import learners
+from . import learners, targets
 from .emit import wrapper_stack_bytes
 from .checkpoint import image_layout
 from .export import generated_headers, runtime_modules, runtime_sources
 from .state import RAM_DESCRIPTORS
 
-STACK_NOTE = ("stack counts the generated wrapper's locals; `edgestream build` measures the deepest call chain "
-              "of every API function")
+STACK_NOTE = ("stack is the generated wrapper's locals plus the deepest call chain of the runtime as compiled for "
+              "the board (GCC's -fstack-usage frames over the call graph of its objects); `edgestream build` "
+              "measures it on the linked firmware")
 
 
 @dataclass(frozen=True)
@@ -88,31 +90,36 @@ class Budget:
         return "\n".join(lines)
 
 
-def call_stack(n_features: int, n_classes: int) -> Item:
-    return Item("call locals", "stack", wrapper_stack_bytes(n_features, n_classes))
+@dataclass(frozen=True)
+class Runtime:
+    """The runtime's files as compiled for a board: text+data bytes of each, and its deepest call chain."""
+
+    code: dict[str, int]
+    stack: int
 
 
-def code_flash(spec, board, headers: dict[str, str] | None = None) -> tuple[list[Item], bool]:
-    """Runtime code compiled for the board (with a model's generated ``headers`` in front of the runtime's own);
-    none (and False) when the board's compiler is not installed."""
+def call_stack(n_features: int, n_classes: int, runtime: Runtime | None) -> Item:
+    return Item("call chain", "stack", wrapper_stack_bytes(n_features, n_classes) + (runtime.stack if runtime else 0))
+
+
+def code_flash(runtime: Runtime | None) -> list[Item]:
+    """Runtime code compiled for the board; none when the board's compiler is not installed."""
+    return [Item(Path(name).stem, "code", size) for name, size in runtime.code.items()] if runtime else []
+
+
+_RUNTIME_CACHE: dict[str, Runtime] = {}
+
+
+def compiled_runtime(spec, board, headers: dict[str, str]) -> Runtime | None:
+    """The learner's runtime files compiled at -Os for the board (with a model's generated ``headers`` in front of
+    the runtime's own), or None without the board's compiler."""
     sources = [p for p in runtime_sources(runtime_modules(spec)) if p.suffix == ".c"]
-    sizes = measured_code_bytes(board, sources, headers or {})
-    if sizes is None:
-        return [], False
-    return [Item(p.stem, "code", sizes[p.name]) for p in sources], True
-
-
-_CODE_CACHE: dict[str, dict] = {}
-
-
-def measured_code_bytes(board, sources: list[Path], headers: dict[str, str]) -> dict | None:
-    """text+data bytes of each runtime file compiled at -Os for the board, or None without its compiler."""
     key = hashlib.sha256(json.dumps([board.name, board.toolchain.cc, board.toolchain.cflags, headers,
                                      [p.name for p in sources]]).encode()
                          + b"".join(p.read_bytes() for p in runtime_sources())).hexdigest()
-    if key in _CODE_CACHE:
-        return _CODE_CACHE[key]
-    sizes = {}
+    if key in _RUNTIME_CACHE:
+        return _RUNTIME_CACHE[key]
+    sizes, calls = {}, {}
     with tempfile.TemporaryDirectory() as tmp:
         for source in runtime_sources():  # a bundle's copy of the runtime, its generated headers replacing defaults
             shutil.copyfile(source, Path(tmp) / source.name)
@@ -122,14 +129,18 @@ def measured_code_bytes(board, sources: list[Path], headers: dict[str, str]) -> 
             obj = Path(tmp) / (source.stem + ".o")
             try:
                 subprocess.run([board.toolchain.cc, *board.toolchain.cflags, "-std=c99", "-Os", "-ffunction-sections",
-                                "-c", str(Path(tmp) / source.name), "-o", str(obj)], check=True, capture_output=True)
+                                "-fstack-usage", "-c", str(Path(tmp) / source.name), "-o", str(obj)],
+                               check=True, capture_output=True)
                 out = subprocess.run([board.toolchain.size, str(obj)], check=True, capture_output=True, text=True)
-            except (OSError, subprocess.CalledProcessError):
+                calls.update(targets.call_graph(targets.tool(board, "objdump", "-dr", "--no-show-raw-insn", obj)))
+            except (OSError, subprocess.CalledProcessError, targets.ToolchainMissing):
                 return None
             text, data = (int(v) for v in out.stdout.splitlines()[1].split()[:2])
             sizes[source.name] = text + data
-    _CODE_CACHE[key] = sizes
-    return sizes
+        frames = {usage.function: usage.bytes for usage in targets.stack_usage(Path(tmp))}
+    chains = targets.worst_stack(calls, frames, calls)
+    _RUNTIME_CACHE[key] = Runtime(sizes, max(chains.values(), default=0))
+    return _RUNTIME_CACHE[key]
 
 
 def is_avr(board) -> bool:
@@ -176,14 +187,15 @@ def estimate(spec, board, model, n_features: int, n_classes: int, ram: int, flas
     # AVR: the tables stay in flash (ES_FLASH); the state's descriptors are read in place, from RAM
     copied = [item for item in tables if spec.state is not None and item.name in RAM_DESCRIPTORS] if packed else []
     fitted = learners.is_fitted(model)
-    code, measured = code_flash(spec, board, generated_headers(model, optimize) if fitted else {})
+    runtime = compiled_runtime(spec, board, generated_headers(model, optimize) if fitted else {})
     if not fitted:
         notes.append("code is compiled with every variant of the runtime; an exported model compiles only its own")
-    if not measured:
-        notes.append(f"runtime code not counted: {board.toolchain.cc} is not installed (scripts/setup.sh installs it)")
+    if runtime is None:
+        notes.append(f"runtime code and its stack not counted: {board.toolchain.cc} is not installed "
+                     "(scripts/setup.sh installs it)")
     return Budget(spec.name, board.name, size_config(spec, model, n_features, n_classes), model.get_params(),
-                  state + sequence + [call_stack(n_features, n_classes)] + copied, tables + image + code, ram, flash,
-                  measured, notes)
+                  state + sequence + [call_stack(n_features, n_classes, runtime)] + copied,
+                  tables + image + code_flash(runtime), ram, flash, runtime is not None, notes)
 
 
 def plan(learner: str, board, n_features: int, n_classes: int, ram: int | None = None, flash: int | None = None,

@@ -148,16 +148,18 @@ def encode_known(classes, y) -> np.ndarray:
 def compare_sizes(budget, build) -> dict:
     """Predicted (the budget) against measured (the ELF) bytes of the model state, its constant objects (in RAM:
     on AVR the state's config and pointer struct; in flash: all of them), the state's initial image and the
-    code."""
+    code, and the stack of the deepest API call (the harness's main left out)."""
     def group(items, name):
         return sum(item.bytes for item in items if item.group == name)
 
     predicted = {"state_ram": budget.state_bytes, "tables_ram": group(budget.ram, "tables"),
                  "tables_flash": group(budget.flash, "tables"),
-                 "image_flash": group(budget.flash, "state image"), "code_flash": group(budget.flash, "code")}
+                 "image_flash": group(budget.flash, "state image"), "code_flash": group(budget.flash, "code"),
+                 "stack": group(budget.ram, "stack")}
     measured = {"state_ram": build.state_bytes or 0, "tables_ram": build.tables_in_ram,
                 "tables_flash": build.tables_bytes,
-                "image_flash": build.state_image_bytes, "code_flash": build.code_bytes}
+                "image_flash": build.state_image_bytes, "code_flash": build.code_bytes,
+                "stack": max((size for function, size in build.stack_max.items() if function != "main"), default=0)}
     return {"elf": build.elf, "board": build.board,
             **{key: {"predicted": predicted[key], "measured": measured[key]} for key in COMPARED}}
 

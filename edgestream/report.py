@@ -15,7 +15,7 @@ from pathlib import Path
 from .emit import environment
 
 COMPARED = {"state_ram": "static state RAM", "tables_ram": "tables RAM", "tables_flash": "tables flash",
-            "image_flash": "state image flash", "code_flash": "code flash"}
+            "image_flash": "state image flash", "code_flash": "code flash", "stack": "deepest call stack"}
 
 
 def _pyplot():

@@ -304,15 +304,19 @@ def stack_usage(directory: Path) -> list[StackUsage]:
 FUNCTION_LINE = re.compile(r"^[0-9a-f]+ <([^>]+)>:$")
 INSTRUCTION_LINE = re.compile(r"^\s*[0-9a-f]+:\t")
 REFERENCE = re.compile(r"<([^>+]+)>")
+RELOCATION_LINE = re.compile(r"^\s*[0-9a-f]+: R_\w+\s+(?:\.text\.)?([A-Za-z_]\w*)")
 
 
 def call_graph(disassembly: str) -> dict[str, set[str]]:
-    """Function -> functions it calls or jumps to, from ``objdump -d`` of the linked ELF (``<symbol>`` operands;
-    branches inside a function read ``<symbol+offset>``)."""
+    """Function -> functions it calls or jumps to, from ``objdump -dr`` of a linked ELF (``<symbol>`` operands;
+    branches inside a function read ``<symbol+offset>``) or of an object compiled with -ffunction-sections, whose
+    calls are relocations (against the callee or its section ``.text.<callee>``)."""
     calls, current = {}, None
     for line in disassembly.splitlines():
         if match := FUNCTION_LINE.match(line):
             current = calls.setdefault(match[1], set())
+        elif current is not None and (match := RELOCATION_LINE.match(line)):
+            current.add(match[1])
         elif current is not None and INSTRUCTION_LINE.match(line):
             current.update(REFERENCE.findall(line))
     for function, callees in calls.items():
@@ -427,7 +431,7 @@ def run(bundle_dir, board, X, y=None, learn: bool = False, timeout: float = 60,
             raise TargetError(f"board {board.name}: instruction counts come from QEMU's log; {emulator.command} "
                               "gives none")
         return run_uart(bundle_dir, board, manifest, payload, len(rows), timeout)
-    fw = firmware(bundle_dir, board, emulated=True)
+    fw = check_ram(firmware(bundle_dir, board, emulated=True))
     command = emulator_command(board, fw.elf, ["-singlestep", "-d", "exec,nochain", "-D", TRACE] * instructions)
     where = f"{emulator.command} {emulator.machine}".strip()
     with tempfile.TemporaryDirectory(prefix="edgestream-run-") as work:
@@ -439,6 +443,18 @@ def run(bundle_dir, board, X, y=None, learn: bool = False, timeout: float = 60,
     return RunResult(board.name, where, classes, proba, seconds, counts)
 
 
+def check_ram(fw: Firmware) -> Firmware:
+    """Refuse firmware whose static RAM and deepest stack exceed the board's RAM: its stack would overwrite the
+    state (no MMU or guard on a microcontroller) and the run would report mismatches instead of the cause."""
+    built = report(fw)
+    if built.ram_peak > built.ram_bytes:
+        static = built.ram_used - built.stack_reserved
+        raise TargetError(f"board {built.board}: the firmware needs {built.ram_peak:,} bytes of RAM ({static:,} "
+                          f"static, {built.ram_peak - static:,} of stack on its deepest call chain) and the board has "
+                          f"{built.ram_bytes:,}: plan the model for less RAM (fit --ram)")
+    return fw
+
+
 UART_MAX_ROWS_FLASH = 0.5  # the share of the board's flash the rows built into a UART harness may take
 
 
@@ -448,7 +464,7 @@ def run_uart(bundle_dir, board: Board, manifest: dict, payload: bytes, n_rows: i
     if len(payload) > limit:
         raise ValueError(f"{n_rows} rows take {len(payload):,} bytes; board {board.name} carries its input in flash: "
                          f"at most {limit:,} bytes (run fewer rows at a time)")
-    fw = firmware(bundle_dir, board, emulated=True, rows=payload)
+    fw = check_ram(firmware(bundle_dir, board, emulated=True, rows=payload))
     with tempfile.TemporaryDirectory(prefix="edgestream-run-") as work:
         seconds = execute(emulator_command(board, fw.elf), Path(work), timeout, f"board {board.name}: "
                           f"{board.emulator.command}")

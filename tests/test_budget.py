@@ -17,7 +17,7 @@ def test_shrubs_plan_fits_the_budget_and_is_the_largest_on_the_ladder(ram):
     budget = plan("shrubs", board, n_features=6, n_classes=2, ram=ram)
     assert budget.fits and budget.ram_bytes <= ram
     names = [item.name for item in budget.ram]
-    assert {"window_bins", "nodes", "leaf_values", "weights", "leaf_index", "call locals"} <= set(names)
+    assert {"window_bins", "nodes", "leaf_values", "weights", "leaf_index", "call chain"} <= set(names)
     bigger = ShrubEnsemble(window_size=budget.config["window_size"] * 2, max_shrubs=budget.config["max_shrubs"],
                            max_depth=budget.config["max_depth"])
     assert bigger.state_bytes(6, 2) + 6 + 12 > ram or budget.config["window_size"] == 256

@@ -62,7 +62,7 @@ def test_budget_text_json_and_html(capsys, tmp_path, sea):
     argv = ["budget", "--learner", "shrubs", "--board", "stm32f411", "--ram", "8KiB", "--features", 3, "--classes", 2]
     code, out, _ = run(capsys, *argv)
     assert code == 0 and out.startswith("shrubs on stm32f411: window_size=64, max_shrubs=16, max_depth=4")
-    assert "RAM: 6,991 of 8,192 bytes" in out and "\n  fits\n" in out
+    assert "RAM: 7,291 of 8,192 bytes" in out and "\n  fits\n" in out
     code, out, _ = run(capsys, *argv, "--window", 32, "--json")
     report = json.loads(out)
     assert code == 0 and report["fits"] and report["config"]["window_size"] == 32 and report["ram_budget"] == 8192
@@ -251,6 +251,10 @@ def test_every_model_byte_of_the_elf_is_predicted(bundles, kind, board):
         assert sizes[key]["predicted"] == sizes[key]["measured"], key
     assert (sizes["tables_ram"]["measured"] > 0) == (kind == "shrubs")  # a frozen model's RAM is its stack alone
     assert (sizes["image_flash"]["measured"] > 0) == (kind == "shrubs")  # the shrubs have learned 40 rows
+    # the stack: the runtime's deepest chain as compiled for the board plus the wrapper's locals (its saved
+    # registers are not counted, the runtime's chain may be deeper than the calls a harness makes)
+    stack = sizes["stack"]
+    assert abs(stack["predicted"] - stack["measured"]) <= 0.1 * stack["measured"], stack
 
 
 @pytest.mark.parametrize("learner", [name for name, spec in edgestream.learners.REGISTRY.items() if spec.learning])
@@ -259,8 +263,8 @@ def test_every_learning_learner_learns_on_the_uno_as_in_python(capsys, tmp_path,
     under simavr: every prediction equals the Python model's (a 16-bit int promotion in the C would show here)."""
     _, _, path = sea
     model, bundle = tmp_path / "m.esm", tmp_path / "b"
-    assert run(capsys, "fit", path, "--label", "label", "--learner", learner, "--ram", "1500",
-               "--board", "atmega328p", "-o", model)[0] == 0
+    assert run(capsys, "fit", path, "--label", "label", "--learner", learner, "--ram", "1900", "--board", "atmega328p",
+               "-o", model)[0] == 0  # 148 of the 2,048 bytes left to the harness
     assert run(capsys, "export", model, "-o", bundle, "--name", "uno")[0] == 0
     code, out, _ = run(capsys, "simulate", bundle, path, "--label", "label", "--learn", "--target", "qemu",
                        "--board", "atmega328p", "--json")

@@ -4,6 +4,7 @@ The toolchains and emulators come from scripts/setup.sh; a missing one fails wit
 Debian package (nothing here is skipped).
 """
 
+import dataclasses
 import json
 import subprocess
 
@@ -220,3 +221,13 @@ def test_a_failing_compile_shows_the_command_and_the_packages(forest, tmp_path):
     with pytest.raises(TargetError, match=r"(?s)building for stm32f411 failed:\n\$ .*-mcpu=nonsense.*"
                                           r"Debian packages gcc-arm-none-eabi"):
         build(bundle, board)
+
+
+def test_firmware_whose_stack_would_overwrite_the_state_is_refused(forest):
+    """No guard stops a microcontroller's stack at the state: a run that needs more RAM than the board has is
+    refused with the figures, not reported as mismatches."""
+    _, bundle, X = forest
+    small = dataclasses.replace(load_board("atmega328p"), ram_bytes=64)
+    with pytest.raises(TargetError, match=r"board atmega328p: the firmware needs [\d,]+ bytes of RAM \([\d,]+ static, "
+                                          r"[\d,]+ of stack on its deepest call chain\) and the board has 64"):
+        run(bundle, small, X[:5])
