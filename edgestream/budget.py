@@ -24,6 +24,8 @@ from . import learners
 from .emit import wrapper_stack_bytes
 from .checkpoint import image_layout
 from .export import generated_headers, runtime_modules, runtime_sources
+from .tree import CLASSES, FEATURES
+from .units import BYTES
 
 STACK_NOTE = ("stack counts the generated wrapper's locals; `edgestream build` measures the deepest call chain "
               "of every API function")
@@ -201,6 +203,11 @@ def configurations(learner: str, board, n_features: int, n_classes: int, ram: in
     """The budget of every distinct configuration of ``grid`` (default: the learner's ladder), in its order, the
     parameters given (not None) fixed; budgets larger than the board's are refused."""
     spec = learners.get(learner)
+    FEATURES.check(n_features)
+    CLASSES.check(n_classes)
+    for name, value in (("ram", ram), ("flash", flash)):
+        if value is not None:
+            BYTES.check(value, name)
     ram = board.ram_bytes if ram is None else ram
     flash = board.flash_bytes if flash is None else flash
     for name, value, limit in (("RAM", ram, board.ram_bytes), ("flash", flash, board.flash_bytes)):

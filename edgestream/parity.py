@@ -18,8 +18,7 @@ import numpy as np
 from . import targets
 from .boards import load_board
 from .evaluate import compare_predictions, prequential
-from .export import read_manifest
-from .modelfile import load_model
+from .export import load_bundle_model, read_manifest
 from .report import COMPARED
 
 
@@ -42,7 +41,7 @@ class HostTarget:
 
     def python_copy(self):
         """The exported Python model, fresh: the bundle's own stays untouched."""
-        return load_model(self.directory / self.bundle.manifest["model"])
+        return load_bundle_model(self.bundle.manifest)
 
     def outputs(self, X) -> tuple[np.ndarray, np.ndarray]:
         return self.bundle.predict_encoded(X), self.bundle.predict_proba_q15(X)
@@ -58,10 +57,11 @@ class EmulatedTarget:
     """A bundle cross-compiled for a board and run under its emulator, all rows in one run."""
 
     def __init__(self, directory, board, timeout: float = 60):
+        self.board = load_board(board)
+        targets.check_runnable(self.board)
+        self.timeout = targets.TIMEOUT.check(timeout)
         self.directory = Path(directory).resolve()
         self.manifest = read_manifest(self.directory)
-        self.board = load_board(board)
-        self.timeout = timeout
         self.model = self.python_copy()
         self.learning = self.manifest["learning"]
         self.report_fields = {"target": "qemu", "board": self.board.name}
@@ -69,7 +69,7 @@ class EmulatedTarget:
         self.where = f"{directory} on {self.board.name} under {self.emulator}"
 
     def python_copy(self):
-        return load_model(self.directory / self.manifest["model"])
+        return load_bundle_model(self.manifest)
 
     def outputs(self, X) -> tuple[np.ndarray, np.ndarray]:
         result = targets.run(self.directory, self.board, X, timeout=self.timeout)

@@ -30,6 +30,10 @@ from .budget import Budget, configurations, not_fitting
 from .data import device_input
 from .evaluate import prequential
 from .online import BINS_ROWS, check_stream, start_online
+from .ranges import Range
+
+WORKERS = Range("workers", 1, 1024)  # local worker processes of a search
+RATE = Range("rate", 0.0, None, float, above=True)  # samples per second the device must learn
 
 
 CURVE_BUDGETS = tuple(kib * 1024 for kib in (2, 4, 8, 16, 32))
@@ -122,8 +126,10 @@ def search(learner: str, board, X, y, ram: int | None = None, flash: int | None 
     X, y = np.asarray(X), np.asarray(y)
     classes = check_stream(X, y)
     n_features, n_classes = X.shape[1], len(classes)
-    if rate is not None and not (isinstance(rate, (int, float)) and np.isfinite(rate) and rate > 0):
-        raise ValueError(f"--rate {rate!r} must be a positive number of samples per second")
+    if rate is not None:
+        RATE.check(rate)
+    if workers is not None:
+        WORKERS.check(workers)
     budgets = configurations(learner, board, n_features, n_classes, ram, flash, optimize, spec.search_grid,
                              **(params or {}))
     candidates = [Candidate(budget) for budget in budgets]

@@ -29,7 +29,7 @@ import numpy as np
 from . import learners
 from .emit import C_TYPES
 from .encoding import LEAF_CODES
-from .export import read_manifest, runtime_sources
+from .export import load_bundle_model, read_manifest, runtime_sources
 from .frozen import scratch_size
 from .state import C_TYPES as STATE_C_TYPES
 
@@ -160,15 +160,13 @@ class Bundle:
     """A generated bundle compiled for the host; predictions come from its C code."""
 
     def __init__(self, directory):
-        from .modelfile import load_model
-
         self.directory = Path(directory).resolve()  # cffi compiles elsewhere: includes must be absolute
         self.manifest = read_manifest(self.directory)
         self.name = self.manifest["name"]
         self.input_dtype = self.manifest["input_dtype"]
         self.n_features = self.manifest["n_features"]
         self.n_classes = self.manifest["n_classes"]
-        self.model = load_model(self.directory / self.manifest["model"])
+        self.model = load_bundle_model(self.manifest)
         self.learning = self.manifest["learning"]
         include = Path(self.manifest["include_directory"])
         cdef = header_cdef([f"{self.name}.h"], include)

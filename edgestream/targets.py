@@ -31,9 +31,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .boards import Board, load_board
+from .boards import Board, board_names, load_board
+from .ranges import Range
 from .emit import C_TYPES, environment
-from .export import read_manifest
+from .export import load_bundle_model, read_manifest
 from .simulate import cache_dir
 
 COMPILE_FLAGS = ("-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-Os", "-ffunction-sections",
@@ -59,6 +60,26 @@ class TargetError(RuntimeError):
 
 class EmulatorTimeout(TimeoutError):
     """The emulator did not finish in time."""
+
+
+class NotRunnable(TargetError, ValueError):
+    """A board whose emulator cannot run programs with file I/O (it can be built, not run): a usage error."""
+
+
+TIMEOUT = Range("timeout", 0.0, 24 * 3600.0, float, above=True)  # seconds an emulator run may take
+
+
+def check_runnable(board) -> None:
+    """Refuse a board that has no emulator able to run the firmware harness (before any build)."""
+    if not runs_programs(board):
+        runnable = ", ".join(name for name in board_names() if runs_programs(load_board(name)))
+        raise NotRunnable(f"board {board.name} has no emulated file I/O; it can be built, not run (boards that "
+                          f"run: {runnable})")
+
+
+def runs_programs(board) -> bool:
+    """The board's emulator runs the firmware harness (reads rows, writes results)."""
+    return board.io != "none" and board.emulator is not None and board.emulator.kind != "simavr"
 
 
 @dataclass
@@ -352,14 +373,12 @@ def decode_results(manifest: dict, raw: bytes, n_rows: int, board: Board) -> tup
 
 def class_indices(manifest: dict, y, n_rows: int) -> np.ndarray:
     """Labels of the model's classes -> class indices, for a learning bundle."""
-    from .modelfile import load_model
-
     if not manifest["learning"]:
         raise ValueError(f"bundle {manifest['directory']} holds a frozen {manifest['learner']} model; it cannot learn")
     if y is None or len(y) != n_rows:
         raise ValueError(f"learning needs one label per row: {n_rows} rows, "
                          f"{'no labels' if y is None else f'{len(y)} labels'}")
-    model = load_model(Path(manifest["directory"]) / manifest["model"])
+    model = load_bundle_model(manifest)
     return np.array([model.encode_label(label) for label in y], dtype=np.uint8)
 
 
@@ -408,8 +427,8 @@ def run(bundle_dir, board, X, y=None, learn: bool = False, timeout: float = 60,
     instruction (slow: keep the stream short) and the result counts them per API call and row."""
     board = load_board(board)
     emulator = board.emulator
-    if board.io == "none" or emulator is None or emulator.kind == "simavr":
-        raise TargetError(f"board {board.name} has no emulated file I/O; it can be built, not run")
+    check_runnable(board)
+    TIMEOUT.check(timeout)
     manifest = read_manifest(bundle_dir)
     rows = np.asarray(X)
     labels = class_indices(manifest, y, len(rows)) if learn else None

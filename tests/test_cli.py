@@ -88,7 +88,6 @@ def test_fit_without_header(capsys, tmp_path):
     ("a,b\n1,0\n2,1\n", ["--label", "b", "--window", "8"], "--window does not apply to --learner tree"),
     ("a,b\n1,0\n2,1\n", ["--label", "b", "--learner", "forest", "--flash", "100"], "no forest configuration"),
     ("a,b\n1,0\n2,1\n", ["--label", "b", "--learner", "shrubs", "--max-depth", "9"], "max_depth=9"),
-    ("a,b\n1,0\n2,1\n", ["--label", "b", "--learner", "shrubs", "--bins-rows", "0"], "bins_rows=0"),
 ])
 def test_fit_user_errors(capsys, tmp_path, text, argv, message):
     path = tmp_path / "d.csv"
