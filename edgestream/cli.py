@@ -378,7 +378,7 @@ def run_image(args) -> int:
 
 def run_simulate(args) -> int:
     X, y, _ = load_data(args, args.data)  # data errors before compiling
-    target = parity.target(args.bundle, args.target, args.board, args.timeout)
+    target = parity.target(args.bundle, args.target, args.board, args.timeout, args.learn, X.shape[1])
     X = device_input(X, target.model.input_dtype)
     scores = compare_learning(target, X, y, args.window) if args.learn else compare(target, X, y)
     report = {**scores, "bundle": str(args.bundle), **target.report_fields}
@@ -440,6 +440,8 @@ def run_budget(args) -> int:
     board = load_board(args.board)
     if (args.data is None) != (args.label is None):
         raise ValueError("--data and --label go together")
+    if args.bundle:
+        read_manifest(args.bundle)  # a bad bundle before any work
     X, y = load_data(args, args.data)[:2] if args.data else (None, None)
     n_features, n_classes = budget_shape(args, X, y)
     params = learner_params(args)

@@ -84,8 +84,15 @@ class EmulatedTarget:
         return targets.build(self.directory, self.board).state_bytes
 
 
-def target(bundle_dir, where: str = "host", board=None, timeout: float = 60):
-    """The target of a bundle: ``host`` (cffi) or ``qemu`` (the board's emulator)."""
+def target(bundle_dir, where: str = "host", board=None, timeout: float = 60, learn: bool = False,
+           n_features: int | None = None):
+    """The target of a bundle: ``host`` (cffi) or ``qemu`` (the board's emulator). ``learn`` (test-then-train)
+    and ``n_features`` (of the rows to come) are checked against the bundle before anything is compiled."""
+    manifest = read_manifest(bundle_dir)
+    if learn and not manifest["learning"]:
+        raise ValueError(f"--learn needs a learning bundle; {bundle_dir} holds a frozen {manifest['learner']} model")
+    if n_features is not None and n_features != manifest["n_features"]:
+        raise ValueError(f"the data has {n_features} features, bundle {bundle_dir} takes {manifest['n_features']}")
     if where == "host":
         if board is not None:
             raise ValueError("--board applies to --target qemu only")

@@ -220,7 +220,7 @@ def test_simulate_learn_on_frozen_bundle(capsys, tmp_path, blobs_csv):
     run(capsys, "export", tmp_path / "f.esm", "-o", tmp_path / "bundle")
     code, _, err = run(capsys, "simulate", tmp_path / "bundle", blobs_csv, "--label", "label", "--learn")
     assert_user_error(code, err, "--learn needs a learning bundle")
-    assert "holds a frozen ForestClassifier" in err
+    assert "holds a frozen forest model" in err
 
 
 class FakeBundle:
