@@ -16,7 +16,6 @@ import hashlib
 import json
 import shutil
 import subprocess
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from . import learners
 from .emit import wrapper_stack_bytes
 from .checkpoint import image_layout
 from .export import generated_headers, runtime_modules, runtime_sources
+from .scratch import scratch_dir
 from .tree import CLASSES, FEATURES
 from .units import BYTES
 
@@ -113,7 +113,7 @@ def measured_code_bytes(board, sources: list[Path], headers: dict[str, str]) -> 
     if key in _CODE_CACHE:
         return _CODE_CACHE[key]
     sizes = {}
-    with tempfile.TemporaryDirectory() as tmp:
+    with scratch_dir("edgestream-codesize-") as tmp:
         for source in runtime_sources():  # a bundle's copy of the runtime, its generated headers replacing defaults
             shutil.copyfile(source, Path(tmp) / source.name)
         for filename, text in headers.items():

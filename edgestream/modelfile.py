@@ -40,6 +40,7 @@ from . import learners
 from .binning import MAX_EDGES, BinMapper
 from .errors import ModelFileError
 from .learners.skbase import feature_names
+from .scratch import writer_ended
 
 MAGIC = b"EDGESTREAM-MODEL\n"
 FORMAT_VERSION = 1
@@ -249,13 +250,11 @@ def remove_orphans(path: Path) -> list[Path]:
     writer (the PID in the name) has ended, or that are older than :data:`STALE_SECONDS`. Returns them."""
     removed = []
     for temp in Path(path).parent.glob(f".{glob.escape(Path(path).name)}.*.tmp"):
-        writer = temp.name[len(Path(path).name) + 2:].split(".")[0]
         try:
             age = time.time() - temp.stat().st_mtime
             if _locked(temp):
                 continue
-            ended = writer.isdigit() and int(writer) != os.getpid() and not _running(int(writer))
-            if ended or age > STALE_SECONDS:
+            if writer_ended(temp.name[len(Path(path).name) + 2:]) or age > STALE_SECONDS:
                 temp.unlink()
                 removed.append(temp)
         except OSError:  # gone meanwhile (renamed by its writer or removed by another cleaner)
@@ -280,19 +279,6 @@ def _locked(path: Path) -> bool:
     finally:
         os.close(fd)
     return False
-
-
-def _running(pid: int) -> bool:
-    """A process with this id runs on this machine (always True on Windows, where ``os.kill`` would stop it)."""
-    if os.name == "nt":
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True
-    return True
 
 
 __all__ = ["FORMAT_VERSION", "MAGIC", "load_model", "model_bytes", "model_from_bytes", "remove_orphans", "save_model",

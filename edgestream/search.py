@@ -19,6 +19,8 @@ address is given (``pip install edgestream[dask]``).
 from __future__ import annotations
 
 import os
+import threading
+import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 
@@ -196,7 +198,8 @@ def _run(learner: str, configs: list[dict], X, y, classes, bins_rows: int, worke
                 results[i] = _accuracy(learner, config, X, y, classes, bins_rows)
                 bar.update()
         else:
-            with ProcessPoolExecutor(min(workers or os.cpu_count(), len(configs))) as pool:
+            with ProcessPoolExecutor(min(workers or os.cpu_count(), len(configs)), initializer=_exit_with_parent,
+                                     initargs=(os.getpid(),)) as pool:
                 futures = {pool.submit(_accuracy, learner, config, X, y, classes, bins_rows): i
                            for i, config in enumerate(configs)}
                 for future in as_completed(futures):
@@ -205,6 +208,17 @@ def _run(learner: str, configs: list[dict], X, y, classes, bins_rows: int, worke
     finally:
         bar.close()
     return results
+
+
+def _exit_with_parent(parent: int) -> None:
+    """A worker's watch: it ends when the process that started it has ended (a killed ``fit`` or ``budget``
+    leaves no workers behind, waiting forever for work: they hold the work queue open themselves)."""
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(0.2)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True, name="edgestream-parent-watch").start()
 
 
 __all__ = ["Candidate", "Search", "search"]

@@ -24,7 +24,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +32,7 @@ import numpy as np
 
 from .boards import Board, board_names, load_board
 from .ranges import Range
+from .scratch import scratch_dir
 from .emit import C_TYPES, environment
 from .export import load_bundle_model, read_manifest
 from .simulate import cache_dir
@@ -225,13 +225,14 @@ def firmware(bundle_dir, board, emulated: bool, out_dir=None) -> Firmware:
         digest.update(header.name.encode() + header.read_bytes())
     out = cache_dir() / "targets" / f"{board.name}-{'emulated' if emulated else 'chip'}-{digest.hexdigest()[:20]}"
     if not (out / ELF).is_file():
-        out.parent.mkdir(parents=True, exist_ok=True)
-        work = Path(tempfile.mkdtemp(dir=out.parent, prefix=out.name + ".tmp"))
-        compile_into(work, manifest, board, emulated, harness)
-        try:
-            work.rename(out)
-        except OSError:  # built meanwhile by another process
-            shutil.rmtree(work, ignore_errors=True)
+        with scratch_dir(".building-", out.parent) as scratch:  # a killed or failed build leaves nothing
+            work = scratch / "firmware"
+            work.mkdir()
+            compile_into(work, manifest, board, emulated, harness)
+            try:
+                work.rename(out)
+            except OSError:  # built meanwhile by another process
+                pass
     return Firmware(board, manifest, out)
 
 
@@ -436,7 +437,7 @@ def run(bundle_dir, board, X, y=None, learn: bool = False, timeout: float = 60,
     fw = firmware(bundle_dir, board, emulated=True)
     command = emulator_command(board, fw.elf, ["-singlestep", "-d", "exec,nochain", "-D", TRACE] * instructions)
     where = f"{emulator.command} {emulator.machine}".strip()
-    with tempfile.TemporaryDirectory(prefix="edgestream-run-") as work:
+    with scratch_dir("edgestream-run-") as work:
         (Path(work) / INPUT_FILE).write_bytes(payload)
         watch = (Path(work) / OUTPUT_FILE, 1 + 2 * manifest["n_classes"], len(rows))
         seconds = execute(command, Path(work), timeout, f"board {board.name}: {where}", watch)
