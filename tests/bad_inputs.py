@@ -300,6 +300,41 @@ SECTIONS: dict[str, list[Case]] = {
 
 CASES: list[Case] = [case for cases in SECTIONS.values() for case in cases]
 
+# The Python API: (call, a fragment of its ValueError), evaluated with the names of API_NAMES in the same folder.
+API: list[tuple[str, str]] = [
+    ("plan('tree', load_board('stm32f411'), 0, 2)", "features=0 must be an integer from 1 to 255"),
+    ("plan('tree', load_board('stm32f411'), 3, 1000)", "classes=1000 must be an integer from 2 to 255"),
+    ("plan('tree', load_board('stm32f411'), 3, 2, ram=-1)", "ram=-1 must be an integer from 1 to"),
+    ("plan('tree', load_board('stm32f411'), 3, 2, max_depth=-3)", "max_depth=-3 must be an integer from 0 to 32"),
+    ("plan('tree', load_board('stm32f411'), True, 2)", "features=True must be an integer"),
+    ("get('tree').make(max_bins=1000)", "max_bins=1000 must be an integer from 2 to 255"),
+    ("search('shrubs', load_board('stm32f411'), *make_stream('sea', 50), workers=0)",
+     "workers=0 must be an integer from 1 to 1024"),
+    ("search('shrubs', load_board('stm32f411'), *make_stream('sea', 50), rate=float('nan'))",
+     "rate=nan must be a number > 0"),
+    ("make_stream('sea', 0)", "n_samples=0 must be an integer from 1 to 1000000000"),
+    ("prequential(load_model('shrubs.esm'), *make_stream('sea', 10), window=0)", "window=0 must be an integer >= 1"),
+    ("write_image(load_model('shrubs.esm'), sequence=2**32)", "sequence=4294967296 must be an integer from 0 to"),
+    ("parse_bytes('0')", "'0' is not a byte size"),
+    ("load_csv('numeric_only_header.csv', 'label')", "label column 'label' does not exist"),
+    ("load_csv('good.csv', 'label', no_header=True, header=True)", "header and no_header exclude each other"),
+    ("read_manifest('b_wrong_type')", "manifest field 'n_features' is '3', expected a JSON integer"),
+    ("export_bundle(load_model('tree.esm'), 'out', name='for')", "bundle name 'for' must be"),
+    ("target('tree_b', 'qemu', 'atmega328p')", "board atmega328p has no emulated file I/O"),
+    ("target('tree_b', 'qemu', 'stm32f411', timeout=-1)", "timeout=-1 must be a number > 0 and <= 86400"),
+]
+API_NAMES = ("from edgestream.budget import plan\n"
+             "from edgestream.boards import load_board\n"
+             "from edgestream.learners import get\n"
+             "from edgestream.search import search\n"
+             "from edgestream.data import load_csv, make_stream\n"
+             "from edgestream.evaluate import prequential\n"
+             "from edgestream.checkpoint import write_image\n"
+             "from edgestream.units import parse_bytes\n"
+             "from edgestream.export import export_bundle, read_manifest\n"
+             "from edgestream.modelfile import load_model\n"
+             "from edgestream.parity import target\n")
+
 ACCEPTED: list[Case] = [
     c("fit numeric_header.csv --label label -o m.esm", 0, "trained tree on 60 rows, 3 features, 2 classes"),
     c("fit numeric_header.csv --label 3 -o m.esm", 0, "trained tree on 60 rows, 3 features, 2 classes"),
@@ -521,6 +556,9 @@ def markdown() -> str:
         if note:
             lines.append(f"| {name} | {_cell(note)} |")
     lines.append("| missing.csv, missing.esm, missing.img, missing_b | do not exist |")
+    lines += ["", "## The Python API", "", "Each raises `ValueError` (or a kind of it) with this message:", "",
+              "| call | the message contains |", "|---|---|"]
+    lines += [f"| `{_cell(call)}` | {_cell(fragment)} |" for call, fragment in API]
     for title, cases in [*SECTIONS.items(), ("accepted: inputs near the edge that succeed", ACCEPTED)]:
         lines += ["", f"## {title}", "", "| command | exit | the message contains |", "|---|---|---|"]
         for case in cases:
@@ -537,4 +575,5 @@ def _cell(text: str) -> str:
 if __name__ == "__main__":
     DOC.parent.mkdir(exist_ok=True)
     DOC.write_text(markdown())
-    print(f"{DOC}: {len(CASES)} bad inputs, {len(ACCEPTED)} accepted", file=sys.stderr)
+    print(f"{DOC}: {len(CASES)} bad inputs to the CLI, {len(API)} to the API, {len(ACCEPTED)} accepted",
+          file=sys.stderr)

@@ -61,6 +61,16 @@ def test_bad_input(case, folder, capsys, monkeypatch):
     assert code == case.code and case.fragment in line, line
 
 
+@pytest.mark.parametrize("call, fragment", bad_inputs.API, ids=[call for call, _ in bad_inputs.API])
+def test_bad_input_to_the_python_api(call, fragment, folder, monkeypatch):
+    monkeypatch.chdir(folder)
+    names: dict = {}
+    exec(bad_inputs.API_NAMES, names)
+    with pytest.raises(ValueError) as error:
+        eval(call, names)
+    assert fragment in str(error.value)
+
+
 def test_through_the_console_script_without_traceback(folder):
     """Two rows as a user runs them (in parallel: each process imports scikit-learn): one line on stderr, the exit
     status, no traceback."""
