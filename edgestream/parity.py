@@ -88,19 +88,19 @@ def target(bundle_dir, where: str = "host", board=None, timeout: float = 60, lea
            n_features: int | None = None):
     """The target of a bundle: ``host`` (cffi) or ``qemu`` (the board's emulator). ``learn`` (test-then-train)
     and ``n_features`` (of the rows to come) are checked against the bundle before anything is compiled."""
+    if where == "host" and board is not None:
+        raise ValueError("--board applies to --target qemu only")
+    if where != "host" and board is None:
+        raise ValueError("--target qemu needs --board (see edgestream boards)")
     manifest = read_manifest(bundle_dir)
     if learn and not manifest["learning"]:
         raise ValueError(f"--learn needs a learning bundle; {bundle_dir} holds a frozen {manifest['learner']} model")
     if n_features is not None and n_features != manifest["n_features"]:
         raise ValueError(f"the data has {n_features} features, bundle {bundle_dir} takes {manifest['n_features']}")
     if where == "host":
-        if board is not None:
-            raise ValueError("--board applies to --target qemu only")
         from .simulate import load_bundle
 
         return HostTarget(load_bundle(Path(bundle_dir).resolve()))
-    if board is None:
-        raise ValueError("--target qemu needs --board (see edgestream boards)")
     return EmulatedTarget(bundle_dir, board, timeout)
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import edgestream
-from edgestream import ShrubEnsemble, learners, simulate
+from edgestream import ShrubEnsemble, learners, parity, simulate
 from edgestream.boards import load_board
 from edgestream.cli import main
 from edgestream.data import make_stream
@@ -250,6 +250,7 @@ def test_simulate_counts_mismatches_and_unknown_labels(capsys, tmp_path, monkeyp
     labels[:3] = 7  # a label the model never saw counts as wrong
     path = write_csv(tmp_path / "d.csv", X, labels)
     monkeypatch.setattr(simulate, "load_bundle", lambda directory: FakeBundle(model, directory, wrong_rows=[5, 6]))
+    monkeypatch.setattr(parity, "read_manifest", lambda directory: {"learning": False, "n_features": 2})
     code, out, _ = run(capsys, "simulate", tmp_path, path, "--label", "label", "--json")
     assert code == 0 and json.loads(out) == {"n": 20, "accuracy": 15 / 20, "mismatches": 2, "proba_mismatches": 2,
                                              "bundle": str(tmp_path), "target": "host"}

@@ -12,7 +12,7 @@ import time
 import numpy as np
 import pytest
 
-from edgestream import cli
+from edgestream import budget, cli
 from edgestream.data import make_stream
 from edgestream.modelfile import load_model
 
@@ -41,6 +41,7 @@ def fit_in_child(argv: list[str], tmp: os.PathLike, slow_fsync: float = 0.0) -> 
         try:
             os.environ["TMPDIR"] = str(tmp)
             tempfile.tempdir = str(tmp)
+            budget._CODE_CACHE.clear()  # compile the code sizes again, as a new process does
             if slow_fsync:
                 fsync = os.fsync
                 os.fsync = lambda fd: (time.sleep(slow_fsync), fsync(fd))[1]
@@ -155,14 +156,24 @@ def test_fit_with_a_budget_killed_leaves_no_worker_and_no_scratch(tmp_path, stre
 
 
 def wait_for(pid: int, what: str) -> None:
-    """Until ``pid`` runs the compiler (a child that is not Python) or two workers (Python children)."""
+    """Until ``pid`` runs the compiler (gcc, counting the code's bytes) or two workers (Python children)."""
     deadline = time.perf_counter() + 30
     while time.perf_counter() < deadline:
         python = python_children(pid)
-        if (what == "workers" and len(python) >= 2) or (what == "compiler" and len(_children(pid)) > len(python)):
+        if (what == "workers" and len(python) >= 2) or (what == "compiler" and _compiling(pid)):
             return
         time.sleep(0.001)
     raise AssertionError(f"fit ran no {what}")
+
+
+def _compiling(pid: int) -> bool:
+    for child in _children(pid):
+        try:
+            if "gcc" in open(f"/proc/{child}/cmdline").read().split("\0")[0]:
+                return True
+        except OSError:
+            continue
+    return False
 
 
 def python_children(pid: int) -> list[int]:
