@@ -18,7 +18,6 @@ import hashlib
 import json
 import shutil
 import subprocess
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -26,7 +25,10 @@ from . import learners, targets
 from .emit import wrapper_stack_bytes
 from .checkpoint import image_layout
 from .export import generated_headers, runtime_modules, runtime_sources
+from .scratch import scratch_dir
 from .state import RAM_DESCRIPTORS
+from .tree import CLASSES, FEATURES
+from .units import BYTES
 
 STACK_NOTE = ("stack is the generated wrapper's locals plus the deepest call chain of the runtime as compiled for "
               "the board (GCC's -fstack-usage frames over the call graph of its objects); `edgestream build` "
@@ -120,7 +122,7 @@ def compiled_runtime(spec, board, headers: dict[str, str]) -> Runtime | None:
     if key in _RUNTIME_CACHE:
         return _RUNTIME_CACHE[key]
     sizes, calls = {}, {}
-    with tempfile.TemporaryDirectory() as tmp:
+    with scratch_dir("edgestream-codesize-") as tmp:
         for source in runtime_sources():  # a bundle's copy of the runtime, its generated headers replacing defaults
             shutil.copyfile(source, Path(tmp) / source.name)
         for filename, text in headers.items():
@@ -216,6 +218,11 @@ def configurations(learner: str, board, n_features: int, n_classes: int, ram: in
     """The budget of every distinct configuration of ``grid`` (default: the learner's ladder), in its order, the
     parameters given (not None) fixed; budgets larger than the board's are refused."""
     spec = learners.get(learner)
+    FEATURES.check(n_features)
+    CLASSES.check(n_classes)
+    for name, value in (("ram", ram), ("flash", flash)):
+        if value is not None:
+            BYTES.check(value, name)
     ram = board.ram_bytes if ram is None else ram
     flash = board.flash_bytes if flash is None else flash
     for name, value, limit in (("RAM", ram, board.ram_bytes), ("flash", flash, board.flash_bytes)):

@@ -38,11 +38,15 @@ import json
 import struct
 import zlib
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from . import learners
+from .ranges import Range
 from .state import C_TYPES, StateLayout, c_scalar
+
+SEQUENCE = Range("sequence", 0, 0xFFFFFFFF)  # an image's sequence number (uint32)
 
 MAGIC = b"ESIM"
 IMAGE_VERSION = 1
@@ -159,6 +163,7 @@ def seal(model_hash_value: int, sequence: int, body: bytes) -> bytes:
 
 def write_image(model, sequence: int = 1) -> bytes:
     """The state image of a model's current state, as its bundle's ``NAME_save`` writes it."""
+    SEQUENCE.check(sequence)
     return seal(model_hash(model), sequence, payload(model))
 
 
@@ -229,6 +234,30 @@ def read_image(model, image: bytes):
             saved[name] = arrays[name].reshape(np.shape(current)).astype(current.dtype)
     clone.restore_arrays(saved)
     return clone
+
+
+def load_image(model, path) -> tuple[object, bytes]:
+    """(:func:`read_image` of the image file at ``path``, the image); errors name the file."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as error:
+        raise ValueError(f"cannot read state image {path}: {error.strerror or error}") from None
+    try:
+        return read_image(model, data), data
+    except ValueError as error:
+        raise ValueError(f"{path}: {error}") from None
+
+
+def save_image(model, path, sequence: int = 1) -> bytes:
+    """Write the :func:`write_image` of ``model`` to ``path`` (atomically, as model files are written)."""
+    from .modelfile import write_atomic
+
+    data = write_image(model, sequence)
+    try:
+        write_atomic(Path(path), data)
+    except OSError as error:
+        raise OSError(error.errno, f"cannot write state image {path}: {error.strerror or error}") from None
+    return data
 
 
 def sequence_of(image: bytes) -> int:

@@ -7,16 +7,27 @@ host (cffi) or under a board's emulator (``--target qemu``). ``budget`` plans a 
 flash, ``build`` reports what the board's linker made of a bundle, and ``demo`` runs all of it on a built-in stream.
 The work is done by library modules (train, budget, parity, targets, report); this module only parses and prints.
 
-User errors (bad data, bad model files, bad options, unknown boards, missing toolchains) end with
-``edgestream: error: <message>`` on stderr and exit status 2, like argparse's own usage errors; a demo whose
-bundle disagrees with Python exits with 1.
+Every error ends with one line ``edgestream: error: <message>`` on stderr (a budget that nothing fits adds the
+smallest configuration's table below it) and no traceback:
+
+* exit status 2, a usage error, like argparse's own: an option out of its range (the ranges are declared once, by
+  the modules that own them, see :mod:`edgestream.ranges`), and any input that is wrong: a data, model, bundle,
+  image or board file that is missing, unreadable or invalid, a budget nothing fits (``ValueError`` and its kinds);
+* exit status 1, a failure: the command was right but the work failed: files that cannot be written (``OSError``),
+  a compiler, emulator or optional package that is missing, a build or an emulator run that fails or times out, a
+  demo whose bundle disagrees with Python, and any unexpected error (one line naming it; the traceback only with
+  ``--debug`` or ``EDGESTREAM_DEBUG=1``).
+
+``docs/bad-input.md`` is the table of bad inputs and their answers (generated from ``tests/bad_inputs.py``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import traceback
 from pathlib import Path
 
 import numpy as np
@@ -24,40 +35,60 @@ import numpy as np
 from . import __version__, learners, parity, targets
 from .boards import list_boards, load_board
 from .budget import of_model, plan
-from .data import STREAMS, device_input, load_table, make_stream
+from .checkpoint import SEQUENCE
+from .data import N_SAMPLES, STREAMS, device_input, load_table, make_stream
 from .encoding import OPTIMIZE
-from .evaluate import prequential
-from .export import read_manifest
+from .evaluate import WINDOW, prequential
+from .export import load_bundle_model, read_manifest
 from .modelfile import load_model, save_model
 from .parity import compare, compare_learning, compare_sizes, emulator_name, sizes_text
 from .report import check_dependencies, html_report, provenance
-from .targets import TargetError, ToolchainMissing
-from .search import search
+from .online import BINS_ROWS_RANGE
+from .ranges import Range
+from .targets import TIMEOUT, ToolchainMissing
+from .search import RATE, WORKERS, search
 from .train import BINS_ROWS, evaluate_online, parse_row_numbers, start_online, train, update
+from .tree import CLASSES, FEATURES
 from .units import parse_bytes
 
 DEFAULT_BOARD = "stm32f411"
 DEMO_LEARNER = "shrubs"
 DEMO_STREAMS = ("sea", "hyperplane")
 DEMO_WINDOW = 500
+QEMU_ROWS = Range("qemu_rows", 1)
+EXIT_FAILURE = 1
 EXIT_MISMATCH = 1
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
 
 
 def main(argv=None) -> int:
     """Run one subcommand; returns the exit status (the console script passes it to ``sys.exit``)."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    debug = args.debug or os.environ.get("EDGESTREAM_DEBUG", "") not in ("", "0")
     try:
         return args.run(args)
-    except (ValueError, OSError, ImportError, TargetError, ToolchainMissing) as error:
+    except KeyboardInterrupt:
+        print("edgestream: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as error:  # the last resort: each known kind of bad input is answered where it arises
+        if debug:
+            traceback.print_exc()
         print(f"edgestream: error: {_message(error)}", file=sys.stderr)
-        return EXIT_USAGE
+        return exit_status(error)
+
+
+def exit_status(error: Exception) -> int:
+    """2 for a usage error (``ValueError``: an option or an input that is wrong), 1 for a failure."""
+    return EXIT_USAGE if isinstance(error, ValueError) else EXIT_FAILURE
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="edgestream", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"edgestream {__version__}")
+    parser.add_argument("--debug", action="store_true",
+                        help="print the traceback of an unexpected error (also EDGESTREAM_DEBUG=1)")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     names = list(learners.REGISTRY)
 
@@ -73,7 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
     budget_options.add_argument("--board", default=DEFAULT_BOARD,
                                 help=f"the board the budget is for (default {DEFAULT_BOARD})")
     _add_search_options(budget_options)
-    fit.add_argument("--bins-rows", type=int, default=BINS_ROWS, metavar="N",
+    fit.add_argument("--bins-rows", type=BINS_ROWS_RANGE, default=BINS_ROWS, metavar="N",
                      help=f"online learners: fit the bin edges on the first N rows (default {BINS_ROWS})")
     fit.add_argument("-o", "--output", required=True, metavar="MODEL")
     fit.set_defaults(run=run_fit)
@@ -92,7 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("model", metavar="MODEL")
     evaluate.add_argument("data", metavar="DATA.csv")
     _add_label_options(evaluate)
-    evaluate.add_argument("--window", type=int, default=500, metavar="N",
+    evaluate.add_argument("--window", type=WINDOW, default=500, metavar="N",
                           help="rows per point of the accuracy curve (default 500)")
     evaluate.add_argument("--json", action="store_true", help="print one JSON object")
     evaluate.set_defaults(run=run_evaluate)
@@ -113,7 +144,8 @@ def build_parser() -> argparse.ArgumentParser:
     image.add_argument("-o", "--output", metavar="MODEL2", help="with --from: the model continuing from the image")
     image.add_argument("--to", metavar="IMAGE", help="write the state of MODEL (or of MODEL2) as an image for "
                        "NAME_restore")
-    image.add_argument("--sequence", type=int, default=1, metavar="N", help="sequence number of --to (default 1)")
+    image.add_argument("--sequence", type=SEQUENCE, default=1, metavar="N",
+                       help="sequence number of --to (default 1)")
     image.set_defaults(run=run_image)
 
     simulate = commands.add_parser("simulate", help="run a bundle's C code on the host or an emulated board")
@@ -122,13 +154,13 @@ def build_parser() -> argparse.ArgumentParser:
     _add_label_options(simulate)
     simulate.add_argument("--learn", action="store_true",
                           help="test-then-train (learning bundles): predict each row, then learn it, in C and Python")
-    simulate.add_argument("--window", type=int, default=500, metavar="N",
+    simulate.add_argument("--window", type=WINDOW, default=500, metavar="N",
                           help="with --learn: rows per point of the accuracy curve (default 500)")
     simulate.add_argument("--target", choices=["host", "qemu"], default="host",
                           help="host: compiled for this machine with cffi (default); qemu: cross-compiled for "
                                "--board and run under its emulator")
     simulate.add_argument("--board", metavar="BOARD", help="with --target qemu: a board name or board .toml file")
-    simulate.add_argument("--timeout", type=float, default=60, metavar="S",
+    simulate.add_argument("--timeout", type=TIMEOUT, default=60.0, metavar="S",
                           help="with --target qemu: seconds before the emulator is stopped (default 60)")
     simulate.add_argument("--json", action="store_true", help="print one JSON object")
     simulate.set_defaults(run=run_simulate)
@@ -144,8 +176,8 @@ def build_parser() -> argparse.ArgumentParser:
     budget.add_argument("--flash", type=byte_size, metavar="SIZE", help="flash budget (default: the board's flash)")
     budget.add_argument("--optimize", choices=OPTIMIZE, default="speed",
                         help="the encoding the model will be exported with (frozen models; default speed)")
-    budget.add_argument("--features", type=int, metavar="D", help="features per row (or taken from --data)")
-    budget.add_argument("--classes", type=int, metavar="C", help="number of classes (or taken from --data)")
+    budget.add_argument("--features", type=FEATURES, metavar="D", help="features per row (or taken from --data)")
+    budget.add_argument("--classes", type=CLASSES, metavar="C", help="number of classes (or taken from --data)")
     _add_learner_options(budget, "configuration (what is not given is the largest that fits)")
     budget.add_argument("--json", action="store_true", help="print one JSON object")
     budget.add_argument("--html", metavar="FILE",
@@ -155,7 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="a stream: its features and classes; an online learner's configuration is the one with "
                              "the best prequential accuracy on its rows among those that fit")
     _add_label_options(stream, required=False)
-    stream.add_argument("--bins-rows", type=int, default=BINS_ROWS, metavar="N",
+    stream.add_argument("--bins-rows", type=BINS_ROWS_RANGE, default=BINS_ROWS, metavar="N",
                         help=f"bin edges from the first N rows, as fit does (default {BINS_ROWS})")
     _add_search_options(stream)
     budget.add_argument("--bundle", metavar="BUNDLE_DIR",
@@ -171,14 +203,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = commands.add_parser("demo", help="the main job: plan, learn, export, check parity on host and QEMU, report")
     demo.add_argument("--out", default="edgestream-demo", metavar="DIR")
-    demo.add_argument("--n-samples", type=int, default=6000, metavar="N", help="rows of the stream (default 6000)")
+    demo.add_argument("--n-samples", type=N_SAMPLES, default=6000, metavar="N", help="rows of the stream (default 6000)")
     demo.add_argument("--stream", choices=DEMO_STREAMS, default="sea", help="built-in drifting stream (default sea)")
     demo.add_argument("--learner", default=DEMO_LEARNER,
                       choices=[spec.name for spec in learners.REGISTRY.values() if spec.learning and spec.online],
                       help=f"a learner that keeps learning on the device (default {DEMO_LEARNER})")
     demo.add_argument("--board", default=DEFAULT_BOARD, help=f"default {DEFAULT_BOARD} (Cortex-M4F)")
     demo.add_argument("--ram", type=byte_size, default=8 * 1024, metavar="SIZE", help="RAM budget (default 8KiB)")
-    demo.add_argument("--qemu-rows", type=int, default=500, metavar="N",
+    demo.add_argument("--qemu-rows", type=QEMU_ROWS, default=500, metavar="N",
                       help="rows learned under QEMU (default 500)")
     demo.set_defaults(run=run_demo)
 
@@ -220,17 +252,22 @@ def learner_params(args) -> dict:
 
 
 def _add_search_options(group) -> None:
-    group.add_argument("--rate", type=float, metavar="HZ",
+    group.add_argument("--rate", type=RATE, metavar="HZ",
                        help="online learners: samples per second the device must learn (instructions per learn step "
                             "predicted for the board's core against its clock)")
-    group.add_argument("--workers", type=int, metavar="N", help="worker processes of the search (default: all cores)")
+    group.add_argument("--workers", type=WORKERS, metavar="N",
+                       help="worker processes of the search (default: all cores)")
     group.add_argument("--scheduler", metavar="ADDRESS",
                        help="run the search on a Dask cluster (needs edgestream[dask])")
 
 
 def _add_label_options(parser, required: bool = True) -> None:
     parser.add_argument("--label", required=required, metavar="COL", help="label column: name or 0-based index")
-    parser.add_argument("--no-header", action="store_true", help="the first row is data, not column names")
+    header = parser.add_mutually_exclusive_group()
+    header.add_argument("--header", action="store_true",
+                        help="the first row is column names (needed only when they are numbers and --label is an "
+                             "index or a number; a --label name found in the first row makes it a header)")
+    header.add_argument("--no-header", action="store_true", help="the first row is data, not column names")
     parser.add_argument("--delimiter", default=",", metavar="CHAR",
                         help="CSV cell separator (default ','; 'tab' or '\\t' for tabs); Parquet files are read "
                              "as such (pip install 'edgestream[parquet]')")
@@ -239,7 +276,7 @@ def _add_label_options(parser, required: bool = True) -> None:
 def load_data(args, path):
     """``(X, y, feature_names)`` of a CSV or Parquet data file given on the command line."""
     delimiter = {"tab": "\t", "\\t": "\t"}.get(args.delimiter, args.delimiter)
-    return load_table(path, args.label, no_header=args.no_header, delimiter=delimiter)
+    return load_table(path, args.label, no_header=args.no_header, delimiter=delimiter, header=args.header)
 
 
 def _add_board_option(parser) -> None:
@@ -326,21 +363,14 @@ def run_image(args) -> int:
         raise ValueError("nothing to do: give --from IMAGE -o MODEL2 and/or --to IMAGE")
     if (args.source is None) != (args.output is None):
         raise ValueError("--from IMAGE and -o MODEL2 go together")
-    if not 0 <= args.sequence <= 0xFFFFFFFF:
-        raise ValueError(f"--sequence {args.sequence} must be from 0 to {0xFFFFFFFF}")
     model = load_model(args.model)
     if args.source is not None:
-        data = Path(args.source).read_bytes()
-        try:
-            model = checkpoint.read_image(model, data)
-        except ValueError as error:
-            raise ValueError(f"{args.source}: {error}") from None
+        model, data = checkpoint.load_image(model, args.source)
         save_model(model, args.output)
         print(f"{args.source}: image {checkpoint.sequence_of(data)} of {type(model).__name__}, "
               f"{len(data)} bytes -> {args.output}")
     if args.to is not None:
-        data = checkpoint.write_image(model, args.sequence)
-        Path(args.to).write_bytes(data)
+        data = checkpoint.save_image(model, args.to, args.sequence)
         print(f"state image {args.sequence} of {len(data)} bytes (model hash {checkpoint.model_hash(model):#010x}) "
               f"-> {args.to}")
     return 0
@@ -348,7 +378,7 @@ def run_image(args) -> int:
 
 def run_simulate(args) -> int:
     X, y, _ = load_data(args, args.data)  # data errors before compiling
-    target = parity.target(args.bundle, args.target, args.board, args.timeout)
+    target = parity.target(args.bundle, args.target, args.board, args.timeout, args.learn, X.shape[1])
     X = device_input(X, target.model.input_dtype)
     scores = compare_learning(target, X, y, args.window) if args.learn else compare(target, X, y)
     report = {**scores, "bundle": str(args.bundle), **target.report_fields}
@@ -410,6 +440,8 @@ def run_budget(args) -> int:
     board = load_board(args.board)
     if (args.data is None) != (args.label is None):
         raise ValueError("--data and --label go together")
+    if args.bundle:
+        read_manifest(args.bundle)  # a bad bundle before any work
     X, y = load_data(args, args.data)[:2] if args.data else (None, None)
     n_features, n_classes = budget_shape(args, X, y)
     params = learner_params(args)
@@ -470,7 +502,7 @@ def bundle_model(budget, bundle_dir):
     """The model of a bundle and its encoding option, after checking that it is the planned model (so the sizes
     can be compared)."""
     manifest = read_manifest(bundle_dir)
-    model = load_model(Path(bundle_dir) / manifest["model"])
+    model = load_bundle_model(manifest)
     held = {"learner": manifest["learner"], "features": manifest["n_features"], "classes": manifest["n_classes"],
             **{key: value for key, value in model.get_params().items() if key in budget.config}}
     differ = [f"{key} {value} (planned {budget.config.get(key, budget.learner)})" for key, value in held.items()
@@ -546,10 +578,16 @@ def run_demo(args) -> int:
     return EXIT_MISMATCH if mismatches else 0
 
 
+EXPECTED = (ValueError, OSError, ImportError, RuntimeError)  # bad input, I/O, missing packages, tools that failed
+
+
 def _message(error: Exception) -> str:
     if isinstance(error, OSError) and error.strerror:
         return f"{error.filename}: {error.strerror}" if error.filename else error.strerror
-    return str(error)
+    if not isinstance(error, EXPECTED):
+        return (f"unexpected {type(error).__name__}: {error} (an edgestream bug; run with --debug or "
+                f"EDGESTREAM_DEBUG=1 for the traceback, and please report it)")
+    return str(error) or type(error).__name__
 
 
 

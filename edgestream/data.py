@@ -11,6 +11,9 @@ import csv
 import numpy as np
 
 from .errors import DataError
+from .ranges import Range
+
+N_SAMPLES = Range("n_samples", 1, 10**9)  # rows of a built-in stream
 
 MISSING = frozenset({"", "?", "na", "nan"})  # compared case-insensitively
 
@@ -18,7 +21,8 @@ MISSING = frozenset({"", "?", "na", "nan"})  # compared case-insensitively
 PARQUET_MAGIC = b"PAR1"
 
 
-def load_table(path, label, no_header: bool = False, delimiter: str = ",") -> tuple[np.ndarray, np.ndarray, list[str]]:
+def load_table(path, label, no_header: bool = False, delimiter: str = ",", header: bool = False
+               ) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """``(X, y, feature_names)`` of a data file: Parquet (by its ``PAR1`` magic, read through pyarrow, the
     ``parquet`` extra) or else CSV with this ``delimiter`` (see :func:`load_csv`)."""
     try:
@@ -26,7 +30,7 @@ def load_table(path, label, no_header: bool = False, delimiter: str = ",") -> tu
             parquet = handle.read(4) == PARQUET_MAGIC
     except OSError as error:
         raise DataError(f"cannot read {path}: {error.strerror or error}") from None
-    return load_parquet(path, label) if parquet else load_csv(path, label, no_header, delimiter)
+    return load_parquet(path, label) if parquet else load_csv(path, label, no_header, delimiter, header)
 
 
 def load_parquet(path, label) -> tuple[np.ndarray, np.ndarray, list[str]]:
@@ -64,32 +68,40 @@ def load_parquet(path, label) -> tuple[np.ndarray, np.ndarray, list[str]]:
     return X, y, [names[j] for j in features]
 
 
-def load_csv(path, label, no_header: bool = False, delimiter: str = ",") -> tuple[np.ndarray, np.ndarray, list[str]]:
+def load_csv(path, label, no_header: bool = False, delimiter: str = ",", header: bool = False
+             ) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """Read a CSV file (cells separated by ``delimiter``) into ``(X, y, feature_names)``.
 
     ``label`` is a column name or a 0-based index; a string of digits is an index unless it is a header name.
-    Without ``no_header``, the first row is a header when all its cells are non-numeric or when a feature column
-    holds a non-numeric cell. Missing feature values (empty, ``?``, ``NA``, ``nan``) become NaN, the bin every
+    Which first row is a header: with ``header`` it is, with ``no_header`` it is not; else it is when ``label`` is
+    a name (not a whole number) found in it (so ``0,1,2,label`` with ``label="label"`` is a header of numeric
+    names), when all its cells are non-numeric, when a feature column holds a non-numeric cell, or when the label
+    column (given by index) holds a word above a numeric label. A header of numeric names only (``0,1,2,3`` with the
+    label given as ``3``) needs ``header``. Feature values must be finite float32 numbers (at most about 3.4e38 in
+    magnitude; ``inf`` is refused, it is no reading a sensor gives). Missing feature values (empty, ``?``, ``NA``, ``nan``) become NaN, the bin every
     model reserves for them. Labels stay ints if all are integers, else floats if all are numbers, else strings.
     Columns without a header are named ``x0``, ``x1``, ... by their index in the file.
     """
     if len(delimiter) != 1:
         raise DataError(f"delimiter {delimiter!r} must be one character")
+    if header and no_header:
+        raise DataError("header and no_header exclude each other (--header, --no-header)")
     rows = _read_rows(path, delimiter)
     first = rows[0][1]
     other = next((d for d in (";", "\t", "|", ",") if len(first) == 1 and d != delimiter and d in first[0]), None)
     if other is not None:
         raise DataError(f"{path} has one column when split at {delimiter!r}, but its first row holds {other!r}: "
                         f"give the delimiter (--delimiter {'tab' if other == chr(9) else repr(other)})")
-    header = None if no_header or not _is_header(first, label) else first
-    if header is not None:
+    second = rows[1][1] if len(rows) > 1 else None
+    names = first if header or (not no_header and _is_header(first, label, second)) else None
+    if names is not None:
         rows = rows[1:]
-    column = _label_index(label, header, len(first), path)
+    column = _label_index(label, names, len(first), path, no_header)
     if not rows:
         raise DataError(f"{path} has a header row but no data rows")
     if len(first) < 2:
         raise DataError(f"{path} has a single column; need at least one feature column besides the label")
-    names = header or [f"x{j}" for j in range(len(first))]
+    names = names or [f"x{j}" for j in range(len(first))]
     features = [j for j in range(len(first)) if j != column]
     X = np.empty((len(rows), len(features)), dtype=np.float64)
     labels = []
@@ -126,14 +138,17 @@ def _is_number(cell: str) -> bool:
     return True
 
 
-def _is_header(first: list[str], label) -> bool:
+def _is_header(first: list[str], label, second: list[str] | None = None) -> bool:
+    """The first row is a header (see :func:`load_csv`); ``second`` is the next row, if any."""
+    if _as_index(label) is None and isinstance(label, str) and label in first:
+        return True
     numeric = [_is_number(cell) for cell in first]
     if not any(numeric):
         return True
-    if isinstance(label, str) and label in first:
-        column = first.index(label)
-    else:
-        column = _as_index(label)
+    column = _as_index(label)
+    if column is not None and column < len(first) and second is not None and column < len(second) and \
+            not numeric[column] and _is_number(second[column]) and second[column].casefold() not in MISSING:
+        return True  # a word above numeric labels names the label column
     return any(not ok for j, ok in enumerate(numeric) if j != column)
 
 
@@ -145,7 +160,7 @@ def _as_index(label) -> int | None:
     return None
 
 
-def _label_index(label, header: list[str] | None, n_columns: int, path) -> int:
+def _label_index(label, header: list[str] | None, n_columns: int, path, no_header: bool = False) -> int:
     if header is not None and isinstance(label, str) and label in header:
         return header.index(label)
     index = _as_index(label)
@@ -155,17 +170,25 @@ def _label_index(label, header: list[str] | None, n_columns: int, path) -> int:
         available = ", ".join(repr(name) for name in header)
         raise DataError(f"label column {label!r} does not exist in {path}; columns: {available} "
                         f"(or a 0-based index below {n_columns})")
-    raise DataError(f"label column {label!r} does not exist in {path}: it has no header row and {n_columns} "
-                    f"columns, so the label must be a 0-based index from 0 to {n_columns - 1}")
+    raise DataError(f"label column {label!r} does not exist in {path}: it has no header row and {n_columns} columns, "
+                    f"so the label must be a 0-based index from 0 to {n_columns - 1}"
+                    + ("" if no_header else " (or give --header if its first row names the columns)"))
+
+
+FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 def _feature_value(cell: str, path, line: int, name: str) -> float:
     if cell.casefold() in MISSING:
         return np.nan
     try:
-        return float(cell)
+        value = float(cell)
     except ValueError:
         raise DataError(f"{path}, line {line}, column {name!r}: non-numeric value {cell!r}") from None
+    if not abs(value) <= FLOAT32_MAX:
+        raise DataError(f"{path}, line {line}, column {name!r}: value {cell!r} is not a finite float32 (magnitude at "
+                        f"most {FLOAT32_MAX:.4g}; leave the cell empty for a missing value)")
+    return value
 
 
 def _label_array(labels: list[str]) -> np.ndarray:
@@ -190,8 +213,7 @@ def make_stream(name: str, n_samples: int = 1000, seed: int = 0, **options) -> t
     """A built-in stream by name (see ``STREAMS``); ``options`` go to its generator."""
     if name not in STREAMS:
         raise ValueError(f"unknown stream {name!r}; available: {', '.join(sorted(STREAMS))}")
-    if not isinstance(n_samples, (int, np.integer)) or n_samples < 1:
-        raise ValueError(f"n_samples={n_samples!r} must be a positive integer")
+    N_SAMPLES.check(n_samples)
     return STREAMS[name](int(n_samples), np.random.default_rng(seed), **options)
 
 

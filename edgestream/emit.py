@@ -50,10 +50,18 @@ def wrapper_stack_bytes(n_features: int, n_classes: int) -> int:
     return n_features + 4 * n_classes + 2 * n_classes
 
 
-def check_name(name: str) -> None:
-    if not (name.isidentifier() and name.isascii() and name.lower() == name) or name == "main" or name.startswith("es_"):
-        raise ValueError(f"bundle name {name!r} must be a lowercase C identifier (letters, digits, _), "
-                         "not 'main' and not starting with 'es_'")
+C_KEYWORDS = frozenset(
+    "auto break case char const continue default do double else enum extern float for goto if inline int long "
+    "register restrict return short signed sizeof static struct switch typedef union unsigned void volatile while "
+    "_Bool _Complex _Imaginary".split())
+
+
+def check_name(name) -> None:
+    """A bundle name prefixes every generated C symbol and file: a lowercase C identifier, not a keyword."""
+    if not (isinstance(name, str) and name.isidentifier() and name.isascii() and name.lower() == name) or \
+            name == "main" or name.startswith("es_") or name in C_KEYWORDS:
+        raise ValueError(f"bundle name {name!r} must be a lowercase C identifier (letters, digits, _), not a C "
+                         "keyword, not 'main' and not starting with 'es_'")
 
 
 def environment(autoescape: bool = False) -> jinja2.Environment:

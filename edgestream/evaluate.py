@@ -22,6 +22,10 @@ from dataclasses import dataclass
 import numpy as np
 from tqdm import tqdm
 
+from .ranges import Range
+
+WINDOW = Range("window", 1)  # rows per point of an accuracy curve
+
 
 @dataclass
 class PrequentialResult:
@@ -58,8 +62,7 @@ def prequential(learner, X, y, window: int = 500, progress: bool = False, desc: 
         raise ValueError(f"need X of shape (n, d) and y of shape (n,); got {X.shape} and {y.shape}")
     if len(y) == 0:
         raise ValueError("the stream is empty: prequential evaluation needs at least one row")
-    if not isinstance(window, (int, np.integer)) or window < 1:
-        raise ValueError(f"window={window!r} must be a positive integer")
+    WINDOW.check(window)
     predictions, hits = [], np.zeros(len(y), dtype=bool)
     start = time.perf_counter()
     for i in tqdm(range(len(y)), desc=desc, disable=not progress, unit="rows"):

@@ -253,25 +253,100 @@ def verify_files(bundle_dir, manifest: dict) -> None:
                              f"not the manifest's); export the model again")
 
 
+# The manifest fields every tool reads, and their JSON types (bool is not an int here).
+MANIFEST_FIELDS = {"format_version": int, "name": str, "learner": str, "learning": bool, "input_dtype": str,
+                   "n_features": int, "n_classes": int, "class_names": list, "model_sha256": str, "sources": list,
+                   "include_dir": str, "model": str, "files": dict}
+INPUT_DTYPES = ("float32", "int32", "int16")
+
+
 def read_manifest(bundle_dir) -> dict:
-    """The manifest of a bundle, with its resolved ``directory``; refuses other format versions."""
+    """The manifest of a bundle, with its resolved ``directory``; refuses other format versions, fields that are
+    missing or of the wrong type or value, paths outside the bundle, and files whose hash is not the manifest's."""
     path = Path(bundle_dir) / MANIFEST
+    if Path(bundle_dir).is_file():
+        raise ValueError(f"{bundle_dir} is a file, not an edgestream bundle directory (a model file is exported "
+                         f"into one with: edgestream export MODEL -o DIR)")
     if not path.is_file():
         raise ValueError(f"{bundle_dir} is not an edgestream bundle (no {MANIFEST})")
     try:
         manifest = json.loads(path.read_text())
-    except json.JSONDecodeError as error:
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise ValueError(f"{path} is not valid JSON ({error})") from None
     found = manifest.get("format_version", 1) if isinstance(manifest, dict) else None
     if found != BUNDLE_FORMAT_VERSION:
         raise ValueError(f"bundle {bundle_dir} has format_version {found!r}; this edgestream reads format_version "
                          f"{BUNDLE_FORMAT_VERSION}: export the model again (edgestream export MODEL -o DIR)")
-    learners.get(manifest["learner"])
-    name = manifest.get("name")
-    if not isinstance(name, str) or not name.isidentifier() or not name.isascii():
-        raise ValueError(f"bundle {bundle_dir}: manifest name {name!r} is not a C identifier")
-    if not isinstance(manifest.get("files"), dict):
-        raise ValueError(f"bundle {bundle_dir}: the manifest lists no file hashes; export the model again")
+    try:
+        check_manifest(manifest)
+    except ValueError as error:
+        raise ValueError(f"bundle {bundle_dir}: {error}; export the model again") from None
     verify_files(bundle_dir, manifest)
     directory = Path(bundle_dir).resolve()
     return {**manifest, "directory": str(directory), "include_directory": str(directory / manifest["include_dir"])}
+
+
+def check_manifest(manifest: dict) -> None:
+    """Types and values of the fields tools use (see :data:`MANIFEST_FIELDS`); ``ValueError`` naming the first
+    that is wrong."""
+    from .tree import CLASSES, FEATURES
+
+    for key, kind in MANIFEST_FIELDS.items():
+        value = manifest.get(key)
+        if key not in manifest or not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise ValueError(f"manifest field {key!r} is {'missing' if key not in manifest else repr(value)}, "
+                             f"expected a JSON {_JSON_NAMES[kind]}")
+    try:
+        emit.check_name(manifest["name"])
+    except ValueError:
+        raise ValueError(f"manifest name {manifest['name']!r} is not a C identifier edgestream writes (lowercase, "
+                         f"not a C keyword, not 'main', not starting with 'es_')") from None
+    learners.get(manifest["learner"])
+    if manifest["input_dtype"] not in INPUT_DTYPES:
+        raise ValueError(f"manifest input_dtype {manifest['input_dtype']!r} must be one of {', '.join(INPUT_DTYPES)}")
+    FEATURES.check(manifest["n_features"], "manifest n_features")
+    CLASSES.check(manifest["n_classes"], "manifest n_classes")
+    names = manifest["class_names"]
+    if len(names) != manifest["n_classes"] or not all(isinstance(label, str) for label in names):
+        raise ValueError(f"manifest class_names must be {manifest['n_classes']} strings (n_classes), got {names!r}")
+    files = manifest["files"]
+    for filename, digest in files.items():
+        if not _inside(filename) or not (isinstance(digest, str) and len(digest) == 64):
+            raise ValueError(f"manifest files entry {filename!r}: {digest!r} is not a relative path inside the bundle "
+                             f"with a SHA-256")
+    for key, value in [("model", manifest["model"]), *(("sources", source) for source in manifest["sources"])]:
+        if not isinstance(value, str) or value not in files:
+            raise ValueError(f"manifest {key} {value!r} is not one of the bundle's files")
+    include = manifest["include_dir"]
+    if not _inside(include) or not any(filename.startswith(f"{include}/") for filename in files):
+        raise ValueError(f"manifest include_dir {include!r} is not a folder of the bundle's files")
+
+
+_JSON_NAMES = {int: "integer", str: "string", bool: "boolean", list: "array", dict: "object"}
+
+
+def _inside(relative: str) -> bool:
+    """A path relative to the bundle that stays inside it."""
+    path = Path(relative)
+    return bool(relative) and not path.is_absolute() and ".." not in path.parts and "\\" not in relative
+
+
+def load_bundle_model(manifest: dict):
+    """The Python model of a bundle read by :func:`read_manifest`: its model copy, refused when it is not the
+    model the bundle's C code was generated from (another learner, features, classes or model file)."""
+    from .modelfile import load_model
+
+    directory = Path(manifest["directory"])
+    path = directory / manifest["model"]
+    if sha256(path.read_bytes()) != manifest["model_sha256"]:
+        raise ValueError(f"bundle {directory}: {manifest['model']} is not the model the bundle was exported from "
+                         f"(its SHA-256 is not the manifest's model_sha256); export the model again")
+    model = load_model(path)
+    input_dtype, n_features = learners.model_input(model)
+    held = {"learner": learners.of_model(model).name, "input_dtype": input_dtype, "n_features": n_features,
+            "n_classes": len(model.classes_), "class_names": [str(label) for label in model.classes_.tolist()]}
+    differ = [f"{key} {value!r} (manifest {manifest[key]!r})" for key, value in held.items() if value != manifest[key]]
+    if differ:
+        raise ValueError(f"bundle {directory}: {manifest['model']} holds another model than the bundle's C code: "
+                         f"{', '.join(differ)}; export the model again")
+    return model

@@ -12,7 +12,8 @@ A model file is three parts:
 
 The payload's zip entries carry a fixed timestamp, so the same model always gives the same bytes (bundles that
 embed the file can be cached by content hash). Files are written to a temporary file in the target directory and
-moved into place, so a failure never leaves a half-written model. Every problem raises
+moved into place, so a failure never leaves a half-written model, and the next write removes the temporary files
+of writers that were killed (:func:`write_atomic`). Every problem raises
 :class:`edgestream.errors.ModelFileError`.
 """
 
@@ -24,15 +25,22 @@ import io
 import json
 import os
 import tempfile
+import time
 import zipfile
 from pathlib import Path
 
 import numpy as np
 
+try:
+    import fcntl
+except ImportError:  # Windows: temporary files of killed writers go by age only
+    fcntl = None
+
 from . import learners
 from .binning import MAX_EDGES, BinMapper
 from .errors import ModelFileError
 from .learners.skbase import feature_names
+from .scratch import writer_ended
 
 MAGIC = b"EDGESTREAM-MODEL\n"
 FORMAT_VERSION = 1
@@ -44,7 +52,7 @@ def save_model(model, path) -> Path:
     path = Path(path)
     data = model_bytes(model)
     try:
-        _write_atomic(path, data)
+        write_atomic(path, data)
     except OSError as error:
         raise ModelFileError(f"cannot write model file {path}: {error.strerror or error}") from None
     return path
@@ -203,22 +211,19 @@ def _json_scalar(value):
     raise TypeError(f"parameter value {value!r} of type {type(value).__name__} cannot be stored in a model file")
 
 
-STALE_SECONDS = 600  # a temporary file this old was left by a killed writer (a live one renames within seconds)
+STALE_SECONDS = 600  # an unlocked temporary file this old was left by a killed writer (a live one renames in seconds)
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    """Write to a temporary file beside ``path``, fsync it, rename it into place and fsync the directory; the
-    temporary files of earlier writers that were killed are removed."""
-    import time
-
-    for stale in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
-        try:
-            if time.time() - stale.stat().st_mtime > STALE_SECONDS:
-                stale.unlink()
-        except OSError:
-            pass
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+def write_atomic(path, data: bytes) -> None:
+    """Write ``data`` to ``path`` so that a kill at any moment leaves the old or the new file: to a temporary file
+    beside it (``.NAME.PID.RANDOM.tmp``, locked while it is written where the system has ``flock``), fsynced,
+    renamed into place, then the directory fsynced. The temporary files of earlier writers that were killed are
+    removed first (see :func:`remove_orphans`)."""
+    path = Path(path)
+    remove_orphans(path)
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp")
     try:
+        _lock(fd)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
@@ -240,4 +245,41 @@ def _write_atomic(path: Path, data: bytes) -> None:
         os.close(directory)
 
 
-__all__ = ["FORMAT_VERSION", "MAGIC", "load_model", "model_bytes", "model_from_bytes", "save_model"]
+def remove_orphans(path: Path) -> list[Path]:
+    """Remove the temporary files that killed writers of ``path`` left behind: those no process holds locked whose
+    writer (the PID in the name) has ended, or that are older than :data:`STALE_SECONDS`. Returns them."""
+    removed = []
+    for temp in Path(path).parent.glob(f".{glob.escape(Path(path).name)}.*.tmp"):
+        try:
+            age = time.time() - temp.stat().st_mtime
+            if _locked(temp):
+                continue
+            if writer_ended(temp.name[len(Path(path).name) + 2:]) or age > STALE_SECONDS:
+                temp.unlink()
+                removed.append(temp)
+        except OSError:  # gone meanwhile (renamed by its writer or removed by another cleaner)
+            continue
+    return removed
+
+
+def _lock(fd: int) -> None:
+    if fcntl is not None:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+def _locked(path: Path) -> bool:
+    """Some process holds ``path`` locked (a writer at work); False where the system has no ``flock``."""
+    if fcntl is None:
+        return False
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+__all__ = ["FORMAT_VERSION", "MAGIC", "load_model", "model_bytes", "model_from_bytes", "remove_orphans", "save_model",
+           "write_atomic"]

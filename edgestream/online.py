@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from .ranges import Range
+
 BINS_ROWS = 1000
+BINS_ROWS_RANGE = Range("bins_rows", 1)
 
 
 def check_stream(X, y) -> np.ndarray:
@@ -22,8 +25,7 @@ def check_stream(X, y) -> np.ndarray:
 def start_online(model, X, classes, bins_rows: int = BINS_ROWS):
     """Bin edges (or, for a learner with ``start``, its input setup) from the first rows and the classes, before
     the first learning step."""
-    if bins_rows < 1:
-        raise ValueError(f"bins_rows={bins_rows} must be at least 1")
+    BINS_ROWS_RANGE.check(bins_rows)
     sample = X[: min(bins_rows, len(X))]
     if hasattr(model, "start"):
         return model.start(sample, classes)

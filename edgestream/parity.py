@@ -18,8 +18,7 @@ import numpy as np
 from . import targets
 from .boards import load_board
 from .evaluate import compare_predictions, prequential
-from .export import read_manifest
-from .modelfile import load_model
+from .export import load_bundle_model, read_manifest
 from .report import COMPARED
 
 
@@ -42,7 +41,7 @@ class HostTarget:
 
     def python_copy(self):
         """The exported Python model, fresh: the bundle's own stays untouched."""
-        return load_model(self.directory / self.bundle.manifest["model"])
+        return load_bundle_model(self.bundle.manifest)
 
     def outputs(self, X) -> tuple[np.ndarray, np.ndarray]:
         return self.bundle.predict_encoded(X), self.bundle.predict_proba_q15(X)
@@ -58,10 +57,11 @@ class EmulatedTarget:
     """A bundle cross-compiled for a board and run under its emulator, all rows in one run."""
 
     def __init__(self, directory, board, timeout: float = 60):
+        self.board = load_board(board)
+        targets.check_runnable(self.board)
+        self.timeout = targets.TIMEOUT.check(timeout)
         self.directory = Path(directory).resolve()
         self.manifest = read_manifest(self.directory)
-        self.board = load_board(board)
-        self.timeout = timeout
         self.model = self.python_copy()
         self.learning = self.manifest["learning"]
         self.report_fields = {"target": "qemu", "board": self.board.name}
@@ -69,7 +69,7 @@ class EmulatedTarget:
         self.where = f"{directory} on {self.board.name} under {self.emulator}"
 
     def python_copy(self):
-        return load_model(self.directory / self.manifest["model"])
+        return load_bundle_model(self.manifest)
 
     def outputs(self, X) -> tuple[np.ndarray, np.ndarray]:
         result = targets.run(self.directory, self.board, X, timeout=self.timeout)
@@ -84,16 +84,23 @@ class EmulatedTarget:
         return targets.build(self.directory, self.board).state_bytes
 
 
-def target(bundle_dir, where: str = "host", board=None, timeout: float = 60):
-    """The target of a bundle: ``host`` (cffi) or ``qemu`` (the board's emulator)."""
+def target(bundle_dir, where: str = "host", board=None, timeout: float = 60, learn: bool = False,
+           n_features: int | None = None):
+    """The target of a bundle: ``host`` (cffi) or ``qemu`` (the board's emulator). ``learn`` (test-then-train)
+    and ``n_features`` (of the rows to come) are checked against the bundle before anything is compiled."""
+    if where == "host" and board is not None:
+        raise ValueError("--board applies to --target qemu only")
+    if where != "host" and board is None:
+        raise ValueError("--target qemu needs --board (see edgestream boards)")
+    manifest = read_manifest(bundle_dir)
+    if learn and not manifest["learning"]:
+        raise ValueError(f"--learn needs a learning bundle; {bundle_dir} holds a frozen {manifest['learner']} model")
+    if n_features is not None and n_features != manifest["n_features"]:
+        raise ValueError(f"the data has {n_features} features, bundle {bundle_dir} takes {manifest['n_features']}")
     if where == "host":
-        if board is not None:
-            raise ValueError("--board applies to --target qemu only")
         from .simulate import load_bundle
 
         return HostTarget(load_bundle(Path(bundle_dir).resolve()))
-    if board is None:
-        raise ValueError("--target qemu needs --board (see edgestream boards)")
     return EmulatedTarget(bundle_dir, board, timeout)
 
 

@@ -139,5 +139,8 @@ def html_report(budget, path, curve: dict[int, float] | None = None, sizes: dict
         budget=budget, images=images, sizes=sizes, compared=COMPARED, provenance=origin or provenance(),
         search=search)
     path = Path(path)
-    path.write_text(page)
+    try:
+        path.write_text(page)
+    except OSError as error:
+        raise OSError(error.errno, f"cannot write the report {path}: {error.strerror or error}") from None
     return path

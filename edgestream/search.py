@@ -19,6 +19,8 @@ address is given (``pip install edgestream[dask]``).
 from __future__ import annotations
 
 import os
+import threading
+import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 
@@ -30,6 +32,10 @@ from .budget import Budget, configurations, not_fitting
 from .data import device_input
 from .evaluate import prequential
 from .online import BINS_ROWS, check_stream, start_online
+from .ranges import Range
+
+WORKERS = Range("workers", 1, 1024)  # local worker processes of a search
+RATE = Range("rate", 0.0, None, float, above=True)  # samples per second the device must learn
 
 
 CURVE_BUDGETS = tuple(kib * 1024 for kib in (2, 4, 8, 16, 32))
@@ -122,8 +128,10 @@ def search(learner: str, board, X, y, ram: int | None = None, flash: int | None 
     X, y = np.asarray(X), np.asarray(y)
     classes = check_stream(X, y)
     n_features, n_classes = X.shape[1], len(classes)
-    if rate is not None and not (isinstance(rate, (int, float)) and np.isfinite(rate) and rate > 0):
-        raise ValueError(f"--rate {rate!r} must be a positive number of samples per second")
+    if rate is not None:
+        RATE.check(rate)
+    if workers is not None:
+        WORKERS.check(workers)
     budgets = configurations(learner, board, n_features, n_classes, ram, flash, optimize, spec.search_grid,
                              **(params or {}))
     candidates = [Candidate(budget) for budget in budgets]
@@ -190,7 +198,8 @@ def _run(learner: str, configs: list[dict], X, y, classes, bins_rows: int, worke
                 results[i] = _accuracy(learner, config, X, y, classes, bins_rows)
                 bar.update()
         else:
-            with ProcessPoolExecutor(min(workers or os.cpu_count(), len(configs))) as pool:
+            with ProcessPoolExecutor(min(workers or os.cpu_count(), len(configs)), initializer=_exit_with_parent,
+                                     initargs=(os.getpid(),)) as pool:
                 futures = {pool.submit(_accuracy, learner, config, X, y, classes, bins_rows): i
                            for i, config in enumerate(configs)}
                 for future in as_completed(futures):
@@ -199,6 +208,17 @@ def _run(learner: str, configs: list[dict], X, y, classes, bins_rows: int, worke
     finally:
         bar.close()
     return results
+
+
+def _exit_with_parent(parent: int) -> None:
+    """A worker's watch: it ends when the process that started it has ended (a killed ``fit`` or ``budget``
+    leaves no workers behind, waiting forever for work: they hold the work queue open themselves)."""
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(0.2)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True, name="edgestream-parent-watch").start()
 
 
 __all__ = ["Candidate", "Search", "search"]

@@ -20,7 +20,6 @@ import os
 import re
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 import cffi
@@ -29,7 +28,8 @@ import numpy as np
 from . import learners
 from .emit import C_TYPES
 from .encoding import LEAF_CODES
-from .export import read_manifest, runtime_sources
+from .export import load_bundle_model, read_manifest, runtime_sources
+from .scratch import scratch_dir
 from .frozen import scratch_size
 from .state import C_TYPES as STATE_C_TYPES
 
@@ -120,14 +120,10 @@ def publish_library(cdef: str, header: str, sources: list[Path], include_dir: Pa
     ffi.cdef(cdef)
     ffi.set_source(module, header, sources=[str(s) for s in sources], include_dirs=[str(include_dir)],
                    extra_compile_args=list(COMPILE_ARGS))
-    build.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=".compiling-", dir=build))
-    try:
+    with scratch_dir(".compiling-", build) as work:  # a killed compile's folder goes with the next compile
         library = Path(ffi.compile(tmpdir=str(work)))
         final = build / library.name
         os.replace(library, final)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
     return final
 
 
@@ -143,10 +139,15 @@ def compile_library(cdef: str, header: str, sources: list[Path], include_dir: Pa
     if not built:
         built = [publish_library(cdef, header, sources, include_dir, module, build)]
     library = built[0]
-    if private:
-        copy = Path(tempfile.mkdtemp(prefix="es_bundle_")) / library.name
+    if not private:
+        return _load(module, library)
+    with scratch_dir("edgestream-bundle-") as scratch:  # the private copy is removed once loaded
+        copy = scratch / library.name
         shutil.copyfile(library, copy)
-        library = copy
+        return _load(module, copy)
+
+
+def _load(module: str, library: Path):
     spec = importlib.util.spec_from_file_location(module, library)
     extension = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(extension)
@@ -162,15 +163,13 @@ class Bundle:
     """A generated bundle compiled for the host; predictions come from its C code."""
 
     def __init__(self, directory):
-        from .modelfile import load_model
-
         self.directory = Path(directory).resolve()  # cffi compiles elsewhere: includes must be absolute
         self.manifest = read_manifest(self.directory)
         self.name = self.manifest["name"]
         self.input_dtype = self.manifest["input_dtype"]
         self.n_features = self.manifest["n_features"]
         self.n_classes = self.manifest["n_classes"]
-        self.model = load_model(self.directory / self.manifest["model"])
+        self.model = load_bundle_model(self.manifest)
         self.learning = self.manifest["learning"]
         include = Path(self.manifest["include_directory"])
         cdef = header_cdef([f"{self.name}.h"], include)

@@ -26,16 +26,17 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from .boards import Board, load_board
+from .boards import Board, board_names, load_board
+from .ranges import Range
+from .scratch import scratch_dir
 from .emit import C_TYPES, environment
-from .export import read_manifest
+from .export import load_bundle_model, read_manifest
 from .simulate import cache_dir
 
 COMPILE_FLAGS = ("-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-Os", "-ffunction-sections",
@@ -61,6 +62,27 @@ class TargetError(RuntimeError):
 
 class EmulatorTimeout(TimeoutError):
     """The emulator did not finish in time."""
+
+
+class NotRunnable(TargetError, ValueError):
+    """A board whose emulator cannot run programs with file I/O (it can be built, not run): a usage error."""
+
+
+TIMEOUT = Range("timeout", 0.0, 24 * 3600.0, float, above=True)  # seconds an emulator run may take
+
+
+def check_runnable(board) -> None:
+    """Refuse a board that has no emulator able to run the firmware harness (before any build)."""
+    if not runs_programs(board):
+        runnable = ", ".join(name for name in board_names() if runs_programs(load_board(name)))
+        raise NotRunnable(f"board {board.name} has no emulated file I/O; it can be built, not run (boards that "
+                          f"run: {runnable})")
+
+
+def runs_programs(board) -> bool:
+    """The board's emulator runs the firmware harness (rows in a file or in flash, results in a file or on the
+    UART)."""
+    return board.io != "none" and board.emulator is not None
 
 
 @dataclass
@@ -210,13 +232,14 @@ def firmware(bundle_dir, board, emulated: bool, out_dir=None, rows: bytes | None
         digest.update(header.name.encode() + header.read_bytes())
     out = cache_dir() / "targets" / f"{board.name}-{'emulated' if emulated else 'chip'}-{digest.hexdigest()[:20]}"
     if not (out / ELF).is_file():
-        out.parent.mkdir(parents=True, exist_ok=True)
-        work = Path(tempfile.mkdtemp(dir=out.parent, prefix=out.name + ".tmp"))
-        compile_into(work, manifest, board, emulated, harness)
-        try:
-            work.rename(out)
-        except OSError:  # built meanwhile by another process
-            shutil.rmtree(work, ignore_errors=True)
+        with scratch_dir(".building-", out.parent) as scratch:  # a killed or failed build leaves nothing
+            work = scratch / "firmware"
+            work.mkdir()
+            compile_into(work, manifest, board, emulated, harness)
+            try:
+                work.rename(out)
+            except OSError:  # built meanwhile by another process
+                pass
     return Firmware(board, manifest, out)
 
 
@@ -362,14 +385,12 @@ def decode_results(manifest: dict, raw: bytes, n_rows: int, board: Board) -> tup
 
 def class_indices(manifest: dict, y, n_rows: int) -> np.ndarray:
     """Labels of the model's classes -> class indices, for a learning bundle."""
-    from .modelfile import load_model
-
     if not manifest["learning"]:
         raise ValueError(f"bundle {manifest['directory']} holds a frozen {manifest['learner']} model; it cannot learn")
     if y is None or len(y) != n_rows:
         raise ValueError(f"learning needs one label per row: {n_rows} rows, "
                          f"{'no labels' if y is None else f'{len(y)} labels'}")
-    model = load_model(Path(manifest["directory"]) / manifest["model"])
+    model = load_bundle_model(manifest)
     return np.array([model.encode_label(label) for label in y], dtype=np.uint8)
 
 
@@ -420,8 +441,8 @@ def run(bundle_dir, board, X, y=None, learn: bool = False, timeout: float = 60,
     instruction (slow: keep the stream short) and the result counts them per API call and row."""
     board = load_board(board)
     emulator = board.emulator
-    if board.io == "none" or emulator is None:
-        raise TargetError(f"board {board.name} has no emulated file I/O; it can be built, not run")
+    check_runnable(board)
+    TIMEOUT.check(timeout)
     manifest = read_manifest(bundle_dir)
     rows = np.asarray(X)
     labels = class_indices(manifest, y, len(rows)) if learn else None
@@ -434,7 +455,7 @@ def run(bundle_dir, board, X, y=None, learn: bool = False, timeout: float = 60,
     fw = check_ram(firmware(bundle_dir, board, emulated=True))
     command = emulator_command(board, fw.elf, ["-singlestep", "-d", "exec,nochain", "-D", TRACE] * instructions)
     where = f"{emulator.command} {emulator.machine}".strip()
-    with tempfile.TemporaryDirectory(prefix="edgestream-run-") as work:
+    with scratch_dir("edgestream-run-") as work:
         (Path(work) / INPUT_FILE).write_bytes(payload)
         watch = (Path(work) / OUTPUT_FILE, 1 + 2 * manifest["n_classes"], len(rows))
         seconds = execute(command, Path(work), timeout, f"board {board.name}: {where}", watch)
@@ -465,7 +486,7 @@ def run_uart(bundle_dir, board: Board, manifest: dict, payload: bytes, n_rows: i
         raise ValueError(f"{n_rows} rows take {len(payload):,} bytes; board {board.name} carries its input in flash: "
                          f"at most {limit:,} bytes (run fewer rows at a time)")
     fw = check_ram(firmware(bundle_dir, board, emulated=True, rows=payload))
-    with tempfile.TemporaryDirectory(prefix="edgestream-run-") as work:
+    with scratch_dir("edgestream-run-") as work:
         seconds = execute(emulator_command(board, fw.elf), Path(work), timeout, f"board {board.name}: "
                           f"{board.emulator.command}")
         text = "".join((Path(work) / f"emulator.{stream}").read_text(errors="replace") for stream in ("out", "err"))

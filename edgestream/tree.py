@@ -31,6 +31,7 @@ import numpy as np
 
 from . import _kernels
 from .binning import MISSING_BIN
+from .ranges import Range
 from .encoding import LEAF_KINDS, additive_classes, additive_proba_q15, additive_sums, check_additive
 
 LEAF_FEATURE = _kernels.LEAF_FEATURE
@@ -38,6 +39,8 @@ NODE_DTYPE = _kernels.NODE_DTYPE
 Q15_ONE = _kernels.Q15_ONE
 MAX_FEATURES = 255  # feature 255 marks a leaf
 MAX_CLASSES = 255
+FEATURES = Range("features", 1, MAX_FEATURES)  # per row, of any model
+CLASSES = Range("classes", 2, MAX_CLASSES)  # of any classifier
 MAX_NODES = 65535
 MAX_TOTAL_WEIGHT = 65535
 CRITERIA = {"gini": _kernels.GINI, "entropy": _kernels.ENTROPY}

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import edgestream
-from edgestream import ShrubEnsemble, learners, simulate
+from edgestream import ShrubEnsemble, learners, parity, simulate
 from edgestream.boards import load_board
 from edgestream.cli import main
 from edgestream.data import make_stream
@@ -88,7 +88,6 @@ def test_fit_without_header(capsys, tmp_path):
     ("a,b\n1,0\n2,1\n", ["--label", "b", "--window", "8"], "--window does not apply to --learner tree"),
     ("a,b\n1,0\n2,1\n", ["--label", "b", "--learner", "forest", "--flash", "100"], "no forest configuration"),
     ("a,b\n1,0\n2,1\n", ["--label", "b", "--learner", "shrubs", "--max-depth", "9"], "max_depth=9"),
-    ("a,b\n1,0\n2,1\n", ["--label", "b", "--learner", "shrubs", "--bins-rows", "0"], "bins_rows=0"),
 ])
 def test_fit_user_errors(capsys, tmp_path, text, argv, message):
     path = tmp_path / "d.csv"
@@ -221,7 +220,7 @@ def test_simulate_learn_on_frozen_bundle(capsys, tmp_path, blobs_csv):
     run(capsys, "export", tmp_path / "f.esm", "-o", tmp_path / "bundle")
     code, _, err = run(capsys, "simulate", tmp_path / "bundle", blobs_csv, "--label", "label", "--learn")
     assert_user_error(code, err, "--learn needs a learning bundle")
-    assert "holds a frozen ForestClassifier" in err
+    assert "holds a frozen forest model" in err
 
 
 class FakeBundle:
@@ -251,6 +250,7 @@ def test_simulate_counts_mismatches_and_unknown_labels(capsys, tmp_path, monkeyp
     labels[:3] = 7  # a label the model never saw counts as wrong
     path = write_csv(tmp_path / "d.csv", X, labels)
     monkeypatch.setattr(simulate, "load_bundle", lambda directory: FakeBundle(model, directory, wrong_rows=[5, 6]))
+    monkeypatch.setattr(parity, "read_manifest", lambda directory: {"learning": False, "n_features": 2})
     code, out, _ = run(capsys, "simulate", tmp_path, path, "--label", "label", "--json")
     assert code == 0 and json.loads(out) == {"n": 20, "accuracy": 15 / 20, "mismatches": 2, "proba_mismatches": 2,
                                              "bundle": str(tmp_path), "target": "host"}

@@ -218,7 +218,7 @@ def test_model_write_killed_at_every_step_leaves_the_old_or_the_new_file(tmp_pat
         pid = os.fork()
         if pid == 0:
             try:
-                fail_at(step, [0], (modelfile, "_write_atomic"))
+                fail_at(step, [0], (modelfile, "write_atomic"))
                 modelfile.save_model(shrubs, path)
             finally:
                 os._exit(0)

@@ -68,7 +68,6 @@ def test_cost_model_predicts_the_measured_counts():
                                          "1e+06 samples/s on stm32f411 (100 MHz: 100 instructions per sample); "
                                          "the fastest needs"),
     (["--ram", 100], "no shrubs configuration for 3 features and 2 classes fits 100 bytes of RAM"),
-    (["--ram", "8KiB", "--rate", "-5"], "--rate -5.0 must be a positive number of samples per second"),
     (["--ram", "2KiB", "--board", "atmega328p", "--rate", "10"], "not calibrated for atmega328p's core (avr5"),
 ])
 def test_bad_budgets_name_what_was_needed(capsys, tmp_path, sea, argv, message):

@@ -7,14 +7,14 @@ from edgestream.units import parse_bytes
 @pytest.mark.parametrize("text, expected", [
     ("8192", 8192), ("8192B", 8192), ("8KiB", 8192), ("8 KiB", 8192), ("8kib", 8192), ("8K", 8192), ("8k", 8192),
     ("8KB", 8192), ("8kB", 8192), (" 8KiB ", 8192), ("1.5KiB", 1536), ("0.5K", 512), ("2MiB", 2 * 1024**2),
-    ("2M", 2 * 1024**2), ("2MB", 2 * 1024**2), ("1", 1), ("8.0", 8),
+    ("2M", 2 * 1024**2), ("2MB", 2 * 1024**2), ("1", 1), ("8.0", 8), ("1GiB", 1024**3), ("1024G", 1024**4),
 ])
 def test_accepted_forms(text, expected):
     assert parse_bytes(text) == expected
 
 
 @pytest.mark.parametrize("text", ["8 KBs", "-1", "0", "0KiB", "abc", "8.3", "", " ", "8 K iB", "KiB", "1e3",
-                                  "8GiB", "0.0001KiB", "8..3", ".5K", "٣"])
+                                  "8TiB", "2048GiB", "0.0001KiB", "8..3", ".5K", "٣"])
 def test_rejected_forms_name_the_text_and_the_accepted_forms(text):
     with pytest.raises(ValueError) as error:
         parse_bytes(text)

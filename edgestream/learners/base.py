@@ -14,6 +14,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..binning import BinMapper
+from ..ranges import Range
 from ..state import StateSpec
 from ..tree import MAX_CLASSES, Q15_ONE, check_features
 from .stream import StreamLearner
@@ -106,9 +107,7 @@ def class_index(classes: np.ndarray, label) -> int:
 
 def check_integer(owner, name: str, low: int, high: int) -> None:
     """``owner.<name>`` must be an integer (not a bool) from ``low`` to ``high``; the error names both."""
-    value = getattr(owner, name)
-    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or not low <= value <= high:
-        raise ValueError(f"{name}={value!r} must be an integer from {low} to {high}")
+    Range(name, low, high).check(getattr(owner, name))
 
 
 class DeviceState:
@@ -371,10 +370,15 @@ class LearnerSpec:
         return next((o for o in self.options if o.param == param), None)
 
     def make(self, **params):
-        """The estimator with these parameters; unknown ones get an error listing the learner's."""
+        """The estimator with these parameters, checked (``_check_params`` of estimators that check only at fit time,
+        as scikit-learn's do); unknown ones get an error listing the learner's."""
         known = set(self.cls().get_params())
         unknown = sorted(set(params) - known)
         if unknown:
             raise ValueError(f"learner {self.name!r} has no parameter(s) {', '.join(unknown)}; "
                              f"its parameters: {', '.join(sorted(known))}")
-        return self.cls(**params)
+        model = self.cls(**params)
+        check = getattr(model, "_check_params", None)
+        if check is not None:
+            check()
+        return model

@@ -6,7 +6,7 @@ import numpy as np
 
 from ..frozen import tree_context, tree_tables
 from ..tree import TreeEnsemble, grow_tree
-from .base import LEAF_VALUES_OPTION, TREE_OPTIONS, LearnerSpec, Option
+from .base import LEAF_VALUES_OPTION, TREE_OPTIONS, LearnerSpec, Option, check_integer
 from .tree import DEPTH_LADDER, BinnedClassifier
 
 class ForestClassifier(BinnedClassifier):
@@ -38,9 +38,11 @@ class ForestClassifier(BinnedClassifier):
         self.random_state = random_state
         self.leaf_values = leaf_values
 
+    def _check_params(self) -> None:
+        check_integer(self, "n_trees", 1, 255)
+        super()._check_params()
+
     def _fit_ensemble(self, X_binned, y, n_classes) -> TreeEnsemble:
-        if not isinstance(self.n_trees, (int, np.integer)) or not 1 <= self.n_trees <= 255:
-            raise ValueError(f"n_trees={self.n_trees!r} must be an integer from 1 to 255")
         settings = self._tree_settings(X_binned.shape[1])
         n_features = X_binned.shape[1]
         max_features = features_per_split(self.max_features, n_features)

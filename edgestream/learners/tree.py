@@ -51,10 +51,9 @@ class BinnedClassifier(EnsemblePrediction, BatchClassifier):
     """
 
     def fit(self, X, y):
+        self._check_params()
         X, y = self._validate_fit(X, y)
         self.classes_, y_encoded = encode_labels(y, len(X))
-        if self.leaf_values not in LEAF_VALUES:
-            raise ValueError(f"leaf_values={self.leaf_values!r} must be one of {LEAF_VALUES}")
         self.bins_ = BinMapper(self.max_bins, self.binning, self.input_dtype).fit(X)
         X_binned = self.bins_.transform(X)
         self.ensemble_ = self._fit_ensemble(X_binned, y_encoded, len(self.classes_))
@@ -87,7 +86,14 @@ class BinnedClassifier(EnsemblePrediction, BatchClassifier):
         self.ensemble_, self._importances = ensemble, importances
         self.n_features_in_ = ensemble.n_features
 
-    def _tree_settings(self, n_features: int) -> dict:
+    def _check_params(self) -> None:
+        """Every parameter, before any work (``fit``, and ``LearnerSpec.make`` for the budget and model files)."""
+        if self.leaf_values not in LEAF_VALUES:
+            raise ValueError(f"leaf_values={self.leaf_values!r} must be one of {LEAF_VALUES}")
+        BinMapper(self.max_bins, self.binning, self.input_dtype)._check_params()
+        self._tree_settings()
+
+    def _tree_settings(self, n_features: int | None = None) -> dict:
         if self.criterion not in CRITERIA:
             raise ValueError(f"criterion={self.criterion!r} must be one of {sorted(CRITERIA)}")
         if not isinstance(self.max_depth, (int, np.integer)) or not 0 <= self.max_depth <= 32:
