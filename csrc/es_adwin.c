@@ -228,16 +228,49 @@ static void clear(es_adwin *a)
     a->n_detections = 0u;
 }
 
+static int params_ok(uint32_t log_term_q24, uint8_t max_buckets, uint8_t max_rows, uint16_t clock,
+                     uint32_t min_window_length)
+{
+    return !(log_term_q24 == 0u || log_term_q24 > 0x7FFFFFFFu || max_buckets < 2u ||
+             max_buckets > ES_ADWIN_MAX_BUCKETS || max_rows < 1u || max_rows > ES_ADWIN_MAX_ROWS || clock < 1u ||
+             min_window_length < 2u || min_window_length > 0x7FFFFFFFu ||
+             (uint64_t)max_buckets * ((((uint64_t)1) << max_rows) - 1u) >= ((uint64_t)1 << 32));
+}
+
+es_status es_adwin_check(const es_adwin *a)
+{
+    uint64_t width = 0u, total = 0u;
+    uint8_t r, k;
+    if (a == 0) {
+        return ES_ERR_NULL;
+    }
+    if (!params_ok(a->log_term_q24, a->max_buckets, a->max_rows, a->clock, a->min_window_length) ||
+        a->tick >= a->clock) {
+        return ES_ERR_MODEL;
+    }
+    for (r = 0u; r < ES_ADWIN_MAX_ROWS; r++) {
+        if (a->fill[r] > (r < a->max_rows ? a->max_buckets : 0u)) {
+            return ES_ERR_MODEL;
+        }
+        for (k = 0u; k < ES_ADWIN_MAX_BUCKETS; k++) {
+            const uint32_t ones = a->ones[r][k];
+            if (k < a->fill[r] ? (uint64_t)ones > ((uint64_t)1 << r) : ones != 0u) {
+                return ES_ERR_MODEL;
+            }
+            total += ones;
+        }
+        width += (uint64_t)a->fill[r] << r;
+    }
+    return width == a->width && total == a->total ? ES_OK : ES_ERR_MODEL;
+}
+
 es_status es_adwin_init(es_adwin *a, uint32_t log_term_q24, uint8_t max_buckets, uint8_t max_rows,
                         uint16_t clock, uint32_t min_window_length, uint32_t grace_period)
 {
     if (a == 0) {
         return ES_ERR_NULL;
     }
-    if (log_term_q24 == 0u || log_term_q24 > 0x7FFFFFFFu || max_buckets < 2u ||
-        max_buckets > ES_ADWIN_MAX_BUCKETS || max_rows < 1u || max_rows > ES_ADWIN_MAX_ROWS || clock < 1u ||
-        min_window_length < 2u || min_window_length > 0x7FFFFFFFu ||
-        (uint64_t)max_buckets * ((((uint64_t)1) << max_rows) - 1u) >= ((uint64_t)1 << 32)) {
+    if (!params_ok(log_term_q24, max_buckets, max_rows, clock, min_window_length)) {
         return ES_ERR_MODEL;
     }
     a->log_term_q24 = log_term_q24;

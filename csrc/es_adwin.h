@@ -54,6 +54,13 @@ es_status es_adwin_reset(es_adwin *a);
  * detected (the window dropped its older part), else 0. change_out may be NULL. */
 es_status es_adwin_update(es_adwin *a, uint8_t value, uint8_t *change_out);
 
+/* ES_OK if *a is a detector whose every index and count is in range (a state restored from bytes): the
+ * parameters within es_adwin_init's ranges, tick < clock, fill[r] <= max_buckets for r < max_rows and 0 from
+ * max_rows on, at most 2^r ones in a bucket of row r, unused bucket slots 0, width and total the
+ * sums of the buckets; else ES_ERR_MODEL (ES_ERR_NULL for NULL). Reads *a only. The specification is
+ * edgestream.adwin.check_record. */
+es_status es_adwin_check(const es_adwin *a);
+
 /* floor(total * 2^15 / width), 0 for an empty window (one 64-bit division; not on the update path). */
 uint16_t es_adwin_mean_q15(const es_adwin *a);
 

@@ -23,6 +23,8 @@ typedef struct {
     uint32_t gamma_q15;
     uint32_t min_child_q15;
     uint32_t eta_q16;               /* learning rate in Q16 */
+    uint32_t drift_log_q24;         /* ADWIN's ln(2/delta) in Q24 (a restored detector must have it) */
+    uint16_t drift_clock;           /* ADWIN's check period */
 } es_axgb_config;
 
 typedef struct {

@@ -306,21 +306,46 @@ def adwin_record(adwin: ADWIN):
     return record
 
 
+def check_record(record) -> None:
+    """Refuse (``ValueError``) a C ``es_adwin`` record that ``es_adwin_check`` refuses: parameters outside
+    :class:`ADWIN`'s ranges, ``tick >= clock``, a row fuller than ``max_buckets`` (rows from ``max_rows`` on:
+    empty), a bucket of row r with more than 2^r ones, a non-zero unused bucket slot, ``width`` or
+    ``total`` that are not the sums of the buckets. So a restored detector (a state image) is one whose every
+    index is in range and whose arithmetic stays that of the specification."""
+    raw = np.ascontiguousarray(record).reshape(-1).view(np.uint8)
+    if len(raw) != ADWIN_DTYPE.itemsize:
+        raise ValueError(f"ADWIN state of {len(raw)} bytes, the C struct has {ADWIN_DTYPE.itemsize}")
+    r = raw.view(ADWIN_DTYPE)[0]
+    rows, buckets, clock = int(r["max_rows"]), int(r["max_buckets"]), int(r["clock"])
+    log_term, mwl = int(r["log_term_q24"]), int(r["min_window_length"])
+    if not (1 <= log_term <= _LOG_TERM_MAX and 2 <= buckets <= MAX_BUCKETS and 1 <= rows <= MAX_ROWS
+            and clock >= 1 and 2 <= mwl <= (1 << 31) - 1 and buckets * ((1 << rows) - 1) < 1 << 32):
+        raise ValueError(f"ADWIN state has parameters out of range (max_buckets={buckets}, max_rows={rows}, "
+                         f"clock={clock}, min_window_length={mwl}, log_term_q24={log_term})")
+    if int(r["tick"]) >= clock:
+        raise ValueError(f"ADWIN state has tick={int(r['tick'])}, its clock is {clock}")
+    fill, ones = r["fill"].astype(np.int64), r["ones"].astype(np.int64)
+    if (fill[:rows] > buckets).any() or fill[rows:].any():
+        raise ValueError("ADWIN state has more buckets in a row than allowed")
+    used = np.arange(MAX_BUCKETS)[None, :] < fill[:, None]
+    if (ones[~used] != 0).any() or (ones > (1 << np.arange(MAX_ROWS, dtype=np.int64))[:, None]).any():
+        raise ValueError("ADWIN state has a bucket with more ones than samples, or an unused bucket that is not 0")
+    if int(r["width"]) != int((fill << np.arange(MAX_ROWS)).sum()) or int(r["total"]) != int(ones.sum()):
+        raise ValueError("inconsistent ADWIN state: width or total is not the sum of its buckets")
+
+
 def adwin_from_record(record, delta: float) -> ADWIN:
-    """The detector of a C ``es_adwin`` record (``delta`` must give the record's ``log_term_q24``)."""
-    r = record.reshape(-1)[0]
+    """The detector of a C ``es_adwin`` record (checked by :func:`check_record`; ``delta`` must give the record's
+    ``log_term_q24``)."""
+    check_record(record)
+    r = np.ascontiguousarray(record).reshape(-1).view(np.uint8).view(ADWIN_DTYPE)[0]
     adwin = ADWIN(delta, int(r["max_buckets"]), int(r["max_rows"]), int(r["clock"]), int(r["min_window_length"]),
                   int(r["grace_period"]))
     if adwin.log_term_q24 != int(r["log_term_q24"]):
         raise ValueError(f"ADWIN state has log_term_q24={int(r['log_term_q24'])}, delta={delta!r} gives "
                          f"{adwin.log_term_q24}")
     fill = r["fill"]
-    if (fill[: adwin.max_rows] > adwin.max_buckets).any() or fill[adwin.max_rows:].any():
-        raise ValueError("ADWIN state has more buckets in a row than allowed")
     adwin.rows = [[int(v) for v in r["ones"][row, : fill[row]]] for row in range(adwin.max_rows)]
     adwin.width, adwin.total = int(r["width"]), int(r["total"])
     adwin.tick, adwin.n_detections = int(r["tick"]), int(r["n_detections"])
-    if adwin.width != sum(len(row) << k for k, row in enumerate(adwin.rows)) or \
-            adwin.total != sum(map(sum, adwin.rows)) or adwin.tick >= adwin.clock:
-        raise ValueError("inconsistent ADWIN state")
     return adwin

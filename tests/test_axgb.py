@@ -21,13 +21,14 @@ SENTINEL = 0xA5
 
 
 class Device:
-    """The runtime's es_axgb on numpy regions surrounded by sentinel bytes, starting from the learner's state."""
+    """The runtime's es_axgb on numpy regions surrounded by sentinel bytes, starting from the learner's state
+    (or from ``state``: arrays and counters as ``device_state()`` gives them)."""
 
-    def __init__(self, learner):
+    def __init__(self, learner, state=None):
         self.ffi, self.lib = runtime()
         ffi = self.ffi
         layout = learner.layout()
-        arrays, counters = learner.device_state()
+        arrays, counters = state or learner.device_state()
         self.config = ffi.new("es_axgb_config *", layout.config)
         self.counters = ffi.new("es_axgb_counters *", {k: int(v) for k, v in counters.items()})
         self.buffers, self.regions, fields = {}, {}, {}
@@ -59,6 +60,9 @@ class Device:
 
     def counter_values(self) -> dict:
         return {f.name: getattr(self.counters, f.name) for f in STATE.counters}
+
+    def validate(self) -> int:
+        return self.lib.es_axgb_validate(self.model)
 
     def guards_intact(self) -> bool:
         return all((raw[:GUARD] == SENTINEL).all() and (raw[-GUARD:] == SENTINEL).all()
@@ -331,6 +335,119 @@ def test_nan_is_refused_unless_missing_values_are_allowed():
     learner = make(2, 2, X, allow_missing=True, window_min=4, window_max=8)
     X[::3, 1] = np.nan
     run_parity(learner, X, y)
+
+
+# -- state validation (images) -----------------------------------------------------------------------------
+
+COUNTER_MAX = {f.name: 2 ** (8 * {"uint8_t": 1, "uint16_t": 2}.get(f.c_type, 0)) - 1 for f in STATE.counters}
+
+
+def host_accepts(learner, arrays, counters):
+    """A copy of ``learner`` restored from the state, or None if the host refuses it."""
+    import copy
+
+    clone = copy.copy(learner)  # restore_arrays gives the copy regions of its own
+    saved = {name: np.asarray(arrays[name]).reshape(np.shape(value)).astype(value.dtype)
+             for name, value in learner.saved_arrays().items() if name != "counters"}
+    saved["counters"] = np.array([counters[f.name] for f in STATE.counters], dtype=np.int64)
+    try:
+        clone.restore_arrays(saved)
+    except ValueError:
+        return None
+    return clone
+
+
+def mutations(learner, rng, n):
+    """States of ``learner`` with one change: every counter set to each of 0, its value -1 and +1 and its largest
+    value, then ``n`` random region elements set to boundary or random bytes."""
+    arrays, counters = learner.device_state()
+    for name in sorted(counters):
+        v, top = int(counters[name]), COUNTER_MAX[name] if COUNTER_MAX[name] > 0 else 2**40
+        for value in sorted({0, v - 1, v + 1, top} - {v}):
+            if -(2**40) <= value <= top and (value >= 0 or name == "best_gain"):
+                yield name, arrays, dict(counters, **{name: value})
+    regions = ["order", "node_start", "node_stop", "node_depth", "hist_g", "hist_h", "node_g", "node_h", "left_g",
+               "left_h", "roots", "proba", "window_labels", "nodes", "leaf_values", "adwin"]
+    for _ in range(n):
+        name = str(rng.choice(regions))
+        changed = dict(arrays, **{name: np.array(arrays[name], copy=True)})
+        flat = changed[name].reshape(-1).view(np.uint8)
+        flat[int(rng.integers(len(flat)))] = int(rng.choice([0, 1, 2, 0x7F, 0x80, 0xFF, rng.integers(256)]))
+        yield name, changed, counters
+
+
+def test_state_validation_host_equals_device_and_accepted_states_stay_in_bounds():
+    """States of every job phase with one counter or region element changed: es_axgb_validate accepts exactly
+    the states the host's check_state accepts, and accepted states continue on both identically (C == Python
+    after every step) without writing outside any region."""
+    X, y = drifting(600, 3, 3, seed=11)
+    learner = make(3, 3, X, members=3, window_min=16, window_max=24, max_depth=3, max_bins=8, delta=0.3, clock=4,
+                   work_per_call=job_units(24, 3, 9, 3, 3) // 16 + 1)
+    bins = learner.transform(X)
+    rng = np.random.default_rng(1)
+    phases, accepted, refused, continued = [0] * 6, 0, 0, 0
+    for i, (row, label) in enumerate(zip(bins, y)):
+        learner.learn_bins(row, int(label))
+        if i < 40 or (phases[learner.phase] >= 3 and i % 40):
+            continue
+        phases[learner.phase] += 1
+        assert Device(learner).validate() == 0 and host_accepts(learner, *learner.device_state()) is not None
+        for k, (name, arrays, counters) in enumerate(mutations(learner, rng, 10)):
+            device = Device(learner, (arrays, counters))
+            host = host_accepts(learner, arrays, counters)
+            assert (device.validate() == 0) == (host is not None), (i, learner.phase, name)
+            if host is None:
+                refused += 1
+                continue
+            accepted += 1
+            if k % 3:
+                continue
+            continued += 1
+            for row2, label2 in zip(bins[i + 1: i + 25], y[i + 1: i + 25]):
+                host.learn_bins(row2, int(label2))
+                assert device.learn(row2, int(label2)) == 0
+                assert state_differences(host, device) == [], (i, name)
+            assert device.guards_intact()
+    assert min(phases) >= 3 and continued > 100 and refused > 1000, (phases, accepted, refused, continued)
+
+
+def test_images_saved_during_a_spread_job_continue_on_host_and_device(tmp_path):
+    """The bundle saves an image in every phase of a spread training job; the host reads it and continues as the
+    device does, and the device restores the host's image of the continued state."""
+    from edgestream import checkpoint
+
+    X, y = drifting(400, 3, 2, seed=12)
+    learner = make(3, 2, X, members=3, window_min=8, window_max=32, max_depth=2, max_bins=8,
+                   work_per_call=job_units(32, 3, 9, 2, 3) // 8 + 1)
+    learner.partial_fit(X[:50], y[:50])
+    bundle = load_bundle(export_bundle(learner, tmp_path / "b", name="axgb"))
+    lib, ffi, size = bundle.lib, bundle.ffi, bundle.lib.axgb_image_size()
+    buffer = ffi.new("uint32_t[]", size // 4 + 1)
+    length = ffi.new("uint32_t *")
+    seen = set()
+    for i in range(50, 330):
+        assert bundle.learn_encoded(X[i], int(y[i])) == 0
+        learner.learn_one(X[i], y[i])
+        if learner.phase in seen:
+            continue
+        seen.add(learner.phase)
+        assert lib.axgb_save(ffi.cast("uint8_t *", buffer), size, length) == 0
+        image = bytes(ffi.buffer(ffi.cast("uint8_t *", buffer), size))
+        host = checkpoint.read_image(learner, image)
+        assert (host.phase, host.pos) == (learner.phase, learner.pos)
+        for j in range(i + 1, i + 40):
+            assert bundle.learn_encoded(X[j], int(y[j])) == 0
+            host.learn_one(X[j], y[j])
+        assert np.array_equal(bundle.predict_proba_q15(X[:50]), host.predict_proba_q15(X[:50]))
+        again = checkpoint.write_image(host, sequence=7)
+        ffi.memmove(ffi.cast("uint8_t *", buffer), again, len(again))
+        assert lib.axgb_restore(ffi.cast("uint8_t *", buffer), size) == 0
+        assert lib.axgb_restore(ffi.cast("uint8_t *", buffer), size) == 0
+        assert np.array_equal(bundle.predict_proba_q15(X[:50]), host.predict_proba_q15(X[:50]))
+        assert lib.axgb_reset() is None or True
+        bundle = load_bundle(export_bundle(learner, tmp_path / f"b{i}", name="axgb"))  # back on the learner's path
+        lib, ffi = bundle.lib, bundle.ffi
+    assert seen == {0, 1, 2, 3, 4, 5}
 
 
 # -- CLI and the emulated device -------------------------------------------------------------------------------

@@ -58,6 +58,45 @@ Decisions where the paper (or its scikit-multiflow code) leaves a choice, all fo
   place by the two-pointer rule (``i`` from the start, ``j`` from the end: a left sample advances ``i``, a right
   one is swapped with ``order[j - 1]`` and ``j`` moves down), one unit per sample; the left child is
   ``[start, i)`` and the right ``[i, stop)``.
+
+Validation (state images, model files: :func:`check_state`, the C ``es_axgb_validate``)
+    A restored state is accepted only if no later ``learn``/``predict`` can read or write out of bounds and the
+    arithmetic stays that of this specification (no int32 overflow, no hessian sum below 0). With ``K`` members,
+    ``P`` nodes and ``Lv`` leaves per tree slot, ``F`` features and ``W`` = ``job_window``:
+
+    * ADWIN: :func:`edgestream.adwin.check_record`, and its ``log_term_q24`` and ``clock`` are this model's
+      (config ``drift_log_q24``, ``drift_clock``). ``head < capacity``, ``count <= capacity``, ``W_min <= window <=
+      W_max``, ``n_members <= K``, ``replace_index < K`` (push: 0), ``phase <= 5``; every ring label is a class,
+      every ``proba`` entry ``<= 32768``.
+    * Members: ``roots[0..n_members)`` are starts of distinct slots ``<= K``; from each root, every reachable node
+      stays in its slot (split: feature ``< F``, child ``c`` with ``v < c`` and ``c + 1 < P``) and every reachable
+      leaf is a leaf row of the slot.
+    * Idle and GRAD: the node counters as an install leaves them (``pos_end = node = n_nodes = n_leaves = feature
+      = 0``, ``best_gain = -1``, ``best_feature = 255``, ``best_bin = 0``) and an all-zero histogram. Idle also:
+      ``pos = job_window = job_slot = job_target = 0``, ``replace_index <= n_members``.
+    * A job: ``W_min <= W <= min(W_max, count)``; ``job_slot <= K`` and no member's slot; push: ``job_target =
+      n_members``; replace: ``job_target <= n_members``, ``job_target < K`` and ``replace_index <= max(n_members,
+      job_target + 1)``. GRAD: ``pos < W``, ``order[i] = i`` for ``i < pos``.
+    * Tree phases (HIST..PART): ``order[0..W) < W``; ``node < n_nodes <= P``, ``node_depth[0] = 0``; the decided
+      nodes (``0..node - 1``, and ``node`` in PART) in order: each ``v >= 1`` already a child; a leaf refers to
+      the slot's next leaf row; a split has feature ``< F``, depth ``< max_depth``, children at the next two node
+      indices (``<= P``) of depth + 1; then ``n_nodes`` and ``n_leaves`` are what the decided nodes made. The
+      current and the pending nodes (but PART's two new children) have ``start <= stop <= W``.
+      ``best_gain >= 2 gamma_q15``, and ``best_feature = 255`` means ``best_gain = 2 gamma_q15``, ``best_bin = 0``.
+      HIST: ``start <= pos <= stop``; a splittable node (depth ``< max_depth``, 2 samples or more) has ``feature <
+      F`` and ``best_feature`` 255 or ``< feature``, another ``feature = F`` and ``best_feature = 255``; per output,
+      ``node_g/node_h`` are the sums of g/h over ``order[start:pos)`` (feature 0 or ``F``) or ``[start:stop)``, and
+      the histogram (feature ``< F``) holds h >= 0, sums equal to those over ``[start:pos)`` and ``sum |g| <=
+      32768 (pos - start)``, else is 0. SCAN: splittable, ``feature < F``, ``pos < hist_bins``, ``best_feature``
+      255 or ``<= feature``, node totals over ``[start:stop)``, bins below ``pos`` 0, ``left_h >= 0`` and h >= 0,
+      ``left + sum of bins from pos`` = node totals, ``|left_g| + sum |g| <= 32768 (stop - start)``. NODE:
+      ``feature = F``, histogram 0, node totals over ``[start:stop)``, ``best_feature`` 255 or ``< F`` for a
+      splittable node. PART: ``feature = F``, histogram 0, the node a split of (``best_feature``, ``best_bin``),
+      ``start <= pos <= pos_end <= stop``.
+
+    Every state this module reaches passes (the ring never fills: a job starts when ``count`` reaches the window
+    and ends within ``L <= W_min`` calls). A crafted state may have a full ring: then a sample is not buffered,
+    and the job still advances, so ``learn`` never stalls.
 """
 
 from __future__ import annotations
@@ -65,13 +104,13 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _kernels
-from ..adwin import ADWIN, ADWIN_DTYPE, adwin_from_record, adwin_record
+from ..adwin import ADWIN, ADWIN_DTYPE, adwin_from_record, adwin_record, check_record, log_term_q24
 from ..fixedpoint import LEAF_MAX, LEAF_MIN, Q15_ONE, additive_predict, additive_proba_q15, sigmoid_q15, softmax_q15
 from ..state import Field, RegionSpec, StateSpec
 from ..tree import LEAF_FEATURE, TreeEnsemble
 from .base import BINNING, INPUT_DTYPE, MAX_BINS
 from .base import MAX_DEPTH as MAX_DEPTH_OPTION
-from .base import BinnedOnlineLearner, DeviceState, Estimator, LearnerSpec, Option, check_integer
+from .base import BinnedOnlineLearner, DeviceState, Estimator, LearnerSpec, Option, check_integer, restore_regions
 from .shrubs import shrubs_context, shrubs_tables
 
 PUSH, REPLACE = 0, 1
@@ -109,6 +148,8 @@ STATE = StateSpec(
         Field("members", "uint16_t", "K"), Field("work_per_call", "uint32_t", "units per learn call, 0 = all"),
         Field("lambda_q15", "uint32_t"), Field("gamma_q15", "uint32_t"), Field("min_child_q15", "uint32_t"),
         Field("eta_q16", "uint32_t", "learning rate in Q16"),
+        Field("drift_log_q24", "uint32_t", "ADWIN's ln(2/delta) in Q24 (a restored detector must have it)"),
+        Field("drift_clock", "uint16_t", "ADWIN's check period"),
     ),
     counters=(
         Field("best_gain", "int64_t", "best split gain of the current node so far"),
@@ -151,6 +192,7 @@ STATE = StateSpec(
     ),
 )
 STATE_ARRAYS = tuple(r.name for r in STATE.regions if r.name != "adwin")
+SAVED_ARRAYS = tuple(r.name for r in STATE.regions if r.name != "adwin" and r.group != "scratch")  # images, files
 COUNTERS = tuple(f.name for f in STATE.counters)
 
 
@@ -265,7 +307,7 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
                 "hist_bins": self.hist_bins, "window_min": self.window_min, "window_max": self.window_max,
                 "capacity": capacity, "members": self.members, "work_per_call": self.work_per_call,
                 "lambda_q15": self.lambda_q15, "gamma_q15": self.gamma_q15, "min_child_q15": self.min_child_q15,
-                "eta_q16": self.eta_q16}
+                "eta_q16": self.eta_q16, "drift_log_q24": log_term_q24(self.delta), "drift_clock": self.clock}
 
     def summary(self) -> str:
         name = "AXGB" + ("_A" if self.drift_detection else "") + ("[p]" if self.strategy == "push" else "[r]")
@@ -306,37 +348,28 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
         """The whole learning state, as a model file stores it."""
         self._check_ready()
         counters = self.device_state()[1]
-        arrays = {name: getattr(self, name) for name in STATE_ARRAYS}
-        arrays["adwin"] = adwin_record(self.adwin_).view(np.uint8)
+        arrays = {name: getattr(self, name) for name in SAVED_ARRAYS}
+        arrays["adwin"] = adwin_record(self.adwin_)  # one es_adwin record (restore_arrays also takes its bytes)
         arrays["counters"] = np.array([counters[name] for name in COUNTERS], dtype=np.int64)
         return arrays
 
     def restore_arrays(self, arrays: dict) -> None:
-        """Take a saved state (after ``bins_`` and ``classes_`` are set); refuses tables of the wrong layout."""
+        """Take a saved state (after ``bins_`` and ``classes_`` are set); refuses tables of the wrong layout and any
+        state :meth:`check_state` refuses (``ValueError``; the learner is then left reset)."""
         self.reset()
-        for name in STATE_ARRAYS:
-            region, saved = getattr(self, name), arrays[name]
-            if (saved.dtype, saved.shape) != (region.dtype, region.shape):
-                raise ValueError(f"state {name!r} has dtype {saved.dtype} and shape {saved.shape}, this "
-                                 f"configuration needs {region.dtype} {region.shape}")
-            region[...] = saved
-        self.adwin_ = adwin_from_record(np.asarray(arrays["adwin"], dtype=np.uint8).view(ADWIN_DTYPE), self.delta)
+        restore_regions(self, SAVED_ARRAYS, arrays)
         values = [int(v) for v in arrays["counters"]]
         if len(values) != len(COUNTERS):
             raise ValueError(f"{len(values)} counters saved, this learner has {len(COUNTERS)}")
-        counters = dict(zip(COUNTERS, values))
-        if not (counters["count"] <= self.capacity(self.n_features_) and counters["head"] < self.capacity(self.n_features_)
-                and counters["n_members"] <= self.members and counters["phase"] <= PART
-                and self.window_min <= counters["window"] <= self.window_max):
-            raise ValueError(f"inconsistent counters {counters}")
-        if (self.window_labels >= len(self.classes_)).any():
-            raise ValueError("window labels out of range")
-        if counters["n_members"]:
-            TreeEnsemble(self.nodes, self.roots[: counters["n_members"]].copy(),
-                         np.ones(counters["n_members"], dtype=np.uint16), self.leaf_values, self.n_features_,
-                         "additive", np.zeros(self.n_outputs, dtype=np.int32)).validate()
-        for name, value in counters.items():
+        for name, value in zip(COUNTERS, values):
             setattr(self, name, value)
+        record = np.ascontiguousarray(arrays["adwin"]).reshape(-1).view(np.uint8)
+        try:
+            check_state(self, record)
+            self.adwin_ = adwin_from_record(record, self.delta)
+        except ValueError:
+            self.reset()
+            raise
 
     # -- learning --------------------------------------------------------------------------------------------
 
@@ -352,8 +385,6 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
         bins = np.ascontiguousarray(bins, dtype=np.uint8).reshape(-1)
         if len(bins) != self.n_features_:
             raise ValueError(f"{len(bins)} bins given, the model has {self.n_features_} features")
-        if self.count >= self._capacity:  # cannot happen (job_calls <= window_min); refused like the C
-            raise RuntimeError("the ring buffer is full")
         if self.drift_detection:
             error = int(self._predict_class(bins) != label)
             if self.adwin_.update(error):
@@ -361,10 +392,11 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
                 if self.strategy == "replace":
                     self.replace_index = 0
                 self.count = self.job_window if self.phase != IDLE else 0
-        row = (self.head + self.count) % self._capacity
-        self.window_bins[row] = bins
-        self.window_labels[row] = label
-        self.count += 1
+        if self.count < self._capacity:  # always, but for a crafted state (see "Validation")
+            row = (self.head + self.count) % self._capacity
+            self.window_bins[row] = bins
+            self.window_labels[row] = label
+            self.count += 1
         self._work(self.work_per_call or -1)
 
     # -- the training job ------------------------------------------------------------------------------------
@@ -598,6 +630,153 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
         return self.predict_encoded_bins(self.transform(X))
 
 
+def _sums(m: AdaptiveXGBoost, samples: np.ndarray) -> tuple[list[int], list[int]]:
+    """Per output, the sums of g and h over job samples (indices into the job's window)."""
+    if len(samples) == 0:
+        return [0] * m.n_outputs, [0] * m.n_outputs
+    g, h = m._gradients(samples.astype(np.int64))
+    return [int(v) for v in g.sum(axis=0)], [int(v) for v in h.sum(axis=0)]
+
+
+def _member_ok(m: AdaptiveXGBoost, slot: int) -> bool:
+    """The tree of a member in tree slot ``slot``: every node reached from its root stays in the slot (children
+    forward, features in range) and every leaf reached is one of the slot's leaf rows."""
+    per_tree, leaves, base = m.nodes_per_tree, m.leaves_per_tree, slot * m.nodes_per_tree
+    nodes = m.nodes[base: base + per_tree]
+    frontier = np.zeros(1, dtype=np.int64)
+    while len(frontier):
+        entry = nodes[frontier]
+        leaf = entry["feature"] == LEAF_FEATURE
+        child = entry["child"].astype(np.int64)
+        if ((child[leaf] < slot * leaves) | (child[leaf] >= (slot + 1) * leaves)).any():
+            return False
+        split, child = frontier[~leaf], child[~leaf] - base
+        if ((child <= split) | (child + 1 >= per_tree) | (entry["feature"][~leaf] >= m.n_features_)).any():
+            return False
+        frontier = np.unique(np.concatenate([child, child + 1]))
+    return True
+
+
+def check_state(m: AdaptiveXGBoost, record: np.ndarray) -> None:
+    """Refuse (``ValueError``) a state that ``es_axgb_validate`` refuses; the rules are the module docstring's
+    "Validation". ``m`` holds the candidate's regions and counters, ``record`` the bytes of its ADWIN."""
+    def refuse(what: str):
+        raise ValueError(f"inconsistent AXGB state: {what}")
+
+    check_record(record)
+    adwin = record.view(ADWIN_DTYPE)[0]
+    if int(adwin["log_term_q24"]) != log_term_q24(m.delta) or int(adwin["clock"]) != m.clock:
+        refuse("the ADWIN's delta or clock is not this model's")
+    K, per_tree, F, out = m.members, m.nodes_per_tree, m.n_features_, m.n_outputs
+    capacity = m._capacity
+    if not (m.head < capacity and m.count <= capacity and m.window_min <= m.window <= m.window_max
+            and m.n_members <= K and m.replace_index < K and m.phase <= PART):
+        refuse(f"head={m.head} count={m.count} window={m.window} n_members={m.n_members} "
+               f"replace_index={m.replace_index} phase={m.phase}")
+    if m.strategy == "push" and m.replace_index != 0:
+        refuse("push keeps replace_index at 0")
+    if (m.window_labels >= len(m.classes_)).any() or (m.proba > Q15_ONE).any():
+        refuse("a window label or a probability is out of range")
+    roots = m.roots[: m.n_members].astype(np.int64)
+    slots = roots // per_tree
+    if (roots % per_tree).any() or (slots > K).any() or len(set(slots.tolist())) != len(slots):
+        refuse("member roots must be distinct tree slot starts")
+    if not all(_member_ok(m, int(slot)) for slot in slots):
+        refuse("a member's tree leaves its slot")
+    hist_zero = not (m.hist_g.any() or m.hist_h.any())
+    gamma2 = 2 * m.gamma_q15
+    fresh = (m.pos_end, m.node, m.n_nodes, m.n_leaves, m.feature, m.best_gain, m.best_feature, m.best_bin) == \
+        (0, 0, 0, 0, 0, -1, NO_FEATURE, 0)
+    if m.phase == IDLE:
+        if not (fresh and hist_zero and (m.pos, m.job_window, m.job_slot, m.job_target) == (0, 0, 0, 0)
+                and m.replace_index <= m.n_members):
+            refuse("idle counters")
+        return
+    W = m.job_window
+    if not (m.window_min <= W <= min(m.window_max, m.count) and m.job_slot <= K and m.job_slot not in slots):
+        refuse(f"job_window={W} job_slot={m.job_slot}")
+    if m.strategy == "push":
+        if m.job_target != m.n_members:
+            refuse("push trains on every member")
+    elif not (m.job_target <= m.n_members and m.job_target < K
+              and m.replace_index <= max(m.n_members, m.job_target + 1)):
+        refuse(f"job_target={m.job_target} replace_index={m.replace_index}")
+    if m.phase == GRAD:
+        if not (fresh and hist_zero and m.pos < W and np.array_equal(m.order[: m.pos], np.arange(m.pos))):
+            refuse("gradient phase counters")
+        return
+    order = m.order[:W]
+    if (order >= W).any():
+        refuse("a sample index is out of the job's window")
+    # the tree being grown: decided nodes (those before the current one; in the partition, that one too)
+    base, depth = m.job_slot * per_tree, m.node_depth
+    if not (m.node < m.n_nodes <= per_tree and depth[0] == 0):
+        refuse(f"node={m.node} n_nodes={m.n_nodes}")
+    following, leaves = 1, 0
+    for v in range(m.node + (m.phase == PART)):
+        entry = m.nodes[base + v]
+        if v >= following:
+            refuse(f"node {v} has no parent")
+        if entry["feature"] == LEAF_FEATURE:
+            if leaves >= m.leaves_per_tree or entry["child"] != m.job_slot * m.leaves_per_tree + leaves:
+                refuse(f"leaf reference of node {v}")
+            leaves += 1
+            continue
+        if (entry["feature"] >= F or depth[v] >= m.max_depth or entry["child"] != base + following
+                or following + 2 > per_tree or depth[following] != depth[v] + 1
+                or depth[following + 1] != depth[v] + 1):
+            refuse(f"split of node {v}")
+        following += 2
+    if following != m.n_nodes or leaves != m.n_leaves:
+        refuse(f"n_nodes={m.n_nodes} n_leaves={m.n_leaves}")
+    pending = range(m.node, m.n_nodes - 2 if m.phase == PART else m.n_nodes)
+    if any(not m.node_start[u] <= m.node_stop[u] <= W for u in pending):
+        refuse("a node's sample range")
+    start, stop, pos = int(m.node_start[m.node]), int(m.node_stop[m.node]), m.pos
+    splittable = m._splittable()
+    if m.best_gain < gamma2 or (m.best_feature == NO_FEATURE and (m.best_gain, m.best_bin) != (gamma2, 0)):
+        refuse(f"best_gain={m.best_gain}")
+    node_g, node_h = m.node_g.tolist(), m.node_h.tolist()
+    hist_g, hist_h = m.hist_g.reshape(-1, out).astype(np.int64), m.hist_h.reshape(-1, out).astype(np.int64)
+    if m.phase == HIST:
+        if not start <= pos <= stop:
+            refuse(f"pos={pos}")
+        if not (m.feature < F and (m.best_feature == NO_FEATURE or m.best_feature < m.feature) if splittable
+                else m.feature == F and m.best_feature == NO_FEATURE):
+            refuse(f"feature={m.feature} best_feature={m.best_feature}")
+        part = _sums(m, order[start:pos])
+        if (node_g, node_h) != (part if m.feature in (0, F) else _sums(m, order[start:stop])):
+            refuse("node totals")
+        if m.feature == F:
+            if not hist_zero:
+                refuse("histogram")
+        elif (hist_g.sum(axis=0).tolist(), hist_h.sum(axis=0).tolist()) != part or (hist_h < 0).any() \
+                or (np.abs(hist_g).sum(axis=0) > Q15_ONE * (pos - start)).any():
+            refuse("histogram")
+    elif m.phase == SCAN:
+        if not (splittable and m.feature < F and pos < m.hist_bins
+                and (m.best_feature == NO_FEATURE or m.best_feature <= m.feature)):
+            refuse(f"feature={m.feature} pos={pos}")
+        if (node_g, node_h) != _sums(m, order[start:stop]):
+            refuse("node totals")
+        left_g, left_h = m.left_g.astype(np.int64), m.left_h.astype(np.int64)
+        if (hist_g[:pos].any() or hist_h[:pos].any() or (hist_h < 0).any() or (left_h < 0).any()
+                or (left_g + hist_g[pos:].sum(axis=0)).tolist() != node_g
+                or (left_h + hist_h[pos:].sum(axis=0)).tolist() != node_h
+                or (np.abs(left_g) + np.abs(hist_g[pos:]).sum(axis=0) > Q15_ONE * (stop - start)).any()):
+            refuse("histogram")
+    elif m.phase == NODE:
+        if not (m.feature == F and hist_zero and (node_g, node_h) == _sums(m, order[start:stop])
+                and (m.best_feature == NO_FEATURE or (m.best_feature < F and splittable))):
+            refuse("node decision")
+    else:
+        entry = m.nodes[base + m.node]
+        if not (m.feature == F and hist_zero and entry["feature"] != LEAF_FEATURE
+                and (entry["feature"], entry["threshold"]) == (m.best_feature, m.best_bin)
+                and start <= pos <= m.pos_end <= stop):
+            refuse("partition")
+
+
 def axgb_context(learner: AdaptiveXGBoost, name: str, optimize: str = "speed") -> dict:
     """A learning bundle keeps every bin edge (new members may split anywhere) and starts from the current state
     (the shrub ensemble's context, which reads only the learner's layout and state)."""
@@ -618,6 +797,10 @@ AXGB_LADDER = tuple({"window_max": w, "members": k, "max_depth": d} for w, k, d 
     (1024, 30, 6), (512, 20, 6), (512, 16, 5), (256, 16, 5), (256, 12, 5), (256, 10, 5), (256, 8, 5), (256, 10, 4),
     (256, 8, 4), (128, 8, 4), (128, 8, 3), (64, 5, 3), (32, 4, 2), (16, 2, 1)))
 
+# The test variant (checkpoint tests, fuzz target): the smallest rung on 3 features with its training spread over as
+# many calls as it may take (window_min = 16), so that most states are saved during a training job.
+SPREAD_VARIANT = {"work_per_call": -(-job_units(16, 3, 33, 1, 2) // 16)}
+
 SPEC = LearnerSpec(
     name="axgb", cls=AdaptiveXGBoost,
     summary="Adaptive XGBoost: boosted trees on tumbling windows, push/replace, ADWIN, learning on the device",
@@ -633,4 +816,4 @@ SPEC = LearnerSpec(
                     "units of training work per learn call (0: a whole member in one call)", "U")),
     learning=True, online=True, runtime=("es_common", "es_binning", "es_tree", "es_fixed", "es_adwin", "es_axgb"),
     template="axgb.c.j2", context=axgb_context, tables=axgb_tables, ladder=AXGB_LADDER, state=STATE,
-    checkpoints=False)  # no state images yet: es_axgb has no validation of an image (a training job may be under way)
+    variants=(SPREAD_VARIANT,))
