@@ -19,9 +19,11 @@ static uint16_t es_axgb_leaves_per_tree(const es_axgb_config *config)
     return (uint16_t)(1u << config->max_depth);
 }
 
+/* Ring row of the i-th buffered sample: (head + i) mod capacity for head, i < capacity, without a division. */
 static uint32_t es_axgb_row(const es_axgb *model, uint32_t i)
 {
-    return ((uint32_t)model->counters->head + i) % model->config->capacity;
+    const uint32_t row = (uint32_t)model->counters->head + i;
+    return row >= model->config->capacity ? row - model->config->capacity : row;
 }
 
 /* Score sums of the first n_members members into model->scores. */
@@ -42,9 +44,19 @@ static void es_axgb_sums(const es_axgb *model, const uint8_t *bins, uint16_t n_m
     }
 }
 
-static int64_t es_axgb_take(int64_t budget, int64_t remaining)
+/* Pieces of `weight` units to run of the `remaining` ones while budget is left (the last may overrun it, then 0
+ * is left); all of them for a negative (unlimited) budget, which then goes down by their units. */
+static int64_t es_axgb_spend(int64_t *budget, int64_t remaining, uint32_t weight)
 {
-    return budget < 0 ? remaining : (budget < remaining ? budget : remaining);
+    int64_t n;
+    if (*budget < 0) {
+        *budget -= remaining * (int64_t)weight;
+        return remaining;
+    }
+    n = (*budget + (int64_t)weight - 1) / (int64_t)weight;
+    n = n < remaining ? n : remaining;
+    *budget = *budget - n * (int64_t)weight > 0 ? *budget - n * (int64_t)weight : 0;
+    return n;
 }
 
 static uint8_t es_axgb_splittable(const es_axgb *model)
@@ -104,10 +116,8 @@ static int64_t es_axgb_grad(const es_axgb *model, int64_t budget, uint32_t *work
     const es_axgb_config *config = model->config;
     es_axgb_counters *c = model->counters;
     const uint8_t out = config->n_outputs;
-    const int64_t cost = 1 + (int64_t)c->job_target; /* a sample walks job_target members */
-    const int64_t remaining = (int64_t)c->job_window - c->pos;
-    const int64_t n = budget < 0 ? remaining : (remaining < (budget + cost - 1) / cost ? remaining
-                                                                                       : (budget + cost - 1) / cost);
+    const int64_t n = es_axgb_spend(&budget, (int64_t)c->job_window - c->pos, /* a sample walks job_target members */
+                                    (uint32_t)config->unit_grad + (uint32_t)config->unit_walk * c->job_target);
     int64_t done;
     for (done = 0; done < n; done++) {
         const uint16_t i = (uint16_t)(c->pos + done);
@@ -129,7 +139,7 @@ static int64_t es_axgb_grad(const es_axgb *model, int64_t budget, uint32_t *work
         c->n_leaves = 0;
         es_axgb_begin_node(model);
     }
-    return budget < 0 ? budget : (budget - n * cost > 0 ? budget - n * cost : 0);
+    return budget;
 }
 
 /* g and h of output k of job sample s (label its class): g = p - 32768 [target], h = p (32768 - p) >> 15
@@ -149,7 +159,7 @@ static int64_t es_axgb_hist(const es_axgb *model, int64_t budget)
     es_axgb_counters *c = model->counters;
     const uint8_t out = config->n_outputs;
     const uint16_t stop = model->node_stop[c->node];
-    const int64_t n = es_axgb_take(budget, (int64_t)stop - c->pos);
+    const int64_t n = es_axgb_spend(&budget, (int64_t)stop - c->pos, config->unit_hist);
     const uint8_t totals = (uint8_t)(c->feature == 0u || c->feature == config->n_features);
     const uint8_t histogram = (uint8_t)(c->feature < config->n_features);
     int64_t done;
@@ -190,7 +200,7 @@ static int64_t es_axgb_hist(const es_axgb *model, int64_t budget)
             }
         }
     }
-    return budget - n;
+    return budget;
 }
 
 static int64_t es_axgb_score(int64_t g, int64_t h, uint32_t lambda)
@@ -204,14 +214,16 @@ static int64_t es_axgb_scan(const es_axgb *model, int64_t budget)
     es_axgb_counters *c = model->counters;
     const uint8_t out = config->n_outputs;
     const uint16_t max_bins = (uint16_t)(config->hist_bins - 1u);
+    const int64_t n = es_axgb_spend(&budget, (int64_t)config->hist_bins - c->pos, config->unit_scan);
     int64_t parent = 0;
     int64_t node_h = 0;
+    int64_t done;
     uint8_t k;
     for (k = 0; k < out; k++) {
         parent += es_axgb_score(model->node_g[k], model->node_h[k], config->lambda_q15);
         node_h += model->node_h[k];
     }
-    while (budget != 0 && c->pos < config->hist_bins) {
+    for (done = 0; done < n; done++) {
         const uint32_t b = c->pos;
         int64_t hl = 0;
         for (k = 0; k < out; k++) {
@@ -238,7 +250,6 @@ static int64_t es_axgb_scan(const es_axgb *model, int64_t budget)
             }
         }
         c->pos++;
-        budget--;
     }
     if (c->pos == config->hist_bins) {
         c->feature++;
@@ -347,7 +358,8 @@ static int64_t es_axgb_partition(const es_axgb *model, int64_t budget)
     const es_node *node = &model->nodes[base_node + v];
     uint16_t i = c->pos;
     uint16_t j = c->pos_end;
-    while (budget != 0 && i < j) {
+    int64_t n = es_axgb_spend(&budget, (int64_t)j - i, config->unit_part);
+    for (; n > 0; n--) {
         if (model->window_bins[es_axgb_row(model, model->order[i]) * config->n_features + node->feature] <=
             node->threshold) {
             i++;
@@ -358,7 +370,6 @@ static int64_t es_axgb_partition(const es_axgb *model, int64_t budget)
             model->order[i] = model->order[j];
             model->order[j] = swap;
         }
-        budget--;
     }
     c->pos = i;
     c->pos_end = j;
@@ -396,7 +407,7 @@ static void es_axgb_work(const es_axgb *model, int64_t budget, uint32_t *work)
             break;
         case ES_AXGB_NODE:
             es_axgb_node(model);
-            budget--;
+            (void)es_axgb_spend(&budget, 1, model->config->unit_node);
             break;
         default:
             budget = es_axgb_partition(model, budget);
@@ -587,7 +598,7 @@ es_status es_axgb_validate(const es_axgb *candidate)
     gamma2 = 2 * (int64_t)config->gamma_q15;
     /* the detector, with this model's parameters */
     ES_AXGB_REFUSE(es_adwin_check(m->adwin) != ES_OK || m->adwin->log_term_q24 != config->drift_log_q24 ||
-                   m->adwin->clock != config->drift_clock);
+                   m->adwin->clock != config->drift_clock || m->adwin->max_cuts != config->drift_cuts);
     ES_AXGB_REFUSE(c->head >= capacity || c->count > capacity || c->window < config->window_min ||
                    c->window > config->window_max || c->n_members > config->members ||
                    c->replace_index >= config->members || c->phase > ES_AXGB_PART);

@@ -40,23 +40,27 @@ Decisions where the paper (or its scikit-multiflow code) leaves a choice, all fo
 * **Storage.** ``K + 1`` tree slots of ``2^(D+1) - 1`` nodes and ``2^D`` leaf rows (the spare slot receives the
   member being trained while the old ones keep predicting); ``roots`` lists the members in ensemble order.
   Prediction is the shared additive rule (score sums of every member, class = argmax or ``sum > 0``).
-* **Bounded work per sample.** Training is a resumable job of unit steps: computing the margin and
-  probabilities of one window sample (``1 + m`` units for a sample that walks ``m`` members; a call may end
-  up to ``m`` units over its budget); adding one sample to the histogram of one (node, feature); scanning one
-  histogram bin; deciding one node; moving one sample in a node's partition. With ``work_per_call = 0`` the
-  whole job runs in the ``learn`` call that fills the window (as in the paper); with ``work_per_call = U > 0``
-  every ``learn`` call runs at most ``U`` units, so the job spreads over the following samples, which keep
-  arriving in a ring buffer of ``W_max + L - 1`` rows (``L`` the most calls a job of ``W_max`` samples can take;
-  ``L <= W_min`` is required, so a job always ends before the next window is full). Both modes learn the same
-  members; only when they join the ensemble differs.
+* **Bounded work per sample.** Training is a resumable job of pieces of work, each weighing a number of units
+  (:func:`unit_weights`, calibrated so that a unit costs about the same number of instructions in every phase):
+  the margins and probabilities of one window sample (``grad`` + ``walk`` per member it walks); adding one
+  sample to the histogram of one (node, feature) or to the node totals (``hist``); scanning one histogram bin
+  (``scan``); deciding one node (``node``); one step of a node's partition (``part``). With ``work_per_call = 0``
+  the whole job runs in the ``learn`` call that fills the window (as in the paper); with ``work_per_call = U >
+  0`` every ``learn`` call runs pieces while it has units left (the last piece may overrun ``U`` by less than its
+  weight), so the job spreads over the following samples, which keep arriving in a ring buffer of
+  ``W_max + L - 1`` rows (``L`` the most calls a job of ``W_max`` samples can take; ``L <= W_min`` is required,
+  so a job always ends before the next window is full). Both modes learn the same members; only when they join
+  the ensemble differs. With ``U > 0`` ADWIN's checks are spread too: at most ``DRIFT_CUTS`` steps of ADWIN per
+  call (cut tests, a pass's logarithms, queued bits; :mod:`edgestream.adwin`, "Bounded work per update"), with
+  the same detections, reported a few samples later; with ``U = 0`` ADWIN is the published one.
 * **Memory.** The state (``STATE``) holds the ring of ``W_max + L - 1`` binned rows, ``K + 1`` tree slots, the
-  ``es_adwin`` struct (536 bytes, present even with drift detection off; AVR packs it to 534, the layout counts
-  536), the job's per-sample probabilities and order (``W_max`` each), one feature histogram of
-  ``max_bins + 1`` rows of (G, H) per output, and per-node sample ranges. The budget ladder sizes ``W_max``,
+  ``es_adwin`` struct (584 bytes on every target, present even with drift detection off), the job's
+  per-sample probabilities and order (``W_max`` each), one feature histogram of ``max_bins + 1`` rows of (G, H)
+  per output, and per-node sample ranges. The budget ladder sizes ``W_max``,
   ``K`` and the depth, preferring depth to window size (depth 5 beats a window of 512 on the drifting streams).
 * **Node order and partition.** Node ``v``'s samples are ``order[start_v:stop_v]``; a split partitions them in
   place by the two-pointer rule (``i`` from the start, ``j`` from the end: a left sample advances ``i``, a right
-  one is swapped with ``order[j - 1]`` and ``j`` moves down), one unit per sample; the left child is
+  one is swapped with ``order[j - 1]`` and ``j`` moves down), one ``part`` piece per sample; the left child is
   ``[start, i)`` and the right ``[i, stop)``.
 
 Validation (state images, model files: :func:`check_state`, the C ``es_axgb_validate``)
@@ -64,8 +68,8 @@ Validation (state images, model files: :func:`check_state`, the C ``es_axgb_vali
     arithmetic stays that of this specification (no int32 overflow, no hessian sum below 0). With ``K`` members,
     ``P`` nodes and ``Lv`` leaves per tree slot, ``F`` features and ``W`` = ``job_window``:
 
-    * ADWIN: :func:`edgestream.adwin.check_record`, and its ``log_term_q24`` and ``clock`` are this model's
-      (config ``drift_log_q24``, ``drift_clock``). ``head < capacity``, ``count <= capacity``, ``W_min <= window <=
+    * ADWIN: :func:`edgestream.adwin.check_record`, and its ``log_term_q24``, ``clock`` and ``max_cuts`` are
+      this model's (config ``drift_log_q24``, ``drift_clock``, ``drift_cuts``). ``head < capacity``, ``count <= capacity``, ``W_min <= window <=
       W_max``, ``n_members <= K``, ``replace_index < K`` (push: 0), ``phase <= 5``; every ring label is a class,
       every ``proba`` entry ``<= 32768``.
     * Members: ``roots[0..n_members)`` are starts of distinct slots ``<= K``; from each root, every reachable node
@@ -120,6 +124,7 @@ NO_FEATURE = 255
 MAX_WINDOW = 4096
 MAX_MEMBERS = 255
 MAX_DEPTH = 8
+DRIFT_CUTS = 4  # ADWIN cut tests per learn call when training is spread (work_per_call > 0)
 
 
 def _nodes_per_tree(config: dict) -> int:
@@ -149,7 +154,11 @@ STATE = StateSpec(
         Field("lambda_q15", "uint32_t"), Field("gamma_q15", "uint32_t"), Field("min_child_q15", "uint32_t"),
         Field("eta_q16", "uint32_t", "learning rate in Q16"),
         Field("drift_log_q24", "uint32_t", "ADWIN's ln(2/delta) in Q24 (a restored detector must have it)"),
+        Field("drift_cuts", "uint32_t", "ADWIN's cut tests per update (0: a whole check at once)"),
         Field("drift_clock", "uint16_t", "ADWIN's check period"),
+        Field("unit_grad", "uint16_t", "units of a sample's margins (unit_weights)"),
+        Field("unit_walk", "uint16_t", "units per member walked"), Field("unit_hist", "uint16_t"),
+        Field("unit_scan", "uint16_t"), Field("unit_node", "uint16_t"), Field("unit_part", "uint16_t"),
     ),
     counters=(
         Field("best_gain", "int64_t", "best split gain of the current node so far"),
@@ -201,13 +210,31 @@ def trunc_div(a: int, b: int) -> int:
     return -((-a) // b) if a < 0 else a // b
 
 
-def job_units(window: int, n_features: int, hist_bins: int, max_depth: int, members: int) -> int:
-    """An upper bound of the units a training job on ``window`` samples takes: the margins (``1 + members``
-    units per sample), then per level at most ``window`` samples (internal levels: a histogram pass per feature,
-    a bin scan per node and feature, a partition; the last level: a totals pass), one unit per node."""
+def unit_weights(outputs: int) -> dict[str, int]:
+    """Units of each piece of a training job's work, for ``outputs`` scores per leaf, so that a unit costs about
+    the same number of instructions whatever the phase (about 60 on a Cortex-M4F): the margins of one sample
+    (``grad``, plus ``walk`` per member it walks), one sample added to a histogram or to the node totals (``hist``),
+    one histogram bin scanned (``scan``, two 64-bit divisions per output), one node decided (``node``), one
+    partition step (``part``). Fitted by least squares on QEMU instruction counts per learn call against the work
+    each call did (``benchmarks/calibrate_axgb_units.py``, 600 calls of a spread job). Measured instructions per
+    unit with these weights, Cortex-M4F: 2 classes grad 66, walk 61, hist 60, scan 74, part 49; 3 classes grad 56,
+    walk ~51, hist 60, scan 53, part 57 (with equal units the same phases cost 61 to 250). Cortex-M0+ (rp2040),
+    2 classes: grad 59, walk 79, hist 172, scan 142, part 176 (its histogram and partition loops compile heavier;
+    the M4F is the calibration target). A node decision is too rare in the calls to fit; its weight is an
+    estimate (one 64-bit division per output for a leaf)."""
+    return {"grad": 4 * outputs, "walk": (outputs + 2) // 2, "hist": 1 + 2 * outputs, "scan": 2 * outputs - 1,
+            "node": 2 + 2 * outputs, "part": 2}
+
+
+def job_units(window: int, n_features: int, hist_bins: int, max_depth: int, members: int, outputs: int = 1) -> int:
+    """An upper bound of the units a training job on ``window`` samples takes (weights of
+    :func:`unit_weights`): the margins (a sample walks at most ``members`` members), then per level at most
+    ``window`` samples (internal levels: a histogram pass per feature, a bin scan per node and feature, a
+    partition; the last level: a totals pass), every node decided."""
+    w = unit_weights(outputs)
     internal = 2**max_depth - 1
-    return (window * (1 + members) + max_depth * (n_features + 1) * window + window
-            + internal * n_features * hist_bins + 2 ** (max_depth + 1) - 1)
+    return (window * (w["grad"] + w["walk"] * members) + max_depth * window * (n_features * w["hist"] + w["part"])
+            + window * w["hist"] + internal * n_features * hist_bins * w["scan"] + (2 ** (max_depth + 1) - 1) * w["node"])
 
 
 def quantize_q(value: float, one: int, name: str, low: float, high: float) -> int:
@@ -265,27 +292,53 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
         self.lambda_q15 = quantize_q(self.reg_lambda, Q15_ONE, "reg_lambda", 1 / 32, 1024.0)
         self.gamma_q15 = quantize_q(self.gamma, Q15_ONE, "gamma", 0.0, 1024.0)
         self.min_child_q15 = quantize_q(self.min_child_weight, Q15_ONE, "min_child_weight", 0.0, 1024.0)
-        ADWIN(self.delta, clock=self.clock)  # names a bad delta
+        self._adwin()  # names a bad delta
+
+    @property
+    def missing_rule(self) -> str:
+        """What the device does with a NaN feature (the bundle header states it)."""
+        if self.input_dtype != "float32":
+            return ""
+        return "NaN = missing (its own bin)" if self.allow_missing else "NaN refused with ES_ERR_INPUT"
+
+    @property
+    def drift_cuts(self) -> int:
+        """ADWIN's cut tests per learn call: all of a check at once (0) when a member trains in one call, else
+        ``DRIFT_CUTS`` (see :mod:`edgestream.adwin`)."""
+        return DRIFT_CUTS if self.work_per_call else 0
+
+    def _adwin(self) -> ADWIN:
+        return ADWIN(self.delta, clock=self.clock, max_cuts=self.drift_cuts)
 
     @property
     def hist_bins(self) -> int:
         return self.max_bins + 1
 
-    def job_calls(self, n_features: int) -> int:
+    def _job_units(self, n_features: int, n_classes: int | None = None) -> int:
+        c = len(self.classes_) if n_classes is None and hasattr(self, "classes_") else (n_classes or 2)
+        return job_units(self.window_max, n_features, self.hist_bins, self.max_depth, self.members,
+                         1 if c == 2 else c)
+
+    def job_calls(self, n_features: int, n_classes: int | None = None) -> int:
         """Most ``learn`` calls a training job of ``window_max`` samples can take (1 with ``work_per_call=0``);
         must not exceed ``window_min``."""
         if self.work_per_call == 0:
             return 1
-        units = job_units(self.window_max, n_features, self.hist_bins, self.max_depth, self.members)
+        units = self._job_units(n_features, n_classes)
         calls = -(-units // self.work_per_call)
         if calls > self.window_min:
             raise ValueError(f"work_per_call={self.work_per_call} spreads a job of window_max={self.window_max} "
                              f"over up to {calls} calls, more than window_min={self.window_min}; raise "
-                             f"work_per_call to at least {-(-units // self.window_min)}")
+                             f"work_per_call to at least {self.min_work_per_call(n_features, n_classes)}")
         return calls
 
-    def capacity(self, n_features: int) -> int:
-        return self.window_max + self.job_calls(n_features) - 1
+    def min_work_per_call(self, n_features: int, n_classes: int | None = None) -> int:
+        """The smallest ``work_per_call`` whose jobs end within ``window_min`` calls (classes: the set ones, else
+        ``n_classes``, else 2)."""
+        return -(-self._job_units(n_features, n_classes) // self.window_min)
+
+    def capacity(self, n_features: int, n_classes: int | None = None) -> int:
+        return self.window_max + self.job_calls(n_features, n_classes) - 1
 
     @property
     def nodes_per_tree(self) -> int:
@@ -299,7 +352,7 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
         """The values of the C ``es_axgb_config`` (features and classes default to the fitted ones)."""
         d = self.n_features_ if n_features is None else n_features
         c = len(self.classes_) if n_classes is None else n_classes
-        capacity = self.capacity(d)
+        capacity = self.capacity(d, c)
         if capacity > 65535:
             raise ValueError(f"the ring buffer needs {capacity} rows, at most 65535")
         return {"n_features": d, "n_classes": c, "n_outputs": 1 if c == 2 else c, "max_depth": self.max_depth,
@@ -307,7 +360,8 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
                 "hist_bins": self.hist_bins, "window_min": self.window_min, "window_max": self.window_max,
                 "capacity": capacity, "members": self.members, "work_per_call": self.work_per_call,
                 "lambda_q15": self.lambda_q15, "gamma_q15": self.gamma_q15, "min_child_q15": self.min_child_q15,
-                "eta_q16": self.eta_q16, "drift_log_q24": log_term_q24(self.delta), "drift_clock": self.clock}
+                "eta_q16": self.eta_q16, "drift_log_q24": log_term_q24(self.delta), "drift_cuts": self.drift_cuts,
+                "drift_clock": self.clock, **{f"unit_{k}": v for k, v in unit_weights(1 if c == 2 else c).items()}}
 
     def summary(self) -> str:
         name = "AXGB" + ("_A" if self.drift_detection else "") + ("[p]" if self.strategy == "push" else "[r]")
@@ -337,7 +391,7 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
             setattr(self, name, zeros[name])
         self.leaf_values = self.leaf_values.reshape(-1, self.n_outputs)
         self.window_bins = self.window_bins.reshape(-1, self.n_features_)
-        self.adwin_ = ADWIN(self.delta, clock=self.clock)
+        self.adwin_ = self._adwin()
         for name in COUNTERS:
             setattr(self, name, 0)
         self.window = self.window_min
@@ -403,7 +457,10 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
 
     def _work(self, budget: int) -> None:
         """Run up to ``budget`` units (-1: until the job is done and no new one can start); the units run are
-        kept in ``last_units_`` (host only, for tests and reports)."""
+        kept in ``last_units_``, the work done per phase in ``last_work_`` (host only, for tests and reports:
+        samples of GRAD, the member walks among them, samples of HIST, bins of SCAN, nodes decided, partition
+        steps)."""
+        self.last_work_ = dict.fromkeys(("grad", "walks", "hist", "scan", "node", "part"), 0)
         start = budget
         while budget != 0:
             if self.phase == IDLE:
@@ -436,29 +493,40 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
             return self._scan(budget)
         if phase == NODE:
             self._node()
-            return budget - 1
+            return self._spend(budget, 1, self.units["node"])[1]
         return self._partition(budget)
 
     @staticmethod
-    def _take(budget: int, remaining: int) -> int:
-        return remaining if budget < 0 else min(budget, remaining)
+    def _spend(budget: int, remaining: int, weight: int) -> tuple[int, int]:
+        """(pieces of ``weight`` units to run of the ``remaining`` ones, the budget left): while budget is left
+        (the last piece may overrun it, then 0 is left); all of them for a negative (unlimited) budget."""
+        if budget < 0:
+            return remaining, budget - remaining * weight
+        n = min(remaining, -(-budget // weight))
+        return n, max(budget - n * weight, 0)
+
+    @property
+    def units(self) -> dict:
+        """Units of each piece of the job's work (:func:`unit_weights` of this model's outputs)."""
+        return unit_weights(self.n_outputs)
 
     def _grad(self, budget: int) -> int:
-        cost = 1 + self.job_target  # a sample walks job_target members: 1 + job_target units
-        remaining = self.job_window - self.pos
-        n = remaining if budget < 0 else min(remaining, -(-budget // cost))
+        units = self.units  # a sample walks job_target members
+        n, left = self._spend(budget, self.job_window - self.pos, units["grad"] + units["walk"] * self.job_target)
         i = np.arange(self.pos, self.pos + n)
         sums = self._score_sums(self.window_bins[(self.head + i) % self._capacity], self.job_target)
         out = self.n_outputs
         proba = sigmoid_q15(sums[:, 0]).reshape(-1, 1) if out == 1 else softmax_q15(sums)
         self.proba.reshape(-1, out)[self.pos : self.pos + n] = proba
         self.order[self.pos : self.pos + n] = i
+        self.last_work_["grad"] += n
+        self.last_work_["walks"] += n * self.job_target
         self.pos += n
         if self.pos == self.job_window:
             self.node_start[0], self.node_stop[0], self.node_depth[0] = 0, self.job_window, 0
             self.node, self.n_nodes, self.n_leaves = 0, 1, 0
             self._begin_node()
-        return budget if budget < 0 else max(budget - n * cost, 0)
+        return left
 
     def _splittable(self) -> bool:
         v = self.node
@@ -483,7 +551,7 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
 
     def _hist(self, budget: int) -> int:
         stop = int(self.node_stop[self.node])
-        n = self._take(budget, stop - self.pos)
+        n, left = self._spend(budget, stop - self.pos, self.units["hist"])
         samples = self.order[self.pos : self.pos + n].astype(np.int64)
         g, h = self._gradients(samples)
         if self.feature == 0 or self.feature == self.n_features_:
@@ -496,6 +564,7 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
             hist_g, hist_h = self.hist_g.reshape(-1, out), self.hist_h.reshape(-1, out)
             np.add.at(hist_g, b, g.astype(np.int32))
             np.add.at(hist_h, b, h.astype(np.int32))
+        self.last_work_["hist"] += n
         self.pos += n
         if self.pos == stop:
             if self.feature == self.n_features_:
@@ -504,7 +573,7 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
                 self.phase, self.pos = SCAN, 0
                 self.left_g[:] = 0
                 self.left_h[:] = 0
-        return budget - n
+        return left
 
     def _score(self, G: int, H: int) -> int:
         return (G * G) // (H + self.lambda_q15)
@@ -515,8 +584,8 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
         node_g = [int(v) for v in self.node_g]
         node_h = [int(v) for v in self.node_h]
         parent = sum(self._score(G, H) for G, H in zip(node_g, node_h))
-        while budget != 0 and self.pos < bins:
-            b = self.pos
+        n, left = self._spend(budget, bins - self.pos, self.units["scan"])
+        for b in range(self.pos, self.pos + n):
             self.left_g += hist_g[b]
             self.left_h += hist_h[b]
             hist_g[b] = 0
@@ -531,19 +600,20 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
                     if gain > self.best_gain:
                         self.best_gain, self.best_feature, self.best_bin = gain, self.feature, b
             self.pos += 1
-            budget -= 1
+            self.last_work_["scan"] += 1
         if self.pos == bins:
             self.feature += 1
             if self.feature < self.n_features_:
                 self.phase, self.pos = HIST, int(self.node_start[self.node])
             else:
                 self.phase = NODE
-        return budget
+        return left
 
     def _node(self) -> None:
         """Decide the current node: a split (then partition its samples) or a leaf."""
         base_node = self.job_slot * self.nodes_per_tree
         v = self.node
+        self.last_work_["node"] += 1
         if self.best_feature != NO_FEATURE:
             child = self.n_nodes
             self.nodes[base_node + v] = (self.best_feature, self.best_bin, base_node + child)
@@ -565,20 +635,21 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
         feature, threshold = int(node["feature"]), int(node["threshold"])
         order, head, cap, bins = self.order, self.head, self._capacity, self.window_bins
         i, j = self.pos, self.pos_end
-        while budget != 0 and i < j:
+        n, left = self._spend(budget, j - i, self.units["part"])
+        for _ in range(n):
             if bins[(head + int(order[i])) % cap, feature] <= threshold:
                 i += 1
             else:
                 j -= 1
                 order[i], order[j] = order[j], order[i]
-            budget -= 1
+            self.last_work_["part"] += 1
         self.pos, self.pos_end = i, j
         if i == j:
             child = int(node["child"]) - self.job_slot * self.nodes_per_tree
             self.node_start[child], self.node_stop[child] = self.node_start[v], i
             self.node_start[child + 1], self.node_stop[child + 1] = i, self.node_stop[v]
             self._next_node()
-        return budget
+        return left
 
     def _next_node(self) -> None:
         self.node += 1
@@ -665,8 +736,9 @@ def check_state(m: AdaptiveXGBoost, record: np.ndarray) -> None:
 
     check_record(record)
     adwin = record.view(ADWIN_DTYPE)[0]
-    if int(adwin["log_term_q24"]) != log_term_q24(m.delta) or int(adwin["clock"]) != m.clock:
-        refuse("the ADWIN's delta or clock is not this model's")
+    if (int(adwin["log_term_q24"]), int(adwin["clock"]), int(adwin["max_cuts"])) != \
+            (log_term_q24(m.delta), m.clock, m.drift_cuts):
+        refuse("the ADWIN's delta, clock or cuts per update are not this model's")
     K, per_tree, F, out = m.members, m.nodes_per_tree, m.n_features_, m.n_outputs
     capacity = m._capacity
     if not (m.head < capacity and m.count <= capacity and m.window_min <= m.window <= m.window_max
@@ -779,10 +851,12 @@ def check_state(m: AdaptiveXGBoost, record: np.ndarray) -> None:
 
 def axgb_context(learner: AdaptiveXGBoost, name: str, optimize: str = "speed") -> dict:
     """A learning bundle keeps every bin edge (new members may split anywhere) and starts from the current state
-    (the shrub ensemble's context, which reads only the learner's layout and state)."""
+    (the shrub ensemble's context, which reads only the learner's layout and state); without ``allow_missing``
+    its float inputs refuse NaN (``ES_ERR_INPUT``), as the host does."""
     if not hasattr(learner, "window_bins"):
         raise ValueError("the AXGB model has no bins or classes yet; call fit_bins() and set_classes() first")
-    return shrubs_context(learner, name, optimize)
+    refuse_nan = learner.input_dtype == "float32" and not learner.allow_missing
+    return shrubs_context(learner, name, optimize) | {"refuse_nan": refuse_nan}
 
 
 def axgb_tables(learner: AdaptiveXGBoost, n_features: int, n_classes: int, pointer_bytes: int, packed: bool,
