@@ -19,12 +19,12 @@ static uint16_t es_axgb_leaves_per_tree(const es_axgb_config *config)
     return (uint16_t)(1u << config->max_depth);
 }
 
-/* Ring row of the i-th buffered sample: (head + i) mod capacity for head, i < capacity, without a division. */
-static uint32_t es_axgb_row(const es_axgb *model, uint32_t i)
-{
-    const uint32_t row = (uint32_t)model->counters->head + i;
-    return row >= model->config->capacity ? row - model->config->capacity : row;
-}
+/* Ring row of the i-th buffered sample: (head + i) mod capacity for head, i < capacity, without a division. A
+ * macro (arguments without side effects) so that the training loops have it inline under -Os. */
+#define ES_AXGB_ROW(model, i)                                                                              \
+    ((uint32_t)(model)->counters->head + (uint32_t)(i) >= (model)->config->capacity                          \
+         ? (uint32_t)(model)->counters->head + (uint32_t)(i) - (model)->config->capacity                     \
+         : (uint32_t)(model)->counters->head + (uint32_t)(i))
 
 /* Score sums of the first n_members members into model->scores. */
 static void es_axgb_sums(const es_axgb *model, const uint8_t *bins, uint16_t n_members)
@@ -121,7 +121,7 @@ static int64_t es_axgb_grad(const es_axgb *model, int64_t budget, uint32_t *work
     int64_t done;
     for (done = 0; done < n; done++) {
         const uint16_t i = (uint16_t)(c->pos + done);
-        es_axgb_sums(model, &model->window_bins[es_axgb_row(model, i) * config->n_features], c->job_target);
+        es_axgb_sums(model, &model->window_bins[ES_AXGB_ROW(model, i) * config->n_features], c->job_target);
         if (out == 1u) {
             model->proba[i] = es_sigmoid_q15(model->scores[0]);
         } else {
@@ -142,16 +142,16 @@ static int64_t es_axgb_grad(const es_axgb *model, int64_t budget, uint32_t *work
     return budget;
 }
 
-/* g and h of output k of job sample s (label its class): g = p - 32768 [target], h = p (32768 - p) >> 15
- * (binary) or >> 14 (softmax); p <= 32768 (validated for restored states). */
-static void es_axgb_gradient(const es_axgb *model, uint16_t s, uint8_t label, uint8_t k, int32_t *g, int32_t *h)
-{
-    const uint8_t out = model->config->n_outputs;
-    const int32_t p = model->proba[(uint32_t)s * out + k];
-    const uint8_t target = (uint8_t)(out == 1u ? label == 1u : label == k);
-    *g = p - (target ? (int32_t)ES_Q15_ONE : 0);
-    *h = (int32_t)(((uint32_t)p * (ES_Q15_ONE - (uint32_t)p)) >> (out == 1u ? 15 : 14));
-}
+/* g and h (int32 lvalues) of output k of job sample s whose class is label: g = p - 32768 [target],
+ * h = p (32768 - p) >> 15 (binary) or >> 14 (softmax); p <= 32768 (validated for restored states). A macro, as
+ * ES_AXGB_ROW. */
+#define ES_AXGB_GRADIENT(model, s, label, k, g, h)                                                       \
+    do {                                                                                                 \
+        const uint8_t out_ = (model)->config->n_outputs;                                                 \
+        const int32_t p_ = (model)->proba[(uint32_t)(s) * out_ + (k)];                                   \
+        (g) = p_ - ((out_ == 1u ? (label) == 1u : (label) == (k)) ? (int32_t)ES_Q15_ONE : 0);            \
+        (h) = (int32_t)(((uint32_t)p_ * (ES_Q15_ONE - (uint32_t)p_)) >> (out_ == 1u ? 15 : 14));         \
+    } while (0)
 
 static int64_t es_axgb_hist(const es_axgb *model, int64_t budget)
 {
@@ -165,7 +165,7 @@ static int64_t es_axgb_hist(const es_axgb *model, int64_t budget)
     int64_t done;
     for (done = 0; done < n; done++) {
         const uint16_t s = model->order[c->pos + done];
-        const uint32_t row = es_axgb_row(model, s);
+        const uint32_t row = ES_AXGB_ROW(model, s);
         const uint8_t label = model->window_labels[row];
         uint32_t b = 0;
         uint8_t k;
@@ -175,7 +175,7 @@ static int64_t es_axgb_hist(const es_axgb *model, int64_t budget)
         }
         for (k = 0; k < out; k++) {
             int32_t g, h;
-            es_axgb_gradient(model, s, label, k, &g, &h);
+            ES_AXGB_GRADIENT(model, s, label, k, g, h);
             if (totals) {
                 model->node_g[k] += g;
                 model->node_h[k] += h;
@@ -360,7 +360,7 @@ static int64_t es_axgb_partition(const es_axgb *model, int64_t budget)
     uint16_t j = c->pos_end;
     int64_t n = es_axgb_spend(&budget, (int64_t)j - i, config->unit_part);
     for (; n > 0; n--) {
-        if (model->window_bins[es_axgb_row(model, model->order[i]) * config->n_features + node->feature] <=
+        if (model->window_bins[ES_AXGB_ROW(model, model->order[i]) * config->n_features + node->feature] <=
             node->threshold) {
             i++;
         } else {
@@ -447,7 +447,7 @@ es_status es_axgb_learn(const es_axgb *model, const uint8_t *bins, uint8_t label
         }
     }
     if (c->count < config->capacity) { /* always, but for a crafted state: then the sample is not buffered */
-        row = es_axgb_row(model, c->count);
+        row = ES_AXGB_ROW(model, c->count);
         for (j = 0; j < config->n_features; j++) {
             model->window_bins[row * config->n_features + j] = bins[j];
         }
@@ -531,7 +531,7 @@ static void es_axgb_sample_sums(const es_axgb *m, uint32_t from, uint32_t to, ui
     for (i = from; i < to; i++) {
         const uint16_t s = m->order[i];
         int32_t g, h;
-        es_axgb_gradient(m, s, m->window_labels[es_axgb_row(m, s)], k, &g, &h);
+        ES_AXGB_GRADIENT(m, s, m->window_labels[ES_AXGB_ROW(m, s)], k, g, h);
         *g_sum += g;
         *h_sum += h;
     }

@@ -217,11 +217,11 @@ def unit_weights(outputs: int) -> dict[str, int]:
     one histogram bin scanned (``scan``, two 64-bit divisions per output), one node decided (``node``), one
     partition step (``part``). Fitted by least squares on QEMU instruction counts per learn call against the work
     each call did (``benchmarks/calibrate_axgb_units.py``, 600 calls of a spread job). Measured instructions per
-    unit with these weights, Cortex-M4F: 2 classes grad 66, walk 61, hist 60, scan 74, part 49; 3 classes grad 56,
-    walk ~51, hist 60, scan 53, part 57 (with equal units the same phases cost 61 to 250). Cortex-M0+ (rp2040),
-    2 classes: grad 59, walk 79, hist 172, scan 142, part 176 (its histogram and partition loops compile heavier;
-    the M4F is the calibration target). A node decision is too rare in the calls to fit; its weight is an
-    estimate (one 64-bit division per output for a leaf)."""
+    unit with these weights, Cortex-M4F: 2 classes grad 64, walk 61, hist 51, scan 74, part 48; 3 classes grad
+    59, walk 48, hist 47, scan 54, part 76 (with one unit for every piece, 2 classes: 249, 66, 180, 61, 93).
+    Cortex-M0+ (rp2040), 2 classes: grad 57, walk 79, hist 164, scan 141, part 172 (its histogram and partition
+    loops compile heavier; the M4F is the calibration target). A node decision is too rare in the calls to fit;
+    its weight is an estimate (one 64-bit division per output for a leaf)."""
     return {"grad": 4 * outputs, "walk": (outputs + 2) // 2, "hist": 1 + 2 * outputs, "scan": 2 * outputs - 1,
             "node": 2 + 2 * outputs, "part": 2}
 
