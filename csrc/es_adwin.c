@@ -129,6 +129,22 @@ static int cut_holds(uint32_t n0, uint32_t n1, uint32_t s0, uint32_t s1, uint32_
     return pf_cmp(lhs, rhs) > 0;
 }
 
+#define ES_ADWIN_IDLE 0u
+#define ES_ADWIN_START 1u
+#define ES_ADWIN_SCAN 2u
+#define ES_ADWIN_HELD 0
+#define ES_ADWIN_DONE 1
+#define ES_ADWIN_SPENT 2
+#define ES_ADWIN_LOG_UNITS 2
+
+static void end_check(es_adwin *a)
+{
+    a->phase = ES_ADWIN_IDLE;
+    a->pass_log_q24 = 0u;
+    a->cursor = 0u;
+    a->changed = 0u;
+}
+
 /* Removes the oldest bucket of row r (which is non-empty). */
 static void drop_first(es_adwin *a, uint8_t r)
 {
@@ -181,36 +197,106 @@ static void drop_oldest(es_adwin *a)
     }
 }
 
-/* One pass over the cuts, oldest first; drops the oldest bucket at the first cut that holds. */
-static int scan(es_adwin *a)
+/* The bit joins the window; a clock tick with width > grace_period starts a check. */
+static void insert(es_adwin *a, uint8_t value)
 {
-    uint32_t n = a->width, mwl = a->min_window_length;
-    uint32_t n0 = 0u, s0 = 0u, n1 = n, s1 = a->total, size;
-    es_pf L;
-    uint8_t r, k;
-    if ((uint64_t)n < 2u * (uint64_t)mwl) {
-        return 0;
+    make_room(a);
+    a->ones[0][a->fill[0]] = value;
+    a->fill[0]++;
+    a->width++;
+    a->total += value;
+    a->tick++;
+    if (a->tick >= a->clock) {
+        a->tick = 0u;
+        if (a->width > a->grace_period) {
+            a->phase = ES_ADWIN_START;
+        }
     }
-    L = pf_make((uint64_t)a->log_term_q24 + ln_ln_q24(n), -ES_ADWIN_Q);
-    r = a->max_rows;
+}
+
+/* Tests the cuts of the pass under way after the cursor, oldest first (not the cut after the newest bucket),
+ * while *budget lasts (if bounded): ES_ADWIN_HELD (a cut held, the oldest bucket was dropped), ES_ADWIN_DONE
+ * (no cut left) or ES_ADWIN_SPENT (budget used up). */
+static int test_cuts(es_adwin *a, int bounded, int32_t *budget)
+{
+    const uint32_t n = a->width, mwl = a->min_window_length;
+    const es_pf L = pf_make(a->pass_log_q24, -ES_ADWIN_Q);
+    uint32_t n0 = 0u, s0 = 0u, size;
+    uint8_t r = a->max_rows, k;
     while (r > 0u) {
         r--;
         size = (uint32_t)1 << r;
         for (k = 0u; k < a->fill[r]; k++) {
+            int testable;
             n0 += size;
-            n1 -= size;
             s0 += a->ones[r][k];
-            s1 -= a->ones[r][k];
-            if (r == 0u && k == a->fill[0] - 1u) {
-                return 0;
+            if (n0 <= a->cursor) {
+                continue;
             }
-            if (n0 >= mwl && n1 >= mwl && cut_holds(n0, n1, s0, s1, mwl, L)) {
-                drop_oldest(a);
-                return 1;
+            if (n0 >= n) {
+                return ES_ADWIN_DONE;
+            }
+            testable = n0 >= mwl && n - n0 >= mwl;
+            if (testable && bounded && *budget <= 0) {
+                return ES_ADWIN_SPENT;
+            }
+            a->cursor = n0;
+            if (testable) {
+                (*budget)--;
+                if (cut_holds(n0, n - n0, s0, a->total - s0, mwl, L)) {
+                    drop_oldest(a);
+                    return ES_ADWIN_HELD;
+                }
             }
         }
     }
-    return 0;
+    return ES_ADWIN_DONE;
+}
+
+/* Steps of the work under way while the budget lasts (unbounded: until none is left): the check, then the
+ * queued bits (edgestream.adwin.ADWIN._run). 1 if a check made its first drop. */
+static uint8_t run(es_adwin *a, int bounded, int32_t budget)
+{
+    uint8_t first = 0u;
+    while (!(bounded && budget <= 0)) {
+        if (a->phase == ES_ADWIN_IDLE) {
+            uint8_t value;
+            if (a->queue_len == 0u) {
+                break;
+            }
+            value = (uint8_t)((a->queue[a->queue_head >> 5] >> (a->queue_head & 31u)) & 1u);
+            a->queue_head = (uint16_t)((a->queue_head + 1u) % ES_ADWIN_QUEUE_BITS);
+            a->queue_len--;
+            insert(a, value);
+            budget--;
+        } else if (a->phase == ES_ADWIN_START) {
+            if ((uint64_t)a->width < 2u * (uint64_t)a->min_window_length) {
+                end_check(a);
+                continue;
+            }
+            a->pass_log_q24 = a->log_term_q24 + ln_ln_q24(a->width);
+            a->cursor = 0u;
+            a->phase = ES_ADWIN_SCAN;
+            budget -= ES_ADWIN_LOG_UNITS;
+        } else {
+            const int outcome = test_cuts(a, bounded, &budget);
+            if (outcome == ES_ADWIN_HELD) {
+                if (!a->changed) {
+                    a->changed = 1u;
+                    a->n_detections++;
+                    first = 1u;
+                }
+                a->phase = ES_ADWIN_START;
+                a->pass_log_q24 = 0u;
+                a->cursor = 0u;
+            } else if (outcome == ES_ADWIN_DONE) {
+                end_check(a);
+            } else {
+                break;
+            }
+        }
+    }
+    return first;
 }
 
 static void clear(es_adwin *a)
@@ -222,22 +308,81 @@ static void clear(es_adwin *a)
         }
         a->fill[r] = 0u;
     }
+    for (r = 0u; r < ES_ADWIN_QUEUE_BITS / 32u; r++) {
+        a->queue[r] = 0u;
+    }
+    a->queue_head = 0u;
+    a->queue_len = 0u;
     a->width = 0u;
     a->total = 0u;
     a->tick = 0u;
     a->n_detections = 0u;
+    end_check(a);
+}
+
+static int params_ok(uint32_t log_term_q24, uint8_t max_buckets, uint8_t max_rows, uint16_t clock,
+                     uint32_t min_window_length, uint32_t max_cuts)
+{
+    return !(log_term_q24 == 0u || log_term_q24 > 0x7FFFFFFFu || max_buckets < 2u ||
+             max_buckets > ES_ADWIN_MAX_BUCKETS || max_rows < 1u || max_rows > ES_ADWIN_MAX_ROWS || clock < 1u ||
+             min_window_length < 2u || min_window_length > 0x7FFFFFFFu || max_cuts > 65535u ||
+             (uint64_t)max_buckets * ((((uint64_t)1) << max_rows) - 1u) >= ((uint64_t)1 << 32));
+}
+
+es_status es_adwin_check(const es_adwin *a)
+{
+    uint64_t width = 0u, total = 0u;
+    int ok;
+    uint8_t r, k;
+    if (a == 0) {
+        return ES_ERR_NULL;
+    }
+    if (!params_ok(a->log_term_q24, a->max_buckets, a->max_rows, a->clock, a->min_window_length, a->max_cuts) ||
+        a->tick >= a->clock) {
+        return ES_ERR_MODEL;
+    }
+    for (r = 0u; r < ES_ADWIN_MAX_ROWS; r++) {
+        if (a->fill[r] > (r < a->max_rows ? a->max_buckets : 0u)) {
+            return ES_ERR_MODEL;
+        }
+        for (k = 0u; k < ES_ADWIN_MAX_BUCKETS; k++) {
+            const uint32_t ones = a->ones[r][k];
+            if (k < a->fill[r] ? (uint64_t)ones > ((uint64_t)1 << r) : ones != 0u) {
+                return ES_ERR_MODEL;
+            }
+            total += ones;
+        }
+        width += (uint64_t)a->fill[r] << r;
+    }
+    if (width != a->width || total != a->total) {
+        return ES_ERR_MODEL;
+    }
+    switch (a->phase) { /* the check under way: none, a pass to start, or a pass (only with max_cuts) */
+    case ES_ADWIN_IDLE:
+        ok = a->pass_log_q24 == 0u && a->cursor == 0u && a->changed == 0u && (a->max_cuts != 0u || a->queue_len == 0u);
+        break;
+    case ES_ADWIN_START:
+        ok = a->max_cuts != 0u && a->pass_log_q24 == 0u && a->cursor == 0u && a->changed <= 1u;
+        break;
+    case ES_ADWIN_SCAN:
+        ok = a->max_cuts != 0u && a->changed <= 1u && a->cursor < a->width &&
+             a->pass_log_q24 > a->log_term_q24 && a->pass_log_q24 - a->log_term_q24 <= ((uint32_t)1 << 26);
+        break;
+    default:
+        ok = 0;
+        break;
+    }
+    ok = ok && a->queue_head < ES_ADWIN_QUEUE_BITS && a->queue_len <= ES_ADWIN_QUEUE_BITS;
+    return ok ? ES_OK : ES_ERR_MODEL;
 }
 
 es_status es_adwin_init(es_adwin *a, uint32_t log_term_q24, uint8_t max_buckets, uint8_t max_rows,
-                        uint16_t clock, uint32_t min_window_length, uint32_t grace_period)
+                        uint16_t clock, uint32_t min_window_length, uint32_t grace_period, uint32_t max_cuts)
 {
     if (a == 0) {
         return ES_ERR_NULL;
     }
-    if (log_term_q24 == 0u || log_term_q24 > 0x7FFFFFFFu || max_buckets < 2u ||
-        max_buckets > ES_ADWIN_MAX_BUCKETS || max_rows < 1u || max_rows > ES_ADWIN_MAX_ROWS || clock < 1u ||
-        min_window_length < 2u || min_window_length > 0x7FFFFFFFu ||
-        (uint64_t)max_buckets * ((((uint64_t)1) << max_rows) - 1u) >= ((uint64_t)1 << 32)) {
+    if (!params_ok(log_term_q24, max_buckets, max_rows, clock, min_window_length, max_cuts)) {
         return ES_ERR_MODEL;
     }
     a->log_term_q24 = log_term_q24;
@@ -246,6 +391,7 @@ es_status es_adwin_init(es_adwin *a, uint32_t log_term_q24, uint8_t max_buckets,
     a->clock = clock;
     a->min_window_length = min_window_length;
     a->grace_period = grace_period;
+    a->max_cuts = max_cuts;
     clear(a);
     return ES_OK;
 }
@@ -268,23 +414,21 @@ es_status es_adwin_update(es_adwin *a, uint8_t value, uint8_t *change_out)
     if (value > 1u) {
         return ES_ERR_LABEL;
     }
-    make_room(a);
-    a->ones[0][a->fill[0]] = value;
-    a->fill[0]++;
-    a->width++;
-    a->total += value;
-    a->tick++;
-    if (a->tick >= a->clock) {
-        a->tick = 0u;
-        if (a->width > a->grace_period) {
-            while (scan(a)) {
-                change = 1u;
-            }
-        }
-        if (change) {
-            a->n_detections++;
-        }
+    if (a->queue_len == ES_ADWIN_QUEUE_BITS) { /* the backlog is full: catch up at once */
+        change = run(a, 0, 0);
     }
+    if (a->phase == ES_ADWIN_IDLE && a->queue_len == 0u) {
+        insert(a, value);
+    } else {
+        const uint16_t at = (uint16_t)((a->queue_head + a->queue_len) % ES_ADWIN_QUEUE_BITS);
+        if (value) {
+            a->queue[at >> 5] |= (uint32_t)1 << (at & 31u);
+        } else {
+            a->queue[at >> 5] &= ~((uint32_t)1 << (at & 31u));
+        }
+        a->queue_len++;
+    }
+    change = (uint8_t)(run(a, a->max_cuts != 0u, (int32_t)a->max_cuts) | change);
     if (change_out != 0) {
         *change_out = change;
     }

@@ -19,10 +19,12 @@ static uint16_t es_axgb_leaves_per_tree(const es_axgb_config *config)
     return (uint16_t)(1u << config->max_depth);
 }
 
-static uint32_t es_axgb_row(const es_axgb *model, uint32_t i)
-{
-    return ((uint32_t)model->counters->head + i) % model->config->capacity;
-}
+/* Ring row of the i-th buffered sample: (head + i) mod capacity for head, i < capacity, without a division. A
+ * macro (arguments without side effects) so that the training loops have it inline under -Os. */
+#define ES_AXGB_ROW(model, i)                                                                              \
+    ((uint32_t)(model)->counters->head + (uint32_t)(i) >= (model)->config->capacity                          \
+         ? (uint32_t)(model)->counters->head + (uint32_t)(i) - (model)->config->capacity                     \
+         : (uint32_t)(model)->counters->head + (uint32_t)(i))
 
 /* Score sums of the first n_members members into model->scores. */
 static void es_axgb_sums(const es_axgb *model, const uint8_t *bins, uint16_t n_members)
@@ -42,9 +44,19 @@ static void es_axgb_sums(const es_axgb *model, const uint8_t *bins, uint16_t n_m
     }
 }
 
-static int64_t es_axgb_take(int64_t budget, int64_t remaining)
+/* Pieces of `weight` units to run of the `remaining` ones while budget is left (the last may overrun it, then 0
+ * is left); all of them for a negative (unlimited) budget, which then goes down by their units. */
+static int64_t es_axgb_spend(int64_t *budget, int64_t remaining, uint32_t weight)
 {
-    return budget < 0 ? remaining : (budget < remaining ? budget : remaining);
+    int64_t n;
+    if (*budget < 0) {
+        *budget -= remaining * (int64_t)weight;
+        return remaining;
+    }
+    n = (*budget + (int64_t)weight - 1) / (int64_t)weight;
+    n = n < remaining ? n : remaining;
+    *budget = *budget - n * (int64_t)weight > 0 ? *budget - n * (int64_t)weight : 0;
+    return n;
 }
 
 static uint8_t es_axgb_splittable(const es_axgb *model)
@@ -104,14 +116,12 @@ static int64_t es_axgb_grad(const es_axgb *model, int64_t budget, uint32_t *work
     const es_axgb_config *config = model->config;
     es_axgb_counters *c = model->counters;
     const uint8_t out = config->n_outputs;
-    const int64_t cost = 1 + (int64_t)c->job_target; /* a sample walks job_target members */
-    const int64_t remaining = (int64_t)c->job_window - c->pos;
-    const int64_t n = budget < 0 ? remaining : (remaining < (budget + cost - 1) / cost ? remaining
-                                                                                       : (budget + cost - 1) / cost);
+    const int64_t n = es_axgb_spend(&budget, (int64_t)c->job_window - c->pos, /* a sample walks job_target members */
+                                    (uint32_t)config->unit_grad + (uint32_t)config->unit_walk * c->job_target);
     int64_t done;
     for (done = 0; done < n; done++) {
         const uint16_t i = (uint16_t)(c->pos + done);
-        es_axgb_sums(model, &model->window_bins[es_axgb_row(model, i) * config->n_features], c->job_target);
+        es_axgb_sums(model, &model->window_bins[ES_AXGB_ROW(model, i) * config->n_features], c->job_target);
         if (out == 1u) {
             model->proba[i] = es_sigmoid_q15(model->scores[0]);
         } else {
@@ -129,8 +139,19 @@ static int64_t es_axgb_grad(const es_axgb *model, int64_t budget, uint32_t *work
         c->n_leaves = 0;
         es_axgb_begin_node(model);
     }
-    return budget < 0 ? budget : (budget - n * cost > 0 ? budget - n * cost : 0);
+    return budget;
 }
+
+/* g and h (int32 lvalues) of output k of job sample s whose class is label: g = p - 32768 [target],
+ * h = p (32768 - p) >> 15 (binary) or >> 14 (softmax); p <= 32768 (validated for restored states). A macro, as
+ * ES_AXGB_ROW. */
+#define ES_AXGB_GRADIENT(model, s, label, k, g, h)                                                       \
+    do {                                                                                                 \
+        const uint8_t out_ = (model)->config->n_outputs;                                                 \
+        const int32_t p_ = (model)->proba[(uint32_t)(s) * out_ + (k)];                                   \
+        (g) = p_ - ((out_ == 1u ? (label) == 1u : (label) == (k)) ? (int32_t)ES_Q15_ONE : 0);            \
+        (h) = (int32_t)(((uint32_t)p_ * (ES_Q15_ONE - (uint32_t)p_)) >> (out_ == 1u ? 15 : 14));         \
+    } while (0)
 
 static int64_t es_axgb_hist(const es_axgb *model, int64_t budget)
 {
@@ -138,13 +159,13 @@ static int64_t es_axgb_hist(const es_axgb *model, int64_t budget)
     es_axgb_counters *c = model->counters;
     const uint8_t out = config->n_outputs;
     const uint16_t stop = model->node_stop[c->node];
-    const int64_t n = es_axgb_take(budget, (int64_t)stop - c->pos);
+    const int64_t n = es_axgb_spend(&budget, (int64_t)stop - c->pos, config->unit_hist);
     const uint8_t totals = (uint8_t)(c->feature == 0u || c->feature == config->n_features);
     const uint8_t histogram = (uint8_t)(c->feature < config->n_features);
     int64_t done;
     for (done = 0; done < n; done++) {
         const uint16_t s = model->order[c->pos + done];
-        const uint32_t row = es_axgb_row(model, s);
+        const uint32_t row = ES_AXGB_ROW(model, s);
         const uint8_t label = model->window_labels[row];
         uint32_t b = 0;
         uint8_t k;
@@ -153,10 +174,8 @@ static int64_t es_axgb_hist(const es_axgb *model, int64_t budget)
             b = b < (uint32_t)(config->hist_bins - 1u) ? b : (uint32_t)(config->hist_bins - 1u);
         }
         for (k = 0; k < out; k++) {
-            const int32_t p = model->proba[(uint32_t)s * out + k];
-            const uint8_t target = (uint8_t)(out == 1u ? label == 1u : label == k);
-            const int32_t g = p - (target ? (int32_t)ES_Q15_ONE : 0);
-            const int32_t h = (int32_t)(((uint32_t)p * (ES_Q15_ONE - (uint32_t)p)) >> (out == 1u ? 15 : 14));
+            int32_t g, h;
+            ES_AXGB_GRADIENT(model, s, label, k, g, h);
             if (totals) {
                 model->node_g[k] += g;
                 model->node_h[k] += h;
@@ -181,7 +200,7 @@ static int64_t es_axgb_hist(const es_axgb *model, int64_t budget)
             }
         }
     }
-    return budget - n;
+    return budget;
 }
 
 static int64_t es_axgb_score(int64_t g, int64_t h, uint32_t lambda)
@@ -195,14 +214,16 @@ static int64_t es_axgb_scan(const es_axgb *model, int64_t budget)
     es_axgb_counters *c = model->counters;
     const uint8_t out = config->n_outputs;
     const uint16_t max_bins = (uint16_t)(config->hist_bins - 1u);
+    const int64_t n = es_axgb_spend(&budget, (int64_t)config->hist_bins - c->pos, config->unit_scan);
     int64_t parent = 0;
     int64_t node_h = 0;
+    int64_t done;
     uint8_t k;
     for (k = 0; k < out; k++) {
         parent += es_axgb_score(model->node_g[k], model->node_h[k], config->lambda_q15);
         node_h += model->node_h[k];
     }
-    while (budget != 0 && c->pos < config->hist_bins) {
+    for (done = 0; done < n; done++) {
         const uint32_t b = c->pos;
         int64_t hl = 0;
         for (k = 0; k < out; k++) {
@@ -229,7 +250,6 @@ static int64_t es_axgb_scan(const es_axgb *model, int64_t budget)
             }
         }
         c->pos++;
-        budget--;
     }
     if (c->pos == config->hist_bins) {
         c->feature++;
@@ -338,8 +358,9 @@ static int64_t es_axgb_partition(const es_axgb *model, int64_t budget)
     const es_node *node = &model->nodes[base_node + v];
     uint16_t i = c->pos;
     uint16_t j = c->pos_end;
-    while (budget != 0 && i < j) {
-        if (model->window_bins[es_axgb_row(model, model->order[i]) * config->n_features + node->feature] <=
+    int64_t n = es_axgb_spend(&budget, (int64_t)j - i, config->unit_part);
+    for (; n > 0; n--) {
+        if (model->window_bins[ES_AXGB_ROW(model, model->order[i]) * config->n_features + node->feature] <=
             node->threshold) {
             i++;
         } else {
@@ -349,7 +370,6 @@ static int64_t es_axgb_partition(const es_axgb *model, int64_t budget)
             model->order[i] = model->order[j];
             model->order[j] = swap;
         }
-        budget--;
     }
     c->pos = i;
     c->pos_end = j;
@@ -387,7 +407,7 @@ static void es_axgb_work(const es_axgb *model, int64_t budget, uint32_t *work)
             break;
         case ES_AXGB_NODE:
             es_axgb_node(model);
-            budget--;
+            (void)es_axgb_spend(&budget, 1, model->config->unit_node);
             break;
         default:
             budget = es_axgb_partition(model, budget);
@@ -410,9 +430,6 @@ es_status es_axgb_learn(const es_axgb *model, const uint8_t *bins, uint8_t label
     if (label >= config->n_classes) {
         return ES_ERR_LABEL;
     }
-    if (c->count >= config->capacity) {
-        return ES_ERR_FULL;
-    }
     if (config->drift) {
         uint8_t predicted;
         uint8_t change = 0;
@@ -429,12 +446,14 @@ es_status es_axgb_learn(const es_axgb *model, const uint8_t *bins, uint8_t label
             c->count = c->phase != ES_AXGB_IDLE ? c->job_window : 0u;
         }
     }
-    row = es_axgb_row(model, c->count);
-    for (j = 0; j < config->n_features; j++) {
-        model->window_bins[row * config->n_features + j] = bins[j];
+    if (c->count < config->capacity) { /* always, but for a crafted state: then the sample is not buffered */
+        row = ES_AXGB_ROW(model, c->count);
+        for (j = 0; j < config->n_features; j++) {
+            model->window_bins[row * config->n_features + j] = bins[j];
+        }
+        model->window_labels[row] = label;
+        c->count++;
     }
-    model->window_labels[row] = label;
-    c->count++;
     es_axgb_work(model, config->work_per_call != 0u ? (int64_t)config->work_per_call : -1, model->work);
     return ES_OK;
 }
@@ -456,4 +475,256 @@ es_status es_axgb_predict(const es_axgb *model, const uint8_t *bins, uint8_t *cl
     es_axgb_sums(model, bins, model->counters->n_members);
     *class_out = es_additive_argmax(model->scores, model->config->n_outputs);
     return ES_OK;
+}
+
+/* -- validation of a state (images) ------------------------------------------------------------------------ */
+
+#define ES_AXGB_REFUSE(condition) \
+    do {                          \
+        if (condition) {          \
+            return ES_ERR_IMAGE;  \
+        }                         \
+    } while (0)
+
+/* The member tree in tree slot `slot`: every node reached from its root stays in the slot (children forward,
+ * features in range), every leaf reached is one of the slot's leaf rows. */
+static int es_axgb_member_ok(const es_axgb *m, uint32_t slot)
+{
+    const es_axgb_config *config = m->config;
+    const uint32_t per_tree = es_axgb_nodes_per_tree(config), base = slot * per_tree;
+    const uint32_t first_leaf = slot * es_axgb_leaves_per_tree(config);
+    uint8_t reached[64]; /* per_tree <= 511 bits */
+    uint32_t v;
+    for (v = 0; v < sizeof reached; v++) {
+        reached[v] = 0u;
+    }
+    reached[0] = 1u;
+    for (v = 0; v < per_tree; v++) {
+        const es_node *node = &m->nodes[base + v];
+        uint32_t child = node->child;
+        if (!(reached[v >> 3] & (1u << (v & 7u)))) {
+            continue;
+        }
+        if (node->feature == ES_LEAF) {
+            if (child < first_leaf || child >= first_leaf + es_axgb_leaves_per_tree(config)) {
+                return 0;
+            }
+            continue;
+        }
+        if (child <= base + v || child + 1u >= base + per_tree || node->feature >= config->n_features) {
+            return 0;
+        }
+        child -= base;
+        reached[child >> 3] |= (uint8_t)(1u << (child & 7u));
+        reached[(child + 1u) >> 3] |= (uint8_t)(1u << ((child + 1u) & 7u));
+    }
+    return 1;
+}
+
+/* Sums of g and h of output k over the job samples order[from..to). */
+static void es_axgb_sample_sums(const es_axgb *m, uint32_t from, uint32_t to, uint8_t k, int64_t *g_sum,
+                                int64_t *h_sum)
+{
+    uint32_t i;
+    *g_sum = 0;
+    *h_sum = 0;
+    for (i = from; i < to; i++) {
+        const uint16_t s = m->order[i];
+        int32_t g, h;
+        ES_AXGB_GRADIENT(m, s, m->window_labels[ES_AXGB_ROW(m, s)], k, g, h);
+        *g_sum += g;
+        *h_sum += h;
+    }
+}
+
+static int es_axgb_hist_zero(const es_axgb *m, uint32_t to_bin)
+{
+    const uint32_t out = m->config->n_outputs;
+    uint32_t i;
+    for (i = 0; i < to_bin * out; i++) {
+        if (m->hist_g[i] != 0 || m->hist_h[i] != 0) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Histogram column k from row from_bin on, plus (left_g, left_h): left_h and every h >= 0, the sums equal
+ * (g_sum, h_sum), |left_g| + sum |g| <= 32768 n. */
+static int es_axgb_column_ok(const es_axgb *m, uint8_t k, uint32_t from_bin, int64_t left_g, int64_t left_h,
+                             int64_t g_sum, int64_t h_sum, uint32_t n)
+{
+    const uint32_t out = m->config->n_outputs;
+    int64_t size = left_g < 0 ? -left_g : left_g;
+    uint32_t b;
+    if (left_h < 0) {
+        return 0;
+    }
+    for (b = from_bin; b < m->config->hist_bins; b++) {
+        const int64_t g = m->hist_g[b * out + k], h = m->hist_h[b * out + k];
+        if (h < 0) {
+            return 0;
+        }
+        left_g += g;
+        left_h += h;
+        size += g < 0 ? -g : g;
+    }
+    return left_g == g_sum && left_h == h_sum && size <= (int64_t)ES_Q15_ONE * n;
+}
+
+es_status es_axgb_validate(const es_axgb *candidate)
+{
+    const es_axgb_config *config;
+    const es_axgb_counters *c;
+    const es_axgb *m = candidate;
+    uint32_t per_tree, capacity, i, j, following = 1u, leaves = 0u, decided, pending_end;
+    int64_t gamma2;
+    uint16_t start, stop, window;
+    uint8_t splittable, F, out, k;
+    const es_node *entry;
+    if (m == 0 || m->config == 0 || m->counters == 0) {
+        return ES_ERR_NULL;
+    }
+    config = m->config;
+    c = m->counters;
+    if (config->max_depth < 1u || config->max_depth > 8u || config->members == 0u || config->capacity == 0u ||
+        config->hist_bins < 3u || config->window_max == 0u || config->n_outputs == 0u) {
+        return ES_ERR_MODEL;
+    }
+    per_tree = es_axgb_nodes_per_tree(config);
+    capacity = config->capacity;
+    F = config->n_features;
+    out = config->n_outputs;
+    gamma2 = 2 * (int64_t)config->gamma_q15;
+    /* the detector, with this model's parameters */
+    ES_AXGB_REFUSE(es_adwin_check(m->adwin) != ES_OK || m->adwin->log_term_q24 != config->drift_log_q24 ||
+                   m->adwin->clock != config->drift_clock || m->adwin->max_cuts != config->drift_cuts);
+    ES_AXGB_REFUSE(c->head >= capacity || c->count > capacity || c->window < config->window_min ||
+                   c->window > config->window_max || c->n_members > config->members ||
+                   c->replace_index >= config->members || c->phase > ES_AXGB_PART);
+    ES_AXGB_REFUSE(config->strategy == ES_AXGB_PUSH && c->replace_index != 0u);
+    for (i = 0; i < capacity; i++) {
+        ES_AXGB_REFUSE(m->window_labels[i] >= config->n_classes);
+    }
+    for (i = 0; i < (uint32_t)config->window_max * out; i++) {
+        ES_AXGB_REFUSE(m->proba[i] > ES_Q15_ONE);
+    }
+    for (i = 0; i < c->n_members; i++) { /* members: distinct slots, trees inside them */
+        const uint32_t root = m->roots[i];
+        ES_AXGB_REFUSE(root % per_tree != 0u || root / per_tree > config->members);
+        for (j = 0; j < i; j++) {
+            ES_AXGB_REFUSE(m->roots[j] == root);
+        }
+        ES_AXGB_REFUSE(!es_axgb_member_ok(m, root / per_tree));
+    }
+    if (c->phase == ES_AXGB_IDLE || c->phase == ES_AXGB_GRAD) { /* fresh node counters, empty histogram */
+        ES_AXGB_REFUSE(c->pos_end != 0u || c->node != 0u || c->n_nodes != 0u || c->n_leaves != 0u ||
+                       c->feature != 0u || c->best_gain != -1 || c->best_feature != ES_AXGB_NO_FEATURE ||
+                       c->best_bin != 0u || !es_axgb_hist_zero(m, config->hist_bins));
+    }
+    if (c->phase == ES_AXGB_IDLE) {
+        ES_AXGB_REFUSE(c->pos != 0u || c->job_window != 0u || c->job_slot != 0u || c->job_target != 0u ||
+                       c->replace_index > c->n_members);
+        return ES_OK;
+    }
+    /* a training job */
+    window = c->job_window;
+    ES_AXGB_REFUSE(window < config->window_min || window > config->window_max || window > c->count ||
+                   c->job_slot > config->members);
+    for (i = 0; i < c->n_members; i++) {
+        ES_AXGB_REFUSE(m->roots[i] / per_tree == c->job_slot);
+    }
+    if (config->strategy == ES_AXGB_PUSH) {
+        ES_AXGB_REFUSE(c->job_target != c->n_members);
+    } else {
+        ES_AXGB_REFUSE(c->job_target > c->n_members || c->job_target >= config->members ||
+                       c->replace_index > (c->n_members > c->job_target ? c->n_members : c->job_target + 1u));
+    }
+    if (c->phase == ES_AXGB_GRAD) {
+        ES_AXGB_REFUSE(c->pos >= window);
+        for (i = 0; i < c->pos; i++) {
+            ES_AXGB_REFUSE(m->order[i] != i);
+        }
+        return ES_OK;
+    }
+    for (i = 0; i < window; i++) {
+        ES_AXGB_REFUSE(m->order[i] >= window);
+    }
+    /* the tree being grown: the decided nodes (before the current one; in the partition, that one too) */
+    ES_AXGB_REFUSE(c->node >= c->n_nodes || c->n_nodes > per_tree || m->node_depth[0] != 0u);
+    decided = (uint32_t)c->node + (c->phase == ES_AXGB_PART ? 1u : 0u);
+    for (i = 0; i < decided; i++) {
+        entry = &m->nodes[c->job_slot * per_tree + i];
+        ES_AXGB_REFUSE(i >= following);
+        if (entry->feature == ES_LEAF) {
+            ES_AXGB_REFUSE(leaves >= es_axgb_leaves_per_tree(config) ||
+                           entry->child != c->job_slot * es_axgb_leaves_per_tree(config) + leaves);
+            leaves++;
+            continue;
+        }
+        ES_AXGB_REFUSE(entry->feature >= F || m->node_depth[i] >= config->max_depth ||
+                       entry->child != c->job_slot * per_tree + following || following + 2u > per_tree ||
+                       m->node_depth[following] != m->node_depth[i] + 1u ||
+                       m->node_depth[following + 1u] != m->node_depth[i] + 1u);
+        following += 2u;
+    }
+    ES_AXGB_REFUSE(following != c->n_nodes || leaves != c->n_leaves);
+    pending_end = c->phase != ES_AXGB_PART ? c->n_nodes : (c->n_nodes >= 2u ? c->n_nodes - 2u : 0u);
+    for (i = c->node; i < pending_end; i++) {
+        ES_AXGB_REFUSE(m->node_start[i] > m->node_stop[i] || m->node_stop[i] > window);
+    }
+    start = m->node_start[c->node];
+    stop = m->node_stop[c->node];
+    splittable = es_axgb_splittable(m);
+    ES_AXGB_REFUSE(c->best_gain < gamma2 || (c->best_feature == ES_AXGB_NO_FEATURE &&
+                                             (c->best_gain != gamma2 || c->best_bin != 0u)));
+    switch (c->phase) {
+    case ES_AXGB_HIST: /* node totals and histogram hold the samples order[start..pos) */
+        ES_AXGB_REFUSE(c->pos < start || c->pos > stop);
+        ES_AXGB_REFUSE(splittable ? c->feature >= F || (c->best_feature != ES_AXGB_NO_FEATURE &&
+                                                        c->best_feature >= c->feature)
+                                  : c->feature != F || c->best_feature != ES_AXGB_NO_FEATURE);
+        ES_AXGB_REFUSE(c->feature == F && !es_axgb_hist_zero(m, config->hist_bins));
+        for (k = 0; k < out; k++) {
+            int64_t g_part, h_part, g_all, h_all;
+            es_axgb_sample_sums(m, start, c->pos, k, &g_part, &h_part);
+            if (c->feature == 0u || c->feature == F) {
+                g_all = g_part;
+                h_all = h_part;
+            } else {
+                es_axgb_sample_sums(m, start, stop, k, &g_all, &h_all);
+            }
+            ES_AXGB_REFUSE(m->node_g[k] != g_all || m->node_h[k] != h_all);
+            ES_AXGB_REFUSE(c->feature < F &&
+                           !es_axgb_column_ok(m, k, 0u, 0, 0, g_part, h_part, (uint32_t)(c->pos - start)));
+        }
+        return ES_OK;
+    case ES_AXGB_SCAN: /* bins < pos moved into left_g/left_h */
+        ES_AXGB_REFUSE(!splittable || c->feature >= F || c->pos >= config->hist_bins ||
+                       (c->best_feature != ES_AXGB_NO_FEATURE && c->best_feature > c->feature) ||
+                       !es_axgb_hist_zero(m, c->pos));
+        for (k = 0; k < out; k++) {
+            int64_t g_all, h_all;
+            es_axgb_sample_sums(m, start, stop, k, &g_all, &h_all);
+            ES_AXGB_REFUSE(m->node_g[k] != g_all || m->node_h[k] != h_all ||
+                           !es_axgb_column_ok(m, k, c->pos, m->left_g[k], m->left_h[k], g_all, h_all,
+                                              (uint32_t)(stop - start)));
+        }
+        return ES_OK;
+    case ES_AXGB_NODE:
+        ES_AXGB_REFUSE(c->feature != F || !es_axgb_hist_zero(m, config->hist_bins) ||
+                       (c->best_feature != ES_AXGB_NO_FEATURE && (c->best_feature >= F || !splittable)));
+        for (k = 0; k < out; k++) {
+            int64_t g_all, h_all;
+            es_axgb_sample_sums(m, start, stop, k, &g_all, &h_all);
+            ES_AXGB_REFUSE(m->node_g[k] != g_all || m->node_h[k] != h_all);
+        }
+        return ES_OK;
+    default:
+        entry = &m->nodes[c->job_slot * per_tree + c->node];
+        ES_AXGB_REFUSE(c->feature != F || !es_axgb_hist_zero(m, config->hist_bins) || entry->feature == ES_LEAF ||
+                       entry->feature != c->best_feature || entry->threshold != c->best_bin ||
+                       c->pos < start || c->pos > c->pos_end || c->pos_end > stop);
+        return ES_OK;
+    }
 }

@@ -12,7 +12,8 @@
 
 /* Learn one binned sample: predict it (drift detection: its 0/1 error goes to ADWIN), buffer it, and run up to
  * work_per_call units of the training job (all of it when work_per_call is 0). A label >= n_classes is
- * rejected with ES_ERR_LABEL, a full ring with ES_ERR_FULL; either changes nothing. */
+ * rejected with ES_ERR_LABEL and changes nothing. The ring never fills (a job ends within window_min calls);
+ * in a crafted state whose ring is full the sample is not buffered, and the job still advances. */
 es_status es_axgb_learn(const es_axgb *model, const uint8_t *bins, uint8_t label);
 
 /* Q15 probabilities of one binned sample (the shared additive rule); work holds n_classes uint32 (scratch). */
@@ -20,5 +21,11 @@ es_status es_axgb_predict_proba(const es_axgb *model, const uint8_t *bins, uint3
 
 /* The class of one binned sample: argmax of the score sums (binary: sum > 0). */
 es_status es_axgb_predict(const es_axgb *model, const uint8_t *bins, uint8_t *class_out);
+
+/* ES_OK if a state (a candidate restored from an image, its regions read in place) is safe to continue from:
+ * every index and count checked as edgestream.learners.axgb.check_state does (its module docstring,
+ * "Validation"), so that no later learn or predict reads or writes out of bounds; ES_ERR_IMAGE otherwise. The
+ * scratch regions (scores, work) are not read. */
+es_status es_axgb_validate(const es_axgb *candidate);
 
 #endif

@@ -23,6 +23,15 @@ typedef struct {
     uint32_t gamma_q15;
     uint32_t min_child_q15;
     uint32_t eta_q16;               /* learning rate in Q16 */
+    uint32_t drift_log_q24;         /* ADWIN's ln(2/delta) in Q24 (a restored detector must have it) */
+    uint32_t drift_cuts;            /* ADWIN's cut tests per update (0: a whole check at once) */
+    uint16_t drift_clock;           /* ADWIN's check period */
+    uint16_t unit_grad;             /* units of a sample's margins (unit_weights) */
+    uint16_t unit_walk;             /* units per member walked */
+    uint16_t unit_hist;
+    uint16_t unit_scan;
+    uint16_t unit_node;
+    uint16_t unit_part;
 } es_axgb_config;
 
 typedef struct {

@@ -13,10 +13,12 @@ State (fixed size)
     An exponential histogram of ``max_rows`` rows of at most ``max_buckets`` (M) buckets each; a bucket of row r
     holds 2^r consecutive samples and stores only its count of ones (uint32).  Buckets are kept oldest first in
     each row, rows grow older with r.  Plus ``width`` (samples in the window), ``total`` (ones in the window),
-    ``tick`` (position in the check period), ``n_detections`` and the parameters.  In C this is the struct
-    ``es_adwin`` with arrays sized by the compile-time constants ES_ADWIN_MAX_ROWS x ES_ADWIN_MAX_BUCKETS;
-    ``sizeof(es_adwin) == 4*R*M + R + 30`` rounded up to a multiple of 4 (R = rows, M = buckets); 536 bytes for
-    the defaults 24 x 5.
+    ``tick`` (position in the check period), ``n_detections``, the parameters, and the state of a check spread
+    over updates (below: ``phase``, ``cursor``, ``pass_log_q24``, ``changed``, a queue of 256 bits).  In C this
+    is the struct ``es_adwin`` with arrays sized by the compile-time constants ES_ADWIN_MAX_ROWS x
+    ES_ADWIN_MAX_BUCKETS; ``sizeof(es_adwin) == 4*R*M + R + 80`` rounded up to a multiple of 4 (R = rows,
+    M = buckets); 584 bytes for the defaults 24 x 5, with no padding byte on any target (so that a record copied
+    by numpy, whose copies leave padding undefined, still compares byte for byte).
 
 Insertion
     A new sample becomes a bucket of row 0.  When a row already holds M buckets, its two oldest are first merged
@@ -65,6 +67,28 @@ Cost
     ``max_rows * M`` cut tests of ~13 pseudo-float multiplications each, plus two 24-round logarithms per pass;
     after a detection the pass is repeated once per dropped bucket (worst case O((max_rows * M)^2) cut tests at
     a large change, as in River).
+
+Bounded work per update (``max_cuts = C > 0``; ``C = 0`` is everything above, unchanged)
+    The work is cut into steps: a cut test (1), the two logarithms that start a pass (``LOG_UNITS`` = 2), or
+    inserting one queued bit (1).  An update runs steps while it has budget left: it starts with ``C``, and the
+    step that exhausts it may overrun by 1 (a pass start).  While a check is under way (or bits wait), an
+    arriving bit does not join the window but waits in a FIFO queue of 256 bits; when the check ends, the
+    queued bits are inserted one step each, in order, with their clock ticks, and a tick starts the next check
+    there.  So the window a check tests, its L, every cut, every drop, every tick and the detections are exactly
+    those of ADWIN with ``C = 0`` on the same stream: only *when* they happen changes.  Against ADWIN as
+    published:
+
+    * a detection is reported (``update`` returns True, ``n_detections`` grows) in the update where its check
+      makes its first drop, which may be later than the bit that ended the clock period: by the steps of that
+      check up to its first drop, plus those of the earlier work still under way, at ``C`` per update;
+      ``estimation``/``width`` exclude the bits still queued.  Two detections that land in one update give one
+      True (``n_detections`` counts both).
+    * if the queue is full (256 bits wait) when a bit arrives, that update first runs all the work under way
+      (unbounded, as ``C = 0`` would have), so the detections stay the same and the bound on that one update
+      does not hold.
+    * Measured (tests/test_adwin.py, the 120 float64 reference streams, ``clock`` 32): with ``C = 4`` the 584
+      detections are the same, reported at most 45 updates late (mean 3.2), queue at most 90 bits; with
+      ``C = 2`` the queue fills (the catch-up happens), with ``C = 8`` at most 7 updates late.
 """
 
 from __future__ import annotations
@@ -172,17 +196,25 @@ def cut_holds(n0: int, n1: int, s0: int, s1: int, min_len: int, L) -> bool:
     return pf_cmp(lhs, rhs) > 0
 
 
+IDLE, START, SCAN = 0, 1, 2  # the check's phases (``phase``)
+HELD, DONE, SPENT = 0, 1, 2  # outcomes of testing cuts
+LOG_UNITS = 2  # the logarithms of a pass count as two steps
+QUEUE_BITS = 256  # ES_ADWIN_QUEUE_BITS: bits that wait while a check is under way
+
+
 class ADWIN:
     """ADWIN on a bit stream in fixed memory; ``update(bit)`` returns True when a change was detected (the
-    window has then dropped its older part).  See the module docstring for the exact rules and arithmetic."""
+    window has then dropped its older part).  See the module docstring for the exact rules and arithmetic;
+    ``max_cuts > 0`` spreads each check over the following updates (at most that many steps per update) with
+    the same detections, reported later."""
 
     def __init__(self, delta: float = 0.002, max_buckets: int = MAX_BUCKETS, max_rows: int = MAX_ROWS,
-                 clock: int = 32, min_window_length: int = 5, grace_period: int = 10):
+                 clock: int = 32, min_window_length: int = 5, grace_period: int = 10, max_cuts: int = 0):
         self.delta = delta
         self.log_term_q24 = log_term_q24(delta)
         checks = [("max_buckets", max_buckets, 2, MAX_BUCKETS), ("max_rows", max_rows, 1, MAX_ROWS),
                   ("clock", clock, 1, 65535), ("min_window_length", min_window_length, 2, (1 << 31) - 1),
-                  ("grace_period", grace_period, 0, (1 << 32) - 1)]
+                  ("grace_period", grace_period, 0, (1 << 32) - 1), ("max_cuts", max_cuts, 0, 65535)]
         for name, value, low, high in checks:
             if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
                 raise ValueError(f"{name} must be an integer in [{low}, {high}], got {value!r}")
@@ -194,19 +226,27 @@ class ADWIN:
         self.clock = clock
         self.min_window_length = min_window_length
         self.grace_period = grace_period
+        self.max_cuts = max_cuts
         self.reset()
 
     def reset(self) -> None:
-        """Empty window, tick and detection count back to 0; parameters kept."""
+        """Empty window and queue, no check under way, tick and detection count back to 0; parameters kept."""
         self.rows = [[] for _ in range(self.max_rows)]  # ones per bucket, oldest first; row r: 2^r samples
         self.width = 0
         self.total = 0
         self.tick = 0
         self.n_detections = 0
+        self.queue = [0] * QUEUE_BITS  # a ring of bits: queue_len from queue_head
+        self.queue_head = self.queue_len = 0
+        self._end_check()
+
+    def _end_check(self) -> None:
+        self.phase = IDLE
+        self.pass_log_q24 = self.cursor = self.changed = 0
 
     @property
     def estimation(self) -> float:
-        """Mean of the window (0.0 when empty)."""
+        """Mean of the window (0.0 when empty; bits still queued are not in it)."""
         return self.total / self.width if self.width else 0.0
 
     @property
@@ -238,59 +278,115 @@ class ADWIN:
                 self.total -= self.rows[r].pop(0)
                 return
 
-    def _scan(self) -> bool:
-        """One pass over the cuts, oldest first; drops the oldest bucket at the first cut that holds."""
-        n, mwl = self.width, self.min_window_length
-        if n < 2 * mwl:
-            return False
-        L = pf(self.log_term_q24 + ln_ln_q24(n), -Q)
-        n0 = s0 = 0
-        n1, s1 = n, self.total
-        for r in range(self.max_rows - 1, -1, -1):
-            size = 1 << r
-            row = self.rows[r]
-            for k, ones in enumerate(row):
-                n0 += size
-                n1 -= size
-                s0 += ones
-                s1 -= ones
-                if r == 0 and k == len(row) - 1:
-                    return False
-                if n0 >= mwl and n1 >= mwl and cut_holds(n0, n1, s0, s1, mwl, L):
-                    self._drop_oldest()
-                    return True
-        return False
-
-    def update(self, value) -> bool:
-        """Add one bit; True if a change was detected (the older part of the window was dropped)."""
-        if isinstance(value, bool):
-            value = int(value)
-        if not (value == 0 or value == 1):
-            raise ValueError(f"ADWIN takes bits 0 or 1, got {value!r}")
-        value = int(value)
+    def _insert(self, value: int) -> None:
+        """The bit joins the window (ADWIN's insertion); a clock tick with ``width > grace_period`` starts a
+        check."""
         self._make_room(0)
         self.rows[0].append(value)
         self.width += 1
         self.total += value
         self.tick += 1
-        if self.tick < self.clock:
-            return False
-        self.tick = 0
-        change = False
-        if self.width > self.grace_period:
-            while self._scan():
-                change = True
-        if change:
-            self.n_detections += 1
-        return change
+        if self.tick >= self.clock:
+            self.tick = 0
+            if self.width > self.grace_period:
+                self.phase = START
+
+    def _cuts(self, budget: int, bounded: bool) -> tuple[int, int]:
+        """Test the cuts of the pass under way after ``cursor`` (its ``n0``), oldest first, while ``budget`` lasts
+        (if ``bounded``); the cut after the newest bucket is not tested. (HELD: a cut held and the oldest bucket
+        was dropped, DONE: no cut left, SPENT: the budget is used up; the budget left)."""
+        n, mwl = self.width, self.min_window_length
+        L = pf(self.pass_log_q24, -Q)
+        n0 = s0 = 0
+        for r in range(self.max_rows - 1, -1, -1):
+            size = 1 << r
+            for ones in self.rows[r]:
+                n0 += size
+                s0 += ones
+                if n0 <= self.cursor:
+                    continue
+                if n0 >= n:
+                    return DONE, budget
+                testable = n0 >= mwl and n - n0 >= mwl
+                if testable and bounded and budget <= 0:
+                    return SPENT, budget
+                self.cursor = n0
+                if testable:
+                    budget -= 1
+                    if cut_holds(n0, n - n0, s0, self.total - s0, mwl, L):
+                        self._drop_oldest()
+                        return HELD, budget
+        return DONE, budget
+
+    def _run(self, budget: int) -> bool:
+        """Steps of the work under way while ``budget`` lasts (negative: until none is left): the check (passes
+        over the cuts, each with the logarithms of the width at its start, until a pass finds no cut that holds;
+        a cut that holds drops the oldest bucket and starts a new pass), then the queued bits one by one (whose
+        ticks may start checks). A step is a cut test, one queued bit, or a pass's logarithms (``LOG_UNITS``; the
+        step that exhausts the budget may overrun it). True if a check made its first drop here."""
+        bounded = budget >= 0
+        first = False
+        while not (bounded and budget <= 0):
+            if self.phase == IDLE:
+                if self.queue_len == 0:
+                    break
+                value = self.queue[self.queue_head]
+                self.queue_head = (self.queue_head + 1) % QUEUE_BITS
+                self.queue_len -= 1
+                self._insert(value)
+                budget -= 1
+            elif self.phase == START:
+                if self.width < 2 * self.min_window_length:
+                    self._end_check()
+                    continue
+                self.pass_log_q24 = self.log_term_q24 + ln_ln_q24(self.width)
+                self.cursor, self.phase = 0, SCAN
+                budget -= LOG_UNITS
+            else:
+                outcome, budget = self._cuts(budget, bounded)
+                if outcome == HELD:
+                    if not self.changed:
+                        self.changed, first = 1, True
+                        self.n_detections += 1
+                    self.phase, self.pass_log_q24, self.cursor = START, 0, 0
+                elif outcome == DONE:
+                    self._end_check()
+                else:
+                    break
+        return first
+
+    def update(self, value) -> bool:
+        """Add one bit; True if a change was detected (the older part of the window was dropped). With
+        ``max_cuts``: the bit waits in the queue while earlier work is under way, and True means that a check
+        made its first drop in this update (that check belongs to an earlier tick)."""
+        if isinstance(value, bool):
+            value = int(value)
+        if not (value == 0 or value == 1):
+            raise ValueError(f"ADWIN takes bits 0 or 1, got {value!r}")
+        value = int(value)
+        first = False
+        if self.queue_len == QUEUE_BITS:  # the backlog is full: catch up at once (see the module docstring)
+            first = self._run(-1)
+        if self.phase == IDLE and self.queue_len == 0:
+            self._insert(value)
+        else:
+            self.queue[(self.queue_head + self.queue_len) % QUEUE_BITS] = value
+            self.queue_len += 1
+        return self._run(self.max_cuts if self.max_cuts else -1) or first
 
 
 # The C struct ``es_adwin`` (es_adwin.h, default array sizes) as a numpy record, so a learner can keep an ADWIN in
-# its device state: natural alignment, sizeof == 536.
+# its device state: 552 bytes and no padding on any target (numpy copies of a padded record leave the padding
+# undefined, so a padded record could not be compared byte for byte).
 ADWIN_DTYPE = np.dtype([
     ("ones", "<u4", (MAX_ROWS, MAX_BUCKETS)), ("width", "<u4"), ("total", "<u4"), ("n_detections", "<u4"),
-    ("log_term_q24", "<u4"), ("min_window_length", "<u4"), ("grace_period", "<u4"), ("clock", "<u2"),
-    ("tick", "<u2"), ("max_buckets", "u1"), ("max_rows", "u1"), ("fill", "u1", (MAX_ROWS,))], align=True)
+    ("log_term_q24", "<u4"), ("min_window_length", "<u4"), ("grace_period", "<u4"), ("max_cuts", "<u4"),
+    ("pass_log_q24", "<u4"), ("cursor", "<u4"), ("queue", "<u4", (QUEUE_BITS // 32,)), ("clock", "<u2"),
+    ("tick", "<u2"), ("queue_head", "<u2"), ("queue_len", "<u2"), ("max_buckets", "u1"), ("max_rows", "u1"),
+    ("phase", "u1"), ("changed", "u1"), ("fill", "u1", (MAX_ROWS,))], align=True)
+_FIELDS = ("width", "total", "n_detections", "log_term_q24", "min_window_length", "grace_period", "max_cuts",
+           "pass_log_q24", "cursor", "clock", "tick", "queue_head", "queue_len", "max_buckets", "max_rows", "phase",
+           "changed")
 
 
 def adwin_record(adwin: ADWIN):
@@ -300,27 +396,73 @@ def adwin_record(adwin: ADWIN):
     for row, ones in enumerate(adwin.rows):
         r["ones"][row, : len(ones)] = ones
         r["fill"][row] = len(ones)
-    for name in ("width", "total", "n_detections", "log_term_q24", "min_window_length", "grace_period", "clock",
-                 "tick", "max_buckets", "max_rows"):
+    for name in _FIELDS:
         r[name] = getattr(adwin, name)
+    bits = np.asarray(adwin.queue, dtype=np.uint64).reshape(-1, 32)
+    r["queue"] = (bits << np.arange(32, dtype=np.uint64)).sum(axis=1)
     return record
 
 
+def check_record(record) -> None:
+    """Refuse (``ValueError``) a C ``es_adwin`` record that ``es_adwin_check`` refuses: parameters outside
+    :class:`ADWIN`'s ranges, ``tick >= clock``, a row fuller than ``max_buckets`` (rows from ``max_rows`` on:
+    empty), a bucket of row r with more than 2^r ones, a non-zero unused bucket slot, ``width`` or ``total`` that
+    are not the sums of the buckets, ``queue_head >= 256`` or ``queue_len > 256``, a check state other than: none
+    under way (``phase`` 0, ``pass_log_q24``, ``cursor``, ``changed`` 0; without ``max_cuts`` an empty queue);
+    a pass about to start (1, only with ``max_cuts``; ``pass_log_q24`` and ``cursor`` 0, ``changed`` 0 or 1); a
+    pass under way (2, only with ``max_cuts``; ``cursor < width``, ``log_term_q24 < pass_log_q24 <= log_term_q24
+    + 2^26``). So a restored detector (a state image) is
+    one whose every index and count is in range and whose arithmetic stays that of the specification."""
+    raw = np.ascontiguousarray(record).reshape(-1).view(np.uint8)
+    if len(raw) != ADWIN_DTYPE.itemsize:
+        raise ValueError(f"ADWIN state of {len(raw)} bytes, the C struct has {ADWIN_DTYPE.itemsize}")
+    r = raw.view(ADWIN_DTYPE)[0]
+    rows, buckets, clock = int(r["max_rows"]), int(r["max_buckets"]), int(r["clock"])
+    log_term, mwl = int(r["log_term_q24"]), int(r["min_window_length"])
+    if not (1 <= log_term <= _LOG_TERM_MAX and 2 <= buckets <= MAX_BUCKETS and 1 <= rows <= MAX_ROWS
+            and clock >= 1 and 2 <= mwl <= (1 << 31) - 1 and buckets * ((1 << rows) - 1) < 1 << 32
+            and int(r["max_cuts"]) <= 65535):
+        raise ValueError(f"ADWIN state has parameters out of range (max_buckets={buckets}, max_rows={rows}, "
+                         f"clock={clock}, min_window_length={mwl}, log_term_q24={log_term})")
+    if int(r["tick"]) >= clock:
+        raise ValueError(f"ADWIN state has tick={int(r['tick'])}, its clock is {clock}")
+    fill, ones = r["fill"].astype(np.int64), r["ones"].astype(np.int64)
+    if (fill[:rows] > buckets).any() or fill[rows:].any():
+        raise ValueError("ADWIN state has more buckets in a row than allowed")
+    used = np.arange(MAX_BUCKETS)[None, :] < fill[:, None]
+    if (ones[~used] != 0).any() or (ones > (1 << np.arange(MAX_ROWS, dtype=np.int64))[:, None]).any():
+        raise ValueError("ADWIN state has a bucket with more ones than samples, or an unused bucket that is not 0")
+    width = int((fill << np.arange(MAX_ROWS)).sum())
+    if int(r["width"]) != width or int(r["total"]) != int(ones.sum()):
+        raise ValueError("inconsistent ADWIN state: width or total is not the sum of its buckets")
+    phase, changed, cursor, log = (int(r[k]) for k in ("phase", "changed", "cursor", "pass_log_q24"))
+    head, queued, bounded = int(r["queue_head"]), int(r["queue_len"]), int(r["max_cuts"]) > 0
+    if phase == IDLE:
+        ok = (log, cursor, changed) == (0, 0, 0) and (bounded or queued == 0)
+    elif phase == START:
+        ok = bounded and (log, cursor) == (0, 0) and changed <= 1
+    else:
+        ok = (phase == SCAN and bounded and changed <= 1 and cursor < width
+              and log_term < log <= log_term + (1 << 26))
+    if not (ok and head < QUEUE_BITS and queued <= QUEUE_BITS):
+        raise ValueError(f"ADWIN state has an impossible check or queue (phase={phase}, changed={changed}, "
+                         f"cursor={cursor}, pass_log_q24={log}, queue_head={head}, queue_len={queued})")
+
+
 def adwin_from_record(record, delta: float) -> ADWIN:
-    """The detector of a C ``es_adwin`` record (``delta`` must give the record's ``log_term_q24``)."""
-    r = record.reshape(-1)[0]
+    """The detector of a C ``es_adwin`` record (checked by :func:`check_record`; ``delta`` must give the record's
+    ``log_term_q24``)."""
+    check_record(record)
+    r = np.ascontiguousarray(record).reshape(-1).view(np.uint8).view(ADWIN_DTYPE)[0]
     adwin = ADWIN(delta, int(r["max_buckets"]), int(r["max_rows"]), int(r["clock"]), int(r["min_window_length"]),
-                  int(r["grace_period"]))
+                  int(r["grace_period"]), int(r["max_cuts"]))
     if adwin.log_term_q24 != int(r["log_term_q24"]):
         raise ValueError(f"ADWIN state has log_term_q24={int(r['log_term_q24'])}, delta={delta!r} gives "
                          f"{adwin.log_term_q24}")
     fill = r["fill"]
-    if (fill[: adwin.max_rows] > adwin.max_buckets).any() or fill[adwin.max_rows:].any():
-        raise ValueError("ADWIN state has more buckets in a row than allowed")
     adwin.rows = [[int(v) for v in r["ones"][row, : fill[row]]] for row in range(adwin.max_rows)]
-    adwin.width, adwin.total = int(r["width"]), int(r["total"])
-    adwin.tick, adwin.n_detections = int(r["tick"]), int(r["n_detections"])
-    if adwin.width != sum(len(row) << k for k, row in enumerate(adwin.rows)) or \
-            adwin.total != sum(map(sum, adwin.rows)) or adwin.tick >= adwin.clock:
-        raise ValueError("inconsistent ADWIN state")
+    for name in ("width", "total", "tick", "n_detections", "phase", "changed", "cursor", "pass_log_q24",
+                 "queue_head", "queue_len"):
+        setattr(adwin, name, int(r[name]))
+    adwin.queue = [int(word) >> k & 1 for word in r["queue"] for k in range(32)]
     return adwin

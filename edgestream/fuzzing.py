@@ -69,10 +69,11 @@ def _compile(sources, out: Path, include: Path, defines=()) -> None:
 
 
 def small_model(name: str):
-    """The learner's smallest ladder configuration, trained on 300 rows of a 3-feature, 2-class stream."""
+    """The learner's smallest ladder configuration (with its first test variant, ``LearnerSpec.variants``),
+    trained on 300 rows of a 3-feature, 2-class stream."""
     spec = learners.get(name)
     X, y = data.make_stream("sea", 300, seed=7)
-    model = spec.make(**(spec.ladder[-1] if spec.ladder else {}))
+    model = spec.make(**(spec.ladder[-1] if spec.ladder else {}), **(spec.variants[0] if spec.variants else {}))
     if spec.online:
         model.partial_fit(X.astype(np.float32), y, classes=np.unique(y))
     else:

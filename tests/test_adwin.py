@@ -54,12 +54,15 @@ def c_new(py: ad.ADWIN):
     ffi, lib = c_adwin()
     a = ffi.new("es_adwin *")
     assert lib.es_adwin_init(a, py.log_term_q24, py.max_buckets, py.max_rows, py.clock, py.min_window_length,
-                             py.grace_period) == 0
+                             py.grace_period, py.max_cuts) == 0
     return a
 
 
 def assert_same_state(py: ad.ADWIN, a) -> None:
     assert (a.width, a.total, a.tick, a.n_detections) == (py.width, py.total, py.tick, py.n_detections)
+    assert (a.phase, a.changed, a.cursor, a.pass_log_q24, a.max_cuts, a.queue_head, a.queue_len) == \
+        (py.phase, py.changed, py.cursor, py.pass_log_q24, py.max_cuts, py.queue_head, py.queue_len)
+    assert list(a.queue) == [int(w) for w in ad.adwin_record(py)[0]["queue"]]
     for r in range(R):
         row = py.rows[r] if r < py.max_rows else []
         assert a.fill[r] == len(row), r
@@ -154,7 +157,9 @@ def detections(detector, bits) -> list[int]:
 # --------------------------------------------------------------------------------------------------------------
 def test_struct_size_is_documented():
     ffi, _ = c_adwin()
-    assert ffi.sizeof("es_adwin") == (4 * R * M + 30 + R + 3) // 4 * 4 == 536
+    assert ffi.sizeof("es_adwin") == (4 * R * M + 80 + R + 3) // 4 * 4 == 584 == ad.ADWIN_DTYPE.itemsize
+    # no padding: numpy copies of the record keep every byte defined
+    assert sum(ad.ADWIN_DTYPE.fields[name][0].itemsize for name in ad.ADWIN_DTYPE.names) == 584
 
 
 params = st.fixed_dictionaries({
@@ -164,6 +169,7 @@ params = st.fixed_dictionaries({
     "clock": st.sampled_from([1, 2, 7, 32]),
     "min_window_length": st.integers(2, 8),
     "grace_period": st.integers(0, 40),
+    "max_cuts": st.sampled_from([0, 0, 1, 2, 5]),
 })
 
 
@@ -266,6 +272,107 @@ def test_cut_points_equal_float64_reference():
     assert identical >= REF_STREAMS * 0.99, identical
 
 
+def detection_times(detector, bits) -> list[int]:
+    """The update index of every detection (as ``n_detections`` counts them)."""
+    out = []
+    for i, b in enumerate(bits):
+        before = detector.n_detections
+        detector.update(b)
+        out += [i] * (detector.n_detections - before)
+    return out
+
+
+def test_bounded_checks_make_the_same_detections_later():
+    """max_cuts = 4 (4 steps per update) on the float64 reference streams: the same detections as max_cuts = 0
+    (which equals the reference and River above), none early. Measured on these streams (deterministic): at most
+    45 updates late, mean 3.2, at most 90 bits queued (so never the catch-up of a full queue); asserted."""
+    rng = random.Random(2024)
+    delays, most_queued = [], 0
+    for i in range(REF_STREAMS):
+        delta = [0.002, 0.01, 0.1][i % 3]
+        bits = drifting_bits(rng, rng.randint(1500, 4000), rng.randint(0, 4))
+        if i % 2:  # half the streams keep the test short; the figures above are of all 120
+            continue
+        ref = detection_times(ad.ADWIN(delta=delta), bits)
+        bounded = ad.ADWIN(delta=delta, max_cuts=4)
+        got = []
+        for j, b in enumerate(bits + [0] * 60):  # 60 more updates let the last check finish
+            before = bounded.n_detections
+            bounded.update(b)
+            most_queued = max(most_queued, bounded.queue_len)
+            got += [j] * (bounded.n_detections - before)
+        assert len(got) >= len(ref), i
+        delays += [g - r for g, r in zip(got, ref)]
+    assert min(delays) >= 0 and max(delays) <= 45 and np.mean(delays) <= 4, (max(delays), np.mean(delays))
+    assert most_queued <= 90 and len(delays) > 250
+
+
+@pytest.mark.parametrize("cuts", [1, 3])
+def test_steps_per_update_are_bounded(cuts, monkeypatch):
+    """Every update runs at most max_cuts steps (a cut test 1, a pass's logarithms 2, a queued bit 1), the last
+    one may overrun by 1, unless the queue was full when the bit arrived (the catch-up)."""
+    counts = {"cuts": 0, "logs": 0}
+    real_cut, real_log = ad.cut_holds, ad.ln_ln_q24
+
+    def cut(*args):
+        counts["cuts"] += 1
+        return real_cut(*args)
+
+    def log(n):
+        counts["logs"] += 1
+        return real_log(n)
+
+    monkeypatch.setattr(ad, "cut_holds", cut)
+    monkeypatch.setattr(ad, "ln_ln_q24", log)
+    rng = random.Random(cuts)
+    catch_ups = checked = 0
+    for _ in range(6):
+        detector = ad.ADWIN(delta=0.05, max_cuts=cuts, clock=8)
+        for b in drifting_bits(rng, 3000, 3):
+            counts.update(cuts=0, logs=0)
+            full, queued, width = detector.queue_len == ad.QUEUE_BITS, detector.queue_len, detector.width
+            detector.update(b)
+            replayed = queued + 1 - detector.queue_len - (detector.width == width + 1 and queued == 0)
+            steps = counts["cuts"] + ad.LOG_UNITS * counts["logs"] + max(replayed, 0)
+            if full:
+                catch_ups += 1
+            else:
+                assert steps <= cuts + 1, (steps, counts)
+                checked += 1
+    assert checked > 10000 and catch_ups > 0  # the full queue's catch-up happens too (clock 8 is busy)
+
+
+def test_c_check_of_a_record_equals_pythons():
+    """es_adwin_check refuses exactly the records check_record refuses: records of detectors in every phase of a
+    spread check, with one byte set to a boundary or random value."""
+    ffi, lib = c_adwin()
+    rng = np.random.default_rng(4)
+    records = []
+    for cuts, clock in ((0, 32), (2, 4), (5, 1)):
+        detector = ad.ADWIN(delta=0.1, max_cuts=cuts, clock=clock, max_rows=int(rng.integers(3, R + 1)))
+        for i, b in enumerate(drifting_bits(random.Random(cuts), 1500, 3)):
+            detector.update(b)
+            if i % 37 == 0:
+                records.append(ad.adwin_record(detector))
+    assert {int(r[0]["phase"]) for r in records} == {0, 1, 2}
+    agree = refused = 0
+    for record in records:
+        for _ in range(12):
+            raw = record.view(np.uint8).copy()
+            raw[int(rng.integers(len(raw)))] = int(rng.choice([0, 1, 2, 0x7F, 0x80, 0xFF, rng.integers(256)]))
+            try:
+                ad.check_record(raw)
+                host = True
+            except ValueError:
+                host = False
+            c = ffi.new("es_adwin *")
+            ffi.memmove(c, raw.tobytes(), len(raw))
+            assert (lib.es_adwin_check(c) == 0) == host
+            agree += 1
+            refused += not host
+    assert agree > 300 and refused > 50
+
+
 def test_cut_points_equal_rivers():
     """River's ADWIN core (the window-keeping AdaptiveWindowing behind ``river.drift.ADWIN``; the public wrapper
     additionally empties the whole window on the update after a detection, which ADWIN itself does not):
@@ -299,7 +406,7 @@ def test_memory_bound_over_a_million_updates():
         for i in range(16):
             g.before[i] = g.after[i] = 0xA5A5A5A5
         py = ad.ADWIN(max_rows=max_rows, clock=clock)
-        assert lib.es_adwin_init(ffi.addressof(g, "a"), py.log_term_q24, M, max_rows, clock, 5, 10) == 0
+        assert lib.es_adwin_init(ffi.addressof(g, "a"), py.log_term_q24, M, max_rows, clock, 5, 10, 0) == 0
         count = 200_000 if clock == 1 else n
         changes = ffi.new("uint32_t[]", 1)
         max_fill = ffi.new("uint32_t *", 0)
@@ -373,7 +480,7 @@ def test_bad_input_is_refused_and_state_unchanged():
 @pytest.mark.parametrize("kwargs", [dict(delta=0), dict(delta=1.0), dict(delta=1e-60), dict(max_buckets=1),
                                     dict(max_buckets=M + 1), dict(max_rows=0), dict(max_rows=R + 1),
                                     dict(clock=0), dict(min_window_length=1), dict(grace_period=-1),
-                                    dict(max_rows=True)])
+                                    dict(max_rows=True), dict(max_cuts=-1), dict(max_cuts=65536)])
 def test_bad_parameters(kwargs):
     with pytest.raises(ValueError):
         ad.ADWIN(**kwargs)
@@ -383,9 +490,9 @@ def test_c_init_refuses_bad_parameters_and_leaves_state():
     ffi, lib = c_adwin()
     a = c_new(ad.ADWIN())
     before = bytes(ffi.buffer(a))
-    good = dict(log=ad.log_term_q24(0.002), m=M, r=R, clock=32, mwl=5, grace=10)
+    good = dict(log=ad.log_term_q24(0.002), m=M, r=R, clock=32, mwl=5, grace=10, cuts=0)
     for key, value in [("log", 0), ("log", 2**31), ("m", 1), ("m", M + 1), ("r", 0), ("r", R + 1), ("clock", 0),
-                       ("mwl", 1)]:
+                       ("mwl", 1), ("cuts", 65536)]:
         args = dict(good, **{key: value})
         assert lib.es_adwin_init(a, *args.values()) == 2, key
     assert bytes(ffi.buffer(a)) == before

@@ -17,12 +17,15 @@ from edgestream.export import export_bundle
 from edgestream.simulate import load_bundle
 
 LEARNING = [name for name, spec in learners.REGISTRY.items() if spec.state is not None and spec.checkpoints]
+# every learning learner in its smallest rung, and in each of its test variants (LearnerSpec.variants)
+MODELS = [(name, {}) for name in LEARNING] + [
+    (name, variant) for name in LEARNING for variant in learners.get(name).variants]
 ES_OK, ES_ERR_NULL, ES_ERR_SIZE, ES_ERR_IMAGE, ES_ERR_OTHER_MODEL = 0, 1, 6, 7, 8
 
 
-def small_model(name: str, X, y, rows: int):
+def small_model(name: str, X, y, rows: int, variant=None):
     spec = learners.get(name)
-    model = spec.make(**(spec.ladder[-1] if spec.ladder else {}))
+    model = spec.make(**(spec.ladder[-1] if spec.ladder else {}), **(variant or {}))
     model.partial_fit(X[:rows], y[:rows], classes=np.unique(y))
     return model
 
@@ -85,13 +88,15 @@ def stream():
     return X.astype(np.float32), y
 
 
-@pytest.fixture(scope="module", params=LEARNING)
+@pytest.fixture(scope="module", params=MODELS,
+                ids=[name + "".join(f"-{k}={v}" for k, v in variant.items()) for name, variant in MODELS])
 def setup(request, stream, tmp_path_factory):
     X, y = stream
-    model = small_model(request.param, X, y, 120)
-    directory = tmp_path_factory.mktemp(request.param)
+    name, variant = request.param
+    model = small_model(name, X, y, 120, variant)
+    directory = tmp_path_factory.mktemp(name)
     export_bundle(model, directory, name="dev")
-    return request.param, model, Device(directory)
+    return (name, variant), model, Device(directory)
 
 
 def test_device_image_equals_host_image(setup, stream):
@@ -102,7 +107,7 @@ def test_device_image_equals_host_image(setup, stream):
     device.fn["reset"]()
     exported = checkpoint.write_image(model)
     assert payload(device.save()) == payload(exported)
-    host = small_model(name, X, y, 120)
+    host = small_model(name[0], X, y, 120, name[1])
     host.partial_fit(X[120:180], y[120:180])
     device.learn(X[120:180], y[120:180], model)
     image = device.save()

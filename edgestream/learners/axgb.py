@@ -40,24 +40,67 @@ Decisions where the paper (or its scikit-multiflow code) leaves a choice, all fo
 * **Storage.** ``K + 1`` tree slots of ``2^(D+1) - 1`` nodes and ``2^D`` leaf rows (the spare slot receives the
   member being trained while the old ones keep predicting); ``roots`` lists the members in ensemble order.
   Prediction is the shared additive rule (score sums of every member, class = argmax or ``sum > 0``).
-* **Bounded work per sample.** Training is a resumable job of unit steps: computing the margin and
-  probabilities of one window sample (``1 + m`` units for a sample that walks ``m`` members; a call may end
-  up to ``m`` units over its budget); adding one sample to the histogram of one (node, feature); scanning one
-  histogram bin; deciding one node; moving one sample in a node's partition. With ``work_per_call = 0`` the
-  whole job runs in the ``learn`` call that fills the window (as in the paper); with ``work_per_call = U > 0``
-  every ``learn`` call runs at most ``U`` units, so the job spreads over the following samples, which keep
-  arriving in a ring buffer of ``W_max + L - 1`` rows (``L`` the most calls a job of ``W_max`` samples can take;
-  ``L <= W_min`` is required, so a job always ends before the next window is full). Both modes learn the same
-  members; only when they join the ensemble differs.
+* **Bounded work per sample.** Training is a resumable job of pieces of work, each weighing a number of units
+  (:func:`unit_weights`, calibrated so that a unit costs about the same number of instructions in every phase):
+  the margins and probabilities of one window sample (``grad`` + ``walk`` per member it walks); adding one
+  sample to the histogram of one (node, feature) or to the node totals (``hist``); scanning one histogram bin
+  (``scan``); deciding one node (``node``); one step of a node's partition (``part``). With ``work_per_call = 0``
+  the whole job runs in the ``learn`` call that fills the window (as in the paper); with ``work_per_call = U >
+  0`` every ``learn`` call runs pieces while it has units left (the last piece may overrun ``U`` by less than its
+  weight), so the job spreads over the following samples, which keep arriving in a ring buffer of
+  ``W_max + L - 1`` rows (``L`` the most calls a job of ``W_max`` samples can take; ``L <= W_min`` is required,
+  so a job always ends before the next window is full). Both modes learn the same members; only when they join
+  the ensemble differs. With ``U > 0`` ADWIN's checks are spread too: at most ``DRIFT_CUTS`` steps of ADWIN per
+  call (cut tests, a pass's logarithms, queued bits; :mod:`edgestream.adwin`, "Bounded work per update"), with
+  the same detections, reported a few samples later; with ``U = 0`` ADWIN is the published one.
 * **Memory.** The state (``STATE``) holds the ring of ``W_max + L - 1`` binned rows, ``K + 1`` tree slots, the
-  ``es_adwin`` struct (536 bytes, present even with drift detection off; AVR packs it to 534, the layout counts
-  536), the job's per-sample probabilities and order (``W_max`` each), one feature histogram of
-  ``max_bins + 1`` rows of (G, H) per output, and per-node sample ranges. The budget ladder sizes ``W_max``,
+  ``es_adwin`` struct (584 bytes on every target, present even with drift detection off), the job's
+  per-sample probabilities and order (``W_max`` each), one feature histogram of ``max_bins + 1`` rows of (G, H)
+  per output, and per-node sample ranges. The budget ladder sizes ``W_max``,
   ``K`` and the depth, preferring depth to window size (depth 5 beats a window of 512 on the drifting streams).
 * **Node order and partition.** Node ``v``'s samples are ``order[start_v:stop_v]``; a split partitions them in
   place by the two-pointer rule (``i`` from the start, ``j`` from the end: a left sample advances ``i``, a right
-  one is swapped with ``order[j - 1]`` and ``j`` moves down), one unit per sample; the left child is
+  one is swapped with ``order[j - 1]`` and ``j`` moves down), one ``part`` piece per sample; the left child is
   ``[start, i)`` and the right ``[i, stop)``.
+
+Validation (state images, model files: :func:`check_state`, the C ``es_axgb_validate``)
+    A restored state is accepted only if no later ``learn``/``predict`` can read or write out of bounds and the
+    arithmetic stays that of this specification (no int32 overflow, no hessian sum below 0). With ``K`` members,
+    ``P`` nodes and ``Lv`` leaves per tree slot, ``F`` features and ``W`` = ``job_window``:
+
+    * ADWIN: :func:`edgestream.adwin.check_record`, and its ``log_term_q24``, ``clock`` and ``max_cuts`` are
+      this model's (config ``drift_log_q24``, ``drift_clock``, ``drift_cuts``). ``head < capacity``, ``count <= capacity``, ``W_min <= window <=
+      W_max``, ``n_members <= K``, ``replace_index < K`` (push: 0), ``phase <= 5``; every ring label is a class,
+      every ``proba`` entry ``<= 32768``.
+    * Members: ``roots[0..n_members)`` are starts of distinct slots ``<= K``; from each root, every reachable node
+      stays in its slot (split: feature ``< F``, child ``c`` with ``v < c`` and ``c + 1 < P``) and every reachable
+      leaf is a leaf row of the slot.
+    * Idle and GRAD: the node counters as an install leaves them (``pos_end = node = n_nodes = n_leaves = feature
+      = 0``, ``best_gain = -1``, ``best_feature = 255``, ``best_bin = 0``) and an all-zero histogram. Idle also:
+      ``pos = job_window = job_slot = job_target = 0``, ``replace_index <= n_members``.
+    * A job: ``W_min <= W <= min(W_max, count)``; ``job_slot <= K`` and no member's slot; push: ``job_target =
+      n_members``; replace: ``job_target <= n_members``, ``job_target < K`` and ``replace_index <= max(n_members,
+      job_target + 1)``. GRAD: ``pos < W``, ``order[i] = i`` for ``i < pos``.
+    * Tree phases (HIST..PART): ``order[0..W) < W``; ``node < n_nodes <= P``, ``node_depth[0] = 0``; the decided
+      nodes (``0..node - 1``, and ``node`` in PART) in order: each ``v >= 1`` already a child; a leaf refers to
+      the slot's next leaf row; a split has feature ``< F``, depth ``< max_depth``, children at the next two node
+      indices (``<= P``) of depth + 1; then ``n_nodes`` and ``n_leaves`` are what the decided nodes made. The
+      current and the pending nodes (but PART's two new children) have ``start <= stop <= W``.
+      ``best_gain >= 2 gamma_q15``, and ``best_feature = 255`` means ``best_gain = 2 gamma_q15``, ``best_bin = 0``.
+      HIST: ``start <= pos <= stop``; a splittable node (depth ``< max_depth``, 2 samples or more) has ``feature <
+      F`` and ``best_feature`` 255 or ``< feature``, another ``feature = F`` and ``best_feature = 255``; per output,
+      ``node_g/node_h`` are the sums of g/h over ``order[start:pos)`` (feature 0 or ``F``) or ``[start:stop)``, and
+      the histogram (feature ``< F``) holds h >= 0, sums equal to those over ``[start:pos)`` and ``sum |g| <=
+      32768 (pos - start)``, else is 0. SCAN: splittable, ``feature < F``, ``pos < hist_bins``, ``best_feature``
+      255 or ``<= feature``, node totals over ``[start:stop)``, bins below ``pos`` 0, ``left_h >= 0`` and h >= 0,
+      ``left + sum of bins from pos`` = node totals, ``|left_g| + sum |g| <= 32768 (stop - start)``. NODE:
+      ``feature = F``, histogram 0, node totals over ``[start:stop)``, ``best_feature`` 255 or ``< F`` for a
+      splittable node. PART: ``feature = F``, histogram 0, the node a split of (``best_feature``, ``best_bin``),
+      ``start <= pos <= pos_end <= stop``.
+
+    Every state this module reaches passes (the ring never fills: a job starts when ``count`` reaches the window
+    and ends within ``L <= W_min`` calls). A crafted state may have a full ring: then a sample is not buffered,
+    and the job still advances, so ``learn`` never stalls.
 """
 
 from __future__ import annotations
@@ -65,13 +108,13 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _kernels
-from ..adwin import ADWIN, ADWIN_DTYPE, adwin_from_record, adwin_record
+from ..adwin import ADWIN, ADWIN_DTYPE, adwin_from_record, adwin_record, check_record, log_term_q24
 from ..fixedpoint import LEAF_MAX, LEAF_MIN, Q15_ONE, additive_predict, additive_proba_q15, sigmoid_q15, softmax_q15
 from ..state import Field, RegionSpec, StateSpec
 from ..tree import LEAF_FEATURE, TreeEnsemble
 from .base import BINNING, INPUT_DTYPE, MAX_BINS
 from .base import MAX_DEPTH as MAX_DEPTH_OPTION
-from .base import BinnedOnlineLearner, DeviceState, Estimator, LearnerSpec, Option, check_integer
+from .base import BinnedOnlineLearner, DeviceState, Estimator, LearnerSpec, Option, check_integer, restore_regions
 from .shrubs import shrubs_context, shrubs_tables
 
 PUSH, REPLACE = 0, 1
@@ -81,6 +124,7 @@ NO_FEATURE = 255
 MAX_WINDOW = 4096
 MAX_MEMBERS = 255
 MAX_DEPTH = 8
+DRIFT_CUTS = 4  # ADWIN cut tests per learn call when training is spread (work_per_call > 0)
 
 
 def _nodes_per_tree(config: dict) -> int:
@@ -109,6 +153,12 @@ STATE = StateSpec(
         Field("members", "uint16_t", "K"), Field("work_per_call", "uint32_t", "units per learn call, 0 = all"),
         Field("lambda_q15", "uint32_t"), Field("gamma_q15", "uint32_t"), Field("min_child_q15", "uint32_t"),
         Field("eta_q16", "uint32_t", "learning rate in Q16"),
+        Field("drift_log_q24", "uint32_t", "ADWIN's ln(2/delta) in Q24 (a restored detector must have it)"),
+        Field("drift_cuts", "uint32_t", "ADWIN's cut tests per update (0: a whole check at once)"),
+        Field("drift_clock", "uint16_t", "ADWIN's check period"),
+        Field("unit_grad", "uint16_t", "units of a sample's margins (unit_weights)"),
+        Field("unit_walk", "uint16_t", "units per member walked"), Field("unit_hist", "uint16_t"),
+        Field("unit_scan", "uint16_t"), Field("unit_node", "uint16_t"), Field("unit_part", "uint16_t"),
     ),
     counters=(
         Field("best_gain", "int64_t", "best split gain of the current node so far"),
@@ -151,6 +201,7 @@ STATE = StateSpec(
     ),
 )
 STATE_ARRAYS = tuple(r.name for r in STATE.regions if r.name != "adwin")
+SAVED_ARRAYS = tuple(r.name for r in STATE.regions if r.name != "adwin" and r.group != "scratch")  # images, files
 COUNTERS = tuple(f.name for f in STATE.counters)
 
 
@@ -159,13 +210,31 @@ def trunc_div(a: int, b: int) -> int:
     return -((-a) // b) if a < 0 else a // b
 
 
-def job_units(window: int, n_features: int, hist_bins: int, max_depth: int, members: int) -> int:
-    """An upper bound of the units a training job on ``window`` samples takes: the margins (``1 + members``
-    units per sample), then per level at most ``window`` samples (internal levels: a histogram pass per feature,
-    a bin scan per node and feature, a partition; the last level: a totals pass), one unit per node."""
+def unit_weights(outputs: int) -> dict[str, int]:
+    """Units of each piece of a training job's work, for ``outputs`` scores per leaf, so that a unit costs about
+    the same number of instructions whatever the phase (about 60 on a Cortex-M4F): the margins of one sample
+    (``grad``, plus ``walk`` per member it walks), one sample added to a histogram or to the node totals (``hist``),
+    one histogram bin scanned (``scan``, two 64-bit divisions per output), one node decided (``node``), one
+    partition step (``part``). Fitted by least squares on QEMU instruction counts per learn call against the work
+    each call did (``benchmarks/calibrate_axgb_units.py``, 600 calls of a spread job). Measured instructions per
+    unit with these weights, Cortex-M4F: 2 classes grad 64, walk 61, hist 51, scan 74, part 48; 3 classes grad
+    59, walk 48, hist 47, scan 54, part 76 (with one unit for every piece, 2 classes: 249, 66, 180, 61, 93).
+    Cortex-M0+ (rp2040), 2 classes: grad 57, walk 79, hist 164, scan 141, part 172 (its histogram and partition
+    loops compile heavier; the M4F is the calibration target). A node decision is too rare in the calls to fit;
+    its weight is an estimate (one 64-bit division per output for a leaf)."""
+    return {"grad": 4 * outputs, "walk": (outputs + 2) // 2, "hist": 1 + 2 * outputs, "scan": 2 * outputs - 1,
+            "node": 2 + 2 * outputs, "part": 2}
+
+
+def job_units(window: int, n_features: int, hist_bins: int, max_depth: int, members: int, outputs: int = 1) -> int:
+    """An upper bound of the units a training job on ``window`` samples takes (weights of
+    :func:`unit_weights`): the margins (a sample walks at most ``members`` members), then per level at most
+    ``window`` samples (internal levels: a histogram pass per feature, a bin scan per node and feature, a
+    partition; the last level: a totals pass), every node decided."""
+    w = unit_weights(outputs)
     internal = 2**max_depth - 1
-    return (window * (1 + members) + max_depth * (n_features + 1) * window + window
-            + internal * n_features * hist_bins + 2 ** (max_depth + 1) - 1)
+    return (window * (w["grad"] + w["walk"] * members) + max_depth * window * (n_features * w["hist"] + w["part"])
+            + window * w["hist"] + internal * n_features * hist_bins * w["scan"] + (2 ** (max_depth + 1) - 1) * w["node"])
 
 
 def quantize_q(value: float, one: int, name: str, low: float, high: float) -> int:
@@ -223,27 +292,53 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
         self.lambda_q15 = quantize_q(self.reg_lambda, Q15_ONE, "reg_lambda", 1 / 32, 1024.0)
         self.gamma_q15 = quantize_q(self.gamma, Q15_ONE, "gamma", 0.0, 1024.0)
         self.min_child_q15 = quantize_q(self.min_child_weight, Q15_ONE, "min_child_weight", 0.0, 1024.0)
-        ADWIN(self.delta, clock=self.clock)  # names a bad delta
+        self._adwin()  # names a bad delta
+
+    @property
+    def missing_rule(self) -> str:
+        """What the device does with a NaN feature (the bundle header states it)."""
+        if self.input_dtype != "float32":
+            return ""
+        return "NaN = missing (its own bin)" if self.allow_missing else "NaN refused with ES_ERR_INPUT"
+
+    @property
+    def drift_cuts(self) -> int:
+        """ADWIN's cut tests per learn call: all of a check at once (0) when a member trains in one call, else
+        ``DRIFT_CUTS`` (see :mod:`edgestream.adwin`)."""
+        return DRIFT_CUTS if self.work_per_call else 0
+
+    def _adwin(self) -> ADWIN:
+        return ADWIN(self.delta, clock=self.clock, max_cuts=self.drift_cuts)
 
     @property
     def hist_bins(self) -> int:
         return self.max_bins + 1
 
-    def job_calls(self, n_features: int) -> int:
+    def _job_units(self, n_features: int, n_classes: int | None = None) -> int:
+        c = len(self.classes_) if n_classes is None and hasattr(self, "classes_") else (n_classes or 2)
+        return job_units(self.window_max, n_features, self.hist_bins, self.max_depth, self.members,
+                         1 if c == 2 else c)
+
+    def job_calls(self, n_features: int, n_classes: int | None = None) -> int:
         """Most ``learn`` calls a training job of ``window_max`` samples can take (1 with ``work_per_call=0``);
         must not exceed ``window_min``."""
         if self.work_per_call == 0:
             return 1
-        units = job_units(self.window_max, n_features, self.hist_bins, self.max_depth, self.members)
+        units = self._job_units(n_features, n_classes)
         calls = -(-units // self.work_per_call)
         if calls > self.window_min:
             raise ValueError(f"work_per_call={self.work_per_call} spreads a job of window_max={self.window_max} "
                              f"over up to {calls} calls, more than window_min={self.window_min}; raise "
-                             f"work_per_call to at least {-(-units // self.window_min)}")
+                             f"work_per_call to at least {self.min_work_per_call(n_features, n_classes)}")
         return calls
 
-    def capacity(self, n_features: int) -> int:
-        return self.window_max + self.job_calls(n_features) - 1
+    def min_work_per_call(self, n_features: int, n_classes: int | None = None) -> int:
+        """The smallest ``work_per_call`` whose jobs end within ``window_min`` calls (classes: the set ones, else
+        ``n_classes``, else 2)."""
+        return -(-self._job_units(n_features, n_classes) // self.window_min)
+
+    def capacity(self, n_features: int, n_classes: int | None = None) -> int:
+        return self.window_max + self.job_calls(n_features, n_classes) - 1
 
     @property
     def nodes_per_tree(self) -> int:
@@ -257,7 +352,7 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
         """The values of the C ``es_axgb_config`` (features and classes default to the fitted ones)."""
         d = self.n_features_ if n_features is None else n_features
         c = len(self.classes_) if n_classes is None else n_classes
-        capacity = self.capacity(d)
+        capacity = self.capacity(d, c)
         if capacity > 65535:
             raise ValueError(f"the ring buffer needs {capacity} rows, at most 65535")
         return {"n_features": d, "n_classes": c, "n_outputs": 1 if c == 2 else c, "max_depth": self.max_depth,
@@ -265,7 +360,8 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
                 "hist_bins": self.hist_bins, "window_min": self.window_min, "window_max": self.window_max,
                 "capacity": capacity, "members": self.members, "work_per_call": self.work_per_call,
                 "lambda_q15": self.lambda_q15, "gamma_q15": self.gamma_q15, "min_child_q15": self.min_child_q15,
-                "eta_q16": self.eta_q16}
+                "eta_q16": self.eta_q16, "drift_log_q24": log_term_q24(self.delta), "drift_cuts": self.drift_cuts,
+                "drift_clock": self.clock, **{f"unit_{k}": v for k, v in unit_weights(1 if c == 2 else c).items()}}
 
     def summary(self) -> str:
         name = "AXGB" + ("_A" if self.drift_detection else "") + ("[p]" if self.strategy == "push" else "[r]")
@@ -295,7 +391,7 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
             setattr(self, name, zeros[name])
         self.leaf_values = self.leaf_values.reshape(-1, self.n_outputs)
         self.window_bins = self.window_bins.reshape(-1, self.n_features_)
-        self.adwin_ = ADWIN(self.delta, clock=self.clock)
+        self.adwin_ = self._adwin()
         for name in COUNTERS:
             setattr(self, name, 0)
         self.window = self.window_min
@@ -306,37 +402,28 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
         """The whole learning state, as a model file stores it."""
         self._check_ready()
         counters = self.device_state()[1]
-        arrays = {name: getattr(self, name) for name in STATE_ARRAYS}
-        arrays["adwin"] = adwin_record(self.adwin_).view(np.uint8)
+        arrays = {name: getattr(self, name) for name in SAVED_ARRAYS}
+        arrays["adwin"] = adwin_record(self.adwin_)  # one es_adwin record (restore_arrays also takes its bytes)
         arrays["counters"] = np.array([counters[name] for name in COUNTERS], dtype=np.int64)
         return arrays
 
     def restore_arrays(self, arrays: dict) -> None:
-        """Take a saved state (after ``bins_`` and ``classes_`` are set); refuses tables of the wrong layout."""
+        """Take a saved state (after ``bins_`` and ``classes_`` are set); refuses tables of the wrong layout and any
+        state :meth:`check_state` refuses (``ValueError``; the learner is then left reset)."""
         self.reset()
-        for name in STATE_ARRAYS:
-            region, saved = getattr(self, name), arrays[name]
-            if (saved.dtype, saved.shape) != (region.dtype, region.shape):
-                raise ValueError(f"state {name!r} has dtype {saved.dtype} and shape {saved.shape}, this "
-                                 f"configuration needs {region.dtype} {region.shape}")
-            region[...] = saved
-        self.adwin_ = adwin_from_record(np.asarray(arrays["adwin"], dtype=np.uint8).view(ADWIN_DTYPE), self.delta)
+        restore_regions(self, SAVED_ARRAYS, arrays)
         values = [int(v) for v in arrays["counters"]]
         if len(values) != len(COUNTERS):
             raise ValueError(f"{len(values)} counters saved, this learner has {len(COUNTERS)}")
-        counters = dict(zip(COUNTERS, values))
-        if not (counters["count"] <= self.capacity(self.n_features_) and counters["head"] < self.capacity(self.n_features_)
-                and counters["n_members"] <= self.members and counters["phase"] <= PART
-                and self.window_min <= counters["window"] <= self.window_max):
-            raise ValueError(f"inconsistent counters {counters}")
-        if (self.window_labels >= len(self.classes_)).any():
-            raise ValueError("window labels out of range")
-        if counters["n_members"]:
-            TreeEnsemble(self.nodes, self.roots[: counters["n_members"]].copy(),
-                         np.ones(counters["n_members"], dtype=np.uint16), self.leaf_values, self.n_features_,
-                         "additive", np.zeros(self.n_outputs, dtype=np.int32)).validate()
-        for name, value in counters.items():
+        for name, value in zip(COUNTERS, values):
             setattr(self, name, value)
+        record = np.ascontiguousarray(arrays["adwin"]).reshape(-1).view(np.uint8)
+        try:
+            check_state(self, record)
+            self.adwin_ = adwin_from_record(record, self.delta)
+        except ValueError:
+            self.reset()
+            raise
 
     # -- learning --------------------------------------------------------------------------------------------
 
@@ -352,8 +439,6 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
         bins = np.ascontiguousarray(bins, dtype=np.uint8).reshape(-1)
         if len(bins) != self.n_features_:
             raise ValueError(f"{len(bins)} bins given, the model has {self.n_features_} features")
-        if self.count >= self._capacity:  # cannot happen (job_calls <= window_min); refused like the C
-            raise RuntimeError("the ring buffer is full")
         if self.drift_detection:
             error = int(self._predict_class(bins) != label)
             if self.adwin_.update(error):
@@ -361,17 +446,21 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
                 if self.strategy == "replace":
                     self.replace_index = 0
                 self.count = self.job_window if self.phase != IDLE else 0
-        row = (self.head + self.count) % self._capacity
-        self.window_bins[row] = bins
-        self.window_labels[row] = label
-        self.count += 1
+        if self.count < self._capacity:  # always, but for a crafted state (see "Validation")
+            row = (self.head + self.count) % self._capacity
+            self.window_bins[row] = bins
+            self.window_labels[row] = label
+            self.count += 1
         self._work(self.work_per_call or -1)
 
     # -- the training job ------------------------------------------------------------------------------------
 
     def _work(self, budget: int) -> None:
         """Run up to ``budget`` units (-1: until the job is done and no new one can start); the units run are
-        kept in ``last_units_`` (host only, for tests and reports)."""
+        kept in ``last_units_``, the work done per phase in ``last_work_`` (host only, for tests and reports:
+        samples of GRAD, the member walks among them, samples of HIST, bins of SCAN, nodes decided, partition
+        steps)."""
+        self.last_work_ = dict.fromkeys(("grad", "walks", "hist", "scan", "node", "part"), 0)
         start = budget
         while budget != 0:
             if self.phase == IDLE:
@@ -404,29 +493,40 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
             return self._scan(budget)
         if phase == NODE:
             self._node()
-            return budget - 1
+            return self._spend(budget, 1, self.units["node"])[1]
         return self._partition(budget)
 
     @staticmethod
-    def _take(budget: int, remaining: int) -> int:
-        return remaining if budget < 0 else min(budget, remaining)
+    def _spend(budget: int, remaining: int, weight: int) -> tuple[int, int]:
+        """(pieces of ``weight`` units to run of the ``remaining`` ones, the budget left): while budget is left
+        (the last piece may overrun it, then 0 is left); all of them for a negative (unlimited) budget."""
+        if budget < 0:
+            return remaining, budget - remaining * weight
+        n = min(remaining, -(-budget // weight))
+        return n, max(budget - n * weight, 0)
+
+    @property
+    def units(self) -> dict:
+        """Units of each piece of the job's work (:func:`unit_weights` of this model's outputs)."""
+        return unit_weights(self.n_outputs)
 
     def _grad(self, budget: int) -> int:
-        cost = 1 + self.job_target  # a sample walks job_target members: 1 + job_target units
-        remaining = self.job_window - self.pos
-        n = remaining if budget < 0 else min(remaining, -(-budget // cost))
+        units = self.units  # a sample walks job_target members
+        n, left = self._spend(budget, self.job_window - self.pos, units["grad"] + units["walk"] * self.job_target)
         i = np.arange(self.pos, self.pos + n)
         sums = self._score_sums(self.window_bins[(self.head + i) % self._capacity], self.job_target)
         out = self.n_outputs
         proba = sigmoid_q15(sums[:, 0]).reshape(-1, 1) if out == 1 else softmax_q15(sums)
         self.proba.reshape(-1, out)[self.pos : self.pos + n] = proba
         self.order[self.pos : self.pos + n] = i
+        self.last_work_["grad"] += n
+        self.last_work_["walks"] += n * self.job_target
         self.pos += n
         if self.pos == self.job_window:
             self.node_start[0], self.node_stop[0], self.node_depth[0] = 0, self.job_window, 0
             self.node, self.n_nodes, self.n_leaves = 0, 1, 0
             self._begin_node()
-        return budget if budget < 0 else max(budget - n * cost, 0)
+        return left
 
     def _splittable(self) -> bool:
         v = self.node
@@ -451,7 +551,7 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
 
     def _hist(self, budget: int) -> int:
         stop = int(self.node_stop[self.node])
-        n = self._take(budget, stop - self.pos)
+        n, left = self._spend(budget, stop - self.pos, self.units["hist"])
         samples = self.order[self.pos : self.pos + n].astype(np.int64)
         g, h = self._gradients(samples)
         if self.feature == 0 or self.feature == self.n_features_:
@@ -464,6 +564,7 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
             hist_g, hist_h = self.hist_g.reshape(-1, out), self.hist_h.reshape(-1, out)
             np.add.at(hist_g, b, g.astype(np.int32))
             np.add.at(hist_h, b, h.astype(np.int32))
+        self.last_work_["hist"] += n
         self.pos += n
         if self.pos == stop:
             if self.feature == self.n_features_:
@@ -472,7 +573,7 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
                 self.phase, self.pos = SCAN, 0
                 self.left_g[:] = 0
                 self.left_h[:] = 0
-        return budget - n
+        return left
 
     def _score(self, G: int, H: int) -> int:
         return (G * G) // (H + self.lambda_q15)
@@ -483,8 +584,8 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
         node_g = [int(v) for v in self.node_g]
         node_h = [int(v) for v in self.node_h]
         parent = sum(self._score(G, H) for G, H in zip(node_g, node_h))
-        while budget != 0 and self.pos < bins:
-            b = self.pos
+        n, left = self._spend(budget, bins - self.pos, self.units["scan"])
+        for b in range(self.pos, self.pos + n):
             self.left_g += hist_g[b]
             self.left_h += hist_h[b]
             hist_g[b] = 0
@@ -499,19 +600,20 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
                     if gain > self.best_gain:
                         self.best_gain, self.best_feature, self.best_bin = gain, self.feature, b
             self.pos += 1
-            budget -= 1
+            self.last_work_["scan"] += 1
         if self.pos == bins:
             self.feature += 1
             if self.feature < self.n_features_:
                 self.phase, self.pos = HIST, int(self.node_start[self.node])
             else:
                 self.phase = NODE
-        return budget
+        return left
 
     def _node(self) -> None:
         """Decide the current node: a split (then partition its samples) or a leaf."""
         base_node = self.job_slot * self.nodes_per_tree
         v = self.node
+        self.last_work_["node"] += 1
         if self.best_feature != NO_FEATURE:
             child = self.n_nodes
             self.nodes[base_node + v] = (self.best_feature, self.best_bin, base_node + child)
@@ -533,20 +635,21 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
         feature, threshold = int(node["feature"]), int(node["threshold"])
         order, head, cap, bins = self.order, self.head, self._capacity, self.window_bins
         i, j = self.pos, self.pos_end
-        while budget != 0 and i < j:
+        n, left = self._spend(budget, j - i, self.units["part"])
+        for _ in range(n):
             if bins[(head + int(order[i])) % cap, feature] <= threshold:
                 i += 1
             else:
                 j -= 1
                 order[i], order[j] = order[j], order[i]
-            budget -= 1
+            self.last_work_["part"] += 1
         self.pos, self.pos_end = i, j
         if i == j:
             child = int(node["child"]) - self.job_slot * self.nodes_per_tree
             self.node_start[child], self.node_stop[child] = self.node_start[v], i
             self.node_start[child + 1], self.node_stop[child + 1] = i, self.node_stop[v]
             self._next_node()
-        return budget
+        return left
 
     def _next_node(self) -> None:
         self.node += 1
@@ -598,12 +701,162 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
         return self.predict_encoded_bins(self.transform(X))
 
 
+def _sums(m: AdaptiveXGBoost, samples: np.ndarray) -> tuple[list[int], list[int]]:
+    """Per output, the sums of g and h over job samples (indices into the job's window)."""
+    if len(samples) == 0:
+        return [0] * m.n_outputs, [0] * m.n_outputs
+    g, h = m._gradients(samples.astype(np.int64))
+    return [int(v) for v in g.sum(axis=0)], [int(v) for v in h.sum(axis=0)]
+
+
+def _member_ok(m: AdaptiveXGBoost, slot: int) -> bool:
+    """The tree of a member in tree slot ``slot``: every node reached from its root stays in the slot (children
+    forward, features in range) and every leaf reached is one of the slot's leaf rows."""
+    per_tree, leaves, base = m.nodes_per_tree, m.leaves_per_tree, slot * m.nodes_per_tree
+    nodes = m.nodes[base: base + per_tree]
+    frontier = np.zeros(1, dtype=np.int64)
+    while len(frontier):
+        entry = nodes[frontier]
+        leaf = entry["feature"] == LEAF_FEATURE
+        child = entry["child"].astype(np.int64)
+        if ((child[leaf] < slot * leaves) | (child[leaf] >= (slot + 1) * leaves)).any():
+            return False
+        split, child = frontier[~leaf], child[~leaf] - base
+        if ((child <= split) | (child + 1 >= per_tree) | (entry["feature"][~leaf] >= m.n_features_)).any():
+            return False
+        frontier = np.unique(np.concatenate([child, child + 1]))
+    return True
+
+
+def check_state(m: AdaptiveXGBoost, record: np.ndarray) -> None:
+    """Refuse (``ValueError``) a state that ``es_axgb_validate`` refuses; the rules are the module docstring's
+    "Validation". ``m`` holds the candidate's regions and counters, ``record`` the bytes of its ADWIN."""
+    def refuse(what: str):
+        raise ValueError(f"inconsistent AXGB state: {what}")
+
+    check_record(record)
+    adwin = record.view(ADWIN_DTYPE)[0]
+    if (int(adwin["log_term_q24"]), int(adwin["clock"]), int(adwin["max_cuts"])) != \
+            (log_term_q24(m.delta), m.clock, m.drift_cuts):
+        refuse("the ADWIN's delta, clock or cuts per update are not this model's")
+    K, per_tree, F, out = m.members, m.nodes_per_tree, m.n_features_, m.n_outputs
+    capacity = m._capacity
+    if not (m.head < capacity and m.count <= capacity and m.window_min <= m.window <= m.window_max
+            and m.n_members <= K and m.replace_index < K and m.phase <= PART):
+        refuse(f"head={m.head} count={m.count} window={m.window} n_members={m.n_members} "
+               f"replace_index={m.replace_index} phase={m.phase}")
+    if m.strategy == "push" and m.replace_index != 0:
+        refuse("push keeps replace_index at 0")
+    if (m.window_labels >= len(m.classes_)).any() or (m.proba > Q15_ONE).any():
+        refuse("a window label or a probability is out of range")
+    roots = m.roots[: m.n_members].astype(np.int64)
+    slots = roots // per_tree
+    if (roots % per_tree).any() or (slots > K).any() or len(set(slots.tolist())) != len(slots):
+        refuse("member roots must be distinct tree slot starts")
+    if not all(_member_ok(m, int(slot)) for slot in slots):
+        refuse("a member's tree leaves its slot")
+    hist_zero = not (m.hist_g.any() or m.hist_h.any())
+    gamma2 = 2 * m.gamma_q15
+    fresh = (m.pos_end, m.node, m.n_nodes, m.n_leaves, m.feature, m.best_gain, m.best_feature, m.best_bin) == \
+        (0, 0, 0, 0, 0, -1, NO_FEATURE, 0)
+    if m.phase == IDLE:
+        if not (fresh and hist_zero and (m.pos, m.job_window, m.job_slot, m.job_target) == (0, 0, 0, 0)
+                and m.replace_index <= m.n_members):
+            refuse("idle counters")
+        return
+    W = m.job_window
+    if not (m.window_min <= W <= min(m.window_max, m.count) and m.job_slot <= K and m.job_slot not in slots):
+        refuse(f"job_window={W} job_slot={m.job_slot}")
+    if m.strategy == "push":
+        if m.job_target != m.n_members:
+            refuse("push trains on every member")
+    elif not (m.job_target <= m.n_members and m.job_target < K
+              and m.replace_index <= max(m.n_members, m.job_target + 1)):
+        refuse(f"job_target={m.job_target} replace_index={m.replace_index}")
+    if m.phase == GRAD:
+        if not (fresh and hist_zero and m.pos < W and np.array_equal(m.order[: m.pos], np.arange(m.pos))):
+            refuse("gradient phase counters")
+        return
+    order = m.order[:W]
+    if (order >= W).any():
+        refuse("a sample index is out of the job's window")
+    # the tree being grown: decided nodes (those before the current one; in the partition, that one too)
+    base, depth = m.job_slot * per_tree, m.node_depth
+    if not (m.node < m.n_nodes <= per_tree and depth[0] == 0):
+        refuse(f"node={m.node} n_nodes={m.n_nodes}")
+    following, leaves = 1, 0
+    for v in range(m.node + (m.phase == PART)):
+        entry = m.nodes[base + v]
+        if v >= following:
+            refuse(f"node {v} has no parent")
+        if entry["feature"] == LEAF_FEATURE:
+            if leaves >= m.leaves_per_tree or entry["child"] != m.job_slot * m.leaves_per_tree + leaves:
+                refuse(f"leaf reference of node {v}")
+            leaves += 1
+            continue
+        if (entry["feature"] >= F or depth[v] >= m.max_depth or entry["child"] != base + following
+                or following + 2 > per_tree or depth[following] != depth[v] + 1
+                or depth[following + 1] != depth[v] + 1):
+            refuse(f"split of node {v}")
+        following += 2
+    if following != m.n_nodes or leaves != m.n_leaves:
+        refuse(f"n_nodes={m.n_nodes} n_leaves={m.n_leaves}")
+    pending = range(m.node, m.n_nodes - 2 if m.phase == PART else m.n_nodes)
+    if any(not m.node_start[u] <= m.node_stop[u] <= W for u in pending):
+        refuse("a node's sample range")
+    start, stop, pos = int(m.node_start[m.node]), int(m.node_stop[m.node]), m.pos
+    splittable = m._splittable()
+    if m.best_gain < gamma2 or (m.best_feature == NO_FEATURE and (m.best_gain, m.best_bin) != (gamma2, 0)):
+        refuse(f"best_gain={m.best_gain}")
+    node_g, node_h = m.node_g.tolist(), m.node_h.tolist()
+    hist_g, hist_h = m.hist_g.reshape(-1, out).astype(np.int64), m.hist_h.reshape(-1, out).astype(np.int64)
+    if m.phase == HIST:
+        if not start <= pos <= stop:
+            refuse(f"pos={pos}")
+        if not (m.feature < F and (m.best_feature == NO_FEATURE or m.best_feature < m.feature) if splittable
+                else m.feature == F and m.best_feature == NO_FEATURE):
+            refuse(f"feature={m.feature} best_feature={m.best_feature}")
+        part = _sums(m, order[start:pos])
+        if (node_g, node_h) != (part if m.feature in (0, F) else _sums(m, order[start:stop])):
+            refuse("node totals")
+        if m.feature == F:
+            if not hist_zero:
+                refuse("histogram")
+        elif (hist_g.sum(axis=0).tolist(), hist_h.sum(axis=0).tolist()) != part or (hist_h < 0).any() \
+                or (np.abs(hist_g).sum(axis=0) > Q15_ONE * (pos - start)).any():
+            refuse("histogram")
+    elif m.phase == SCAN:
+        if not (splittable and m.feature < F and pos < m.hist_bins
+                and (m.best_feature == NO_FEATURE or m.best_feature <= m.feature)):
+            refuse(f"feature={m.feature} pos={pos}")
+        if (node_g, node_h) != _sums(m, order[start:stop]):
+            refuse("node totals")
+        left_g, left_h = m.left_g.astype(np.int64), m.left_h.astype(np.int64)
+        if (hist_g[:pos].any() or hist_h[:pos].any() or (hist_h < 0).any() or (left_h < 0).any()
+                or (left_g + hist_g[pos:].sum(axis=0)).tolist() != node_g
+                or (left_h + hist_h[pos:].sum(axis=0)).tolist() != node_h
+                or (np.abs(left_g) + np.abs(hist_g[pos:]).sum(axis=0) > Q15_ONE * (stop - start)).any()):
+            refuse("histogram")
+    elif m.phase == NODE:
+        if not (m.feature == F and hist_zero and (node_g, node_h) == _sums(m, order[start:stop])
+                and (m.best_feature == NO_FEATURE or (m.best_feature < F and splittable))):
+            refuse("node decision")
+    else:
+        entry = m.nodes[base + m.node]
+        if not (m.feature == F and hist_zero and entry["feature"] != LEAF_FEATURE
+                and (entry["feature"], entry["threshold"]) == (m.best_feature, m.best_bin)
+                and start <= pos <= m.pos_end <= stop):
+            refuse("partition")
+
+
 def axgb_context(learner: AdaptiveXGBoost, name: str, optimize: str = "speed") -> dict:
     """A learning bundle keeps every bin edge (new members may split anywhere) and starts from the current state
-    (the shrub ensemble's context, which reads only the learner's layout and state)."""
+    (the shrub ensemble's context, which reads only the learner's layout and state); without ``allow_missing``
+    its float inputs refuse NaN (``ES_ERR_INPUT``), as the host does."""
     if not hasattr(learner, "window_bins"):
         raise ValueError("the AXGB model has no bins or classes yet; call fit_bins() and set_classes() first")
-    return shrubs_context(learner, name, optimize)
+    refuse_nan = learner.input_dtype == "float32" and not learner.allow_missing
+    return shrubs_context(learner, name, optimize) | {"refuse_nan": refuse_nan}
 
 
 def axgb_tables(learner: AdaptiveXGBoost, n_features: int, n_classes: int, pointer_bytes: int, packed: bool,
@@ -617,6 +870,10 @@ def axgb_tables(learner: AdaptiveXGBoost, n_features: int, n_classes: int, point
 AXGB_LADDER = tuple({"window_max": w, "members": k, "max_depth": d} for w, k, d in (  # depth before window
     (1024, 30, 6), (512, 20, 6), (512, 16, 5), (256, 16, 5), (256, 12, 5), (256, 10, 5), (256, 8, 5), (256, 10, 4),
     (256, 8, 4), (128, 8, 4), (128, 8, 3), (64, 5, 3), (32, 4, 2), (16, 2, 1)))
+
+# The test variant (checkpoint tests, fuzz target): the smallest rung on 3 features with its training spread over as
+# many calls as it may take (window_min = 16), so that most states are saved during a training job.
+SPREAD_VARIANT = {"work_per_call": -(-job_units(16, 3, 33, 1, 2) // 16)}
 
 SPEC = LearnerSpec(
     name="axgb", cls=AdaptiveXGBoost,
@@ -633,4 +890,4 @@ SPEC = LearnerSpec(
                     "units of training work per learn call (0: a whole member in one call)", "U")),
     learning=True, online=True, runtime=("es_common", "es_binning", "es_tree", "es_fixed", "es_adwin", "es_axgb"),
     template="axgb.c.j2", context=axgb_context, tables=axgb_tables, ladder=AXGB_LADDER, state=STATE,
-    checkpoints=False)  # no state images yet: es_axgb has no validation of an image (a training job may be under way)
+    variants=(SPREAD_VARIANT,))

@@ -340,6 +340,8 @@ class LearnerSpec:
       accurate of those that fit wins); default the ladder.
     * ``learn_cost(params, n_features, n_classes, arch)``: instructions of one learn step on a core (``Board.arch``)
       predicted by a model calibrated on QEMU counts, or None for a core without a calibration.
+    * ``variants``: parameters added to the smallest rung for further small test models (a mode the rung leaves
+      off, on a stream of 3 features and 2 classes): the checkpoint tests run each, the fuzz target takes the first.
     """
 
     name: str
@@ -357,6 +359,7 @@ class LearnerSpec:
     checkpoints: bool = True  # a learning bundle offers state images (its C module has <prefix>_validate)
     search: tuple[dict, ...] = ()
     learn_cost: Callable | None = None
+    variants: tuple[dict, ...] = ()
 
     @property
     def ladder_params(self) -> tuple[str, ...]:
