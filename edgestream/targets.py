@@ -477,11 +477,12 @@ def check_ram(fw: Firmware) -> Firmware:
 
 
 UART_MAX_ROWS_FLASH = 0.5  # the share of the board's flash the rows built into a UART harness may take
+UART_MAX_ROWS_BYTES = 32768  # and at most this: pgm_read_* reaches the low 64 KiB, where the rows and tables sit
 
 
 def run_uart(bundle_dir, board: Board, manifest: dict, payload: bytes, n_rows: int, timeout: float) -> RunResult:
     """A run on a board without files (AVR under simavr): the input in the firmware's flash, results on USART0."""
-    limit = int(board.flash_bytes * UART_MAX_ROWS_FLASH)
+    limit = min(int(board.flash_bytes * UART_MAX_ROWS_FLASH), UART_MAX_ROWS_BYTES)
     if len(payload) > limit:
         raise ValueError(f"{n_rows} rows take {len(payload):,} bytes; board {board.name} carries its input in flash: "
                          f"at most {limit:,} bytes (run fewer rows at a time)")

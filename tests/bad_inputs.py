@@ -107,7 +107,7 @@ SECTIONS: dict[str, list[Case]] = {
         c(f"{FIT} --ram 2048GiB", 2, "argument --ram: '2048GiB' is not a byte size; use a positive whole number of "
           "bytes up to 1024 GiB"),
         c(f"{FIT} --flash 0", 2, "argument --flash: '0' is not a byte size"),
-        c(f"{FIT} --ram 8KiB --board nope", 2, "unknown board 'nope'; known boards: atmega328p, nrf52840"),
+        c(f"{FIT} --ram 8KiB --board nope", 2, "unknown board 'nope'; known boards: atmega2560, atmega328p, nrf52840"),
         c(f"{FIT} --ram 8KiB --board bad_board.toml", 2,
           "board file bad_board.toml: field 'ram_bytes' must be positive, got -1"),
         c(f"{FIT} --ram 8KiB --board not_toml.toml", 2, "board file not_toml.toml is not valid TOML"),
@@ -178,7 +178,7 @@ SECTIONS: dict[str, list[Case]] = {
         c(f"{SIM.format('tree_b')} --learn", 2, "--learn needs a learning bundle; tree_b holds a frozen tree model"),
         c(f"{SIM.format('tree_b')} --target qemu", 2, "--target qemu needs --board (see edgestream boards)"),
         c(f"{SIM.format('tree_b')} --target qemu --board no_io.toml", 2,
-          "board stm32f411 has no emulated file I/O; it can be built, not run (boards that run: atmega328p"),
+          "board stm32f411 has no emulated file I/O; it can be built, not run (boards that run: atmega2560, atmega328p"),
         c(f"{SIM.format('tree_b')} --target qemu --board nope", 2, "unknown board 'nope'"),
         c(f"{SIM.format('tree_b')} --target qemu --board unknown_field.toml", 2,
           "board file unknown_field.toml: unknown field 'speed'"),
