@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 import subprocess
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -24,15 +23,15 @@ from pathlib import Path
 from . import learners, targets
 from .emit import wrapper_stack_bytes
 from .checkpoint import image_layout
-from .export import generated_headers, runtime_modules, runtime_sources
+from .emit import SOURCE_DIR
+from .export import bundle_files, runtime_modules, runtime_sources
 from .scratch import scratch_dir
 from .state import RAM_DESCRIPTORS
 from .tree import CLASSES, FEATURES
 from .units import BYTES
 
-STACK_NOTE = ("stack is the generated wrapper's locals plus the deepest call chain of the runtime as compiled for "
-              "the board (GCC's -fstack-usage frames over the call graph of its objects); `edgestream build` "
-              "measures it on the linked firmware")
+STACK_NOTE = ("stack is the deepest call chain of one call as compiled for the board (GCC's -fstack-usage frames "
+              "over the call graph of the objects); `edgestream build` measures it on the linked firmware")
 
 
 @dataclass(frozen=True)
@@ -94,54 +93,96 @@ class Budget:
 
 @dataclass(frozen=True)
 class Runtime:
-    """The runtime's files as compiled for a board: text+data bytes of each, and its deepest call chain."""
+    """What the compiler makes of a learner's C for a board: code bytes per file, the deepest stack of one call,
+    and the code an application adds when it also calls the state-image functions."""
 
     code: dict[str, int]
     stack: int
+    image_code: int = 0
 
 
-def call_stack(n_features: int, n_classes: int, runtime: Runtime | None) -> Item:
-    return Item("call chain", "stack", wrapper_stack_bytes(n_features, n_classes) + (runtime.stack if runtime else 0))
+def call_stack(runtime: Runtime | None, n_features: int, n_classes: int) -> Item:
+    """One call's stack: the compiled call chain, or the wrapper's locals alone without the board's compiler."""
+    return Item("call chain", "stack", runtime.stack if runtime else wrapper_stack_bytes(n_features, n_classes))
 
 
 def code_flash(runtime: Runtime | None) -> list[Item]:
-    """Runtime code compiled for the board; none when the board's compiler is not installed."""
+    """Code compiled for the board; none when the board's compiler is not installed."""
     return [Item(Path(name).stem, "code", size) for name, size in runtime.code.items()] if runtime else []
 
 
 _RUNTIME_CACHE: dict[str, Runtime] = {}
 
 
-def compiled_runtime(spec, board, headers: dict[str, str]) -> Runtime | None:
-    """The learner's runtime files compiled at -Os for the board (with a model's generated ``headers`` in front of
-    the runtime's own), or None without the board's compiler."""
+def compiled(board, files: dict[str, str], sources: list[str], roots) -> tuple[dict, int, dict, dict] | None:
+    """Compile ``sources`` (names among ``files``: name -> text) for the board as a firmware build does; per file
+    the bytes of the functions reachable from ``roots`` (all functions when None), the deepest stack from them,
+    the call graph and every function's size. None without the board's compiler."""
+    functions, calls, where = {}, {}, {}
+    with scratch_dir("edgestream-codesize-") as tmp:
+        for filename, text in files.items():
+            (Path(tmp) / filename).write_text(text)
+        try:
+            for source in sources:
+                obj = Path(tmp) / (Path(source).stem + ".o")
+                subprocess.run([board.toolchain.cc, *targets.COMPILE_FLAGS, *board.toolchain.cflags, "-I", tmp, "-c",
+                                str(Path(tmp) / source), "-o", str(obj)], check=True, capture_output=True)
+                calls.update(targets.call_graph(targets.tool(board, "objdump", "-dr", "--no-show-raw-insn", obj)))
+                for name, (kind, size, _) in targets.read_elf(obj)[1].items():
+                    if kind == "FUNC":
+                        functions[name], where[name] = size, source
+        except (OSError, subprocess.CalledProcessError, targets.ToolchainMissing):
+            return None
+        frames = {usage.function: usage.bytes for usage in targets.stack_usage(Path(tmp))}
+    reached = reachable(calls, functions if roots is None else roots) & set(functions)
+    code = {source: sum(functions[f] for f in reached if where[f] == source) for source in sources}
+    stack = max(targets.worst_stack(calls, frames, functions if roots is None else roots).values(), default=0)
+    return code, stack, calls, functions
+
+
+def reachable(calls: dict[str, set[str]], roots) -> set[str]:
+    seen, todo = set(), list(roots)
+    while todo:
+        function = todo.pop()
+        if function not in seen:
+            seen.add(function)
+            todo.extend(calls.get(function, ()))
+    return seen
+
+
+def compiled_runtime(spec, board, n_features: int, n_classes: int) -> Runtime | None:
+    """A configuration not trained yet: the learner's runtime files whole (an upper bound: every variant of the
+    runtime, every function a bundle may call) and their deepest call chain under the wrapper's locals."""
     sources = [p for p in runtime_sources(runtime_modules(spec)) if p.suffix == ".c"]
-    key = hashlib.sha256(json.dumps([board.name, board.toolchain.cc, board.toolchain.cflags, headers,
+    key = hashlib.sha256(json.dumps([board.name, board.toolchain.cc, board.toolchain.cflags,
                                      [p.name for p in sources]]).encode()
                          + b"".join(p.read_bytes() for p in runtime_sources())).hexdigest()
-    if key in _RUNTIME_CACHE:
-        return _RUNTIME_CACHE[key]
-    sizes, calls = {}, {}
-    with scratch_dir("edgestream-codesize-") as tmp:
-        for source in runtime_sources():  # a bundle's copy of the runtime, its generated headers replacing defaults
-            shutil.copyfile(source, Path(tmp) / source.name)
-        for filename, text in headers.items():
-            (Path(tmp) / filename).write_text(text)
-        for source in sources:
-            obj = Path(tmp) / (source.stem + ".o")
-            try:
-                subprocess.run([board.toolchain.cc, *board.toolchain.cflags, "-std=c99", "-Os", "-ffunction-sections",
-                                "-fstack-usage", "-c", str(Path(tmp) / source.name), "-o", str(obj)],
-                               check=True, capture_output=True)
-                out = subprocess.run([board.toolchain.size, str(obj)], check=True, capture_output=True, text=True)
-                calls.update(targets.call_graph(targets.tool(board, "objdump", "-dr", "--no-show-raw-insn", obj)))
-            except (OSError, subprocess.CalledProcessError, targets.ToolchainMissing):
-                return None
-            text, data = (int(v) for v in out.stdout.splitlines()[1].split()[:2])
-            sizes[source.name] = text + data
-        frames = {usage.function: usage.bytes for usage in targets.stack_usage(Path(tmp))}
-    chains = targets.worst_stack(calls, frames, calls)
-    _RUNTIME_CACHE[key] = Runtime(sizes, max(chains.values(), default=0))
+    if key not in _RUNTIME_CACHE:
+        files = {p.name: p.read_text() for p in runtime_sources()}
+        built = compiled(board, files, [p.name for p in sources], None)
+        _RUNTIME_CACHE[key] = built and Runtime(built[0], built[1])
+    runtime = _RUNTIME_CACHE[key]
+    return runtime and Runtime(runtime.code, wrapper_stack_bytes(n_features, n_classes) + runtime.stack)
+
+
+def compiled_bundle(model, board, optimize: str) -> Runtime | None:
+    """A fitted model: its bundle's C (wrapper, tables and runtime) compiled for the board as a firmware does; the
+    code and stack of what its prediction and learning calls reach (what a firmware that calls them links)."""
+    bundle, context, _ = bundle_files(model, "model", optimize)
+    files = {Path(path).name: data.decode() for path, data in bundle.items() if path.startswith(f"{SOURCE_DIR}/")}
+    sources = context["sources"]
+    key = hashlib.sha256(json.dumps([board.name, board.toolchain.cc, board.toolchain.cflags, files]).encode()).hexdigest()
+    if key not in _RUNTIME_CACHE:
+        entry = [f"model_{call}" for call in targets.API_CALLS]
+        built = compiled(board, files, sources, entry)
+        if built is None:
+            _RUNTIME_CACHE[key] = None
+        else:
+            code, stack, calls, functions = built
+            used = reachable(calls, entry)
+            images = [f for f in functions if f.startswith("model_") and f not in entry]
+            extra = sum(functions[f] for f in reachable(calls, images) - used if f in functions)
+            _RUNTIME_CACHE[key] = Runtime(code, stack, extra)
     return _RUNTIME_CACHE[key]
 
 
@@ -189,14 +230,20 @@ def estimate(spec, board, model, n_features: int, n_classes: int, ram: int, flas
     # AVR: the tables stay in flash (ES_FLASH); the state's descriptors are read in place, from RAM
     copied = [item for item in tables if spec.state is not None and item.name in RAM_DESCRIPTORS] if packed else []
     fitted = learners.is_fitted(model)
-    runtime = compiled_runtime(spec, board, generated_headers(model, optimize) if fitted else {})
-    if not fitted:
-        notes.append("code is compiled with every variant of the runtime; an exported model compiles only its own")
+    if fitted:
+        runtime = compiled_bundle(model, board, optimize)
+        if runtime is not None and runtime.image_code:
+            notes.append(f"the state-image functions (NAME_save, NAME_restore, ...), when an application calls "
+                         f"them, add {runtime.image_code:,} bytes of code")
+    else:
+        runtime = compiled_runtime(spec, board, n_features, n_classes)
+        notes.append("code is the runtime's files whole (every variant, the state-image functions too); an "
+                     "exported model links only what its calls reach")
     if runtime is None:
         notes.append(f"runtime code and its stack not counted: {board.toolchain.cc} is not installed "
                      "(scripts/setup.sh installs it)")
     return Budget(spec.name, board.name, size_config(spec, model, n_features, n_classes), model.get_params(),
-                  state + sequence + [call_stack(n_features, n_classes, runtime)] + copied,
+                  state + sequence + [call_stack(runtime, n_features, n_classes)] + copied,
                   tables + image + code_flash(runtime), ram, flash, runtime is not None, notes)
 
 

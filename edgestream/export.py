@@ -83,6 +83,24 @@ def generated_headers(model, optimize: str = "speed") -> dict[str, str]:
     return emit.render_files(context, context["extra_files"])
 
 
+def bundle_files(model, name: str = "model", optimize: str = "speed") -> tuple[dict[str, bytes], dict,
+                                                                                learners.LearnerSpec]:
+    """Every file of a bundle but its manifest (path in the bundle -> bytes), the template context and the learner."""
+    from .modelfile import model_bytes
+
+    context, spec = bundle_context(model, name, optimize)
+    saved = model_bytes(model)
+    runtime = runtime_sources(runtime_modules(spec))
+    headers = sorted({p.name for p in runtime if p.suffix == ".h"} | {f"{name}.h", *context["extra_files"]})
+    sources = sorted({p.name for p in runtime if p.suffix == ".c"} | {f"{name}.c"})
+    context.update(version=__version__, model_sha256=sha256(saved), headers=headers, sources=sources,
+                   class_names=[emit.c_string(str(label)) for label in model.classes_.tolist()])
+    files = {f"{emit.SOURCE_DIR}/{source.name}": source.read_bytes() for source in runtime}
+    files.update({filename: text.encode() for filename, text in emit.render_bundle(context, spec.template).items()})
+    files[MODEL_COPY] = saved
+    return files, context, spec
+
+
 def export_bundle(model, out_dir, name: str = "model", optimize: str = "speed") -> Path:
     """Write a C bundle for ``model`` into ``out_dir``; ``optimize``: ``speed`` (the fastest full-precision
     encoding) or ``size`` (the smallest exact one) for frozen models.
@@ -92,20 +110,9 @@ def export_bundle(model, out_dir, name: str = "model", optimize: str = "speed") 
     holds the complete old or the complete new bundle. Files of an earlier bundle that this one does not write
     (stale sources) go; files edgestream did not write stay, and an export that would overwrite one of them (or a
     generated file changed by hand) is refused. Errors name the destination."""
-    from .modelfile import model_bytes
-
-    context, spec = bundle_context(model, name, optimize)
-    saved = model_bytes(model)
-    runtime = runtime_sources(runtime_modules(spec))
+    files, context, spec = bundle_files(model, name, optimize)
     src = emit.SOURCE_DIR
-    headers = sorted({p.name for p in runtime if p.suffix == ".h"} | {f"{name}.h", *context["extra_files"]})
-    sources = sorted({p.name for p in runtime if p.suffix == ".c"} | {f"{name}.c"})
-    class_names = [str(label) for label in model.classes_.tolist()]
-    context.update(version=__version__, model_sha256=sha256(saved), headers=headers, sources=sources,
-                   class_names=[emit.c_string(label) for label in class_names])
-    files = {f"{src}/{source.name}": source.read_bytes() for source in runtime}
-    files.update({filename: text.encode() for filename, text in emit.render_bundle(context, spec.template).items()})
-    files[MODEL_COPY] = saved
+    sources, class_names = context["sources"], [str(label) for label in model.classes_.tolist()]
     manifest = {
         "format_version": BUNDLE_FORMAT_VERSION,
         "name": name,
