@@ -20,8 +20,8 @@
 #define HT_INV_SQRT2 0x1.6a09e6p-1f
 #define HT_ERF_LIMIT 5.0f
 
-static const float log_series[4] ES_FLASH = { 0x1.c71c72p-4f, 0x1.24924ap-3f, 0x1.99999ap-3f, 0x1.555556p-2f };
-static const float erf_coeffs[6] ES_FLASH = { 0x1.693ecep-15f, 0x1.220072p-12f, 0x1.3ecc0ep-13f, 0x1.2fc6d2p-7f,
+static const float es_log_series[4] ES_FLASH = { 0x1.c71c72p-4f, 0x1.24924ap-3f, 0x1.99999ap-3f, 0x1.555556p-2f };
+static const float es_erf_coeffs[6] ES_FLASH = { 0x1.693ecep-15f, 0x1.220072p-12f, 0x1.3ecc0ep-13f, 0x1.2fc6d2p-7f,
                                      0x1.5a5fcep-5f, 0x1.20dccep-4f };
 
 /* ((c[0] x + c[1]) x + ... + c[n-1]) x + 1, one rounded operation per statement (c: a table in flash). */
@@ -61,7 +61,7 @@ float es_hoeffding_log(float x)
     r = m + 1.0f;
     t = t / r;
     t2 = t * t;
-    p = horner(log_series, 4, t2);
+    p = horner(es_log_series, 4, t2);
     r = t * p;
     r = r + r;
     e = (float)exponent * HT_LN2;
@@ -74,7 +74,7 @@ float es_hoeffding_erf(float x)
     if (a >= HT_ERF_LIMIT) {
         r = 1.0f;
     } else {
-        p = horner(erf_coeffs, 6, a);
+        p = horner(es_erf_coeffs, 6, a);
         p = p * p;
         p = p * p;
         p = p * p;

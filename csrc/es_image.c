@@ -3,7 +3,7 @@
 
 #include "es_flash.h"
 
-static const uint32_t crc_nibbles[16] ES_FLASH = {
+static const uint32_t es_crc_nibbles[16] ES_FLASH = {
     0x00000000u, 0x1DB71064u, 0x3B6E20C8u, 0x26D930ACu, 0x76DC4190u, 0x6B6B51F4u, 0x4DB26158u, 0x5005713Cu,
     0xEDB88320u, 0xF00F9344u, 0xD6D6A3E8u, 0xCB61B38Cu, 0x9B64C2B0u, 0x86D3D2D4u, 0xA00AE278u, 0xBDBDF21Cu
 };
@@ -14,8 +14,8 @@ uint32_t es_crc32(uint32_t crc, const uint8_t *data, uint32_t length)
     crc = ~crc;
     for (i = 0; i < length; i++) {
         crc ^= data[i];
-        crc = (crc >> 4) ^ es_flash_u32(&crc_nibbles[crc & 15u]);
-        crc = (crc >> 4) ^ es_flash_u32(&crc_nibbles[crc & 15u]);
+        crc = (crc >> 4) ^ es_flash_u32(&es_crc_nibbles[crc & 15u]);
+        crc = (crc >> 4) ^ es_flash_u32(&es_crc_nibbles[crc & 15u]);
     }
     return ~crc;
 }

@@ -116,8 +116,9 @@ _RUNTIME_CACHE: dict[str, Runtime] = {}
 
 def compiled(board, files: dict[str, str], sources: list[str], roots) -> tuple[dict, int, dict, dict] | None:
     """Compile ``sources`` (names among ``files``: name -> text) for the board as a firmware build does; per file
-    the bytes of the functions reachable from ``roots`` (all functions when None), the deepest stack from them,
-    the call graph and every function's size. None without the board's compiler."""
+    the bytes of the functions (and the runtime's ``es_`` tables) reachable from ``roots`` (all of them when
+    None), the deepest stack from them, the call graph and every function's size. None without the board's
+    compiler."""
     functions, calls, where = {}, {}, {}
     with scratch_dir("edgestream-codesize-") as tmp:
         for filename, text in files.items():
@@ -129,7 +130,7 @@ def compiled(board, files: dict[str, str], sources: list[str], roots) -> tuple[d
                                 str(Path(tmp) / source), "-o", str(obj)], check=True, capture_output=True)
                 calls.update(targets.call_graph(targets.tool(board, "objdump", "-dr", "--no-show-raw-insn", obj)))
                 for name, (kind, size, _) in targets.read_elf(obj)[1].items():
-                    if kind == "FUNC":
+                    if kind == "FUNC" or name.startswith("es_"):  # functions and the runtime's constant tables
                         functions[name], where[name] = size, source
         except (OSError, subprocess.CalledProcessError, targets.ToolchainMissing):
             return None

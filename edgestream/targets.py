@@ -111,7 +111,7 @@ class BuildReport:
     stack_reserved: int  # part of bss the C library reserves for the stack (picolibc's .stack; 0 elsewhere)
     ram_bytes: int  # the board's
     flash_bytes: int | None  # the board's; None when programs load from a disk
-    code_bytes: int  # functions compiled from the bundle's sources (runtime and model wrappers)
+    code_bytes: int  # functions compiled from the bundle's sources (runtime and model wrappers), the runtime's es_ tables
     objects: dict[str, SymbolSize]  # the model's objects: tables and state
     state_bytes: int | None  # <name>_memory, the learning state (None for frozen models)
     state_image_bytes: int  # its initial image in flash (0 when it starts all zero, in .bss)
@@ -273,7 +273,8 @@ def report(fw: Firmware) -> BuildReport:
         board=board.name, bundle=name, elf=str(fw.elf), text=text, data=data, bss=bss,
         stack_reserved=sum(s.size for s in sections.values() if s.name == ".stack"),
         ram_bytes=board.ram_bytes, flash_bytes=board.flash_bytes,
-        code_bytes=sum(symbols[s.function][1] for s in stack if s.file != HARNESS),
+        code_bytes=sum(symbols[s.function][1] for s in stack if s.file != HARNESS) + sum(
+            size for symbol, (kind, size, _) in symbols.items() if kind == "OBJECT" and symbol.startswith("es_")),
         objects=dict(sorted(objects.items())), state_bytes=state.bytes if state else None,
         state_image_bytes=state.bytes if state_section.startswith(".data") else 0, stack=stack,
         stack_max=worst_stack(calls, {s.function: s.bytes for s in stack},
@@ -327,13 +328,14 @@ def stack_usage(directory: Path) -> list[StackUsage]:
 FUNCTION_LINE = re.compile(r"^[0-9a-f]+ <([^>]+)>:$")
 INSTRUCTION_LINE = re.compile(r"^\s*[0-9a-f]+:\t")
 REFERENCE = re.compile(r"<([^>+]+)>")
-RELOCATION_LINE = re.compile(r"^\s*[0-9a-f]+: R_\w+\s+(?:\.text\.)?([A-Za-z_]\w*)")
+RELOCATION_LINE = re.compile(r"^\s*[0-9a-f]+: R_\w+\s+(?:\.(?:text|rodata|progmem\.data|data|bss)\.)?([A-Za-z_]\w*)")
 
 
 def call_graph(disassembly: str) -> dict[str, set[str]]:
     """Function -> functions it calls or jumps to, from ``objdump -dr`` of a linked ELF (``<symbol>`` operands;
     branches inside a function read ``<symbol+offset>``) or of an object compiled with -ffunction-sections, whose
-    calls are relocations (against the callee or its section ``.text.<callee>``)."""
+    calls are relocations (against the callee or its section ``.text.<callee>``; the constant tables a function
+    reads appear the same way, ``.rodata.<table>``)."""
     calls, current = {}, None
     for line in disassembly.splitlines():
         if match := FUNCTION_LINE.match(line):

@@ -276,3 +276,17 @@ def test_every_learning_learner_learns_on_avr_as_in_python(capsys, tmp_path, sea
     report = json.loads(out)
     assert code == 0 and report["n"] == 400 and report["mismatches"] == 0
     assert report["accuracy"] == report["python_accuracy"]
+
+
+def test_the_runtime_tables_a_bundle_reads_are_predicted_as_code(capsys, tmp_path, sea):
+    """Hoeffding trees read the runtime's own constant tables (the erf series): the budget of an exported
+    model counts them with the code its calls reach, as the ELF does."""
+    _, _, path = sea
+    assert run(capsys, "fit", path, "--label", "label", "--learner", "hoeffding", "-o", tmp_path / "h.esm")[0] == 0
+    bundle = export_bundle(load_model(tmp_path / "h.esm"), tmp_path / "b", name="ht")
+    build = targets.build(bundle, "rp2040")
+    sizes = compare_sizes(of_model(load_model(tmp_path / "h.esm"), load_board("rp2040")), build)
+    assert sizes["code_flash"]["predicted"] == sizes["code_flash"]["measured"]
+    assert sizes["stack"]["predicted"] == sizes["stack"]["measured"]
+    _, symbols = targets.read_elf(build.elf)
+    assert symbols["es_erf_coeffs"][0] == "OBJECT"  # linked, and counted on both sides

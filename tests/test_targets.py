@@ -161,7 +161,7 @@ def test_avr_keeps_every_constant_table_of_a_learning_bundle_in_flash(tmp_path):
         sections, symbols = read_elf(obj)
         objects |= {name: sections[index] for name, (kind, _, index) in symbols.items() if kind == "OBJECT"}
     in_flash = {name for name, section in objects.items() if section.name.startswith(".progmem")}
-    assert in_flash == {"shrubs_edges", "shrubs_offsets", "shrubs_exported", "crc_nibbles"}
+    assert in_flash == {"shrubs_edges", "shrubs_offsets", "shrubs_exported", "es_crc_nibbles"}
     assert objects.keys() - in_flash == {"shrubs_config", "shrubs_model", "shrubs_memory", "shrubs_sequence"}
 
 
