@@ -2,14 +2,17 @@
 the largest configuration of its ladder that fits.
 
 RAM is the learner's state (the generated struct, laid out like the board's compiler does: natural alignment on
-ARM and x86, none on AVR), the stack of one call (the wrapper's locals plus the runtime's deepest call chain as
-compiled for the board), and on AVR the state's config and
+ARM and x86, none on AVR), the stack of one call (its deepest call chain as compiled for the board), and on AVR the state's config and
 pointer struct (the runtime reads them in place, so avr-gcc copies them to RAM; every other constant table stays in
 flash, ES_FLASH in csrc/es_flash.h). Flash is every constant object of the bundle (exact for a fitted model: the
 bin edges it really keeps, its nodes and leaf rows; the worst case for a configuration not trained yet), the
 initial image of the learning state (an initialized static struct sits in .data, whose image is in flash; an
-all-zero state goes to .bss and costs none), and the runtime code as compiled for the board when its toolchain
-is installed (without it the report says the code is not counted).
+all-zero state goes to .bss and costs none), and the code as compiled for the board when its toolchain is
+installed (without it the report says the code is not counted). For an exported model, code and stack are those of
+its bundle's C compiled as a firmware build does: the functions (and the runtime's constant tables) its predict and
+learn calls reach, and their deepest chain of GCC's -fstack-usage frames, equal to the linked ELF's; for a
+configuration not trained yet, the runtime's files whole (an upper bound) and their deepest chain under the
+wrapper's locals.
 """
 
 from __future__ import annotations
