@@ -2,9 +2,9 @@
 the largest configuration of its ladder that fits.
 
 RAM is the learner's state (the generated struct, laid out like the board's compiler does: natural alignment on
-ARM and x86, none on AVR), the stack of one call (its deepest call chain as compiled for the board), and on AVR the state's config and
-pointer struct (the runtime reads them in place, so avr-gcc copies them to RAM; every other constant table stays in
-flash, ES_FLASH in csrc/es_flash.h). Flash is every constant object of the bundle (exact for a fitted model: the
+ARM and x86, none on AVR), the stack of one call (its deepest call chain as compiled for the board), and on AVR
+the state's config and pointer struct (the runtime reads them in place, so avr-gcc copies them to RAM; every other
+constant table stays in flash, ES_FLASH in csrc/es_flash.h). Flash is every constant object of the bundle (exact for a fitted model: the
 bin edges it really keeps, its nodes and leaf rows; the worst case for a configuration not trained yet), the
 initial image of the learning state (an initialized static struct sits in .data, whose image is in flash; an
 all-zero state goes to .bss and costs none), and the code as compiled for the board when its toolchain is
