@@ -4,9 +4,9 @@ the largest configuration of its ladder that fits.
 RAM is the learner's state (the generated struct, laid out like the board's compiler does: natural alignment on
 ARM and x86, none on AVR), the stack of one call (its deepest call chain as compiled for the board), and on AVR
 the state's config and pointer struct (the runtime reads them in place, so avr-gcc copies them to RAM; every other
-constant table stays in flash, ES_FLASH in csrc/es_flash.h). Flash is every constant object of the bundle (exact for a fitted model: the
-bin edges it really keeps, its nodes and leaf rows; the worst case for a configuration not trained yet), the
-initial image of the learning state (an initialized static struct sits in .data, whose image is in flash; an
+constant table stays in flash, ES_FLASH in csrc/es_flash.h). Flash is every constant object of the bundle (exact
+for a fitted model: the bin edges it really keeps, its nodes and leaf rows; the worst case for a configuration not
+trained yet), the initial image of the learning state (an initialized static struct sits in .data, whose image is in flash; an
 all-zero state goes to .bss and costs none), and the code as compiled for the board when its toolchain is
 installed (without it the report says the code is not counted). For an exported model, code and stack are those of
 its bundle's C compiled as a firmware build does: the functions (and the runtime's constant tables) its predict and
@@ -175,7 +175,8 @@ def compiled_bundle(model, board, optimize: str) -> Runtime | None:
     bundle, context, _ = bundle_files(model, "model", optimize)
     files = {Path(path).name: data.decode() for path, data in bundle.items() if path.startswith(f"{SOURCE_DIR}/")}
     sources = context["sources"]
-    key = hashlib.sha256(json.dumps([board.name, board.toolchain.cc, board.toolchain.cflags, files]).encode()).hexdigest()
+    key = hashlib.sha256(json.dumps([board.name, board.toolchain.cc, board.toolchain.cflags, files]).encode())
+    key = key.hexdigest()
     if key not in _RUNTIME_CACHE:
         entry = [f"model_{call}" for call in targets.API_CALLS]
         built = compiled(board, files, sources, entry)
