@@ -1,13 +1,13 @@
-"""The memory-budget manager, the one owner of every RAM and flash figure: what a learner needs on a board, and
-the largest configuration of its ladder that fits.
+"""The memory-budget manager, the one owner of every RAM and flash figure: what a learner needs on a board, and the
+largest configuration of its ladder that fits.
 
-RAM is the learner's state (the generated struct, laid out like the board's compiler does: natural alignment on
-ARM and x86, none on AVR), the stack of one call (its deepest call chain as compiled for the board), and on AVR
-the state's config and pointer struct (the runtime reads them in place, so avr-gcc copies them to RAM; every other
-constant table stays in flash, ES_FLASH in csrc/es_flash.h). Flash is every constant object of the bundle (exact
-for a fitted model: the bin edges it really keeps, its nodes and leaf rows; the worst case for a configuration not
-trained yet), the initial image of the learning state (an initialized static struct sits in .data, whose image is in flash; an
-all-zero state goes to .bss and costs none), and the code as compiled for the board when its toolchain is
+RAM is the learner's state (the generated struct, laid out like the board's compiler does: natural alignment on ARM
+and x86, none on AVR), the stack of one call (its deepest call chain as compiled for the board), and on AVR the
+state's config and pointer struct (the runtime reads them in place, so avr-gcc copies them to RAM; every other
+constant table stays in flash, ES_FLASH in csrc/es_flash.h). Flash is every constant object of the bundle (exact for
+a fitted model: the bin edges it really keeps, its nodes and leaf rows; the worst case for a configuration not
+trained yet), the initial image of the learning state (an initialized static struct sits in .data, whose image is in
+flash; an all-zero state goes to .bss and costs none), and the code as compiled for the board when its toolchain is
 installed (without it the report says the code is not counted). For an exported model, code and stack are those of
 its bundle's C compiled as a firmware build does: the functions (and the runtime's constant tables) its predict and
 learn calls reach, and their deepest chain of GCC's -fstack-usage frames, equal to the linked ELF's; for a
