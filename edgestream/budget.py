@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import subprocess
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -111,7 +112,7 @@ def call_stack(runtime: Runtime | None, n_features: int, n_classes: int) -> Item
 
 def code_flash(runtime: Runtime | None) -> list[Item]:
     """Code compiled for the board; none when the board's compiler is not installed."""
-    return [Item(Path(name).stem, "code", size) for name, size in runtime.code.items()] if runtime else []
+    return [Item(Path(name).stem, "code", size) for name, size in runtime.code.items() if size] if runtime else []
 
 
 _RUNTIME_CACHE: dict[str, Runtime] = {}
@@ -154,19 +155,33 @@ def reachable(calls: dict[str, set[str]], roots) -> set[str]:
     return seen
 
 
+API_DECLARATION = re.compile(r"\b(es_\w+)\s*\(")
+
+
 def compiled_runtime(spec, board, n_features: int, n_classes: int) -> Runtime | None:
-    """A configuration not trained yet: the learner's runtime files whole (an upper bound: every variant of the
-    runtime, every function a bundle may call) and their deepest call chain under the wrapper's locals."""
-    sources = [p for p in runtime_sources(runtime_modules(spec)) if p.suffix == ".c"]
-    key = hashlib.sha256(json.dumps([board.name, board.toolchain.cc, board.toolchain.cflags,
-                                     [p.name for p in sources]]).encode()
+    """A configuration not trained yet: the code its runtime's public functions reach (every variant of the
+    runtime: an upper bound; the state-image ones, ``*_validate`` and ``es_image.h``, apart) and their deepest call
+    chain under the wrapper's locals."""
+    runtime = runtime_sources(runtime_modules(spec))
+    sources = [p.name for p in runtime if p.suffix == ".c"]
+    key = hashlib.sha256(json.dumps([board.name, board.toolchain.cc, board.toolchain.cflags, sources]).encode()
                          + b"".join(p.read_bytes() for p in runtime_sources())).hexdigest()
     if key not in _RUNTIME_CACHE:
+        declared = {p.name: set(API_DECLARATION.findall(p.read_text())) for p in runtime if p.suffix == ".h"}
+        images = declared.pop("es_image.h", set()) | {f for names in declared.values() for f in names
+                                                      if f.endswith("_validate")}
+        roots = set().union(*declared.values()) - images
         files = {p.name: p.read_text() for p in runtime_sources()}
-        built = compiled(board, files, [p.name for p in sources], None)
-        _RUNTIME_CACHE[key] = built and Runtime(built[0], built[1])
+        built = compiled(board, files, sources, roots)
+        if built is None:
+            _RUNTIME_CACHE[key] = None
+        else:
+            code, stack, calls, functions = built
+            extra = sum(functions[f] for f in reachable(calls, images) - reachable(calls, roots) if f in functions)
+            _RUNTIME_CACHE[key] = Runtime(code, stack, extra)
     runtime = _RUNTIME_CACHE[key]
-    return runtime and Runtime(runtime.code, wrapper_stack_bytes(n_features, n_classes) + runtime.stack)
+    return runtime and Runtime(runtime.code, wrapper_stack_bytes(n_features, n_classes) + runtime.stack,
+                               runtime.image_code)
 
 
 def compiled_bundle(model, board, optimize: str) -> Runtime | None:
@@ -237,13 +252,13 @@ def estimate(spec, board, model, n_features: int, n_classes: int, ram: int, flas
     fitted = learners.is_fitted(model)
     if fitted:
         runtime = compiled_bundle(model, board, optimize)
-        if runtime is not None and runtime.image_code:
-            notes.append(f"the state-image functions (NAME_save, NAME_restore, ...), when an application calls "
-                         f"them, add {runtime.image_code:,} bytes of code")
     else:
         runtime = compiled_runtime(spec, board, n_features, n_classes)
-        notes.append("code is the runtime's files whole (every variant, the state-image functions too); an "
-                     "exported model links only what its calls reach")
+        notes.append("code is what the runtime's public functions reach in every variant of the runtime; an "
+                     "exported model links only its own")
+    if runtime is not None and runtime.image_code:
+        notes.append(f"the state-image functions (NAME_save, NAME_restore, ...), when an application calls them, "
+                     f"add {runtime.image_code:,} bytes of code")
     if runtime is None:
         notes.append(f"runtime code and its stack not counted: {board.toolchain.cc} is not installed "
                      "(scripts/setup.sh installs it)")

@@ -13,8 +13,7 @@ from test_cli import assert_user_error, run, write_csv
 from edgestream import ForestClassifier, ShrubEnsemble, TreeClassifier, simulate, targets
 from edgestream.boards import board_names, load_board
 from edgestream.data import make_stream
-from edgestream.budget import of_model, plan
-from edgestream.units import parse_bytes
+from edgestream.budget import of_model
 from edgestream.export import export_bundle
 from edgestream.modelfile import load_model
 from edgestream.parity import compare_sizes
@@ -256,20 +255,13 @@ def test_every_model_byte_of_the_elf_is_predicted(bundles, kind, board):
 
 @pytest.mark.parametrize("learner", [name for name, spec in edgestream.learners.REGISTRY.items() if spec.learning])
 def test_every_learning_learner_learns_on_avr_as_in_python(capsys, tmp_path, sea, learner):
-    """Planned for the ATmega328P (16-bit int, soft float, tables in flash; the Arduino Mega's ATmega2560 when the
-    learner's smallest configuration does not fit the Uno), fitted, exported and run test-then-train under simavr:
-    every prediction equals the Python model's (a 16-bit int promotion in the C would show here)."""
+    """Planned for the Arduino Uno's ATmega328P (16-bit int, soft float, tables in flash), fitted, exported and run
+    test-then-train under simavr: every prediction equals the Python model's (a 16-bit int promotion in the C
+    would show here)."""
     _, _, path = sea
-    ram = "1900"  # 148 of the Uno's 2,048 bytes left to the harness
-    try:
-        plan(learner, load_board("atmega328p"), 3, 2, ram=parse_bytes(ram))
-        board = "atmega328p"
-    except ValueError as error:
-        assert "fits 1,900 bytes of RAM and 32,768 bytes of flash on atmega328p" in str(error)
-        board = "atmega2560"
-    model, bundle = tmp_path / "m.esm", tmp_path / "b"
-    assert run(capsys, "fit", path, "--label", "label", "--learner", learner, "--ram", ram, "--board", board,
-               "-o", model)[0] == 0
+    model, bundle, board = tmp_path / "m.esm", tmp_path / "b", "atmega328p"
+    assert run(capsys, "fit", path, "--label", "label", "--learner", learner, "--ram", "1900", "--board", board,
+               "-o", model)[0] == 0  # 148 of the 2,048 bytes left to the harness
     assert run(capsys, "export", model, "-o", bundle, "--name", "avr")[0] == 0
     code, out, _ = run(capsys, "simulate", bundle, path, "--label", "label", "--learn", "--target", "qemu",
                        "--board", board, "--json")

@@ -124,6 +124,13 @@ def test_avr_build_of_a_small_tree(tmp_path):
     assert report.stack_max["tree_predict"] > 0
 
 
+def test_forest_on_the_arduino_mega_under_simavr_equals_python(forest):
+    """The ATmega2560 (avr6: 3-byte program counter) runs the same harness."""
+    model, bundle, X = forest
+    result = run(bundle, "atmega2560", X[:60])
+    assert result.emulator == "simavr" and np.array_equal(result.proba, model.predict_proba_q15(X[:60]))
+
+
 def test_forest_on_avr_under_simavr_equals_python(forest):
     """ATmega328P under simavr: the rows in flash, the results over the UART; tables read with pgm_read_*."""
     model, bundle, X = forest
