@@ -108,19 +108,24 @@ def test_cmake_cross_builds_the_library_with_the_arm_toolchain_file(bundles, tmp
     assert "elf32-littlearm" in members
 
 
+CORES = {"cortex-m4f": ("arm-none-eabi-", M4F, "gnu++17"), "atmega328p": ("avr-", ["-mmcu=atmega328p"], "gnu++11")}
+
+
+@pytest.mark.parametrize("core", CORES)
 @pytest.mark.parametrize("kind", ["frozen", "learning"])
-def test_the_arduino_sketch_and_library_compile_for_cortex_m(bundles, kind, tmp_path):
-    needs("arm-none-eabi-gcc", "arm-none-eabi-g++")
+def test_the_arduino_sketch_and_library_compile_for_cortex_m_and_avr(bundles, kind, core, tmp_path):
+    prefix, flags, cxx_standard = CORES[core]
+    needs(f"{prefix}gcc", f"{prefix}g++")
     out = bundles[kind]
     name = read_manifest(out)["name"]
     sketch = out / "examples" / name / f"{name}.ino"
-    compile_cxx = ["arm-none-eabi-g++", *M4F, "-std=gnu++17", "-Os", "-Wall", "-Wextra", "-Werror", "-I", str(STUB),
-                   "-I", str(out / "src"), "-x", "c++", "-c", str(sketch), "-o", str(tmp_path / "sketch.o")]
+    compile_cxx = [f"{prefix}g++", *flags, f"-std={cxx_standard}", "-Os", "-Wall", "-Wextra", "-Werror", "-I",
+                   str(STUB), "-I", str(out / "src"), "-x", "c++", "-c", str(sketch), "-o", str(tmp_path / "sketch.o")]
     subprocess.run(compile_cxx, check=True, capture_output=True)
     for source in read_manifest(out)["sources"]:  # as the Arduino IDE builds src/: C with its default gnu11
-        subprocess.run(["arm-none-eabi-gcc", *M4F, "-Os", "-Wall", "-Wextra", "-Werror", "-I", str(out / "src"),
+        subprocess.run([f"{prefix}gcc", *flags, "-Os", "-Wall", "-Wextra", "-Werror", "-I", str(out / "src"),
                         "-c", str(out / source), "-o", str(tmp_path / (Path(source).stem + ".o"))],
                        check=True, capture_output=True)
-    symbols = subprocess.run(["arm-none-eabi-nm", str(tmp_path / "sketch.o")], check=True, capture_output=True,
+    symbols = subprocess.run([f"{prefix}nm", str(tmp_path / "sketch.o")], check=True, capture_output=True,
                              text=True).stdout
     assert f"U {name}_predict" in symbols  # C linkage: the C library's symbol, unmangled
