@@ -4,7 +4,7 @@ and in integer arithmetic that ``csrc/es_adwin.c`` reproduces bit for bit.
 This module is the specification; the C runtime follows it operation by operation.
 
 Input
-    Bits only: 0 or 1 (AXGB feeds the error of each prediction).  Anything else is refused (``ValueError`` here,
+    Bits only: 0 or 1 (e.g. whether each prediction was wrong).  Anything else is refused (``ValueError`` here,
     ``ES_ERR_LABEL`` on the device) and the state is left unchanged.  Bits keep the whole state integer: the
     variance of a window of ``n`` bits with ``S`` ones is ``S (n - S) / n^2``, so no per-bucket variance is
     stored.  Small integers would need a per-bucket sum of squares (double the memory); not supported.
