@@ -314,6 +314,7 @@ def runtime_forest_predict(encoded, X, library=None) -> tuple[np.ndarray, np.nda
 
 NUMPY_TYPES = {"uint8_t": np.uint8, "uint16_t": np.uint16, "int32_t": np.int32, "uint32_t": np.uint32}
 
+
 class RuntimeLearner:
     """A learner's device state in numpy arrays, learning and predicting through the compiled C runtime.
 
