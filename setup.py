@@ -1,16 +1,20 @@
-"""Build the Cython kernels; everything else is declared in pyproject.toml."""
+"""Build the Cython extensions; everything else is declared in pyproject.toml.
+
+``_engine`` is the compiled host engine: the device runtime in csrc/ built into the package (see _engine.pyx).
+"""
+from pathlib import Path
+
 import numpy
 from Cython.Build import cythonize
 from setuptools import Extension, setup
 
-extensions = [
-    Extension(
-        f"edgestream.{name}",
-        [f"edgestream/{name}.pyx"],
-        include_dirs=[numpy.get_include()],
-        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
-    )
-    for name in ("_kernels", "_gbdt")
-]
+NUMPY = {"include_dirs": [numpy.get_include()], "define_macros": [("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")]}
+RUNTIME = sorted(str(path) for path in Path("csrc").glob("es_*.c"))
+
+extensions = [Extension(f"edgestream.{name}", [f"edgestream/{name}.pyx"], **NUMPY) for name in ("_kernels", "_gbdt")]
+# The runtime's float arithmetic must not be contracted into fused multiply-adds (it is checked bit for bit).
+extensions.append(Extension("edgestream._engine", ["edgestream/_engine.pyx", *RUNTIME],
+                            include_dirs=[*NUMPY["include_dirs"], "csrc", "edgestream"],
+                            define_macros=NUMPY["define_macros"], extra_compile_args=["-O2", "-ffp-contract=off"]))
 
 setup(ext_modules=cythonize(extensions, language_level=3))

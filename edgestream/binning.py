@@ -55,7 +55,7 @@ class BinMapper:
 
     def fit(self, X) -> "BinMapper":
         self._check_params()
-        X = self._as_input(X)
+        X = self.as_input(X)
         fit_one = _quantile_edges if self.strategy == "quantile" else _adaptive_edges
         self.edges_ = []
         for column in X.T:
@@ -68,7 +68,7 @@ class BinMapper:
         return len(self.edges_)
 
     def transform(self, X) -> np.ndarray:
-        X = self._as_input(X)
+        X = self.as_input(X)
         if X.shape[1] != self.n_features:
             raise ValueError(f"X has {X.shape[1]} features, the bins were fitted on {self.n_features}")
         bins = np.empty(X.shape, dtype=np.uint8)
@@ -96,7 +96,8 @@ class BinMapper:
         mapper.edges_ = [edges[offsets[j] : offsets[j + 1]] for j in range(len(offsets) - 1)]
         return mapper
 
-    def _as_input(self, X) -> np.ndarray:
+    def as_input(self, X) -> np.ndarray:
+        """Rows as the device reads them: float32 (rounded from float64), or the integer input type."""
         X = np.asarray(X)
         if X.ndim != 2:
             raise ValueError(f"X must be 2-dimensional (samples, features), got shape {X.shape}")

@@ -221,18 +221,11 @@ def read_image(model, image: bytes):
     ``NAME_restore``); the model itself is unchanged. Refuses images that are corrupt, of another model or whose
     state the learner refuses (``restore_arrays``), with a ``ValueError``.
 
-    The learner's ``saved_arrays`` names regions of its state description and ``counters`` (the counter fields
-    in the description's order); the image's regions are handed over in those shapes."""
-    spec = _learning_spec(model)
+    The image's regions and counters go to the learner's ``load_device_state``."""
+    _learning_spec(model)
     arrays, counters = image_arrays(model, image)
     clone = copy.deepcopy(model)
-    saved = {}
-    for name, current in clone.saved_arrays().items():
-        if name == "counters":
-            saved[name] = np.array([counters[f.name] for f in spec.state.counters], dtype=current.dtype)
-        else:
-            saved[name] = arrays[name].reshape(np.shape(current)).astype(current.dtype)
-    clone.restore_arrays(saved)
+    clone.load_device_state(arrays, counters)
     return clone
 
 

@@ -93,7 +93,9 @@ class StateSpec:
     """The device state of one learner: ``prefix`` names its C types (``es_shrubs_config`` ...).
 
     ``input_type`` is the C type of the row the runtime's ``<prefix>_learn`` and ``<prefix>_predict_proba``
-    take: ``uint8_t`` bins (quantized by the bundle) or ``float`` raw features."""
+    take: ``uint8_t`` bins (quantized by the bundle) or ``float`` raw features. ``predict_scratch``: the
+    runtime's ``<prefix>_predict`` takes the ``work`` and ``proba`` scratch before ``class_out`` (else only the
+    row and ``class_out``)."""
 
     prefix: str
     title: str
@@ -101,6 +103,7 @@ class StateSpec:
     counters: tuple[Field, ...]
     regions: tuple[RegionSpec, ...]
     input_type: str = "uint8_t"
+    predict_scratch: bool = True
 
     @property
     def config_type(self) -> str:
@@ -294,3 +297,44 @@ def struct_size(regions, packed: bool = False) -> int:
 
 def runtime_header_path(spec: StateSpec) -> Path:
     return Path(str(resources.files("edgestream.csrc"))) / f"{spec.prefix}_state.h"
+
+
+def engine_header_path() -> Path:
+    return Path(__file__).parent / "_engine_learners.h"
+
+
+def engine_header(specs) -> str:
+    """``edgestream/_engine_learners.h``: the table through which the compiled host engine (``_engine.pyx``)
+    calls every learning runtime: per state prefix, ``sizeof`` its pointer, config and counters structs, and its
+    learn, predict_proba and predict calls behind one signature each (generated, never edited by hand)."""
+    specs = list({spec.prefix: spec for spec in specs}.values())
+    includes = "".join(f'#include "{spec.prefix}.h"\n' for spec in specs)
+    wrappers, entries = [], []
+    for spec in specs:
+        p, row = spec.prefix, f"const {spec.input_type} *"
+        scratch = "work, proba, " if spec.predict_scratch else ""
+        unused = "" if spec.predict_scratch else "    (void)work;\n    (void)proba;\n"
+        wrappers.append(
+            f"static es_status {p}_engine_learn(const void *model, const void *row, uint8_t label)\n"
+            f"{{\n    return {p}_learn((const {p} *)model, ({row})row, label);\n}}\n\n"
+            f"static es_status {p}_engine_proba(const void *model, const void *row, uint32_t *work, uint16_t *proba)\n"
+            f"{{\n    return {p}_predict_proba((const {p} *)model, ({row})row, work, proba);\n}}\n\n"
+            f"static es_status {p}_engine_class(const void *model, const void *row, uint32_t *work, uint16_t *proba,\n"
+            f"                                  uint8_t *class_out)\n"
+            f"{{\n{unused}"
+            f"    return {p}_predict((const {p} *)model, ({row})row, {scratch}class_out);\n}}\n")
+        entries.append(f'    {{ "{p}", sizeof({p}), sizeof({p}_config), sizeof({p}_counters), {p}_engine_learn, '
+                       f"{p}_engine_proba, {p}_engine_class }},")
+    return ("/* The compiled host engine's table of learning runtimes. Generated from edgestream's state descriptions "
+            "(edgestream.state);\n * regenerate with `python scripts/generate_headers.py`, never edit by hand. */\n"
+            "#ifndef ES_ENGINE_LEARNERS_H\n#define ES_ENGINE_LEARNERS_H\n\n#include <stddef.h>\n" + includes +
+            "\ntypedef es_status (*es_engine_learn_fn)(const void *model, const void *row, uint8_t label);\n"
+            "typedef es_status (*es_engine_proba_fn)(const void *model, const void *row, uint32_t *work, "
+            "uint16_t *proba);\n"
+            "typedef es_status (*es_engine_class_fn)(const void *model, const void *row, uint32_t *work, "
+            "uint16_t *proba,\n                                         uint8_t *class_out);\n\n"
+            "typedef struct {\n    const char *prefix;\n    size_t model_bytes, config_bytes, counters_bytes;\n"
+            "    es_engine_learn_fn learn;\n    es_engine_proba_fn predict_proba;\n    es_engine_class_fn predict;\n"
+            "} es_engine_learner;\n\n" + "\n".join(wrappers) +
+            "\nstatic const es_engine_learner es_engine_learners[] = {\n" + "\n".join(entries) + "\n};\n\n"
+            f"#define ES_ENGINE_N_LEARNERS {len(specs)}\n\n#endif\n")

@@ -8,7 +8,7 @@ import pytest
 
 import edgestream
 from edgestream import learners
-from edgestream.state import runtime_header_path
+from edgestream.state import engine_header, engine_header_path, runtime_header_path
 
 PACKAGE = Path(edgestream.__file__).parent
 
@@ -53,3 +53,8 @@ def test_every_learner_is_complete(name):
     assert {option.param for option in spec.options} <= set(spec.make().get_params())
     if spec.state is not None:
         assert runtime_header_path(spec.state).read_text() == spec.state.header()
+
+
+def test_the_engine_table_is_generated_from_the_state_descriptions():
+    states = [spec.state for spec in learners.REGISTRY.values() if spec.state is not None]
+    assert engine_header_path().read_text() == engine_header(states)

@@ -142,6 +142,7 @@ def _outputs(config: dict) -> int:
 STATE = StateSpec(
     prefix="es_axgb",
     title="Adaptive XGBoost",
+    predict_scratch=False,
     config=(
         Field("n_features", "uint8_t"), Field("n_classes", "uint8_t"),
         Field("n_outputs", "uint8_t", "scores per leaf: 1 for 2 classes, else n_classes"),
@@ -261,6 +262,7 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
     """
 
     state_spec = STATE
+    engine_state = STATE_ARRAYS + COUNTERS + ("adwin_",)
 
     def __init__(self, members: int = 10, window_min: int = 16, window_max: int = 256, strategy: str = "replace",
                  drift_detection: bool = True, max_depth: int = 4, learning_rate: float = 0.3,
@@ -385,6 +387,7 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
 
     def reset(self) -> None:
         """Empty ring and ensemble, fresh ADWIN; the bins and classes stay."""
+        self._drop_engine()
         self._check_params()
         zeros = self.layout().zeros()
         for name in STATE_ARRAYS:

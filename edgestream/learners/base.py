@@ -14,6 +14,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..binning import BinMapper
+from ..engine import StateEngine
 from ..ranges import Range
 from ..state import StateSpec
 from ..tree import MAX_CLASSES, Q15_ONE, check_features
@@ -126,7 +127,123 @@ class DeviceState:
         return self.layout(n_features, n_classes).size(packed)
 
 
-class OnlineStateLearner(StreamLearner, Estimator, DeviceState):
+class CompiledSteps(DeviceState):
+    """The learning learners' steps on the compiled host engine (:mod:`edgestream.engine`: the device runtime of
+    csrc/ built into the package), with their Python specification beside it as the reference.
+
+    While ``use_engine`` is true (the default), ``learn_one``, ``predict_one``, ``predict_proba_one``,
+    ``partial_fit``, ``fit``, ``predict``, ``predict_proba``, ``score`` and :meth:`test_then_train` run on the
+    engine, whole arrays in one call. The engine then holds the learning state: the attributes named in
+    ``engine_state`` leave the instance, and the first read of any of them hands the state back
+    (:meth:`load_device_state`), so the specification's methods (``learn_encoded``, ``learn_bins``,
+    ``predict_proba_q15`` ...), model files, exports and state images all see the state the engine reached.
+    ``reset`` (hence ``start``, ``restore_arrays``) drops the engine: it restarts from the new state. Set
+    ``use_engine = False`` on an instance to run every step in the specification (the parity tests' reference).
+
+    A subclass gives ``engine_rows(X)``: the rows checked as its specification checks them (the same errors),
+    converted to the engine's input (float32, or int32 for integer bins)."""
+
+    use_engine = True
+    engine_state: tuple[str, ...] = ()
+    ready_attribute: str = ""
+
+    def __getattr__(self, name):
+        engine = self.__dict__.get("_state_engine")
+        if engine is not None and name in type(self).engine_state:
+            self._release_engine()
+            return getattr(self, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def __getstate__(self):  # pickles and copies carry the state in the attributes, not the engine
+        self._release_engine()
+        return self.__dict__.copy()
+
+    def _started(self) -> bool:
+        return "_state_engine" in self.__dict__ or self.ready_attribute in self.__dict__
+
+    def _take_engine(self) -> StateEngine:
+        """The engine, holding the learning state from now on."""
+        engine = self.__dict__.get("_state_engine")
+        if engine is None:
+            engine = StateEngine(self)
+            for name in self.engine_state:
+                self.__dict__.pop(name, None)
+            self.__dict__["_state_engine"] = engine
+        return engine
+
+    def _release_engine(self) -> None:
+        """Hand the engine's state back to the attributes: the specification continues from it."""
+        engine = self.__dict__.pop("_state_engine", None)
+        if engine is not None:
+            self.load_device_state(*engine.device_state())
+
+    def _drop_engine(self) -> None:
+        """Forget the engine (its state is replaced by the attributes'): ``reset`` calls it."""
+        self.__dict__.pop("_state_engine", None)
+
+    def load_device_state(self, arrays: dict, counters: dict) -> None:
+        """Continue from a device state (regions and counters as ``device_state()`` gives them, e.g. read from a
+        state image), handed to ``restore_arrays`` in the shapes of ``saved_arrays()``: its checks apply."""
+        self.reset()
+        saved = {}
+        for name, current in self.saved_arrays().items():
+            if name == "counters":
+                saved[name] = np.array([counters[f.name] for f in self.state_spec.counters], dtype=current.dtype)
+            else:
+                saved[name] = np.asarray(arrays[name]).reshape(np.shape(current)).astype(current.dtype)
+        self.restore_arrays(saved)
+
+    def _label_indices(self, y) -> np.ndarray:
+        """Class index of every label (uint8); an unknown label gets the specification's error."""
+        cached = self.__dict__.get("_label_lookup")
+        if cached is None or cached[0] is not self.classes_:
+            cached = self._label_lookup = (self.classes_, {v: i for i, v in enumerate(self.classes_.tolist())})
+        lookup = cached[1]
+        labels = np.asarray(y).reshape(-1).tolist()
+        indices = [lookup.get(label) for label in labels]
+        if None in indices:
+            bad = labels[indices.index(None)]
+            self.encode_label(bad)  # raises the learner's own message
+            raise ValueError(f"label {bad!r} is not one of the classes {self.classes_.tolist()}")
+        return np.array(indices, dtype=np.uint8)
+
+    def _checked(self, status: int, what: str) -> None:
+        if status != 0:
+            raise RuntimeError(f"the runtime refused {what} with status {status} (the state is unchanged)")
+
+    def _engine_learn(self, X, y) -> None:
+        rows, labels = self.engine_rows(X), self._label_indices(y)
+        if len(labels) != len(rows):
+            raise ValueError(f"X has {len(rows)} rows but y has {len(labels)} labels")
+        status, done = self._take_engine().learn_rows(rows, labels)
+        self._checked(status, f"row {done}")
+
+    def _engine_predict(self, X, proba: bool = False) -> tuple[np.ndarray, np.ndarray | None]:
+        status, classes, q15 = self._take_engine().predict(self.engine_rows(X), proba)
+        self._checked(status, "a prediction")
+        return classes, q15
+
+    def test_then_train(self, X, y) -> np.ndarray:
+        """Predict every row, then learn it, in order, in one call on the engine (the specification's
+        ``predict_one`` then ``learn_one`` per row when ``use_engine`` is false): the labels predicted. Every
+        row and label is checked first; a refused one raises before anything is learned."""
+        if not self._started():
+            raise RuntimeError("start the learner (start, partial_fit or its warm-up) before test_then_train")
+        if not self.use_engine:
+            predicted = []
+            for row, label in zip(np.asarray(X), np.asarray(y)):
+                predicted.append(self.predict_row(row))
+                self.learn_row(row, label)
+            return np.array(predicted, dtype=self.classes_.dtype)
+        rows, labels = self.engine_rows(X), self._label_indices(y)
+        if len(labels) != len(rows):
+            raise ValueError(f"X has {len(rows)} rows but y has {len(labels)} labels")
+        status, done, predicted = self._take_engine().test_then_train(rows, labels)
+        self._checked(status, f"row {done}")
+        return self.classes_[predicted]
+
+
+class OnlineStateLearner(StreamLearner, Estimator, CompiledSteps):
     """Base of the online learners whose whole state lives on the device (raw features in, the state's regions
     as numpy arrays). A subclass gives ``start(X_sample, classes)``, ``learn_encoded(x, label)``,
     ``predict_proba_q15(X)``, ``predict_encoded(X)``, ``encode_label(y)``, ``_rows(X)``, ``state_arrays`` (the
@@ -146,29 +263,43 @@ class OnlineStateLearner(StreamLearner, Estimator, DeviceState):
                   for name, zeros in self.layout().zeros().items()}
         return arrays, self.device_counters()
 
+    def engine_rows(self, X) -> np.ndarray:
+        return self._rows(X)
+
     def learn_row(self, x, y):  # learn_one (dict rows, cold start): StreamLearner
-        self.learn_encoded(x, self.encode_label(y))
+        if self.use_engine:
+            self._engine_learn(np.asarray(x).reshape(1, -1), [y])
+        else:
+            self.learn_encoded(x, self.encode_label(y))
         return self
 
     def partial_fit(self, X, y, classes=None):
         """Learn rows in order; the first call starts on X and takes ``classes`` (or y's labels)."""
         X = self._rows(X)
-        if not hasattr(self, self.ready_attribute):
+        if not self._started():
             self.start(X, np.unique(y) if classes is None else classes)
+        if self.use_engine:
+            self._engine_learn(X, y)
+            return self
         labels = [self.encode_label(label) for label in np.asarray(y)]
         for row, label in zip(X, labels):
             self.learn_encoded(row, label)
         return self
 
     def fit(self, X, y, classes=None):
+        self._drop_engine()
         for attribute in self.fitted_attributes:
             self.__dict__.pop(attribute, None)
         return self.partial_fit(X, y, classes)
 
     def predict_proba(self, X) -> np.ndarray:
+        if self.use_engine:
+            return self._engine_predict(X, proba=True)[1] / 32768
         return self.predict_proba_q15(X) / 32768
 
     def predict(self, X) -> np.ndarray:
+        if self.use_engine:
+            return self.classes_[self._engine_predict(X)[0]]
         return self.classes_[self.predict_encoded(X)]
 
     def predict_row(self, x):
@@ -215,12 +346,14 @@ def state_tables(spec: StateSpec) -> Callable:
     return tables
 
 
-class BinnedOnlineLearner(StreamLearner):
+class BinnedOnlineLearner(StreamLearner, CompiledSteps):
     """Base of the online learners that quantize on the device: bin edges fixed from a sample of the stream
     (:meth:`fit_bins`, the device ships with them), classes fixed up front (:meth:`set_classes`; both at once:
     :meth:`start`), then ``learn_bins(bins, label)`` per row. River's protocol (dict rows, cold start) comes from
     :class:`~edgestream.learners.stream.StreamLearner`. A subclass has ``max_bins``, ``binning``, ``input_dtype`` and
     ``allow_missing``, keeps a ``window_bins`` region and implements ``reset`` and ``learn_bins``."""
+
+    ready_attribute = "window_bins"
 
     def fit_bins(self, X_sample) -> "BinnedOnlineLearner":
         """Fix the quantization edges from a sample of the stream (the device ships with these edges)."""
@@ -250,22 +383,29 @@ class BinnedOnlineLearner(StreamLearner):
             self.reset()
 
     def _check_ready(self):
-        if "window_bins" not in self.__dict__:
+        if not self._started():
             raise RuntimeError("call fit_bins(X_sample) and set_classes(classes) (or partial_fit) before learning")
 
     def encode_label(self, label) -> int:
         self._check_ready()
         return class_index(self.classes_, label)
 
-    def transform(self, X) -> np.ndarray:
-        """Bins of raw rows; NaN is refused unless ``allow_missing``."""
+    def _checked_rows(self, X) -> np.ndarray:
         self._check_ready()
         X = check_features(X, self.n_features_, self.input_dtype)
         if not self.allow_missing and X.dtype.kind == "f" and np.isnan(X).any():
             row, feature = np.argwhere(np.isnan(X))[0]
             raise ValueError(f"feature {feature} of row {row} is NaN; pass allow_missing=True to learn from "
                              "missing values")
-        return self.bins_.transform(X)
+        return X
+
+    def transform(self, X) -> np.ndarray:
+        """Bins of raw rows; NaN is refused unless ``allow_missing``."""
+        return self.bins_.transform(self._checked_rows(X))
+
+    def engine_rows(self, X) -> np.ndarray:
+        """Raw rows checked as :meth:`transform` checks them, as the device takes them (float32 or int32)."""
+        return self.bins_.as_input(self._checked_rows(X))
 
     def partial_fit(self, X, y, classes=None) -> "BinnedOnlineLearner":
         """Learn rows in order; the first call fits the bins on X and takes ``classes`` (or y's labels)."""
@@ -274,12 +414,16 @@ class BinnedOnlineLearner(StreamLearner):
             self.fit_bins(X)
         if not hasattr(self, "classes_"):
             self.set_classes(np.unique(y) if classes is None else classes)
+        if self.use_engine:
+            self._engine_learn(X, y)
+            return self
         labels = [self.encode_label(label) for label in np.asarray(y)]
         for row, label in zip(self.transform(X), labels):
             self.learn_bins(row, label)
         return self
 
     def fit(self, X, y, classes=None) -> "BinnedOnlineLearner":
+        self._drop_engine()
         for attribute in ("bins_", "classes_", "window_bins"):
             self.__dict__.pop(attribute, None)
         return self.partial_fit(X, y, classes)
@@ -289,6 +433,9 @@ class BinnedOnlineLearner(StreamLearner):
         return self.fit_bins(X_sample).set_classes(classes)
 
     def learn_row(self, x, y) -> "BinnedOnlineLearner":
+        if self.use_engine:
+            self._engine_learn(np.asarray(x).reshape(1, -1), [y])
+            return self
         label = self.encode_label(y)
         self.learn_bins(self.transform(np.asarray(x).reshape(1, -1))[0], label)
         return self
@@ -298,12 +445,16 @@ class BinnedOnlineLearner(StreamLearner):
         return self.predict_proba_bins(self.transform(X))
 
     def predict_proba(self, X) -> np.ndarray:
+        if self.use_engine:
+            return self._engine_predict(X, proba=True)[1] / Q15_ONE
         return self.predict_proba_q15(X) / Q15_ONE
 
     def predict_encoded(self, X) -> np.ndarray:
         return np.argmax(self.predict_proba_q15(X), axis=1).astype(np.uint8)
 
     def predict(self, X) -> np.ndarray:
+        if self.use_engine:
+            return self.classes_[self._engine_predict(X)[0]]
         return self.classes_[self.predict_encoded(X)]
 
     def predict_proba_row(self, x) -> dict:

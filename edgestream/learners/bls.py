@@ -88,6 +88,7 @@ STATE = StateSpec(
     prefix="es_bls",
     title="Online broad learning system",
     input_type="float",
+    predict_scratch=False,
     config=(
         Field("n_features", "uint8_t"), Field("n_classes", "uint8_t"),
         Field("feature_nodes", "uint16_t", "F"), Field("enhancement_nodes", "uint16_t", "E; m = F + E nodes"),
@@ -247,6 +248,7 @@ class OnlineBLSClassifier(OnlineStateLearner):
     state_spec = STATE
     state_arrays = STATE_ARRAYS
     ready_attribute = "factor"
+    engine_state = STATE_ARRAYS + ("n_learned", "refresh")
     fitted_attributes = ("center_", "classes_", "factor", "_random", "_constants")
 
     def __init__(self, feature_nodes: int = 16, enhancement_nodes: int = 48, regularization: float = 1.0,
@@ -321,6 +323,7 @@ class OnlineBLSClassifier(OnlineStateLearner):
 
     def reset(self) -> None:
         """Factor ``sqrt(lambda) I``, weights 0; the standardization and classes stay."""
+        self._drop_engine()
         self.__dict__.pop("_random", None)
         self.__dict__.pop("_constants", None)
         m, c = self.n_nodes, len(self.classes_)

@@ -271,6 +271,7 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
     state_spec = STATE
     state_arrays = STATE_ARRAYS
     ready_attribute = "feature"
+    engine_state = STATE_ARRAYS + ("n_learned", "random")
     fitted_attributes = ("var_floor_", "classes_", "feature", "_config")
     forest = False
 
@@ -384,6 +385,7 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
 
     def reset(self) -> None:
         """One empty leaf per tree; the variance floor and classes stay."""
+        self._drop_engine()
         T, N, L = self.n_trees, self.max_nodes, self.max_leaves
         C, d = len(self.classes_), self.n_features_
         self.__dict__.pop("_config", None)

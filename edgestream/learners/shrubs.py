@@ -173,6 +173,7 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
     """
 
     state_spec = STATE
+    engine_state = tuple(r.name for r in STATE.regions) + ("_counters", "_kernel")
 
     def __init__(self, window_size: int = 64, max_shrubs: int = 16, max_depth: int = 4, step_size="adaptive",
                  burnin: int = 5, update_every: int = 1, criterion: str = "gini", min_samples_leaf: int = 1,
@@ -248,6 +249,7 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
 
     def reset(self) -> None:
         """Empty window and ensemble; the bins and classes stay."""
+        self._drop_engine()
         d, c = self.n_features_, len(self.classes_)
         arrays = self.layout().zeros()
         arrays["window_bins"] = arrays["window_bins"].reshape(self.window_size, d)
@@ -273,7 +275,7 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
     since_update = property(lambda self: int(self._counters[3]))
 
     def __getstate__(self):  # the kernel views the arrays; pickles carry the arrays and counters only
-        state = self.__dict__.copy()
+        state = super().__getstate__()
         state.pop("_kernel", None)
         return state
 
