@@ -46,7 +46,7 @@ from .report import check_dependencies, html_report, provenance
 from .online import BINS_ROWS_RANGE
 from .ranges import Range
 from .targets import TIMEOUT, ToolchainMissing
-from .search import RATE, WORKERS, search
+from .search import AUTO, RATE, SEARCH_ROWS, WORKERS, search
 from .train import BINS_ROWS, evaluate_online, parse_row_numbers, start_online, train, update
 from .tree import CLASSES, FEATURES
 from .units import parse_bytes
@@ -95,8 +95,10 @@ def build_parser() -> argparse.ArgumentParser:
     fit = commands.add_parser("fit", help="train a model on a CSV file and save it")
     fit.add_argument("data", metavar="DATA.csv")
     _add_label_options(fit)
-    fit.add_argument("--learner", choices=names, default="tree",
-                     help="; ".join(f"{spec.name}: {spec.summary}" for spec in learners.REGISTRY.values()))
+    fit.add_argument("--learner", choices=[*names, AUTO], metavar="LEARNER",
+                     help="; ".join(f"{spec.name}: {spec.summary}" for spec in learners.REGISTRY.values()) +
+                     f"; {AUTO}: the most accurate online learner within the budget (the default with --ram, --flash "
+                     "or --rate; tree otherwise)")
     _add_learner_options(fit)
     budget_options = fit.add_argument_group("budget (the budget manager chooses the learner's size)")
     budget_options.add_argument("--ram", type=byte_size, metavar="SIZE", help="RAM budget, e.g. 8KiB")
@@ -170,7 +172,9 @@ def build_parser() -> argparse.ArgumentParser:
     boards.set_defaults(run=run_boards)
 
     budget = commands.add_parser("budget", help="the largest configuration of a learner that fits a board")
-    budget.add_argument("--learner", choices=names, required=True)
+    budget.add_argument("--learner", choices=[*names, AUTO], default=AUTO, metavar="LEARNER",
+                        help=f"one of {', '.join(names)}, or {AUTO} (the default: the most accurate online learner "
+                             "on --data)")
     _add_board_option(budget)
     budget.add_argument("--ram", type=byte_size, metavar="SIZE", help="RAM budget, e.g. 8KiB (default: the board's RAM)")
     budget.add_argument("--flash", type=byte_size, metavar="SIZE", help="flash budget (default: the board's flash)")
@@ -239,7 +243,13 @@ def _add_learner_options(parser, title: str = "learner options") -> None:
 
 def learner_params(args) -> dict:
     """The chosen learner's options that were given (its own defaults apply to the rest); an option of another
-    learner is refused with the list of this one's."""
+    learner is refused with the list of this one's, and any option with ``--learner auto``."""
+    if args.learner == AUTO:
+        given = sorted({o.flag for s in learners.REGISTRY.values() for o in s.options
+                        if getattr(args, o.dest, None) is not None})
+        if given:
+            raise ValueError(f"{', '.join(given)} need(s) a --learner: {AUTO} searches every online learner's grid")
+        return {}
     spec = learners.get(args.learner)
     mine = {option.flag for option in spec.options}
     for spec_ in learners.REGISTRY.values():
@@ -255,6 +265,8 @@ def _add_search_options(group) -> None:
     group.add_argument("--rate", type=RATE, metavar="HZ",
                        help="online learners: samples per second the device must learn (instructions per learn step "
                             "predicted for the board's core against its clock)")
+    group.add_argument("--search-rows", type=SEARCH_ROWS, metavar="N",
+                       help="score the candidates on the first N rows (default: all)")
     group.add_argument("--workers", type=WORKERS, metavar="N",
                        help="worker processes of the search (default: all cores)")
     group.add_argument("--scheduler", metavar="ADDRESS",
@@ -291,13 +303,16 @@ def byte_size(text: str) -> int:
 
 
 def run_fit(args) -> int:
-    X, y, _ = load_data(args, args.data)
-    spec = learners.get(args.learner)
     budgeted = args.ram is not None or args.flash is not None or args.rate is not None
+    args.learner = args.learner or (AUTO if budgeted else "tree")
+    params = learner_params(args)
+    X, y, _ = load_data(args, args.data)
     board = load_board(args.board) if budgeted else None
-    trained = train(args.learner, X, y, learner_params(args), board, args.ram, args.flash, args.bins_rows,
-                    progress=sys.stderr.isatty(), rate=args.rate, workers=args.workers, scheduler=args.scheduler)
+    trained = train(args.learner, X, y, params, board, args.ram, args.flash, args.bins_rows,
+                    progress=sys.stderr.isatty(), rate=args.rate, workers=args.workers, scheduler=args.scheduler,
+                    search_rows=args.search_rows)
     model = trained.model
+    spec = learners.of_model(model)
     save_model(model, args.output)
     shape = f"{X.shape[1]} features, {len(model.classes_)} classes: {model.summary()}"
     if spec.online:
@@ -446,9 +461,11 @@ def run_budget(args) -> int:
     n_features, n_classes = budget_shape(args, X, y)
     params = learner_params(args)
     found = None
-    if X is not None and learners.get(args.learner).online:
+    if args.learner == AUTO and X is None:
+        raise ValueError(f"--learner {AUTO} chooses by accuracy on data: give --data and --label, or a --learner")
+    if X is not None and (args.learner == AUTO or learners.get(args.learner).online):
         found = search(args.learner, board, X, y, args.ram, args.flash, args.rate, params, args.optimize,
-                       args.bins_rows, args.workers, args.scheduler, sys.stderr.isatty())
+                       args.bins_rows, args.workers, args.scheduler, sys.stderr.isatty(), args.search_rows)
         budget = found.budget
     elif args.rate is not None:
         raise ValueError("--rate chooses among configurations by their accuracy on data: give an online learner and "

@@ -59,7 +59,7 @@ class StateEngine:
                 MODES[learner.bins_.dtype]]), "offsets": np.ascontiguousarray(offsets, dtype=np.uint16),
                 "refuse_missing": learner.bins_.dtype == "float32" and not learner.allow_missing}
         self.row_dtype = ROW_DTYPES[setup["mode"]]
-        self.n_classes = n_classes
+        self.n_features, self.n_classes = n_features, n_classes
         self._engine = _engine.Engine(spec.prefix, self.config, self.counters, list(self.regions.values()),
                                       n_features, n_classes, **setup)
 
@@ -73,12 +73,12 @@ class StateEngine:
         return np.ascontiguousarray(X, dtype=self.row_dtype)
 
     def learn(self, row: np.ndarray, label: int) -> int:
-        """Status of one learn call (0: ES_OK) on one checked row."""
-        return self._engine.learn(self.rows(row), label)
+        """Status of one learn call (0: ES_OK) on one row of ``row_dtype`` (the runtime's own checks only)."""
+        return self._engine.learn(row, label)
 
     def predict_class(self, row: np.ndarray) -> int:
-        """The class index of one checked row, or minus the status of a refused call."""
-        return self._engine.predict_class(self.rows(row))
+        """The class index of one row of ``row_dtype``, or minus the status of a refused call."""
+        return self._engine.predict_class(row)
 
     def learn_rows(self, X: np.ndarray, labels: np.ndarray) -> tuple[int, int]:
         """(status, rows learned): every row in order, up to the first refused call."""

@@ -1,9 +1,11 @@
 """Prequential (test-then-train) evaluation of any online learner, and plots of its accuracy curves.
 
 A learner is anything with ``predict_one(x)`` and ``learn_one(x, y)``, where ``x`` is one row of features as a
-1-D numpy array: the Python ``ShrubEnsemble``, a simulated C bundle, or a River model wrapped in
-``RiverAdapter``. Every row is first predicted, the prediction scored against its label, and only then learned,
-so each prediction is made by a model that has never seen that row.
+1-D numpy array: an edgestream learner, a simulated C bundle, or a River model wrapped in ``RiverAdapter``.
+Every row is first predicted, the prediction scored against its label, and only then learned, so each prediction
+is made by a model that has never seen that row. A started edgestream learner runs whole chunks of rows in one
+call of its compiled engine (``test_then_train``), with the same predictions; the rows of a cold start's warm-up
+go one at a time.
 
 A learner may answer ``None`` before it has learned anything (River does). Such a row counts as wrong, and its
 prediction is stored as ``no_prediction(dtype)``: NaN for float labels, the smallest value of the dtype for
@@ -22,9 +24,11 @@ from dataclasses import dataclass
 import numpy as np
 from tqdm import tqdm
 
+from .learners.stream import is_fitted
 from .ranges import Range
 
 WINDOW = Range("window", 1)  # rows per point of an accuracy curve
+CHUNK = 8192  # rows per compiled test-then-train call (and per progress bar update)
 
 
 @dataclass
@@ -64,13 +68,24 @@ def prequential(learner, X, y, window: int = 500, progress: bool = False, desc: 
         raise ValueError("the stream is empty: prequential evaluation needs at least one row")
     WINDOW.check(window)
     predictions, hits = [], np.zeros(len(y), dtype=bool)
+    compiled = getattr(learner, "test_then_train", None)
     start = time.perf_counter()
-    for i in tqdm(range(len(y)), desc=desc, disable=not progress, unit="rows"):
-        x, target = X[i], y[i]
-        pred = learner.predict_one(x)
-        hits[i] = pred is not None and bool(pred == target)
-        predictions.append(pred)
-        learner.learn_one(x, target)
+    with tqdm(total=len(y), desc=desc, disable=not progress, unit="rows") as bar:
+        i = 0
+        while i < len(y):
+            if compiled is not None and is_fitted(learner):
+                stop = min(len(y), i + CHUNK)
+                chunk = compiled(X[i:stop], y[i:stop])
+                hits[i:stop] = chunk == y[i:stop]
+                predictions.extend(chunk.tolist())
+            else:
+                stop = i + 1
+                pred = learner.predict_one(X[i])
+                hits[i] = pred is not None and bool(pred == y[i])
+                predictions.append(pred)
+                learner.learn_one(X[i], y[i])
+            bar.update(stop - i)
+            i = stop
     seconds = time.perf_counter() - start
     curve = [float(hits[i:i + window].mean()) for i in range(0, len(y), window)]
     return PrequentialResult(n=len(y), correct=int(hits.sum()), window=int(window), curve=curve,

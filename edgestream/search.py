@@ -12,8 +12,12 @@ candidate that fits and keeps up is trained as ``fit`` trains it (bin edges from
 then test-then-train over all rows in file order); the highest prequential accuracy wins, ties to the smaller
 RAM, then to the earlier candidate. Everything is deterministic, so ``fit --ram`` and ``budget --ram`` agree.
 
-The evaluations run in parallel worker processes (``concurrent.futures``), or on a Dask cluster when a scheduler
-address is given (``pip install edgestream[dask]``).
+Candidates are trained on the compiled engine (whole streams in one call), in parallel worker processes
+(``concurrent.futures``) or on a Dask cluster when a scheduler address is given (``pip install
+edgestream[dask]``). ``search_rows`` scores them on the first rows only (the chosen configuration is then
+trained on all of them by ``fit``). ``learner="auto"`` searches the grid of every online learner at once: the most
+accurate candidate that fits wins, whichever learner it is; with a rate, a learner without a cost model for the
+board's core cannot show that it keeps up, so its candidates are listed but not evaluated.
 """
 
 from __future__ import annotations
@@ -35,7 +39,9 @@ from .online import BINS_ROWS, check_stream, start_online
 from .ranges import Range
 
 WORKERS = Range("workers", 1, 1024)  # local worker processes of a search
+SEARCH_ROWS = Range("search_rows", 2)  # rows the candidates are scored on
 RATE = Range("rate", 0.0, None, float, above=True)  # samples per second the device must learn
+AUTO = "auto"  # every online learner's grid
 
 
 CURVE_BUDGETS = tuple(kib * 1024 for kib in (2, 4, 8, 16, 32))
@@ -47,16 +53,20 @@ class Candidate:
 
     budget: Budget
     instructions: float | None = None  # predicted per learn step on the board's core (None: no cost model)
-    keeps_up: bool = True  # with a rate: instructions fit the cycles per sample
+    keeps_up: bool | None = True  # with a rate: instructions fit the cycles per sample (None: no cost model)
     accuracy: float | None = None  # prequential accuracy on the rows (None: not evaluated)
     samples_per_second: float | None = None  # host learning speed of the Python model
 
     @property
     def eligible(self) -> bool:
-        return self.budget.fits and self.keeps_up
+        return self.budget.fits and self.keeps_up is True
+
+    @property
+    def learner(self) -> str:
+        return self.budget.learner
 
     def to_json(self) -> dict:
-        return {"config": self.budget.config, "ram_bytes": self.budget.ram_bytes,
+        return {"learner": self.learner, "config": self.budget.config, "ram_bytes": self.budget.ram_bytes,
                 "flash_bytes": self.budget.flash_bytes, "fits": self.budget.fits, "instructions": self.instructions,
                 "keeps_up": self.keeps_up, "accuracy": self.accuracy, "samples_per_second": self.samples_per_second}
 
@@ -77,6 +87,16 @@ class Search:
     @property
     def best(self) -> Candidate:
         return self.candidates[self.chosen]
+
+    def best_of_each_learner(self) -> dict[str, Candidate]:
+        """Per learner searched, its most accurate evaluated candidate (else its smallest that fits, else its
+        smallest)."""
+        best = {}
+        for candidate in self.candidates:
+            held = best.get(candidate.learner)
+            if held is None or _rank(candidate) < _rank(held):
+                best[candidate.learner] = candidate
+        return best
 
     @property
     def budget(self) -> Budget:
@@ -104,8 +124,29 @@ class Search:
             f", {best.instructions:,.0f} instructions per learn step predicted "
             f"({self.clock_hz / best.instructions:,.0f} samples/s at {self.clock_hz / 1e6:g} MHz)")
         rate = f" and keep up with {self.rate:g} samples/s" if self.rate else ""
-        return (f"chosen by prequential accuracy on {self.rows} rows: {best.accuracy:.4f}{time}; "
+        text = (f"chosen by prequential accuracy on {self.rows} rows: {best.learner} {best.accuracy:.4f}{time}; "
                 f"{len(evaluated)} of {len(self.candidates)} candidates fit{rate} and were evaluated")
+        if len({c.learner for c in self.candidates}) > 1:
+            text += "\n" + self.learners_table()
+        return text + "".join(f"\nnote: {note}" for note in self.notes)
+
+    def learners_table(self) -> str:
+        """The best candidate of each learner: accuracy, bytes and instructions per learn step."""
+        lines = [f"  {'learner':<10}{'accuracy':>9}{'RAM':>9}{'flash':>9}{'instr/learn':>13}  configuration"]
+        for name, c in self.best_of_each_learner().items():
+            accuracy = f"{c.accuracy:.4f}" if c.accuracy is not None else "-"
+            cost = f"{c.instructions:,.0f}" if c.instructions is not None else "no model"
+            mark = "*" if c is self.best else " "
+            config = ", ".join(f"{k}={v}" for k, v in c.budget.config.items())
+            lines.append(f"{mark} {name:<10}{accuracy:>9}{c.budget.ram_bytes:>9,}{c.budget.flash_bytes:>9,}"
+                         f"{cost:>13}  {config}")
+        return "\n".join(lines)
+
+
+def _rank(candidate: Candidate) -> tuple:
+    """Order of the candidates: evaluated ones by accuracy (ties to the smaller RAM), then fitting ones."""
+    return (candidate.accuracy is None, -(candidate.accuracy or 0.0), not candidate.budget.fits,
+            candidate.budget.ram_bytes)
 
 
 def _accuracy(learner: str, params: dict, X, y, classes, bins_rows: int) -> tuple[float, float]:
@@ -117,67 +158,113 @@ def _accuracy(learner: str, params: dict, X, y, classes, bins_rows: int) -> tupl
     return result.accuracy, result.samples_per_second
 
 
+def online_learners() -> list[str]:
+    return [spec.name for spec in learners.REGISTRY.values() if spec.online]
+
+
 def search(learner: str, board, X, y, ram: int | None = None, flash: int | None = None, rate: float | None = None,
            params: dict | None = None, optimize: str = "speed", bins_rows: int = BINS_ROWS, workers: int | None = None,
-           scheduler: str | None = None, progress: bool = False) -> Search:
-    """The most accurate configuration of the online ``learner`` on rows ``X``, ``y`` that fits ``ram`` and
-    ``flash`` on ``board`` (the board's by default) and, with ``rate``, learns that many samples per second."""
-    spec = learners.get(learner)
-    if not spec.online:
+           scheduler: str | None = None, progress: bool = False, search_rows: int | None = None) -> Search:
+    """The most accurate configuration of the online ``learner`` (or, with ``"auto"``, of every online learner) on
+    rows ``X``, ``y`` (the first ``search_rows`` of them) that fits ``ram`` and ``flash`` on ``board`` (the board's
+    by default) and, with ``rate``, learns that many samples per second."""
+    names = online_learners() if learner == AUTO else [learner]
+    if learner == AUTO and params:
+        raise ValueError(f"learner options ({', '.join(sorted(params))}) need a --learner: auto searches every "
+                         f"online learner's grid")
+    if not learners.get(names[0]).online:
         raise ValueError(f"choosing by accuracy needs an online learner; {learner} learns in batch")
     X, y = np.asarray(X), np.asarray(y)
     classes = check_stream(X, y)
+    if search_rows is not None:
+        SEARCH_ROWS.check(search_rows)
+        needed = min(bins_rows, len(X))
+        if search_rows < needed:
+            raise ValueError(f"--search-rows {search_rows} is below the {needed} rows the learners start on "
+                             f"(--bins-rows {bins_rows}): score on at least {needed} rows")
+        X, y = X[:search_rows], y[:search_rows]
     n_features, n_classes = X.shape[1], len(classes)
     if rate is not None:
         RATE.check(rate)
     if workers is not None:
         WORKERS.check(workers)
-    budgets = configurations(learner, board, n_features, n_classes, ram, flash, optimize, spec.search_grid,
-                             **(params or {}))
-    candidates = [Candidate(budget) for budget in budgets]
+    candidates, notes = [], []
+    for name in names:
+        budgets = configurations(name, board, n_features, n_classes, ram, flash, optimize,
+                                 learners.get(name).search_grid, **(params or {}))
+        own = [Candidate(budget) for budget in budgets]
+        if learner != AUTO and not any(c.budget.fits for c in own):
+            raise not_fitting(name, board, n_features, n_classes, budgets)
+        note = _predict_time(learners.get(name), board, own, n_features, n_classes, rate, alone=learner != AUTO)
+        notes += [note] if note else []
+        candidates += own
     if not any(c.budget.fits for c in candidates):
-        raise not_fitting(learner, board, n_features, n_classes, budgets)
-    _predict_time(spec, board, candidates, n_features, n_classes, rate)
+        smallest = {name: min((c for c in candidates if c.learner == name), key=lambda c: c.budget.ram_bytes)
+                    for name in names}
+        raise ValueError(f"no configuration of any online learner fits {board.name} with "
+                         f"{_limits(ram, flash)}; the smallest of each: " + "; ".join(
+                             f"{name} {c.budget.ram_bytes:,} B RAM, {c.budget.flash_bytes:,} B flash"
+                             for name, c in smallest.items()))
     eligible = [c for c in candidates if c.eligible]
-    scores = _run(learner, [c.budget.params for c in eligible], X, y, classes, bins_rows, workers, scheduler,
+    if not eligible:
+        raise ValueError(f"--rate {rate:g}: no candidate that fits keeps up; " + "; ".join(notes))
+    scores = _run([(c.learner, c.budget.params) for c in eligible], X, y, classes, bins_rows, workers, scheduler,
                   progress)
     for candidate, (accuracy, speed) in zip(eligible, scores):
         candidate.accuracy, candidate.samples_per_second = accuracy, speed
-    order = sorted(range(len(candidates)), key=lambda i: (
-        candidates[i].accuracy is None, -(candidates[i].accuracy or 0.0), candidates[i].budget.ram_bytes, i))
-    return Search(learner, board.name, board.clock_hz, rate, len(X), candidates, order[0])
+    order = sorted(range(len(candidates)), key=lambda i: (*_rank(candidates[i]), i))
+    chosen = candidates[order[0]].learner
+    return Search(chosen, board.name, board.clock_hz, rate, len(X), candidates, order[0], notes)
 
 
-def _predict_time(spec, board, candidates: list[Candidate], n_features: int, n_classes: int, rate) -> None:
+def _limits(ram, flash) -> str:
+    parts = [f"{ram:,} bytes of RAM" if ram else "", f"{flash:,} bytes of flash" if flash else ""]
+    return " and ".join(p for p in parts if p) or "its memory"
+
+
+def _predict_time(spec, board, candidates: list[Candidate], n_features: int, n_classes: int, rate,
+                  alone: bool = True) -> str | None:
     """Instructions per learn step of every candidate (when the learner has a cost model for the board's core),
-    and with ``rate`` whether it keeps up; a rate no fitting candidate meets is refused."""
+    and with ``rate`` whether it keeps up. A learner searched ``alone`` has a rate it cannot meet (or cannot
+    check) refused with an error; among several, its candidates are marked and the reason is returned."""
     if spec.learn_cost is not None:
         for c in candidates:
             c.instructions = spec.learn_cost(c.budget.params, n_features, n_classes, board.arch)
     if rate is None:
-        return
+        return None
+    problem = None
     if spec.learn_cost is None:
         with_model = [s.name for s in learners.REGISTRY.values() if s.learn_cost is not None]
-        raise ValueError(f"--rate needs a learn-step cost model; {spec.name} has none (learners with one: "
-                         f"{', '.join(with_model) or 'none'})")
-    if candidates[0].instructions is None:
-        raise ValueError(f"--rate: {spec.name}'s learn-step cost model is not calibrated for {board.name}'s core "
-                         f"({board.arch}, {board.cpu})")
+        problem = (f"--rate needs a learn-step cost model; {spec.name} has none (learners with one: "
+                   f"{', '.join(with_model) or 'none'})")
+    elif candidates[0].instructions is None:
+        problem = (f"--rate: {spec.name}'s learn-step cost model is not calibrated for {board.name}'s core "
+                   f"({board.arch}, {board.cpu})")
+    if problem is not None:
+        for c in candidates:
+            c.keeps_up = None
+        if alone:
+            raise ValueError(problem)
+        return f"{problem}: not evaluated"
     cycles = board.clock_hz / rate
     for c in candidates:
         c.keeps_up = c.instructions <= cycles
     fitting = [c for c in candidates if c.budget.fits]
-    if not any(c.keeps_up for c in fitting):
+    if fitting and not any(c.keeps_up for c in fitting):
         fastest = min(fitting, key=lambda c: c.instructions)
-        raise ValueError(
+        problem = (
             f"--rate {rate:g}: no {spec.name} configuration that fits the budget learns {rate:g} samples/s on "
             f"{board.name} ({board.clock_hz / 1e6:g} MHz: {cycles:,.0f} instructions per sample); the fastest "
             f"needs {fastest.instructions:,.0f} instructions per learn step, {board.clock_hz / fastest.instructions:,.0f}"
             f" samples/s ({', '.join(f'{k}={v}' for k, v in fastest.budget.config.items())})")
+        if alone:
+            raise ValueError(problem)
+        return problem
+    return None
 
 
-def _run(learner: str, configs: list[dict], X, y, classes, bins_rows: int, workers, scheduler, progress) -> list:
-    """(accuracy, samples/s) of each configuration, in order: worker processes, or a Dask cluster."""
+def _run(configs: list[tuple[str, dict]], X, y, classes, bins_rows: int, workers, scheduler, progress) -> list:
+    """(accuracy, samples/s) of each (learner, parameters), in order: worker processes, or a Dask cluster."""
     bar = tqdm(total=len(configs), desc="search", unit="config", disable=not progress)
     results: list = [None] * len(configs)
     try:
@@ -189,19 +276,19 @@ def _run(learner: str, configs: list[dict], X, y, classes, bins_rows: int, worke
             with Client(scheduler) as client:
                 data = client.scatter([X, y, classes], broadcast=True)
                 futures = {client.submit(_accuracy, learner, config, *data, bins_rows, pure=False): i
-                           for i, config in enumerate(configs)}
+                           for i, (learner, config) in enumerate(configs)}
                 for future in dask_completed(futures):
                     results[futures[future]] = future.result()
                     bar.update()
         elif (workers or os.cpu_count() or 1) <= 1 or len(configs) <= 1:
-            for i, config in enumerate(configs):
+            for i, (learner, config) in enumerate(configs):
                 results[i] = _accuracy(learner, config, X, y, classes, bins_rows)
                 bar.update()
         else:
             with ProcessPoolExecutor(min(workers or os.cpu_count(), len(configs)), initializer=_exit_with_parent,
                                      initargs=(os.getpid(),)) as pool:
                 futures = {pool.submit(_accuracy, learner, config, X, y, classes, bins_rows): i
-                           for i, config in enumerate(configs)}
+                           for i, (learner, config) in enumerate(configs)}
                 for future in as_completed(futures):
                     results[futures[future]] = future.result()
                     bar.update()
@@ -221,4 +308,4 @@ def _exit_with_parent(parent: int) -> None:
     threading.Thread(target=watch, daemon=True, name="edgestream-parent-watch").start()
 
 
-__all__ = ["Candidate", "Search", "search"]
+__all__ = ["AUTO", "Candidate", "Search", "online_learners", "search"]

@@ -20,7 +20,7 @@ from .data import device_input
 from .evaluate import PrequentialResult, prequential
 from .learners import model_input
 from .online import BINS_ROWS, check_stream, start_online
-from .search import search
+from .search import AUTO, search
 
 __all__ = ["BINS_ROWS", "Trained", "check_stream", "configured", "evaluate_online", "parse_row_numbers",
            "start_online", "train", "update"]
@@ -47,21 +47,28 @@ def configured(learner: str, params: dict, n_features: int, n_classes: int, boar
 
 
 def train(learner: str, X, y, params: dict, board=None, ram=None, flash=None, bins_rows: int = BINS_ROWS,
-          progress: bool = False, rate=None, workers=None, scheduler=None) -> Trained:
+          progress: bool = False, rate=None, workers=None, scheduler=None, search_rows: int | None = None) -> Trained:
     """Train ``learner`` on the rows. With a budget (``ram``, ``flash`` or, online learners, ``rate``), an online
-    learner takes the most accurate configuration that fits (:func:`edgestream.search.search`), a batch learner
-    the largest (:func:`edgestream.budget.plan`)."""
-    spec = learners.get(learner)
+    learner takes the most accurate configuration that fits (:func:`edgestream.search.search`, scored on the first
+    ``search_rows`` rows; ``learner="auto"``: of every online learner), a batch learner the largest
+    (:func:`edgestream.budget.plan`)."""
+    budgeted = ram is not None or flash is not None or rate is not None
+    if learner == AUTO and not budgeted:
+        raise ValueError("--learner auto chooses by accuracy within a budget: give --ram, --flash or --rate")
+    spec = learners.get(learner) if learner != AUTO else None
     classes = check_stream(X, y)
     found = None
-    if spec.online and (ram is not None or flash is not None or rate is not None):
+    if (spec is None or spec.online) and budgeted:
         if board is None:
             raise ValueError("a RAM, flash or rate budget needs a board")
         found = search(learner, board, X, y, ram, flash, rate, params, bins_rows=bins_rows, workers=workers,
-                       scheduler=scheduler, progress=progress)
+                       scheduler=scheduler, progress=progress, search_rows=search_rows)
+        spec = learners.get(found.learner)
         model, planned = spec.make(**found.budget.params), found.budget
     elif rate is not None:
         raise ValueError(f"--rate applies to online learners; {learner} learns in batch")
+    elif search_rows is not None:
+        raise ValueError("--search-rows scores the candidates of a search: give an online learner and a budget")
     else:
         model, planned = configured(learner, params, X.shape[1], len(classes), board, ram, flash)
     X = device_input(X, model.input_dtype)

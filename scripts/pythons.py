@@ -54,7 +54,9 @@ def find_interpreter(version: str) -> str | None:
 def build_hash() -> str:
     """SHA-256 of what an editable install builds from."""
     digest = hashlib.sha256()
-    for path in [ROOT / "pyproject.toml", ROOT / "setup.py", *sorted((ROOT / "edgestream").glob("*.pyx"))]:
+    sources = [*sorted((ROOT / "edgestream").glob("*.pyx")), *sorted((ROOT / "edgestream").glob("*.h")),
+               *sorted((ROOT / "csrc").glob("es_*.[ch]"))]  # the engine compiles the runtime into the package
+    for path in [ROOT / "pyproject.toml", ROOT / "setup.py", *sources]:
         if path.is_file():
             digest.update(path.name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()

@@ -211,6 +211,32 @@ class CompiledSteps(DeviceState):
         if status != 0:
             raise RuntimeError(f"the runtime refused {what} with status {status} (the state is unchanged)")
 
+    def _engine_learn_row(self, x, y) -> None:
+        """One row on the engine: the runtime checks the row (a refused one gets the specification's error)."""
+        engine = self.__dict__.get("_state_engine") or self._take_engine()
+        cached = self.__dict__.get("_label_lookup")
+        label = cached[1].get(y) if cached is not None and cached[0] is self.classes_ else None
+        if label is None:
+            label = int(self._label_indices([y])[0])
+        row = np.ascontiguousarray(x, dtype=engine.row_dtype)
+        if row.shape != (engine.n_features,) or engine.row_dtype is not np.float32:
+            row = self.engine_rows(row.reshape(1, -1) if row.ndim == 1 else row)[0]
+        status = engine.learn(row, label)
+        if status != 0:
+            self.engine_rows(np.asarray(x).reshape(1, -1))  # the specification's error for a refused row
+            self._checked(status, "the row")
+
+    def _engine_predict_row(self, x):
+        engine = self.__dict__.get("_state_engine") or self._take_engine()
+        row = np.ascontiguousarray(x, dtype=engine.row_dtype)
+        if row.shape != (engine.n_features,) or engine.row_dtype is not np.float32:
+            row = self.engine_rows(row.reshape(1, -1) if row.ndim == 1 else row)[0]
+        index = engine.predict_class(row)
+        if index < 0:
+            self.engine_rows(np.asarray(x).reshape(1, -1))
+            self._checked(-index, "the row")
+        return self.classes_[index]
+
     def _engine_learn(self, X, y) -> None:
         rows, labels = self.engine_rows(X), self._label_indices(y)
         if len(labels) != len(rows):
@@ -268,7 +294,7 @@ class OnlineStateLearner(StreamLearner, Estimator, CompiledSteps):
 
     def learn_row(self, x, y):  # learn_one (dict rows, cold start): StreamLearner
         if self.use_engine:
-            self._engine_learn(np.asarray(x).reshape(1, -1), [y])
+            self._engine_learn_row(x, y)
         else:
             self.learn_encoded(x, self.encode_label(y))
         return self
@@ -303,6 +329,8 @@ class OnlineStateLearner(StreamLearner, Estimator, CompiledSteps):
         return self.classes_[self.predict_encoded(X)]
 
     def predict_row(self, x):
+        if self.use_engine:
+            return self._engine_predict_row(x)
         return self.predict(np.asarray(x).reshape(1, -1))[0]
 
     def predict_proba_row(self, x) -> dict:
@@ -434,7 +462,7 @@ class BinnedOnlineLearner(StreamLearner, CompiledSteps):
 
     def learn_row(self, x, y) -> "BinnedOnlineLearner":
         if self.use_engine:
-            self._engine_learn(np.asarray(x).reshape(1, -1), [y])
+            self._engine_learn_row(x, y)
             return self
         label = self.encode_label(y)
         self.learn_bins(self.transform(np.asarray(x).reshape(1, -1))[0], label)
@@ -462,6 +490,8 @@ class BinnedOnlineLearner(StreamLearner, CompiledSteps):
         return dict(zip(self.classes_.tolist(), proba.tolist()))
 
     def predict_row(self, x):
+        if self.use_engine:
+            return self._engine_predict_row(x)
         return self.predict(np.asarray(x).reshape(1, -1))[0]
 
 

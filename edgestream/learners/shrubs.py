@@ -326,17 +326,6 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
                 return self._row_bins
         return self.transform(np.asarray(x).reshape(1, -1))[0]
 
-    def learn_row(self, x, y) -> "ShrubEnsemble":
-        self._check_ready()
-        label = self._label_index.get(y) if isinstance(y, Hashable) else None
-        if label is None:
-            label = self.encode_label(y)
-        # the compiled path takes a contiguous float64 row of the fitted width (float32 edges); else transform()
-        if not (type(x) is np.ndarray and x.dtype is _FLOAT64 and x.shape == self._row_shape and self._fast_edges
-                is not None and x.flags.c_contiguous and self._kernel.learn_raw(x, label) < 0):
-            self._kernel.learn(self._bins_one(x), label)  # (a refused NaN raises in transform)
-        return self
-
     def learn_bins(self, bins: np.ndarray, label: int) -> None:
         """One learning step on an already binned sample with an encoded label."""
         if not 0 <= label < len(self.classes_):
@@ -352,15 +341,6 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
         if len(bins):
             self._kernel.predict_many(bins, proba)
         return proba
-
-    def predict_row(self, x):
-        self._check_ready()
-        if (type(x) is np.ndarray and x.dtype is _FLOAT64 and x.shape == self._row_shape and self._fast_edges
-                is not None and x.flags.c_contiguous):
-            index = self._kernel.predict_raw(x, self._proba)
-            if index >= 0:
-                return self.classes_[index]
-        return self.classes_[self._kernel.predict(self._bins_one(x), self._proba)]
 
 
 def shrubs_context(learner: ShrubEnsemble, name: str, optimize: str = "speed") -> dict:

@@ -41,10 +41,17 @@ class StreamLearner:
         integer = getattr(self, "input_dtype", "float32") in ("int32", "int16")
         if not isinstance(x, dict):
             return np.asarray(x) if integer else np.asarray(x, dtype=np.float64)
+        keys = self.__dict__.get("_feature_keys")  # the first dict's keys: a row with just these, in any order
+        if keys is not None and len(x) == len(keys) and not integer:
+            try:
+                return np.array([x[key] for key in keys], dtype=np.float64)
+            except (KeyError, TypeError):
+                pass  # another key, or a value that is not a number: the general path says which
         names = self.__dict__.get("feature_names_in_")
         if names is None:
             names = self.feature_names_in_ = np.asarray([str(key) for key in x], dtype=object)
             self._feature_index = {name: j for j, name in enumerate(names)}
+            self._feature_keys = list(x)
         index = self.__dict__.get("_feature_index")
         if index is None:
             index = self._feature_index = {name: j for j, name in enumerate(names)}
