@@ -5,6 +5,7 @@ Python specification after every step of the sampled stretches, the bound's resc
 growing fields (docs/lifetime.md) names every counter and saved region of every learning learner."""
 
 import re
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -22,13 +23,11 @@ MARGIN = 0.05  # accuracy on the new concept at least the fresh learner's minus 
 STRETCH = 150  # rows of each C == Python stretch
 UINT64_WRAP = 2**64 - 3  # n_learned three rows before it wraps
 
-LEARNERS = {
-    "shrubs": dict(window_size=64, max_shrubs=4, max_depth=3, update_every=8),
-    "bls": dict(feature_nodes=8, enhancement_nodes=8, forgetting=1.0),
-    "hoeffding": dict(max_leaves=4, grace_period=200),
-    "irf": dict(n_trees=3, max_leaves=4, grace_period=200),
-    "axgb": dict(window_min=32, window_max=128, members=3, max_depth=3),
-}
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+from soak import CONFIGS  # noqa: E402  (the soak run's configurations)
+
+# BLS without forgetting: the factor grows until its bound
+LEARNERS = CONFIGS | {"bls": CONFIGS["bls"] | {"forgetting": 1.0}}
 
 
 def concepts(n, seed):
