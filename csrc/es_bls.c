@@ -172,6 +172,31 @@ static void solve(const float *factor, float *rhs, uint32_t m, uint8_t n_classes
     }
 }
 
+/* Halve the factor when a diagonal entry reached diag_limit, then raise the diagonal to diag_floor (see the
+ * specification's "A factor that lives for months"). */
+static void bound_factor(const es_bls *model, uint32_t m)
+{
+    const es_bls_config *config = model->config;
+    uint32_t i, size = m * (m + 1u) / 2u, k;
+    int reached = 0;
+    for (i = 0, k = 0; i < m; k += m - i, i++) {
+        if (model->factor[k] >= config->diag_limit) {
+            reached = 1;
+        }
+    }
+    if (!reached) {
+        return;
+    }
+    for (i = 0; i < size; i++) {
+        model->factor[i] = model->factor[i] * 0.5f;
+    }
+    for (i = 0, k = 0; i < m; k += m - i, i++) {
+        if (model->factor[k] < config->diag_floor) {
+            model->factor[k] = config->diag_floor;
+        }
+    }
+}
+
 es_status es_bls_learn(const es_bls *model, const float *features, uint8_t label)
 {
     const es_bls_config *config;
@@ -232,6 +257,7 @@ es_status es_bls_learn(const es_bls *model, const float *features, uint8_t label
     for (i = 0; i < m * n_classes; i++) {
         model->weights[i] = model->weights[i] + model->delta[i];
     }
+    bound_factor(model, m);
     model->counters->n_learned++;
     return ES_OK;
 }

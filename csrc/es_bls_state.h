@@ -15,10 +15,12 @@ typedef struct {
     float enhance_scale;            /* sqrt(3 / F) */
     float sqrt_forget;              /* sqrt(mu); 1 = no forgetting */
     float refresh_sqrt;             /* sqrt(lambda (1 - mu^m)); 0 = no refresh */
+    float diag_limit;               /* the factor halves when a diagonal entry reaches it */
+    float diag_floor;               /* sqrt(lambda): the diagonal after a halving is at least this */
 } es_bls_config;
 
 typedef struct {
-    uint32_t n_learned;             /* samples learned */
+    uint64_t n_learned;             /* samples learned */
     uint16_t refresh;               /* node whose regularization is refreshed next */
 } es_bls_counters;
 

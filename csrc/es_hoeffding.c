@@ -19,6 +19,8 @@
 #define HT_SQRT2 0x1.6a09e6p+0f
 #define HT_INV_SQRT2 0x1.6a09e6p-1f
 #define HT_ERF_LIMIT 5.0f
+#define HT_COUNT_LIMIT 16384.0f   /* a leaf's counts halve when one reaches it (see the specification) */
+#define HT_VALID_COUNT 32768.0f   /* a restored state's counts are below it */
 
 static const float es_log_series[4] ES_FLASH = { 0x1.c71c72p-4f, 0x1.24924ap-3f, 0x1.99999ap-3f, 0x1.555556p-2f };
 static const float es_erf_coeffs[6] ES_FLASH = { 0x1.693ecep-15f, 0x1.220072p-12f, 0x1.3ecc0ep-13f, 0x1.2fc6d2p-7f,
@@ -328,6 +330,20 @@ static void attempt(const es_hoeffding *model, uint32_t t, uint16_t node, uint16
     }
 }
 
+/* Halve every count and M2 of leaf g (exact: a power of two). */
+static void halve_leaf(const es_hoeffding *model, uint32_t g)
+{
+    const uint32_t C = model->config->n_classes, cells = C * model->config->n_features;
+    uint32_t i;
+    for (i = 0; i < C; i++) {
+        model->class_count[g * C + i] = model->class_count[g * C + i] * 0.5f;
+        model->est_count[g * C + i] = model->est_count[g * C + i] * 0.5f;
+    }
+    for (i = 0; i < cells; i++) {
+        model->m2[g * cells + i] = model->m2[g * cells + i] * 0.5f;
+    }
+}
+
 static void learn_tree(const es_hoeffding *model, uint32_t t, const float *x, uint8_t label, uint32_t w)
 {
     const es_hoeffding_config *config = model->config;
@@ -368,6 +384,9 @@ static void learn_tree(const es_hoeffding *model, uint32_t t, const float *x, ui
         if (x[j] > high[j]) {
             high[j] = x[j];
         }
+    }
+    if (model->class_count[at] >= HT_COUNT_LIMIT || count >= HT_COUNT_LIMIT) {
+        halve_leaf(model, g);
     }
     model->since[g] = model->since[g] > 0xFFFFFFFFu - w ? 0xFFFFFFFFu : model->since[g] + w;
     if (model->since[g] >= config->grace) {
@@ -547,6 +566,12 @@ es_status es_hoeffding_validate(const es_hoeffding *candidate)
     for (j = 0; j < config->n_features; j++) {
         float floor = candidate->var_floor[j];
         if (!(floor > 0.0f && floor <= HT_FLT_MAX)) {
+            return ES_ERR_IMAGE;
+        }
+    }
+    for (j = 0; j < (uint32_t)config->n_trees * config->max_leaves * config->n_classes; j++) {
+        if (!(candidate->class_count[j] >= 0.0f && candidate->class_count[j] < HT_VALID_COUNT
+              && candidate->est_count[j] >= 0.0f && candidate->est_count[j] < HT_VALID_COUNT)) {
             return ES_ERR_IMAGE;
         }
     }

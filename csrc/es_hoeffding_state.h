@@ -23,7 +23,7 @@ typedef struct {
 } es_hoeffding_config;
 
 typedef struct {
-    uint32_t n_learned;             /* rows learned */
+    uint64_t n_learned;             /* rows learned */
     uint32_t random;                /* xorshift32 state */
 } es_hoeffding_counters;
 

@@ -18,7 +18,7 @@
 
 #include "es_common.h"
 
-#define ES_IMAGE_VERSION 1u
+#define ES_IMAGE_VERSION 2u
 #define ES_IMAGE_HEADER_BYTES 24u
 
 /* CRC-32 of length bytes continuing from crc (0 to start): zlib.crc32(data, crc). */

@@ -82,7 +82,8 @@ Bounded work per update (``max_cuts = C > 0``; ``C = 0`` is everything above, un
       makes its first drop, which may be later than the bit that ended the clock period: by the steps of that
       check up to its first drop, plus those of the earlier work still under way, at ``C`` per update;
       ``estimation``/``width`` exclude the bits still queued.  Two detections that land in one update give one
-      True (``n_detections`` counts both).
+      True (``n_detections`` counts both). ``n_detections`` is a uint32 that wraps modulo ``2**32`` (a report
+      of the detections between two readings takes their difference modulo ``2**32``); no decision reads it.
     * if the queue is full (256 bits wait) when a bit arrives, that update first runs all the work under way
       (unbounded, as ``C = 0`` would have), so the detections stay the same and the bound on that one update
       does not hold.
@@ -347,7 +348,7 @@ class ADWIN:
                 if outcome == HELD:
                     if not self.changed:
                         self.changed, first = 1, True
-                        self.n_detections += 1
+                        self.n_detections = (self.n_detections + 1) & 0xFFFFFFFF
                     self.phase, self.pass_log_q24, self.cursor = START, 0, 0
                 elif outcome == DONE:
                     self._end_check()

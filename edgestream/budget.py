@@ -11,8 +11,9 @@ flash; an all-zero state goes to .bss and costs none), and the code as compiled 
 installed (without it the report says the code is not counted). For an exported model, code and stack are those of
 its bundle's C compiled as a firmware build does: the functions (and the runtime's constant tables) its predict and
 learn calls reach, and their deepest chain of GCC's -fstack-usage frames, equal to the linked ELF's; for a
-configuration not trained yet, the runtime's files whole (an upper bound) and their deepest chain under the
-wrapper's locals.
+configuration not trained yet, the code its runtime's public functions reach (an upper bound) and their deepest
+chain under a bound of the wrapper's frame (its locals, every register a function may save and the return address,
+rounded up to the frame alignment), so a plan is never below the exported model's figures.
 """
 
 from __future__ import annotations
@@ -105,6 +106,19 @@ class Runtime:
     image_code: int = 0
 
 
+# Per board architecture family: (frame alignment, the most a function saves besides its locals: callee-saved
+# registers and the return address). ARM: r4-r11 and lr; AVR: r2-r17, r28-r29 and a 3-byte return address;
+# AArch64: x19-x30 and d8-d15.
+FRAME_BOUNDS = {"avr": (1, 21), "armv8-a": (16, 160), "arm": (8, 36)}
+
+
+def wrapper_frame_bytes(board, n_features: int, n_classes: int) -> int:
+    """An upper bound of a generated wrapper's stack frame on ``board``."""
+    family = "avr" if is_avr(board) else board.arch if board.arch in FRAME_BOUNDS else "arm"
+    align, saved = FRAME_BOUNDS[family]
+    return -(-(wrapper_stack_bytes(n_features, n_classes) + saved) // align) * align
+
+
 def call_stack(runtime: Runtime | None, n_features: int, n_classes: int) -> Item:
     """One call's stack: the compiled call chain, or the wrapper's locals alone without the board's compiler."""
     return Item("call chain", "stack", runtime.stack if runtime else wrapper_stack_bytes(n_features, n_classes))
@@ -161,7 +175,7 @@ API_DECLARATION = re.compile(r"\b(es_\w+)\s*\(")
 def compiled_runtime(spec, board, n_features: int, n_classes: int) -> Runtime | None:
     """A configuration not trained yet: the code its runtime's public functions reach (every variant of the
     runtime: an upper bound; the state-image ones, ``*_validate`` and ``es_image.h``, apart) and their deepest call
-    chain under the wrapper's locals."""
+    chain under a bound of the wrapper's frame."""
     runtime = runtime_sources(runtime_modules(spec))
     sources = [p.name for p in runtime if p.suffix == ".c"]
     key = hashlib.sha256(json.dumps([board.name, board.toolchain.cc, board.toolchain.cflags, sources]).encode()
@@ -180,7 +194,7 @@ def compiled_runtime(spec, board, n_features: int, n_classes: int) -> Runtime | 
             extra = sum(functions[f] for f in reachable(calls, images) - reachable(calls, roots) if f in functions)
             _RUNTIME_CACHE[key] = Runtime(code, stack, extra)
     runtime = _RUNTIME_CACHE[key]
-    return runtime and Runtime(runtime.code, wrapper_stack_bytes(n_features, n_classes) + runtime.stack,
+    return runtime and Runtime(runtime.code, wrapper_frame_bytes(board, n_features, n_classes) + runtime.stack,
                                runtime.image_code)
 
 

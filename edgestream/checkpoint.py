@@ -49,7 +49,7 @@ from .state import C_TYPES, StateLayout, c_scalar
 SEQUENCE = Range("sequence", 0, 0xFFFFFFFF)  # an image's sequence number (uint32)
 
 MAGIC = b"ESIM"
-IMAGE_VERSION = 1
+IMAGE_VERSION = 2  # 2: 64-bit n_learned (bls, hoeffding, irf), the BLS factor bounds in the config
 HEADER_BYTES = 24
 # Region groups an image leaves out: scratch (meaningless between calls) and cache (derived from the rest; the
 # learner's C module recomputes it with ``<prefix>_rebuild`` after a restore, as its restore_arrays does).

@@ -38,6 +38,7 @@ C_TYPES = {
     "int32_t": (4, 4, np.dtype("<i4")),
     "uint32_t": (4, 4, np.dtype("<u4")),
     "int64_t": (8, 8, np.dtype("<i8")),
+    "uint64_t": (8, 8, np.dtype("<u8")),
     "float": (4, 4, np.dtype("<f4")),
     "es_node": (4, 2, NODE_DTYPE),
     "es_adwin": (ADWIN_DTYPE.itemsize, ADWIN_DTYPE.alignment, ADWIN_DTYPE),
@@ -212,7 +213,7 @@ class StateLayout:
         return "\n".join(lines) + "\n};"
 
     def _counters_literal(self, counters: dict[str, int]) -> str:
-        return "{ " + ", ".join(str(int(counters[f.name])) for f in self.spec.counters) + " }"
+        return "{ " + ", ".join(c_scalar(counters[f.name], f.c_type) for f in self.spec.counters) + " }"
 
     def binding(self, name: str) -> str:
         """The constant pointer struct that hands the bundle's state to the runtime."""

@@ -1,6 +1,8 @@
 """The budget manager: exact RAM layouts, flash estimates, the largest configuration that fits, reports."""
 
 import numpy as np
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 import pytest
 
 from edgestream.boards import load_board
@@ -20,7 +22,9 @@ def test_shrubs_plan_fits_the_budget_and_is_the_largest_on_the_ladder(ram):
     assert {"window_bins", "nodes", "leaf_values", "weights", "leaf_index", "call chain"} <= set(names)
     bigger = ShrubEnsemble(window_size=budget.config["window_size"] * 2, max_shrubs=budget.config["max_shrubs"],
                            max_depth=budget.config["max_depth"])
-    assert bigger.state_bytes(6, 2) + 6 + 12 > ram or budget.config["window_size"] == 256
+    from edgestream import budget as budgets, learners
+    larger = budgets.estimate(learners.get("shrubs"), board, bigger, 6, 2, ram, None)
+    assert not larger.fits or budget.config["window_size"] == 256
 
 
 def test_state_ram_equals_the_compiled_struct(tmp_path):
@@ -59,3 +63,50 @@ def test_html_report_has_the_plots(tmp_path):
     budget = plan("shrubs", load_board("nrf52840"), n_features=6, n_classes=2, ram=8192)
     page = html_report(budget, tmp_path / "r.html", curve={2048: 0.8, 8192: 0.82, 32768: 0.83}).read_text()
     assert page.count("data:image/png;base64,") == 2 and "window_bins" in page
+
+
+# -- a plan is an upper bound of what its exported model takes --------------------------------------------------
+
+PLAN_LEARNERS = ("shrubs", "bls", "hoeffding", "irf", "axgb", "tree", "forest", "gbdt")
+PLAN_BOARDS = ("stm32f411", "rp2040", "atmega328p", "atmega2560", "rpi4")
+
+
+def planned_and_exported(name, board, share):
+    """The plan of ``name`` for 4 features and 3 classes under ``share`` of the board's RAM, and the budget of
+    that configuration fitted on a small stream (None when nothing fits)."""
+    from edgestream import budget, learners
+    from edgestream.data import make_stream
+
+    try:
+        planned = budget.plan(name, board, 4, 3, ram=int(board.ram_bytes * share))
+    except ValueError:
+        return None, None
+    X, y = make_stream("blobs", 400, seed=1, n_classes=3, n_features=4)
+    model = learners.get(name).make(**planned.params).fit(X.astype(np.float32), y)
+    return planned, budget.of_model(model, board, planned.ram_budget, planned.flash_budget)
+
+
+@given(name=st.sampled_from(PLAN_LEARNERS), board=st.sampled_from(PLAN_BOARDS),
+       share=st.sampled_from([0.25, 0.5, 1.0]))
+@settings(max_examples=12, deadline=None)
+def test_a_plan_is_never_below_the_exported_model(name, board, share):
+    planned, exported = planned_and_exported(name, load_board(board), share)
+    assume(planned is not None)
+    assert exported.ram_bytes <= planned.ram_bytes, (exported.to_text(), planned.to_text())
+    assert exported.flash_bytes <= planned.flash_bytes, (exported.to_text(), planned.to_text())
+
+
+@pytest.mark.parametrize("name,board", [("shrubs", "stm32f411"), ("hoeffding", "atmega2560")])
+def test_a_plan_is_never_below_the_cross_built_elf(tmp_path, name, board):
+    """The exported model's measured RAM (state, descriptors, deepest API call) and flash (tables, initial
+    image, code) in the linked ELF are at most the plan's."""
+    from edgestream import learners, targets
+    from edgestream.data import make_stream
+
+    planned, _ = planned_and_exported(name, load_board(board), 1.0)
+    X, y = make_stream("blobs", 400, seed=1, n_classes=3, n_features=4)
+    model = learners.get(name).make(**planned.params).fit(X.astype(np.float32), y)
+    built = targets.build(export_bundle(model, tmp_path / "bundle", name="m"), board)
+    stack = max(size for function, size in built.stack_max.items() if function != "main")
+    assert (built.state_bytes or 0) + built.tables_in_ram + stack <= planned.ram_bytes
+    assert built.tables_bytes + built.state_image_bytes + built.code_bytes <= planned.flash_bytes

@@ -188,13 +188,13 @@ def test_restore_refuses_corrupt_images_and_keeps_the_state(setup, stream):
     refused(good, ES_ERR_SIZE, length=0)
     refused(good, ES_ERR_SIZE, offset=1)  # not 4-byte aligned
     refused(reseal(good, hash=checkpoint.model_hash(model) ^ 1), ES_ERR_OTHER_MODEL)
-    refused(reseal(good, version=2), ES_ERR_IMAGE)
+    refused(reseal(good, version=checkpoint.IMAGE_VERSION + 1), ES_ERR_IMAGE)
     refused(reseal(good, magic=b"ESIN"), ES_ERR_IMAGE)
     refused(reseal(good, body=b"\xff" * (len(good) - 24)), ES_ERR_IMAGE)  # a valid CRC, an invalid state
     assert device.fn["restore"](device.ffi.NULL, device.size) == ES_ERR_NULL
     assert device.restore_latest(None, None) == ES_ERR_NULL
     # the host refuses the same images with a message
-    for bad, words in ((good[:-1], "bytes"), (reseal(good, version=2), "version"),
+    for bad, words in ((good[:-1], "bytes"), (reseal(good, version=checkpoint.IMAGE_VERSION + 1), "version"),
                        (reseal(good, hash=1), "another model"), (good[:30] + b"\x55" + good[31:], "CRC")):
         with pytest.raises(ValueError, match=words):
             checkpoint.read_image(model, bad)

@@ -41,6 +41,19 @@ Decisions (the C runtime follows every one of them to the bit):
   refresh* keeps every diagonal regularizer between ``mu^m lambda`` and ``lambda`` (without it ``lambda`` would
   decay to 0 and ``K`` would lose positive definiteness when fewer than ``m`` recent samples span the nodes).
   With ``mu = 1`` (no forgetting) ``rho = 0`` and this is exactly the paper's Algorithm 1.
+* **A factor that lives for months**: without forgetting (``mu = 1``, or ``mu`` so close to 1 that
+  ``1 / (1 - mu)`` is in the millions) ``K`` grows by ``a a^T`` per sample; in float32 a diagonal ``L_ii`` of
+  ``2**12`` (``K_ii = 2**24`` unit samples) takes no more rotations from unit-size nodes and learning stalls. So
+  after every step, when a diagonal entry has reached ``diag_limit = 2**8 max(1, sqrt(lambda))`` (``K_ii`` at
+  ``2**16`` samples' worth), the whole factor is halved (multiplied by 0.5, exact in float32): ``K`` and the
+  implicit ``V = K W`` are quartered and ``W`` is unchanged, so the past weighs a quarter, as one forgetting step
+  with ``mu = 1/4``; then every diagonal entry below ``diag_floor = sqrt(lambda)`` is raised to it (repeated
+  quartering would otherwise take the regularizer of directions the stream no longer excites to underflow).
+  ``mu = 1`` so learns without forgetting up to ``2**16`` samples' worth per node and, from then on, with an
+  effective memory of ``2**14 .. 2**16`` samples, where every new sample still moves the factor by at least
+  ``2**-16`` of its size (float32 resolves ``2**-24``). With the defaults' forgetting ``K_ii`` stays near
+  ``500 a_i^2`` and the halving never happens.
+* **Lifetime counter**: ``n_learned`` is uint64 (never wraps).
 * **Weights**: with ``e = y - W^T a`` (the residual before the update, ``y`` one-hot), ``K_k dW = B`` with
   ``B = a e^T - rho e_j W_{k-1}[j, :]`` (``rho`` as ``sqrt(rho) * sqrt(rho)`` in float32), solved column-wise
   by forward substitution ``t_i = (b_i - L_i0 c_0 - L_i1 c_1 - ...) / L_ii`` (terms in increasing index order)
@@ -77,6 +90,7 @@ TANH_LIMIT = F32(3.0)
 PROBA_SCALE = F32(4096.0)  # Q10 (1024) times a gain of 4
 SCORE_LIMIT = F32(2.0**30)
 SEED_MIX = 0x6D2B79F5
+DIAG_LIMIT = 2.0**8  # times max(1, sqrt(lambda)): the factor halves there (module docstring)
 STATE_ARRAYS = ("center", "scale", "factor", "weights")
 
 
@@ -96,9 +110,11 @@ STATE = StateSpec(
         Field("feature_scale", "float", "sqrt(3 / d)"), Field("enhance_scale", "float", "sqrt(3 / F)"),
         Field("sqrt_forget", "float", "sqrt(mu); 1 = no forgetting"),
         Field("refresh_sqrt", "float", "sqrt(lambda (1 - mu^m)); 0 = no refresh"),
+        Field("diag_limit", "float", "the factor halves when a diagonal entry reaches it"),
+        Field("diag_floor", "float", "sqrt(lambda): the diagonal after a halving is at least this"),
     ),
     counters=(
-        Field("n_learned", "uint32_t", "samples learned"),
+        Field("n_learned", "uint64_t", "samples learned"),
         Field("refresh", "uint16_t", "node whose regularization is refreshed next"),
     ),
     regions=(
@@ -290,6 +306,7 @@ class OnlineBLSClassifier(OnlineStateLearner):
             "feature_scale": F32(math.sqrt(3.0 / d)), "enhance_scale": F32(math.sqrt(3.0 / self.feature_nodes)),
             "sqrt_forget": F32(math.sqrt(mu)),
             "refresh_sqrt": F32(math.sqrt(lam * (1.0 - mu**m))) if mu < 1 else F32(0.0),
+            "diag_limit": F32(DIAG_LIMIT * max(1.0, math.sqrt(lam))), "diag_floor": F32(math.sqrt(lam)),
         }
 
     def summary(self) -> str:
@@ -354,7 +371,7 @@ class OnlineBLSClassifier(OnlineStateLearner):
 
     def saved_arrays(self) -> dict:
         self._check_ready()
-        counters = np.array([self.n_learned, self.refresh], dtype=np.uint32)
+        counters = np.array([self.n_learned, self.refresh], dtype=np.uint64)
         return {name: getattr(self, name) for name in STATE_ARRAYS} | {"counters": counters}
 
     def restore_arrays(self, arrays: dict) -> None:
@@ -449,7 +466,16 @@ class OnlineBLSClassifier(OnlineStateLearner):
             self.refresh = (j + 1) % m
         solve(self.factor, delta, m)
         self.weights += delta
-        self.n_learned = (self.n_learned + 1) & 0xFFFFFFFF
+        self._bound_factor()
+        self.n_learned = (self.n_learned + 1) & 0xFFFFFFFFFFFFFFFF
+
+    def _bound_factor(self) -> None:
+        """Halve the factor when a diagonal entry reached ``diag_limit`` (module docstring)."""
+        config = self._constants
+        diagonal = column_offsets(self.n_nodes)
+        if (self.factor[diagonal] >= config["diag_limit"]).any():
+            self.factor *= F32(0.5)
+            self.factor[diagonal] = np.maximum(self.factor[diagonal], config["diag_floor"])
 
     def encode_label(self, label) -> int:
         self._check_ready()

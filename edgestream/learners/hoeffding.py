@@ -51,6 +51,21 @@ Decisions (the C runtime follows every one of them to the bit):
   stops growing (no split is tried any more), and its leaves keep learning their statistics and predicting.
 * **Grace**: per leaf the weight learned since its last attempt (uint32, saturating); an attempt when it reaches
   ``grace_period`` resets it, whether or not the leaf splits (or the pool is full).
+* **Counts that live for months** (float32 counts stop counting at ``2**24``): when a learning step leaves the
+  learned class's prior count ``n_k`` or estimator count at ``COUNT_LIMIT = 2**14`` or above, every prior count,
+  estimator count and ``M2`` of that leaf is halved (multiplied by 0.5, exact in float32), before the grace
+  check. Means, ranges, variances ``M2 / count`` and the priors' ratios stay as they were; every count stays below
+  ``2**14 + 255``, where adding a weight (an integer up to 255) is exact, so the counts keep growing by every
+  row's weight at any age and IRF's Poisson weights stay unbiased. A leaf so remembers, per class, about its last
+  ``2**13 .. 2**14`` weighted rows (old evidence decays by halves, which also lets a full tree's leaves follow a
+  drift within tens of thousands of rows; a larger bound would keep more evidence and follow a drift more
+  slowly); a class not seen for about 150 halvings of its leaf underflows to a count of 0 and leaves the naive
+  Bayes there. A state with a count that is negative, not finite or at ``2 COUNT_LIMIT`` or beyond is refused
+  (``ValueError`` here, ``ES_ERR_IMAGE`` on the device): the learning steps never leave one (a split's child
+  counts are at most its parent's, up to a rounding); a count from the bound up to that is halved with its leaf
+  when its class is next learned there.
+* **Lifetime counter**: ``n_learned`` is uint64 (never wraps); the xorshift ``random`` state is a uint32 that
+  cycles by design.
 * **Forest** (IRF): online bagging, each tree learns a row ``w ~ Poisson(lambda)`` times (Knuth's product of
   uniforms against ``exp(-lambda)`` in float32, at most 255; ``w = 0`` skips the tree); each split attempt draws
   ``floor(sqrt(d)) + 1`` distinct features by a partial Fisher-Yates shuffle of ``0 .. d-1`` (``r mod (d - j)``),
@@ -85,6 +100,8 @@ SCORE_LIMIT = F32(2.0**29)
 EXCLUDED = -(2**30)
 Q10 = F32(1024.0)
 WEIGHT_CAP = 255
+COUNT_LIMIT = F32(2.0**14)  # a leaf's counts halve when one reaches it (module docstring)
+VALID_COUNT = 2 * COUNT_LIMIT  # a restored state's counts are below it
 
 LN2 = F32(0.6931471805599453)
 SQRT2 = F32(1.4142135623730951)
@@ -124,7 +141,7 @@ STATE = StateSpec(
         Field("exp_neg_lambda", "float", "exp(-lambda) of the Poisson weights; 0 = every tree learns every row"),
     ),
     counters=(
-        Field("n_learned", "uint32_t", "rows learned"),
+        Field("n_learned", "uint64_t", "rows learned"),
         Field("random", "uint32_t", "xorshift32 state"),
     ),
     regions=(
@@ -420,7 +437,7 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
 
     def saved_arrays(self) -> dict:
         self._check_ready()
-        counters = np.array([self.n_learned, self.random.state], dtype=np.uint32)
+        counters = np.array([self.n_learned, self.random.state], dtype=np.uint64)
         return {name: getattr(self, name) for name in STATE_ARRAYS} | {"counters": counters}
 
     def restore_arrays(self, arrays: dict) -> None:
@@ -444,7 +461,14 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
                     or (child[~leaf] <= node[~leaf]).any() or (child[~leaf] + 1 >= used).any():
                 raise ValueError(f"tree {t}: a node points outside its used nodes or leaves (children must point "
                                  f"forward)")
+        counts = np.concatenate([self.class_count.reshape(-1), self.est_count.reshape(-1)])
+        valid = (counts >= 0) & (counts < VALID_COUNT)
+        if not valid.all():
+            raise ValueError(f"a leaf count is {float(counts[~valid][0])!r}: counts must be from 0 to below "
+                             f"{int(VALID_COUNT)} (the learning steps halve a leaf's counts at {int(COUNT_LIMIT)})")
         n_learned, random = (int(v) for v in arrays["counters"])
+        if random > 0xFFFFFFFF:
+            raise ValueError(f"random state {random} is beyond uint32")
         self.n_learned, self.random = n_learned, Random(random)
 
     # -- the device's steps ------------------------------------------------------------------------------------
@@ -489,7 +513,7 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
             w = self.random.poisson(limit) if limit > 0 else 1
             if w:
                 self._learn_tree(t, x, int(label), w)
-        self.n_learned = (self.n_learned + 1) & 0xFFFFFFFF
+        self.n_learned = (self.n_learned + 1) & 0xFFFFFFFFFFFFFFFF
 
     def _learn_tree(self, t: int, x: np.ndarray, k: int, w: int) -> None:
         node = self._leaf_node(t, x)
@@ -506,11 +530,18 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
         self.mean[t, s, k] = new_mean
         self.low[t, s] = np.where(x < self.low[t, s], x, self.low[t, s])
         self.high[t, s] = np.where(x > self.high[t, s], x, self.high[t, s])
+        if self.class_count[t, s, k] >= COUNT_LIMIT or count >= COUNT_LIMIT:
+            self._halve(t, s)
         self.since[t, s] = min(int(self.since[t, s]) + w, 0xFFFFFFFF)
         if self.since[t, s] >= self.grace_period:
             self.since[t, s] = 0
             if int(self.n_nodes[t]) + 2 <= self.max_nodes:
                 self._attempt(t, node, s)
+
+    def _halve(self, t: int, s: int) -> None:
+        """Halve every count and ``M2`` of leaf slot ``s`` (the bound of the module docstring)."""
+        for name in ("class_count", "est_count", "m2"):
+            getattr(self, name)[t, s] *= F32(0.5)
 
     def _features(self, d: int) -> np.ndarray:
         m = self.subspace(d)
