@@ -10,11 +10,13 @@ from setuptools import Extension, setup
 
 NUMPY = {"include_dirs": [numpy.get_include()], "define_macros": [("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")]}
 RUNTIME = sorted(str(path) for path in Path("csrc").glob("es_*.c"))
+HEADERS = sorted(str(path) for path in [*Path("csrc").glob("es_*.h"), Path("edgestream/_engine_learners.h")])
 
 extensions = [Extension(f"edgestream.{name}", [f"edgestream/{name}.pyx"], **NUMPY) for name in ("_kernels", "_gbdt")]
 # The runtime's float arithmetic must not be contracted into fused multiply-adds (it is checked bit for bit).
 extensions.append(Extension("edgestream._engine", ["edgestream/_engine.pyx", *RUNTIME],
                             include_dirs=[*NUMPY["include_dirs"], "csrc", "edgestream"],
-                            define_macros=NUMPY["define_macros"], extra_compile_args=["-O2", "-ffp-contract=off"]))
+                            define_macros=NUMPY["define_macros"], extra_compile_args=["-O2", "-ffp-contract=off"],
+                            depends=HEADERS))
 
 setup(ext_modules=cythonize(extensions, language_level=3))
