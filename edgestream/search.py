@@ -55,7 +55,7 @@ class Candidate:
     instructions: float | None = None  # predicted per learn step on the board's core (None: no cost model)
     keeps_up: bool | None = True  # with a rate: instructions fit the cycles per sample (None: no cost model)
     accuracy: float | None = None  # prequential accuracy on the rows (None: not evaluated)
-    samples_per_second: float | None = None  # host learning speed of the Python model
+    samples_per_second: float | None = None  # host learning speed (the compiled engine)
 
     @property
     def eligible(self) -> bool:

@@ -85,7 +85,7 @@ def train(learner: str, X, y, params: dict, board=None, ram=None, flash=None, bi
 
 
 def evaluate_online(model, X, y, window: int = 500, progress: bool = False) -> PrequentialResult:
-    """Prequential evaluation of a saved online model's Python implementation over rows in file order: each row is
+    """Prequential evaluation of a saved online model over rows in file order, on the compiled engine: each row is
     predicted, scored, then learned (the model keeps what it learns). Rows of another width, labels the model was
     not started with, and frozen learners are refused."""
     spec = learners.of_model(model)

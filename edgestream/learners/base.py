@@ -165,6 +165,9 @@ class CompiledSteps(DeviceState):
         """The engine, holding the learning state from now on."""
         engine = self.__dict__.get("_state_engine")
         if engine is None:
+            if not self._started():
+                self._check_ready()  # the learner's own "start first" error
+                raise RuntimeError(f"this {type(self).__name__} has not started: call start or partial_fit first")
             engine = StateEngine(self)
             for name in self.engine_state:
                 self.__dict__.pop(name, None)
@@ -192,6 +195,9 @@ class CompiledSteps(DeviceState):
             else:
                 saved[name] = np.asarray(arrays[name]).reshape(np.shape(current)).astype(current.dtype)
         self.restore_arrays(saved)
+        for region in self.layout().regions:  # caches the runtime kept (an image holds none): as they were
+            if region.group == "cache" and region.name in arrays and region.name in self.__dict__:
+                getattr(self, region.name).reshape(-1)[...] = arrays[region.name]
 
     def _label_indices(self, y) -> np.ndarray:
         """Class index of every label (uint8); an unknown label gets the specification's error."""
