@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from engine_twin import EngineTwin
 from edgestream.adwin import ADWIN, ADWIN_DTYPE, adwin_from_record, adwin_record
 from edgestream.export import export_bundle
 from edgestream.learners.axgb import IDLE, STATE, AdaptiveXGBoost, job_units
@@ -100,13 +101,16 @@ def make(n_features, n_classes, X, **params):
 
 
 def run_parity(learner, X, y, every_proba=True):
-    device = Device(learner)
+    """The specification, the device C (cffi) and the engine learn every row alike."""
+    device, twin = Device(learner), EngineTwin(learner)
     bins = learner.transform(X)
     c = len(learner.classes_)
     for i, (row, label) in enumerate(zip(bins, y)):
+        expected = learner.predict_encoded_bins(row)[0]
         learner.learn_bins(row, int(label))
         assert device.learn(row, int(label)) == 0
         assert state_differences(learner, device) == [], f"after step {i}"
+        twin.step(X[i], int(label), learner, expected, f"step {i}")
         if every_proba:
             assert np.array_equal(device.proba(row, c), learner.predict_proba_bins(row)[0])
             assert device.predict(row) == learner.predict_encoded_bins(row)[0]

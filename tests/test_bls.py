@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from engine_twin import EngineTwin
 from edgestream import OnlineBLSClassifier
 from edgestream.export import export_bundle
 from edgestream.learners.bls import STATE, column_offsets, tanh_approx, unpack_factor, xorshift_uniform
@@ -124,16 +125,18 @@ def streams(draw):
 def test_c_equals_python_after_every_update(stream):
     params, sample, X, y, n_classes = stream
     learner = OnlineBLSClassifier(**params).start(sample, np.arange(n_classes))
-    device = Device(learner)
+    device, twin = Device(learner), EngineTwin(learner)
     assert_same_state(learner, device, "at start")
     for i, (x, label) in enumerate(zip(X, y)):
         status, proba = device.proba(x)
         assert status == 0 and np.array_equal(proba, learner.predict_proba_q15(x[None])[0]), f"row {i}"
         assert int(proba.sum()) == 32768
-        assert device.predict(x) == (0, learner.predict_encoded(x[None])[0]), f"row {i}"
+        expected = learner.predict_encoded(x[None])[0]
+        assert device.predict(x) == (0, expected), f"row {i}"
         learner.learn_encoded(x, int(label))
         assert device.learn(x, int(label)) == 0
         assert_same_state(learner, device, f"after row {i}")
+        twin.step(x, int(label), learner, expected, f"row {i}")
         assert (learner.factor[column_offsets(learner.n_nodes)] > 0).all()
 
 

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from edgestream import data, learners
+from engine_twin import assert_same_state
 from edgestream.evaluate import prequential
 
 LEARNING = [name for name, spec in learners.REGISTRY.items() if spec.state is not None]
@@ -52,23 +53,6 @@ def pair(name: str, variant: int, X, classes):
     spec = copy.deepcopy(engine)
     spec.use_engine = False
     return engine, spec
-
-
-def engine_state(learner):
-    """The engine's regions (scratch left out) and counters, read without handing the state back."""
-    state = learner.__dict__["_state_engine"]
-    arrays, counters = state.device_state()
-    scratch = {r.name for r in learner.layout().regions if r.group == "scratch"}
-    return {name: values for name, values in arrays.items() if name not in scratch}, counters
-
-
-def assert_same_state(engine, spec):
-    arrays, counters = engine_state(engine)
-    expected_arrays, expected_counters = spec.device_state()
-    assert counters == expected_counters
-    for name, values in arrays.items():
-        expected = np.ascontiguousarray(expected_arrays[name]).reshape(-1)
-        assert np.array_equal(values.view(np.uint8), expected.view(np.uint8)), name
 
 
 @pytest.mark.parametrize("name", LEARNING)

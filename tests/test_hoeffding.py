@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from engine_twin import EngineTwin
 from edgestream.export import export_bundle
 from edgestream.learners.hoeffding import (LEAF, STATE, HoeffdingTreeClassifier, IncrementalRandomForest,
                                            erf_f32, log_f32)
@@ -110,15 +111,17 @@ def test_c_equals_python_after_every_step(stream):
     params, X, y, n_classes = stream
     cls = IncrementalRandomForest if "n_trees" in params else HoeffdingTreeClassifier
     learner = cls(**params).start(X[: max(1, len(X) // 3)], np.arange(n_classes))
-    device = Device(learner)
+    device, twin = Device(learner), EngineTwin(learner)
     assert_same_state(learner, device, "at start")
     for i, (x, label) in enumerate(zip(X, y)):
         status, proba = device.proba_of(x)
         assert status == 0 and np.array_equal(proba, learner.predict_proba_q15(x[None])[0]), f"row {i}"
-        assert device.predict(x) == (0, learner.predict_encoded(x[None])[0]), f"row {i}"
+        expected = learner.predict_encoded(x[None])[0]
+        assert device.predict(x) == (0, expected), f"row {i}"
         learner.learn_encoded(x, int(label))
         assert device.learn(x, int(label)) == 0
         assert_same_state(learner, device, f"after row {i}")
+        twin.step(x, int(label), learner, expected, f"row {i}")
     assert (learner.n_nodes <= learner.max_nodes).all() and (learner.n_nodes == 2 * learner.n_leaves - 1).all()
 
 
