@@ -17,7 +17,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 MARKER = re.compile(r"^<!-- generated: ([a-z-]+)(?: (\S+))? -->$", re.MULTILINE)
-RESULTS = ROOT / "docs" / "benchmarks"
+RESULTS = ROOT / "benchmarks" / "results"
 ERRORS_PER_COMMAND = 6  # rows of the bad-input table shown under each command of the CLI reference
 
 
