@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import posixpath
 import re
 import shlex
 import sys
@@ -21,9 +22,18 @@ RESULTS = ROOT / "benchmarks" / "results"
 ERRORS_PER_COMMAND = 6  # rows of the bad-input table shown under each command of the CLI reference
 
 
+PAGE = {"path": "index.md"}  # the page being built: generated links are relative to it
+
+
 def on_page_markdown(markdown: str, page=None, config=None, files=None) -> str:
     """mkdocs hook: expand every marker of a page."""
+    PAGE["path"] = page.file.src_uri if page is not None else "index.md"
     return MARKER.sub(lambda match: generate(match.group(1), match.group(2)), markdown)
+
+
+def link(target: str) -> str:
+    """The link to the page ``target`` (a path under docs/) from the page being built."""
+    return posixpath.relpath(target, posixpath.dirname(PAGE["path"]) or ".")
 
 
 def generate(kind: str, argument: str | None = None) -> str:
@@ -34,7 +44,9 @@ def generate(kind: str, argument: str | None = None) -> str:
 
 
 def cell(text) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    """A table cell: a ``|`` outside code spans escaped (inside them the table reads it as text)."""
+    parts = str(text).replace("\n", " ").split("`")
+    return "`".join(part if index % 2 else part.replace("|", "\\|") for index, part in enumerate(parts))
 
 
 def table(header: tuple[str, ...], rows) -> str:
@@ -100,7 +112,7 @@ def command_errors(command: str) -> str:
     if not cases:
         return ""
     rows = [(f"`edgestream {case.command}`", case.code, f"`{case.fragment}`") for case in cases[:ERRORS_PER_COMMAND]]
-    more = f" ({len(cases)} in all in [the bad-input table](../bad-input.md))"
+    more = f" ({len(cases)} in all in [the bad-input table]({link('bad-input.md')}))"
     return f"Common mistakes and their answers{more}:\n\n" + table(("command", "exit", "error contains"), rows)
 
 
@@ -112,7 +124,7 @@ def learners_table() -> str:
     rows = []
     for spec in learners.REGISTRY.values():
         device = "keeps learning" if spec.learning else "frozen"
-        rows.append((f"[`{spec.name}`](learners/{spec.name}.md)", f"`{spec.cls.__name__}`", spec.summary, device,
+        rows.append((f"[`{spec.name}`]({link(f'learners/{spec.name}.md')})", f"`{spec.cls.__name__}`", spec.summary, device,
                      "yes" if spec.online else "batch", ", ".join(f"`{m}`" for m in spec.runtime)))
     return table(("learner", "estimator", "what", "on the device", "learns online", "runtime modules"), rows)
 
