@@ -218,22 +218,36 @@ def board_file(name: str) -> str:
     return f"```toml\n{(ROOT / 'boards' / f'{name}.toml').read_text().strip()}\n```"
 
 
-C_DECLARATION = re.compile(r"/\*(?P<comment>(?:[^*]|\*(?!/))*)\*/\s*\n(?P<declaration>(?:[a-z_][\w ]*\**\s*)"
-                           r"(?P<name>es_\w+)\s*\((?:[^;{])*\)\s*;)")
+C_ITEM = re.compile(r"^[ \t]*/\*(?P<comment>(?:[^*]|\*(?!/))*)\*/|^(?P<declaration>(?:static inline )?[a-z_][\w ]*\**\s*"
+                    r"(?P<name>es_\w+)\((?:[^;{])*\)\s*(?:;|\{[^\n]*\}))", re.MULTILINE)
 
 
 def c_api() -> str:
-    """Every function the runtime's headers declare, with its comment, header by header."""
+    """Every function the runtime's headers declare, header by header, each under the comment that precedes it
+    (a comment before several declarations speaks for all of them)."""
     parts = []
     for header in sorted((ROOT / "csrc").glob("es_*.h")):
         if header.name.endswith("_state.h"):
             continue
-        text = header.read_text()
-        intro = re.match(r"\s*/\*(.*?)\*/", text, re.DOTALL)
-        parts += [f"### `{header.name}`", "", c_comment(intro.group(1)) if intro else "", ""]
-        for match in C_DECLARATION.finditer(text):
-            declaration = " ".join(match.group("declaration").split())
-            parts += [f"`{declaration}`", "", f": {c_comment(match.group('comment'))}", ""]
+        parts += [f"### `{header.name}`", ""]
+        comment, seen = None, set()
+        text = re.sub(r"\{[^{}]*\n[^{}]*\}", "{}", header.read_text())  # struct and enum bodies, their comments
+        for match in C_ITEM.finditer(text):
+            if match.group("comment") is not None:
+                if comment:  # a comment of its own (the header's introduction, a section)
+                    parts += [comment, ""]
+                comment = c_comment(match.group("comment"))
+                continue
+            if match.group("name") in seen:  # a second definition for another target (es_flash.h)
+                continue
+            seen.add(match.group("name"))
+            if comment:
+                parts += [comment, ""]
+                comment = None
+            declaration = re.sub(r"\s*\{.*\}$", ";", " ".join(match.group("declaration").split()))
+            parts += [f"    {declaration}", ""]
+        if comment:
+            parts += [comment, ""]
     return "\n".join(parts)
 
 

@@ -192,3 +192,44 @@ def test_the_site_builds_strictly(tmp_path):
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "site" / "reference" / "cli" / "index.html").is_file()
+
+
+def docs_hooks():
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import docs_hooks
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    return docs_hooks
+
+
+def test_the_cli_reference_has_every_command_and_option():
+    import argparse
+
+    from edgestream.cli import build_parser
+
+    page = docs_hooks().cli_reference()
+    commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    for name, parser in commands.choices.items():
+        assert f"## edgestream {name}\n" in page
+        for action in parser._actions:
+            for flag in [] if isinstance(action, argparse._HelpAction) else action.option_strings:
+                assert f"`{flag}" in page, (name, flag)
+
+
+def test_the_c_reference_has_every_runtime_function():
+    page = docs_hooks().c_api()
+    declared = set()
+    for header in (ROOT / "csrc").glob("es_*.h"):
+        if not header.name.endswith("_state.h"):
+            declared |= set(re.findall(r"^[a-z_][\w ]*\**\s*(es_\w+)\(", header.read_text(), re.MULTILINE))
+    assert len(declared) > 20
+    assert {name for name in declared if f"{name}(" not in page} == set()
+
+
+def test_the_python_reference_has_every_public_module():
+    page = docs_hooks().python_api()
+    for path in (ROOT / "edgestream").rglob("*.py"):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        if not any(part.startswith("_") for part in parts[1:]):
+            assert f"::: {'.'.join(parts)}\n" in page, path
