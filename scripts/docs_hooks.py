@@ -31,6 +31,14 @@ def on_page_markdown(markdown: str, page=None, config=None, files=None) -> str:
     return MARKER.sub(lambda match: generate(match.group(1), match.group(2)), markdown)
 
 
+SPHINX_ROLE = re.compile(r":(?:func|class|mod|meth|data|attr|exc|obj):(?=<code>)")
+
+
+def on_page_content(html: str, page=None, config=None, files=None) -> str:
+    """mkdocs hook: the docstrings' Sphinx roles (``:class:`Name```) read as plain code."""
+    return SPHINX_ROLE.sub("", html)
+
+
 def link(target: str) -> str:
     """The link to the page ``target`` (a path under docs/) from the page being built."""
     return posixpath.relpath(target, posixpath.dirname(PAGE["path"]) or ".")
