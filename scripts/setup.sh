@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Prepare a fresh machine: the cross toolchains and emulators (Debian packages), a project-local venv with
-# edgestream installed in editable mode plus its test, benchmark and documentation extras, and a venv per other supported Python
-# found on the machine (3.12, 3.13: scripts/pythons.py) for tests/test_pythons.py.
+# edgestream installed in editable mode plus its test, benchmark and documentation (docs) extras, and a venv per
+# other supported Python found on the machine (3.12, 3.13: scripts/pythons.py) for tests/test_pythons.py.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
