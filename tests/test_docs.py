@@ -233,3 +233,14 @@ def test_the_python_reference_has_every_public_module():
         parts = path.relative_to(ROOT).with_suffix("").parts
         if not any(part.startswith("_") for part in parts[1:]):
             assert f"::: {'.'.join(parts)}\n" in page, path
+
+
+def test_every_learner_has_a_page_in_the_navigation():
+    from edgestream import learners
+
+    nav = (ROOT / "mkdocs.yml").read_text()
+    for name in learners.REGISTRY:
+        page = DOCS / "learners" / f"{name}.md"
+        assert page.is_file(), f"no page for the learner {name!r}: write {page.relative_to(ROOT)}"
+        assert f"learners/{name}.md" in nav
+        assert f"<!-- generated: parameters {name} -->" in page.read_text()
