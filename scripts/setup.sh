@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Prepare a fresh machine: the cross toolchains and emulators (Debian packages), a project-local venv with
-# edgestream installed in editable mode plus its test and benchmark extras, and a venv per other supported Python
-# found on the machine (3.12, 3.13: scripts/pythons.py) for tests/test_pythons.py.
+# edgestream installed in editable mode plus its test, benchmark and documentation (docs) extras, and a venv per
+# other supported Python found on the machine (3.12, 3.13: scripts/pythons.py) for tests/test_pythons.py.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -39,5 +39,5 @@ if [ ! -x .venv/bin/python ]; then
     python3 -m venv .venv
 fi
 .venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q -e ".[test,bench]"
+.venv/bin/python -m pip install -q -e ".[test,bench,docs]"
 .venv/bin/python scripts/pythons.py setup
