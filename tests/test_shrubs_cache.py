@@ -37,7 +37,7 @@ def test_incremental_caches_equal_a_recomputation(window, shrubs, depth, every, 
     for x, label in zip(X, y):
         learner.learn_one(x, label)
     incremental = active_caches(learner)
-    learner._kernel.rebuild()
+    learner.rebuild_caches()
     rebuilt = active_caches(learner)
     for name in incremental:
         assert np.array_equal(incremental[name], rebuilt[name]), name
