@@ -25,8 +25,8 @@ everything (the paper's memory term 2 B (M + 1)):
   equal a recomputation from scratch (:meth:`ShrubEnsemble.rebuild_caches`, used after a restore).
 
 Shrub training (CART on bins, breadth first, level by level): a level's nodes may split when they hold two
-classes and at least ``2 * min_samples_leaf`` rows. Taken feature by feature from ``sorted_rows``, a node's rows
-come in bin order; a *run* is a node's rows with one bin. The threshold between two consecutive runs (the bin of
+classes and at least ``2 * min_samples_leaf`` rows. Feature by feature, a *run* is a node's rows with one bin
+(the device meets them in ``sorted_rows`` order). The threshold between two consecutive runs (the bin of
 the first) is a candidate unless both runs hold one and the same class (Fayyad and Irani's boundary points: the
 best split of a concave criterion lies on one, so this mostly drops thresholds that cannot win; it halves the
 candidates on the benchmark streams). A candidate needs ``min_samples_leaf`` rows on each side; the split is the
@@ -163,11 +163,6 @@ def xlog2x_table() -> np.ndarray:
     return np.array([c * log2_q16(c) if c > 1 else 0 for c in range(MAX_WINDOW + 1)], dtype=np.int64)
 
 
-def trunc_shift(a: np.ndarray, k: int) -> np.ndarray:
-    """``a / 2**k`` rounded toward zero, as C99 division (int64)."""
-    return np.where(a >= 0, a >> k, -((-a) >> k))
-
-
 def pair_terms(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``floor(sum_c a[..., i, c] * b[..., j, c] / 2**15)`` for every pair of Q15 leaf rows ``a[..., i, :]`` and
     ``b[..., j, :]``, the sum wrapping at 2**32 as the C's uint32 does."""
@@ -190,91 +185,84 @@ def node_class_counts(node_of: np.ndarray, labels: np.ndarray, level_size: int, 
     return np.bincount(keys, minlength=level_size * n_classes).reshape(level_size, n_classes)
 
 
-def split_candidates(bins, labels, sorted_rows, node_of, level_size: int, n_classes: int):
+def split_candidates(bins, labels, node_of, level_size: int, n_classes: int):
     """The level's candidate splits: for every feature and node, the thresholds between two consecutive runs of
     the node's rows (rows of one bin), except between two runs of one and the same class. Returns the arrays
     node, feature, threshold and left class counts [candidates, C], ordered by feature, node, threshold."""
-    n_features = bins.shape[1]
-    node = node_of[sorted_rows]  # [features, rows]: the rows of every feature in (bin, row) order
-    playing = node >= 0
-    n_playing = int(playing[0].sum())
-    # per feature, the rows of each node together (a stable sort keeps the (bin, row) order within a node)
-    by_node = np.argsort(np.where(playing, node, level_size), axis=1, kind="stable")[:, :n_playing]
-    rows = np.take_along_axis(sorted_rows, by_node, axis=1)
-    group = (np.arange(n_features)[:, None] * level_size + np.take_along_axis(node, by_node, axis=1)).ravel()
-    bin_ = bins[rows, np.arange(n_features)[:, None]].ravel().astype(np.int64)
-    labels = labels[rows].ravel()
-    run_key = group * 256 + bin_  # non-decreasing: group, then bin
-    ends = np.flatnonzero(np.append(run_key[1:] != run_key[:-1], True))  # last row of every run
-    starts = np.append(0, ends[:-1] + 1)
-    counts_before = np.zeros((len(labels) + 1, n_classes), dtype=np.int64)  # class counts of the rows before
-    np.cumsum(np.eye(n_classes, dtype=np.int64)[labels], axis=0, out=counts_before[1:])
-    run_counts = counts_before[ends + 1] - counts_before[starts]
-    run_class = np.where(run_counts.max(axis=1) == ends - starts + 1, run_counts.argmax(axis=1), -1)  # -1: mixed
-    run_group = group[ends]
-    left = counts_before[ends + 1] - counts_before[np.searchsorted(group, run_group)]
+    playing = np.flatnonzero(node_of >= 0)
+    group = np.arange(bins.shape[1]) * level_size + node_of[playing][:, None]  # [rows, features]: feature, node
+    keys, counts = np.unique(((group * 256 + bins[playing]) * n_classes + labels[playing][:, None]).ravel(),
+                             return_counts=True)  # the class counts of every (feature, node, bin), in that order
+    run_of_key = keys // n_classes  # a run: (feature, node, bin)
+    first_of_run = np.flatnonzero(np.append(True, run_of_key[1:] != run_of_key[:-1]))
+    run_keys = run_of_key[first_of_run]
+    run_counts = np.zeros((len(run_keys), n_classes), dtype=np.int64)
+    run_counts[np.searchsorted(run_keys, run_of_key), keys % n_classes] = counts
+    one_class = np.diff(first_of_run, append=len(keys)) == 1
+    run_class = np.where(one_class, keys[first_of_run] % n_classes, -1)  # -1: mixed
+    run_group = run_keys // 256
+    counts_before = np.zeros((len(run_keys) + 1, n_classes), dtype=np.int64)  # of the runs before, then all
+    np.cumsum(run_counts, axis=0, out=counts_before[1:])
+    left = counts_before[1:] - counts_before[np.searchsorted(run_group, run_group)]  # the group's runs up to each
     boundary = (run_group[:-1] == run_group[1:]) & ((run_class[:-1] < 0) | (run_class[:-1] != run_class[1:]))
     at = np.flatnonzero(boundary)
-    return run_group[at] % level_size, run_group[at] // level_size, bin_[ends[at]], left[at]
+    return run_group[at] % level_size, run_group[at] // level_size, run_keys[at] % 256, left[at]
 
 
-def split_scores(left: np.ndarray, right: np.ndarray, criterion: str) -> tuple[np.ndarray, np.ndarray]:
-    """Scores of the candidates with class counts ``left`` and ``right`` [candidates, C], as fractions
-    ``num / den`` to maximise: gini ``L2 / nL + R2 / nR``, or minus the entropy cost."""
+def fraction_key(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """``floor(num / den * 2**45)`` of fractions ``0 <= num / den < 2**17`` with ``0 < den <= 2**22``, by long
+    division in int64. Two different such fractions differ by at least ``1 / (den_1 den_2) >= 2**-44``, so
+    their keys differ: the keys order the fractions exactly, as the C's cross multiplication does."""
+    quotient, remainder = np.divmod(num, den)
+    high, remainder = np.divmod(remainder << 23, den)
+    return (quotient << 45) + (high << 22) + (remainder << 22) // den
+
+
+def split_keys(left: np.ndarray, right: np.ndarray, criterion: str) -> np.ndarray:
+    """Exact scores (larger is better, int64) of the candidates with class counts ``left`` and ``right``
+    [candidates, C]: gini ``L2 / nL + R2 / nR`` (:func:`fraction_key`), or minus the entropy cost."""
     n_left, n_right = left.sum(axis=1), right.sum(axis=1)
     if criterion == "gini":
-        return (left**2).sum(axis=1) * n_right + (right**2).sum(axis=1) * n_left, n_left * n_right
+        return fraction_key((left**2).sum(axis=1) * n_right + (right**2).sum(axis=1) * n_left, n_left * n_right)
     xlog2x = xlog2x_table()
-    cost = xlog2x[n_left] + xlog2x[n_right] - xlog2x[left].sum(axis=1) - xlog2x[right].sum(axis=1)
-    return -cost, np.ones_like(cost)
+    return xlog2x[left].sum(axis=1) + xlog2x[right].sum(axis=1) - xlog2x[n_left] - xlog2x[n_right]
 
 
-def node_scores(counts: np.ndarray, criterion: str) -> tuple[np.ndarray, np.ndarray]:
-    """Scores of unsplit nodes with class counts ``counts`` [nodes, C], as fractions comparable to
-    :func:`split_scores`: gini ``P2 / n``, or minus the entropy cost."""
+def node_keys(counts: np.ndarray, criterion: str) -> np.ndarray:
+    """Exact scores of unsplit nodes with class counts ``counts`` [nodes, C], comparable to :func:`split_keys`:
+    gini ``P2 / n``, or minus the entropy cost."""
     total = counts.sum(axis=1)
     if criterion == "gini":
-        return (counts**2).sum(axis=1), total
+        return fraction_key((counts**2).sum(axis=1), total)
     xlog2x = xlog2x_table()
-    cost = xlog2x[total] - xlog2x[counts].sum(axis=1)
-    return -cost, np.ones_like(cost)
+    return xlog2x[counts].sum(axis=1) - xlog2x[total]
 
 
-def first_largest(num: np.ndarray, den: np.ndarray) -> int:
-    """Index of the first largest fraction ``num / den`` (den > 0), exactly: cross-multiplied in int64."""
-    best = int(np.argmax(num / den))  # a float guess, then exact comparisons
-    while True:
-        better = num * den[best] > num[best] * den
-        if not better.any():
-            return int(np.argmax(num * den[best] == num[best] * den))
-        best = int(np.argmax(better))
-
-
-def best_splits(bins, labels, sorted_rows, node_of, counts, may_split, criterion: str, min_samples_leaf: int):
-    """Per node of the level, the (feature, threshold) of its split, or None where it stays a leaf."""
-    node, feature, threshold, left = split_candidates(bins, labels, sorted_rows, node_of, *counts.shape)
+def best_splits(bins, labels, node_of, counts, criterion: str, min_samples_leaf: int):
+    """The feature and threshold of the split of every node of the level (feature -1: the node stays a leaf)."""
+    node, feature, threshold, left = split_candidates(bins, labels, node_of, *counts.shape)
     right = counts[node] - left
-    large_enough = (left.sum(axis=1) >= min_samples_leaf) & (right.sum(axis=1) >= min_samples_leaf)
-    num, den = split_scores(left, right, criterion)
-    parent_num, parent_den = node_scores(counts, criterion)
-    choices = [None] * len(counts)
-    for v in np.flatnonzero(may_split):
-        at = np.flatnonzero((node == v) & large_enough)
-        if len(at):
-            best = at[first_largest(num[at], den[at])]
-            if num[best] * parent_den[v] > parent_num[v] * den[best]:
-                choices[v] = (int(feature[best]), int(threshold[best]))
-    return choices
+    allowed = (left.sum(axis=1) >= min_samples_leaf) & (right.sum(axis=1) >= min_samples_leaf)
+    node, feature, threshold = node[allowed], feature[allowed], threshold[allowed]
+    key = split_keys(left[allowed], right[allowed], criterion)
+    by_node = np.lexsort((-key, node))  # stable: among equal scores the lowest feature, then threshold first
+    best = by_node[np.unique(node[by_node], return_index=True)[1]]  # every node's first of its sorted list
+    best = best[key[best] > node_keys(counts, criterion)[node[best]]]  # strictly better than the parent
+    split_feature = np.full(len(counts), -1)
+    split_threshold = np.zeros(len(counts), dtype=np.int64)
+    split_feature[node[best]] = feature[best]
+    split_threshold[node[best]] = threshold[best]
+    return split_feature, split_threshold
 
 
-def leaf_value(counts: np.ndarray) -> list[int]:
-    """Q15 class probabilities of a leaf, rounded half up."""
-    total = int(counts.sum())
-    return [(int(c) * Q15_ONE + total // 2) // total for c in counts]
+def leaf_values(counts: np.ndarray) -> np.ndarray:
+    """Q15 class probabilities of nodes with class counts ``counts`` [nodes, C] (none empty), rounded half up."""
+    total = counts.sum(axis=1, keepdims=True)
+    return (counts * Q15_ONE + total // 2) // total
 
 
-def grow_shrub(bins, labels, sorted_rows, n_classes: int, criterion: str, max_depth: int, min_samples_leaf: int):
-    """CART on the window's rows (``bins`` [n, d], ``labels`` [n], ``sorted_rows`` [d, n]), level by level.
+def grow_shrub(bins, labels, n_classes: int, criterion: str, max_depth: int, min_samples_leaf: int):
+    """CART on the window's rows (``bins`` [n, d], ``labels`` [n]), level by level.
     Returns the nodes in breadth-first order as (feature, threshold, child) with a split's child and a leaf's
     row numbered within the shrub, and the Q15 rows of the leaves in the order of their nodes."""
     node_of = np.zeros(len(labels), dtype=np.int64)  # every row's node within the level; -1 once in a leaf
@@ -282,38 +270,35 @@ def grow_shrub(bins, labels, sorted_rows, n_classes: int, criterion: str, max_de
     level_size = 1
     for level in range(max_depth + 1):
         counts = node_class_counts(node_of, labels, level_size, n_classes)
-        choices = [None] * level_size
+        feature, threshold = np.full(level_size, -1), np.zeros(level_size, dtype=np.int64)
         may_split = ((counts > 0).sum(axis=1) > 1) & (counts.sum(axis=1) >= 2 * min_samples_leaf)
         if level < max_depth and may_split.any():
             node_of = np.where((node_of >= 0) & may_split[node_of], node_of, -1)
-            choices = best_splits(bins, labels, sorted_rows, node_of, counts, may_split, criterion,
-                                  min_samples_leaf)
+            feature, threshold = best_splits(bins, labels, node_of, counts, criterion, min_samples_leaf)
+        is_split = feature >= 0
+        first_child = np.where(is_split, 2 * np.cumsum(is_split) - 2, -1)  # within the next level
         next_level = len(nodes) + level_size
-        split = np.zeros((level_size, 3), dtype=np.int64)  # feature, threshold, first child in the next level
-        split[:, 2] = -1
-        next_size = 0
-        for v, choice in enumerate(choices):
-            if choice is None:
-                nodes.append((LEAF_FEATURE, 0, len(leaves)))
-                leaves.append(leaf_value(counts[v]))
+        values = leaf_values(counts)
+        for v in range(level_size):
+            if is_split[v]:
+                nodes.append((int(feature[v]), int(threshold[v]), next_level + int(first_child[v])))
             else:
-                nodes.append((*choice, next_level + next_size))
-                split[v] = (*choice, next_size)
-                next_size += 2
-        if next_size == 0:
+                nodes.append((LEAF_FEATURE, 0, len(leaves)))
+                leaves.append(values[v])
+        if not is_split.any():
             return nodes, leaves
-        node_of = route_rows(bins, node_of, split)
-        level_size = next_size
+        node_of = route_rows(bins, node_of, feature, threshold, first_child)
+        level_size = 2 * int(is_split.sum())
     raise AssertionError("unreachable: the last level has leaves only")
 
 
-def route_rows(bins: np.ndarray, node_of: np.ndarray, split: np.ndarray) -> np.ndarray:
+def route_rows(bins, node_of, feature, threshold, first_child) -> np.ndarray:
     """Every row's node in the next level (-1 for the rows whose node became a leaf)."""
     playing = np.flatnonzero(node_of >= 0)
-    feature, threshold, first_child = split[node_of[playing]].T
-    child = np.where(first_child >= 0, first_child + (bins[playing, np.maximum(feature, 0)] > threshold), -1)
+    node = node_of[playing]
+    right = bins[playing, np.maximum(feature[node], 0)] > threshold[node]
     routed = np.full_like(node_of, -1)
-    routed[playing] = child
+    routed[playing] = np.where(first_child[node] >= 0, first_child[node] + right, -1)
     return routed
 
 
@@ -327,8 +312,9 @@ def gradient_steps(weights, gram, label_sum, alpha_q16: int, n_rows: int, n_clas
     scale = (alpha_q16 << 15) // (n_rows * n_classes)
     w = np.asarray(weights, dtype=np.int64)
     for _ in range(burnin):
-        step = trunc_shift(trunc_shift(gram @ w - target, 15) * scale, 30)
-        w = np.clip(w - step, -WEIGHT_LIMIT, WEIGHT_LIMIT)
+        gradient = gram.dot(w) - target
+        step = ((np.abs(gradient) >> 15) * scale) >> 30  # both divisions round toward zero, as in C99
+        w = np.minimum(np.maximum(w - np.where(gradient < 0, -step, step), -WEIGHT_LIMIT), WEIGHT_LIMIT)
     return w
 
 
@@ -533,11 +519,12 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
     def _train_shrub(self, slot: int) -> None:
         """CART on the window into pool slot ``slot``: its first nodes and leaf rows."""
         n = self.count
-        nodes, leaves = grow_shrub(self.window_bins[:n], self.window_labels[:n], self.sorted_rows[:, :n],
-                                   len(self.classes_), self.criterion, self.max_depth, self.min_samples_leaf)
+        nodes, leaves = grow_shrub(self.window_bins[:n], self.window_labels[:n], len(self.classes_), self.criterion,
+                                   self.max_depth, self.min_samples_leaf)
         node_base, leaf_base = slot * self.nodes_per_shrub, slot * self.leaves_per_shrub
         for i, (feature, threshold, child) in enumerate(nodes):
-            self.nodes[node_base + i] = (feature, threshold, child + (leaf_base if feature == LEAF_FEATURE else node_base))
+            base = leaf_base if feature == LEAF_FEATURE else node_base
+            self.nodes[node_base + i] = (feature, threshold, base + child)
         self.leaf_values[leaf_base: leaf_base + len(leaves)] = leaves
 
     def _new_shrub_terms(self, slot: int, active: np.ndarray) -> None:
