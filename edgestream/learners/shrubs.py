@@ -194,12 +194,13 @@ def split_candidates(bins, labels, node_of, level_size: int, n_classes: int):
     keys, counts = np.unique(((group * 256 + bins[playing]) * n_classes + labels[playing][:, None]).ravel(),
                              return_counts=True)  # the class counts of every (feature, node, bin), in that order
     run_of_key = keys // n_classes  # a run: (feature, node, bin)
-    first_of_run = np.flatnonzero(np.append(True, run_of_key[1:] != run_of_key[:-1]))
+    new_run = run_of_key[1:] != run_of_key[:-1]
+    first_of_run = np.flatnonzero(np.concatenate(([True], new_run)))
+    last_of_run = np.flatnonzero(np.concatenate((new_run, [True])))
     run_keys = run_of_key[first_of_run]
     run_counts = np.zeros((len(run_keys), n_classes), dtype=np.int64)
     run_counts[np.searchsorted(run_keys, run_of_key), keys % n_classes] = counts
-    one_class = np.diff(first_of_run, append=len(keys)) == 1
-    run_class = np.where(one_class, keys[first_of_run] % n_classes, -1)  # -1: mixed
+    run_class = np.where(first_of_run == last_of_run, keys[first_of_run] % n_classes, -1)  # -1: mixed
     run_group = run_keys // 256
     counts_before = np.zeros((len(run_keys) + 1, n_classes), dtype=np.int64)  # of the runs before, then all
     np.cumsum(run_counts, axis=0, out=counts_before[1:])
@@ -487,7 +488,8 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
     def _leaves(self, rows: np.ndarray, slots: np.ndarray) -> np.ndarray:
         """Leaf row [rows, slots] that the shrub of every slot reaches for every binned row (the tree rule)."""
         roots = (slots * self.nodes_per_shrub).astype(np.uint16)
-        return TreeEnsemble(self.nodes, roots, roots, self.leaf_values, self.n_features_).apply(rows).astype(np.int64)
+        shrubs = TreeEnsemble(self.nodes, roots, np.ones_like(roots), self.leaf_values, self.n_features_)
+        return shrubs.apply(rows).astype(np.int64)
 
     def _cached_leaf_values(self, rows, slots: np.ndarray) -> np.ndarray:
         """Leaf values [rows, slots, C] of window rows in the shrubs of ``slots``, from ``leaf_index``."""
