@@ -1,7 +1,7 @@
 #include "es_shrubs.h"
 
-/* The learning step follows edgestream/learners/shrubs.py (whose kernel is _kernels.ShrubKernel) to the bit;
- * the docstring there states the algorithm and every rounding point. Loops keep the region pointers in locals:
+/* The learning step follows edgestream/learners/shrubs.py, the specification, to the bit; its docstring states
+ * the algorithm and every rounding point. Loops keep the region pointers in locals:
  * the regions may alias as far as the compiler knows, so reading them through `model` costs a load each time. */
 
 #define ES_WEIGHT_LIMIT ((int32_t)1 << 17) /* weights stay within +-4.0 during the gradient steps */

@@ -1,9 +1,12 @@
 """Shrub Ensembles: the algorithm's behaviour, bad input, memory bounds and learning bundles."""
 
+from fractions import Fraction
+from math import gcd
+
 import cffi
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from edgestream.data import make_stream
@@ -14,7 +17,7 @@ from edgestream.simulate import header_cdef
 from edgestream.state import runtime_header_path
 from edgestream.export import export_bundle
 from edgestream.modelfile import load_model, save_model
-from edgestream.learners.shrubs import ShrubEnsemble, simplex_q15
+from edgestream.learners.shrubs import ShrubEnsemble, fraction_key, simplex_q15
 from edgestream.simulate import RuntimeLearner, load_bundle
 from edgestream.tree import LEAF_FEATURE, Q15_ONE
 
@@ -37,6 +40,20 @@ def test_simplex_projection_is_exact_and_keeps_order(values):
     rho = max(j for j in range(1, len(u) + 1) if real[j - 1] + (1 - cumulative[j - 1]) / j > 0)
     expected = np.maximum(real + (1 - cumulative[rho - 1]) / rho, 0) * Q15_ONE
     assert np.abs(np.asarray(w) - expected).max() <= 1.0 + 1e-9
+
+
+@given(st.integers(2, 2**22), st.integers(2, 2**22), st.integers(0, 2**12 - 1), st.booleans())
+def test_split_keys_order_the_closest_fractions_exactly(den_a, den_b, whole, equal):
+    """Gini scores are fractions below 2**13 with denominators up to 2**22: two different ones are at least
+    1 / (den_a den_b) apart, as neighbours a/b, c/d with a d - b c = 1 are; equal ones get equal keys."""
+    assume(gcd(den_a, den_b) == 1)
+    num_a = pow(den_b, -1, den_a)  # num_a den_b - num_b den_a = 1
+    num_b = (num_a * den_b - 1) // den_a
+    if equal:
+        num_b, den_b = num_a * 2, den_a * 2
+    num_a, num_b = num_a + whole * den_a, num_b + whole * den_b
+    keys = fraction_key(np.array([num_a, num_b]), np.array([den_a, den_b]))
+    assert np.sign(keys[0] - keys[1]) == np.sign(Fraction(num_a, den_a) - Fraction(num_b, den_b))
 
 
 def test_learns_a_drifting_concept_and_forgets_the_old_one():
@@ -96,6 +113,10 @@ def test_bad_stream_input_is_named():
         learner.learn_one(np.zeros(4), 1)
     with pytest.raises(RuntimeError, match="fit_bins"):
         ShrubEnsemble().learn_row(np.zeros(3), 1)  # (learn_one would buffer the row for a cold start)
+    with pytest.raises(ValueError, match=r"a binned row has shape \(4,\), expected \(3,\)"):
+        learner.learn_bins(np.zeros(4, dtype=np.uint8), 1)
+    with pytest.raises(ValueError, match=r"label index 2 is outside 0\.\.1"):
+        learner.learn_bins(np.zeros(3, dtype=np.uint8), 2)
     assert learner.count == 0  # nothing was learned from the rejected rows
 
 

@@ -1,5 +1,5 @@
-"""Shrub Ensembles: the cached state (leaves per window row, sorted lists, Gram sums) against a recomputation,
-the compiled host fast path against the plain one, and C writes that stay inside their regions."""
+"""Shrub Ensembles: the cached state (leaves per window row, sorted lists, Gram sums) against a recomputation, the
+C's recomputation against the specification's, and C writes that stay inside their regions."""
 
 import numpy as np
 from hypothesis import given, settings
@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from edgestream import ShrubEnsemble
 from edgestream.data import make_stream
-from edgestream.learners.shrubs import STATE
+from edgestream.learners.shrubs import CACHE_ARRAYS, STATE, STATE_ARRAYS
 from edgestream.simulate import RuntimeLearner
 
 GUARD = 64  # canary bytes after every region
@@ -37,7 +37,7 @@ def test_incremental_caches_equal_a_recomputation(window, shrubs, depth, every, 
     for x, label in zip(X, y):
         learner.learn_one(x, label)
     incremental = active_caches(learner)
-    learner._kernel.rebuild()
+    learner.rebuild_caches()
     rebuilt = active_caches(learner)
     for name in incremental:
         assert np.array_equal(incremental[name], rebuilt[name]), name
@@ -45,29 +45,30 @@ def test_incremental_caches_equal_a_recomputation(window, shrubs, depth, every, 
     assert np.array_equal(incremental["sorted_rows"], np.argsort(keys, axis=0).T)
 
 
-def test_fast_host_path_learns_and_predicts_like_the_binned_path():
-    X, y = make_stream("sea", 600, seed=7)
-    X[::17, 1] = np.nan
-    fast = ready(ShrubEnsemble(window_size=32, max_shrubs=6, allow_missing=True), X, np.unique(y))
-    plain = ready(ShrubEnsemble(window_size=32, max_shrubs=6, allow_missing=True), X, np.unique(y))
-    for x, label in zip(X, y):
-        bins = plain.transform(x[None])
-        assert fast.predict_one(x) == plain.classes_[np.argmax(plain.predict_proba_bins(bins)[0])]
-        fast.learn_one(x, label)
-        plain.learn_bins(bins[0], plain.encode_label(label))
-    for name in ("nodes", "weights", "roots", "window_bins", "gram"):
-        assert np.array_equal(getattr(fast, name), getattr(plain, name)), name
-    strict = ready(ShrubEnsemble(window_size=8), X, np.unique(y))
-    try:
-        strict.learn_one(X[0], y[0])
-        raise AssertionError("NaN accepted without allow_missing")
-    except ValueError as error:
-        assert "feature 1 of row 0 is NaN" in str(error)
-    try:
-        strict.learn_one(X[1], 7)
-        raise AssertionError("unknown label accepted")
-    except ValueError as error:
-        assert "not one of the configured classes" in str(error)
+def test_c_rebuild_and_learning_equal_the_specification_where_uint32_sums_wrap():
+    """Leaf values of a restored state may make a row's Gram term wrap at 2**32 (20 classes at 30000 each):
+    the C's rebuild and the learning steps after it wrap as the specification does."""
+    rng = np.random.default_rng(5)
+    learner = ShrubEnsemble(window_size=24, max_shrubs=4, max_depth=3, max_bins=16)
+    learner.fit_bins(rng.normal(size=(300, 3))).set_classes(np.arange(20))
+    for row in learner.transform(rng.normal(size=(40, 3))):
+        learner.learn_bins(row, int(rng.integers(0, 20)))
+    saved = learner.saved_arrays()
+    saved["leaf_values"][:] = 30000
+    learner.restore_arrays(saved)
+    device = RuntimeLearner(learner).load_export(learner)
+    for name in CACHE_ARRAYS:
+        device.regions[name][...] = 0xA5  # stale bytes the rebuild must replace
+    device.lib.es_shrubs_rebuild(device.model)
+    assert int(learner.gram.max()) == learner.count * ((20 * 30000**2 % 2**32) >> 15)  # each row's term wrapped
+    bins = learner.transform(rng.normal(size=(60, 3)))
+    for step, row in enumerate(bins):
+        for name in STATE_ARRAYS + CACHE_ARRAYS:
+            assert np.array_equal(device.regions[name], getattr(learner, name).reshape(-1)), (step, name)
+        label = int(rng.integers(0, 20))
+        assert device.learn(row, label) == 0
+        learner.learn_bins(row, label)
+    assert np.array_equal(device.predict_proba(bins), learner.predict_proba_bins(bins))
 
 
 @settings(max_examples=30, deadline=None)

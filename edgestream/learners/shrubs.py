@@ -4,8 +4,9 @@ A sliding window of ``window_size`` (B) binned samples lives in a ring buffer. E
 new shrub (a CART tree of depth ``max_depth`` on the window) joins the ensemble with weight 0; ``burnin``
 proximal gradient steps on the window's MSE loss follow, then the hard-L0 prox keeps the ``max_shrubs`` (M)
 largest weights, the non-zero ones are projected onto the probability simplex, and shrubs whose weight ends at 0
-are dropped. The state has a fixed size (:data:`STATE`). The whole step runs in ``_kernels.ShrubKernel`` (Cython),
-which this docstring specifies; the C runtime follows it to the bit.
+are dropped. The state has a fixed size (:data:`STATE`). The Python code of this module is the specification:
+integer arithmetic on the state arrays (numpy where it is exact, masks where the C's uint32 wraps); the C runtime
+follows it to the bit.
 
 What is cached, so that a step costs O(d B depth + B M + burnin M^2) instead of retraining and re-evaluating
 everything (the paper's memory term 2 B (M + 1)):
@@ -14,22 +15,23 @@ everything (the paper's memory term 2 B (M + 1)):
   ``slot * 2**max_depth + leaf``) that the shrub in pool slot ``slot`` reaches for window row ``row``.
   A step evaluates the active shrubs on the new row and the new shrub on the window, nothing else. Entries of
   inactive slots and of rows not yet filled are stale and never read.
-* ``sorted_rows[f, :count]``: the window rows ordered by (bin of feature f, row index), kept by insertion (O(d B)
-  per step), so CART never sorts.
+* ``sorted_rows[f, :count]``: the window rows ordered by (bin of feature f, row index), so CART never sorts (the
+  device keeps the lists by insertion, O(d B) per step).
 * ``gram[a, b] = sum_rows floor(sum_c h_a[c] h_b[c] / 2**15)`` for active slots a, b (Q15 leaf values, so each
   row's term is an exact integer below 2**16; the sums stay below 2**28) and ``label_sum[a] = sum_rows
-  h_a[label]``. When a row leaves the window its terms are subtracted, when it enters they are added (O(M^2) per
-  step); the new shrub's row and column are computed over the window (O(B M)). All sums are exact integers, so
-  the incremental values equal a recomputation from scratch (``ShrubKernel.rebuild``, used after a restore).
+  h_a[label]``, all in uint32 arithmetic (the leaf values of a restored state may make a sum wrap). When a row
+  leaves the window its terms are subtracted, when it enters they are added (O(M^2) per step); the new shrub's
+  row and column are computed over the window (O(B M)). All sums are exact integers, so the incremental values
+  equal a recomputation from scratch (:meth:`ShrubEnsemble.rebuild_caches`, used after a restore).
 
 Shrub training (CART on bins, breadth first, level by level): a level's nodes may split when they hold two
-classes and at least ``2 * min_samples_leaf`` rows. For each feature in ascending order, one scan of
-``sorted_rows`` passes every row to its node's running class counts. A *run* is a node's rows with one bin; the
-threshold between two consecutive runs (the bin of the first) is a candidate unless both runs hold one and the
-same class (Fayyad and Irani's boundary points: the best split of a concave criterion lies on one, so this
-mostly drops thresholds that cannot win; it halves the candidates on the benchmark streams). A candidate needs
-``min_samples_leaf`` rows on each side and replaces the best split only if strictly better, so ties go to the
-lowest feature, then the lowest threshold; the first candidate must beat the parent. Scores are exact:
+classes and at least ``2 * min_samples_leaf`` rows. Feature by feature, a *run* is a node's rows with one bin
+(the device meets them in ``sorted_rows`` order). The threshold between two consecutive runs (the bin of
+the first) is a candidate unless both runs hold one and the same class (Fayyad and Irani's boundary points: the
+best split of a concave criterion lies on one, so this mostly drops thresholds that cannot win; it halves the
+candidates on the benchmark streams). A candidate needs ``min_samples_leaf`` rows on each side; the split is the
+best candidate, ties to the lowest feature, then the lowest threshold, and it must score strictly better than
+the parent. Scores are exact:
 
 * gini: maximise ``L2 / nL + R2 / nR`` (``L2`` = sum of squared left class counts), compared by cross
   multiplication in 64-bit integers (``num * best_den > best_num * den``; below 2**58 for B <= 4096); the
@@ -44,7 +46,7 @@ active shrubs in rank order, then the new one), weights ``w`` in Q15, ``n`` = ro
 ``A`` = ``round(step_size * 65536)`` or, with ``step_size="adaptive"``, ``65536 // (K + 1)`` for K candidates::
 
       scale = floor(A * 2**15 / (n * C))                                 (once per step)
-      m[k]  = sum_j w[j] * gram[k, j] - 2**15 * label_sum[k]             (int64: gradient sum, Q30)
+      m[k]  = sum_j w[j] * int32(gram[k, j]) - 2**15 * label_sum[k]      (int64: gradient sum, Q30)
       w[k] -= trunc(trunc(m[k] / 2**15) * scale / 2**30)                 (2 alpha times the mean gradient, Q15)
       w[k]  = clip(w[k], -2**17, 2**17)
 
@@ -59,30 +61,31 @@ product sum once (in ``gram``) and divides by ``n * C`` through ``scale``; produ
 * The ensemble keeps the rank order; prediction is the shared ensemble rule of :mod:`edgestream.tree`. An empty
   ensemble predicts ``32768 // C`` for every class (class 0).
 * Shrub storage: ``max_shrubs + 1`` slots of ``2**(max_depth+1) - 1`` nodes and ``2**max_depth`` leaf rows; a
-  new shrub takes the lowest slot no active shrub uses.
-* Scratch (``node_of``, ``split_counts``, ``split_stats``, ``work_weights``, ``rank``, ``cand_slot``) carries
-  nothing from one step to the next.
+  new shrub takes the lowest slot no active shrub uses. A step writes only the entries named here (the nodes
+  and leaf rows a new shrub uses, the Gram entries of active slots, ...): the rest keep their stale values.
+* Scratch (``node_of``, ``split_counts``, ``split_stats``, ``work_weights``, ``rank``, ``cand_slot``) is the
+  device's working memory within a step; it carries nothing from one step to the next and the specification
+  does not use it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from functools import cache
 
 import numpy as np
 
-from .. import _kernels
 from ..state import Field, RegionSpec, StateSpec
-from ..tree import CRITERIA, Q15_ONE, TreeEnsemble
+from ..tree import CRITERIA, LEAF_FEATURE, Q15_ONE, TreeEnsemble
 from .base import (TREE_OPTIONS, BinnedOnlineLearner, DeviceState, Estimator, LearnerSpec, Option, check_integer,
                    restore_regions, step_size)
 
 STATE_ARRAYS = ("window_bins", "window_labels", "nodes", "leaf_values", "roots", "weights")
 MAX_WINDOW = 4096
-_FLOAT64 = np.dtype(np.float64)
 MAX_SHRUBS = 64
 MAX_DEPTH = 8
 MAX_STEP = 256.0
 WEIGHT_LIMIT = 2**17
+UINT32 = 0xFFFFFFFF  # mask of the C's uint32 sums
 
 
 def _nodes_per_shrub(config: dict) -> int:
@@ -139,6 +142,183 @@ CACHE_ARRAYS = ("sorted_rows", "leaf_index", "gram", "label_sum")
 SCRATCH_ARRAYS = tuple(r.name for r in STATE.regions if r.group == "scratch")
 
 
+# -- exact integer arithmetic --------------------------------------------------------------------------------------
+
+def log2_q16(x: int) -> int:
+    """log2(x) in Q16 for an integer x >= 1: the exponent, then 16 squarings of the Q30 mantissa (es_log2_q16)."""
+    exponent = x.bit_length() - 1
+    y = x << (30 - exponent) if exponent <= 30 else x >> (exponent - 30)  # mantissa in [1, 2), Q30
+    result = exponent << 16
+    for bit in range(15, -1, -1):
+        y = (y * y) >> 30
+        if y >= 2 << 30:
+            y >>= 1
+            result += 1 << bit
+    return result
+
+
+@cache
+def xlog2x_table() -> np.ndarray:
+    """``xlog2x(c) = c * log2_q16(c)`` (0 for c <= 1) of every count of a window, int64."""
+    return np.array([c * log2_q16(c) if c > 1 else 0 for c in range(MAX_WINDOW + 1)], dtype=np.int64)
+
+
+def pair_terms(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``floor(sum_c a[..., i, c] * b[..., j, c] / 2**15)`` for every pair of Q15 leaf rows ``a[..., i, :]`` and
+    ``b[..., j, :]``, the sum wrapping at 2**32 as the C's uint32 does."""
+    products = a.astype(np.int64) @ np.swapaxes(b, -1, -2).astype(np.int64)
+    return (products & UINT32) >> 15
+
+
+def window_pair_sums(h: np.ndarray, others: np.ndarray) -> np.ndarray:
+    """Gram entries of one shrub with others over the window: ``sum_rows pair_term(h[row], others[row, j])``
+    (uint32), for leaf rows ``h`` [rows, C] and ``others`` [rows, K, C]."""
+    return pair_terms(h[:, None, :], others)[:, 0, :].sum(axis=0) & UINT32
+
+
+# -- shrub training: CART on the window's bins ------------------------------------------------------------------
+
+def node_class_counts(node_of: np.ndarray, labels: np.ndarray, level_size: int, n_classes: int) -> np.ndarray:
+    """Class counts [level_size, C] of the level's nodes (rows with node -1 are in leaves already)."""
+    playing = node_of >= 0
+    keys = node_of[playing] * n_classes + labels[playing]
+    return np.bincount(keys, minlength=level_size * n_classes).reshape(level_size, n_classes)
+
+
+def split_candidates(bins, labels, node_of, level_size: int, n_classes: int):
+    """The level's candidate splits: for every feature and node, the thresholds between two consecutive runs of
+    the node's rows (rows of one bin), except between two runs of one and the same class. Returns the arrays
+    node, feature, threshold and left class counts [candidates, C], ordered by feature, node, threshold."""
+    playing = np.flatnonzero(node_of >= 0)
+    group = np.arange(bins.shape[1]) * level_size + node_of[playing][:, None]  # [rows, features]: feature, node
+    keys, counts = np.unique(((group * 256 + bins[playing]) * n_classes + labels[playing][:, None]).ravel(),
+                             return_counts=True)  # the class counts of every (feature, node, bin), in that order
+    run_of_key = keys // n_classes  # a run: (feature, node, bin)
+    new_run = run_of_key[1:] != run_of_key[:-1]
+    first_of_run = np.flatnonzero(np.concatenate(([True], new_run)))
+    last_of_run = np.flatnonzero(np.concatenate((new_run, [True])))
+    run_keys = run_of_key[first_of_run]
+    run_counts = np.zeros((len(run_keys), n_classes), dtype=np.int64)
+    run_counts[np.searchsorted(run_keys, run_of_key), keys % n_classes] = counts
+    run_class = np.where(first_of_run == last_of_run, keys[first_of_run] % n_classes, -1)  # -1: mixed
+    run_group = run_keys // 256
+    counts_before = np.zeros((len(run_keys) + 1, n_classes), dtype=np.int64)  # of the runs before, then all
+    np.cumsum(run_counts, axis=0, out=counts_before[1:])
+    left = counts_before[1:] - counts_before[np.searchsorted(run_group, run_group)]  # the group's runs up to each
+    boundary = (run_group[:-1] == run_group[1:]) & ((run_class[:-1] < 0) | (run_class[:-1] != run_class[1:]))
+    at = np.flatnonzero(boundary)
+    return run_group[at] % level_size, run_group[at] // level_size, run_keys[at] % 256, left[at]
+
+
+def fraction_key(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """``floor(num / den * 2**45)`` of fractions ``0 <= num / den < 2**17`` with ``0 < den <= 2**22``, by long
+    division in int64. Two different such fractions differ by at least ``1 / (den_1 den_2) >= 2**-44``, so
+    their keys differ: the keys order the fractions exactly, as the C's cross multiplication does."""
+    quotient, remainder = np.divmod(num, den)
+    high, remainder = np.divmod(remainder << 23, den)
+    return (quotient << 45) + (high << 22) + (remainder << 22) // den
+
+
+def split_keys(left: np.ndarray, right: np.ndarray, criterion: str) -> np.ndarray:
+    """Exact scores (larger is better, int64) of the candidates with class counts ``left`` and ``right``
+    [candidates, C]: gini ``L2 / nL + R2 / nR`` (:func:`fraction_key`), or minus the entropy cost."""
+    n_left, n_right = left.sum(axis=1), right.sum(axis=1)
+    if criterion == "gini":
+        return fraction_key((left**2).sum(axis=1) * n_right + (right**2).sum(axis=1) * n_left, n_left * n_right)
+    xlog2x = xlog2x_table()
+    return xlog2x[left].sum(axis=1) + xlog2x[right].sum(axis=1) - xlog2x[n_left] - xlog2x[n_right]
+
+
+def node_keys(counts: np.ndarray, criterion: str) -> np.ndarray:
+    """Exact scores of unsplit nodes with class counts ``counts`` [nodes, C], comparable to :func:`split_keys`:
+    gini ``P2 / n``, or minus the entropy cost."""
+    total = counts.sum(axis=1)
+    if criterion == "gini":
+        return fraction_key((counts**2).sum(axis=1), total)
+    xlog2x = xlog2x_table()
+    return xlog2x[counts].sum(axis=1) - xlog2x[total]
+
+
+def best_splits(bins, labels, node_of, counts, criterion: str, min_samples_leaf: int):
+    """The feature and threshold of the split of every node of the level (feature -1: the node stays a leaf)."""
+    node, feature, threshold, left = split_candidates(bins, labels, node_of, *counts.shape)
+    right = counts[node] - left
+    allowed = (left.sum(axis=1) >= min_samples_leaf) & (right.sum(axis=1) >= min_samples_leaf)
+    node, feature, threshold = node[allowed], feature[allowed], threshold[allowed]
+    key = split_keys(left[allowed], right[allowed], criterion)
+    by_node = np.lexsort((-key, node))  # stable: among equal scores the lowest feature, then threshold first
+    best = by_node[np.unique(node[by_node], return_index=True)[1]]  # every node's first of its sorted list
+    best = best[key[best] > node_keys(counts, criterion)[node[best]]]  # strictly better than the parent
+    split_feature = np.full(len(counts), -1)
+    split_threshold = np.zeros(len(counts), dtype=np.int64)
+    split_feature[node[best]] = feature[best]
+    split_threshold[node[best]] = threshold[best]
+    return split_feature, split_threshold
+
+
+def leaf_values(counts: np.ndarray) -> np.ndarray:
+    """Q15 class probabilities of nodes with class counts ``counts`` [nodes, C] (none empty), rounded half up."""
+    total = counts.sum(axis=1, keepdims=True)
+    return (counts * Q15_ONE + total // 2) // total
+
+
+def grow_shrub(bins, labels, n_classes: int, criterion: str, max_depth: int, min_samples_leaf: int):
+    """CART on the window's rows (``bins`` [n, d], ``labels`` [n]), level by level.
+    Returns the nodes in breadth-first order as (feature, threshold, child) with a split's child and a leaf's
+    row numbered within the shrub, and the Q15 rows of the leaves in the order of their nodes."""
+    node_of = np.zeros(len(labels), dtype=np.int64)  # every row's node within the level; -1 once in a leaf
+    nodes, leaves = [], []
+    level_size = 1
+    for level in range(max_depth + 1):
+        counts = node_class_counts(node_of, labels, level_size, n_classes)
+        feature, threshold = np.full(level_size, -1), np.zeros(level_size, dtype=np.int64)
+        may_split = ((counts > 0).sum(axis=1) > 1) & (counts.sum(axis=1) >= 2 * min_samples_leaf)
+        if level < max_depth and may_split.any():
+            node_of = np.where((node_of >= 0) & may_split[node_of], node_of, -1)
+            feature, threshold = best_splits(bins, labels, node_of, counts, criterion, min_samples_leaf)
+        is_split = feature >= 0
+        first_child = np.where(is_split, 2 * np.cumsum(is_split) - 2, -1)  # within the next level
+        next_level = len(nodes) + level_size
+        values = leaf_values(counts)
+        for v in range(level_size):
+            if is_split[v]:
+                nodes.append((int(feature[v]), int(threshold[v]), next_level + int(first_child[v])))
+            else:
+                nodes.append((LEAF_FEATURE, 0, len(leaves)))
+                leaves.append(values[v])
+        if not is_split.any():
+            return nodes, leaves
+        node_of = route_rows(bins, node_of, feature, threshold, first_child)
+        level_size = 2 * int(is_split.sum())
+    raise AssertionError("unreachable: the last level has leaves only")
+
+
+def route_rows(bins, node_of, feature, threshold, first_child) -> np.ndarray:
+    """Every row's node in the next level (-1 for the rows whose node became a leaf)."""
+    playing = np.flatnonzero(node_of >= 0)
+    node = node_of[playing]
+    right = bins[playing, np.maximum(feature[node], 0)] > threshold[node]
+    routed = np.full_like(node_of, -1)
+    routed[playing] = np.where(first_child[node] >= 0, first_child[node] + right, -1)
+    return routed
+
+
+# -- the ensemble's weights ------------------------------------------------------------------------------------
+
+def gradient_steps(weights, gram, label_sum, alpha_q16: int, n_rows: int, n_classes: int, burnin: int):
+    """``burnin`` Jacobi steps on the window's MSE (module docstring) from the candidates' Q15 ``weights``,
+    with their ``gram`` [K, K] and ``label_sum`` [K] (uint32); int64 weights."""
+    gram = gram.astype(np.int32).astype(np.int64)  # the C reads the Gram sums as int32
+    target = label_sum.astype(np.int64) << 15
+    scale = (alpha_q16 << 15) // (n_rows * n_classes)
+    w = np.asarray(weights, dtype=np.int64)
+    for _ in range(burnin):
+        gradient = gram.dot(w) - target
+        step = ((np.abs(gradient) >> 15) * scale) >> 30  # both divisions round toward zero, as in C99
+        w = np.minimum(np.maximum(w - np.where(gradient < 0, -step, step), -WEIGHT_LIMIT), WEIGHT_LIMIT)
+    return w
+
+
 def simplex_q15(u: list[int]) -> list[int]:
     """Integer projection of weights ``u`` (sorted descending) onto {w >= 0, sum w = 32768}."""
     total = 0
@@ -153,6 +333,16 @@ def simplex_q15(u: list[int]) -> list[int]:
     for j in range(remainder):
         projected[j] += 1
     return projected
+
+
+def prox(weights: list[int], max_shrubs: int) -> list[tuple[int, int]]:
+    """Hard-L0 and simplex projection: (candidate, Q15 weight) of the shrubs kept, in rank order."""
+    rank = sorted(range(len(weights)), key=lambda k: -weights[k])  # a stable sort: ties to the older position
+    support = [k for k in rank[:max_shrubs] if weights[k] != 0]
+    if not support:
+        return []
+    projected = simplex_q15([weights[k] for k in support])
+    return [(k, w) for k, w in zip(support, projected) if w > 0]
 
 
 class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
@@ -173,7 +363,7 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
     """
 
     state_spec = STATE
-    engine_state = tuple(r.name for r in STATE.regions) + ("_counters", "_kernel")
+    engine_state = tuple(r.name for r in STATE.regions) + ("_counters",)
 
     def __init__(self, window_size: int = 64, max_shrubs: int = 16, max_depth: int = 4, step_size="adaptive",
                  burnin: int = 5, update_every: int = 1, criterion: str = "gini", min_samples_leaf: int = 1,
@@ -248,45 +438,22 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
     # -- setup -----------------------------------------------------------------------------------------------
 
     def reset(self) -> None:
-        """Empty window and ensemble; the bins and classes stay."""
+        """Empty window and ensemble; the bins and classes stay. The regions are attributes (scratch included,
+        for the layout), the tables 2-D: window_bins [B, d], sorted_rows [d, B], leaf_values [leaf rows, C],
+        leaf_index [B, M + 1], gram [M + 1, M + 1]."""
         self._drop_engine()
-        d, c = self.n_features_, len(self.classes_)
+        d, c, slots = self.n_features_, len(self.classes_), self.max_shrubs + 1
         arrays = self.layout().zeros()
-        arrays["window_bins"] = arrays["window_bins"].reshape(self.window_size, d)
-        arrays["leaf_values"] = arrays["leaf_values"].reshape(-1, c)
+        shapes = {"window_bins": (self.window_size, d), "sorted_rows": (d, self.window_size),
+                  "leaf_values": (-1, c), "leaf_index": (self.window_size, slots), "gram": (slots, slots)}
         for name, array in arrays.items():
-            setattr(self, name, array)
+            setattr(self, name, array.reshape(shapes.get(name, -1)))
         self._counters = np.zeros(4, dtype=np.uint16)  # head, count, n_shrubs, since_update
-        config = self.device_config()
-        self._kernel = _kernels.ShrubKernel(arrays, self._counters, *(config[f.name] for f in STATE.config))
-        self._proba = np.zeros(c, dtype=np.uint16)
-        self._row_bins = np.zeros(d, dtype=np.uint8)
-        self._row_shape = (d,)
-        self._label_index = {label: i for i, label in enumerate(self.classes_.tolist())}
-        self._fast_edges = None
-        if self.bins_.dtype == "float32":
-            edges, offsets = self.bins_.flat_edges()
-            self._fast_edges = (np.ascontiguousarray(edges, dtype=np.float32), np.ascontiguousarray(offsets))
-            self._kernel.set_edges(*self._fast_edges, self._row_bins, self.allow_missing)
 
     head = property(lambda self: int(self._counters[0]))
     count = property(lambda self: int(self._counters[1]))
     n_shrubs = property(lambda self: int(self._counters[2]))
     since_update = property(lambda self: int(self._counters[3]))
-
-    def __getstate__(self):  # the kernel views the arrays; pickles carry the arrays and counters only
-        state = super().__getstate__()
-        state.pop("_kernel", None)
-        return state
-
-    def __setstate__(self, state):
-        self.__dict__.update(state)
-        if "_counters" in state:
-            arrays = {r.name: getattr(self, r.name) for r in STATE.regions}
-            config = self.device_config()
-            self._kernel = _kernels.ShrubKernel(arrays, self._counters, *(config[f.name] for f in STATE.config))
-            if self._fast_edges is not None:
-                self._kernel.set_edges(*self._fast_edges, self._row_bins, self.allow_missing)
 
     def saved_arrays(self) -> dict:
         """The whole learning state, as a model file stores it."""
@@ -312,35 +479,134 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
             TreeEnsemble(self.nodes, self.roots[:n_shrubs], self.weights[:n_shrubs], self.leaf_values,
                          self.n_features_).validate()
         self._counters[:] = (head, count, n_shrubs, since_update)
-        self._kernel.rebuild()
+        self.rebuild_caches()
+
+    # -- the state's parts -----------------------------------------------------------------------------------
+
+    def _active_slots(self) -> np.ndarray:
+        """Pool slots of the active shrubs, in rank order."""
+        return self.roots[: self.n_shrubs].astype(np.int64) // self.nodes_per_shrub
+
+    def _leaves(self, rows: np.ndarray, slots: np.ndarray) -> np.ndarray:
+        """Leaf row [rows, slots] that the shrub of every slot reaches for every binned row (the tree rule)."""
+        roots = (slots * self.nodes_per_shrub).astype(np.uint16)
+        shrubs = TreeEnsemble(self.nodes, roots, np.ones_like(roots), self.leaf_values, self.n_features_)
+        return shrubs.apply(rows).astype(np.int64)
+
+    def _cached_leaf_values(self, rows, slots: np.ndarray) -> np.ndarray:
+        """Leaf values [rows, slots, C] of window rows in the shrubs of ``slots``, from ``leaf_index``."""
+        return self.leaf_values[(slots << self.max_depth) + self.leaf_index[rows][..., slots]]
+
+    def _sort_window_rows(self) -> None:
+        """``sorted_rows[f, :count]``: the window's rows by (bin of feature f, row)."""
+        n = self.count
+        self.sorted_rows[:, :n] = np.argsort(self.window_bins[:n], axis=0, kind="stable").T
+
+    def _move_pair_terms(self, row: int, slots: np.ndarray, replaced) -> None:
+        """Window row ``row`` was written: its terms in the Gram sums and label sums of the active ``slots`` move
+        from the row it replaced (``(leaf values [K, C], label)``, None when the window was not full)."""
+        h = self._cached_leaf_values(row, slots)
+        gram_change = pair_terms(h, h)
+        label_change = h[:, self.window_labels[row]].astype(np.int64)
+        if replaced is not None:
+            old, old_label = replaced
+            gram_change -= pair_terms(old, old)
+            label_change -= old[:, old_label]
+        block = np.ix_(slots, slots)
+        self.gram[block] = (self.gram[block] + gram_change) & UINT32
+        self.label_sum[slots] = (self.label_sum[slots] + label_change) & UINT32
+
+    def _free_slot(self, active: np.ndarray) -> int:
+        """The lowest pool slot no active shrub uses (the pool has one more slot than shrubs)."""
+        return min(set(range(self.max_shrubs + 1)) - set(active.tolist()))
+
+    def _train_shrub(self, slot: int) -> None:
+        """CART on the window into pool slot ``slot``: its first nodes and leaf rows."""
+        n = self.count
+        nodes, leaves = grow_shrub(self.window_bins[:n], self.window_labels[:n], len(self.classes_), self.criterion,
+                                   self.max_depth, self.min_samples_leaf)
+        node_base, leaf_base = slot * self.nodes_per_shrub, slot * self.leaves_per_shrub
+        for i, (feature, threshold, child) in enumerate(nodes):
+            base = leaf_base if feature == LEAF_FEATURE else node_base
+            self.nodes[node_base + i] = (feature, threshold, base + child)
+        self.leaf_values[leaf_base: leaf_base + len(leaves)] = leaves
+
+    def _new_shrub_terms(self, slot: int, active: np.ndarray) -> None:
+        """The new shrub's leaf for every window row, its Gram row and column and its label sum."""
+        n = self.count
+        leaves = self._leaves(self.window_bins[:n], np.array([slot]))[:, 0]
+        self.leaf_index[:n, slot] = leaves - (slot << self.max_depth)
+        h = self.leaf_values[leaves]
+        column = window_pair_sums(h, self._cached_leaf_values(slice(0, n), active))
+        self.gram[slot, active] = column
+        self.gram[active, slot] = column
+        self.gram[slot, slot] = window_pair_sums(h, h[:, None, :])[0]
+        self.label_sum[slot] = int(h[np.arange(n), self.window_labels[:n]].astype(np.int64).sum()) & UINT32
+
+    def _update_weights(self, candidates: np.ndarray) -> None:
+        """Gradient steps on the candidates (the active shrubs, then the new one), then the prox: the new
+        ensemble's roots, weights and size."""
+        weights = np.append(self.weights[: self.n_shrubs].astype(np.int64), 0)
+        alpha = self.step_q16 or 65536 // (len(candidates) + 1)
+        weights = gradient_steps(weights, self.gram[np.ix_(candidates, candidates)], self.label_sum[candidates],
+                                 alpha, self.count, len(self.classes_), self.burnin)
+        kept = prox(weights.tolist(), self.max_shrubs)
+        for i, (k, weight) in enumerate(kept):
+            self.roots[i] = candidates[k] * self.nodes_per_shrub
+            self.weights[i] = weight
+        self._counters[2] = len(kept)
+
+    def rebuild_caches(self) -> None:
+        """Recompute the caches (sorted lists, leaves, Gram and label sums) from the window and the shrubs, the
+        rest of them zero, as ``es_shrubs_rebuild`` does after a restore."""
+        for name in CACHE_ARRAYS:
+            getattr(self, name)[...] = 0
+        n, active = self.count, self._active_slots()
+        self._sort_window_rows()
+        self.leaf_index[:n, active] = self._leaves(self.window_bins[:n], active) - (active << self.max_depth)
+        h = self._cached_leaf_values(slice(0, n), active)
+        for i, slot in enumerate(active):
+            self.gram[slot, active] = window_pair_sums(h[:, i], h)
+        self.label_sum[active] = h[np.arange(n), :, self.window_labels[:n]].astype(np.int64).sum(axis=0) & UINT32
 
     # -- learning --------------------------------------------------------------------------------------------
 
-    def _bins_one(self, x) -> np.ndarray:
-        """Bins of one raw row: a compiled fast path for float rows, else :meth:`transform`."""
-        fast = getattr(self, "_fast_edges", None)
-        if fast is not None and type(x) is np.ndarray and x.dtype is _FLOAT64 and x.shape == self._row_shape:
-            nan_at = _kernels.bin_row_f32(x if x.flags.c_contiguous else np.ascontiguousarray(x), fast[0], fast[1],
-                                          self._row_bins)
-            if nan_at < 0 or self.allow_missing:
-                return self._row_bins
-        return self.transform(np.asarray(x).reshape(1, -1))[0]
-
     def learn_bins(self, bins: np.ndarray, label: int) -> None:
         """One learning step on an already binned sample with an encoded label."""
+        self._check_ready()
         if not 0 <= label < len(self.classes_):
             raise ValueError(f"label index {label} is outside 0..{len(self.classes_) - 1}")
-        self._kernel.learn(np.ascontiguousarray(bins, dtype=np.uint8), label)
+        bins = np.asarray(bins, dtype=np.uint8)
+        if bins.shape != (self.n_features_,):
+            raise ValueError(f"a binned row has shape {bins.shape}, expected ({self.n_features_},)")
+        head, active = self.head, self._active_slots()
+        full = self.count == self.window_size
+        replaced = (self._cached_leaf_values(head, active), int(self.window_labels[head])) if full else None
+        self.window_bins[head] = bins
+        self.window_labels[head] = label
+        self._counters[:2] = ((head + 1) % self.window_size, min(self.count + 1, self.window_size))
+        self._sort_window_rows()
+        self.leaf_index[head, active] = self._leaves(bins[None], active)[0] - (active << self.max_depth)
+        self._move_pair_terms(head, active, replaced)
+        self._counters[3] += 1
+        if self.since_update < self.update_every:
+            return
+        self._counters[3] = 0
+        slot = self._free_slot(active)
+        self._train_shrub(slot)
+        self._new_shrub_terms(slot, active)
+        self._update_weights(np.append(active, slot))
 
     # -- prediction ------------------------------------------------------------------------------------------
 
     def predict_proba_bins(self, bins: np.ndarray) -> np.ndarray:
         """Q15 probabilities of binned rows, as the device computes them."""
         bins = np.ascontiguousarray(np.atleast_2d(bins), dtype=np.uint8)
-        proba = np.empty((len(bins), len(self.classes_)), dtype=np.uint16)
-        if len(bins):
-            self._kernel.predict_many(bins, proba)
-        return proba
+        n_classes, n = len(self.classes_), self.n_shrubs
+        if n == 0:
+            return np.full((len(bins), n_classes), Q15_ONE // n_classes, dtype=np.uint16)
+        ensemble = TreeEnsemble(self.nodes, self.roots[:n], self.weights[:n], self.leaf_values, self.n_features_)
+        return ensemble.predict_proba_q15(bins)
 
 
 def shrubs_context(learner: ShrubEnsemble, name: str, optimize: str = "speed") -> dict:
