@@ -5,6 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from edgestream import ShrubEnsemble
+from engine_twin import EngineTwin
 from edgestream.simulate import RuntimeLearner
 
 STATE = ("window_bins", "window_labels", "sorted_rows", "nodes", "leaf_values", "roots", "weights", "leaf_index",
@@ -52,11 +53,14 @@ def assert_same_state(learner, device):
 @given(shrub_streams())
 def test_c_learns_and_predicts_exactly_like_python(stream):
     learner, X, y = stream
-    device = RuntimeLearner(learner)
+    device, twin = RuntimeLearner(learner), EngineTwin(learner)
+    twin.learner.allow_missing = True  # the stream's NaN rows are learned as their missing bin, as here
     bins = learner.bins_.transform(X)
-    for row, label in zip(bins, y):
+    for i, (row, label) in enumerate(zip(bins, y)):
+        expected = int(np.argmax(learner.predict_proba_bins(row)[0]))
         assert device.learn(row, label) == 0
         learner.learn_bins(row, label)
         assert_same_state(learner, device)
+        twin.step(X[i], int(label), learner, expected, f"row {i}")
         assert np.array_equal(device.predict_proba(bins[:5]), learner.predict_proba_bins(bins[:5]))
     assert np.array_equal(device.predict_proba(bins), learner.predict_proba_bins(bins))
