@@ -1,5 +1,6 @@
 # cython: boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False, language_level=3
-"""Hot loops of the in-place online GBDT (:mod:`edgestream.learners.gbdt`).
+"""The in-place online GBDT's training (:mod:`edgestream.learners.gbdt`): :class:`Booster` fits, adds and
+deletes rows in one call each, and :func:`ensemble_tables` lays the trees out for export.
 
 All statistics are integers: a row's stored derivatives are int32 with ``DERIV_BITS`` fraction bits, and a node
 keeps int64 sums of them (totals, and left sums at every split candidate), so adding rows and deleting them again
@@ -233,6 +234,7 @@ cdef bint keeps(const int64_t[:, :, ::1] nodes, const int64_t[:, :, :, ::1] slot
 
 
 cdef void leaf_values(int64_t[:, :, ::1] nodes, int t, double scale) noexcept nogil:
+    """Every leaf's Q10 score ``quantize(scale * G / H)`` in tree ``t`` (0 for an empty leaf)."""
     cdef Py_ssize_t u
     for u in range(nodes.shape[1]):
         if nodes[t, u, CAND] == IS_LEAF:

@@ -2,8 +2,8 @@
 Adding/Deleting Data"): boosted trees on integer bins whose training rows can be added and deleted in place,
 learning on the host and exported for inference through the additive leaf kind (frozen on the device).
 
-The method (hot loops in :mod:`edgestream._gbdt`)
---------------------------------------------------
+The method (``fit``, ``add`` and ``delete`` each run as one call into :mod:`edgestream._gbdt`)
+---------------------------------------------------------------------------------------------
 * **Discretization**: the paper's adaptive bin-width doubling (``binning="adaptive"``,
   :class:`edgestream.binning.BinMapper`), at most 255 value bins (the device's 8-bit thresholds; the paper uses up
   to 1024). The bins are fixed at ``fit``: added rows are binned with them.
