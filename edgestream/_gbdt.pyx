@@ -1,5 +1,6 @@
 # cython: boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False, language_level=3
-"""Hot loops of the in-place online GBDT (:mod:`edgestream.learners.gbdt`).
+"""The in-place online GBDT's training (:mod:`edgestream.learners.gbdt`): :class:`Booster` fits, adds and
+deletes rows in one call each, and :func:`ensemble_tables` lays the trees out for export.
 
 All statistics are integers: a row's stored derivatives are int32 with ``DERIV_BITS`` fraction bits, and a node
 keeps int64 sums of them (totals, and left sums at every split candidate), so adding rows and deleting them again
@@ -15,7 +16,7 @@ import numpy as np
 
 cimport numpy as cnp
 from libc.math cimport exp, fabs, floor, ceil, nearbyint
-from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t
+from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint16_t
 
 cnp.import_array()
 
@@ -62,19 +63,12 @@ cdef inline int16_t quantize_score(double v) noexcept nogil:
     return <int16_t>q
 
 
-def derivatives(const int64_t[:, ::1] F, const uint8_t[::1] y, int n_classes):
-    """Stored derivatives of rows with score sums ``F`` (Q10, one column per score): the residual
-    ``r = [y == k] - p_k`` and hessian ``p_k (1 - p_k)`` of robust LogitBoost, as int32 with ``DERIV_BITS`` fraction
-    bits (round half to even; a hessian is at least 1 unit so that every row weighs). One score (binary): ``p`` is
-    the sigmoid of ``F``; otherwise the softmax over the scores."""
+cdef void derivatives_into(const int64_t[:, ::1] F, const uint8_t[::1] y, int32_t[:, ::1] g, int32_t[:, ::1] h,
+                           double[::1] ev) noexcept nogil:
+    """:func:`derivatives` of the rows of ``F`` (labels ``y``) into ``g`` and ``h``; ``ev`` is scratch of one
+    double per score."""
     cdef Py_ssize_t n = F.shape[0], S = F.shape[1], i, k
-    g_out = np.empty((n, S), dtype=np.int32)
-    h_out = np.empty((n, S), dtype=np.int32)
-    cdef int32_t[:, ::1] g = g_out
-    cdef int32_t[:, ::1] h = h_out
     cdef double mx, total, p, target, hq
-    e_buf = np.empty(max(S, 1), dtype=np.float64)
-    cdef double[::1] ev = e_buf
     for i in range(n):
         if S == 1:
             p = 1.0 / (1.0 + exp(-(<double>F[i, 0]) / SCORE_ONE))
@@ -97,30 +91,17 @@ def derivatives(const int64_t[:, ::1] F, const uint8_t[::1] y, int n_classes):
             g[i, k] = <int32_t>nearbyint((target - p) * DERIV_ONE)
             hq = nearbyint(p * (1.0 - p) * DERIV_ONE)
             h[i, k] = <int32_t>(hq if hq >= 1.0 else 1.0)
+
+
+def derivatives(const int64_t[:, ::1] F, const uint8_t[::1] y, int n_classes):
+    """Stored derivatives of rows with score sums ``F`` (Q10, one column per score): the residual
+    ``r = [y == k] - p_k`` and hessian ``p_k (1 - p_k)`` of robust LogitBoost, as int32 with ``DERIV_BITS`` fraction
+    bits (round half to even; a hessian is at least 1 unit so that every row weighs). One score (binary): ``p`` is
+    the sigmoid of ``F``; otherwise the softmax over the scores."""
+    g_out = np.empty((F.shape[0], F.shape[1]), dtype=np.int32)
+    h_out = np.empty((F.shape[0], F.shape[1]), dtype=np.int32)
+    derivatives_into(F, y, g_out, h_out, np.empty(max(F.shape[1], 1), dtype=np.float64))
     return g_out, h_out
-
-
-def scores_before(const int64_t[:, :, ::1] nodes, const int16_t[:, ::1] leaf, const int64_t[::1] rows,
-                  int n_trees, int n_scores):
-    """Q10 score sums of ``rows`` over trees ``0..n_trees-1`` (tree ``t`` adds to score ``t % n_scores``) from the
-    leaf each row reached in each tree and the leaves' current values."""
-    cdef Py_ssize_t n = rows.shape[0], i, t
-    out = np.zeros((n, n_scores), dtype=np.int64)
-    cdef int64_t[:, ::1] F = out
-    for t in range(n_trees):
-        for i in range(n):
-            F[i, t % n_scores] += nodes[t, leaf[t, rows[i]], VALUE]
-    return out
-
-
-def leaf_scores(const int64_t[:, :, ::1] nodes, const int16_t[:, ::1] leaf, int t, const int64_t[::1] rows):
-    """Current value of the leaf each row reached in tree ``t``."""
-    cdef Py_ssize_t n = rows.shape[0], i
-    out = np.empty(n, dtype=np.int64)
-    cdef int64_t[::1] o = out
-    for i in range(n):
-        o[i] = nodes[t, leaf[t, rows[i]], VALUE]
-    return out
 
 
 cdef void cand_sums(const uint8_t[:, ::1] Xb, const int64_t[::1] rows, Py_ssize_t lo, Py_ssize_t hi,
@@ -174,16 +155,6 @@ cdef void cand_sums(const uint8_t[:, ::1] Xb, const int64_t[::1] rows, Py_ssize_
             out[c, 0] = a0
             out[c, 1] = a1
             out[c, 2] = a2
-
-
-def candidate_sums(const uint8_t[:, ::1] Xb, const int64_t[::1] rows, const int64_t[::1] gv,
-                   const int64_t[::1] hv, const int64_t[::1] nv, const int32_t[::1] cand_start,
-                   const uint8_t[::1] cand_thr):
-    """Left sums [C, 3] of ``rows`` with per-row values (gv, hv, nv) at every candidate."""
-    out = np.zeros((cand_thr.shape[0], 3), dtype=np.int64)
-    hist = np.empty((Xb.shape[1], 256, 3), dtype=np.int64)
-    cand_sums(Xb, rows, 0, rows.shape[0], gv, hv, nv, cand_start, cand_thr, out, hist)
-    return out
 
 
 cdef inline int best_candidate(const int64_t[:, ::1] sums, int64_t G, int64_t H, int64_t N, int64_t min_leaf,
@@ -262,63 +233,8 @@ cdef bint keeps(const int64_t[:, :, ::1] nodes, const int64_t[:, :, :, ::1] slot
     return <double>above < allowed
 
 
-def keeps_split(const int64_t[:, :, ::1] nodes, const int64_t[:, :, :, ::1] slots, int t, int u, double alpha,
-                int min_leaf):
-    """The tolerance rule at internal node ``u``: its split stays while it is valid (``min_leaf`` rows or more
-    on each side) and fewer than ``max(1, ceil(alpha * valid))`` valid candidates have a strictly larger gain."""
-    return bool(keeps(nodes, slots, t, u, alpha, min_leaf))
-
-
-def route_check(int64_t[:, :, ::1] nodes, int64_t[:, :, :, ::1] slots, int first, int stop,
-                const uint8_t[:, ::1] Xb, const int32_t[:, ::1] g, const int32_t[:, ::1] h, int16_t[:, ::1] leaf,
-                const int64_t[::1] rows, int sign, const int32_t[::1] cand_feat, const int32_t[::1] cand_start,
-                const uint8_t[::1] cand_thr, double alpha, int min_leaf):
-    """For trees ``first..stop-1``: add (sign +1, also recording each row's leaf) or remove (sign -1) the stored
-    derivatives of ``rows`` in the sums on each row's path, then check the nodes the rows passed, top down
-    (breadth first): a node whose split fails :func:`keeps_split` is returned as ``(tree, node)`` to retrain, and
-    its subtree is not visited further."""
-    cdef Py_ssize_t P = nodes.shape[1], head, tail
-    touched_buf = np.zeros(P, dtype=np.uint8)
-    cdef uint8_t[::1] touched = touched_buf
-    queue_buf = np.zeros(P, dtype=np.int64)
-    cdef int64_t[::1] queue = queue_buf
-    cdef int64_t u
-    cdef int t
-    out = []
-    for t in range(first, stop):
-        touched[:] = 0
-        route_rows(nodes, slots, t, Xb, g, h, leaf, rows, sign, cand_feat, cand_start, cand_thr, touched)
-        head = 0
-        tail = 1
-        queue[0] = 0
-        while head < tail:
-            u = queue[head]
-            head += 1
-            if nodes[t, u, CAND] < 0 or not touched[u]:
-                continue
-            if keeps(nodes, slots, t, u, alpha, min_leaf):
-                queue[tail] = nodes[t, u, LEFT]
-                queue[tail + 1] = nodes[t, u, RIGHT]
-                tail += 2
-            else:
-                out.append((t, <int>u))
-    return out
-
-
-def finish(int64_t[:, :, ::1] nodes, int first, int stop, double scale, const int16_t[:, ::1] leaf,
-           const int64_t[::1] rows, int64_t[:, ::1] scores):
-    """Set the leaf values of trees ``first..stop-1`` (:func:`set_leaf_values`) and add each tree's leaf value to
-    ``scores[:, t % n_scores]`` of ``rows`` (unless ``scores`` has no rows)."""
-    cdef int t
-    cdef Py_ssize_t i, S = scores.shape[1]
-    for t in range(first, stop):
-        leaf_values(nodes, t, scale)
-        if scores.shape[0]:
-            for i in range(rows.shape[0]):
-                scores[i, t % S] += nodes[t, leaf[t, rows[i]], VALUE]
-
-
 cdef void leaf_values(int64_t[:, :, ::1] nodes, int t, double scale) noexcept nogil:
+    """Every leaf's Q10 score ``quantize(scale * G / H)`` in tree ``t`` (0 for an empty leaf)."""
     cdef Py_ssize_t u
     for u in range(nodes.shape[1]):
         if nodes[t, u, CAND] == IS_LEAF:
@@ -328,202 +244,442 @@ cdef void leaf_values(int64_t[:, :, ::1] nodes, int t, double scale) noexcept no
                 nodes[t, u, VALUE] = 0
 
 
-def set_leaf_values(int64_t[:, :, ::1] nodes, int t, double scale):
-    """Every leaf's Q10 score ``quantize(scale * G / H)`` (0 for an empty leaf)."""
-    leaf_values(nodes, t, scale)
+cdef class Booster:
+    """The learner's arrays as the kernels see them (views, no copies), its settings and the scratch a subtree's
+    growth needs; made per call by :class:`edgestream.learners.gbdt.OnlineGBDTClassifier`, whose row tables are
+    reallocated when they fill up. :meth:`fit` and :meth:`update` run a whole pass with no Python call per
+    iteration, tree, node or row."""
 
+    cdef int64_t[:, :, ::1] nodes
+    cdef int64_t[:, :, :, ::1] slots
+    cdef int64_t[:, ::1] owner
+    cdef const uint8_t[:, ::1] Xb
+    cdef const uint8_t[::1] y
+    cdef const uint8_t[::1] alive
+    cdef int32_t[:, ::1] g
+    cdef int32_t[:, ::1] h
+    cdef int16_t[:, ::1] leaf
+    cdef const int32_t[::1] cand_feat
+    cdef const int32_t[::1] cand_start
+    cdef const uint8_t[::1] cand_thr
+    cdef Py_ssize_t n_rows, S, M, P, C
+    cdef double scale, alpha
+    cdef int max_leaves, max_depth, min_leaf
+    # scratch per row (sub: the rows being grown on or retrained, then their values), per node of one tree, per
+    # candidate, per feature bin, and the nodes to retrain in one iteration
+    cdef int64_t[::1] sub, gv, hv, tmp, tg, th, ones, zeros
+    cdef int64_t[:, :, ::1] fr, hist
+    cdef int64_t[:, ::1] seg, sums
+    cdef int64_t[::1] best, queue, retrain_t, retrain_v
+    cdef double[::1] gains, ev
+    cdef uint8_t[::1] frontier, touched, inside
 
-def subtree_rows(const int64_t[:, :, ::1] nodes, const int16_t[:, ::1] leaf, int t, int v,
-                 const uint8_t[::1] alive):
-    """Alive rows whose leaf in tree ``t`` lies in the subtree of ``v``, ascending."""
-    cdef Py_ssize_t P = nodes.shape[1], i, n = alive.shape[0]
-    inside_buf = np.zeros(P, dtype=np.uint8)
-    cdef uint8_t[::1] inside = inside_buf
-    cdef int64_t u, a
-    for u in range(P):
-        if nodes[t, u, CAND] == IS_FREE:
-            continue
-        a = u
-        while a >= 0 and a != v:
-            a = nodes[t, a, PARENT]
-        inside[u] = a == v
-    out = np.empty(n, dtype=np.int64)
-    cdef int64_t[::1] o = out
-    cdef Py_ssize_t k = 0
-    for i in range(n):
-        if alive[i] and inside[leaf[t, i]]:
-            o[k] = i
-            k += 1
-    return out[:k]
+    def __init__(self, nodes, slots, owner, Xb, y, alive, g, h, leaf, cand_feat, cand_start, cand_thr,
+                 Py_ssize_t n_rows, Py_ssize_t n_scores, double scale, double alpha, int max_leaves, int max_depth,
+                 int min_leaf):
+        self.nodes, self.slots, self.owner = nodes, slots, owner
+        self.Xb, self.y, self.alive, self.g, self.h, self.leaf = Xb, y, alive, g, h, leaf
+        self.cand_feat, self.cand_start, self.cand_thr = cand_feat, cand_start, cand_thr
+        self.n_rows, self.S, self.M = n_rows, n_scores, nodes.shape[0] // n_scores
+        self.P, self.C = nodes.shape[1], cand_thr.shape[0]
+        self.scale, self.alpha = scale, alpha
+        self.max_leaves, self.max_depth, self.min_leaf = max_leaves, max_depth, min_leaf
+        self.sub, self.gv, self.hv, self.tmp, self.tg, self.th = (np.empty(n_rows, dtype=np.int64) for _ in range(6))
+        self.ones = np.ones(n_rows, dtype=np.int64)
+        self.zeros = np.zeros(n_rows, dtype=np.int64)
+        self.fr = np.empty((self.P, self.C, 3), dtype=np.int64)
+        self.hist = np.empty((Xb.shape[1], 256, 3), dtype=np.int64)
+        self.seg = np.empty((self.P, 2), dtype=np.int64)
+        self.sums = np.empty((self.C, 3), dtype=np.int64)
+        self.best = np.empty(self.P, dtype=np.int64)
+        self.queue = np.empty(self.P, dtype=np.int64)
+        self.retrain_t = np.empty(n_scores * self.P, dtype=np.int64)
+        self.retrain_v = np.empty(n_scores * self.P, dtype=np.int64)
+        self.gains = np.empty(self.P, dtype=np.float64)
+        self.ev = np.empty(n_scores, dtype=np.float64)
+        self.frontier = np.empty(self.P, dtype=np.uint8)
+        self.touched = np.empty(self.P, dtype=np.uint8)
+        self.inside = np.empty(self.P, dtype=np.uint8)
 
+    def fit(self):
+        """Grow every tree from scratch on all rows, iteration by iteration: the derivatives of the scores so far,
+        then per score a tree grown from a single leaf (:meth:`grow`) and its leaf values."""
+        cdef Py_ssize_t n = self.n_rows, S = self.S, m, k, i
+        cdef int t
+        cdef int64_t[:, ::1] scores = np.zeros((n, S), dtype=np.int64)
+        cdef int32_t[:, ::1] gn = np.empty((n, S), dtype=np.int32)
+        cdef int32_t[:, ::1] hn = np.empty((n, S), dtype=np.int32)
+        for m in range(self.M):
+            derivatives_into(scores, self.y[:n], gn, hn, self.ev)
+            for k in range(S):
+                t = <int>(m * S + k)
+                for i in range(n):
+                    self.g[t, i] = gn[i, k]
+                    self.h[t, i] = hn[i, k]
+                    self.sub[i] = i
+                self.reset_tree(t)
+                self.grow(t, 0, n)
+                leaf_values(self.nodes, t, self.scale)
+                for i in range(n):
+                    scores[i, k] += self.nodes[t, self.leaf[t, i], VALUE]
 
-def grow(int64_t[:, :, ::1] nodes, int64_t[:, :, :, ::1] slots, int64_t[:, ::1] slot_owner, int t, int v,
-         const uint8_t[:, ::1] Xb, const int32_t[:, ::1] g, const int32_t[:, ::1] h, int16_t[:, ::1] leaf,
-         int64_t[::1] rows, const int32_t[::1] cand_feat, const int32_t[::1] cand_start,
-         const uint8_t[::1] cand_thr, int max_leaves, int max_depth, int min_leaf):
-    """(Re)grow the subtree of node ``v`` of tree ``t`` on ``rows`` (their stored derivatives), best first.
+    def update(self, const int64_t[::1] rows, int sign):
+        """Add (sign +1; their labels and bins already stored) or delete (sign -1) ``rows``, iteration by
+        iteration: added rows get their derivatives from the model as updated so far; the rows' stored derivatives
+        go into or out of the sums on their paths; the nodes failing the tolerance rule are retrained (the first
+        retrain of the pass computes every row's scores, carried on by the following iterations); the leaf values
+        are set. Returns the number of nodes retrained."""
+        cdef Py_ssize_t count = rows.shape[0], S = self.S, n = self.n_rows, m, k, i, j, retrains, retrained = 0
+        cdef int t
+        cdef int64_t[:, ::1] scores = np.zeros((count if sign > 0 else 0, S), dtype=np.int64)
+        cdef uint8_t[::1] labels = np.empty(count, dtype=np.uint8)
+        cdef int32_t[:, ::1] gn = np.empty((count, S), dtype=np.int32)
+        cdef int32_t[:, ::1] hn = np.empty((count, S), dtype=np.int32)
+        cdef int64_t[:, ::1] pass_scores
+        cdef int32_t[:, ::1] pass_g
+        cdef int32_t[:, ::1] pass_h
+        cdef int64_t[::1] all_rows
+        cdef bint scored = False
+        for i in range(count):
+            labels[i] = self.y[rows[i]]
+        for m in range(self.M):
+            if sign > 0:
+                derivatives_into(scores, labels, gn, hn, self.ev)
+                for k in range(S):
+                    for i in range(count):
+                        self.g[m * S + k, rows[i]] = gn[i, k]
+                        self.h[m * S + k, rows[i]] = hn[i, k]
+            retrains = self.check_iteration(m, rows, sign)
+            if retrains:
+                if not scored:
+                    all_rows = np.arange(n, dtype=np.int64)
+                    pass_scores = np.zeros((n, S), dtype=np.int64)
+                    pass_g = np.empty((n, S), dtype=np.int32)
+                    pass_h = np.empty((n, S), dtype=np.int32)
+                    for t in range(m * S):
+                        self.add_leaf_scores(t, all_rows, pass_scores)
+                    scored = True
+                derivatives_into(pass_scores, self.y[:n], pass_g, pass_h, self.ev)
+                for j in range(retrains):
+                    self.retrain(<int>self.retrain_t[j], self.retrain_v[j], pass_g, pass_h)
+                retrained += retrains
+            for t in range(m * S, (m + 1) * S):
+                leaf_values(self.nodes, t, self.scale)
+                if sign > 0:
+                    self.add_leaf_scores(t, rows, scores)
+                if scored:
+                    self.add_leaf_scores(t, all_rows, pass_scores)
+        return retrained
 
-    The subtree's nodes but ``v`` are freed (and their candidate slots); ``v`` becomes a leaf with the rows' sums;
-    then, while the tree has fewer than ``max_leaves`` leaves, the leaf of the subtree with the largest positive
-    gain (ties: the lowest node id) and depth below ``max_depth`` is split at its best candidate (ties: the first
-    candidate), its children taking the two lowest free node ids (left first) and it the lowest free slot. The
-    smaller child's sums come from its rows, the larger one's by subtraction (exact in integers). Leaf values are
-    set separately (:func:`set_leaf_values`). ``rows`` is reordered in place."""
-    cdef Py_ssize_t P = nodes.shape[1], S = slots.shape[1], C = slots.shape[2], F = Xb.shape[1]
-    cdef Py_ssize_t n = rows.shape[0], i, u, w, c, k, lo, hi, mid
-    cdef int64_t a
-    # free the subtree below v
-    stack = [v]
-    while stack:
-        u = stack.pop()
-        if nodes[t, u, CAND] >= 0:
-            stack.append(nodes[t, u, LEFT])
-            stack.append(nodes[t, u, RIGHT])
-            slot_owner[t, nodes[t, u, SLOT]] = -1
-        if u != v:
-            nodes[t, u, CAND] = IS_FREE
-    for k in range(N_FIELDS):
-        if k not in (PARENT, DEPTH):
-            nodes[t, v, k] = 0
-    nodes[t, v, CAND] = IS_LEAF
-    nodes[t, v, LEFT] = -1
-    nodes[t, v, RIGHT] = -1
-    nodes[t, v, SLOT] = -1
-    cdef int leaves = 0
-    for u in range(P):
-        if nodes[t, u, CAND] == IS_LEAF:
-            leaves += 1
-    # per-row values and the frontier's scratch
-    gv_buf = np.empty(n, dtype=np.int64)
-    hv_buf = np.empty(n, dtype=np.int64)
-    nv_buf = np.ones(n, dtype=np.int64)
-    cdef int64_t[::1] gv = gv_buf, hv = hv_buf, nv = nv_buf
-    for i in range(n):
-        gv[i] = g[t, rows[i]]
-        hv[i] = h[t, rows[i]]
-        nodes[t, v, SUM_G] += gv[i]
-        nodes[t, v, SUM_H] += hv[i]
-    nodes[t, v, SUM_N] = n
-    fr_buf = np.zeros((P, C, 3), dtype=np.int64)
-    cdef int64_t[:, :, ::1] fr = fr_buf
-    hist_buf = np.empty((F, 256, 3), dtype=np.int64)
-    cdef int64_t[:, :, ::1] hist = hist_buf
-    seg_buf = np.zeros((P, 2), dtype=np.int64)
-    cdef int64_t[:, ::1] seg = seg_buf
-    best_buf = np.full(P, -1, dtype=np.int64)
-    cdef int64_t[::1] best = best_buf
-    gain_buf = np.zeros(P, dtype=np.float64)
-    cdef double[::1] gains = gain_buf
-    frontier_buf = np.zeros(P, dtype=np.uint8)
-    cdef uint8_t[::1] frontier = frontier_buf
-    tmp_buf = np.empty(n, dtype=np.int64)
-    cdef int64_t[::1] tmp = tmp_buf
-    tg_buf = np.empty(n, dtype=np.int64)
-    th_buf = np.empty(n, dtype=np.int64)
-    cdef int64_t[::1] tg = tg_buf, th = th_buf
-    cdef double gain
-    cdef int64_t small, large, l_id, r_id, s_id, feat, thr, nl, nr
-    seg[v, 0] = 0
-    seg[v, 1] = n
-    if C > 0 and nodes[t, v, DEPTH] < max_depth and n >= 2 * min_leaf:
-        cand_sums(Xb, rows, 0, n, gv, hv, nv, cand_start, cand_thr, fr[v], hist)
-        best[v] = best_candidate(fr[v], nodes[t, v, SUM_G], nodes[t, v, SUM_H], n, min_leaf, &gain)
-        gains[v] = gain
-        frontier[v] = best[v] >= 0 and gain > 0.0
-    while leaves < max_leaves:
-        u = -1
-        for w in range(P):
-            if frontier[w] and (u < 0 or gains[w] > gains[u]):
-                u = w
-        if u < 0:
-            break
-        frontier[u] = 0
-        c = best[u]
-        # slot and children ids
-        s_id = -1
-        for k in range(S):
-            if slot_owner[t, k] < 0:
-                s_id = k
-                break
-        l_id = -1
-        r_id = -1
-        for w in range(P):
-            if nodes[t, w, CAND] == IS_FREE:
-                if l_id < 0:
-                    l_id = w
-                else:
-                    r_id = w
-                    break
-        slot_owner[t, s_id] = u
-        slots[t, s_id, :, :] = fr[u]
-        nodes[t, u, CAND] = c
-        nodes[t, u, SLOT] = s_id
-        nodes[t, u, LEFT] = l_id
-        nodes[t, u, RIGHT] = r_id
-        # stable partition of u's rows: left (bin <= threshold) first
-        lo = seg[u, 0]
-        hi = seg[u, 1]
-        feat = cand_feat[c]
-        thr = cand_thr[c]
-        k = lo
-        for i in range(lo, hi):
-            if Xb[rows[i], feat] <= thr:
-                tmp[k] = rows[i]
-                tg[k] = gv[i]
-                th[k] = hv[i]
-                k += 1
-        mid = k
-        for i in range(lo, hi):
-            if Xb[rows[i], feat] > thr:
-                tmp[k] = rows[i]
-                tg[k] = gv[i]
-                th[k] = hv[i]
-                k += 1
-        for i in range(lo, hi):
-            rows[i] = tmp[i]
-            gv[i] = tg[i]
-            hv[i] = th[i]
-        for w in (l_id, r_id):
+    cdef void add_leaf_scores(self, int t, const int64_t[::1] rows, int64_t[:, ::1] scores) noexcept:
+        """Add the value of the leaf each row reached in tree ``t`` to its score ``t % S``."""
+        cdef Py_ssize_t i, k = t % self.S
+        for i in range(rows.shape[0]):
+            scores[i, k] += self.nodes[t, self.leaf[t, rows[i]], VALUE]
+
+    cdef void reset_tree(self, int t) noexcept:
+        """Tree ``t`` as a single empty leaf at node 0; every other node and every slot free."""
+        cdef Py_ssize_t u, k
+        for u in range(self.P):
             for k in range(N_FIELDS):
-                nodes[t, w, k] = 0
-            nodes[t, w, CAND] = IS_LEAF
-            nodes[t, w, LEFT] = -1
-            nodes[t, w, RIGHT] = -1
-            nodes[t, w, SLOT] = -1
-            nodes[t, w, PARENT] = u
-            nodes[t, w, DEPTH] = nodes[t, u, DEPTH] + 1
-        seg[l_id, 0] = lo
-        seg[l_id, 1] = mid
-        seg[r_id, 0] = mid
-        seg[r_id, 1] = hi
-        nodes[t, l_id, SUM_G] = fr[u, c, 0]
-        nodes[t, l_id, SUM_H] = fr[u, c, 1]
-        nodes[t, l_id, SUM_N] = fr[u, c, 2]
-        nodes[t, r_id, SUM_G] = nodes[t, u, SUM_G] - fr[u, c, 0]
-        nodes[t, r_id, SUM_H] = nodes[t, u, SUM_H] - fr[u, c, 1]
-        nodes[t, r_id, SUM_N] = nodes[t, u, SUM_N] - fr[u, c, 2]
-        leaves += 1
-        if nodes[t, u, DEPTH] + 1 < max_depth:
-            nl = mid - lo
-            nr = hi - mid
-            small, large = (l_id, r_id) if nl <= nr else (r_id, l_id)
-            cand_sums(Xb, rows, seg[small, 0], seg[small, 1], gv, hv, nv, cand_start, cand_thr, fr[small], hist)
-            for k in range(C):
-                fr[large, k, 0] = fr[u, k, 0] - fr[small, k, 0]
-                fr[large, k, 1] = fr[u, k, 1] - fr[small, k, 1]
-                fr[large, k, 2] = fr[u, k, 2] - fr[small, k, 2]
-            for w in (l_id, r_id):
-                if nodes[t, w, SUM_N] >= 2 * min_leaf:
-                    best[w] = best_candidate(fr[w], nodes[t, w, SUM_G], nodes[t, w, SUM_H],
-                                             nodes[t, w, SUM_N], min_leaf, &gain)
-                    gains[w] = gain
-                    frontier[w] = best[w] >= 0 and gain > 0.0
-    # leaf of every row
-    for u in range(P):
-        if nodes[t, u, CAND] == IS_LEAF and seg[u, 1] > seg[u, 0]:
+                self.nodes[t, u, k] = 0
+            self.nodes[t, u, CAND] = IS_FREE
+        self.nodes[t, 0, CAND] = IS_LEAF
+        self.nodes[t, 0, LEFT] = -1
+        self.nodes[t, 0, RIGHT] = -1
+        self.nodes[t, 0, PARENT] = -1
+        self.nodes[t, 0, SLOT] = -1
+        for k in range(self.owner.shape[1]):
+            self.owner[t, k] = -1
+
+    cdef Py_ssize_t check_iteration(self, Py_ssize_t m, const int64_t[::1] rows, int sign) noexcept:
+        """For the trees of iteration ``m``: add (sign +1, also recording each row's leaf) or remove (sign -1) the
+        stored derivatives of ``rows`` in the sums on each row's path, then check the nodes the rows passed, top
+        down (breadth first): a node whose split fails the tolerance rule (:func:`keeps`) goes into
+        ``retrain_t``/``retrain_v`` and its subtree is not visited further. Returns how many there are."""
+        cdef Py_ssize_t head, tail, count = 0
+        cdef int64_t u
+        cdef int t
+        for t in range(m * self.S, (m + 1) * self.S):
+            self.touched[:] = 0
+            route_rows(self.nodes, self.slots, t, self.Xb, self.g, self.h, self.leaf, rows, sign, self.cand_feat,
+                       self.cand_start, self.cand_thr, self.touched)
+            head = 0
+            tail = 1
+            self.queue[0] = 0
+            while head < tail:
+                u = self.queue[head]
+                head += 1
+                if self.nodes[t, u, CAND] < 0 or not self.touched[u]:
+                    continue
+                if keeps(self.nodes, self.slots, t, u, self.alpha, self.min_leaf):
+                    self.queue[tail] = self.nodes[t, u, LEFT]
+                    self.queue[tail + 1] = self.nodes[t, u, RIGHT]
+                    tail += 2
+                else:
+                    self.retrain_t[count] = t
+                    self.retrain_v[count] = u
+                    count += 1
+        return count
+
+    cdef void retrain(self, int t, int64_t v, const int32_t[:, ::1] pass_g, const int32_t[:, ::1] pass_h) noexcept:
+        """Refresh the stored derivatives of the rows reaching ``v`` to ``pass_g``/``pass_h`` (and the sums of its
+        ancestors by the changes), then regrow its subtree."""
+        cdef Py_ssize_t n = self.subtree_rows(t, v), k = t % self.S, i, c
+        cdef int64_t row, a, s, total_g = 0, total_h = 0
+        cdef bint changed = False
+        # tg, th hold the changes (grow overwrites them afterwards)
+        for i in range(n):
+            row = self.sub[i]
+            self.tg[i] = <int64_t>pass_g[row, k] - self.g[t, row]
+            self.th[i] = <int64_t>pass_h[row, k] - self.h[t, row]
+            self.g[t, row] = pass_g[row, k]
+            self.h[t, row] = pass_h[row, k]
+            changed = changed or self.tg[i] != 0 or self.th[i] != 0
+            total_g += self.tg[i]
+            total_h += self.th[i]
+        if changed:
+            cand_sums(self.Xb, self.sub, 0, n, self.tg, self.th, self.zeros, self.cand_start, self.cand_thr,
+                      self.sums, self.hist)
+            a = self.nodes[t, v, PARENT]
+            while a >= 0:
+                self.nodes[t, a, SUM_G] += total_g
+                self.nodes[t, a, SUM_H] += total_h
+                s = self.nodes[t, a, SLOT]
+                for c in range(self.C):
+                    self.slots[t, s, c, 0] += self.sums[c, 0]
+                    self.slots[t, s, c, 1] += self.sums[c, 1]
+                    self.slots[t, s, c, 2] += self.sums[c, 2]
+                a = self.nodes[t, a, PARENT]
+        self.grow(t, v, n)
+
+    cdef Py_ssize_t subtree_rows(self, int t, int64_t v) noexcept:
+        """The alive rows whose leaf in tree ``t`` lies in the subtree of ``v``, ascending, into ``sub``; returns
+        their number."""
+        cdef Py_ssize_t u, i, count = 0
+        cdef int64_t a
+        for u in range(self.P):
+            if self.nodes[t, u, CAND] == IS_FREE:
+                self.inside[u] = 0
+                continue
             a = u
             while a >= 0 and a != v:
-                a = nodes[t, a, PARENT]
-            if a == v:
-                for i in range(seg[u, 0], seg[u, 1]):
-                    leaf[t, rows[i]] = <int16_t>u
+                a = self.nodes[t, a, PARENT]
+            self.inside[u] = a == v
+        for i in range(self.n_rows):
+            if self.alive[i] and self.inside[self.leaf[t, i]]:
+                self.sub[count] = i
+                count += 1
+        return count
+
+    cdef void grow(self, int t, int64_t v, Py_ssize_t n) noexcept:
+        """(Re)grow the subtree of node ``v`` of tree ``t`` on the rows ``sub[:n]`` (their stored derivatives),
+        best first.
+
+        The subtree's nodes but ``v`` are freed (and their candidate slots); ``v`` becomes a leaf with the rows'
+        sums; then, while the tree has fewer than ``max_leaves`` leaves, the leaf of the subtree with the largest
+        positive gain (ties: the lowest node id) and depth below ``max_depth`` is split at its best candidate
+        (ties: the first candidate), its children taking the two lowest free node ids (left first) and it the
+        lowest free slot. The smaller child's sums come from its rows, the larger one's by subtraction (exact in
+        integers). Leaf values are set separately (:func:`leaf_values`). ``sub[:n]`` is reordered in place."""
+        cdef int64_t[:, :, ::1] nodes = self.nodes, fr = self.fr
+        cdef int64_t[::1] rows = self.sub, gv = self.gv, hv = self.hv, tmp = self.tmp, tg = self.tg, th = self.th
+        cdef int64_t[:, ::1] seg = self.seg
+        cdef int64_t[::1] best = self.best, stack = self.queue
+        cdef double[::1] gains = self.gains
+        cdef uint8_t[::1] frontier = self.frontier
+        cdef const uint8_t[:, ::1] Xb = self.Xb
+        cdef Py_ssize_t P = self.P, S_slots = self.slots.shape[1], C = self.C, i, w, c, k, lo, hi, mid, top, side
+        cdef int64_t u, a, small, large, l_id, r_id, s_id, feat, thr
+        cdef int leaves = 0
+        cdef double gain
+        # free the subtree below v
+        stack[0] = v
+        top = 1
+        while top > 0:
+            top -= 1
+            u = stack[top]
+            if nodes[t, u, CAND] >= 0:
+                stack[top] = nodes[t, u, LEFT]
+                stack[top + 1] = nodes[t, u, RIGHT]
+                top += 2
+                self.owner[t, nodes[t, u, SLOT]] = -1
+            if u != v:
+                nodes[t, u, CAND] = IS_FREE
+        for k in range(N_FIELDS):
+            if k != PARENT and k != DEPTH:
+                nodes[t, v, k] = 0
+        nodes[t, v, CAND] = IS_LEAF
+        nodes[t, v, LEFT] = -1
+        nodes[t, v, RIGHT] = -1
+        nodes[t, v, SLOT] = -1
+        for w in range(P):
+            if nodes[t, w, CAND] == IS_LEAF:
+                leaves += 1
+            seg[w, 0] = 0
+            seg[w, 1] = 0
+            best[w] = -1
+            gains[w] = 0.0
+            frontier[w] = 0
+        for i in range(n):
+            gv[i] = self.g[t, rows[i]]
+            hv[i] = self.h[t, rows[i]]
+            nodes[t, v, SUM_G] += gv[i]
+            nodes[t, v, SUM_H] += hv[i]
+        nodes[t, v, SUM_N] = n
+        seg[v, 1] = n
+        if C > 0 and nodes[t, v, DEPTH] < self.max_depth and n >= 2 * self.min_leaf:
+            cand_sums(Xb, rows, 0, n, gv, hv, self.ones, self.cand_start, self.cand_thr, fr[v], self.hist)
+            best[v] = best_candidate(fr[v], nodes[t, v, SUM_G], nodes[t, v, SUM_H], n, self.min_leaf, &gain)
+            gains[v] = gain
+            frontier[v] = best[v] >= 0 and gain > 0.0
+        while leaves < self.max_leaves:
+            u = -1
+            for w in range(P):
+                if frontier[w] and (u < 0 or gains[w] > gains[u]):
+                    u = w
+            if u < 0:
+                break
+            frontier[u] = 0
+            c = best[u]
+            # slot and children ids
+            s_id = -1
+            for k in range(S_slots):
+                if self.owner[t, k] < 0:
+                    s_id = k
+                    break
+            l_id = -1
+            r_id = -1
+            for w in range(P):
+                if nodes[t, w, CAND] == IS_FREE:
+                    if l_id < 0:
+                        l_id = w
+                    else:
+                        r_id = w
+                        break
+            self.owner[t, s_id] = u
+            for k in range(C):
+                self.slots[t, s_id, k, 0] = fr[u, k, 0]
+                self.slots[t, s_id, k, 1] = fr[u, k, 1]
+                self.slots[t, s_id, k, 2] = fr[u, k, 2]
+            nodes[t, u, CAND] = c
+            nodes[t, u, SLOT] = s_id
+            nodes[t, u, LEFT] = l_id
+            nodes[t, u, RIGHT] = r_id
+            # stable partition of u's rows: left (bin <= threshold) first
+            lo = seg[u, 0]
+            hi = seg[u, 1]
+            feat = self.cand_feat[c]
+            thr = self.cand_thr[c]
+            k = lo
+            for i in range(lo, hi):
+                if Xb[rows[i], feat] <= thr:
+                    tmp[k] = rows[i]
+                    tg[k] = gv[i]
+                    th[k] = hv[i]
+                    k += 1
+            mid = k
+            for i in range(lo, hi):
+                if Xb[rows[i], feat] > thr:
+                    tmp[k] = rows[i]
+                    tg[k] = gv[i]
+                    th[k] = hv[i]
+                    k += 1
+            for i in range(lo, hi):
+                rows[i] = tmp[i]
+                gv[i] = tg[i]
+                hv[i] = th[i]
+            for side in range(2):
+                w = l_id if side == 0 else r_id
+                for k in range(N_FIELDS):
+                    nodes[t, w, k] = 0
+                nodes[t, w, CAND] = IS_LEAF
+                nodes[t, w, LEFT] = -1
+                nodes[t, w, RIGHT] = -1
+                nodes[t, w, SLOT] = -1
+                nodes[t, w, PARENT] = u
+                nodes[t, w, DEPTH] = nodes[t, u, DEPTH] + 1
+            seg[l_id, 0] = lo
+            seg[l_id, 1] = mid
+            seg[r_id, 0] = mid
+            seg[r_id, 1] = hi
+            nodes[t, l_id, SUM_G] = fr[u, c, 0]
+            nodes[t, l_id, SUM_H] = fr[u, c, 1]
+            nodes[t, l_id, SUM_N] = fr[u, c, 2]
+            nodes[t, r_id, SUM_G] = nodes[t, u, SUM_G] - fr[u, c, 0]
+            nodes[t, r_id, SUM_H] = nodes[t, u, SUM_H] - fr[u, c, 1]
+            nodes[t, r_id, SUM_N] = nodes[t, u, SUM_N] - fr[u, c, 2]
+            leaves += 1
+            if nodes[t, u, DEPTH] + 1 < self.max_depth:
+                if mid - lo <= hi - mid:
+                    small, large = l_id, r_id
+                else:
+                    small, large = r_id, l_id
+                cand_sums(Xb, rows, seg[small, 0], seg[small, 1], gv, hv, self.ones, self.cand_start,
+                          self.cand_thr, fr[small], self.hist)
+                for k in range(C):
+                    fr[large, k, 0] = fr[u, k, 0] - fr[small, k, 0]
+                    fr[large, k, 1] = fr[u, k, 1] - fr[small, k, 1]
+                    fr[large, k, 2] = fr[u, k, 2] - fr[small, k, 2]
+                for side in range(2):
+                    w = l_id if side == 0 else r_id
+                    if nodes[t, w, SUM_N] >= 2 * self.min_leaf:
+                        best[w] = best_candidate(fr[w], nodes[t, w, SUM_G], nodes[t, w, SUM_H],
+                                                 nodes[t, w, SUM_N], self.min_leaf, &gain)
+                        gains[w] = gain
+                        frontier[w] = best[w] >= 0 and gain > 0.0
+        # leaf of every row
+        for w in range(P):
+            if nodes[t, w, CAND] == IS_LEAF and seg[w, 1] > seg[w, 0]:
+                a = w
+                while a >= 0 and a != v:
+                    a = nodes[t, a, PARENT]
+                if a == v:
+                    for i in range(seg[w, 0], seg[w, 1]):
+                        self.leaf[t, rows[i]] = <int16_t>w
+
+
+def ensemble_tables(const int64_t[:, :, ::1] nodes, const int32_t[::1] cand_feat, const uint8_t[::1] cand_thr,
+                    int n_scores, int leaf_feature):
+    """The trees as the exported format lays them out: each tree breadth first (the two children of a node side
+    by side), a leaf's feature ``leaf_feature`` and its child the leaf's row, a leaf row holding the leaf value at
+    score ``t % n_scores`` and 0 at the others. Returns (feature, threshold, child, roots, leaf rows)."""
+    cdef Py_ssize_t T = nodes.shape[0], P = nodes.shape[1], t, i, head, tail, total = 0, n_leaves = 0
+    cdef int64_t u, c
+    feature_buf = np.empty(T * P, dtype=np.uint8)
+    threshold_buf = np.empty(T * P, dtype=np.uint8)
+    child_buf = np.empty(T * P, dtype=np.uint16)
+    roots_buf = np.empty(T, dtype=np.uint16)
+    leaves_buf = np.zeros((T * P, n_scores), dtype=np.int16)
+    cdef uint8_t[::1] feature = feature_buf, threshold = threshold_buf
+    cdef uint16_t[::1] child = child_buf, roots = roots_buf
+    cdef int16_t[:, ::1] leaves = leaves_buf
+    cdef int64_t[::1] order = np.empty(P, dtype=np.int64), position = np.empty(P, dtype=np.int64)
+    for t in range(T):
+        roots[t] = <uint16_t>total
+        order[0] = 0
+        head = 0
+        tail = 1
+        while head < tail:
+            u = order[head]
+            position[u] = total + head
+            head += 1
+            if nodes[t, u, CAND] >= 0:
+                order[tail] = nodes[t, u, LEFT]
+                order[tail + 1] = nodes[t, u, RIGHT]
+                tail += 2
+        for i in range(tail):
+            u = order[i]
+            c = nodes[t, u, CAND]
+            if c >= 0:
+                feature[total] = <uint8_t>cand_feat[c]
+                threshold[total] = cand_thr[c]
+                child[total] = <uint16_t>position[nodes[t, u, LEFT]]
+            else:
+                feature[total] = <uint8_t>leaf_feature
+                threshold[total] = 0
+                child[total] = <uint16_t>n_leaves
+                leaves[n_leaves, t % n_scores] = <int16_t>nodes[t, u, VALUE]
+                n_leaves += 1
+            total += 1
+    return feature_buf[:total], threshold_buf[:total], child_buf[:total], roots_buf, leaves_buf[:n_leaves]

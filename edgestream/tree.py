@@ -138,7 +138,9 @@ class TreeEnsemble:
             split, child = frontier[~leaf], child[~leaf]
             if ((child <= split) | (child + 1 >= len(nodes)) | (node["feature"][~leaf] >= self.n_features)).any():
                 raise ValueError("corrupt tree tables: a child or feature index is out of range")
-            frontier = np.unique(np.concatenate([child, child + 1]))
+            frontier = np.stack([child, child + 1], axis=1).ravel()
+            if (np.diff(frontier) <= 0).any():  # shared children (possible in a file from elsewhere): dedupe
+                frontier = np.unique(frontier)
         if additive:
             check_additive(self.leaf_values, self.base_score, self.n_trees)
         elif (self.leaf_values > Q15_ONE).any():

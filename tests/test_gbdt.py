@@ -3,6 +3,7 @@ model files and the CLI's update command."""
 
 import hashlib
 import json
+import sys
 
 import numpy as np
 import pytest
@@ -13,8 +14,10 @@ from edgestream import OnlineGBDTClassifier, encoding, frozen, load_model, save_
 from edgestream.cli import main
 from edgestream.data import make_stream
 from edgestream.errors import ModelFileError
+from edgestream.learners.gbdt import F
 from edgestream.modelfile import model_bytes, model_from_bytes
 from edgestream.simulate import runtime_forest_predict
+from edgestream.tree import LEAF_FEATURE, NODE_DTYPE
 
 from gbdt_reference import ReferenceGBDT
 
@@ -111,6 +114,76 @@ def test_add_then_delete_is_exact_on_a_real_sized_model():
     model.delete(rows)
     assert_same_state(before, state(model))
     assert list(model.add(X[:1], y[:1])) == [405]  # numbers are never reused
+
+
+def breadth_first_tables(model):
+    """The exported layout built in plain Python from the tree pool: each tree breadth first (the two children of a
+    node side by side), a leaf's row holding its value at score ``t % n_scores``."""
+    S, nodes, leaves, roots = model.n_scores_, [], [], []
+    for t, pool in enumerate(model.tree_nodes_):
+        roots.append(len(nodes))
+        order = [0]
+        for u in order:
+            if pool[u, F["cand"]] >= 0:
+                order += [int(pool[u, F["left"]]), int(pool[u, F["right"]])]
+        position = {u: len(nodes) + i for i, u in enumerate(order)}
+        for u in order:
+            c = pool[u, F["cand"]]
+            if c >= 0:
+                nodes.append((model.cand_feature_[c], model.cand_threshold_[c], position[int(pool[u, F["left"]])]))
+            else:
+                row = [0] * S
+                row[t % S] = pool[u, F["value"]]
+                nodes.append((LEAF_FEATURE, 0, len(leaves)))
+                leaves.append(row)
+    return np.array(nodes, dtype=NODE_DTYPE), np.array(roots, np.uint16), np.array(leaves, np.int16).reshape(-1, S)
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.integers(0, 2**31), st.sampled_from([2, 3, 4]), st.sampled_from([0.0, 0.5]),
+       st.lists(st.tuples(st.booleans(), st.integers(1, 10)), min_size=1, max_size=3))
+def test_exported_tables_are_the_trees_breadth_first_after_any_update(seed, n_classes, alpha, steps):
+    X, y = data(seed, n=60, n_classes=n_classes)
+    model = small(alpha=alpha, n_estimators=4).fit(X, y)
+    rng = np.random.default_rng(seed)
+    for adding, count in [(True, 0)] + steps:
+        if adding and count:
+            model.add(X[:count] + rng.normal(size=(count, X.shape[1])), y[:count])
+        elif not adding:
+            model.delete(rng.choice(np.flatnonzero(model.rows_alive_[: model.n_rows_]), count, replace=False))
+        nodes, roots, leaves = breadth_first_tables(model)
+        ensemble = model.ensemble_
+        assert np.array_equal(ensemble.nodes, nodes)
+        assert np.array_equal(ensemble.roots, roots)
+        assert np.array_equal(ensemble.leaf_values, leaves)
+
+
+def python_calls(call) -> int:
+    """Python-level function calls made while running ``call()``."""
+    count = 0
+
+    def profile(frame, event, arg):
+        nonlocal count
+        count += event == "call"
+
+    sys.setprofile(profile)
+    try:
+        call()
+    finally:
+        sys.setprofile(None)
+    return count
+
+
+def test_updates_make_as_many_python_calls_for_any_number_of_rows_iterations_and_retrains():
+    """add and delete run in one compiled pass: no Python call per iteration, tree, node or row."""
+    X, y = data(3, n=300, n_features=4, n_classes=4)
+    calls = set()
+    for n_estimators, count in ((2, 1), (12, 1), (12, 25)):
+        model = small(n_estimators=n_estimators, max_leaves=8, alpha=0.0).fit(X[:200], y[:200])
+        calls.add(python_calls(lambda: model.add(X[200:200 + count], y[200:200 + count])))
+        assert model.last_update_["retrained_nodes"] > 0 or count == 1
+        calls.add(python_calls(lambda: model.delete(np.arange(count))))
+    assert len(calls) <= 2, calls  # add and delete: each its own fixed number
 
 
 @st.composite

@@ -2,8 +2,8 @@
 Adding/Deleting Data"): boosted trees on integer bins whose training rows can be added and deleted in place,
 learning on the host and exported for inference through the additive leaf kind (frozen on the device).
 
-The method (hot loops in :mod:`edgestream._gbdt`)
---------------------------------------------------
+The method (``fit``, ``add`` and ``delete`` each run as one call into :mod:`edgestream._gbdt`)
+---------------------------------------------------------------------------------------------
 * **Discretization**: the paper's adaptive bin-width doubling (``binning="adaptive"``,
   :class:`edgestream.binning.BinMapper`), at most 255 value bins (the device's 8-bit thresholds; the paper uses up
   to 1024). The bins are fixed at ``fit``: added rows are binned with them.
@@ -163,7 +163,7 @@ class OnlineGBDTClassifier(EnsemblePrediction, BatchClassifier):
         for name in list(vars(self)):
             if name in ("n_features_in_", "feature_names_in_"):  # just recorded by _validate_fit
                 continue
-            if name.endswith("_") or name in ("_ensemble", "_pass_scores"):
+            if name.endswith("_") or name == "_ensemble":
                 delattr(self, name)
         self.classes_, self.bins_, self.n_scores_ = classes, bins, n_scores
         self._sample_candidates()
@@ -177,18 +177,7 @@ class OnlineGBDTClassifier(EnsemblePrediction, BatchClassifier):
         self.rows_binned_[:n] = bins.transform(X)
         self.rows_label_[:n] = y_encoded
         self.rows_alive_[:n] = 1
-        rows = np.arange(n, dtype=np.int64)
-        scores = np.zeros((n, n_scores), dtype=np.int64)
-        for m in range(self.n_estimators):
-            grad, hess = _gbdt.derivatives(scores, self.rows_label_[:n], len(classes))
-            for k in range(n_scores):
-                t = m * n_scores + k
-                self.rows_grad_[t, :n] = grad[:, k]
-                self.rows_hess_[t, :n] = hess[:, k]
-                self._reset_tree(t)
-                self._grow(t, 0, rows.copy())
-                _gbdt.set_leaf_values(self.tree_nodes_, t, self._scale)
-                scores[:, k] += _gbdt.leaf_scores(self.tree_nodes_, self.rows_leaf_, t, rows)
+        self._booster().fit()
         self.last_update_ = {"action": "fit", "rows": n, "retrained_nodes": None}
         self.ensemble_  # built once here, not during a prediction
         return self
@@ -223,18 +212,12 @@ class OnlineGBDTClassifier(EnsemblePrediction, BatchClassifier):
                     array[:, :n] = old[name][:, :n]
             setattr(self, name + "_", array)
 
-    def _reset_tree(self, t: int) -> None:
-        nodes = self.tree_nodes_[t]
-        nodes[:] = 0
-        nodes[:, F["cand"]] = FREE
-        nodes[0, F["cand"]] = LEAF
-        nodes[0, [F["left"], F["right"], F["parent"], F["slot"]]] = -1
-        self.slot_owner_[t] = -1
-
-    def _grow(self, t: int, v: int, rows: np.ndarray) -> None:
-        _gbdt.grow(self.tree_nodes_, self.slots_, self.slot_owner_, t, v, self.rows_binned_, self.rows_grad_,
-                   self.rows_hess_, self.rows_leaf_, rows, self.cand_feature_, self.cand_start_,
-                   self.cand_threshold_, self.max_leaves, self.max_depth, self.min_samples_leaf)
+    def _booster(self) -> _gbdt.Booster:
+        """The compiled kernels over this model's arrays (made per call: the row tables grow)."""
+        return _gbdt.Booster(self.tree_nodes_, self.slots_, self.slot_owner_, self.rows_binned_, self.rows_label_,
+                             self.rows_alive_, self.rows_grad_, self.rows_hess_, self.rows_leaf_, self.cand_feature_,
+                             self.cand_start_, self.cand_threshold_, self.n_rows_, self.n_scores_, self._scale,
+                             float(self.alpha), self.max_leaves, self.max_depth, self.min_samples_leaf)
 
     # --------------------------------------------------------------------------------------- add and delete
     def add(self, X, y) -> np.ndarray:
@@ -249,15 +232,7 @@ class OnlineGBDTClassifier(EnsemblePrediction, BatchClassifier):
         self.rows_label_[rows] = np.searchsorted(self.classes_, y)
         self.rows_alive_[rows] = 1
         self.n_rows_ = n + count
-        S = self.n_scores_
-        scores = np.zeros((count, S), dtype=np.int64)
-        retrained = 0
-        self._pass_scores = None
-        for m in range(self.n_estimators):
-            grad, hess = _gbdt.derivatives(scores, self.rows_label_[rows], len(self.classes_))
-            self.rows_grad_[m * S:(m + 1) * S, rows] = grad.T
-            self.rows_hess_[m * S:(m + 1) * S, rows] = hess.T
-            retrained += self._update_iteration(m, rows, 1, scores)
+        retrained = self._booster().update(rows, 1)
         self._changed("add", count, retrained, started)
         return rows
 
@@ -280,9 +255,7 @@ class OnlineGBDTClassifier(EnsemblePrediction, BatchClassifier):
         rows = self.check_row_numbers(row_numbers)
         started = time.perf_counter()
         self.rows_alive_[rows] = 0
-        self._pass_scores = None
-        no_scores = np.zeros((0, self.n_scores_), dtype=np.int64)
-        retrained = sum(self._update_iteration(m, rows, -1, no_scores) for m in range(self.n_estimators))
+        retrained = self._booster().update(rows, -1)
         self._changed("delete", len(rows), retrained, started)
 
     def check_row_numbers(self, row_numbers) -> np.ndarray:
@@ -294,11 +267,14 @@ class OnlineGBDTClassifier(EnsemblePrediction, BatchClassifier):
         if values.size == 0:
             raise ValueError("no row numbers given")
         rows = values.astype(np.int64)
-        for row in rows:
-            if not 0 <= row < self.n_rows_:
-                raise ValueError(f"row {row} does not exist: row numbers go from 0 to {self.n_rows_ - 1}")
-            if not self.rows_alive_[row]:
-                raise ValueError(f"row {row} was already deleted")
+        exists = (rows >= 0) & (rows < self.n_rows_)
+        bad = ~exists
+        bad[exists] = self.rows_alive_[rows[exists]] == 0
+        if bad.any():
+            first = int(np.argmax(bad))
+            if not exists[first]:
+                raise ValueError(f"row {rows[first]} does not exist: row numbers go from 0 to {self.n_rows_ - 1}")
+            raise ValueError(f"row {rows[first]} was already deleted")
         unique, counts = np.unique(rows, return_counts=True)
         if (counts > 1).any():
             raise ValueError(f"row {unique[counts > 1][0]} is listed {counts.max()} times")
@@ -308,60 +284,9 @@ class OnlineGBDTClassifier(EnsemblePrediction, BatchClassifier):
                              "at least 2 must remain")
         return rows
 
-    def _update_iteration(self, m: int, rows: np.ndarray, sign: int, scores: np.ndarray) -> int:
-        """Add (+1) or remove (-1) ``rows`` in the trees of iteration ``m``, retrain where the tolerance rule says,
-        set the leaf values and add the rows' new leaf values to ``scores`` (when it has rows). Returns the number
-        of nodes retrained."""
-        S = self.n_scores_
-        retrain = _gbdt.route_check(self.tree_nodes_, self.slots_, m * S, (m + 1) * S, self.rows_binned_,
-                                    self.rows_grad_, self.rows_hess_, self.rows_leaf_, rows, sign,
-                                    self.cand_feature_, self.cand_start_, self.cand_threshold_, float(self.alpha),
-                                    self.min_samples_leaf)
-        derivatives = None
-        for t, v in retrain:
-            if derivatives is None:
-                derivatives = self._pass_derivatives(m)
-            self._retrain(t, v, *derivatives)
-        _gbdt.finish(self.tree_nodes_, m * S, (m + 1) * S, self._scale, self.rows_leaf_, rows, scores)
-        if self._pass_scores is not None:  # keep every row's scores before the next iteration
-            _gbdt.finish(self.tree_nodes_, m * S, (m + 1) * S, self._scale, self.rows_leaf_,
-                         np.arange(self.n_rows_, dtype=np.int64), self._pass_scores)
-        return len(retrain)
-
-    def _pass_derivatives(self, m: int) -> tuple[np.ndarray, np.ndarray]:
-        """Derivatives of every row under the current trees before iteration ``m`` (int32 [rows, scores]); the
-        scores are computed once per add/delete pass, at its first retrain, and carried on by the iterations."""
-        if self._pass_scores is None:
-            self._pass_scores = _gbdt.scores_before(self.tree_nodes_, self.rows_leaf_,
-                                                    np.arange(self.n_rows_, dtype=np.int64), m * self.n_scores_,
-                                                    self.n_scores_)
-        return _gbdt.derivatives(self._pass_scores, self.rows_label_[: self.n_rows_], len(self.classes_))
-
-    def _retrain(self, t: int, v: int, grad_all: np.ndarray, hess_all: np.ndarray) -> None:
-        """Refresh the derivatives of the rows reaching ``v`` (and the sums of its ancestors), regrow its subtree."""
-        nodes = self.tree_nodes_[t]
-        rows = _gbdt.subtree_rows(self.tree_nodes_, self.rows_leaf_, t, v, self.rows_alive_[: self.n_rows_])
-        k = t % self.n_scores_
-        grad, hess = grad_all[rows, k], hess_all[rows, k]
-        d_grad = grad.astype(np.int64) - self.rows_grad_[t, rows]
-        d_hess = hess.astype(np.int64) - self.rows_hess_[t, rows]
-        self.rows_grad_[t, rows] = grad
-        self.rows_hess_[t, rows] = hess
-        if d_grad.any() or d_hess.any():
-            sums = _gbdt.candidate_sums(self.rows_binned_, rows, d_grad, d_hess, np.zeros(len(rows), np.int64),
-                                        self.cand_start_, self.cand_threshold_)
-            ancestor = nodes[v, F["parent"]]
-            while ancestor >= 0:
-                nodes[ancestor, F["G"]] += d_grad.sum()
-                nodes[ancestor, F["H"]] += d_hess.sum()
-                self.slots_[t, nodes[ancestor, F["slot"]]] += sums
-                ancestor = nodes[ancestor, F["parent"]]
-        self._grow(t, v, rows)
-
     def _changed(self, action: str, count: int, retrained: int, started: float) -> None:
         self.__dict__.pop("_ensemble", None)
         self.ensemble_  # rebuilt once here, not during a prediction
-        self._pass_scores = None
         self.last_update_ = {"action": action, "rows": count, "retrained_nodes": retrained,
                              "seconds": time.perf_counter() - started}
 
@@ -382,28 +307,12 @@ class OnlineGBDTClassifier(EnsemblePrediction, BatchClassifier):
 
     def _build_ensemble(self) -> TreeEnsemble:
         S = self.n_scores_
-        pool = self.tree_nodes_
-        cand, left, right, value = (pool[:, :, F[name]] for name in ("cand", "left", "right", "value"))
-        nodes, leaves, roots = [], [], []
-        for t in range(pool.shape[0]):
-            roots.append(len(nodes))
-            order = [0]
-            for u in order:  # breadth first; the two children of a node sit side by side
-                if cand[t, u] >= 0:
-                    order += [int(left[t, u]), int(right[t, u])]
-            position = {u: len(nodes) + i for i, u in enumerate(order)}
-            for u in order:
-                c = cand[t, u]
-                if c >= 0:
-                    nodes.append((self.cand_feature_[c], self.cand_threshold_[c], position[int(left[t, u])]))
-                else:
-                    row = np.zeros(S, dtype=np.int16)
-                    row[t % S] = value[t, u]
-                    nodes.append((LEAF_FEATURE, 0, len(leaves)))
-                    leaves.append(row)
-        ensemble = TreeEnsemble(np.array(nodes, dtype=NODE_DTYPE), np.asarray(roots, dtype=np.uint16),
-                                np.ones(len(roots), dtype=np.uint16), np.array(leaves, dtype=np.int16).reshape(-1, S),
-                                self.bins_.n_features, "additive", np.zeros(S, dtype=np.int32))
+        feature, threshold, child, roots, leaves = _gbdt.ensemble_tables(self.tree_nodes_, self.cand_feature_,
+                                                                         self.cand_threshold_, S, LEAF_FEATURE)
+        nodes = np.empty(len(feature), dtype=NODE_DTYPE)
+        nodes["feature"], nodes["threshold"], nodes["child"] = feature, threshold, child
+        ensemble = TreeEnsemble(nodes, roots, np.ones(len(roots), dtype=np.uint16), leaves, self.bins_.n_features,
+                                "additive", np.zeros(S, dtype=np.int32))
         ensemble.validate()
         return ensemble
 
