@@ -5,6 +5,9 @@ Two lossless reductions are applied, both checked by the parity tests:
 * only the bin edges some split compares against are kept, and thresholds are renumbered to the kept edges
   (``bin <= t`` is ``x <= edges[t]``, so comparing against the kept edge gives the same branch);
 * identical leaf rows (e.g. every pure leaf of one class) are stored once.
+
+A model imported from elsewhere has no bins: its nodes carry their raw edges and NaN directions themselves
+(``node_edge``, ``nan_left``), see :mod:`edgestream.importers`.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .emit import C_TYPES
-from .encoding import LEAF_CODES, VALUE_BYTES, descriptor_bytes, encode
+from .encoding import LEAF_CODES, VALUE_BYTES, descriptor_bytes, encode, node_edges
 from .tree import LEAF_FEATURE, TreeEnsemble
 
 
@@ -26,6 +29,20 @@ class DeviceModel:
     edges: np.ndarray  # float32 or int32, all features' edges back to back
     offsets: np.ndarray  # uint16 [n_features + 1]
     ensemble: TreeEnsemble
+    node_edge: np.ndarray | None = None  # imported models: the raw edge of every node (instead of bin thresholds)
+    nan_left: np.ndarray | None = None  # imported models: bool per node, NaN goes left
+
+    def node_edges(self, nodes: np.ndarray) -> np.ndarray:
+        """The raw edge of every node of ``nodes`` (the ensemble's, maybe followed by nodes added for the encoding,
+        whose children are one leaf: their edge is never decisive and is the past-last one)."""
+        if self.node_edge is None:
+            per_feature = [self.edges[self.offsets[j]:self.offsets[j + 1]] for j in range(self.n_features)]
+            return node_edges(per_feature, nodes, self.input_dtype)
+        return _extended(self.node_edge, len(nodes), 0)
+
+    def node_nan_left(self, nodes: np.ndarray) -> np.ndarray:
+        """bool per node of ``nodes``: it sends NaN left."""
+        return _extended(np.zeros(0, dtype=bool) if self.nan_left is None else self.nan_left, len(nodes), False)
 
     @property
     def n_features(self) -> int:
@@ -46,9 +63,15 @@ class DeviceModel:
         source = model.ensemble_
         ensemble = TreeEnsemble(nodes, source.roots.copy(), source.weights.copy(),
                                 leaf_values.astype(source.leaf_values.dtype), source.n_features,
-                                source.leaf_kind, source.base_score)
+                                source.leaf_kind, source.base_score, source.score_shift)
         ensemble.validate()
         return cls(model.bins_.dtype, edges.astype(model.bins_.dtype), offsets, ensemble)
+
+
+def _extended(values: np.ndarray, length: int, fill) -> np.ndarray:
+    out = np.full(length, fill, dtype=values.dtype)
+    out[:len(values)] = values[:length]
+    return out
 
 
 def prune_edges(edges_per_feature, nodes):
@@ -78,7 +101,12 @@ INDEX_TYPES = {1: "uint8_t", 2: "uint16_t"}
 def tree_context(model, name: str, optimize: str = "speed") -> dict:
     """Template values of a frozen model's bundle in the encoding ``optimize`` picks (:mod:`edgestream.encoding`);
     ``extra_files`` adds the generated ``es_infer_config.h`` that compiles only the variant this model uses."""
-    encoded = encode(DeviceModel.from_model(model), optimize)
+    return device_context(DeviceModel.from_model(model), optimize)
+
+
+def device_context(device: DeviceModel, optimize: str = "speed") -> dict:
+    """Template values of the bundle of a model's device tables (:func:`tree_context`)."""
+    encoded = encode(device, optimize)
     enc = encoded.encoding
     inline = enc.thresholds == "inline"
     return {
@@ -90,13 +118,19 @@ def tree_context(model, name: str, optimize: str = "speed") -> dict:
         "children": encoded.children, "child_type": INDEX_TYPES[enc.child_bytes],
         "tree_base": encoded.tree_base, "weights": encoded.weights, "weighted": enc.weights,
         "leaves": encoded.leaves.reshape(-1) if enc.leaves != "class" else [], "leaf_type": INFER_LEAF_TYPE[enc.leaves],
-        "base_score": encoded.base_score, "total_weight": encoded.total_weight,
+        "base_score": encoded.base_score, "total_weight": encoded.total_weight, "score_shift": encoded.score_shift,
         "layout": enc.layout, "depth": enc.depth, "leaf_code": LEAF_CODES[enc.leaves], "leaf_macro": INFER_LEAF_MACRO[enc.leaves],
         "input_code": INFER_INPUT_CODE[enc.input_dtype], "predict": INFER_PREDICT[enc.input_dtype],
         "scratch": scratch_size(encoded),
         "extra_files": {"es_infer_config.h": "infer_config.h.j2"},
         "manifest": {"optimize": optimize, "encoding": enc.as_dict()},
     }
+
+
+def device_tables(device: DeviceModel, pointer_bytes: int, packed: bool, optimize: str = "speed"):
+    """(name, bytes) of every constant object of the bundle of a model's device tables."""
+    encoded = encode(device, optimize)
+    return [(name, size) for name, size in encoded.table_bytes(pointer_bytes, packed).items() if size]
 
 
 def scratch_size(encoded) -> int:
@@ -109,8 +143,7 @@ def tree_tables(model, n_features: int, n_classes: int, pointer_bytes: int, pack
     """Flash objects of a frozen bundle: exact for a fitted model (its encoding's tables), else the worst case of
     full trees of max_depth in the fastest encoding."""
     if hasattr(model, "ensemble_"):
-        encoded = encode(DeviceModel.from_model(model), optimize)
-        return [(name, size) for name, size in encoded.table_bytes(pointer_bytes, packed).items() if size]
+        return device_tables(DeviceModel.from_model(model), pointer_bytes, packed, optimize)
     n_trees = getattr(model, "n_trees", 1)
     internal = n_trees * (2**model.max_depth - 1)
     leaves = n_trees * 2**model.max_depth
