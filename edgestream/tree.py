@@ -104,11 +104,11 @@ class TreeEnsemble:
     def from_arrays(cls, arrays: dict, n_features: int) -> "TreeEnsemble":
         """The ensemble of a model file's tables (:meth:`arrays`), checked: additive when they hold a ``base_score``."""
         additive = "base_score" in arrays
-        shift = arrays.get("score_shift", np.zeros((), dtype=np.uint8))
-        if shift.dtype != np.uint8 or shift.shape != ():
-            raise ValueError(f"score_shift has dtype {shift.dtype} and shape {shift.shape}, expected a uint8 scalar")
+        shift = arrays.get("score_shift", np.zeros(1, dtype=np.uint8))
+        if shift.dtype != np.uint8 or shift.shape != (1,):
+            raise ValueError(f"score_shift has dtype {shift.dtype} and shape {shift.shape}, expected uint8 (1,)")
         ensemble = cls(arrays["nodes"], arrays["roots"], arrays["weights"], arrays["leaf_values"], n_features,
-                       "additive" if additive else "proba", arrays["base_score"] if additive else None, int(shift))
+                       "additive" if additive else "proba", arrays["base_score"] if additive else None, int(shift[0]))
         ensemble.validate()
         return ensemble
 
@@ -182,7 +182,7 @@ class TreeEnsemble:
         if self.leaf_kind == "additive":
             arrays["base_score"] = self.base_score
             if self.score_shift:
-                arrays["score_shift"] = np.asarray(self.score_shift, dtype=np.uint8)
+                arrays["score_shift"] = np.asarray([self.score_shift], dtype=np.uint8)
         return arrays
 
 

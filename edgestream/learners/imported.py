@@ -52,7 +52,7 @@ class ImportedClassifier(EnsemblePrediction, BatchClassifier):
         if feature_names is not None:
             model.feature_names_in_ = np.asarray([str(name) for name in feature_names], dtype=object)
         model.restore_arrays({**ensemble.arrays(), "node_edge": node_edge, "nan_left": nan_left,
-                              "n_features": np.asarray(ensemble.n_features, dtype=np.uint16)})
+                              "n_features": np.asarray([ensemble.n_features], dtype=np.uint16)})
         return model
 
     @property
@@ -96,15 +96,15 @@ class ImportedClassifier(EnsemblePrediction, BatchClassifier):
     def saved_arrays(self) -> dict:
         self._check_fitted()
         return {**self.ensemble_.arrays(), "node_edge": self.node_edge_, "nan_left": self.nan_left_,
-                "n_features": np.asarray(self.ensemble_.n_features, dtype=np.uint16)}
+                "n_features": np.asarray([self.ensemble_.n_features], dtype=np.uint16)}
 
     def restore_arrays(self, arrays: dict) -> None:
         """Take converted or saved tables, after ``classes_`` is set; refuses inconsistent ones."""
         n_features = arrays["n_features"]
-        if n_features.dtype != np.uint16 or n_features.shape != ():
-            raise ValueError(f"n_features has dtype {n_features.dtype} and shape {n_features.shape}, expected a "
-                             "uint16 scalar")
-        ensemble = TreeEnsemble.from_arrays(arrays, int(n_features))
+        if n_features.dtype != np.uint16 or n_features.shape != (1,):
+            raise ValueError(f"n_features has dtype {n_features.dtype} and shape {n_features.shape}, expected "
+                             "uint16 (1,)")
+        ensemble = TreeEnsemble.from_arrays(arrays, int(n_features[0]))
         for name, dtype in (("node_edge", np.float32), ("nan_left", np.bool_)):
             if arrays[name].dtype != dtype or arrays[name].shape != (len(ensemble.nodes),):
                 raise ValueError(f"table {name!r} has dtype {arrays[name].dtype} and shape {arrays[name].shape}, "
