@@ -98,9 +98,9 @@ class Importer:
 def edge_below_or_at(t) -> np.ndarray:
     """The largest float32 ``<= t`` for double thresholds ``t`` (``x <= t`` iff ``x <= edge`` for float32 x)."""
     t = np.asarray(t, dtype=np.float64)
-    with np.errstate(over="ignore"):
+    with np.errstate(over="ignore"):  # beyond float32: +-inf, then one step down for +inf
         e = t.astype(np.float32)
-    return np.where(e.astype(np.float64) > t, np.nextafter(e, np.float32(-np.inf)), e).astype(np.float32)
+        return np.where(e.astype(np.float64) > t, np.nextafter(e, np.float32(-np.inf)), e).astype(np.float32)
 
 
 def edge_below(t) -> np.ndarray:
@@ -108,7 +108,8 @@ def edge_below(t) -> np.ndarray:
     t = np.asarray(t, dtype=np.float32)
     if (t == -np.inf).any():
         raise ValueError("a split threshold is -inf: no float32 value is below it")
-    return np.nextafter(t, np.float32(-np.inf)).astype(np.float32)
+    with np.errstate(over="ignore"):
+        return np.nextafter(t, np.float32(-np.inf)).astype(np.float32)
 
 
 EDGES = {"le64": edge_below_or_at, "lt32": edge_below}
