@@ -11,15 +11,8 @@
 #define ES_INFER_ALL 0
 #endif
 
-/* Float compares: the FPU's when there is one; on cores without (a soft-float compare is a library call) the
- * bit patterns as sign-magnitude integers, which is the same relation. */
-#ifndef ES_F32_COMPARE_BITS
-#if defined(__arm__) && !defined(__ARM_FP)
-#define ES_F32_COMPARE_BITS 1
-#else
-#define ES_F32_COMPARE_BITS 0
-#endif
-#endif
+/* Float compares: the FPU's when there is one; on cores without, ES_F32_COMPARE_BITS (es_infer.h): the bit
+ * patterns as sign-magnitude integers, which is the same relation. */
 
 #if ES_INFER_ALL
 #define ES_KIND(m) ((m)->leaf_kind)
@@ -80,6 +73,18 @@ static int es_le_bits(float a, float b)
 int es_f32_le_bits(float x, float e)
 {
     return es_le_bits(x, e);
+}
+#endif
+
+#if ES_INFER_ALL || ((ES_INFER_INLINE + 0) && (ES_INFER_F32 + 0) && ES_F32_COMPARE_BITS)
+int32_t es_f32_key(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    if ((u & 0x7fffffffu) > 0x7f800000u) {
+        return ES_F32_KEY_NAN;
+    }
+    return (u & 0x80000000u) != 0u ? -(int32_t)(u & 0x7fffffffu) : (int32_t)u;
 }
 #endif
 
@@ -703,6 +708,31 @@ es_status es_forest_predict_i16(const es_forest *model, const int16_t *x, int32_
     default:
         return ES_ERR_MODEL;
     }
+    return es_finish(model, scratch, proba, class_out);
+}
+#endif
+
+#if ES_INFER_ALL || (ES_INFER_INLINE + 0)
+void es_forest_add_leaf(const es_forest *model, uint16_t tree, uint16_t slot, int32_t *acc)
+{
+    es_add_leaf(model, tree, slot, acc);
+}
+
+es_status es_forest_predict_inline(const es_forest *model, es_walk_fn walk, const void *x, int32_t *scratch,
+                                   uint16_t *proba, uint8_t *class_out)
+{
+    es_forest copy;
+    es_status status;
+    model = es_descriptor(model, &copy);
+    status = es_check(model, x, scratch);
+    if (status != ES_OK) {
+        return status;
+    }
+    if (walk == 0) {
+        return ES_ERR_NULL;
+    }
+    es_start(model, scratch);
+    walk(x, scratch, model);
     return es_finish(model, scratch, proba, class_out);
 }
 #endif

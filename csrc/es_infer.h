@@ -23,6 +23,11 @@
  * sum (or sum[0] > 0 with one score), probabilities by es_additive_proba (es_fixed.c) of the sums rounded to
  * Q10 from their 10 + score_shift fraction bits (floor((s + 2^(shift-1)) / 2^shift)).
  *
+ * Inline code (a bundle exported with --optimize speed): the bundle's own walk function compares the raw inputs with
+ * constants in nested ifs and adds the leaves through es_forest_add_leaf (or adds hard votes itself);
+ * es_forest_predict_inline starts the accumulators, calls it and finishes as above. The walk, the feature,
+ * threshold, edges, children and tree_base tables are then not used (NULL).
+ *
  * The tables and sizes are arguments (an es_forest), so one compiled runtime serves every model; a generated
  * bundle only adds const tables, an es_infer_config.h and thin wrappers. The es_forest and every table it points
  * to are constant data defined with ES_FLASH (es_flash.h): on AVR they stay in program memory and are read with
@@ -81,5 +86,25 @@ es_status es_forest_predict_i16(const es_forest *model, const int16_t *x, int32_
 /* x <= e on float32 by the bit patterns as sign-magnitude integers (no float arithmetic): exact, NaN x is
  * false, -0.0 == +0.0. Used for float inputs on cores without an FPU (ES_F32_COMPARE_BITS). */
 int es_f32_le_bits(float x, float e);
+
+/* Float compares on cores without an FPU (a soft-float compare is a library call) go by the bit patterns. */
+#ifndef ES_F32_COMPARE_BITS
+#if defined(__arm__) && !defined(__ARM_FP)
+#define ES_F32_COMPARE_BITS 1
+#else
+#define ES_F32_COMPARE_BITS 0
+#endif
+#endif
+
+/* The comparison key of a float32: its bits as a sign-magnitude integer (-0.0 and +0.0 both 0), NaN
+ * ES_F32_KEY_NAN above every other key: key(x) <= key(e) iff x <= e for every non-NaN e. */
+#define ES_F32_KEY_NAN INT32_MAX
+int32_t es_f32_key(float x);
+
+/* Inline code: walk(x, acc, model) adds every tree's leaf to acc (es_forest_add_leaf: tree t, leaf slot s). */
+typedef void (*es_walk_fn)(const void *x, int32_t *acc, const es_forest *model);
+es_status es_forest_predict_inline(const es_forest *model, es_walk_fn walk, const void *x, int32_t *scratch,
+                                   uint16_t *proba, uint8_t *class_out);
+void es_forest_add_leaf(const es_forest *model, uint16_t tree, uint16_t slot, int32_t *acc);
 
 #endif

@@ -6,6 +6,9 @@ Two lossless reductions are applied, both checked by the parity tests:
   (``bin <= t`` is ``x <= edges[t]``, so comparing against the kept edge gives the same branch);
 * identical leaf rows (e.g. every pure leaf of one class) are stored once.
 
+A bundle exported for speed walks its trees in inline code (:func:`inline_walk`): nested ifs that compare the raw
+inputs with their edges written as hex float constants, so only the leaf tables stay tables.
+
 A model imported from elsewhere has no bins: its nodes carry their raw edges and NaN directions themselves
 (``node_edge``, ``nan_left``), see :mod:`edgestream.importers`.
 """
@@ -16,8 +19,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .emit import C_TYPES
-from .encoding import LEAF_CODES, VALUE_BYTES, descriptor_bytes, encode, node_edges
+from dataclasses import replace
+
+from .emit import C_TYPES, c_literal
+from .encoding import LEAF_CODES, VALUE_BYTES, EncodedModel, _leaf_depths, descriptor_bytes, encode, node_edges
 from .tree import LEAF_FEATURE, TreeEnsemble
 
 
@@ -101,15 +106,18 @@ INDEX_TYPES = {1: "uint8_t", 2: "uint16_t"}
 def tree_context(model, name: str, optimize: str = "speed") -> dict:
     """Template values of a frozen model's bundle in the encoding ``optimize`` picks (:mod:`edgestream.encoding`);
     ``extra_files`` adds the generated ``es_infer_config.h`` that compiles only the variant this model uses."""
-    return device_context(DeviceModel.from_model(model), optimize)
+    return device_context(DeviceModel.from_model(model), name, optimize)
 
 
-def device_context(device: DeviceModel, optimize: str = "speed") -> dict:
+def device_context(device: DeviceModel, name: str, optimize: str = "speed") -> dict:
     """Template values of the bundle of a model's device tables (:func:`tree_context`)."""
-    encoded = encode(device, optimize)
+    encoded = bundle_encoding(device, optimize)
     enc = encoded.encoding
     inline = enc.thresholds == "inline"
+    code = inline_code(device, optimize)
     return {
+        "inline_walk": inline_walk(encoded, name) if code else "",
+        "manifest": {"optimize": optimize, "encoding": replace(enc, tree="inline").as_dict() if code else enc.as_dict()},
         "n_trees": encoded.n_trees, "n_scores": encoded.n_scores,
         "encoding_text": ", ".join(f"{k}={v}" for k, v in enc.as_dict().items()),
         "feature": encoded.feature, "threshold": encoded.threshold, "edges": encoded.edges,
@@ -123,14 +131,105 @@ def device_context(device: DeviceModel, optimize: str = "speed") -> dict:
         "input_code": INFER_INPUT_CODE[enc.input_dtype], "predict": INFER_PREDICT[enc.input_dtype],
         "scratch": scratch_size(encoded),
         "extra_files": {"es_infer_config.h": "infer_config.h.j2"},
-        "manifest": {"optimize": optimize, "encoding": enc.as_dict()},
     }
 
 
 def device_tables(device: DeviceModel, pointer_bytes: int, packed: bool, optimize: str = "speed"):
-    """(name, bytes) of every constant object of the bundle of a model's device tables."""
-    encoded = encode(device, optimize)
-    return [(name, size) for name, size in encoded.table_bytes(pointer_bytes, packed).items() if size]
+    """(name, bytes) of every constant object of the bundle of a model's device tables (inline code keeps only the
+    descriptor, weights and leaves as tables)."""
+    encoded = bundle_encoding(device, optimize)
+    walked = INLINE_TABLES if inline_code(device, optimize) else ()
+    return [(name, size) for name, size in encoded.table_bytes(pointer_bytes, packed).items()
+            if size and name not in walked]
+
+
+# ------------------------------------------------------------------------------------------------ inline code
+
+INLINE_MAX_DEPTH = 60  # deeper trees keep the tables (C compilers need nest only 127 blocks)
+INLINE_TABLES = ("feature", "threshold", "edges", "children", "tree_base")  # what the inline walk replaces
+
+
+def inline_code(device: DeviceModel, optimize: str) -> bool:
+    """A bundle for speed walks its trees in inline code, unless a tree is deeper than INLINE_MAX_DEPTH."""
+    return optimize == "speed" and max(int(d.max()) for d in _leaf_depths(device.ensemble)) <= INLINE_MAX_DEPTH
+
+
+def bundle_encoding(device: DeviceModel, optimize: str) -> EncodedModel:
+    """The tables of a bundle: for inline code the folded ones with inline edges (the walk's constants)."""
+    if inline_code(device, optimize):
+        return encode(device, optimize, thresholds="inline", tree="folded")
+    return encode(device, optimize)
+
+
+def inline_walk(encoded: EncodedModel, name: str) -> str:
+    """C of ``<name>_walk``: every tree as nested ifs on the raw inputs, exactly the folded walk of ``encoded``.
+
+    A node goes left iff ``x[f] <= e`` (NaN right by the form of the comparison) or, when it sends NaN left,
+    iff ``!(x[f] > e)``; float edges are hex float constants (exact). On cores without an FPU
+    (``ES_F32_COMPARE_BITS``) the features' integer keys are computed once and compared with the edges' keys.
+    A leaf adds its class's weight (class leaves) or its row through ``es_forest_add_leaf``."""
+    enc = encoded.encoding
+    dtype, ctype = enc.input_dtype, C_TYPES[enc.input_dtype]
+    children, tree_base = encoded.children.astype(np.int64), encoded.tree_base.astype(np.int64)
+    feature, edge, nan_left = encoded.feature.astype(np.int64), encoded.threshold, encoded.nan_left
+    macro = name.upper()
+    lines = []
+
+    def test(i: int) -> str:
+        left = f"{macro}_LE_NAN" if nan_left[i] else f"{macro}_LE"
+        if dtype != "float32":
+            return f"{left}({feature[i]}, {c_literal(edge[i], dtype)}, 0)"
+        return f"{left}({feature[i]}, {hex_float(edge[i])}, {f32_key(edge[i])})"
+
+    def walk(t: int, ref: int, indent: str) -> None:
+        n_internal = int(tree_base[t + 1] - tree_base[t])
+        if ref >= n_internal:
+            lines.append(indent + leaf(t, ref - n_internal))
+            return
+        i = int(tree_base[t]) + ref
+        lines.append(f"{indent}if ({test(i)}) {{")
+        walk(t, int(children[2 * i]), indent + "    ")
+        lines.append(f"{indent}}} else {{")
+        walk(t, int(children[2 * i + 1]), indent + "    ")
+        lines.append(f"{indent}}}")
+
+    def leaf(t: int, slot: int) -> str:
+        if enc.leaves == "class":
+            return f"acc[{slot}] += {int(encoded.weights[t]) if enc.weights else 1};"
+        return f"es_forest_add_leaf(model, {t}u, {slot}u, acc);"
+
+    for t in range(encoded.n_trees):
+        walk(t, 0, "    ")
+    keys = [f"    int32_t key[{encoded.n_features}];", "    unsigned j;",
+            f"    for (j = 0; j < {encoded.n_features}u; j++) {{", "        key[j] = es_f32_key(x[j]);", "    }"]
+    compare = ([f"#define {macro}_LE(f, e, k) (key[f] <= (k))",
+                f"#define {macro}_LE_NAN(f, e, k) (key[f] <= (k) || key[f] == ES_F32_KEY_NAN)",
+                "#else",
+                f"#define {macro}_LE(f, e, k) (x[f] <= (e))",
+                f"#define {macro}_LE_NAN(f, e, k) (!(x[f] > (e)))"] if dtype == "float32"
+               else [f"#define {macro}_LE(f, e, k) (x[f] <= (e))"])
+    head = ["#if ES_F32_COMPARE_BITS" if dtype == "float32" else "#if 1", *compare, "#endif", "",
+            f"static void {name}_walk(const void *input, int32_t *acc, const es_forest *model)", "{",
+            f"    const {ctype} *x = (const {ctype} *)input;"]
+    if dtype == "float32":
+        head += ["#if ES_F32_COMPARE_BITS", *keys, "#endif"]
+    return "\n".join(head + ["    (void)model;", *lines, "}"])
+
+
+def hex_float(value) -> str:
+    """A float32 as an exact C constant: a hex float, or INFINITY."""
+    value = float(np.float32(value))
+    if np.isinf(value):
+        return "INFINITY" if value > 0 else "-INFINITY"
+    mantissa, exponent = float.hex(value).split("p")
+    return f"{mantissa.rstrip('0').rstrip('.')}p{exponent}f"
+
+
+def f32_key(value) -> str:
+    """``es_f32_key`` of a (non-NaN) float32 edge, as a C literal."""
+    bits = int(np.asarray(value, dtype=np.float32).view(np.uint32))
+    key = -(bits & 0x7FFFFFFF) if bits & 0x80000000 else bits
+    return str(key)
 
 
 def scratch_size(encoded) -> int:

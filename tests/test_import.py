@@ -200,3 +200,19 @@ def test_refused_import_writes_no_model(tmp_path, capsys, source, trust):
     code = cli.main(["import", str(tmp_path / source), "-o", str(output)] + (["--trust-pickle"] if trust else []))
     assert code == 2 and not output.exists()
     assert capsys.readouterr().err.count("edgestream: error:") == 1
+
+
+@pytest.mark.parametrize("board", ["rp2040", "stm32f411"])
+def test_inline_speed_bundle_of_an_imported_model_under_qemu(tmp_path, board):
+    """--optimize speed: trees as inline code, integer keys on the Cortex-M0+ (no FPU), the FPU on the M4; NaN-left
+    nodes and additive scores with fraction bits beyond Q10."""
+    from edgestream import parity
+    from edgestream.export import export_bundle
+
+    X, y, held_out = dataset(4)
+    imported = edgestream.convert(xgboost.XGBClassifier(n_estimators=8, max_depth=3).fit(X, y))
+    assert imported.nan_left_.any() and imported.ensemble_.score_shift > 0
+    bundle = export_bundle(imported, tmp_path / "b", name="xgb", optimize="speed")
+    assert "xgb_walk" in (bundle / "src" / "xgb.c").read_text()
+    report = parity.compare(parity.target(bundle, "qemu", board, 120), held_out[:80], np.zeros(80, dtype=int))
+    assert report["mismatches"] == 0 and report["proba_mismatches"] == 0

@@ -120,7 +120,7 @@ class ImportedClassifier(EnsemblePrediction, BatchClassifier):
 
 
 def imported_context(model, name: str, optimize: str = "speed") -> dict:
-    return device_context(model.device_model(), optimize)
+    return device_context(model.device_model(), name, optimize)
 
 
 def imported_tables(model, n_features: int, n_classes: int, pointer_bytes: int, packed: bool,
