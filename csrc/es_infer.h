@@ -24,9 +24,9 @@
  * Q10 from their 10 + score_shift fraction bits (floor((s + 2^(shift-1)) / 2^shift)).
  *
  * Inline code (a bundle exported with --optimize speed): the bundle's own walk function compares the raw inputs with
- * constants in nested ifs and adds the leaves through es_forest_add_leaf (or adds hard votes itself);
- * es_forest_predict_inline starts the accumulators, calls it and finishes as above. The walk, the feature,
- * threshold, edges, children and tree_base tables are then not used (NULL).
+ * constants in nested ifs and adds each leaf's terms to the accumulators itself (the integers es_forest_add_leaf
+ * adds from a leaf table); es_forest_predict_inline starts the accumulators, calls it and finishes as above. The
+ * feature, threshold, edges, children, tree_base and leaves tables are then not used (NULL).
  *
  * The tables and sizes are arguments (an es_forest), so one compiled runtime serves every model; a generated
  * bundle only adds const tables, an es_infer_config.h and thin wrappers. The es_forest and every table it points

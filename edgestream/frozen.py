@@ -146,7 +146,7 @@ def device_tables(device: DeviceModel, pointer_bytes: int, packed: bool, optimiz
 # ------------------------------------------------------------------------------------------------ inline code
 
 INLINE_MAX_DEPTH = 60  # deeper trees keep the tables (C compilers need nest only 127 blocks)
-INLINE_TABLES = ("feature", "threshold", "edges", "children", "tree_base")  # what the inline walk replaces
+INLINE_TABLES = ("feature", "threshold", "edges", "children", "tree_base", "leaves")  # what the inline walk holds
 
 
 def inline_code(device: DeviceModel, optimize: str) -> bool:
@@ -167,7 +167,9 @@ def inline_walk(encoded: EncodedModel, name: str) -> str:
     A node goes left iff ``x[f] <= e`` (NaN right by the form of the comparison) or, when it sends NaN left,
     iff ``!(x[f] > e)``; float edges are hex float constants (exact). On cores without an FPU
     (``ES_F32_COMPARE_BITS``) the features' integer keys are computed once and compared with the edges' keys.
-    A leaf adds its class's weight (class leaves) or its row through ``es_forest_add_leaf``."""
+    A leaf adds its terms of the accumulators itself: its class's weight (class leaves), or ``w * v`` for every
+    non-zero value ``v`` of its row (the stored q8 or Q15 value, or the additive score with weight 1), the very
+    integers ``es_forest_add_leaf`` would add from the leaf table, which the bundle then does not hold."""
     enc = encoded.encoding
     dtype, ctype = enc.input_dtype, C_TYPES[enc.input_dtype]
     children, tree_base = encoded.children.astype(np.int64), encoded.tree_base.astype(np.int64)
@@ -194,9 +196,11 @@ def inline_walk(encoded: EncodedModel, name: str) -> str:
         lines.append(f"{indent}}}")
 
     def leaf(t: int, slot: int) -> str:
+        weight = int(encoded.weights[t]) if enc.weights and enc.leaves != "additive" else 1
         if enc.leaves == "class":
-            return f"acc[{slot}] += {int(encoded.weights[t]) if enc.weights else 1};"
-        return f"es_forest_add_leaf(model, {t}u, {slot}u, acc);"
+            return f"acc[{slot}] += {weight};"
+        terms = [f"acc[{k}] += {weight * int(v)};" for k, v in enumerate(encoded.leaves[slot]) if v]
+        return " ".join(terms) or ";"
 
     for t in range(encoded.n_trees):
         walk(t, 0, "    ")
