@@ -152,82 +152,109 @@ static ES_NOINLINE void es_insert_row(const es_shrubs *model, uint32_t row, uint
     }
 }
 
-/* Whether num / den beats the node's best score so far (best_num / best_den) by cross multiplication. A node of
- * at most ES_SMALL_NODE rows has num <= n^3 / 4, den and best_den <= n^2 / 4 and best_num <= n^2 or n^3 / 4, so
- * both products stay below 2^32 and 32 bits give the same answer as 64 (no 64-bit multiply call on Cortex-M0). */
-#define ES_SMALL_NODE 128u
-static int es_gini_beats(const uint32_t *st, uint64_t num, uint32_t den)
-{
-    if (st[ES_ST_N_TOTAL] <= ES_SMALL_NODE) {
-        return (uint32_t)num * st[ES_ST_BEST_DEN] > st[ES_ST_BEST_LO] * den;
-    }
-    return num * st[ES_ST_BEST_DEN] > (((uint64_t)st[ES_ST_BEST_HI] << 32) | st[ES_ST_BEST_LO]) * den;
-}
+/* What a level's scans read, gathered once per shrub: fewer loads through the model in the hot loops. */
+typedef struct es_scan {
+    const uint16_t *sorted_rows;
+    const uint8_t *bins;          /* window_bins */
+    const uint8_t *labels;        /* window_labels */
+    const uint16_t *node_of;
+    uint32_t *stats;              /* split_stats */
+    const uint16_t *counts;       /* split_counts */
+    uint32_t window;
+    uint32_t count;               /* rows in the window */
+    uint32_t d;
+    uint32_t n_classes;
+    uint32_t stride;              /* split_stats words per node */
+    uint32_t min_leaf;            /* min_samples_leaf */
+    /* scores split `choice` (feature << 8 | threshold) of node v: its left side is the rows counted so far
+     * without the last `less` rows (all of class less_class); kept if strictly better than the best so far */
+    void (*score)(const struct es_scan *scan, uint32_t v, uint32_t choice, uint32_t less_class, uint32_t less);
+} es_scan;
 
-static void es_keep_best(uint32_t *st, uint64_t score, uint32_t den, uint32_t f, uint32_t t)
+static void es_keep_best(uint32_t *st, uint64_t score, uint32_t den, uint32_t choice)
 {
     st[ES_ST_BEST_LO] = (uint32_t)score;
     st[ES_ST_BEST_HI] = (uint32_t)(score >> 32);
     st[ES_ST_BEST_DEN] = den;
-    st[ES_ST_CHOICE] = (f << 8) | t;
+    st[ES_ST_CHOICE] = choice;
 }
 
-/* Score threshold t of feature f for node v: its left side is the rows counted so far without the last `less`
- * rows (all of class less_class). Kept if strictly better than the best so far. */
-static void es_candidate(const es_shrubs *model, uint32_t v, uint32_t f, uint32_t t, uint32_t less_class,
-                         uint32_t less)
+/* A gini candidate with n_left rows on the left (l2, r2: the sides' sums of squared class counts), compared with
+ * the best so far (best_num / best_den) by cross multiplication. A node of at most ES_SMALL_NODE rows has
+ * num <= n^3 / 4, den and best_den <= n^2 / 4 and best_num <= n^2 or n^3 / 4, so every product stays below 2^32
+ * and 32 bits give the answer of 64 (no 64-bit multiply call on Cortex-M0). */
+#define ES_SMALL_NODE 128u
+static void es_gini_candidate(const es_scan *scan, uint32_t *st, uint32_t n_left, uint32_t l2, uint32_t r2,
+                              uint32_t choice)
 {
-    const es_shrubs_config *config = model->config;
-    const uint32_t n_classes = config->n_classes;
-    uint32_t *st = &model->split_stats[v * (ES_STATS + n_classes)];
-    const uint16_t *total = &model->split_counts[v * n_classes];
-    const uint32_t *left = st + ES_STATS;
+    const uint32_t n_right = st[ES_ST_N_TOTAL] - n_left;
+    uint32_t den;
+    if (n_left < scan->min_leaf || n_right < scan->min_leaf) {
+        return;
+    }
+    den = n_left * n_right;
+    if (st[ES_ST_N_TOTAL] <= ES_SMALL_NODE) {
+        const uint32_t num = l2 * n_right + r2 * n_left;
+        if (num * st[ES_ST_BEST_DEN] > st[ES_ST_BEST_LO] * den) {
+            es_keep_best(st, num, den, choice);
+        }
+    } else {
+        const uint64_t num = (uint64_t)l2 * n_right + (uint64_t)r2 * n_left;
+        if (num * st[ES_ST_BEST_DEN] > (((uint64_t)st[ES_ST_BEST_HI] << 32) | st[ES_ST_BEST_LO]) * den) {
+            es_keep_best(st, num, den, choice);
+        }
+    }
+}
+
+static void es_score_gini2(const es_scan *scan, uint32_t v, uint32_t choice, uint32_t less_class, uint32_t less)
+{
+    uint32_t *st = &scan->stats[v * (ES_STATS + 2u)];
+    const uint16_t *total = &scan->counts[v * 2u];
+    const uint32_t l0 = st[ES_STATS] - (less_class == 0u ? less : 0u);
+    const uint32_t l1 = st[ES_STATS + 1u] - (less_class == 1u ? less : 0u);
+    const uint32_t r0 = total[0] - l0;
+    const uint32_t r1 = total[1] - l1;
+    es_gini_candidate(scan, st, l0 + l1, l0 * l0 + l1 * l1, r0 * r0 + r1 * r1, choice);
+}
+
+static void es_score_gini(const es_scan *scan, uint32_t v, uint32_t choice, uint32_t less_class, uint32_t less)
+{
+    uint32_t *st = &scan->stats[v * scan->stride];
+    const uint16_t *total = &scan->counts[v * scan->n_classes];
+    uint32_t n_left = 0;
+    uint32_t l2 = 0; /* at most 4096^2 */
+    uint32_t r2 = 0;
+    uint32_t k;
+    for (k = 0; k < scan->n_classes; k++) {
+        const uint32_t lk = st[ES_STATS + k] - (k == less_class ? less : 0u);
+        const uint32_t rk = total[k] - lk;
+        n_left += lk;
+        l2 += lk * lk;
+        r2 += rk * rk;
+    }
+    es_gini_candidate(scan, st, n_left, l2, r2, choice);
+}
+
+static void es_score_entropy(const es_scan *scan, uint32_t v, uint32_t choice, uint32_t less_class, uint32_t less)
+{
+    uint32_t *st = &scan->stats[v * scan->stride];
+    const uint16_t *total = &scan->counts[v * scan->n_classes];
     uint32_t n_left = 0;
     uint32_t n_right;
     uint32_t k;
-    if (config->criterion == ES_GINI) {
-        uint32_t l2 = 0; /* at most 4096^2 */
-        uint32_t r2 = 0;
-        if (n_classes == 2u) { /* the same sums, spelled out for 2 classes */
-            const uint32_t l0 = left[0] - (less_class == 0u ? less : 0u);
-            const uint32_t l1 = left[1] - (less_class == 1u ? less : 0u);
-            const uint32_t r0 = total[0] - l0;
-            const uint32_t r1 = total[1] - l1;
-            n_left = l0 + l1;
-            l2 = l0 * l0 + l1 * l1;
-            r2 = r0 * r0 + r1 * r1;
-        } else {
-            for (k = 0; k < n_classes; k++) {
-                const uint32_t lk = left[k] - (k == less_class ? less : 0u);
-                const uint32_t rk = total[k] - lk;
-                n_left += lk;
-                l2 += lk * lk;
-                r2 += rk * rk;
-            }
-        }
-        n_right = st[ES_ST_N_TOTAL] - n_left;
-        if (n_left >= config->min_samples_leaf && n_right >= config->min_samples_leaf) {
-            const uint64_t num = (uint64_t)l2 * n_right + (uint64_t)r2 * n_left;
-            const uint32_t den = n_left * n_right;
-            if (es_gini_beats(st, num, den)) {
-                es_keep_best(st, num, den, f, t);
-            }
-        }
-        return;
-    }
-    for (k = 0; k < n_classes; k++) {
-        n_left += left[k];
+    for (k = 0; k < scan->n_classes; k++) {
+        n_left += st[ES_STATS + k];
     }
     n_left -= less;
     n_right = st[ES_ST_N_TOTAL] - n_left;
-    if (n_left >= config->min_samples_leaf && n_right >= config->min_samples_leaf) {
+    if (n_left >= scan->min_leaf && n_right >= scan->min_leaf) {
         uint64_t cost = es_xlog2x_u(n_left) + es_xlog2x_u(n_right);
-        for (k = 0; k < n_classes; k++) {
-            const uint32_t lk = left[k] - (k == less_class ? less : 0u);
+        for (k = 0; k < scan->n_classes; k++) {
+            const uint32_t lk = st[ES_STATS + k] - (k == less_class ? less : 0u);
             cost -= es_xlog2x_u(lk) + es_xlog2x_u(total[k] - lk);
         }
         if (cost < (((uint64_t)st[ES_ST_BEST_HI] << 32) | st[ES_ST_BEST_LO])) {
-            es_keep_best(st, cost, st[ES_ST_BEST_DEN], f, t);
+            es_keep_best(st, cost, st[ES_ST_BEST_DEN], choice);
         }
     }
 }
@@ -235,18 +262,18 @@ static void es_candidate(const es_shrubs *model, uint32_t v, uint32_t f, uint32_
 /* One feature's scan of the level: the window rows in (bin, row) order, each to its node's running counts.
  * A threshold between two runs of rows (rows of one bin) is a candidate unless both runs have one and the same
  * class; it is scored as soon as that is known (at the next run's first row of another class). */
-static ES_NOINLINE void es_scan_feature(const es_shrubs *model, uint32_t f, uint32_t level_size)
+static ES_NOINLINE void es_scan_feature(const es_scan *scan, uint32_t f, uint32_t level_size)
 {
-    const uint32_t n_classes = model->config->n_classes;
-    const uint32_t d = model->config->n_features;
-    const uint32_t stride = ES_STATS + n_classes;
-    const uint16_t *list = &model->sorted_rows[f * model->config->window_size];
-    const uint16_t *end = list + model->counters->count;
-    const uint16_t *node_of = model->node_of;
-    const uint8_t *bins = &model->window_bins[f];
-    uint32_t *stats = model->split_stats;
+    const uint32_t stride = scan->stride;
+    const uint32_t d = scan->d;
+    const uint16_t *list = &scan->sorted_rows[f * scan->window];
+    const uint16_t *end = list + scan->count;
+    const uint16_t *node_of = scan->node_of;
+    const uint8_t *bins = &scan->bins[f];
+    uint32_t *stats = scan->stats;
     uint32_t v;
-    for (v = 0; v < level_size * stride; v += stride) {
+    f <<= 8;
+    for (v = 0; v < level_size * stride; v += stride) { /* bin and pending threshold none, left counts 0 */
         uint32_t k;
         stats[v + ES_ST_LAST] = ES_NONE;
         stats[v + ES_ST_PEND] = ES_NONE;
@@ -260,52 +287,54 @@ static ES_NOINLINE void es_scan_feature(const es_shrubs *model, uint32_t f, uint
         uint32_t *st;
         uint32_t bin;
         uint32_t y;
+        uint32_t left_y;
         if (tag >= ES_PARKED) {
             continue;
         }
         y = tag & 0xFFu;
         st = &stats[(tag >> 8) * stride];
         bin = bins[row * d];
+        left_y = st[ES_STATS + y];
         if (bin != st[ES_ST_LAST]) { /* a run of rows with the next bin starts */
             if (st[ES_ST_LAST] != ES_NONE && st[ES_ST_RUN_CLASS] != y) {
-                es_candidate(model, tag >> 8, f, st[ES_ST_LAST], 0, 0);
+                scan->score(scan, tag >> 8, f | st[ES_ST_LAST], 0, 0);
                 st[ES_ST_PEND] = ES_NONE;
             } else {
                 st[ES_ST_PEND] = st[ES_ST_LAST];
             }
             st[ES_ST_LAST] = bin;
             st[ES_ST_RUN_CLASS] = y;
-            st[ES_ST_RUN_START] = st[ES_STATS + y];
+            st[ES_ST_RUN_START] = left_y;
         } else if (st[ES_ST_RUN_CLASS] != y && st[ES_ST_RUN_CLASS] != ES_MIXED) {
             if (st[ES_ST_PEND] != ES_NONE) {
                 const uint32_t run_class = st[ES_ST_RUN_CLASS];
-                es_candidate(model, tag >> 8, f, st[ES_ST_PEND], run_class,
-                             st[ES_STATS + run_class] - st[ES_ST_RUN_START]);
+                scan->score(scan, tag >> 8, f | st[ES_ST_PEND], run_class,
+                            st[ES_STATS + run_class] - st[ES_ST_RUN_START]);
                 st[ES_ST_PEND] = ES_NONE;
             }
             st[ES_ST_RUN_CLASS] = ES_MIXED;
         }
-        st[ES_STATS + y]++;
+        st[ES_STATS + y] = left_y + 1u;
     }
 }
 
 /* es_scan_feature for the root alone (every row in node 0): the running state in locals. */
-static ES_NOINLINE void es_scan_root(const es_shrubs *model, uint32_t f)
+static ES_NOINLINE void es_scan_root(const es_scan *scan, uint32_t f)
 {
-    const uint32_t d = model->config->n_features;
-    const uint32_t n_classes = model->config->n_classes;
-    const uint16_t *list = &model->sorted_rows[f * model->config->window_size];
-    const uint16_t *end = list + model->counters->count;
-    const uint8_t *bins = &model->window_bins[f];
-    const uint8_t *labels = model->window_labels;
-    uint32_t *left = model->split_stats + ES_STATS;
+    const uint32_t d = scan->d;
+    const uint16_t *list = &scan->sorted_rows[f * scan->window];
+    const uint16_t *end = list + scan->count;
+    const uint8_t *bins = &scan->bins[f];
+    const uint8_t *labels = scan->labels;
+    uint32_t *left = scan->stats + ES_STATS;
     uint32_t last = ES_NONE;
     uint32_t pend = ES_NONE;
     uint32_t run_class = ES_MIXED;
     uint32_t run_start = 0;
     uint32_t n_left = 0;
     uint32_t k;
-    for (k = 0; k < n_classes; k++) {
+    f <<= 8;
+    for (k = 0; k < scan->n_classes; k++) {
         left[k] = 0;
     }
     while (list != end) {
@@ -314,7 +343,7 @@ static ES_NOINLINE void es_scan_root(const es_shrubs *model, uint32_t f)
         const uint32_t y = labels[row];
         if (bin != last) { /* a run of rows with the next bin starts */
             if (last != ES_NONE && run_class != y) {
-                es_candidate(model, 0, f, last, 0, 0);
+                scan->score(scan, 0, f | last, 0, 0);
                 pend = ES_NONE;
             } else {
                 pend = last;
@@ -324,7 +353,7 @@ static ES_NOINLINE void es_scan_root(const es_shrubs *model, uint32_t f)
             run_start = n_left;
         } else if (run_class != y && run_class != ES_MIXED) {
             if (pend != ES_NONE) {
-                es_candidate(model, 0, f, pend, run_class, n_left - run_start);
+                scan->score(scan, 0, f | pend, run_class, n_left - run_start);
                 pend = ES_NONE;
             }
             run_class = ES_MIXED;
@@ -481,6 +510,20 @@ static void es_train_shrub(const es_shrubs *model, uint32_t slot)
     uint32_t own = 0;
     uint32_t s;
     uint32_t v;
+    es_scan scan;
+    scan.sorted_rows = model->sorted_rows;
+    scan.bins = model->window_bins;
+    scan.labels = model->window_labels;
+    scan.node_of = model->node_of;
+    scan.stats = split_stats;
+    scan.counts = split_counts;
+    scan.window = config->window_size;
+    scan.count = n;
+    scan.d = config->n_features;
+    scan.n_classes = n_classes;
+    scan.stride = stride;
+    scan.min_leaf = config->min_samples_leaf;
+    scan.score = config->criterion != ES_GINI ? es_score_entropy : n_classes == 2u ? es_score_gini2 : es_score_gini;
     for (s = 0; s < n_classes; s++) {
         split_counts[s] = 0;
     }
@@ -497,9 +540,9 @@ static void es_train_shrub(const es_shrubs *model, uint32_t slot)
             es_level_setup(model, level_size);
             for (f = 0; f < config->n_features; f++) {
                 if (level > 0u) {
-                    es_scan_feature(model, f, level_size);
+                    es_scan_feature(&scan, f, level_size);
                 } else if (split_stats[ES_ST_CHOICE] != ES_LEAF_MARK) {
-                    es_scan_root(model, f);
+                    es_scan_root(&scan, f);
                 }
             }
         }
@@ -598,18 +641,51 @@ static void es_new_shrub_terms(const es_shrubs *model, uint32_t slot)
     }
 }
 
+#if defined(__ARM_ARCH_6M__) || defined(__AVR__)
+#define ES_NO_MUL64 /* no 32 x 32 -> 64-bit multiply instruction: a 64-bit product is a library call */
+#endif
+
+#ifdef ES_NO_MUL64
+/* m + sum_j w[j] * g[j] in 32-bit products: g < 2^28 in four 7-bit parts, so |w[j] * part| < 2^24 (|w| <= 2^17)
+ * and the sums of n <= 65 of them stay below 2^31. */
+static ES_NOINLINE int64_t es_split_dot(const uint32_t *g, const int32_t *w, uint32_t n, int64_t m)
+{
+    int32_t s0 = 0;
+    int32_t s1 = 0;
+    int32_t s2 = 0;
+    int32_t s3 = 0;
+    uint32_t j;
+    for (j = 0; j < n; j++) {
+        const int32_t x = w[j];
+        const uint32_t a = g[j];
+        s0 += x * (int32_t)(a & 0x7Fu);
+        s1 += x * (int32_t)((a >> 7) & 0x7Fu);
+        s2 += x * (int32_t)((a >> 14) & 0x7Fu);
+        s3 += x * (int32_t)(a >> 21);
+    }
+    return m + s0 + (int64_t)s1 * 128 + (int64_t)s2 * 16384 + (int64_t)s3 * 2097152;
+}
+#endif
+
 /* m[0] + sum_j w[j] * g0[j] and m[1] + sum_j w[j] * g1[j]: two Gram rows share the loads of the weights (kept
- * small so that its loop stays in registers) */
+ * small so that its loop stays in registers). Without a 64-bit multiply each product is taken in two 32-bit
+ * halves (|w| <= 2^17 and g < 2^28 split at 2^14: each half below 2^31), summed in 64 bits: the same sums. */
 static ES_NOINLINE void es_gram_dots(const uint32_t *g0, const uint32_t *g1, const int32_t *w, uint32_t n, int64_t *m)
 {
     const int32_t *end = w + n;
     int64_t m0 = m[0];
     int64_t m1 = m[1];
+#ifdef ES_NO_MUL64
+    m0 = es_split_dot(g0, w, n, m0);
+    m1 = es_split_dot(g1, w, n, m1);
+    (void)end;
+#else
     while (w != end) {
         const int64_t x = *w++;
         m0 += x * (int32_t)*g0++;
         m1 += x * (int32_t)*g1++;
     }
+#endif
     m[0] = m0;
     m[1] = m1;
 }
