@@ -602,48 +602,63 @@ static uint32_t es_free_slot(const es_shrubs *model)
     return slot;
 }
 
-/* The sum over the window's rows of the terms of the shrubs in pool slots `own` and `b` (leaf_index's two
- * columns side by side in each row). */
-static ES_NOINLINE uint32_t es_column_terms(const es_shrubs *model, uint32_t own, uint32_t b)
+/* The sums over the window's rows of the terms of the shrub in pool slot `own` with those of slots b[0] and b[1]
+ * (leaf_index's columns side by side in each row; one pass for two columns shares the loads of own's leaves). */
+static ES_NOINLINE void es_column_terms(const es_shrubs *model, uint32_t own, const uint8_t *b, uint32_t *sums)
 {
     const uint32_t n_classes = model->config->n_classes;
     const uint32_t slots = model->config->max_shrubs + 1u;
     const uint32_t depth = model->config->max_depth;
+    const uint32_t b0 = b[0];
+    const uint32_t b1 = b[1];
     const uint8_t *row = model->leaf_index;
     const uint8_t *end = row + model->counters->count * slots;
     const uint16_t *h_own = &model->leaf_values[(own << depth) * n_classes];
-    const uint16_t *h_b = &model->leaf_values[(b << depth) * n_classes];
-    uint32_t sum = 0;
+    const uint16_t *h_0 = &model->leaf_values[(b0 << depth) * n_classes];
+    const uint16_t *h_1 = &model->leaf_values[(b1 << depth) * n_classes];
+    uint32_t sum0 = 0;
+    uint32_t sum1 = 0;
     if (n_classes == 2u) {
         for (; row != end; row += slots) {
             const uint16_t *ha = &h_own[2u * row[own]];
-            const uint16_t *hb = &h_b[2u * row[b]];
-            sum += ((uint32_t)ha[0] * hb[0] + (uint32_t)ha[1] * hb[1]) >> 15;
+            const uint16_t *x = &h_0[2u * row[b0]];
+            const uint16_t *y = &h_1[2u * row[b1]];
+            const uint32_t a0 = ha[0];
+            const uint32_t a1 = ha[1];
+            sum0 += (a0 * x[0] + a1 * x[1]) >> 15;
+            sum1 += (a0 * y[0] + a1 * y[1]) >> 15;
         }
     } else {
         for (; row != end; row += slots) {
-            sum += es_term(&h_own[n_classes * row[own]], &h_b[n_classes * row[b]], n_classes);
+            const uint16_t *ha = &h_own[n_classes * row[own]];
+            sum0 += es_term(ha, &h_0[n_classes * row[b0]], n_classes);
+            sum1 += es_term(ha, &h_1[n_classes * row[b1]], n_classes);
         }
     }
-    return sum;
+    sums[0] = sum0;
+    sums[1] = sum1;
 }
 
-/* The new shrub's (pool slot `slot`) Gram row and column against the active shrubs. */
+/* The new shrub's (pool slot `slot`) Gram row and column against the active shrubs, two at a time (the last one
+ * twice if their number is odd). */
 static void es_new_shrub_terms(const es_shrubs *model, uint32_t slot)
 {
     const uint32_t slots = model->config->max_shrubs + 1u;
+    const uint32_t n = model->counters->n_shrubs;
     uint32_t i;
-    for (i = 0; i < model->counters->n_shrubs; i++) {
-        const uint32_t b = model->cand_slot[i];
-        const uint32_t terms = es_column_terms(model, slot, b);
-        model->gram[slot * slots + b] = terms;
-        model->gram[b * slots + slot] = terms;
+    for (i = 0; i < n; i += 2u) {
+        uint8_t pair[2];
+        uint32_t sums[2];
+        uint32_t k;
+        pair[0] = model->cand_slot[i];
+        pair[1] = model->cand_slot[i + 1u < n ? i + 1u : i];
+        es_column_terms(model, slot, pair, sums);
+        for (k = 0; k < 2u; k++) {
+            model->gram[slot * slots + pair[k]] = sums[k];
+            model->gram[pair[k] * slots + slot] = sums[k];
+        }
     }
 }
-
-#if defined(__ARM_ARCH_6M__) || defined(__AVR__)
-#define ES_NO_MUL64 /* no 32 x 32 -> 64-bit multiply instruction: a 64-bit product is a library call */
-#endif
 
 #ifdef ES_NO_MUL64
 /* m + sum_j w[j] * g[j] in 32-bit products: g < 2^28 in four 7-bit parts, so |w[j] * part| < 2^24 (|w| <= 2^17)
