@@ -587,17 +587,18 @@ static void es_train_shrub(const es_shrubs *model, uint32_t slot)
 /* Lowest pool slot that no active shrub uses; one always exists because the pool has M + 1 slots. */
 static uint32_t es_free_slot(const es_shrubs *model)
 {
-    const uint32_t n = model->counters->n_shrubs;
+    uint8_t *used = model->rank; /* scratch until the prox */
     uint32_t slot;
-    for (slot = 0; slot < model->config->max_shrubs; slot++) { /* if slots 0..M-1 are all used, M is free */
-        uint32_t i;
-        uint32_t used = 0;
-        for (i = 0; i < n; i++) {
-            used |= model->cand_slot[i] == slot ? 1u : 0u;
-        }
-        if (!used) {
-            return slot;
-        }
+    uint32_t i;
+    for (slot = 0; slot <= model->config->max_shrubs; slot++) {
+        used[slot] = 0;
+    }
+    for (i = 0; i < model->counters->n_shrubs; i++) {
+        used[model->cand_slot[i]] = 1;
+    }
+    slot = 0;
+    while (used[slot]) {
+        slot++;
     }
     return slot;
 }
