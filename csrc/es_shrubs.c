@@ -277,8 +277,13 @@ static ES_NOINLINE void es_scan_feature(const es_scan *scan, uint32_t f, uint32_
         uint32_t k;
         stats[v + ES_ST_LAST] = ES_NONE;
         stats[v + ES_ST_PEND] = ES_NONE;
-        for (k = ES_STATS; k < stride; k++) {
-            stats[v + k] = 0;
+        if (stride == ES_STATS + 2u) { /* 2 classes: two stores, not a call to memset per node */
+            stats[v + ES_STATS] = 0;
+            stats[v + ES_STATS + 1u] = 0;
+        } else {
+            for (k = ES_STATS; k < stride; k++) {
+                stats[v + k] = 0;
+            }
         }
     }
     while (list != end) {
@@ -330,8 +335,7 @@ static ES_NOINLINE void es_scan_root(const es_scan *scan, uint32_t f)
     uint32_t last = ES_NONE;
     uint32_t pend = ES_NONE;
     uint32_t run_class = ES_MIXED;
-    uint32_t run_start = 0;
-    uint32_t n_left = 0;
+    uint32_t run_start = 0; /* left[run_class] before the current run */
     uint32_t k;
     f <<= 8;
     for (k = 0; k < scan->n_classes; k++) {
@@ -341,6 +345,7 @@ static ES_NOINLINE void es_scan_root(const es_scan *scan, uint32_t f)
         const uint32_t row = *list++;
         const uint32_t bin = bins[row * d];
         const uint32_t y = labels[row];
+        const uint32_t left_y = left[y];
         if (bin != last) { /* a run of rows with the next bin starts */
             if (last != ES_NONE && run_class != y) {
                 scan->score(scan, 0, f | last, 0, 0);
@@ -350,16 +355,15 @@ static ES_NOINLINE void es_scan_root(const es_scan *scan, uint32_t f)
             }
             last = bin;
             run_class = y;
-            run_start = n_left;
+            run_start = left_y;
         } else if (run_class != y && run_class != ES_MIXED) {
             if (pend != ES_NONE) {
-                scan->score(scan, 0, f | pend, run_class, n_left - run_start);
+                scan->score(scan, 0, f | pend, run_class, left[run_class] - run_start);
                 pend = ES_NONE;
             }
             run_class = ES_MIXED;
         }
-        left[y]++;
-        n_left++;
+        left[y] = left_y + 1u;
     }
 }
 
