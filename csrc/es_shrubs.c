@@ -433,12 +433,12 @@ static ES_NOINLINE void es_level_reassign(const es_shrubs *model, uint32_t next_
     const uint32_t *split_stats = model->split_stats;
     uint16_t *node_of = model->node_of;
     uint16_t *split_counts = model->split_counts;
-    uint8_t *leaves = model->leaf_index; /* row s's leaves */
+    uint8_t *leaves = &model->leaf_index[slot]; /* row s's leaf at leaves[s * slots] */
     uint32_t s;
     for (s = 0; s < next_size * n_classes; s++) {
         split_counts[s] = 0;
     }
-    for (s = 0; s < n; s++, bins += d, leaves += slots) {
+    for (s = 0; s < n; s++, bins += d) {
         const uint32_t tag = node_of[s];
         const uint32_t *st;
         uint32_t choice;
@@ -452,7 +452,7 @@ static ES_NOINLINE void es_level_reassign(const es_shrubs *model, uint32_t next_
             node_of[s] = (uint16_t)((v << 8) | (tag & 0xFFu));
             split_counts[v * n_classes + (tag & 0xFFu)]++;
         } else {
-            leaves[slot] = (uint8_t)st[ES_ST_LAST];
+            leaves[s * slots] = (uint8_t)st[ES_ST_LAST];
             node_of[s] = ES_NONE;
         }
     }
