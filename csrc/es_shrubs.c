@@ -688,26 +688,24 @@ static ES_NOINLINE int64_t es_split_dot(const uint32_t *g, const int32_t *w, uin
 #endif
 
 /* m[0] + sum_j w[j] * g0[j] and m[1] + sum_j w[j] * g1[j]: two Gram rows share the loads of the weights (kept
- * small so that its loop stays in registers). Without a 64-bit multiply each product is taken in two 32-bit
- * halves (|w| <= 2^17 and g < 2^28 split at 2^14: each half below 2^31), summed in 64 bits: the same sums. */
+ * small so that its loop stays in registers); in 32-bit products where a 64-bit one is a library call. */
 static ES_NOINLINE void es_gram_dots(const uint32_t *g0, const uint32_t *g1, const int32_t *w, uint32_t n, int64_t *m)
 {
+#ifdef ES_NO_MUL64
+    m[0] = es_split_dot(g0, w, n, m[0]);
+    m[1] = es_split_dot(g1, w, n, m[1]);
+#else
     const int32_t *end = w + n;
     int64_t m0 = m[0];
     int64_t m1 = m[1];
-#ifdef ES_NO_MUL64
-    m0 = es_split_dot(g0, w, n, m0);
-    m1 = es_split_dot(g1, w, n, m1);
-    (void)end;
-#else
     while (w != end) {
         const int64_t x = *w++;
         m0 += x * (int32_t)*g0++;
         m1 += x * (int32_t)*g1++;
     }
-#endif
     m[0] = m0;
     m[1] = m1;
+#endif
 }
 
 /* A weight after its gradient step (m: its gradient sum), clipped */
