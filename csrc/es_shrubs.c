@@ -10,7 +10,7 @@
 #define ES_LEAF_MARK 0x10000u               /* split choice of a node that may not split */
 #define ES_PARKED 0x8000u                   /* node_of flag: the row's node may not split (the scans skip it) */
 #define ES_STATS 10u                        /* split_stats words per splittable node, then its left counts */
-#define ES_ST_N_TOTAL 0u
+#define ES_ST_N_TOTAL 0u                    /* (word 1 is free: the region's size is the specification's) */
 #define ES_ST_LAST 2u                       /* bin of the current run, then the left child's index or the leaf */
 #define ES_ST_PEND 3u                       /* undecided threshold: the previous run's bin */
 #define ES_ST_RUN_CLASS 4u                  /* the current run's class while it has one, else ES_MIXED */
