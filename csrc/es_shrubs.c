@@ -665,6 +665,10 @@ static void es_new_shrub_terms(const es_shrubs *model, uint32_t slot)
     }
 }
 
+#if defined(__ARM_ARCH_6M__) || defined(__AVR__)
+#define ES_NO_MUL64 /* no 32 x 32 -> 64-bit multiply instruction: a 64-bit product is a library call */
+#endif
+
 #ifdef ES_NO_MUL64
 /* m + sum_j w[j] * g[j] in 32-bit products: g < 2^28 in four 7-bit parts, so |w[j] * part| < 2^24 (|w| <= 2^17)
  * and the sums of n <= 65 of them stay below 2^31. */
