@@ -4,6 +4,10 @@ Run from the repository root::
 
     .venv/bin/python benchmarks/calibrate_shrub_cost.py [--steps N] [--update-every U ...] [--json FILE]
     .venv/bin/python benchmarks/calibrate_shrub_cost.py --from FILE [FILE ...]
+    .venv/bin/python benchmarks/calibrate_shrub_cost.py --configs 0 11 --update-every 1 --steps 32
+
+``--configs`` counts only the configurations of ``CONFIGS`` at those indices (0: SEA at B=64, M=16, depth 4;
+11: the hyperplane stream at the same sizes) and prints, per core, the mean and worst learn step measured.
 
 For each configuration of ``CONFIGS`` (window B, shrubs M, depth, burn-in, bins, on a stream with d features and
 C classes) and each ``--update-every`` (default 1 and 16) Python learns ``window + 2 M`` rows (the window is full
@@ -96,21 +100,34 @@ def fit(rows: list[dict]) -> dict[str, dict[str, list[float]]]:
     return coefficients
 
 
+def print_measured(rows: list[dict]) -> None:
+    print(f"{'core':<9} {'stream':<10} {'config':<52} {'mean':>9} {'worst':>9}")
+    for r in rows:
+        p = r["params"]
+        config = (f"B={p['window_size']} M={p['max_shrubs']} D={p['max_depth']} burnin={p['burnin']} "
+                  f"bins={p['max_bins']} update_every={p['update_every']}")
+        print(f"{r['arch']:<9} {r['stream']:<10} {config:<52} {r['mean']:>9,.0f} {r['max']:>9,}")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=STEPS, help="learn steps counted per configuration")
     parser.add_argument("--update-every", type=int, nargs="+", default=[1, 16], metavar="U")
     parser.add_argument("--json", type=Path, help="save the counts to FILE")
     parser.add_argument("--from", dest="sources", type=Path, nargs="+", help="refit counts saved with --json")
+    parser.add_argument("--configs", type=int, nargs="+", metavar="I", help="only CONFIGS[I] (no refit)")
     args = parser.parse_args(argv)
     if args.sources:
         rows = [r for source in args.sources for r in json.loads(source.read_text())]
     else:
-        jobs = [(i, u) for u in args.update_every for i in range(len(CONFIGS))]
+        jobs = [(i, u) for u in args.update_every for i in (args.configs or range(len(CONFIGS)))]
         with ProcessPoolExecutor(2) as pool:
             rows = [r for part in pool.map(job, *zip(*jobs), [args.steps] * len(jobs)) for r in part]
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
+    if args.configs:
+        print_measured(rows)
+        return 0
     fitted = fit(rows)
     print("fitted LEARN_COST =", json.dumps(fitted))
     print(f"\n{'core':<9} {'stream':<10} {'config':<45} {'measured':>9} {'predicted':>10} {'error':>7}")

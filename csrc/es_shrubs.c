@@ -8,13 +8,13 @@
 #define ES_NONE 0xFFFFu                     /* no node, no bin, no pending threshold */
 #define ES_MIXED 0x100u                     /* class of a run of rows with more than one class */
 #define ES_LEAF_MARK 0x10000u               /* split choice of a node that may not split */
+#define ES_PARKED 0x8000u                   /* node_of flag: the row's node may not split (the scans skip it) */
 #define ES_STATS 10u                        /* split_stats words per splittable node, then its left counts */
-#define ES_ST_N_TOTAL 0u
-#define ES_ST_N_LEFT 1u                     /* rows scanned so far, the current run included */
-#define ES_ST_LAST 2u                       /* bin of the current run, then the left child's local index */
+#define ES_ST_N_TOTAL 0u                    /* (word 1 is free: the region's size is the specification's) */
+#define ES_ST_LAST 2u                       /* bin of the current run, then the left child's index or the leaf */
 #define ES_ST_PEND 3u                       /* undecided threshold: the previous run's bin */
 #define ES_ST_RUN_CLASS 4u                  /* the current run's class while it has one, else ES_MIXED */
-#define ES_ST_RUN_START 5u                  /* rows scanned before the current run */
+#define ES_ST_RUN_START 5u                  /* the run class's left count before the current run */
 #define ES_ST_BEST_LO 6u
 #define ES_ST_BEST_HI 7u
 #define ES_ST_BEST_DEN 8u
@@ -55,17 +55,36 @@ static uint32_t es_term(const uint16_t *ha, const uint16_t *hb, uint32_t n_class
     return t >> 15;
 }
 
+/* The change of the 2-class terms of one active shrub (leaf values a of the new row, o of the old one) with the
+ * shrubs of slots slot_of[0..n) (leaf rows new_leaf[j] and old_leaf[j]): gram_a[b] and gram_col[b * slots]. */
+static ES_NOINLINE void es_pair_terms2(const uint16_t *leaf_values, const uint16_t *a, const uint16_t *o,
+                                       const uint8_t *slot_of, const int32_t *new_leaf, const int32_t *old_leaf,
+                                       uint32_t n, uint32_t *gram_a, uint32_t *gram_col, uint32_t slots)
+{
+    const uint32_t a0 = a[0];
+    const uint32_t a1 = a[1];
+    const uint32_t o0 = o[0];
+    const uint32_t o1 = o[1];
+    uint32_t j;
+    for (j = 0; j < n; j++) {
+        const uint32_t b = slot_of[j];
+        const uint16_t *hb = &leaf_values[2u * (uint32_t)new_leaf[j]];
+        const uint16_t *ob = &leaf_values[2u * (uint32_t)old_leaf[j]];
+        const uint32_t t = ((a0 * hb[0] + a1 * hb[1]) >> 15) - ((o0 * ob[0] + o1 * ob[1]) >> 15);
+        gram_a[b] += t;
+        gram_col[b * slots] += t;
+    }
+}
+
 /* Window row `row` changed: its terms in the Gram matrix and label sums of the active shrubs (slots in
  * cand_slot[0..n_shrubs)) move from the old row (leaf rows old_leaf[i], label old_label; none if !has_old) to
- * the new one (leaves in leaf_index, label in window_labels). Unsigned arithmetic: every sum stays below 2^32. */
-static ES_NOINLINE void es_pair_update(const es_shrubs *model, uint32_t row, int has_old, const int32_t *old_leaf,
-                                       uint32_t old_label)
+ * the new one (leaf rows new_leaf[i], label in window_labels). Unsigned arithmetic: every sum stays below 2^32. */
+static ES_NOINLINE void es_pair_update(const es_shrubs *model, uint32_t row, const int32_t *new_leaf, int has_old,
+                                       const int32_t *old_leaf, uint32_t old_label)
 {
     const uint32_t n_classes = model->config->n_classes;
     const uint32_t slots = model->config->max_shrubs + 1u;
     const uint32_t n = model->counters->n_shrubs;
-    const uint32_t depth = model->config->max_depth;
-    const uint8_t *cache = &model->leaf_index[row * slots];
     const uint16_t *leaf_values = model->leaf_values;
     const uint8_t *cand_slot = model->cand_slot;
     uint32_t *gram = model->gram;
@@ -74,30 +93,23 @@ static ES_NOINLINE void es_pair_update(const es_shrubs *model, uint32_t row, int
     uint32_t j;
     for (i = 0; i < n; i++) {
         const uint32_t a = cand_slot[i];
-        const uint16_t *ha = &leaf_values[((a << depth) + cache[a]) * n_classes];
+        const uint16_t *ha = &leaf_values[(uint32_t)new_leaf[i] * n_classes];
         const uint16_t *oa = &leaf_values[(uint32_t)old_leaf[i] * n_classes];
         uint32_t *gram_a = &gram[a * slots];
+        uint32_t *gram_col = &gram[a]; /* gram[b * slots + a] at gram_col[b * slots] */
         model->label_sum[a] += (uint32_t)ha[y] - (has_old ? (uint32_t)oa[old_label] : 0u); /* 32-bit even where int is 16 */
-        for (j = i; j < n; j++) {
+        gram_a[a] += es_term(ha, ha, n_classes) - (has_old ? es_term(oa, oa, n_classes) : 0u);
+        if (has_old && n_classes == 2u) {
+            es_pair_terms2(leaf_values, ha, oa, &cand_slot[i + 1u], &new_leaf[i + 1u], &old_leaf[i + 1u],
+                           n - i - 1u, gram_a, gram_col, slots);
+            continue;
+        }
+        for (j = i + 1u; j < n; j++) {
             const uint32_t b = cand_slot[j];
-            const uint16_t *hb = &leaf_values[((b << depth) + cache[b]) * n_classes];
-            const uint16_t *ob = &leaf_values[(uint32_t)old_leaf[j] * n_classes];
-            uint32_t t;
-            if (n_classes == 2u) {
-                t = ((uint32_t)ha[0] * hb[0] + (uint32_t)ha[1] * hb[1]) >> 15;
-                if (has_old) {
-                    t -= ((uint32_t)oa[0] * ob[0] + (uint32_t)oa[1] * ob[1]) >> 15;
-                }
-            } else {
-                t = es_term(ha, hb, n_classes);
-                if (has_old) {
-                    t -= es_term(oa, ob, n_classes);
-                }
-            }
+            const uint32_t t = es_term(ha, &leaf_values[(uint32_t)new_leaf[j] * n_classes], n_classes) -
+                               (has_old ? es_term(oa, &leaf_values[(uint32_t)old_leaf[j] * n_classes], n_classes) : 0u);
             gram_a[b] += t;
-            if (a != b) {
-                gram[b * slots + a] += t;
-            }
+            gram_col[b * slots] += t;
         }
     }
 }
@@ -140,65 +152,109 @@ static ES_NOINLINE void es_insert_row(const es_shrubs *model, uint32_t row, uint
     }
 }
 
-/* Score threshold t of feature f for node v: its left side is the rows scanned so far without the last `less`
- * rows (all of class less_class). Kept if strictly better than the best so far. */
-static void es_candidate(const es_shrubs *model, uint32_t v, uint32_t f, uint32_t t, uint32_t less_class,
-                         uint32_t less)
+/* What a level's scans read, gathered once per shrub: fewer loads through the model in the hot loops. */
+typedef struct es_scan {
+    const uint16_t *sorted_rows;
+    const uint8_t *bins;          /* window_bins */
+    const uint8_t *labels;        /* window_labels */
+    const uint16_t *node_of;
+    uint32_t *stats;              /* split_stats */
+    const uint16_t *counts;       /* split_counts */
+    uint32_t window;
+    uint32_t count;               /* rows in the window */
+    uint32_t d;
+    uint32_t n_classes;
+    uint32_t stride;              /* split_stats words per node */
+    uint32_t min_leaf;            /* min_samples_leaf */
+    /* scores split `choice` (feature << 8 | threshold) of node v: its left side is the rows counted so far
+     * without the last `less` rows (all of class less_class); kept if strictly better than the best so far */
+    void (*score)(const struct es_scan *scan, uint32_t v, uint32_t choice, uint32_t less_class, uint32_t less);
+} es_scan;
+
+static void es_keep_best(uint32_t *st, uint64_t score, uint32_t den, uint32_t choice)
 {
-    const uint32_t n_classes = model->config->n_classes;
-    uint32_t *st = &model->split_stats[v * (ES_STATS + n_classes)];
-    const uint16_t *total = &model->split_counts[v * n_classes];
-    const uint32_t *left = st + ES_STATS;
-    const uint32_t n_left = st[ES_ST_N_LEFT] - less;
+    st[ES_ST_BEST_LO] = (uint32_t)score;
+    st[ES_ST_BEST_HI] = (uint32_t)(score >> 32);
+    st[ES_ST_BEST_DEN] = den;
+    st[ES_ST_CHOICE] = choice;
+}
+
+/* A gini candidate with n_left rows on the left (l2, r2: the sides' sums of squared class counts), compared with
+ * the best so far (best_num / best_den) by cross multiplication. A node of at most ES_SMALL_NODE rows has
+ * num <= n^3 / 4, den and best_den <= n^2 / 4 and best_num <= n^2 or n^3 / 4, so every product stays below 2^32
+ * and 32 bits give the answer of 64 (no 64-bit multiply call on Cortex-M0). */
+#define ES_SMALL_NODE 128u
+static void es_gini_candidate(const es_scan *scan, uint32_t *st, uint32_t n_left, uint32_t l2, uint32_t r2,
+                              uint32_t choice)
+{
     const uint32_t n_right = st[ES_ST_N_TOTAL] - n_left;
-    uint64_t best;
-    uint32_t k;
-    if (n_left < model->config->min_samples_leaf || n_right < model->config->min_samples_leaf) {
+    uint32_t den;
+    if (n_left < scan->min_leaf || n_right < scan->min_leaf) {
         return;
     }
-    best = ((uint64_t)st[ES_ST_BEST_HI] << 32) | st[ES_ST_BEST_LO];
-    if (n_classes == 2u && model->config->criterion == ES_GINI) { /* the same rule, spelled out for 2 classes */
-        const uint32_t l0 = left[0] - (less_class == 0u ? less : 0u);
-        const uint32_t l1 = left[1] - (less_class == 1u ? less : 0u);
-        const uint32_t r0 = total[0] - l0;
-        const uint32_t r1 = total[1] - l1;
-        const uint64_t num = (uint64_t)(l0 * l0 + l1 * l1) * n_right + (uint64_t)(r0 * r0 + r1 * r1) * n_left;
-        const uint32_t den = n_left * n_right;
-        if (num * st[ES_ST_BEST_DEN] > best * den) {
-            st[ES_ST_BEST_LO] = (uint32_t)num;
-            st[ES_ST_BEST_HI] = (uint32_t)(num >> 32);
-            st[ES_ST_BEST_DEN] = den;
-            st[ES_ST_CHOICE] = (f << 8) | t;
-        }
-    } else if (model->config->criterion == ES_GINI) {
-        uint32_t l2 = 0; /* at most 4096^2 */
-        uint32_t r2 = 0;
-        uint64_t num;
-        uint32_t den;
-        for (k = 0; k < n_classes; k++) {
-            const uint32_t lk = left[k] - (k == less_class ? less : 0u);
-            const uint32_t rk = total[k] - lk;
-            l2 += lk * lk;
-            r2 += rk * rk;
-        }
-        num = (uint64_t)l2 * n_right + (uint64_t)r2 * n_left;
-        den = n_left * n_right;
-        if (num * st[ES_ST_BEST_DEN] > best * den) {
-            st[ES_ST_BEST_LO] = (uint32_t)num;
-            st[ES_ST_BEST_HI] = (uint32_t)(num >> 32);
-            st[ES_ST_BEST_DEN] = den;
-            st[ES_ST_CHOICE] = (f << 8) | t;
+    den = n_left * n_right;
+    if (st[ES_ST_N_TOTAL] <= ES_SMALL_NODE) {
+        const uint32_t num = l2 * n_right + r2 * n_left;
+        if (num * st[ES_ST_BEST_DEN] > st[ES_ST_BEST_LO] * den) {
+            es_keep_best(st, num, den, choice);
         }
     } else {
+        const uint64_t num = (uint64_t)l2 * n_right + (uint64_t)r2 * n_left;
+        if (num * st[ES_ST_BEST_DEN] > (((uint64_t)st[ES_ST_BEST_HI] << 32) | st[ES_ST_BEST_LO]) * den) {
+            es_keep_best(st, num, den, choice);
+        }
+    }
+}
+
+static void es_score_gini2(const es_scan *scan, uint32_t v, uint32_t choice, uint32_t less_class, uint32_t less)
+{
+    uint32_t *st = &scan->stats[v * (ES_STATS + 2u)];
+    const uint16_t *total = &scan->counts[v * 2u];
+    const uint32_t l0 = st[ES_STATS] - (less_class == 0u ? less : 0u);
+    const uint32_t l1 = st[ES_STATS + 1u] - (less_class == 1u ? less : 0u);
+    const uint32_t r0 = total[0] - l0;
+    const uint32_t r1 = total[1] - l1;
+    es_gini_candidate(scan, st, l0 + l1, l0 * l0 + l1 * l1, r0 * r0 + r1 * r1, choice);
+}
+
+static void es_score_gini(const es_scan *scan, uint32_t v, uint32_t choice, uint32_t less_class, uint32_t less)
+{
+    uint32_t *st = &scan->stats[v * scan->stride];
+    const uint16_t *total = &scan->counts[v * scan->n_classes];
+    uint32_t n_left = 0;
+    uint32_t l2 = 0; /* at most 4096^2 */
+    uint32_t r2 = 0;
+    uint32_t k;
+    for (k = 0; k < scan->n_classes; k++) {
+        const uint32_t lk = st[ES_STATS + k] - (k == less_class ? less : 0u);
+        const uint32_t rk = total[k] - lk;
+        n_left += lk;
+        l2 += lk * lk;
+        r2 += rk * rk;
+    }
+    es_gini_candidate(scan, st, n_left, l2, r2, choice);
+}
+
+static void es_score_entropy(const es_scan *scan, uint32_t v, uint32_t choice, uint32_t less_class, uint32_t less)
+{
+    uint32_t *st = &scan->stats[v * scan->stride];
+    const uint16_t *total = &scan->counts[v * scan->n_classes];
+    uint32_t n_left = 0;
+    uint32_t n_right;
+    uint32_t k;
+    for (k = 0; k < scan->n_classes; k++) {
+        n_left += st[ES_STATS + k];
+    }
+    n_left -= less;
+    n_right = st[ES_ST_N_TOTAL] - n_left;
+    if (n_left >= scan->min_leaf && n_right >= scan->min_leaf) {
         uint64_t cost = es_xlog2x_u(n_left) + es_xlog2x_u(n_right);
-        for (k = 0; k < n_classes; k++) {
-            const uint32_t lk = left[k] - (k == less_class ? less : 0u);
+        for (k = 0; k < scan->n_classes; k++) {
+            const uint32_t lk = st[ES_STATS + k] - (k == less_class ? less : 0u);
             cost -= es_xlog2x_u(lk) + es_xlog2x_u(total[k] - lk);
         }
-        if (cost < best) {
-            st[ES_ST_BEST_LO] = (uint32_t)cost;
-            st[ES_ST_BEST_HI] = (uint32_t)(cost >> 32);
-            st[ES_ST_CHOICE] = (f << 8) | t;
+        if (cost < (((uint64_t)st[ES_ST_BEST_HI] << 32) | st[ES_ST_BEST_LO])) {
+            es_keep_best(st, cost, st[ES_ST_BEST_DEN], choice);
         }
     }
 }
@@ -206,26 +262,28 @@ static void es_candidate(const es_shrubs *model, uint32_t v, uint32_t f, uint32_
 /* One feature's scan of the level: the window rows in (bin, row) order, each to its node's running counts.
  * A threshold between two runs of rows (rows of one bin) is a candidate unless both runs have one and the same
  * class; it is scored as soon as that is known (at the next run's first row of another class). */
-static ES_NOINLINE void es_scan_feature(const es_shrubs *model, uint32_t f, uint32_t level_size)
+static ES_NOINLINE void es_scan_feature(const es_scan *scan, uint32_t f, uint32_t level_size)
 {
-    const uint32_t n_classes = model->config->n_classes;
-    const uint32_t d = model->config->n_features;
-    const uint32_t n = model->counters->count;
-    const uint32_t stride = ES_STATS + n_classes;
-    const uint16_t *list = &model->sorted_rows[f * model->config->window_size];
-    const uint16_t *end = list + n;
-    const uint16_t *node_of = model->node_of;
-    const uint8_t *bins = &model->window_bins[f];
-    uint32_t *stats = model->split_stats;
+    const uint32_t stride = scan->stride;
+    const uint32_t d = scan->d;
+    const uint16_t *list = &scan->sorted_rows[f * scan->window];
+    const uint16_t *end = list + scan->count;
+    const uint16_t *node_of = scan->node_of;
+    const uint8_t *bins = &scan->bins[f];
+    uint32_t *stats = scan->stats;
     uint32_t v;
-    for (v = 0; v < level_size; v++) {
-        uint32_t *st = &stats[v * stride];
+    f <<= 8;
+    for (v = 0; v < level_size * stride; v += stride) { /* bin and pending threshold none, left counts 0 */
         uint32_t k;
-        st[ES_ST_N_LEFT] = 0;
-        st[ES_ST_LAST] = ES_NONE;
-        st[ES_ST_PEND] = ES_NONE;
-        for (k = 0; k < n_classes; k++) {
-            st[ES_STATS + k] = 0;
+        stats[v + ES_ST_LAST] = ES_NONE;
+        stats[v + ES_ST_PEND] = ES_NONE;
+        if (stride == ES_STATS + 2u) { /* 2 classes: two stores, not a call to memset per node */
+            stats[v + ES_STATS] = 0;
+            stats[v + ES_STATS + 1u] = 0;
+        } else {
+            for (k = ES_STATS; k < stride; k++) {
+                stats[v + k] = 0;
+            }
         }
     }
     while (list != end) {
@@ -234,84 +292,83 @@ static ES_NOINLINE void es_scan_feature(const es_shrubs *model, uint32_t f, uint
         uint32_t *st;
         uint32_t bin;
         uint32_t y;
-        if (tag == ES_NONE) {
+        uint32_t left_y;
+        if (tag >= ES_PARKED) {
             continue;
         }
-        v = tag >> 8;
         y = tag & 0xFFu;
-        st = &stats[v * stride];
+        st = &stats[(tag >> 8) * stride];
         bin = bins[row * d];
+        left_y = st[ES_STATS + y];
         if (bin != st[ES_ST_LAST]) { /* a run of rows with the next bin starts */
             if (st[ES_ST_LAST] != ES_NONE && st[ES_ST_RUN_CLASS] != y) {
-                es_candidate(model, v, f, st[ES_ST_LAST], 0, 0);
+                scan->score(scan, tag >> 8, f | st[ES_ST_LAST], 0, 0);
                 st[ES_ST_PEND] = ES_NONE;
             } else {
                 st[ES_ST_PEND] = st[ES_ST_LAST];
             }
             st[ES_ST_LAST] = bin;
             st[ES_ST_RUN_CLASS] = y;
-            st[ES_ST_RUN_START] = st[ES_ST_N_LEFT];
+            st[ES_ST_RUN_START] = left_y;
         } else if (st[ES_ST_RUN_CLASS] != y && st[ES_ST_RUN_CLASS] != ES_MIXED) {
             if (st[ES_ST_PEND] != ES_NONE) {
-                es_candidate(model, v, f, st[ES_ST_PEND], st[ES_ST_RUN_CLASS], st[ES_ST_N_LEFT] - st[ES_ST_RUN_START]);
+                const uint32_t run_class = st[ES_ST_RUN_CLASS];
+                scan->score(scan, tag >> 8, f | st[ES_ST_PEND], run_class,
+                            st[ES_STATS + run_class] - st[ES_ST_RUN_START]);
                 st[ES_ST_PEND] = ES_NONE;
             }
             st[ES_ST_RUN_CLASS] = ES_MIXED;
         }
-        st[ES_STATS + y]++;
-        st[ES_ST_N_LEFT]++;
+        st[ES_STATS + y] = left_y + 1u;
     }
 }
 
 /* es_scan_feature for the root alone (every row in node 0): the running state in locals. */
-static ES_NOINLINE void es_scan_root(const es_shrubs *model, uint32_t f)
+static ES_NOINLINE void es_scan_root(const es_scan *scan, uint32_t f)
 {
-    const uint32_t d = model->config->n_features;
-    const uint32_t n_classes = model->config->n_classes;
-    const uint16_t *list = &model->sorted_rows[f * model->config->window_size];
-    const uint16_t *end = list + model->counters->count;
-    const uint8_t *bins = &model->window_bins[f];
-    const uint8_t *labels = model->window_labels;
-    uint32_t *st = model->split_stats;
-    uint32_t *left = st + ES_STATS;
+    const uint32_t d = scan->d;
+    const uint16_t *list = &scan->sorted_rows[f * scan->window];
+    const uint16_t *end = list + scan->count;
+    const uint8_t *bins = &scan->bins[f];
+    const uint8_t *labels = scan->labels;
+    uint32_t *left = scan->stats + ES_STATS;
     uint32_t last = ES_NONE;
     uint32_t pend = ES_NONE;
     uint32_t run_class = ES_MIXED;
-    uint32_t run_start = 0;
-    uint32_t n_left = 0;
+    uint32_t run_start = 0; /* left[run_class] before the current run */
     uint32_t k;
-    for (k = 0; k < n_classes; k++) {
+    f <<= 8;
+    for (k = 0; k < scan->n_classes; k++) {
         left[k] = 0;
     }
     while (list != end) {
         const uint32_t row = *list++;
         const uint32_t bin = bins[row * d];
         const uint32_t y = labels[row];
+        const uint32_t left_y = left[y];
         if (bin != last) { /* a run of rows with the next bin starts */
             if (last != ES_NONE && run_class != y) {
-                st[ES_ST_N_LEFT] = n_left;
-                es_candidate(model, 0, f, last, 0, 0);
+                scan->score(scan, 0, f | last, 0, 0);
                 pend = ES_NONE;
             } else {
                 pend = last;
             }
             last = bin;
             run_class = y;
-            run_start = n_left;
+            run_start = left_y;
         } else if (run_class != y && run_class != ES_MIXED) {
             if (pend != ES_NONE) {
-                st[ES_ST_N_LEFT] = n_left;
-                es_candidate(model, 0, f, pend, run_class, n_left - run_start);
+                scan->score(scan, 0, f | pend, run_class, left[run_class] - run_start);
                 pend = ES_NONE;
             }
             run_class = ES_MIXED;
         }
-        left[y]++;
-        n_left++;
+        left[y] = left_y + 1u;
     }
 }
 
-/* Which nodes of the level may split (their parent score to beat), and their rows out of the scans if not. */
+/* Which nodes of the level may split (their parent score to beat); the rows of those that may not are parked
+ * (out of the scans, their node kept for their leaf). */
 static ES_NOINLINE void es_level_setup(const es_shrubs *model, uint32_t level_size)
 {
     const es_shrubs_config *config = model->config;
@@ -320,6 +377,7 @@ static ES_NOINLINE void es_level_setup(const es_shrubs *model, uint32_t level_si
     const uint32_t n = model->counters->count;
     uint16_t *node_of = model->node_of;
     uint32_t *split_stats = model->split_stats;
+    uint32_t parked = 0;
     uint32_t v;
     uint32_t s;
     uint32_t k;
@@ -351,56 +409,93 @@ static ES_NOINLINE void es_level_setup(const es_shrubs *model, uint32_t level_si
             st[ES_ST_BEST_HI] = (uint32_t)(cost >> 32);
         } else {
             st[ES_ST_CHOICE] = ES_LEAF_MARK;
+            parked = 1;
         }
     }
-    for (s = 0; s < n; s++) {
+    for (s = 0; parked && s < n; s++) { /* below the last level a tag is node << 8 | label with node < 128 */
         v = node_of[s];
         if (v != ES_NONE && split_stats[(v >> 8) * stride + ES_ST_CHOICE] == ES_LEAF_MARK) {
-            node_of[s] = ES_NONE;
+            node_of[s] = (uint16_t)(v | ES_PARKED);
         }
     }
 }
 
-/* Rows to the next level's nodes, whose class totals they count. */
-static ES_NOINLINE void es_level_reassign(const es_shrubs *model, uint32_t next_size)
+/* Rows to the next level's nodes, whose class totals they count; the rows of the level's leaves take their leaf
+ * (the node's ES_ST_LAST) in the new shrub's column of leaf_index and leave the tree. */
+static ES_NOINLINE void es_level_reassign(const es_shrubs *model, uint32_t next_size, uint32_t slot)
 {
     const uint32_t n_classes = model->config->n_classes;
     const uint32_t d = model->config->n_features;
+    const uint32_t slots = model->config->max_shrubs + 1u;
     const uint32_t stride = ES_STATS + n_classes;
     const uint32_t n = model->counters->count;
     const uint8_t *bins = model->window_bins;
     const uint32_t *split_stats = model->split_stats;
     uint16_t *node_of = model->node_of;
     uint16_t *split_counts = model->split_counts;
+    uint8_t *leaves = &model->leaf_index[slot]; /* row s's leaf at leaves[s * slots] */
     uint32_t s;
     for (s = 0; s < next_size * n_classes; s++) {
         split_counts[s] = 0;
     }
-    for (s = 0; s < n; s++) {
+    for (s = 0; s < n; s++, bins += d) {
+        const uint32_t tag = node_of[s];
         const uint32_t *st;
         uint32_t choice;
-        const uint32_t tag = node_of[s];
-        uint32_t v;
         if (tag == ES_NONE) {
             continue;
         }
-        st = &split_stats[(tag >> 8) * stride];
+        st = &split_stats[((tag >> 8) & 0x7Fu) * stride];
         choice = st[ES_ST_CHOICE];
         if (choice < ES_NONE) {
-            v = st[ES_ST_LAST] + (bins[s * d + (choice >> 8)] > (choice & 0xFFu) ? 1u : 0u);
+            const uint32_t v = st[ES_ST_LAST] + (bins[choice >> 8] > (choice & 0xFFu) ? 1u : 0u);
             node_of[s] = (uint16_t)((v << 8) | (tag & 0xFFu));
             split_counts[v * n_classes + (tag & 0xFFu)]++;
         } else {
+            leaves[s * slots] = (uint8_t)st[ES_ST_LAST];
             node_of[s] = ES_NONE;
         }
     }
 }
 
-/* CART on the window, level by level over the sorted lists, into pool slot `slot`. */
+/* The rows still in the tree at its last level: every node there is a leaf, numbered from `first` in order. */
+static void es_last_level_leaves(const es_shrubs *model, uint32_t first, uint32_t slot)
+{
+    const uint32_t slots = model->config->max_shrubs + 1u;
+    const uint32_t n = model->counters->count;
+    const uint16_t *node_of = model->node_of;
+    uint8_t *leaves = model->leaf_index;
+    uint32_t s;
+    for (s = 0; s < n; s++, leaves += slots) {
+        if (node_of[s] != ES_NONE) {
+            leaves[slot] = (uint8_t)(first + (node_of[s] >> 8u));
+        }
+    }
+}
+
+/* Leaf values of a leaf holding class counts `counts` (their sum is total); returns its rows' term of the Gram
+ * diagonal (each row's floor(sum_c h_c^2 / 2^15)) and adds their label terms (h of each row's label) to *label_sum. */
+static uint32_t es_make_leaf(const uint16_t *counts, uint32_t n_classes, uint16_t *leaf, uint32_t *label_sum)
+{
+    uint32_t total = 0;
+    uint32_t k;
+    for (k = 0; k < n_classes; k++) {
+        total += counts[k];
+    }
+    for (k = 0; k < n_classes; k++) {
+        leaf[k] = (uint16_t)(((uint32_t)counts[k] * ES_Q15_ONE + total / 2u) / total);
+        *label_sum += (uint32_t)counts[k] * leaf[k];
+    }
+    return total * es_term(leaf, leaf, n_classes);
+}
+
+/* CART on the window, level by level over the sorted lists, into pool slot `slot`: its nodes, leaves, its leaf
+ * for every window row (leaf_index), its label sum and Gram diagonal. */
 static void es_train_shrub(const es_shrubs *model, uint32_t slot)
 {
     const es_shrubs_config *config = model->config;
     const uint32_t n_classes = config->n_classes;
+    const uint32_t slots = config->max_shrubs + 1u;
     const uint32_t n = model->counters->count;
     const uint32_t max_depth = config->max_depth;
     const uint32_t node_base = slot * es_nodes_per_shrub(config);
@@ -415,9 +510,24 @@ static void es_train_shrub(const es_shrubs *model, uint32_t slot)
     uint32_t level_size = 1;
     uint32_t n_nodes = 1;
     uint32_t n_leaves = 0;
+    uint32_t label_sum = 0;
+    uint32_t own = 0;
     uint32_t s;
     uint32_t v;
-    uint32_t k;
+    es_scan scan;
+    scan.sorted_rows = model->sorted_rows;
+    scan.bins = model->window_bins;
+    scan.labels = model->window_labels;
+    scan.node_of = model->node_of;
+    scan.stats = split_stats;
+    scan.counts = split_counts;
+    scan.window = config->window_size;
+    scan.count = n;
+    scan.d = config->n_features;
+    scan.n_classes = n_classes;
+    scan.stride = stride;
+    scan.min_leaf = config->min_samples_leaf;
+    scan.score = config->criterion != ES_GINI ? es_score_entropy : n_classes == 2u ? es_score_gini2 : es_score_gini;
     for (s = 0; s < n_classes; s++) {
         split_counts[s] = 0;
     }
@@ -427,20 +537,20 @@ static void es_train_shrub(const es_shrubs *model, uint32_t slot)
         split_counts[y]++;
     }
     for (;;) {
+        const uint32_t first_leaf = n_leaves;
         uint32_t next_size = 0;
         if (level < max_depth) {
             uint32_t f;
             es_level_setup(model, level_size);
             for (f = 0; f < config->n_features; f++) {
                 if (level > 0u) {
-                    es_scan_feature(model, f, level_size);
+                    es_scan_feature(&scan, f, level_size);
                 } else if (split_stats[ES_ST_CHOICE] != ES_LEAF_MARK) {
-                    es_scan_root(model, f);
+                    es_scan_root(&scan, f);
                 }
             }
         }
         for (v = 0; v < level_size; v++) { /* this level's nodes in order; children next to each other */
-            const uint16_t *counts = &split_counts[v * n_classes];
             const uint32_t choice = level < max_depth ? split_stats[v * stride + ES_ST_CHOICE] : ES_LEAF_MARK;
             es_node *node = &nodes[level_first + v];
             if (choice < ES_NONE) {
@@ -451,130 +561,169 @@ static void es_train_shrub(const es_shrubs *model, uint32_t slot)
                 next_size += 2u;
                 n_nodes += 2u;
             } else {
-                uint32_t total = 0;
-                for (k = 0; k < n_classes; k++) {
-                    total += counts[k];
+                if (level < max_depth) {
+                    split_stats[v * stride + ES_ST_LAST] = n_leaves;
                 }
                 node->feature = (uint8_t)ES_LEAF;
                 node->threshold = 0;
                 node->child = (uint16_t)(leaf_base + n_leaves);
-                for (k = 0; k < n_classes; k++) {
-                    leaves[n_leaves * n_classes + k] =
-                        (uint16_t)(((uint32_t)counts[k] * ES_Q15_ONE + total / 2u) / total);
-                }
+                own += es_make_leaf(&split_counts[v * n_classes], n_classes, &leaves[n_leaves * n_classes],
+                                    &label_sum);
                 n_leaves++;
             }
+        }
+        if (level < max_depth) {
+            es_level_reassign(model, next_size, slot);
+        } else {
+            es_last_level_leaves(model, first_leaf, slot);
         }
         if (next_size == 0u) {
             break;
         }
-        es_level_reassign(model, next_size);
         level_first += level_size;
         level_size = next_size;
         level++;
     }
+    model->label_sum[slot] = label_sum;
+    model->gram[slot * slots + slot] = own;
 }
 
 /* Lowest pool slot that no active shrub uses; one always exists because the pool has M + 1 slots. */
 static uint32_t es_free_slot(const es_shrubs *model)
 {
-    const uint32_t n = model->counters->n_shrubs;
+    uint8_t *used = model->rank; /* scratch until the prox */
     uint32_t slot;
-    for (slot = 0; slot < model->config->max_shrubs; slot++) { /* if slots 0..M-1 are all used, M is free */
-        uint32_t i;
-        uint32_t used = 0;
-        for (i = 0; i < n; i++) {
-            used |= model->cand_slot[i] == slot ? 1u : 0u;
-        }
-        if (!used) {
-            return slot;
-        }
+    uint32_t i;
+    for (slot = 0; slot <= model->config->max_shrubs; slot++) {
+        used[slot] = 0;
+    }
+    for (i = 0; i < model->counters->n_shrubs; i++) {
+        used[model->cand_slot[i]] = 1;
+    }
+    slot = 0;
+    while (used[slot]) {
+        slot++;
     }
     return slot;
 }
 
-/* The new shrub's leaf for every window row, its Gram row and column and its label sum. */
-static ES_NOINLINE void es_new_shrub_terms(const es_shrubs *model, uint32_t slot)
+/* The sums over the window's rows of the terms of the shrub in pool slot `own` with those of slots b[0] and b[1]
+ * (leaf_index's columns side by side in each row; one pass for two columns shares the loads of own's leaves). */
+static ES_NOINLINE void es_column_terms(const es_shrubs *model, uint32_t own, const uint8_t *b, uint32_t *sums)
 {
-    const es_shrubs_config *config = model->config;
-    const uint32_t n_classes = config->n_classes;
-    const uint32_t d = config->n_features;
-    const uint32_t slots = config->max_shrubs + 1u;
-    const uint32_t n = model->counters->count;
-    const uint32_t n_active = model->counters->n_shrubs;
-    const uint16_t root = (uint16_t)(slot * es_nodes_per_shrub(config));
-    const uint16_t *leaf_values = model->leaf_values;
-    const uint8_t *cand_slot = model->cand_slot;
-    const uint32_t depth = config->max_depth;
-    const uint32_t own_base = slot << depth;
-    uint8_t *row_cache = model->leaf_index;
-    uint32_t *g = &model->gram[slot * slots];
-    uint32_t label_sum = 0;
-    uint32_t own = 0;
-    uint32_t s;
-    uint32_t i;
-    uint32_t c;
-    for (i = 0; i < n_active; i++) {
-        g[cand_slot[i]] = 0;
-    }
-    for (s = 0; s < n; s++, row_cache += slots) {
-        const uint32_t leaf = es_tree_leaf(model->nodes, root, &model->window_bins[s * d]);
-        const uint16_t *h = &leaf_values[leaf * n_classes];
-        row_cache[slot] = (uint8_t)(leaf - own_base); /* the leaf within its shrub */
-        label_sum += h[model->window_labels[s]];
-        if (n_classes == 2u) {
-            const uint32_t h0 = h[0];
-            const uint32_t h1 = h[1];
-            own += (h0 * h0 + h1 * h1) >> 15;
-            for (i = 0; i < n_active; i++) {
-                const uint32_t b = cand_slot[i];
-                const uint16_t *hb = &leaf_values[((b << depth) + row_cache[b]) * 2u];
-                g[b] += (h0 * hb[0] + h1 * hb[1]) >> 15;
-            }
-        } else {
-            uint32_t t = 0;
-            for (c = 0; c < n_classes; c++) {
-                t += (uint32_t)h[c] * h[c];
-            }
-            own += t >> 15;
-            for (i = 0; i < n_active; i++) {
-                const uint32_t b = cand_slot[i];
-                const uint16_t *hb = &leaf_values[((b << depth) + row_cache[b]) * n_classes];
-                t = 0;
-                for (c = 0; c < n_classes; c++) {
-                    t += (uint32_t)h[c] * hb[c];
-                }
-                g[b] += t >> 15;
-            }
+    const uint32_t n_classes = model->config->n_classes;
+    const uint32_t slots = model->config->max_shrubs + 1u;
+    const uint32_t depth = model->config->max_depth;
+    const uint32_t b0 = b[0];
+    const uint32_t b1 = b[1];
+    const uint8_t *row = model->leaf_index;
+    const uint8_t *end = row + model->counters->count * slots;
+    const uint16_t *h_own = &model->leaf_values[(own << depth) * n_classes];
+    const uint16_t *h_0 = &model->leaf_values[(b0 << depth) * n_classes];
+    const uint16_t *h_1 = &model->leaf_values[(b1 << depth) * n_classes];
+    uint32_t sum0 = 0;
+    uint32_t sum1 = 0;
+    if (n_classes == 2u) {
+        for (; row != end; row += slots) {
+            const uint16_t *ha = &h_own[2u * row[own]];
+            const uint16_t *x = &h_0[2u * row[b0]];
+            const uint16_t *y = &h_1[2u * row[b1]];
+            const uint32_t a0 = ha[0];
+            const uint32_t a1 = ha[1];
+            sum0 += (a0 * x[0] + a1 * x[1]) >> 15;
+            sum1 += (a0 * y[0] + a1 * y[1]) >> 15;
+        }
+    } else {
+        for (; row != end; row += slots) {
+            const uint16_t *ha = &h_own[n_classes * row[own]];
+            sum0 += es_term(ha, &h_0[n_classes * row[b0]], n_classes);
+            sum1 += es_term(ha, &h_1[n_classes * row[b1]], n_classes);
         }
     }
-    g[slot] = own;
-    model->label_sum[slot] = label_sum;
-    for (i = 0; i < n_active; i++) {
-        const uint32_t b = cand_slot[i];
-        model->gram[b * slots + slot] = g[b];
-    }
+    sums[0] = sum0;
+    sums[1] = sum1;
 }
 
-/* m + sum_j w[j] * g[slot_of[j]] (kept small so that its loop stays in registers) */
-static ES_NOINLINE int64_t es_gram_dot(const uint32_t *g, const uint8_t *slot_of, const int32_t *w, uint32_t n,
-                                       int64_t m)
+/* The new shrub's (pool slot `slot`) Gram row and column against the active shrubs, two at a time (the last one
+ * twice if their number is odd). */
+static void es_new_shrub_terms(const es_shrubs *model, uint32_t slot)
 {
-    const int32_t *end = w + n;
-    if (n & 1u) {
-        m += (int64_t)*w++ * (int32_t)g[*slot_of++];
+    const uint32_t slots = model->config->max_shrubs + 1u;
+    const uint32_t n = model->counters->n_shrubs;
+    uint32_t i;
+    for (i = 0; i < n; i += 2u) {
+        uint8_t pair[2];
+        uint32_t sums[2];
+        uint32_t k;
+        pair[0] = model->cand_slot[i];
+        pair[1] = model->cand_slot[i + 1u < n ? i + 1u : i];
+        es_column_terms(model, slot, pair, sums);
+        for (k = 0; k < 2u; k++) {
+            model->gram[slot * slots + pair[k]] = sums[k];
+            model->gram[pair[k] * slots + slot] = sums[k];
+        }
     }
-    while (w != end) { /* two at a time */
-        m += (int64_t)w[0] * (int32_t)g[slot_of[0]];
-        m += (int64_t)w[1] * (int32_t)g[slot_of[1]];
-        w += 2;
-        slot_of += 2;
-    }
-    return m;
 }
 
-/* `burnin` proximal gradient steps (Jacobi: every weight moves by the gradient at the previous weights). */
-static ES_NOINLINE void es_gradient_steps(const es_shrubs *model, uint32_t n_candidates)
+#if defined(__ARM_ARCH_6M__) || defined(__AVR__)
+#define ES_NO_MUL64 /* no 32 x 32 -> 64-bit multiply instruction: a 64-bit product is a library call */
+#endif
+
+#ifdef ES_NO_MUL64
+/* m + sum_j w[j] * g[j] in 32-bit products: g < 2^28 in four 7-bit parts, so |w[j] * part| < 2^24 (|w| <= 2^17)
+ * and the sums of n <= 65 of them stay below 2^31. */
+static ES_NOINLINE int64_t es_split_dot(const uint32_t *g, const int32_t *w, uint32_t n, int64_t m)
+{
+    int32_t s0 = 0;
+    int32_t s1 = 0;
+    int32_t s2 = 0;
+    int32_t s3 = 0;
+    uint32_t j;
+    for (j = 0; j < n; j++) {
+        const int32_t x = w[j];
+        const uint32_t a = g[j];
+        s0 += x * (int32_t)(a & 0x7Fu);
+        s1 += x * (int32_t)((a >> 7) & 0x7Fu);
+        s2 += x * (int32_t)((a >> 14) & 0x7Fu);
+        s3 += x * (int32_t)(a >> 21);
+    }
+    return m + s0 + (int64_t)s1 * 128 + (int64_t)s2 * 16384 + (int64_t)s3 * 2097152;
+}
+#endif
+
+/* m[0] + sum_j w[j] * g0[j] and m[1] + sum_j w[j] * g1[j]: two Gram rows share the loads of the weights (kept
+ * small so that its loop stays in registers); in 32-bit products where a 64-bit one is a library call. */
+static ES_NOINLINE void es_gram_dots(const uint32_t *g0, const uint32_t *g1, const int32_t *w, uint32_t n, int64_t *m)
+{
+#ifdef ES_NO_MUL64
+    m[0] = es_split_dot(g0, w, n, m[0]);
+    m[1] = es_split_dot(g1, w, n, m[1]);
+#else
+    const int32_t *end = w + n;
+    int64_t m0 = m[0];
+    int64_t m1 = m[1];
+    while (w != end) {
+        const int64_t x = *w++;
+        m0 += x * (int32_t)*g0++;
+        m1 += x * (int32_t)*g1++;
+    }
+    m[0] = m0;
+    m[1] = m1;
+#endif
+}
+
+/* A weight after its gradient step (m: its gradient sum), clipped */
+static int32_t es_step_weight(int32_t w, int64_t m, int64_t scale)
+{
+    const int64_t x = w - es_trunc_shift(es_trunc_shift(m, 15) * scale, 30);
+    return (int32_t)(x > ES_WEIGHT_LIMIT ? ES_WEIGHT_LIMIT : (x < -ES_WEIGHT_LIMIT ? -ES_WEIGHT_LIMIT : x));
+}
+
+/* `burnin` proximal gradient steps (Jacobi: every weight moves by the gradient at the previous weights) from the
+ * active shrubs' weights and 0 for the new one. The weights are held by pool slot (0 in slots that are not
+ * candidates), so that each dot product runs along a Gram row; its sum is an exact integer, the same in any
+ * order. Returns the final weights in candidate order (in work_weights). */
+static ES_NOINLINE const int32_t *es_gradient_steps(const es_shrubs *model, uint32_t n_candidates)
 {
     const es_shrubs_config *config = model->config;
     const uint32_t slots = config->max_shrubs + 1u;
@@ -585,20 +734,38 @@ static ES_NOINLINE void es_gradient_steps(const es_shrubs *model, uint32_t n_can
     int32_t *next_w = &model->work_weights[slots];
     const uint64_t alpha = config->step_q16 != 0u ? (uint64_t)config->step_q16 : 65536u / ((uint64_t)n_candidates + 1u);
     const int64_t scale = (int64_t)((alpha << 15) / ((uint64_t)model->counters->count * config->n_classes));
+    uint32_t used = 0; /* the candidates' slots are below this */
     uint32_t step;
     uint32_t k;
-    for (step = 0; step < config->burnin; step++) {
-        for (k = 0; k < n_candidates; k++) {
-            const int64_t m = es_gram_dot(&gram[(uint32_t)cand_slot[k] * slots], cand_slot, w, n_candidates,
-                                          -(int64_t)label_sum[cand_slot[k]] * 32768);
-            int64_t x;
-            x = w[k] - es_trunc_shift(es_trunc_shift(m, 15) * scale, 30);
-            next_w[k] = (int32_t)(x > ES_WEIGHT_LIMIT ? ES_WEIGHT_LIMIT : (x < -ES_WEIGHT_LIMIT ? -ES_WEIGHT_LIMIT : x));
-        }
-        for (k = 0; k < n_candidates; k++) {
-            w[k] = next_w[k];
-        }
+    for (k = 0; k < slots; k++) {
+        w[k] = 0;
+        next_w[k] = 0;
     }
+    for (k = 0; k < n_candidates; k++) {
+        const uint32_t a = cand_slot[k];
+        w[a] = k < model->counters->n_shrubs ? (int32_t)model->weights[k] : 0;
+        used = a >= used ? a + 1u : used;
+    }
+    for (step = 0; step < config->burnin; step++) {
+        int32_t *swap;
+        for (k = 0; k < n_candidates; k += 2u) { /* two candidates at a time (the last one twice if odd) */
+            const uint32_t a = cand_slot[k];
+            const uint32_t b = k + 1u < n_candidates ? cand_slot[k + 1u] : a;
+            int64_t m[2];
+            m[0] = -(int64_t)label_sum[a] * 32768;
+            m[1] = -(int64_t)label_sum[b] * 32768;
+            es_gram_dots(&gram[a * slots], &gram[b * slots], w, used, m);
+            next_w[a] = es_step_weight(w[a], m[0], scale);
+            next_w[b] = es_step_weight(w[b], m[1], scale);
+        }
+        swap = w;
+        w = next_w;
+        next_w = swap;
+    }
+    for (k = 0; k < n_candidates; k++) {
+        next_w[k] = w[cand_slot[k]];
+    }
+    return next_w;
 }
 
 static int64_t es_floor_div(int64_t a, int64_t b)
@@ -608,12 +775,11 @@ static int64_t es_floor_div(int64_t a, int64_t b)
 }
 
 /* Hard-L0 prox, integer simplex projection of the non-zero kept weights, and pruning of zero weights. */
-static ES_NOINLINE void es_prox(const es_shrubs *model, uint32_t n_candidates)
+static ES_NOINLINE void es_prox(const es_shrubs *model, uint32_t n_candidates, const int32_t *w)
 {
     const int64_t one = ES_Q15_ONE;
     const uint32_t kept = n_candidates < model->config->max_shrubs ? n_candidates : model->config->max_shrubs;
     const uint32_t per_shrub = es_nodes_per_shrub(model->config);
-    const int32_t *w = model->work_weights;
     uint8_t *rank = model->rank;
     uint32_t support = 0;
     uint32_t n_kept = 0;
@@ -663,6 +829,20 @@ static ES_NOINLINE void es_prox(const es_shrubs *model, uint32_t n_candidates)
     model->counters->n_shrubs = (uint16_t)n_kept;
 }
 
+/* The active shrubs' leaves for window row `row` (written): in leaf_index, and their leaf rows in leaf_row. */
+static void es_row_leaves(const es_shrubs *model, uint32_t row, int32_t *leaf_row)
+{
+    const es_shrubs_config *config = model->config;
+    uint8_t *leaves = &model->leaf_index[row * (config->max_shrubs + 1u)];
+    uint32_t i;
+    for (i = 0; i < model->counters->n_shrubs; i++) {
+        const uint32_t slot = model->cand_slot[i];
+        const uint32_t leaf = es_tree_leaf(model->nodes, model->roots[i], &model->window_bins[row * config->n_features]);
+        leaves[slot] = (uint8_t)(leaf - (slot << config->max_depth));
+        leaf_row[i] = (int32_t)leaf;
+    }
+}
+
 es_status es_shrubs_learn(const es_shrubs *model, const uint8_t *bins, uint8_t label)
 {
     const es_shrubs_config *config;
@@ -689,7 +869,7 @@ es_status es_shrubs_learn(const es_shrubs *model, const uint8_t *bins, uint8_t l
     count = counters->count;
     n_active = counters->n_shrubs;
     old_label = model->window_labels[head];
-    for (i = 0; i < n_active; i++) { /* the active shrubs' pool slots, and the leaves of the row replaced */
+    for (i = 0; i < n_active; i++) { /* the active shrubs' pool slots, and the leaf rows of the row replaced */
         model->cand_slot[i] = (uint8_t)(model->roots[i] / per_shrub);
         model->work_weights[i] = (int32_t)(((uint32_t)model->cand_slot[i] << config->max_depth) +
                                            model->leaf_index[head * slots + model->cand_slot[i]]);
@@ -699,15 +879,13 @@ es_status es_shrubs_learn(const es_shrubs *model, const uint8_t *bins, uint8_t l
     }
     model->window_labels[head] = label;
     es_insert_row(model, head, count);
-    for (i = 0; i < n_active; i++) {
-        model->leaf_index[head * slots + model->cand_slot[i]] = (uint8_t)(
-            es_tree_leaf(model->nodes, model->roots[i], bins) - ((uint32_t)model->cand_slot[i] << config->max_depth));
-    }
+    es_row_leaves(model, head, &model->work_weights[slots]);
     counters->head = (uint16_t)(head + 1u == config->window_size ? 0u : head + 1u);
     if (count < config->window_size) {
         counters->count = (uint16_t)(count + 1u);
     }
-    es_pair_update(model, head, count == config->window_size, model->work_weights, old_label);
+    es_pair_update(model, head, &model->work_weights[slots], count == config->window_size, model->work_weights,
+                   old_label);
     counters->since_update++;
     if (counters->since_update < config->update_every) {
         return ES_OK;
@@ -717,11 +895,7 @@ es_status es_shrubs_learn(const es_shrubs *model, const uint8_t *bins, uint8_t l
     es_train_shrub(model, slot);
     es_new_shrub_terms(model, slot);
     model->cand_slot[n_active] = (uint8_t)slot;
-    for (i = 0; i <= n_active; i++) {
-        model->work_weights[i] = i < n_active ? (int32_t)model->weights[i] : 0;
-    }
-    es_gradient_steps(model, n_active + 1u);
-    es_prox(model, n_active + 1u);
+    es_prox(model, n_active + 1u, es_gradient_steps(model, n_active + 1u));
     return ES_OK;
 }
 
@@ -874,13 +1048,8 @@ void es_shrubs_rebuild(const es_shrubs *model)
     for (row = 0; row < n; row++) {  /* the window's rows in order, as if learned into an empty window */
         counters->count = (uint16_t)row;
         es_insert_row(model, row, row);
-        for (j = 0; j < counters->n_shrubs; j++) {
-            const uint32_t slot = model->cand_slot[j];
-            model->leaf_index[row * slots + slot] = (uint8_t)(
-                es_tree_leaf(model->nodes, model->roots[j], &model->window_bins[row * config->n_features])
-                - (slot << config->max_depth));
-        }
-        es_pair_update(model, row, 0, model->work_weights, 0u);
+        es_row_leaves(model, row, &model->work_weights[slots]);
+        es_pair_update(model, row, &model->work_weights[slots], 0, model->work_weights, 0u);
     }
     counters->count = (uint16_t)n;
 }

@@ -652,10 +652,10 @@ def learn_cost_terms(params: dict, n_features: int, n_classes: int) -> tuple[lis
 
 # Coefficients of learn_cost_terms per core (Board.arch), fitted to QEMU counts by benchmarks/calibrate_shrub_cost.py.
 LEARN_COST: dict[str, dict[str, list[float]]] = {
-    "armv7e-m": {"step": [636.324, 0.0, 16.898, 9.988, 0.364],
-                 "train": [8721.065, 49.473, 7.689, 0.0, 20.012, 7.627]},
-    "armv6-m": {"step": [1188.924, 16.243, 23.866, 12.885, 0.753],
-                "train": [6498.215, 113.977, 22.862, 1.575, 29.531, 65.704]},
+    "armv7e-m": {"step": [829.866, 0.0, 16.065, 7.031, 0.193],
+                 "train": [8400.839, 34.5, 13.162, 0.0, 15.508, 3.588]},
+    "armv6-m": {"step": [1214.464, 21.709, 23.036, 11.039, 0.656],
+                "train": [8861.082, 81.006, 1.044, 36.44, 21.123, 40.774]},
 }
 
 
