@@ -208,7 +208,8 @@ def emlearn_firmware(variant, board: str, n_features: int, out: Path) -> targets
     ``count_instructions`` ends a call at, so that only emlearn's own predict is counted."""
     board_profile = load_board(board)
     # report() takes objects named <name>_* as the model's: "eml" catches emlearn's eml_model and eml_model_*.
-    manifest = {"name": "eml", "directory": str(variant.directory), "sources": [s.name for s in variant.sources]}
+    manifest = {"name": "eml", "directory": str(variant.directory), "include_directory": str(variant.directory),
+                "sources": [s.name for s in variant.sources]}
     out.mkdir(parents=True, exist_ok=True)
     main_c = EMLEARN_MAIN_C.format(n_features=n_features, input=targets.INPUT_FILE, output=targets.OUTPUT_FILE)
     (out / targets.HARNESS).write_text(variant.wrapper.replace("int bench_predict(", "int step(") + main_c)
