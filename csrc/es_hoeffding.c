@@ -10,6 +10,9 @@
 #include "es_flash.h"
 
 #define HT_LEAF 255u
+#define HT_FREE 254u
+#define HT_NO_SLOT 0xFFFFu
+#define HT_NO_PAIR 0xFFFFFFFFu
 #define HT_FLT_MAX 0x1.fffffep+127f
 #define HT_FEATURE_LIMIT 0x1p+50f
 #define HT_SCORE_LIMIT 536870912.0f
@@ -21,6 +24,14 @@
 #define HT_ERF_LIMIT 5.0f
 #define HT_COUNT_LIMIT 16384.0f   /* a leaf's counts halve when one reaches it (see the specification) */
 #define HT_VALID_COUNT 32768.0f   /* a restored state's counts are below it */
+#define HT_ONE 16777216u          /* an error rate of 1 in the detectors' fixed point */
+#define HT_DOOMED (HT_ONE + 1u)   /* a detector value no state holds: marks a subtree being pruned */
+#define HT_FAST_SHIFT 6u
+#define HT_SLOW_SHIFT 9u
+#define HT_FAST_VARIANCE 127u
+#define HT_RATE_FLOOR (HT_ONE >> 4)
+#define HT_ESTABLISHED 32.0f
+#define HT_PROPAGATED 64.0f
 
 static const float es_log_series[4] ES_FLASH = { 0x1.c71c72p-4f, 0x1.24924ap-3f, 0x1.99999ap-3f, 0x1.555556p-2f };
 static const float es_erf_coeffs[6] ES_FLASH = { 0x1.693ecep-15f, 0x1.220072p-12f, 0x1.3ecc0ep-13f, 0x1.2fc6d2p-7f,
@@ -177,6 +188,35 @@ static int leaf_of(const es_hoeffding *model, uint32_t t, const float *x, uint16
     return 0;
 }
 
+/* The first free pair after node (children point forward), else the next pair of the pool, else HT_NO_PAIR. */
+static uint32_t free_pair(const es_hoeffding *model, uint32_t t, uint16_t node)
+{
+    const uint32_t base = t * model->config->max_nodes, used = model->n_nodes[t];
+    uint32_t a;
+    for (a = node + 1u + (node & 1u); a < used; a += 2u) {
+        if (model->feature[base + a] == HT_FREE) {
+            return a;
+        }
+    }
+    return used + 2u <= model->config->max_nodes ? used : HT_NO_PAIR;
+}
+
+/* Halve each class's estimator count and M2 of leaf g until the count is at most HT_PROPAGATED (exact). */
+static void fade_estimators(const es_hoeffding *model, uint32_t g)
+{
+    const uint8_t C = model->config->n_classes, d = model->config->n_features;
+    uint8_t k, j;
+    for (k = 0; k < C; k++) {
+        float *m2 = model->m2 + (g * C + k) * d;
+        while (model->est_count[g * C + k] > HT_PROPAGATED) {
+            model->est_count[g * C + k] = model->est_count[g * C + k] * 0.5f;
+            for (j = 0; j < d; j++) {
+                m2[j] = m2[j] * 0.5f;
+            }
+        }
+    }
+}
+
 /* l_k and r_k of eq. 8 at feature f, threshold thr into the left and right scratch; returns the entropy after
  * that split, wl H(l / wl) + wr H(r / wr). */
 static float split_entropy(const es_hoeffding *model, uint32_t g, uint8_t f, float thr, float n)
@@ -212,10 +252,12 @@ static void split(const es_hoeffding *model, uint32_t t, uint16_t node, uint16_t
     const es_hoeffding_config *config = model->config;
     uint8_t C = config->n_classes, d = config->n_features, k;
     uint32_t base = t * config->max_nodes, L = config->max_leaves, g = t * L + s, g2, i;
-    uint16_t a = model->n_nodes[t], s2 = model->n_leaves[t];
-    if (s2 >= L || (uint32_t)a + 2u > config->max_nodes) {
+    uint32_t pair = free_pair(model, t, node);
+    uint16_t a, s2 = model->n_leaves[t];
+    if (s2 >= L || pair == HT_NO_PAIR) {
         return;  /* a consistent state never gets here */
     }
+    a = (uint16_t)pair;
     (void)split_entropy(model, g, f, thr, n);
     g2 = t * L + s2;
     model->feature[base + node] = f;
@@ -227,9 +269,12 @@ static void split(const es_hoeffding *model, uint32_t t, uint16_t node, uint16_t
     model->feature[base + a + 1u] = HT_LEAF;
     model->threshold[base + a + 1u] = 0.0f;
     model->child[base + a + 1u] = s2;
-    model->n_nodes[t] = (uint16_t)(a + 2u);
+    if ((uint32_t)a + 2u > model->n_nodes[t]) {
+        model->n_nodes[t] = (uint16_t)(a + 2u);
+    }
     model->n_leaves[t] = (uint16_t)(s2 + 1u);
     if (config->propagate) {
+        fade_estimators(model, g);
         memcpy(model->est_count + g2 * C, model->est_count + g * C, C * sizeof(float));
         memcpy(model->mean + g2 * C * d, model->mean + g * C * d, (uint32_t)C * d * sizeof(float));
         memcpy(model->m2 + g2 * C * d, model->m2 + g * C * d, (uint32_t)C * d * sizeof(float));
@@ -344,6 +389,220 @@ static void halve_leaf(const es_hoeffding *model, uint32_t g)
     }
 }
 
+static void tree_scores(const es_hoeffding *model, uint32_t t, const float *x);
+
+/* A detector's average after its n-th value: the running mean while n <= 2**shift, then the exponential average
+ * of weight 2**-shift (integers, truncated). */
+static uint32_t average(uint32_t mean, uint32_t value, uint32_t n, unsigned shift)
+{
+    if (n <= (1u << shift)) {
+        return (uint32_t)(((uint64_t)mean * (n - 1u) + value) / n);
+    }
+    return mean - (mean >> shift) + (value >> shift);
+}
+
+/* Update node i's error averages with value (0 or HT_ONE); 1 if they signal a drift. */
+static int detect(const es_hoeffding *model, uint32_t i, uint32_t value)
+{
+    uint32_t n = model->seen[i] == 0xFFFFu ? 0xFFFFu : model->seen[i] + 1u, fast, slow, p;
+    uint64_t gap, bound;
+    model->seen[i] = (uint16_t)n;
+    fast = average(model->fast[i], value, n, HT_FAST_SHIFT);
+    slow = average(model->slow[i], value, n, HT_SLOW_SHIFT);
+    model->fast[i] = fast;
+    model->slow[i] = slow;
+    if (n <= (1u << HT_SLOW_SHIFT) || fast <= slow) {
+        return 0;
+    }
+    p = slow > HT_RATE_FLOOR ? slow : HT_RATE_FLOOR;
+    gap = (uint64_t)(fast - slow) * (fast - slow) * HT_FAST_VARIANCE;
+    bound = (uint64_t)p * (HT_ONE - p) * ((uint32_t)model->config->drift * model->config->drift);
+    return gap > bound;
+}
+
+/* Feed a row's error to the detectors of tree t from the root down; 1 and the node in *fired at the first that
+ * signals a drift (its detector restarts). */
+static int watch_path(const es_hoeffding *model, uint32_t t, const float *x, int error, uint16_t *fired)
+{
+    const uint32_t base = t * model->config->max_nodes;
+    uint16_t node = 0;
+    uint32_t steps;
+    for (steps = 0; steps < model->config->max_nodes; steps++) {
+        const uint32_t i = base + node;
+        if (detect(model, i, error ? HT_ONE : 0u)) {
+            model->seen[i] = 0;
+            model->fast[i] = 0;
+            model->slow[i] = 0;
+            *fired = node;
+            return 1;
+        }
+        if (model->feature[i] == HT_LEAF) {
+            return 0;
+        }
+        node = (uint16_t)(model->child[i] + (x[model->feature[i]] > model->threshold[i] ? 1u : 0u));
+    }
+    return 0;
+}
+
+/* Add leaf h's priors, estimators (Chan et al.'s pairwise update) and ranges to leaf g. */
+static void merge_slot(const es_hoeffding *model, uint32_t g, uint32_t h)
+{
+    const uint8_t C = model->config->n_classes, d = model->config->n_features;
+    uint8_t k, j;
+    for (k = 0; k < C; k++) {
+        model->class_count[g * C + k] = model->class_count[g * C + k] + model->class_count[h * C + k];
+    }
+    for (k = 0; k < C; k++) {
+        float na = model->est_count[g * C + k], nb = model->est_count[h * C + k], n, ratio, w;
+        float *mean = model->mean + (g * C + k) * d, *m2 = model->m2 + (g * C + k) * d;
+        const float *mean_h = model->mean + (h * C + k) * d, *m2_h = model->m2 + (h * C + k) * d;
+        if (nb == 0.0f) {
+            continue;
+        }
+        n = na + nb;
+        ratio = nb / n;
+        w = na * nb;
+        w = w / n;
+        for (j = 0; j < d; j++) {
+            float delta = mean_h[j] - mean[j], u = delta * ratio, v;
+            mean[j] = mean[j] + u;
+            v = m2[j] + m2_h[j];
+            u = delta * delta;
+            u = u * w;
+            m2[j] = v + u;
+        }
+        model->est_count[g * C + k] = n;
+    }
+    for (j = 0; j < d; j++) {
+        if (model->low[h * d + j] < model->low[g * d + j]) {
+            model->low[g * d + j] = model->low[h * d + j];
+        }
+        if (model->high[h * d + j] > model->high[g * d + j]) {
+            model->high[g * d + j] = model->high[h * d + j];
+        }
+    }
+}
+
+/* Free leaf slot s of tree t: the last slot in use moves into it (its leaf node follows). */
+static void release_slot(const es_hoeffding *model, uint32_t t, uint16_t s)
+{
+    const es_hoeffding_config *config = model->config;
+    const uint32_t C = config->n_classes, d = config->n_features, L = config->max_leaves;
+    const uint32_t base = t * config->max_nodes, g = t * L + s;
+    const uint16_t last = (uint16_t)(model->n_leaves[t] - 1u);
+    const uint32_t h = t * L + last;
+    uint32_t i;
+    if (s != last) {
+        memcpy(model->class_count + g * C, model->class_count + h * C, C * sizeof(float));
+        memcpy(model->est_count + g * C, model->est_count + h * C, C * sizeof(float));
+        memcpy(model->mean + g * C * d, model->mean + h * C * d, C * d * sizeof(float));
+        memcpy(model->m2 + g * C * d, model->m2 + h * C * d, C * d * sizeof(float));
+        memcpy(model->low + g * d, model->low + h * d, d * sizeof(float));
+        memcpy(model->high + g * d, model->high + h * d, d * sizeof(float));
+        model->since[g] = model->since[h];
+        for (i = 0; i < model->n_nodes[t]; i++) {
+            if (model->feature[base + i] == HT_LEAF && model->child[base + i] == last) {
+                model->child[base + i] = s;
+                break;
+            }
+        }
+    }
+    model->n_leaves[t] = last;
+}
+
+/* Clear a pruned node of tree t (a free node). */
+static void free_node(const es_hoeffding *model, uint32_t i)
+{
+    model->feature[i] = HT_FREE;
+    model->threshold[i] = 0.0f;
+    model->child[i] = 0;
+    model->seen[i] = 0;
+    model->fast[i] = 0;
+    model->slow[i] = 0;
+}
+
+/* Make node one leaf of tree t: its subtree's pairs become free and its leaves merge into one slot (the first in
+ * node order); with propagation the leaf keeps the merged estimators and priors faded to HT_PROPAGATED, without
+ * it the leaf starts empty. */
+static void prune(const es_hoeffding *model, uint32_t t, uint16_t node)
+{
+    const es_hoeffding_config *config = model->config;
+    const uint32_t C = config->n_classes, d = config->n_features, base = t * config->max_nodes;
+    uint32_t i, g;
+    uint16_t s;
+    if (model->feature[base + node] != HT_LEAF) {
+        uint32_t c = model->child[base + node];
+        model->fast[base + c] = HT_DOOMED;
+        model->fast[base + c + 1u] = HT_DOOMED;
+        model->feature[base + node] = HT_LEAF;
+        model->threshold[base + node] = 0.0f;
+        model->child[base + node] = HT_NO_SLOT;
+        for (i = node + 1u; i < model->n_nodes[t]; i++) {  /* children come after their parents */
+            if (model->fast[base + i] != HT_DOOMED) {
+                continue;
+            }
+            c = model->child[base + i];
+            if (model->feature[base + i] != HT_LEAF) {
+                model->fast[base + c] = HT_DOOMED;
+                model->fast[base + c + 1u] = HT_DOOMED;
+            } else if (model->child[base + node] == HT_NO_SLOT) {
+                model->child[base + node] = (uint16_t)c;
+            } else {
+                merge_slot(model, t * config->max_leaves + model->child[base + node], t * config->max_leaves + c);
+                release_slot(model, t, (uint16_t)c);
+            }
+            free_node(model, base + i);
+        }
+        while (model->n_nodes[t] > 1u && model->feature[base + model->n_nodes[t] - 1u] == HT_FREE) {
+            model->n_nodes[t] = (uint16_t)(model->n_nodes[t] - 2u);
+        }
+    }
+    s = model->child[base + node];
+    g = t * config->max_leaves + s;
+    model->since[g] = 0;
+    if (config->propagate) {
+        float most;
+        fade_estimators(model, g);
+        do {
+            most = 0.0f;
+            for (i = 0; i < C; i++) {
+                most = model->class_count[g * C + i] > most ? model->class_count[g * C + i] : most;
+            }
+            if (most > HT_PROPAGATED) {
+                for (i = 0; i < C; i++) {
+                    model->class_count[g * C + i] = model->class_count[g * C + i] * 0.5f;
+                }
+            }
+        } while (most > HT_PROPAGATED);
+        return;
+    }
+    for (i = 0; i < C; i++) {
+        model->class_count[g * C + i] = 0.0f;
+        model->est_count[g * C + i] = 0.0f;
+    }
+    for (i = 0; i < C * d; i++) {
+        model->mean[g * C * d + i] = 0.0f;
+        model->m2[g * C * d + i] = 0.0f;
+    }
+    for (i = 0; i < d; i++) {
+        model->low[g * d + i] = HT_FLT_MAX;
+        model->high[g * d + i] = -HT_FLT_MAX;
+    }
+}
+
+/* The class tree t's leaf predicts for x: the first largest naive Bayes score. */
+static uint8_t tree_class(const es_hoeffding *model, uint32_t t, const float *x)
+{
+    uint8_t k, best = 0;
+    tree_scores(model, t, x);
+    for (k = 1; k < model->config->n_classes; k++) {
+        if (model->scores[k] > model->scores[best]) {
+            best = k;
+        }
+    }
+    return best;
+}
+
 static void learn_tree(const es_hoeffding *model, uint32_t t, const float *x, uint8_t label, uint32_t w)
 {
     const es_hoeffding_config *config = model->config;
@@ -356,6 +615,15 @@ static void learn_tree(const es_hoeffding *model, uint32_t t, const float *x, ui
     (void)leaf_of(model, t, x, &node);  /* checked by the caller */
     s = model->child[t * config->max_nodes + node];
     g = t * config->max_leaves + s;
+    if (config->drift != 0u && model->est_count[g * C + label] >= HT_ESTABLISHED) {
+        uint16_t fired;
+        if (watch_path(model, t, x, tree_class(model, t, x) != label, &fired)) {
+            prune(model, t, fired);
+            node = fired;
+            s = model->child[t * config->max_nodes + node];
+            g = t * config->max_leaves + s;
+        }
+    }
     at = g * C + label;
     model->class_count[at] = model->class_count[at] + wf;
     count = model->est_count[at] + wf;
@@ -391,7 +659,7 @@ static void learn_tree(const es_hoeffding *model, uint32_t t, const float *x, ui
     model->since[g] = model->since[g] > 0xFFFFFFFFu - w ? 0xFFFFFFFFu : model->since[g] + w;
     if (model->since[g] >= config->grace) {
         model->since[g] = 0;
-        if ((uint32_t)model->n_nodes[t] + 2u <= config->max_nodes) {
+        if (free_pair(model, t, node) != HT_NO_PAIR) {
             attempt(model, t, node, s);
         }
     }
@@ -581,13 +849,26 @@ es_status es_hoeffding_validate(const es_hoeffding *candidate)
         if (n_nodes < 1u || n_nodes > config->max_nodes || n_leaves < 1u || n_leaves > config->max_leaves) {
             return ES_ERR_IMAGE;
         }
-        for (node = 0; node < n_nodes; node++) {  /* children point forward inside the used nodes */
+        if ((n_nodes & 1u) == 0u || candidate->feature[base] == HT_FREE) {
+            return ES_ERR_IMAGE;
+        }
+        for (node = 0; node < n_nodes; node++) {  /* children point forward to used nodes; free nodes in pairs */
             const uint8_t f = candidate->feature[base + node];
             const uint16_t child = candidate->child[base + node];
-            if (f == HT_LEAF ? child >= n_leaves
-                             : f >= config->n_features || child <= node || (uint32_t)child + 1u >= n_nodes) {
+            if (f == HT_FREE) {
+                if (candidate->feature[base + (node & 1u ? node + 1u : node - 1u)] != HT_FREE) {
+                    return ES_ERR_IMAGE;
+                }
+            } else if (f == HT_LEAF ? child >= n_leaves
+                                    : f >= config->n_features || child <= node || (uint32_t)child + 1u >= n_nodes
+                                          || candidate->feature[base + child] == HT_FREE) {
                 return ES_ERR_IMAGE;
             }
+        }
+    }
+    for (j = 0; j < (uint32_t)config->n_trees * config->max_nodes; j++) {
+        if (candidate->fast[j] > HT_ONE || candidate->slow[j] > HT_ONE) {
+            return ES_ERR_IMAGE;
         }
     }
     return ES_OK;

@@ -20,6 +20,7 @@ typedef struct {
     float log_inv_delta;            /* ln(1 / delta) */
     float tie;                      /* tie threshold tau */
     float exp_neg_lambda;           /* exp(-lambda) of the Poisson weights; 0 = every tree learns every row */
+    uint8_t drift;                  /* drift threshold in standard deviations; 0 = no drift handling */
 } es_hoeffding_config;
 
 typedef struct {
@@ -33,7 +34,10 @@ typedef struct {
     uint8_t *feature;               /* node pool: trees x nodes; 255 = leaf */
     float *threshold;               /* node pool: trees x nodes; x <= t goes left */
     uint16_t *child;                /* node pool: trees x nodes; left child (right = +1) or leaf slot */
-    uint16_t *n_nodes;              /* node pool: nodes used per tree */
+    uint16_t *seen;                 /* node pool: trees x nodes, rows in the drift detector (saturating) */
+    uint32_t *fast;                 /* node pool: trees x nodes, fast error average (1 = 2**24) */
+    uint32_t *slow;                 /* node pool: trees x nodes, slow error average (1 = 2**24) */
+    uint16_t *n_nodes;              /* node pool: nodes used per tree (free pairs included) */
     uint16_t *n_leaves;             /* node pool: leaf slots used per tree */
     float *class_count;             /* leaves: slots x classes, priors */
     float *est_count;               /* leaves: slots x classes */

@@ -12,15 +12,15 @@ from hypothesis import strategies as st
 
 from engine_twin import EngineTwin
 from edgestream.export import export_bundle
-from edgestream.learners.hoeffding import (LEAF, STATE, HoeffdingTreeClassifier, IncrementalRandomForest,
-                                           erf_f32, log_f32)
+from edgestream.learners.hoeffding import (DRIFT_DEFAULT, FREE, LEAF, ONE, STATE, HoeffdingTreeClassifier,
+                                           IncrementalRandomForest, erf_f32, log_f32)
 from edgestream.modelfile import model_bytes, model_from_bytes
 from edgestream.simulate import RuntimeLearner, load_bundle, runtime
 from edgestream.state import runtime_header_path
 
 ES_ERR_MODEL, ES_ERR_LABEL, ES_ERR_INPUT = 2, 3, 5
 STATE_REGIONS = ("var_floor", "feature", "threshold", "child", "n_nodes", "n_leaves", "class_count", "est_count",
-                 "mean", "m2", "low", "high", "since")
+                 "mean", "m2", "low", "high", "since", "seen", "fast", "slow")
 
 
 def bits(values) -> np.ndarray:
@@ -122,7 +122,52 @@ def test_c_equals_python_after_every_step(stream):
         assert device.learn(x, int(label)) == 0
         assert_same_state(learner, device, f"after row {i}")
         twin.step(x, int(label), learner, expected, f"row {i}")
-    assert (learner.n_nodes <= learner.max_nodes).all() and (learner.n_nodes == 2 * learner.n_leaves - 1).all()
+    assert_consistent_pool(learner)
+
+
+def assert_consistent_pool(learner):
+    for t in range(learner.n_trees):
+        used = learner.feature[t, :learner.n_nodes[t]]
+        assert learner.n_nodes[t] <= learner.max_nodes
+        assert (used != FREE).sum() == 2 * learner.n_leaves[t] - 1
+        slots = learner.child[t, :learner.n_nodes[t]][used == LEAF]
+        assert sorted(slots.tolist()) == list(range(learner.n_leaves[t]))  # every slot in use once
+
+
+detectors = st.one_of(st.just((0, 0, 0)), st.just((600, ONE, 0)),  # quiet; fires at the next row through it
+                      st.tuples(st.sampled_from([512, 513, 0xFFFF]), st.integers(0, ONE), st.integers(0, ONE)))
+
+
+@given(streams(), st.data())
+@settings(max_examples=150)
+def test_c_equals_python_through_drift(stream, data):
+    """Detectors set to drawn states, labels established at every leaf: drifts fire, subtrees merge into leaves,
+    slots move, free pairs are taken again; the C and the engine follow the specification every step."""
+    params, X, y, n_classes = stream
+    X, y = np.concatenate([X, X, X]), np.concatenate([y, (y + 1) % n_classes, y])  # the concept changes twice
+    params["drift_threshold"] = data.draw(st.sampled_from([1, 2, DRIFT_DEFAULT]))
+    cls = IncrementalRandomForest if "n_trees" in params else HoeffdingTreeClassifier
+    learner = cls(**params).start(X[: max(1, len(X) // 3)], np.arange(n_classes))
+    learner.use_engine = False
+    grow = data.draw(st.integers(0, len(X) // 3))
+    for x, label in zip(X[:grow], y[:grow]):
+        learner.learn_encoded(x, int(label))
+    for t in range(learner.n_trees):
+        inner = np.flatnonzero(learner.feature[t, 1:learner.n_nodes[t]] < FREE) + 1
+        if len(inner) and data.draw(st.booleans()):  # leave free pairs between used ones
+            learner._prune(t, int(data.draw(st.sampled_from(inner.tolist()))))
+        for node in range(learner.n_nodes[t]):
+            learner.seen[t, node], learner.fast[t, node], learner.slow[t, node] = data.draw(detectors)
+    learner.est_count[learner.est_count > 0] += np.float32(32.0)  # every seen label is established
+    device, twin = Device(learner), EngineTwin(learner)
+    for i, (x, label) in enumerate(zip(X, y)):
+        expected = learner.predict_encoded(x[None])[0]
+        assert device.predict(x) == (0, expected), f"row {i}"
+        learner.learn_encoded(x, int(label))
+        assert device.learn(x, int(label)) == 0
+        assert_same_state(learner, device, f"after row {i}")
+        twin.step(x, int(label), learner, expected, f"row {i}")
+        assert_consistent_pool(learner)
 
 
 def class_incremental(n_per_class=300, n_classes=5, d=6, seed=0, test=200):
@@ -138,13 +183,15 @@ def class_incremental(n_per_class=300, n_classes=5, d=6, seed=0, test=200):
     return X, y, Xt, yt
 
 
-def test_propagation_keeps_old_classes_where_the_plain_tree_forgets():
+@pytest.mark.parametrize("drift", [0, DRIFT_DEFAULT])
+def test_propagation_keeps_old_classes_where_the_plain_tree_forgets(drift):
     X, y, Xt, yt = class_incremental()
     scores = {}
     for propagation in (True, False):
-        learner = HoeffdingTreeClassifier(max_leaves=32, grace_period=50, propagation=propagation)
+        learner = HoeffdingTreeClassifier(max_leaves=32, grace_period=50, propagation=propagation,
+                                          drift_threshold=drift)
         learner.start(X[:100], np.arange(5)).partial_fit(X, y)
-        assert learner.n_leaves[0] > 3
+        assert learner.n_nodes[0] > 1 or learner.n_learned == len(X)
         scores[propagation] = learner.score(Xt, yt)
     assert scores[True] > 0.9 and scores[True] > scores[False] + 0.2
 
@@ -166,6 +213,45 @@ def test_full_pool_stops_growing_and_keeps_learning():
     assert learner.class_count.sum() > counts  # the leaves still learn
 
 
+def xor_stream(n, seed=0, flip=False):
+    """Two features uniform in [0, 1), the label the XOR of their halves (inverted with ``flip``)."""
+    X = np.random.default_rng(seed).random((n, 2)).astype(np.float32)
+    return X, (((X[:, 0] > 0.5) ^ (X[:, 1] > 0.5)) != flip).astype(np.int64)
+
+
+def test_a_pruned_subtree_frees_pairs_that_splits_take_again():
+    X, y = xor_stream(3000)
+    learner = HoeffdingTreeClassifier(max_leaves=8, grace_period=20, tie_threshold=0.2, drift_threshold=0,
+                                      propagation=False).start(X[:100], [0, 1]).partial_fit(X[:1500], y[:1500])
+    assert learner.n_leaves[0] == 8 and learner.feature[0, 4] < FREE  # a full pool, node 4 inner
+    subtree = learner.child[0, 4]
+    learner._prune(0, 4)
+    assert learner.feature[0, 4] == LEAF and (learner.feature[0] == FREE).sum() == 6 and learner.n_nodes[0] == 15
+    learner.use_engine = False
+    device = Device(learner)
+    for x, label in zip(X[1500:], y[1500:]):
+        learner.learn_encoded(x, int(label))
+        assert device.learn(x, int(label)) == 0
+    assert_same_state(learner, device, "after the regrowth")
+    assert learner.feature[0, 4] < FREE and learner.child[0, 4] == subtree  # regrown into the first free pair
+    assert_consistent_pool(learner)
+
+
+@pytest.mark.parametrize("cls", [HoeffdingTreeClassifier, IncrementalRandomForest])
+def test_a_full_pool_adapts_to_an_abrupt_change(cls):
+    X1, y1 = xor_stream(8000, seed=1)
+    X2, y2 = xor_stream(8000, seed=2, flip=True)
+    X, y = np.concatenate([X1, X2]), np.concatenate([y1, y2])
+    accuracy = {}
+    for drift in (0, DRIFT_DEFAULT):
+        learner = cls(max_leaves=4, grace_period=50, drift_threshold=drift).start(X[:200], [0, 1])
+        correct = learner.test_then_train(X, y) == y
+        full = learner.n_leaves.min() == 4
+        accuracy[drift] = correct[-4000:].mean()
+    assert full and correct[6000:8000].mean() > 0.9  # the pool filled up on the first concept
+    assert accuracy[DRIFT_DEFAULT] > 0.9 and accuracy[DRIFT_DEFAULT] > accuracy[0] + 0.2
+
+
 # -- memory, model files, bad input ----------------------------------------------------------------------------
 
 def test_header_layout_and_bundle_size(tmp_path):
@@ -174,7 +260,8 @@ def test_header_layout_and_bundle_size(tmp_path):
     assert ffi.sizeof("es_hoeffding_config") == STATE.config_bytes()
     learner = IncrementalRandomForest(n_trees=2, max_leaves=4, max_classes=5).start(np.eye(3), [0, 1, 2])
     T, N, L, C, d = 2, 7, 4, 5, 3
-    expected = {"var_floor": d, "feature": T * N, "threshold": T * N, "child": T * N, "n_nodes": T, "n_leaves": T,
+    expected = {"var_floor": d, "feature": T * N, "threshold": T * N, "child": T * N, "seen": T * N, "fast": T * N,
+                "slow": T * N, "n_nodes": T, "n_leaves": T,
                 "class_count": T * L * C, "est_count": T * L * C, "mean": T * L * C * d, "m2": T * L * C * d,
                 "low": T * L * d, "high": T * L * d, "since": T * L, "left": C, "right": C, "scores": C,
                 "tree_proba": C, "sums": C, "order": d}

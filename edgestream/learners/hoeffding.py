@@ -47,8 +47,28 @@ Decisions (the C runtime follows every one of them to the bit):
   part. With integer labels and ``max_classes`` above the labels seen, the classes are ``0 .. max_classes - 1``
   (the label is the class index); string labels get placeholders ``"<unseen k>"``. A label at or beyond the
   slots is refused (``ValueError``, ``ES_ERR_LABEL``).
-* **Pool**: a split takes two nodes (one new leaf slot). When ``n_nodes + 2 > 2 L - 1`` the tree is full: it
-  stops growing (no split is tried any more), and its leaves keep learning their statistics and predicting.
+* **Pool**: a split takes two nodes (one new leaf slot): the first free pair after the splitting node (children
+  point forward), else the pair at ``n_nodes``. When there is none the tree is full: it stops growing (no split is
+  tried), and its leaves keep learning their statistics and predicting, until a drift frees a subtree's nodes.
+* **Drift** (``drift_threshold = z``, 0 = off; a fixed-memory cousin of the Hoeffding Adaptive Tree): every node
+  has an error detector, two integer averages of its 0/1 errors in units of ``2**-24`` (``fast`` weighs a new row
+  ``1/64``, ``slow`` ``1/512``; each a running mean until it holds 64 and 512 rows, ``seen`` counting them). A row
+  is watched only when the leaf's estimator of its label holds at least ``ESTABLISHED = 32`` weight: the leaf's
+  naive Bayes class (argmax of its scores) against the label gives the error, fed to the nodes on the row's path
+  from the root down. A node signals a drift once it has seen more than 512 rows and ``(fast - slow)^2 * 127 >
+  z^2 p (1 - p)`` with ``p = max(slow, 1/16)`` (the fast average's variance is ``p (1 - p) / 127``; comparing
+  squares of integers needs no square root). The first node that signals restarts its detector and is pruned:
+  its subtree's leaves merge into the first one's slot (priors added, estimators by Chan et al.'s pairwise
+  update, ranges joined), the other slots are released (the last slot in use moves into each), the inner nodes'
+  pairs become free (``feature = 254``) and ``n_nodes`` drops past free pairs at its end. Then the row is learned
+  at the pruned node.
+* **Propagation and drift together**: a row of a class new to a leaf is never watched (its estimator is not
+  established), so class increments, which AE handles by propagating estimators, do not read as drift. A pruned
+  leaf (and, at a split, the estimators copied to both children) keeps its class-conditional estimators with
+  every count above ``PROPAGATED = 64`` halved (with its ``M2``) until at most 64, and its priors halved until no
+  class count exceeds 64: the old concept's means and variances survive as a weak start that about 64 new rows
+  per class outweigh, so old classes are still recognised while the new concept takes over. Without propagation
+  a pruned leaf starts empty.
 * **Grace**: per leaf the weight learned since its last attempt (uint32, saturating); an attempt when it reaches
   ``grace_period`` resets it, whether or not the leaf splits (or the pool is full).
 * **Counts that live for months** (float32 counts stop counting at ``2**24``): when a learning step leaves the
@@ -88,11 +108,12 @@ from .bls import xorshift32
 from .base import LearnerSpec, OnlineStateLearner, Option, check_integer, restore_regions, state_context, state_tables
 
 F32 = np.float32
-MAX_FEATURES = 254  # feature 255 marks a leaf
+MAX_FEATURES = 254  # feature 255 marks a leaf, 254 a free node
 MAX_CLASSES = 255
 MAX_LEAVES = 16384
 MAX_TREES = 255
 LEAF = 255
+FREE = 254
 FLT_MAX = F32(np.finfo(np.float32).max)
 FEATURE_LIMIT = F32(2.0**50)
 SEED_MIX = 0x6D2B79F5
@@ -102,6 +123,17 @@ Q10 = F32(1024.0)
 WEIGHT_CAP = 255
 COUNT_LIMIT = F32(2.0**14)  # a leaf's counts halve when one reaches it (module docstring)
 VALID_COUNT = 2 * COUNT_LIMIT  # a restored state's counts are below it
+ONE = 1 << 24  # an error rate of 1 in the detectors' fixed point
+FAST_SHIFT, SLOW_SHIFT = 6, 9  # the detectors' averages weigh a new row 1/64 and 1/512
+FAST_VARIANCE = 127  # 1 / the fast average's variance factor alpha / (2 - alpha), alpha = 1/64
+RATE_FLOOR = ONE >> 4  # the error rate the test assumes at least (1/16): a node that never erred is not alarmed
+# by a few slips
+ESTABLISHED = F32(32.0)  # a label counts for drift at a leaf once its estimator holds this weight
+MAX_DRIFT = 15
+DRIFT_DEFAULT = 5
+DOOMED = ONE + 1  # a detector value no state holds: marks the nodes of a subtree being pruned
+NO_SLOT = 0xFFFF  # a pruned node's leaf slot before its first leaf is met
+PROPAGATED = F32(64.0)  # estimators handed on (a split's, a drift's merge) keep at most this weight per class
 
 LN2 = F32(0.6931471805599453)
 SQRT2 = F32(1.4142135623730951)
@@ -112,7 +144,8 @@ ERF_COEFFS = tuple(F32(a) for a in (0.0000430638, 0.0002765672, 0.0001520143, 0.
 ERF_LIMIT = F32(5.0)
 
 STATE_ARRAYS = ("feature", "threshold", "child", "n_nodes", "n_leaves", "class_count", "est_count", "mean", "m2",
-                "low", "high", "since", "var_floor")
+                "low", "high", "since", "seen", "fast", "slow", "var_floor")
+LEAF_ARRAYS = ("class_count", "est_count", "mean", "m2", "low", "high", "since")
 
 
 def _nodes(c: dict) -> int:
@@ -139,6 +172,7 @@ STATE = StateSpec(
         Field("log_inv_delta", "float", "ln(1 / delta)"),
         Field("tie", "float", "tie threshold tau"),
         Field("exp_neg_lambda", "float", "exp(-lambda) of the Poisson weights; 0 = every tree learns every row"),
+        Field("drift", "uint8_t", "drift threshold in standard deviations; 0 = no drift handling"),
     ),
     counters=(
         Field("n_learned", "uint64_t", "rows learned"),
@@ -149,7 +183,10 @@ STATE = StateSpec(
         RegionSpec("feature", "node pool", "uint8_t", _nodes, "trees x nodes; 255 = leaf"),
         RegionSpec("threshold", "node pool", "float", _nodes, "trees x nodes; x <= t goes left"),
         RegionSpec("child", "node pool", "uint16_t", _nodes, "trees x nodes; left child (right = +1) or leaf slot"),
-        RegionSpec("n_nodes", "node pool", "uint16_t", lambda c: c["n_trees"], "nodes used per tree"),
+        RegionSpec("seen", "node pool", "uint16_t", _nodes, "trees x nodes, rows in the drift detector (saturating)"),
+        RegionSpec("fast", "node pool", "uint32_t", _nodes, "trees x nodes, fast error average (1 = 2**24)"),
+        RegionSpec("slow", "node pool", "uint32_t", _nodes, "trees x nodes, slow error average (1 = 2**24)"),
+        RegionSpec("n_nodes", "node pool", "uint16_t", lambda c: c["n_trees"], "nodes used per tree (free pairs included)"),
         RegionSpec("n_leaves", "node pool", "uint16_t", lambda c: c["n_trees"], "leaf slots used per tree"),
         RegionSpec("class_count", "leaves", "float", lambda c: _slots(c) * c["n_classes"], "slots x classes, priors"),
         RegionSpec("est_count", "leaves", "float", lambda c: _slots(c) * c["n_classes"], "slots x classes"),
@@ -264,6 +301,14 @@ class Random:
         return w
 
 
+def average(mean: int, value: int, n: int, shift: int) -> int:
+    """A detector's average after its ``n``-th value: the running mean while ``n <= 2**shift``, then the
+    exponential average of weight ``2**-shift`` (integers, truncated)."""
+    if n <= 1 << shift:
+        return (mean * (n - 1) + value) // n
+    return mean - (mean >> shift) + (value >> shift)
+
+
 def start_seed(seed: int) -> int:
     return (int(seed) ^ SEED_MIX) & 0xFFFFFFFF or SEED_MIX
 
@@ -282,6 +327,8 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
     propagation : children copy the parent's class-conditional estimators (AE); False = plain HT.
     max_classes : class slots on the device (None: the classes of the data); labels beyond are refused.
     var_smoothing : naive Bayes variance floor as a fraction of each feature's variance in the start sample.
+    drift_threshold : standard deviations by which a node's recent error must exceed its long-run error for a
+        drift (the node's subtree is then pruned to a fresh leaf), 1..15; 0 = no drift handling.
     """
 
     input_dtype = "float32"
@@ -294,7 +341,7 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
 
     def __init__(self, max_leaves: int = 32, grace_period: int = 100, delta: float = 0.01,
                  tie_threshold: float = 0.05, split_steps: int = 10, propagation: bool = True,
-                 max_classes: int | None = None, var_smoothing: float = 0.01):
+                 max_classes: int | None = None, var_smoothing: float = 0.01, drift_threshold: int = DRIFT_DEFAULT):
         self.max_leaves = max_leaves
         self.grace_period = grace_period
         self.delta = delta
@@ -303,6 +350,7 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
         self.propagation = propagation
         self.max_classes = max_classes
         self.var_smoothing = var_smoothing
+        self.drift_threshold = drift_threshold
         self._check_params()
 
     # -- parameters and layout ---------------------------------------------------------------------------------
@@ -315,6 +363,7 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
         check_integer(self, "max_leaves", 1, MAX_LEAVES)
         check_integer(self, "grace_period", 1, 65535)
         check_integer(self, "split_steps", 2, 64)
+        check_integer(self, "drift_threshold", 0, MAX_DRIFT)
         if self.max_classes is not None:
             check_integer(self, "max_classes", 2, MAX_CLASSES)
         if not isinstance(self.propagation, (bool, np.bool_)):
@@ -348,6 +397,7 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
             "split_steps": self.split_steps, "subspace": self.subspace(d), "seed": int(self.seed),
             "split_step": F32(1.0 / self.split_steps), "log_inv_delta": F32(math.log(1.0 / self.delta)),
             "tie": F32(self.tie_threshold), "exp_neg_lambda": F32(math.exp(-lam)) if lam > 0 else F32(0.0),
+            "drift": self.drift_threshold,
         }
 
     def summary(self) -> str:
@@ -422,6 +472,9 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
         self.low[:, 0] = FLT_MAX
         self.high[:, 0] = -FLT_MAX
         self.since = np.zeros((T, L), np.uint32)
+        self.seen = np.zeros((T, N), np.uint16)
+        self.fast = np.zeros((T, N), np.uint32)
+        self.slow = np.zeros((T, N), np.uint32)
         self.n_learned = 0
         self.random = Random(start_seed(self.seed))
 
@@ -456,11 +509,18 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
             raise ValueError("node or leaf counts outside the pool")
         for t, (used, leaves) in enumerate(zip(self.n_nodes.tolist(), self.n_leaves.tolist())):
             feature, child = self.feature[t, :used].astype(np.int64), self.child[t, :used].astype(np.int64)
-            leaf, node = feature == LEAF, np.arange(used)
-            if (child[leaf] >= leaves).any() or (feature[~leaf] >= self.n_features_).any() \
-                    or (child[~leaf] <= node[~leaf]).any() or (child[~leaf] + 1 >= used).any():
+            leaf, free, node = feature == LEAF, feature == FREE, np.arange(used)
+            inner = ~leaf & ~free
+            if used % 2 == 0 or free[0] or (free[1::2] != free[2::2]).any():
+                raise ValueError(f"tree {t}: {used} used nodes, or a free node outside a free pair")
+            if (child[leaf] >= leaves).any() or (feature[inner] >= self.n_features_).any() \
+                    or (child[inner] <= node[inner]).any() or (child[inner] + 1 >= used).any() \
+                    or free[np.minimum(child[inner], used - 1)].any():
                 raise ValueError(f"tree {t}: a node points outside its used nodes or leaves (children must point "
-                                 f"forward)")
+                                 f"forward, to nodes in use)")
+        for name in ("fast", "slow"):
+            if (getattr(self, name) > ONE).any():
+                raise ValueError(f"state {name!r} holds an error average above 1 ({ONE})")
         counts = np.concatenate([self.class_count.reshape(-1), self.est_count.reshape(-1)])
         valid = (counts >= 0) & (counts < VALID_COUNT)
         if not valid.all():
@@ -518,6 +578,12 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
     def _learn_tree(self, t: int, x: np.ndarray, k: int, w: int) -> None:
         node = self._leaf_node(t, x)
         s = int(self.child[t, node])
+        if self.drift_threshold and self.est_count[t, s, k] >= ESTABLISHED:
+            scores = self._leaf_scores(t, s, x[None])[0]
+            fired = self._watch_path(t, x, int(np.argmax(scores)) != k)
+            if fired >= 0:
+                self._prune(t, fired)
+                node, s = fired, int(self.child[t, fired])
         wf = F32(w)
         self.class_count[t, s, k] = self.class_count[t, s, k] + wf
         count = self.est_count[t, s, k] + wf
@@ -535,8 +601,111 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
         self.since[t, s] = min(int(self.since[t, s]) + w, 0xFFFFFFFF)
         if self.since[t, s] >= self.grace_period:
             self.since[t, s] = 0
-            if int(self.n_nodes[t]) + 2 <= self.max_nodes:
+            if self._free_pair(t, node) >= 0:
                 self._attempt(t, node, s)
+
+    # -- drift: a detector on every node, pruning, the free pairs of the pool ----------------------------------
+
+    def _watch_path(self, t: int, x: np.ndarray, error: bool) -> int:
+        """Feed the row's error to the detectors from the root down; the first node that signals a drift (its
+        detector restarts), else -1."""
+        node = 0
+        while True:
+            if self._detect(t, node, ONE if error else 0):
+                self.seen[t, node] = self.fast[t, node] = self.slow[t, node] = 0
+                return node
+            if self.feature[t, node] == LEAF:
+                return -1
+            node = int(self.child[t, node]) + (0 if x[self.feature[t, node]] <= self.threshold[t, node] else 1)
+
+    def _detect(self, t: int, node: int, value: int) -> bool:
+        """Update a node's error averages (running means until they hold 32 and 256 rows) and test them."""
+        n = min(int(self.seen[t, node]) + 1, 0xFFFF)
+        self.seen[t, node] = n
+        fast = average(int(self.fast[t, node]), value, n, FAST_SHIFT)
+        slow = average(int(self.slow[t, node]), value, n, SLOW_SHIFT)
+        self.fast[t, node], self.slow[t, node] = fast, slow
+        if n <= 1 << SLOW_SHIFT or fast <= slow:
+            return False
+        p = max(slow, RATE_FLOOR)
+        return (fast - slow) ** 2 * FAST_VARIANCE > self.drift_threshold ** 2 * p * (ONE - p)
+
+    def _prune(self, t: int, node: int) -> None:
+        """Make ``node`` one leaf: its subtree's pairs become free and its leaves merge into one slot (the first
+        in node order); with propagation the merged leaf keeps its class-conditional estimators and priors, faded
+        to ``PROPAGATED``, without it the leaf starts empty."""
+        if self.feature[t, node] != LEAF:
+            fast = self.fast[t]
+            c = int(self.child[t, node])
+            fast[c] = fast[c + 1] = DOOMED
+            self.feature[t, node], self.threshold[t, node], self.child[t, node] = LEAF, 0, NO_SLOT
+            for i in range(node + 1, int(self.n_nodes[t])):  # children come after their parents
+                if fast[i] != DOOMED:
+                    continue
+                c = int(self.child[t, i])
+                if self.feature[t, i] != LEAF:
+                    fast[c] = fast[c + 1] = DOOMED
+                elif self.child[t, node] == NO_SLOT:
+                    self.child[t, node] = c
+                else:
+                    self._merge_slot(t, int(self.child[t, node]), c)
+                    self._release_slot(t, c)
+                self.feature[t, i], self.threshold[t, i], self.child[t, i] = FREE, 0, 0
+                self.seen[t, i] = self.fast[t, i] = self.slow[t, i] = 0
+            while self.n_nodes[t] > 1 and self.feature[t, self.n_nodes[t] - 1] == FREE:
+                self.n_nodes[t] -= 2
+        s = int(self.child[t, node])
+        self.since[t, s] = 0
+        if self.propagation:
+            self._fade_estimators(t, s)
+            while self.class_count[t, s].max() > PROPAGATED:
+                self.class_count[t, s] *= F32(0.5)
+            return
+        for name in ("class_count", "est_count", "mean", "m2"):
+            getattr(self, name)[t, s] = 0
+        self.low[t, s], self.high[t, s] = FLT_MAX, -FLT_MAX
+
+    def _merge_slot(self, t: int, s: int, other: int) -> None:
+        """Add leaf slot ``other``'s priors, estimators (Chan et al.'s pairwise update) and ranges to slot ``s``."""
+        self.class_count[t, s] = self.class_count[t, s] + self.class_count[t, other]
+        for k in range(self.est_count.shape[2]):
+            na, nb = self.est_count[t, s, k], self.est_count[t, other, k]
+            if nb == 0:
+                continue
+            n = na + nb
+            delta = self.mean[t, other, k] - self.mean[t, s, k]
+            self.mean[t, s, k] = self.mean[t, s, k] + delta * (nb / n)
+            self.m2[t, s, k] = (self.m2[t, s, k] + self.m2[t, other, k]) + (delta * delta) * ((na * nb) / n)
+            self.est_count[t, s, k] = n
+        low, high = self.low[t, other], self.high[t, other]
+        self.low[t, s] = np.where(low < self.low[t, s], low, self.low[t, s])
+        self.high[t, s] = np.where(high > self.high[t, s], high, self.high[t, s])
+
+    def _release_slot(self, t: int, s: int) -> None:
+        """Free leaf slot ``s``: the last slot in use moves into it (its leaf node follows)."""
+        last = int(self.n_leaves[t]) - 1
+        if s != last:
+            for name in LEAF_ARRAYS:
+                getattr(self, name)[t, s] = getattr(self, name)[t, last]
+            used = int(self.n_nodes[t])
+            owners = np.flatnonzero((self.feature[t, :used] == LEAF) & (self.child[t, :used] == last))
+            self.child[t, owners[:1]] = s
+        self.n_leaves[t] -= 1
+
+    def _free_pair(self, t: int, node: int) -> int:
+        """The first free pair after ``node`` (children point forward), else the next pair of the pool, else -1."""
+        used = int(self.n_nodes[t])
+        for a in range(node + 1 + node % 2, used, 2):
+            if self.feature[t, a] == FREE:
+                return a
+        return used if used + 2 <= self.max_nodes else -1
+
+    def _fade_estimators(self, t: int, s: int) -> None:
+        """Halve each class's estimator count and ``M2`` until the count is at most ``PROPAGATED`` (exact)."""
+        for k in range(self.est_count.shape[2]):
+            while self.est_count[t, s, k] > PROPAGATED:
+                self.est_count[t, s, k] *= F32(0.5)
+                self.m2[t, s, k] *= F32(0.5)
 
     def _halve(self, t: int, s: int) -> None:
         """Halve every count and ``M2`` of leaf slot ``s`` (the bound of the module docstring)."""
@@ -611,13 +780,14 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
     def _split(self, t: int, node: int, s: int, f: int, threshold: np.float32, n: np.float32) -> None:
         counts = self.class_count[t, s].copy()
         left, right = self._split_priors(t, s, np.array([f]), np.array([threshold], F32), counts, n)
-        a, s2 = int(self.n_nodes[t]), int(self.n_leaves[t])
+        a, s2 = self._free_pair(t, node), int(self.n_leaves[t])
         self.feature[t, node], self.threshold[t, node], self.child[t, node] = f, threshold, a
         self.feature[t, a], self.threshold[t, a], self.child[t, a] = LEAF, 0, s
         self.feature[t, a + 1], self.threshold[t, a + 1], self.child[t, a + 1] = LEAF, 0, s2
-        self.n_nodes[t] += 2
+        self.n_nodes[t] = max(int(self.n_nodes[t]), a + 2)
         self.n_leaves[t] += 1
         if self.propagation:
+            self._fade_estimators(t, s)
             for name in ("est_count", "mean", "m2", "low", "high"):
                 getattr(self, name)[t, s2] = getattr(self, name)[t, s]
             self.high[t, s, f] = threshold
@@ -705,7 +875,7 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
 class IncrementalRandomForest(HoeffdingTreeClassifier):
     """Incremental random forest of HT+AE trees (IRF+AE; ``propagation=False``: IRF): online bagging with
     Poisson(``bagging_lambda``) weights, ``floor(sqrt(d)) + 1`` random features per split attempt, statistics of
-    every feature at the leaves, no drift detectors (see the module docstring).
+    every feature at the leaves, a drift detector on every node of every tree (see the module docstring).
 
     Parameters: those of :class:`HoeffdingTreeClassifier`, and
     n_trees : trees, 1..255.
@@ -718,12 +888,12 @@ class IncrementalRandomForest(HoeffdingTreeClassifier):
     def __init__(self, n_trees: int = 10, max_leaves: int = 16, grace_period: int = 100, delta: float = 0.01,
                  tie_threshold: float = 0.05, split_steps: int = 10, propagation: bool = True,
                  max_classes: int | None = None, var_smoothing: float = 0.01, bagging_lambda: float = 5.0,
-                 seed: int = 1):
+                 seed: int = 1, drift_threshold: int = DRIFT_DEFAULT):
         self.n_trees = n_trees
         self.bagging_lambda = bagging_lambda
         self.seed = seed
         super().__init__(max_leaves, grace_period, delta, tie_threshold, split_steps, propagation, max_classes,
-                         var_smoothing)
+                         var_smoothing, drift_threshold)
 
     def _check_params(self):
         super()._check_params()
