@@ -4,7 +4,10 @@ C runtime: the learner adapts (accuracy on the new concept within MARGIN of a fr
 Python specification after every step of the sampled stretches, the bound's rescaling included. The table of
 growing fields (docs/lifetime.md) names every counter and saved region of every learning learner."""
 
+import os
 import re
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -107,6 +110,18 @@ def test_pushed_to_its_limits_the_learner_follows_a_drift_like_a_fresh_one(name)
     assert pushed >= fresh_accuracy - MARGIN, f"{name}: {pushed:.3f} against a fresh learner's {fresh_accuracy:.3f}"
     if name in ("bls", "hoeffding", "irf"):
         assert device.counter_values()["n_learned"] == (UINT64_WRAP + DRIFT_ROWS + STRETCH) % 2**64
+
+
+
+def test_the_pushed_learners_run_clean_under_the_sanitizers():
+    """The same lifetime runs with the device C built with AddressSanitizer and UndefinedBehaviorSanitizer: any
+    out-of-bounds access or undefined operation stops the run (scripts/sanitize.sh)."""
+    assert shutil.which("clang"), "scripts/setup.sh installs clang"
+    root = Path(__file__).resolve().parents[1]
+    run = subprocess.run(["bash", "scripts/sanitize.sh", "-q", "tests/test_lifetime.py", "-k",
+                          "pushed_to_its_limits"],
+                         cwd=root, capture_output=True, text=True)
+    assert run.returncode == 0 and "5 passed" in run.stdout, run.stdout[-3000:] + run.stderr[-3000:]
 
 
 def test_irf_weights_land_at_any_count():
