@@ -1,5 +1,6 @@
 """The budget that chooses by accuracy and by time: the most accurate configuration of an online learner, on the
-given rows, among those that fit a board's RAM and flash and keep up with a sample rate.
+given rows and after a change of concept, among those that fit a board's RAM and flash and keep up with a sample
+rate.
 
 The candidates are the learner's search grid (``LearnerSpec.search_grid``: its ``search`` configurations, else
 its budget ladder), with the parameters the user fixed applied to each. Each gets its exact budget
@@ -9,8 +10,16 @@ that trains a new shrub amortized over ``update_every`` steps: the device keeps 
 that arrive during a training step). With ``rate`` (samples per second) a candidate keeps up when those fit in
 ``board.clock_hz / rate`` cycles (one instruction per cycle, a Cortex-M's best case: wait states slow it). Every
 candidate that fits and keeps up is trained as ``fit`` trains it (bin edges from the first ``bins_rows`` rows,
-then test-then-train over all rows in file order); the highest prequential accuracy wins, ties to the smaller
-RAM, then to the earlier candidate. Everything is deterministic, so ``fit --ram`` and ``budget --ram`` agree.
+then test-then-train over all rows in file order).
+
+The score does not reward a configuration for fitting one concept. A recording often holds one concept, and a
+learner that cannot forget it wins there and fails on the device at the next change. So test-then-train goes on
+past the rows with a **replay** of their second half under a synthetic abrupt change: every label becomes the next
+class (in sorted order, the last becoming the first), a new concept on the same inputs that contradicts the one
+just learned. The score is the mean of the prequential accuracy on the rows (``accuracy``) and on the replay
+(``replay_accuracy``): half for the concept at hand, half for recovering from its change. The highest score wins,
+ties to the smaller RAM, then to the earlier candidate. Everything is deterministic, so ``fit --ram`` and
+``budget --ram`` agree.
 
 Candidates are trained on the compiled engine (whole streams in one call), in parallel worker processes
 (``concurrent.futures``) or on a Dask cluster when a scheduler address is given (``pip install
@@ -55,6 +64,7 @@ class Candidate:
     instructions: float | None = None  # predicted per learn step on the board's core (None: no cost model)
     keeps_up: bool | None = True  # with a rate: instructions fit the cycles per sample (None: no cost model)
     accuracy: float | None = None  # prequential accuracy on the rows (None: not evaluated)
+    replay_accuracy: float | None = None  # on the replay after the synthetic change (module docstring)
     samples_per_second: float | None = None  # host learning speed (the compiled engine)
 
     @property
@@ -65,10 +75,16 @@ class Candidate:
     def learner(self) -> str:
         return self.budget.learner
 
+    @property
+    def score(self) -> float | None:
+        """What the search ranks by: the mean of the accuracy on the rows and after the synthetic change."""
+        return None if self.accuracy is None else (self.accuracy + self.replay_accuracy) / 2
+
     def to_json(self) -> dict:
         return {"learner": self.learner, "config": self.budget.config, "ram_bytes": self.budget.ram_bytes,
                 "flash_bytes": self.budget.flash_bytes, "fits": self.budget.fits, "instructions": self.instructions,
-                "keeps_up": self.keeps_up, "accuracy": self.accuracy, "samples_per_second": self.samples_per_second}
+                "keeps_up": self.keeps_up, "accuracy": self.accuracy, "replay_accuracy": self.replay_accuracy,
+                "score": self.score, "samples_per_second": self.samples_per_second}
 
 
 @dataclass
@@ -103,14 +119,14 @@ class Search:
         return self.best.budget
 
     def curve(self, budgets=CURVE_BUDGETS) -> dict[int, float]:
-        """RAM budget -> the accuracy a search at that budget chooses (the best evaluated candidate that fits it),
-        for the budgets up to this search's where some candidate fits."""
+        """RAM budget -> the accuracy of what a search at that budget chooses (the best scored candidate that fits
+        it), for the budgets up to this search's where some candidate fits."""
         evaluated = [c for c in self.candidates if c.accuracy is not None]
         curve = {}
         for ram in (ram for ram in budgets if ram <= self.budget.ram_budget):
-            fitting = [c.accuracy for c in evaluated if c.budget.ram_bytes <= ram]
+            fitting = [c for c in evaluated if c.budget.ram_bytes <= ram]
             if fitting:
-                curve[ram] = max(fitting)
+                curve[ram] = min(fitting, key=_rank).accuracy
         return curve
 
     def to_json(self) -> dict:
@@ -124,7 +140,8 @@ class Search:
             f", {best.instructions:,.0f} instructions per learn step predicted "
             f"({self.clock_hz / best.instructions:,.0f} samples/s at {self.clock_hz / 1e6:g} MHz)")
         rate = f" and keep up with {self.rate:g} samples/s" if self.rate else ""
-        text = (f"chosen by prequential accuracy on {self.rows} rows: {best.learner} {best.accuracy:.4f}{time}; "
+        text = (f"chosen by prequential accuracy on {self.rows} rows and after a synthetic change: {best.learner} "
+                f"{best.accuracy:.4f} on the rows, {best.replay_accuracy:.4f} after the change{time}; "
                 f"{len(evaluated)} of {len(self.candidates)} candidates fit{rate} and were evaluated")
         if len({c.learner for c in self.candidates}) > 1:
             text += "\n" + self.learners_table()
@@ -132,30 +149,42 @@ class Search:
 
     def learners_table(self) -> str:
         """The best candidate of each learner: accuracy, bytes and instructions per learn step."""
-        lines = [f"  {'learner':<10}{'accuracy':>9}{'RAM':>9}{'flash':>9}{'instr/learn':>13}  configuration"]
+        lines = [f"  {'learner':<10}{'accuracy':>9}{'replay':>8}{'RAM':>9}{'flash':>9}{'instr/learn':>13}  "
+                 f"configuration"]
         for name, c in self.best_of_each_learner().items():
-            accuracy = f"{c.accuracy:.4f}" if c.accuracy is not None else "-"
+            accuracy, replay = (f"{c.accuracy:.4f}", f"{c.replay_accuracy:.4f}") if c.accuracy is not None else "--"
             cost = f"{c.instructions:,.0f}" if c.instructions is not None else "no model"
             mark = "*" if c is self.best else " "
             config = ", ".join(f"{k}={v}" for k, v in c.budget.config.items())
-            lines.append(f"{mark} {name:<10}{accuracy:>9}{c.budget.ram_bytes:>9,}{c.budget.flash_bytes:>9,}"
-                         f"{cost:>13}  {config}")
+            lines.append(f"{mark} {name:<10}{accuracy:>9}{replay:>8}{c.budget.ram_bytes:>9,}"
+                         f"{c.budget.flash_bytes:>9,}{cost:>13}  {config}")
         return "\n".join(lines)
 
 
 def _rank(candidate: Candidate) -> tuple:
-    """Order of the candidates: evaluated ones by accuracy (ties to the smaller RAM), then fitting ones."""
-    return (candidate.accuracy is None, -(candidate.accuracy or 0.0), not candidate.budget.fits,
+    """Order of the candidates: evaluated ones by score (ties to the smaller RAM), then fitting ones."""
+    return (candidate.accuracy is None, -(candidate.score or 0.0), not candidate.budget.fits,
             candidate.budget.ram_bytes)
 
 
-def _accuracy(learner: str, params: dict, X, y, classes, bins_rows: int) -> tuple[float, float]:
-    """Prequential accuracy and samples/s of one configuration, trained as ``fit`` trains it."""
+def with_a_change(X, y, classes) -> tuple[np.ndarray, np.ndarray]:
+    """The rows, then their second half again with every label moved to the next of ``classes`` (sorted; the last
+    to the first): the search's synthetic abrupt change (module docstring)."""
+    half = len(X) // 2
+    shifted = classes[(np.searchsorted(classes, y[half:]) + 1) % len(classes)]
+    return np.concatenate([X, X[half:]]), np.concatenate([y, shifted])
+
+
+def _accuracy(learner: str, params: dict, X, y, classes, bins_rows: int) -> tuple[float, float, float]:
+    """Prequential accuracy on the rows and on the replay after the synthetic change, and samples/s, of one
+    configuration trained as ``fit`` trains it (the rows' part is exactly ``fit``'s prequential run)."""
     model = learners.get(learner).make(**params)
     X = device_input(X, model.input_dtype)
     start_online(model, X, classes, bins_rows)
-    result = prequential(model, X, y)
-    return result.accuracy, result.samples_per_second
+    rows, labels = with_a_change(X, y, classes)
+    result = prequential(model, rows, labels)
+    hits = result.predictions == labels
+    return float(hits[:len(y)].mean()), float(hits[len(y):].mean()), result.samples_per_second
 
 
 def online_learners() -> list[str]:
@@ -164,14 +193,16 @@ def online_learners() -> list[str]:
 
 def search(learner: str, board, X, y, ram: int | None = None, flash: int | None = None, rate: float | None = None,
            params: dict | None = None, optimize: str = "speed", bins_rows: int = BINS_ROWS, workers: int | None = None,
-           scheduler: str | None = None, progress: bool = False, search_rows: int | None = None) -> Search:
-    """The most accurate configuration of the online ``learner`` (or, with ``"auto"``, of every online learner) on
-    rows ``X``, ``y`` (the first ``search_rows`` of them) that fits ``ram`` and ``flash`` on ``board`` (the board's
-    by default) and, with ``rate``, learns that many samples per second."""
+           scheduler: str | None = None, progress: bool = False, search_rows: int | None = None,
+           grid: tuple[dict, ...] | None = None) -> Search:
+    """The best scored configuration (module docstring) of the online ``learner`` (or, with ``"auto"``, of every
+    online learner) on rows ``X``, ``y`` (the first ``search_rows`` of them) that fits ``ram`` and ``flash`` on
+    ``board`` (the board's by default) and, with ``rate``, learns that many samples per second. ``grid`` replaces
+    the learner's search grid."""
     names = online_learners() if learner == AUTO else [learner]
-    if learner == AUTO and params:
-        raise ValueError(f"learner options ({', '.join(sorted(params))}) need a --learner: auto searches every "
-                         f"online learner's grid")
+    if learner == AUTO and (params or grid):
+        raise ValueError(f"learner options ({', '.join(sorted(params or {'grid': 0}))}) need a --learner: auto "
+                         f"searches every online learner's grid")
     if not learners.get(names[0]).online:
         raise ValueError(f"choosing by accuracy needs an online learner; {learner} learns in batch")
     X, y = np.asarray(X), np.asarray(y)
@@ -191,7 +222,7 @@ def search(learner: str, board, X, y, ram: int | None = None, flash: int | None 
     candidates, notes = [], []
     for name in names:
         budgets = configurations(name, board, n_features, n_classes, ram, flash, optimize,
-                                 learners.get(name).search_grid, **(params or {}))
+                                 grid or learners.get(name).search_grid, **(params or {}))
         own = [Candidate(budget) for budget in budgets]
         if learner != AUTO and not any(c.budget.fits for c in own):
             raise not_fitting(name, board, n_features, n_classes, budgets)
@@ -210,8 +241,8 @@ def search(learner: str, board, X, y, ram: int | None = None, flash: int | None 
         raise ValueError(f"--rate {rate:g}: no candidate that fits keeps up; " + "; ".join(notes))
     scores = _run([(c.learner, c.budget.params) for c in eligible], X, y, classes, bins_rows, workers, scheduler,
                   progress)
-    for candidate, (accuracy, speed) in zip(eligible, scores):
-        candidate.accuracy, candidate.samples_per_second = accuracy, speed
+    for candidate, (accuracy, replay, speed) in zip(eligible, scores):
+        candidate.accuracy, candidate.replay_accuracy, candidate.samples_per_second = accuracy, replay, speed
     order = sorted(range(len(candidates)), key=lambda i: (*_rank(candidates[i]), i))
     chosen = candidates[order[0]].learner
     return Search(chosen, board.name, board.clock_hz, rate, len(X), candidates, order[0], notes)
@@ -264,7 +295,8 @@ def _predict_time(spec, board, candidates: list[Candidate], n_features: int, n_c
 
 
 def _run(configs: list[tuple[str, dict]], X, y, classes, bins_rows: int, workers, scheduler, progress) -> list:
-    """(accuracy, samples/s) of each (learner, parameters), in order: worker processes, or a Dask cluster."""
+    """(accuracy, replay accuracy, samples/s) of each (learner, parameters), in order: worker processes, or a Dask
+    cluster."""
     bar = tqdm(total=len(configs), desc="search", unit="config", disable=not progress)
     results: list = [None] * len(configs)
     try:
@@ -308,4 +340,4 @@ def _exit_with_parent(parent: int) -> None:
     threading.Thread(target=watch, daemon=True, name="edgestream-parent-watch").start()
 
 
-__all__ = ["AUTO", "Candidate", "Search", "online_learners", "search"]
+__all__ = ["AUTO", "Candidate", "Search", "online_learners", "search", "with_a_change"]

@@ -111,6 +111,12 @@ def test_c_equals_python_after_every_step(stream):
     params, X, y, n_classes = stream
     cls = IncrementalRandomForest if "n_trees" in params else HoeffdingTreeClassifier
     learner = cls(**params).start(X[: max(1, len(X) // 3)], np.arange(n_classes))
+    step_side_by_side(learner, X, y)
+
+
+def step_side_by_side(learner, X, y):
+    """Predict and learn every row in the specification, the device C and the engine twin, comparing the
+    probabilities, classes and whole states after every step, and the pool's consistency."""
     device, twin = Device(learner), EngineTwin(learner)
     assert_same_state(learner, device, "at start")
     for i, (x, label) in enumerate(zip(X, y)):
@@ -122,7 +128,7 @@ def test_c_equals_python_after_every_step(stream):
         assert device.learn(x, int(label)) == 0
         assert_same_state(learner, device, f"after row {i}")
         twin.step(x, int(label), learner, expected, f"row {i}")
-    assert_consistent_pool(learner)
+        assert_consistent_pool(learner)
 
 
 def assert_consistent_pool(learner):
@@ -159,15 +165,7 @@ def test_c_equals_python_through_drift(stream, data):
         for node in range(learner.n_nodes[t]):
             learner.seen[t, node], learner.fast[t, node], learner.slow[t, node] = data.draw(detectors)
     learner.est_count[learner.est_count > 0] += np.float32(32.0)  # every seen label is established
-    device, twin = Device(learner), EngineTwin(learner)
-    for i, (x, label) in enumerate(zip(X, y)):
-        expected = learner.predict_encoded(x[None])[0]
-        assert device.predict(x) == (0, expected), f"row {i}"
-        learner.learn_encoded(x, int(label))
-        assert device.learn(x, int(label)) == 0
-        assert_same_state(learner, device, f"after row {i}")
-        twin.step(x, int(label), learner, expected, f"row {i}")
-        assert_consistent_pool(learner)
+    step_side_by_side(learner, X, y)
 
 
 def class_incremental(n_per_class=300, n_classes=5, d=6, seed=0, test=200):
@@ -403,7 +401,7 @@ def test_cli_fit_export_simulate(tmp_path, capsys):
     assert "--no-propagation does not apply to --learner bls" in capsys.readouterr().err
     assert main(["budget", "--learner", "hoeffding", "--board", "stm32f411", "--ram", "8KiB", "--features", "4",
                  "--classes", "4"]) == 0
-    assert capsys.readouterr().out.startswith("hoeffding on stm32f411: max_leaves=32, features=4, classes=4")
+    assert capsys.readouterr().out.startswith("hoeffding on stm32f411: max_leaves=32, propagation=True, drift_threshold=5, grace_period=100, delta=0.01, features=4, classes=4")
 
 
 @pytest.mark.parametrize("board", ["rp2040", "stm32f411"])

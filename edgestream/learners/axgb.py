@@ -878,6 +878,10 @@ AXGB_LADDER = tuple({"window_max": w, "members": k, "max_depth": d} for w, k, d 
 # many calls as it may take (window_min = 16), so that most states are saved during a training job.
 SPREAD_VARIANT = {"work_per_call": -(-job_units(16, 3, 33, 1, 2) // 16)}
 
+# The search's grid: the ladder crossed with the ensemble update and ADWIN's confidence (how soon a change resets).
+AXGB_SEARCH = tuple({**rung, **variant} for rung in AXGB_LADDER for variant in (
+    {"strategy": "replace", "delta": 0.002}, {"strategy": "push", "delta": 0.002}, {"strategy": "replace", "delta": 0.02}))
+
 SPEC = LearnerSpec(
     name="axgb", cls=AdaptiveXGBoost,
     summary="Adaptive XGBoost: boosted trees on tumbling windows, push/replace, ADWIN, learning on the device",
@@ -889,8 +893,9 @@ SPEC = LearnerSpec(
              Option("--strategy", "strategy", str, "ensemble update", choices=tuple(STRATEGIES)),
              Option("--no-drift-detection", "drift_detection", bool, "no ADWIN on the error stream", const=False),
              Option("--learning-rate", "learning_rate", float, "eta, scales every leaf", "X"),
+             Option("--adwin-delta", "delta", float, "ADWIN's confidence: larger detects changes sooner", "X"),
              Option("--work-per-call", "work_per_call", int,
                     "units of training work per learn call (0: a whole member in one call)", "U")),
     learning=True, online=True, runtime=("es_common", "es_binning", "es_tree", "es_fixed", "es_adwin", "es_axgb"),
-    template="axgb.c.j2", context=axgb_context, tables=axgb_tables, ladder=AXGB_LADDER, state=STATE,
-    variants=(SPREAD_VARIANT,))
+    template="axgb.c.j2", context=axgb_context, tables=axgb_tables, ladder=AXGB_LADDER, search=AXGB_SEARCH,
+    state=STATE, variants=(SPREAD_VARIANT,))

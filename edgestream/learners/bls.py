@@ -503,6 +503,9 @@ BLS_LADDER = tuple({"feature_nodes": f, "enhancement_nodes": e} for f, e in (
     (64, 256), (48, 192), (32, 160), (32, 128), (24, 96), (20, 80), (16, 64), (16, 48), (12, 36), (10, 30),
     (8, 24), (8, 16), (6, 10), (4, 8), (4, 4), (2, 2), (1, 0)))
 
+# The search's grid: every other size crossed with the forgetting factor (how fast the readout follows a change).
+BLS_SEARCH = tuple({**rung, "forgetting": mu} for rung in BLS_LADDER[::2] for mu in (0.99, 0.998, 1.0))
+
 SPEC = LearnerSpec(
     name="bls", cls=OnlineBLSClassifier,
     summary="Online broad learning system: random nodes, ridge readout updated by Givens rotations, on the device",
@@ -513,4 +516,4 @@ SPEC = LearnerSpec(
         Option("--forgetting", "forgetting", float, "forgetting factor mu in (0.5, 1]", "X"),
         Option("--seed", "seed", int, "seed of the random node weights", "N")),
     learning=True, online=True, runtime=("es_common", "es_f32", "es_fixed", "es_bls"), template="bls.c.j2",
-    context=state_context, tables=state_tables(STATE), ladder=BLS_LADDER, state=STATE)
+    context=state_context, tables=state_tables(STATE), ladder=BLS_LADDER, search=BLS_SEARCH, state=STATE)

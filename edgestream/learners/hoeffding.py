@@ -920,6 +920,8 @@ OPTIONS = (
            "class-conditional estimators", const=False),
     Option("--max-classes", "max_classes", int, "class slots on the device (labels 0..N-1)", "N"),
     Option("--var-smoothing", "var_smoothing", float, "naive Bayes variance floor (fraction of the variance)", "X"),
+    Option("--drift-threshold", "drift_threshold", int, "standard deviations of a node's error rise that prune its "
+           f"subtree (1..{MAX_DRIFT}; 0: no drift handling)", "Z"),
 )
 
 HT_LADDER = tuple({"max_leaves": n} for n in (256, 128, 96, 64, 48, 32, 24, 16, 12, 8, 6, 4, 3, 2, 1))
@@ -927,13 +929,26 @@ IRF_LADDER = tuple({"n_trees": t, "max_leaves": n} for t, n in (
     (40, 32), (20, 32), (20, 16), (10, 16), (10, 8), (8, 8), (5, 8), (5, 4), (3, 4), (3, 2), (2, 2), (1, 2),
     (1, 1)))
 
+# The search's grids: the sizes crossed with the structural options that decide how a tree follows a change of
+# concept (propagation, detector threshold, grace period, split confidence); the ladder stays the sizes alone.
+HT_VARIANTS = (
+    {"propagation": True, "drift_threshold": DRIFT_DEFAULT, "grace_period": 100, "delta": 0.01},
+    {"propagation": False, "drift_threshold": DRIFT_DEFAULT, "grace_period": 100, "delta": 0.01},
+    {"propagation": True, "drift_threshold": 3, "grace_period": 50, "delta": 0.001},
+    {"propagation": False, "drift_threshold": 3, "grace_period": 50, "delta": 0.001},
+    {"propagation": True, "drift_threshold": 8, "grace_period": 200, "delta": 0.01},
+    {"propagation": False, "drift_threshold": 8, "grace_period": 200, "delta": 0.0001},
+)
+HT_SEARCH = tuple({"max_leaves": n, **variant} for n in (256, 128, 64, 32, 16, 8, 4, 2, 1) for variant in HT_VARIANTS)
+IRF_SEARCH = tuple({**rung, **variant} for rung in IRF_LADDER for variant in HT_VARIANTS[:4])
+
 RUNTIME = ("es_common", "es_f32", "es_fixed", "es_hoeffding")
 
 SPEC = LearnerSpec(
     name="hoeffding", cls=HoeffdingTreeClassifier,
     summary="Hoeffding tree with class-conditional estimator propagation (HT+AE), learning in a fixed node pool",
     options=OPTIONS, learning=True, online=True, runtime=RUNTIME, template="hoeffding.c.j2",
-    context=state_context, tables=state_tables(STATE), ladder=HT_LADDER, state=STATE)
+    context=state_context, tables=state_tables(STATE), ladder=HT_LADDER, search=HT_SEARCH, state=STATE)
 
 IRF_SPEC = LearnerSpec(
     name="irf", cls=IncrementalRandomForest,
@@ -942,4 +957,4 @@ IRF_SPEC = LearnerSpec(
                        Option("--bagging-lambda", "bagging_lambda", float, "Poisson mean of online bagging", "X"),
                        Option("--seed", "seed", int, "seed of the random stream", "N")),
     learning=True, online=True, runtime=RUNTIME, template="hoeffding.c.j2",
-    context=state_context, tables=state_tables(STATE), ladder=IRF_LADDER, state=STATE)
+    context=state_context, tables=state_tables(STATE), ladder=IRF_LADDER, search=IRF_SEARCH, state=STATE)
