@@ -5,6 +5,12 @@ Two lossless reductions are applied, both checked by the parity tests:
 * only the bin edges some split compares against are kept, and thresholds are renumbered to the kept edges
   (``bin <= t`` is ``x <= edges[t]``, so comparing against the kept edge gives the same branch);
 * identical leaf rows (e.g. every pure leaf of one class) are stored once.
+
+A bundle exported for speed walks its trees in inline code (:func:`inline_walk`): nested ifs that compare the raw
+inputs with their edges written as hex float constants, so only the leaf tables stay tables.
+
+A model imported from elsewhere has no bins: its nodes carry their raw edges and NaN directions themselves
+(``node_edge``, ``nan_left``), see :mod:`edgestream.importers`.
 """
 
 from __future__ import annotations
@@ -13,8 +19,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .emit import C_TYPES
-from .encoding import LEAF_CODES, VALUE_BYTES, descriptor_bytes, encode
+from dataclasses import replace
+
+from .emit import C_TYPES, c_literal
+from .encoding import LEAF_CODES, VALUE_BYTES, EncodedModel, _leaf_depths, descriptor_bytes, encode, node_edges
 from .tree import LEAF_FEATURE, TreeEnsemble
 
 
@@ -26,6 +34,20 @@ class DeviceModel:
     edges: np.ndarray  # float32 or int32, all features' edges back to back
     offsets: np.ndarray  # uint16 [n_features + 1]
     ensemble: TreeEnsemble
+    node_edge: np.ndarray | None = None  # imported models: the raw edge of every node (instead of bin thresholds)
+    nan_left: np.ndarray | None = None  # imported models: bool per node, NaN goes left
+
+    def node_edges(self, nodes: np.ndarray) -> np.ndarray:
+        """The raw edge of every node of ``nodes`` (the ensemble's, maybe followed by nodes added for the encoding,
+        whose children are one leaf: their edge is never decisive and is the past-last one)."""
+        if self.node_edge is None:
+            per_feature = [self.edges[self.offsets[j]:self.offsets[j + 1]] for j in range(self.n_features)]
+            return node_edges(per_feature, nodes, self.input_dtype)
+        return _extended(self.node_edge, len(nodes), 0)
+
+    def node_nan_left(self, nodes: np.ndarray) -> np.ndarray:
+        """bool per node of ``nodes``: it sends NaN left."""
+        return _extended(np.zeros(0, dtype=bool) if self.nan_left is None else self.nan_left, len(nodes), False)
 
     @property
     def n_features(self) -> int:
@@ -46,9 +68,15 @@ class DeviceModel:
         source = model.ensemble_
         ensemble = TreeEnsemble(nodes, source.roots.copy(), source.weights.copy(),
                                 leaf_values.astype(source.leaf_values.dtype), source.n_features,
-                                source.leaf_kind, source.base_score)
+                                source.leaf_kind, source.base_score, source.score_shift)
         ensemble.validate()
         return cls(model.bins_.dtype, edges.astype(model.bins_.dtype), offsets, ensemble)
+
+
+def _extended(values: np.ndarray, length: int, fill) -> np.ndarray:
+    out = np.full(length, fill, dtype=values.dtype)
+    out[:len(values)] = values[:length]
+    return out
 
 
 def prune_edges(edges_per_feature, nodes):
@@ -78,10 +106,18 @@ INDEX_TYPES = {1: "uint8_t", 2: "uint16_t"}
 def tree_context(model, name: str, optimize: str = "speed") -> dict:
     """Template values of a frozen model's bundle in the encoding ``optimize`` picks (:mod:`edgestream.encoding`);
     ``extra_files`` adds the generated ``es_infer_config.h`` that compiles only the variant this model uses."""
-    encoded = encode(DeviceModel.from_model(model), optimize)
+    return device_context(DeviceModel.from_model(model), name, optimize)
+
+
+def device_context(device: DeviceModel, name: str, optimize: str = "speed") -> dict:
+    """Template values of the bundle of a model's device tables (:func:`tree_context`)."""
+    encoded = bundle_encoding(device, optimize)
     enc = encoded.encoding
     inline = enc.thresholds == "inline"
+    code = inline_code(device, optimize)
     return {
+        "inline_walk": inline_walk(encoded, name) if code else "",
+        "manifest": {"optimize": optimize, "encoding": replace(enc, tree="inline").as_dict() if code else enc.as_dict()},
         "n_trees": encoded.n_trees, "n_scores": encoded.n_scores,
         "encoding_text": ", ".join(f"{k}={v}" for k, v in enc.as_dict().items()),
         "feature": encoded.feature, "threshold": encoded.threshold, "edges": encoded.edges,
@@ -90,13 +126,114 @@ def tree_context(model, name: str, optimize: str = "speed") -> dict:
         "children": encoded.children, "child_type": INDEX_TYPES[enc.child_bytes],
         "tree_base": encoded.tree_base, "weights": encoded.weights, "weighted": enc.weights,
         "leaves": encoded.leaves.reshape(-1) if enc.leaves != "class" else [], "leaf_type": INFER_LEAF_TYPE[enc.leaves],
-        "base_score": encoded.base_score, "total_weight": encoded.total_weight,
+        "base_score": encoded.base_score, "total_weight": encoded.total_weight, "score_shift": encoded.score_shift,
         "layout": enc.layout, "depth": enc.depth, "leaf_code": LEAF_CODES[enc.leaves], "leaf_macro": INFER_LEAF_MACRO[enc.leaves],
         "input_code": INFER_INPUT_CODE[enc.input_dtype], "predict": INFER_PREDICT[enc.input_dtype],
         "scratch": scratch_size(encoded),
         "extra_files": {"es_infer_config.h": "infer_config.h.j2"},
-        "manifest": {"optimize": optimize, "encoding": enc.as_dict()},
     }
+
+
+def device_tables(device: DeviceModel, pointer_bytes: int, packed: bool, optimize: str = "speed"):
+    """(name, bytes) of every constant object of the bundle of a model's device tables (inline code keeps only the
+    descriptor, weights and leaves as tables)."""
+    encoded = bundle_encoding(device, optimize)
+    walked = INLINE_TABLES if inline_code(device, optimize) else ()
+    return [(name, size) for name, size in encoded.table_bytes(pointer_bytes, packed).items()
+            if size and name not in walked]
+
+
+# ------------------------------------------------------------------------------------------------ inline code
+
+INLINE_MAX_DEPTH = 60  # deeper trees keep the tables (C compilers need nest only 127 blocks)
+INLINE_TABLES = ("feature", "threshold", "edges", "children", "tree_base", "leaves")  # what the inline walk holds
+
+
+def inline_code(device: DeviceModel, optimize: str) -> bool:
+    """A bundle for speed walks its trees in inline code, unless a tree is deeper than INLINE_MAX_DEPTH."""
+    return optimize == "speed" and max(int(d.max()) for d in _leaf_depths(device.ensemble)) <= INLINE_MAX_DEPTH
+
+
+def bundle_encoding(device: DeviceModel, optimize: str) -> EncodedModel:
+    """The tables of a bundle: for inline code the folded ones with inline edges (the walk's constants)."""
+    if inline_code(device, optimize):
+        return encode(device, optimize, thresholds="inline", tree="folded")
+    return encode(device, optimize)
+
+
+def inline_walk(encoded: EncodedModel, name: str) -> str:
+    """C of ``<name>_walk``: every tree as nested ifs on the raw inputs, exactly the folded walk of ``encoded``.
+
+    A node goes left iff ``x[f] <= e`` (NaN right by the form of the comparison) or, when it sends NaN left,
+    iff ``!(x[f] > e)``; float edges are hex float constants (exact). On cores without an FPU
+    (``ES_F32_COMPARE_BITS``) the features' integer keys are computed once and compared with the edges' keys.
+    A leaf adds its terms of the accumulators itself: its class's weight (class leaves), or ``w * v`` for every
+    non-zero value ``v`` of its row (the stored q8 or Q15 value, or the additive score with weight 1), the very
+    integers ``es_forest_add_leaf`` would add from the leaf table, which the bundle then does not hold."""
+    enc = encoded.encoding
+    dtype, ctype = enc.input_dtype, C_TYPES[enc.input_dtype]
+    children, tree_base = encoded.children.astype(np.int64), encoded.tree_base.astype(np.int64)
+    feature, edge, nan_left = encoded.feature.astype(np.int64), encoded.threshold, encoded.nan_left
+    macro = name.upper()
+    lines = []
+
+    def test(i: int) -> str:
+        left = f"{macro}_LE_NAN" if nan_left[i] else f"{macro}_LE"
+        if dtype != "float32":
+            return f"{left}({feature[i]}, {c_literal(edge[i], dtype)}, 0)"
+        return f"{left}({feature[i]}, {hex_float(edge[i])}, {f32_key(edge[i])})"
+
+    def walk(t: int, ref: int, indent: str) -> None:
+        n_internal = int(tree_base[t + 1] - tree_base[t])
+        if ref >= n_internal:
+            lines.append(indent + leaf(t, ref - n_internal))
+            return
+        i = int(tree_base[t]) + ref
+        lines.append(f"{indent}if ({test(i)}) {{")
+        walk(t, int(children[2 * i]), indent + "    ")
+        lines.append(f"{indent}}} else {{")
+        walk(t, int(children[2 * i + 1]), indent + "    ")
+        lines.append(f"{indent}}}")
+
+    def leaf(t: int, slot: int) -> str:
+        weight = int(encoded.weights[t]) if enc.weights and enc.leaves != "additive" else 1
+        if enc.leaves == "class":
+            return f"acc[{slot}] += {weight};"
+        terms = [f"acc[{k}] += {weight * int(v)};" for k, v in enumerate(encoded.leaves[slot]) if v]
+        return " ".join(terms) or ";"
+
+    for t in range(encoded.n_trees):
+        walk(t, 0, "    ")
+    keys = [f"    int32_t key[{encoded.n_features}];", "    unsigned j;",
+            f"    for (j = 0; j < {encoded.n_features}u; j++) {{", "        key[j] = es_f32_key(x[j]);", "    }"]
+    compare = ([f"#define {macro}_LE(f, e, k) (key[f] <= (k))",
+                f"#define {macro}_LE_NAN(f, e, k) (key[f] <= (k) || key[f] == ES_F32_KEY_NAN)",
+                "#else",
+                f"#define {macro}_LE(f, e, k) (x[f] <= (e))",
+                f"#define {macro}_LE_NAN(f, e, k) (!(x[f] > (e)))"] if dtype == "float32"
+               else [f"#define {macro}_LE(f, e, k) (x[f] <= (e))"])
+    head = ["#if ES_F32_COMPARE_BITS" if dtype == "float32" else "#if 1", *compare, "#endif", "",
+            f"static void {name}_walk(const void *input, int32_t *acc, const es_forest *model)", "{",
+            f"    const {ctype} *x = (const {ctype} *)input;"]
+    if dtype == "float32":
+        head += ["#if ES_F32_COMPARE_BITS", *keys, "#endif"]
+    return "\n".join(head + ["    (void)model;", *lines, "}"])
+
+
+def hex_float(value) -> str:
+    """A float32 as an exact C constant: a hex float, or INFINITY."""
+    value = float(np.float32(value))
+    if np.isinf(value):
+        return "INFINITY" if value > 0 else "-INFINITY"
+    mantissa, exponent = float.hex(value).split("p")
+    return f"{mantissa.rstrip('0').rstrip('.')}p{exponent}f"
+
+
+def f32_key(value) -> str:
+    """``es_f32_key`` of a (non-NaN) float32 edge, as a C literal."""
+    bits = int(np.asarray(value, dtype=np.float32).view(np.uint32))
+    key = -(bits & 0x7FFFFFFF) if bits & 0x80000000 else bits
+    return str(key)
 
 
 def scratch_size(encoded) -> int:
@@ -109,8 +246,7 @@ def tree_tables(model, n_features: int, n_classes: int, pointer_bytes: int, pack
     """Flash objects of a frozen bundle: exact for a fitted model (its encoding's tables), else the worst case of
     full trees of max_depth in the fastest encoding."""
     if hasattr(model, "ensemble_"):
-        encoded = encode(DeviceModel.from_model(model), optimize)
-        return [(name, size) for name, size in encoded.table_bytes(pointer_bytes, packed).items() if size]
+        return device_tables(DeviceModel.from_model(model), pointer_bytes, packed, optimize)
     n_trees = getattr(model, "n_trees", 1)
     internal = n_trees * (2**model.max_depth - 1)
     leaves = n_trees * 2**model.max_depth

@@ -529,6 +529,8 @@ class LearnerSpec:
       predicted by a model calibrated on QEMU counts, or None for a core without a calibration.
     * ``variants``: parameters added to the smallest rung for further small test models (a mode the rung leaves
       off, on a stream of 3 features and 2 classes): the checkpoint tests run each, the fuzz target takes the first.
+    * ``trainable``: False for models that only come from elsewhere (:mod:`edgestream.importers`): ``fit`` and
+      ``budget`` do not offer them.
     """
 
     name: str
@@ -547,6 +549,7 @@ class LearnerSpec:
     search: tuple[dict, ...] = ()
     learn_cost: Callable | None = None
     variants: tuple[dict, ...] = ()
+    trainable: bool = True  # False: models come from elsewhere (edgestream import), not from fit or budget
 
     @property
     def ladder_params(self) -> tuple[str, ...]:
