@@ -23,7 +23,7 @@ from dataclasses import replace
 
 from .emit import C_TYPES, c_literal
 from .encoding import LEAF_CODES, VALUE_BYTES, EncodedModel, _leaf_depths, descriptor_bytes, encode, node_edges
-from .tree import LEAF_FEATURE, TreeEnsemble
+from .tree import LEAF_FEATURE, MAX_NODES, NODE_DTYPE, Q15_ONE, TreeEnsemble
 
 
 @dataclass
@@ -244,7 +244,8 @@ def scratch_size(encoded) -> int:
 def tree_tables(model, n_features: int, n_classes: int, pointer_bytes: int, packed: bool,
                 optimize: str = "speed") -> list[tuple[str, int]]:
     """Flash objects of a frozen bundle: exact for a fitted model (its encoding's tables), else the worst case of
-    full trees of max_depth in the fastest encoding."""
+    full trees of max_depth in the fastest encoding (for speed, trees in inline code: the descriptor alone, the
+    budget counts the code, see :func:`edgestream.budget.inline_code_bound`)."""
     if hasattr(model, "ensemble_"):
         return device_tables(DeviceModel.from_model(model), pointer_bytes, packed, optimize)
     n_trees = getattr(model, "n_trees", 1)
@@ -253,7 +254,195 @@ def tree_tables(model, n_features: int, n_classes: int, pointer_bytes: int, pack
     per_tree = 2**model.max_depth - 1 + 2**model.max_depth
     child_bytes = 1 if per_tree < 256 else 2
     leaf_bytes = {"q15": 2 * n_classes, "q8": n_classes, "vote": 0}[model.leaf_values] * leaves
-    return [("descriptor", descriptor_bytes(pointer_bytes, packed)),
-            ("feature", max(internal, 1)), ("threshold", max(internal, 1) * VALUE_BYTES[model.input_dtype]),
-            ("children", max(2 * internal, 1) * child_bytes), ("tree_base", 2 * (n_trees + 1)),
-            ("leaves", leaf_bytes)]
+    tables = [("descriptor", descriptor_bytes(pointer_bytes, packed)),
+              ("feature", max(internal, 1)), ("threshold", max(internal, 1) * VALUE_BYTES[model.input_dtype]),
+              ("children", max(2 * internal, 1) * child_bytes), ("tree_base", 2 * (n_trees + 1)),
+              ("leaves", leaf_bytes)]
+    return without_inline_tables(tables, optimize, model.max_depth)
+
+
+def without_inline_tables(tables: list[tuple[str, int]], optimize: str, max_depth: int) -> list[tuple[str, int]]:
+    """The worst-case tables of a configuration but those a bundle for speed holds as inline code instead
+    (:func:`inline_code`: every tree at most ``max_depth`` deep is)."""
+    if optimize != "speed" or max_depth > INLINE_MAX_DEPTH:
+        return tables
+    return [(name, size) for name, size in tables if name not in INLINE_TABLES]
+
+
+def tree_worst_case(model, n_features: int, n_classes: int) -> WorstCase | None:
+    """The largest trees of an unfitted tree or forest configuration: ``max_depth`` levels, at most ``max_nodes``
+    nodes each (and the format's 65,535), leaf rows of ``leaf_values`` with every class non-zero."""
+    if hasattr(model, "ensemble_"):
+        return None
+    leaves = min(2 ** model.max_depth, (model._tree_settings()["max_nodes"] + 1) // 2, (MAX_NODES + 1) // 2)
+    kind = {"q15": "q15", "q8": "q8", "vote": "class"}[model.leaf_values]
+    return WorstCase(getattr(model, "n_trees", 1), model.max_depth, leaves, n_features, n_classes, kind,
+                     1 if kind == "class" else n_classes, model.input_dtype)
+
+
+# ------------------------------------------------------------------------- the worst case of a configuration
+
+@dataclass(frozen=True)
+class WorstCase:
+    """The largest trees a configuration of a frozen learner can export, for the budget's bound of the inline code
+    of a model not trained yet (:func:`edgestream.budget.inline_code_bound`).
+
+    Every tree of the configuration is at most ``max_leaves`` leaves deep at most ``max_depth`` levels; the
+    synthetic trees of :meth:`device` have exactly that many leaves, every internal node on the highest feature
+    (the largest load offset), every edge distinct and not a small immediate (each is its own constant, none is
+    shared or folded), and every leaf a distinct row with ``terms`` non-zero values of the leaf kind's largest
+    magnitudes in the highest score slots (so no two leaves compile to the same code and every term is a
+    full-width addition at the largest accumulator offset)."""
+
+    n_trees: int  # trees of the configuration (boosting: iterations x scores)
+    max_depth: int
+    max_leaves: int  # per tree
+    n_features: int
+    n_classes: int
+    leaves: str  # "class", "q8", "q15" or "additive"
+    terms: int  # non-zero values per leaf row (class leaves: 1)
+    input_dtype: str
+
+    @property
+    def inline(self) -> bool:
+        """A bundle of this configuration for speed walks its trees in inline code (:func:`inline_code`)."""
+        return self.max_depth <= INLINE_MAX_DEPTH
+
+    def shape(self) -> dict:
+        """Everything but the tree count: what a tree's inline code depends on."""
+        return {key: value for key, value in vars(self).items() if key != "n_trees"}
+
+    def device(self, n_trees: int) -> DeviceModel:
+        """``n_trees`` synthetic worst-case trees of this configuration, as device tables."""
+        depths = leaf_depth_profile(self.max_leaves, self.max_depth)
+        nodes, node_edge, rows = [], [], []
+        roots = []
+        for _ in range(n_trees):
+            roots.append(len(nodes))
+            _append_tree(nodes, depths, len(rows))
+            rows.extend(range(len(rows), len(rows) + len(depths)))
+        nodes = np.array(nodes, dtype=NODE_DTYPE)
+        node_edge = np.zeros(len(nodes), dtype=self.input_dtype)
+        for root in roots:  # edges rise left to right: no comparison is implied by those above it
+            order = _in_order(nodes, root)
+            node_edge[order] = worst_edges(len(order), self.input_dtype)
+            nodes["feature"][order] = self.n_features - 1 - np.arange(len(order)) % self.n_features
+        leaf_values = worst_leaf_rows(len(rows), self.n_classes, self.leaves, self.terms)
+        per_tree = len(depths)
+        for t in range(n_trees):  # the trees take the slots in turn (boosting: tree t adds to score t % n_scores)
+            block = slice(t * per_tree, (t + 1) * per_tree)
+            leaf_values[block] = np.roll(leaf_values[block], -t, axis=1)
+        n_scores = leaf_values.shape[1]
+        ensemble = TreeEnsemble(nodes, np.asarray(roots, dtype=np.uint16), np.ones(n_trees, dtype=np.uint16),
+                                leaf_values, self.n_features, "additive" if self.leaves == "additive" else "proba",
+                                np.zeros(n_scores, dtype=np.int32) if self.leaves == "additive" else None)
+        offsets = np.zeros(self.n_features + 1, dtype=np.uint16)
+        return DeviceModel(self.input_dtype, np.zeros(0, dtype=self.input_dtype), offsets, ensemble, node_edge)
+
+
+def leaf_depth_profile(max_leaves: int, max_depth: int) -> list[int]:
+    """Leaf depths, left to right, of the worst-case tree: ``max_leaves`` leaves within ``max_depth`` levels, as
+    unbalanced as the depth allows (a spine down to ``max_depth`` whose every level but the deepest hangs the
+    largest full subtree that the leaves left and the depth admit): the layout with the longest jumps (over the
+    largest subtrees), which the branch encodings depend on. Full trees (``2**max_depth`` leaves) are the one
+    shape of their size."""
+    leaves = max(1, min(max_leaves, 2 ** max_depth))
+
+    def build(n: int, depth: int, level: int) -> list[int]:
+        if n == 1:
+            return [level]
+        room = 2 ** (depth - 1)  # leaves a subtree one level down can hold
+        spine = min(n - 1, room)  # the right subtree goes deepest
+        rest = n - spine
+        return build(rest, depth - 1, level + 1) + build(spine, depth - 1, level + 1)
+
+    return build(leaves, max_depth, 0)
+
+
+def _append_tree(nodes: list, depths: list[int], first_row: int) -> None:
+    """Append one tree with leaves at ``depths`` (left to right) in the node format: children of node i at
+    ``child`` and ``child + 1``, after their parent (breadth first); leaves point at rows from ``first_row``."""
+    base = len(nodes)
+    queue = [(depths, 0)]
+    nodes.append(None)
+    position, next_row = 0, [first_row]
+    while position < len(queue):
+        leaf_depths, level = queue[position]
+        at = base + position
+        if len(leaf_depths) == 1:
+            nodes[at] = (LEAF_FEATURE, 0, next_row[0])
+            next_row[0] += 1
+        else:
+            cut = next(i for i in range(1, len(leaf_depths) + 1) if _closed(leaf_depths[:i], level + 1))
+            nodes[at] = (0, 0, base + len(queue))
+            queue += [(leaf_depths[:cut], level + 1), (leaf_depths[cut:], level + 1)]
+            nodes += [None, None]
+        position += 1
+
+
+def _closed(depths: list[int], level: int) -> bool:
+    """The leaves at ``depths`` fill exactly one subtree rooted at ``level`` (Kraft's sum is one)."""
+    return sum(2.0 ** (level - d) for d in depths) == 1.0
+
+
+def _in_order(nodes: np.ndarray, root: int) -> list[int]:
+    """Internal nodes of the tree at ``root``, left to right."""
+    order, stack, node = [], [], root
+    while stack or node is not None:
+        while node is not None and nodes["feature"][node] != LEAF_FEATURE:
+            stack.append(node)
+            node = int(nodes["child"][node])
+        if not stack:
+            break
+        node = stack.pop()
+        order.append(node)
+        node = int(nodes["child"][node]) + 1
+    return order
+
+
+def _spread_bytes(count: int, width: int, start: int, stop: int) -> list[int]:
+    """``count`` integers of ``width`` bytes from ``start`` up, going round from ``start`` again at ``stop``,
+    whose bytes are all non-zero and distinct (no byte compares or adds as a zero register or as a byte already
+    loaded); rising while they do not go round."""
+    values, value = [], start
+    while len(values) < count:
+        parts = [(value >> (8 * i)) & 0xFF for i in range(width)]
+        if 0 not in parts and len(set(parts)) == width:
+            values.append(value)
+        value = value + 1 if value + 1 < stop else start
+    return values
+
+
+def worst_edges(count: int, dtype: str) -> np.ndarray:
+    """``count`` rising edges of ``dtype``, each a constant no instruction holds as an immediate: float32 edges
+    whose bit patterns (and integer keys) have four distinct non-zero bytes and are no short float immediate,
+    integer edges likewise (int16: two bytes)."""
+    if dtype == "int16":
+        return np.asarray(_spread_bytes(count, 2, 0x1203, 0x8000), dtype=np.int16)
+    bits = _spread_bytes(count, 4, 0x3F912345, 0x7F000000)  # positive finite floats (about 1.13 and up), rising
+    if dtype == "int32":
+        return np.asarray(bits, dtype=np.int32)
+    return np.asarray(bits, dtype=np.uint32).view(np.float32)
+
+
+def worst_leaf_rows(n_rows: int, n_classes: int, leaves: str, terms: int) -> np.ndarray:
+    """``n_rows`` distinct leaf rows of kind ``leaves`` with ``terms`` non-zero values in the highest slots, of the
+    largest magnitudes the kind holds (class leaves: one-hot rows, the classes taken in turn from the highest)."""
+    if leaves == "additive":
+        n_scores = 1 if n_classes == 2 else n_classes
+        rows = np.zeros((n_rows, n_scores), dtype=np.int16)
+        values = _spread_bytes(n_rows * terms, 2, 0x4A1B, 0x8000)
+        signs = np.where(np.arange(len(values)) % 2, -1, 1)
+        rows[:, n_scores - terms:] = (np.asarray(values) * signs).reshape(n_rows, terms)
+        return rows
+    rows = np.zeros((n_rows, n_classes), dtype=np.uint16)
+    if leaves == "class":
+        rows[np.arange(n_rows), n_classes - 1 - np.arange(n_rows) % n_classes] = Q15_ONE
+        return rows
+    if leaves == "q8":  # q8 rows are multiples of 256 up to Q15_ONE (stored as 1..128)
+        values = 128 - np.arange(n_rows * terms) % 64
+        rows[:, n_classes - terms:] = (values << 8).reshape(n_rows, terms)
+        return rows
+    values = np.asarray(_spread_bytes(n_rows * terms, 2, 0x4A1B, Q15_ONE))
+    rows[:, n_classes - terms:] = values.reshape(n_rows, terms)
+    return rows
