@@ -101,6 +101,16 @@ int es_f32_le_bits(float x, float e);
 #define ES_F32_KEY_NAN INT32_MAX
 int32_t es_f32_key(float x);
 
+/* Between two trees of inline code: the compiler may no longer assume what the inputs (or their keys) hold, so it
+ * lays out every tree's comparisons on their own instead of threading one tree's leaves into the next tree's
+ * branches, which copies blocks: with it the code grows tree by tree, as the budget bounds it. GCC and clang (the
+ * toolchains the budget compiles with); elsewhere nothing. */
+#if defined(__GNUC__)
+#define ES_TREE_BOUNDARY(p) __asm__ __volatile__("" : : "r"(p) : "memory")
+#else
+#define ES_TREE_BOUNDARY(p) ((void)(p))
+#endif
+
 /* Inline code: walk(x, acc, model) adds every tree's leaf to acc (es_forest_add_leaf: tree t, leaf slot s). */
 typedef void (*es_walk_fn)(const void *x, int32_t *acc, const es_forest *model);
 es_status es_forest_predict_inline(const es_forest *model, es_walk_fn walk, const void *x, int32_t *scratch,

@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import subprocess
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from . import emit, learners, targets
+from . import cache, emit, learners, targets
 from .emit import wrapper_stack_bytes
 from .checkpoint import image_layout
 from .emit import SOURCE_DIR
@@ -256,7 +257,9 @@ def inline_code_bound(board, worst) -> InlineCode | None:
     key = hashlib.sha256(json.dumps([board.name, board.toolchain.cc, board.toolchain.cflags, worst.shape()],
                                     sort_keys=True).encode() + b"".join(p.read_bytes() for p in runtime_sources()))
     key = key.hexdigest()
-    measured = _INLINE_CACHE.setdefault(key, [])
+    if key not in _INLINE_CACHE:
+        _INLINE_CACHE[key] = _stored_sizes(key)
+    measured = _INLINE_CACHE[key]
     if measured is None:
         return None
     n_trees = 1
@@ -269,6 +272,7 @@ def inline_code_bound(board, worst) -> InlineCode | None:
                 return None
             measured.append((n_trees, code))
             known[n_trees] = code
+            _store_sizes(key, measured)
         half = known.get(n_trees // 2)
         if n_trees >= worst.n_trees or (half is not None and half.code >= LONG_REACH):
             break
@@ -279,6 +283,26 @@ def inline_code_bound(board, worst) -> InlineCode | None:
         return InlineCode(last.code, stack)
     slope = -(-(last.code - half.code) // (n_trees - n_trees // 2))
     return InlineCode(last.code + (worst.n_trees - n_trees) * slope, stack)
+
+
+def _sizes_file(key: str) -> Path:
+    return cache.cache_dir() / "sizes" / f"{key}.json"
+
+
+def _stored_sizes(key: str) -> list[tuple[int, InlineCode]]:
+    """The compiles of earlier processes for ``key`` (compiling a worst-case tree takes seconds)."""
+    try:
+        return [(n, InlineCode(code, stack)) for n, code, stack in json.loads(_sizes_file(key).read_text())]
+    except (OSError, ValueError, TypeError):
+        return []
+
+
+def _store_sizes(key: str, measured: list[tuple[int, InlineCode]]) -> None:
+    path = _sizes_file(key)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(f".{os.getpid()}.tmp")
+    partial.write_text(json.dumps([[n, c.code, c.stack] for n, c in measured]))
+    os.replace(partial, path)  # whole or not at all, whatever runs beside it
 
 
 def compiled_inline(board, worst, n_trees: int) -> InlineCode | None:
@@ -375,11 +399,12 @@ def plan(learner: str, board, n_features: int, n_classes: int, ram: int | None =
     """The largest configuration of ``learner`` that fits the budgets (the board's RAM and flash by default), as
     exported with ``optimize``. Parameters given (not None) are fixed; the learner's ladder chooses the others,
     largest first."""
-    budgets = configurations(learner, board, n_features, n_classes, ram, flash, optimize, **params)
-    fitting = next((budget for budget in budgets if budget.fits), None)
-    if fitting is None:
-        raise not_fitting(learner, board, n_features, n_classes, budgets)
-    return fitting
+    budgets = []  # the rungs are estimated in order until one fits (a speed estimate may compile code)
+    for budget in each_configuration(learner, board, n_features, n_classes, ram, flash, optimize, **params):
+        if budget.fits:
+            return budget
+        budgets.append(budget)
+    raise not_fitting(learner, board, n_features, n_classes, budgets)
 
 
 def configurations(learner: str, board, n_features: int, n_classes: int, ram: int | None = None,
@@ -387,6 +412,13 @@ def configurations(learner: str, board, n_features: int, n_classes: int, ram: in
                    **params) -> list[Budget]:
     """The budget of every distinct configuration of ``grid`` (default: the learner's ladder), in its order, the
     parameters given (not None) fixed; budgets larger than the board's are refused."""
+    return list(each_configuration(learner, board, n_features, n_classes, ram, flash, optimize, grid, **params))
+
+
+def each_configuration(learner: str, board, n_features: int, n_classes: int, ram: int | None = None,
+                       flash: int | None = None, optimize: str = "speed", grid: tuple[dict, ...] | None = None,
+                       **params):
+    """:func:`configurations`, one budget at a time."""
     spec = learners.get(learner)
     FEATURES.check(n_features)
     CLASSES.check(n_classes)
@@ -401,16 +433,18 @@ def configurations(learner: str, board, n_features: int, n_classes: int, ram: in
     fixed = {key: value for key, value in params.items() if value is not None}
     spec.make(**fixed)  # unknown parameters and bad values are named here
     rungs = [rung | fixed for rung in (spec.ladder if grid is None else grid)] or [fixed]
-    budgets, refused = [], None
+    given, refused = 0, None
     for config in dict.fromkeys(json.dumps(rung, sort_keys=True) for rung in rungs):
         try:  # a rung that the fixed parameters make invalid (e.g. a window below a fixed minimum) is skipped
-            budgets.append(estimate(spec, board, spec.make(**json.loads(config)), n_features, n_classes, ram, flash,
-                                    optimize))
+            budget = estimate(spec, board, spec.make(**json.loads(config)), n_features, n_classes, ram, flash,
+                              optimize)
         except ValueError as error:
             refused = error
-    if not budgets:
+            continue
+        given += 1
+        yield budget
+    if not given:
         raise refused
-    return budgets
 
 
 def not_fitting(learner: str, board, n_features: int, n_classes: int, budgets: list[Budget]) -> ValueError:

@@ -203,15 +203,19 @@ def inline_walk(encoded: EncodedModel, name: str) -> str:
         return " ".join(terms) or ";"
 
     for t in range(encoded.n_trees):
+        if t:
+            lines.append(f"    {macro}_NEXT_TREE();")
         walk(t, 0, "    ")
     keys = [f"    int32_t key[{encoded.n_features}];", "    unsigned j;",
             f"    for (j = 0; j < {encoded.n_features}u; j++) {{", "        key[j] = es_f32_key(x[j]);", "    }"]
     compare = ([f"#define {macro}_LE(f, e, k) (key[f] <= (k))",
                 f"#define {macro}_LE_NAN(f, e, k) (key[f] <= (k) || key[f] == ES_F32_KEY_NAN)",
+                f"#define {macro}_NEXT_TREE() ES_TREE_BOUNDARY(key)",
                 "#else",
                 f"#define {macro}_LE(f, e, k) (x[f] <= (e))",
-                f"#define {macro}_LE_NAN(f, e, k) (!(x[f] > (e)))"] if dtype == "float32"
-               else [f"#define {macro}_LE(f, e, k) (x[f] <= (e))"])
+                f"#define {macro}_LE_NAN(f, e, k) (!(x[f] > (e)))",
+                f"#define {macro}_NEXT_TREE() ES_TREE_BOUNDARY(x)"] if dtype == "float32"
+               else [f"#define {macro}_LE(f, e, k) (x[f] <= (e))", f"#define {macro}_NEXT_TREE() ES_TREE_BOUNDARY(x)"])
     head = ["#if ES_F32_COMPARE_BITS" if dtype == "float32" else "#if 1", *compare, "#endif", "",
             f"static void {name}_walk(const void *input, int32_t *acc, const es_forest *model)", "{",
             f"    const {ctype} *x = (const {ctype} *)input;"]
