@@ -383,8 +383,8 @@ FOOTNOTES = [
     "the bundle's one encoding, predict and predict_proba wrappers, the model tables), since all of it is flashed.",
     "edgestream rows: leaf values chosen at fit time (q15 as trained, q8 = rounded to 1/128, vote = majority class "
     "per leaf; the Python model predicts with them, so mismatch counts the export), then export --optimize "
-    "speed (complete layout when the trees are shallow and balanced: heap order padded to depth dN, a fixed "
-    "branch-free walk; else folded with inline thresholds) or size (folded, the smallest exact encoding).",
+    "speed (inline: the trees as nested ifs with hex float edges, the leaves' terms added in code) or size "
+    "(folded, the smallest exact encoding).",
     "emlearn B: the generated file with include_proba=False; for 'loadable' that file includes eml_trees.h, "
     "whose non-static functions (predict, predict_proba, regress) are all in the object.",
     "emlearn compares with '<' (scikit-learn: '<='), and its int16 variants write thresholds as int(t), so "

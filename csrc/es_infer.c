@@ -11,15 +11,8 @@
 #define ES_INFER_ALL 0
 #endif
 
-/* Float compares: the FPU's when there is one; on cores without (a soft-float compare is a library call) the
- * bit patterns as sign-magnitude integers, which is the same relation. */
-#ifndef ES_F32_COMPARE_BITS
-#if defined(__arm__) && !defined(__ARM_FP)
-#define ES_F32_COMPARE_BITS 1
-#else
-#define ES_F32_COMPARE_BITS 0
-#endif
-#endif
+/* Float compares: the FPU's when there is one; on cores without, ES_F32_COMPARE_BITS (es_infer.h): the bit
+ * patterns as sign-magnitude integers, which is the same relation. */
 
 #if ES_INFER_ALL
 #define ES_KIND(m) ((m)->leaf_kind)
@@ -56,13 +49,20 @@
 /* ------------------------------------------------------------------------------------------ compares */
 
 #if ES_INFER_ALL || ((ES_INFER_F32 + 0) && ES_F32_COMPARE_BITS)
+static int es_isnan_bits(float a)
+{
+    uint32_t u;
+    memcpy(&u, &a, sizeof u);
+    return (u & 0x7fffffffu) > 0x7f800000u;
+}
+
 static int es_le_bits(float a, float b)
 {
     uint32_t u, v;
     int32_t ka, kb;
     memcpy(&u, &a, sizeof u);
     memcpy(&v, &b, sizeof v);
-    if ((u & 0x7fffffffu) > 0x7f800000u) {
+    if (es_isnan_bits(a)) {
         return 0; /* NaN goes right; edges are never NaN */
     }
     ka = (u & 0x80000000u) != 0u ? -(int32_t)(u & 0x7fffffffu) : (int32_t)u;
@@ -76,12 +76,35 @@ int es_f32_le_bits(float x, float e)
 }
 #endif
 
+#if ES_INFER_ALL || ((ES_INFER_INLINE + 0) && (ES_INFER_F32 + 0) && ES_F32_COMPARE_BITS)
+int32_t es_f32_key(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    if ((u & 0x7fffffffu) > 0x7f800000u) {
+        return ES_F32_KEY_NAN;
+    }
+    return (u & 0x80000000u) != 0u ? -(int32_t)(u & 0x7fffffffu) : (int32_t)u;
+}
+#endif
+
 #if ES_F32_COMPARE_BITS
 #define ES_LE_F32(a, b) es_le_bits((a), (b))
+#define ES_ISNAN_F32(a) es_isnan_bits(a)
 #else
 #define ES_LE_F32(a, b) ((a) <= (b))
+#define ES_ISNAN_F32(a) ((a) != (a))
 #endif
 #define ES_LE_INT(a, b) ((a) <= (b))
+
+/* Go left at node g (counted over all trees): LEFT(x value, edge, g). Nodes flagged in nan_bits (the walkers'
+ * local, see ES_LAYOUT_NAN_LEFT) also send NaN left. */
+#define ES_LEFT_F32(a, b, g) ES_LE_F32(a, b)
+#define ES_LEFT_INT(a, b, g) ES_LE_INT(a, b)
+#define ES_NAN_BIT(g) ((es_flash_u8(&nan_bits[(g) >> 3]) >> ((g) & 7u)) & 1u)
+#define ES_LEFT_NAN(a, b, g) (ES_LE_F32(a, b) || (ES_NAN_BIT(g) != 0u && ES_ISNAN_F32(a)))
+/* the NaN-left bits of a walker (NAN: 1 for the flagged variants, else 0 and never read) */
+#define ES_NAN_BITS(m, NAN) ((NAN) ? (m)->feature + es_flash_u16(&(m)->tree_base[(m)->n_trees]) : 0)
 
 /* ------------------------------------------------------------------------------------------ table reads */
 
@@ -164,6 +187,19 @@ static inline void es_add_leaf(const es_forest *m, uint16_t t, uint16_t slot, in
 #define ES_INLINE_LOOPS
 #endif
 
+#if ES_HAS_ADDITIVE
+/* s = floor((s + 2^(shift-1)) / 2^shift), computed on the offset value u = s + 2^31 in uint32 (exact, no
+ * overflow, no shift of a negative value): floor((u + 2^(shift-1)) / 2^shift) - 2^(31-shift). */
+static void es_shift_scores(int32_t *s, uint32_t n, unsigned shift)
+{
+    uint32_t k;
+    for (k = 0; shift != 0u && k < n; k++) {
+        const uint32_t u = (uint32_t)s[k] ^ 0x80000000u;
+        s[k] = (int32_t)(u >> shift) - (int32_t)(0x80000000u >> shift) + (int32_t)((u >> (shift - 1u)) & 1u);
+    }
+}
+#endif
+
 ES_INLINE_LOOPS static void es_start(const es_forest *m, int32_t *acc)
 {
     uint8_t k;
@@ -196,7 +232,9 @@ static es_status es_finish(const es_forest *m, int32_t *acc, uint16_t *proba, ui
         }
         if (proba != 0) {
             /* scratch holds 2 * n_scores: the sums, then the softmax's work (int32 and uint32 may alias) */
-            es_status status = es_additive_proba(acc, m->n_scores, (uint32_t *)&acc[m->n_scores], proba);
+            es_status status;
+            es_shift_scores(acc, m->n_scores, m->score_shift);
+            status = es_additive_proba(acc, m->n_scores, (uint32_t *)&acc[m->n_scores], proba);
             if (status != ES_OK) {
                 return status;
             }
@@ -254,10 +292,11 @@ static es_status es_finish(const es_forest *m, int32_t *acc, uint16_t *proba, ui
 #define ES_EDGE_INLINE(X_T, THR_T, i) ES_READ(X_T, &thr[(i)])
 #define ES_EDGE_INDEX(X_T, THR_T, i) ES_READ(X_T, &edges[ES_READ(THR_T, &thr[(i)])])
 
-#define ES_WALK(NAME, X_T, C_T, THR_T, EDGE, LE)                                                \
+#define ES_WALK(NAME, X_T, C_T, THR_T, EDGE, LEFT, NAN)                                         \
     static void NAME(const es_forest *m, const X_T *x, int32_t *acc)                            \
     {                                                                                            \
         const uint8_t *feature = m->feature;                                                     \
+        const uint8_t *nan_bits = ES_NAN_BITS(m, NAN);                                           \
         const THR_T *thr = (const THR_T *)m->threshold;                                         \
         const C_T *child = (const C_T *)m->children;                                            \
         const X_T *edges = (const X_T *)m->edges;                                               \
@@ -265,6 +304,7 @@ static es_status es_finish(const es_forest *m, int32_t *acc, uint16_t *proba, ui
         const uint16_t *stop = end + m->n_trees;                                                 \
         uint32_t first = es_flash_u16(m->tree_base);                                             \
         (void)edges;                                                                             \
+        (void)nan_bits;                                                                          \
         feature += first;                                                                        \
         thr += first;                                                                            \
         child += 2u * first;                                                                     \
@@ -273,8 +313,10 @@ static es_status es_finish(const es_forest *m, int32_t *acc, uint16_t *proba, ui
             uint32_t i = 0;                                                                      \
             if (n_internal != 0u) {                                                              \
                 do {                                                                             \
-                    i = ES_READ(C_T, &child[2u * i + (LE(x[es_flash_u8(&feature[i])],            \
-                                                          EDGE(X_T, THR_T, i)) ? 0u : 1u)]);     \
+                    i = ES_READ(C_T, &child[2u * i + (LEFT(x[es_flash_u8(&feature[i])],          \
+                                                            EDGE(X_T, THR_T, i),                 \
+                                                            (size_t)(feature - m->feature) + i)  \
+                                                       ? 0u : 1u)]);                             \
                 } while (i < n_internal);                                                        \
             }                                                                                    \
             es_add_leaf(m, (uint16_t)(end - m->tree_base - 1), (uint16_t)(i - n_internal), acc); \
@@ -297,11 +339,13 @@ static es_status es_finish(const es_forest *m, int32_t *acc, uint16_t *proba, ui
 #endif
 #endif
 
-#define ES_STEP(LE, X_T) i = 2u * i + 2u - (size_t)(LE(x[es_flash_u8(&feature[i])], ES_READ(X_T, &thr[i])))
+#define ES_STEP(LE, X_T) \
+    i = 2u * i + 2u - (size_t)(LE(x[es_flash_u8(&feature[i])], ES_READ(X_T, &thr[i]), (size_t)(feature - m->feature) + i))
 
 /* Four trees at once, indices relative to the first one's tables: tree k's node a = k n + i has its children at
  * k n + 2i + 1 + r = 2a + (2 - k n) - (x <= e) (size_t arithmetic, wrapping), then slot a + k - n. */
-#define ES_STEP_FROM(LE, X_T, A, C) A = 2u * A + (C) - (size_t)(LE(x[es_flash_u8(&feature[A])], ES_READ(X_T, &thr[A])))
+#define ES_STEP_FROM(LE, X_T, A, C) \
+    A = 2u * A + (C) - (size_t)(LE(x[es_flash_u8(&feature[A])], ES_READ(X_T, &thr[A]), (size_t)(feature - m->feature) + A))
 
 #if ES_INFER_WAYS == 4
 #define ES_WAYS_GROUP(LE, X_T, S_T)                                                                     \
@@ -327,15 +371,17 @@ static es_status es_finish(const es_forest *m, int32_t *acc, uint16_t *proba, ui
 #define ES_WAYS_GROUP(LE, X_T, S_T)
 #endif
 
-#define ES_WALK_COMPLETE(NAME, X_T, S_T, LE)                                                    \
+#define ES_WALK_COMPLETE(NAME, X_T, S_T, LE, NAN)                                               \
     static void NAME(const es_forest *m, const X_T *x, int32_t *acc)                           \
     {                                                                                           \
         const uint8_t *feature = m->feature;                                                    \
+        const uint8_t *nan_bits = ES_NAN_BITS(m, NAN);                                          \
         const X_T *thr = (const X_T *)m->threshold;                                            \
         const S_T *slot = (const S_T *)m->children;                                            \
         const size_t n_nodes = ((size_t)1 << m->depth) - 1u;                                    \
         const unsigned depth = m->depth;                                                        \
         uint16_t t = 0;                                                                         \
+        (void)nan_bits;                                                                         \
         ES_WAYS_GROUP(LE, X_T, S_T)                                                                      \
         for (; t < m->n_trees; t++) {                                                           \
             size_t i = 0;                                                                       \
@@ -359,7 +405,8 @@ static es_status es_finish(const es_forest *m, int32_t *acc, uint16_t *proba, ui
         }                                                                                       \
     }
 
-/* Layout codes: 0 uint8 refs inline, 1 uint16 refs inline, 2/3 uint8 indices, 6/7 uint16 indices. */
+/* Layout codes: 0 uint8 refs inline, 1 uint16 refs inline, 2/3 uint8 indices, 6/7 uint16 indices, 8/9 complete;
+ * plus 16 with NaN-left flags (float inputs only). */
 #define ES_USE(IN, L) (ES_INFER_ALL || ((IN) && (L)))
 #define ES_IN_F32 (ES_INFER_F32 + 0)
 #define ES_IN_I32 (ES_INFER_I32 + 0)
@@ -372,78 +419,110 @@ static es_status es_finish(const es_forest *m, int32_t *acc, uint16_t *proba, ui
 #define ES_L7 (ES_INFER_L7 + 0)
 #define ES_L8 (ES_INFER_L8 + 0)
 #define ES_L9 (ES_INFER_L9 + 0)
+#define ES_L16 (ES_INFER_L16 + 0)
+#define ES_L17 (ES_INFER_L17 + 0)
+#define ES_L18 (ES_INFER_L18 + 0)
+#define ES_L19 (ES_INFER_L19 + 0)
+#define ES_L22 (ES_INFER_L22 + 0)
+#define ES_L23 (ES_INFER_L23 + 0)
+#define ES_L24 (ES_INFER_L24 + 0)
+#define ES_L25 (ES_INFER_L25 + 0)
 
 #if ES_USE(ES_IN_F32, ES_L0)
-ES_WALK(es_walk_f32_0, float, uint8_t, float, ES_EDGE_INLINE, ES_LE_F32)
+ES_WALK(es_walk_f32_0, float, uint8_t, float, ES_EDGE_INLINE, ES_LEFT_F32, 0)
 #endif
 #if ES_USE(ES_IN_F32, ES_L1)
-ES_WALK(es_walk_f32_1, float, uint16_t, float, ES_EDGE_INLINE, ES_LE_F32)
+ES_WALK(es_walk_f32_1, float, uint16_t, float, ES_EDGE_INLINE, ES_LEFT_F32, 0)
 #endif
 #if ES_USE(ES_IN_F32, ES_L2)
-ES_WALK(es_walk_f32_2, float, uint8_t, uint8_t, ES_EDGE_INDEX, ES_LE_F32)
+ES_WALK(es_walk_f32_2, float, uint8_t, uint8_t, ES_EDGE_INDEX, ES_LEFT_F32, 0)
 #endif
 #if ES_USE(ES_IN_F32, ES_L3)
-ES_WALK(es_walk_f32_3, float, uint16_t, uint8_t, ES_EDGE_INDEX, ES_LE_F32)
+ES_WALK(es_walk_f32_3, float, uint16_t, uint8_t, ES_EDGE_INDEX, ES_LEFT_F32, 0)
 #endif
 #if ES_USE(ES_IN_F32, ES_L6)
-ES_WALK(es_walk_f32_6, float, uint8_t, uint16_t, ES_EDGE_INDEX, ES_LE_F32)
+ES_WALK(es_walk_f32_6, float, uint8_t, uint16_t, ES_EDGE_INDEX, ES_LEFT_F32, 0)
 #endif
 #if ES_USE(ES_IN_F32, ES_L7)
-ES_WALK(es_walk_f32_7, float, uint16_t, uint16_t, ES_EDGE_INDEX, ES_LE_F32)
+ES_WALK(es_walk_f32_7, float, uint16_t, uint16_t, ES_EDGE_INDEX, ES_LEFT_F32, 0)
 #endif
 #if ES_USE(ES_IN_F32, ES_L8)
-ES_WALK_COMPLETE(es_walk_f32_8, float, uint8_t, ES_LE_F32)
+ES_WALK_COMPLETE(es_walk_f32_8, float, uint8_t, ES_LEFT_F32, 0)
 #endif
 #if ES_USE(ES_IN_F32, ES_L9)
-ES_WALK_COMPLETE(es_walk_f32_9, float, uint16_t, ES_LE_F32)
+ES_WALK_COMPLETE(es_walk_f32_9, float, uint16_t, ES_LEFT_F32, 0)
+#endif
+#if ES_USE(ES_IN_F32, ES_L16)
+ES_WALK(es_walk_f32_16, float, uint8_t, float, ES_EDGE_INLINE, ES_LEFT_NAN, 1)
+#endif
+#if ES_USE(ES_IN_F32, ES_L17)
+ES_WALK(es_walk_f32_17, float, uint16_t, float, ES_EDGE_INLINE, ES_LEFT_NAN, 1)
+#endif
+#if ES_USE(ES_IN_F32, ES_L18)
+ES_WALK(es_walk_f32_18, float, uint8_t, uint8_t, ES_EDGE_INDEX, ES_LEFT_NAN, 1)
+#endif
+#if ES_USE(ES_IN_F32, ES_L19)
+ES_WALK(es_walk_f32_19, float, uint16_t, uint8_t, ES_EDGE_INDEX, ES_LEFT_NAN, 1)
+#endif
+#if ES_USE(ES_IN_F32, ES_L22)
+ES_WALK(es_walk_f32_22, float, uint8_t, uint16_t, ES_EDGE_INDEX, ES_LEFT_NAN, 1)
+#endif
+#if ES_USE(ES_IN_F32, ES_L23)
+ES_WALK(es_walk_f32_23, float, uint16_t, uint16_t, ES_EDGE_INDEX, ES_LEFT_NAN, 1)
+#endif
+#if ES_USE(ES_IN_F32, ES_L24)
+ES_WALK_COMPLETE(es_walk_f32_24, float, uint8_t, ES_LEFT_NAN, 1)
+#endif
+#if ES_USE(ES_IN_F32, ES_L25)
+ES_WALK_COMPLETE(es_walk_f32_25, float, uint16_t, ES_LEFT_NAN, 1)
 #endif
 #if ES_USE(ES_IN_I32, ES_L0)
-ES_WALK(es_walk_i32_0, int32_t, uint8_t, int32_t, ES_EDGE_INLINE, ES_LE_INT)
+ES_WALK(es_walk_i32_0, int32_t, uint8_t, int32_t, ES_EDGE_INLINE, ES_LEFT_INT, 0)
 #endif
 #if ES_USE(ES_IN_I32, ES_L1)
-ES_WALK(es_walk_i32_1, int32_t, uint16_t, int32_t, ES_EDGE_INLINE, ES_LE_INT)
+ES_WALK(es_walk_i32_1, int32_t, uint16_t, int32_t, ES_EDGE_INLINE, ES_LEFT_INT, 0)
 #endif
 #if ES_USE(ES_IN_I32, ES_L2)
-ES_WALK(es_walk_i32_2, int32_t, uint8_t, uint8_t, ES_EDGE_INDEX, ES_LE_INT)
+ES_WALK(es_walk_i32_2, int32_t, uint8_t, uint8_t, ES_EDGE_INDEX, ES_LEFT_INT, 0)
 #endif
 #if ES_USE(ES_IN_I32, ES_L3)
-ES_WALK(es_walk_i32_3, int32_t, uint16_t, uint8_t, ES_EDGE_INDEX, ES_LE_INT)
+ES_WALK(es_walk_i32_3, int32_t, uint16_t, uint8_t, ES_EDGE_INDEX, ES_LEFT_INT, 0)
 #endif
 #if ES_USE(ES_IN_I32, ES_L6)
-ES_WALK(es_walk_i32_6, int32_t, uint8_t, uint16_t, ES_EDGE_INDEX, ES_LE_INT)
+ES_WALK(es_walk_i32_6, int32_t, uint8_t, uint16_t, ES_EDGE_INDEX, ES_LEFT_INT, 0)
 #endif
 #if ES_USE(ES_IN_I32, ES_L7)
-ES_WALK(es_walk_i32_7, int32_t, uint16_t, uint16_t, ES_EDGE_INDEX, ES_LE_INT)
+ES_WALK(es_walk_i32_7, int32_t, uint16_t, uint16_t, ES_EDGE_INDEX, ES_LEFT_INT, 0)
 #endif
 #if ES_USE(ES_IN_I32, ES_L8)
-ES_WALK_COMPLETE(es_walk_i32_8, int32_t, uint8_t, ES_LE_INT)
+ES_WALK_COMPLETE(es_walk_i32_8, int32_t, uint8_t, ES_LEFT_INT, 0)
 #endif
 #if ES_USE(ES_IN_I32, ES_L9)
-ES_WALK_COMPLETE(es_walk_i32_9, int32_t, uint16_t, ES_LE_INT)
+ES_WALK_COMPLETE(es_walk_i32_9, int32_t, uint16_t, ES_LEFT_INT, 0)
 #endif
 #if ES_USE(ES_IN_I16, ES_L0)
-ES_WALK(es_walk_i16_0, int16_t, uint8_t, int16_t, ES_EDGE_INLINE, ES_LE_INT)
+ES_WALK(es_walk_i16_0, int16_t, uint8_t, int16_t, ES_EDGE_INLINE, ES_LEFT_INT, 0)
 #endif
 #if ES_USE(ES_IN_I16, ES_L1)
-ES_WALK(es_walk_i16_1, int16_t, uint16_t, int16_t, ES_EDGE_INLINE, ES_LE_INT)
+ES_WALK(es_walk_i16_1, int16_t, uint16_t, int16_t, ES_EDGE_INLINE, ES_LEFT_INT, 0)
 #endif
 #if ES_USE(ES_IN_I16, ES_L2)
-ES_WALK(es_walk_i16_2, int16_t, uint8_t, uint8_t, ES_EDGE_INDEX, ES_LE_INT)
+ES_WALK(es_walk_i16_2, int16_t, uint8_t, uint8_t, ES_EDGE_INDEX, ES_LEFT_INT, 0)
 #endif
 #if ES_USE(ES_IN_I16, ES_L3)
-ES_WALK(es_walk_i16_3, int16_t, uint16_t, uint8_t, ES_EDGE_INDEX, ES_LE_INT)
+ES_WALK(es_walk_i16_3, int16_t, uint16_t, uint8_t, ES_EDGE_INDEX, ES_LEFT_INT, 0)
 #endif
 #if ES_USE(ES_IN_I16, ES_L6)
-ES_WALK(es_walk_i16_6, int16_t, uint8_t, uint16_t, ES_EDGE_INDEX, ES_LE_INT)
+ES_WALK(es_walk_i16_6, int16_t, uint8_t, uint16_t, ES_EDGE_INDEX, ES_LEFT_INT, 0)
 #endif
 #if ES_USE(ES_IN_I16, ES_L7)
-ES_WALK(es_walk_i16_7, int16_t, uint16_t, uint16_t, ES_EDGE_INDEX, ES_LE_INT)
+ES_WALK(es_walk_i16_7, int16_t, uint16_t, uint16_t, ES_EDGE_INDEX, ES_LEFT_INT, 0)
 #endif
 #if ES_USE(ES_IN_I16, ES_L8)
-ES_WALK_COMPLETE(es_walk_i16_8, int16_t, uint8_t, ES_LE_INT)
+ES_WALK_COMPLETE(es_walk_i16_8, int16_t, uint8_t, ES_LEFT_INT, 0)
 #endif
 #if ES_USE(ES_IN_I16, ES_L9)
-ES_WALK_COMPLETE(es_walk_i16_9, int16_t, uint16_t, ES_LE_INT)
+ES_WALK_COMPLETE(es_walk_i16_9, int16_t, uint16_t, ES_LEFT_INT, 0)
 #endif
 
 /* ------------------------------------------------------------------------------------------ entry points */
@@ -466,7 +545,7 @@ static es_status es_check(const es_forest *m, const void *x, const int32_t *acc)
     if (m == 0 || x == 0 || acc == 0) {
         return ES_ERR_NULL;
     }
-    if (m->leaf_kind != ES_KIND(m) || m->depth > ES_COMPLETE_MAX_DEPTH) {
+    if (m->leaf_kind != ES_KIND(m) || m->depth > ES_COMPLETE_MAX_DEPTH || m->score_shift > ES_MAX_SCORE_SHIFT) {
         return ES_ERR_MODEL;
     }
     return ES_OK;
@@ -513,6 +592,30 @@ es_status es_forest_predict_f32(const es_forest *model, const float *x, int32_t 
 #endif
 #if ES_USE(ES_IN_F32, ES_L9)
     ES_CASE(ES_IN_F32, 9u, es_walk_f32_9)
+#endif
+#if ES_USE(ES_IN_F32, ES_L16)
+    ES_CASE(ES_IN_F32, 16u, es_walk_f32_16)
+#endif
+#if ES_USE(ES_IN_F32, ES_L17)
+    ES_CASE(ES_IN_F32, 17u, es_walk_f32_17)
+#endif
+#if ES_USE(ES_IN_F32, ES_L18)
+    ES_CASE(ES_IN_F32, 18u, es_walk_f32_18)
+#endif
+#if ES_USE(ES_IN_F32, ES_L19)
+    ES_CASE(ES_IN_F32, 19u, es_walk_f32_19)
+#endif
+#if ES_USE(ES_IN_F32, ES_L22)
+    ES_CASE(ES_IN_F32, 22u, es_walk_f32_22)
+#endif
+#if ES_USE(ES_IN_F32, ES_L23)
+    ES_CASE(ES_IN_F32, 23u, es_walk_f32_23)
+#endif
+#if ES_USE(ES_IN_F32, ES_L24)
+    ES_CASE(ES_IN_F32, 24u, es_walk_f32_24)
+#endif
+#if ES_USE(ES_IN_F32, ES_L25)
+    ES_CASE(ES_IN_F32, 25u, es_walk_f32_25)
 #endif
     default:
         return ES_ERR_MODEL;
@@ -605,6 +708,31 @@ es_status es_forest_predict_i16(const es_forest *model, const int16_t *x, int32_
     default:
         return ES_ERR_MODEL;
     }
+    return es_finish(model, scratch, proba, class_out);
+}
+#endif
+
+#if ES_INFER_ALL || (ES_INFER_INLINE + 0)
+void es_forest_add_leaf(const es_forest *model, uint16_t tree, uint16_t slot, int32_t *acc)
+{
+    es_add_leaf(model, tree, slot, acc);
+}
+
+es_status es_forest_predict_inline(const es_forest *model, es_walk_fn walk, const void *x, int32_t *scratch,
+                                   uint16_t *proba, uint8_t *class_out)
+{
+    es_forest copy;
+    es_status status;
+    model = es_descriptor(model, &copy);
+    status = es_check(model, x, scratch);
+    if (status != ES_OK) {
+        return status;
+    }
+    if (walk == 0) {
+        return ES_ERR_NULL;
+    }
+    es_start(model, scratch);
+    walk(x, scratch, model);
     return es_finish(model, scratch, proba, class_out);
 }
 #endif

@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import subprocess
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from . import learners, targets
+from . import cache, emit, learners, targets
 from .emit import wrapper_stack_bytes
 from .checkpoint import image_layout
 from .emit import SOURCE_DIR
@@ -132,11 +133,13 @@ def code_flash(runtime: Runtime | None) -> list[Item]:
 _RUNTIME_CACHE: dict[str, Runtime] = {}
 
 
-def compiled(board, files: dict[str, str], sources: list[str], roots) -> tuple[dict, int, dict, dict] | None:
+def compiled(board, files: dict[str, str], sources: list[str], roots,
+             indirect: dict[str, set[str]] | None = None) -> tuple[dict, int, dict, dict, dict] | None:
     """Compile ``sources`` (names among ``files``: name -> text) for the board as a firmware build does; per file
     the bytes of the functions (and the runtime's ``es_`` tables) reachable from ``roots`` (all of them when
-    None), the deepest stack from them, the call graph and every function's size. None without the board's
-    compiler."""
+    None), the deepest stack from them, the call graph (with the ``indirect`` calls through function pointers,
+    :func:`edgestream.targets.indirect_calls`), every function's size and its stack frame. None
+    without the board's compiler."""
     functions, calls, where = {}, {}, {}
     with scratch_dir("edgestream-codesize-") as tmp:
         for filename, text in files.items():
@@ -153,10 +156,13 @@ def compiled(board, files: dict[str, str], sources: list[str], roots) -> tuple[d
         except (OSError, subprocess.CalledProcessError, targets.ToolchainMissing):
             return None
         frames = {usage.function: usage.bytes for usage in targets.stack_usage(Path(tmp))}
+    for caller, callees in (indirect or {}).items():
+        if caller in calls:
+            calls[caller] |= callees & set(functions)
     reached = reachable(calls, functions if roots is None else roots) & set(functions)
     code = {source: sum(functions[f] for f in reached if where[f] == source) for source in sources}
     stack = max(targets.worst_stack(calls, frames, functions if roots is None else roots).values(), default=0)
-    return code, stack, calls, functions
+    return code, stack, calls, functions, frames
 
 
 def reachable(calls: dict[str, set[str]], roots) -> set[str]:
@@ -190,7 +196,7 @@ def compiled_runtime(spec, board, n_features: int, n_classes: int) -> Runtime | 
         if built is None:
             _RUNTIME_CACHE[key] = None
         else:
-            code, stack, calls, functions = built
+            code, stack, calls, functions, _ = built
             extra = sum(functions[f] for f in reachable(calls, images) - reachable(calls, roots) if f in functions)
             _RUNTIME_CACHE[key] = Runtime(code, stack, extra)
     runtime = _RUNTIME_CACHE[key]
@@ -208,16 +214,114 @@ def compiled_bundle(model, board, optimize: str) -> Runtime | None:
     key = key.hexdigest()
     if key not in _RUNTIME_CACHE:
         entry = [f"model_{call}" for call in targets.API_CALLS]
-        built = compiled(board, files, sources, entry)
+        built = compiled(board, files, sources, entry, targets.indirect_calls("model"))
         if built is None:
             _RUNTIME_CACHE[key] = None
         else:
-            code, stack, calls, functions = built
+            code, stack, calls, functions, _ = built
             used = reachable(calls, entry)
             images = [f for f in functions if f.startswith("model_") and f not in entry]
             extra = sum(functions[f] for f in reachable(calls, images) - used if f in functions)
             _RUNTIME_CACHE[key] = Runtime(code, stack, extra)
     return _RUNTIME_CACHE[key]
+
+
+@dataclass(frozen=True)
+class InlineCode:
+    """What the inline code of a bundle exported for speed adds: ``<name>.c``'s code (the wrappers and the walk)
+    and the walk's deepest stack, which ``es_forest_predict_inline`` calls through a pointer."""
+
+    code: int
+    stack: int
+
+
+_INLINE_CACHE: dict[str, list[tuple[int, InlineCode]] | None] = {}
+LONG_REACH = 4096  # bytes: the longest reach of a short branch or literal load on the boards' cores (AVR's rjmp)
+
+
+def inline_code_bound(board, worst) -> InlineCode | None:
+    """An upper bound of the inline code of every bundle that a configuration not trained yet exports for speed
+    (``worst``: its :class:`edgestream.frozen.WorstCase`), compiled for the board; None without its compiler.
+
+    The walk is one function holding one block of nested ifs per tree: what a tree adds is its comparisons, their
+    constants, its leaves' additions and the jumps between its blocks, which the compiler lays out over the whole
+    function (a jump or a constant load out of a short instruction's reach takes a long one). The bound compiles
+    the bundle's ``<name>.c`` (wrappers and walk) with 1, 2, 4, ... synthetic worst-case trees
+    (:meth:`WorstCase.device`: as many leaves and levels as the configuration allows, distinct constants that no
+    instruction holds as immediates, every leaf a distinct row of full-width additions) until the configuration's
+    tree count or until the half as many trees already take ``LONG_REACH`` bytes, past every short reach, so the
+    last doubling's growth per tree prices each further tree at the long encodings:
+    ``code(T) = code(t) + (T - t) * (code(t) - code(t / 2)) / (t / 2)``, exact for the synthetic trees when
+    ``t = T``. The walk's stack is the largest of the compiles. Cached per board, toolchain and configuration shape
+    (the tree count only ends the doubling sooner)."""
+    key = hashlib.sha256(json.dumps([board.name, board.toolchain.cc, board.toolchain.cflags, worst.shape()],
+                                    sort_keys=True).encode() + b"".join(p.read_bytes() for p in runtime_sources()))
+    key = key.hexdigest()
+    if key not in _INLINE_CACHE:
+        _INLINE_CACHE[key] = _stored_sizes(key)
+    measured = _INLINE_CACHE[key]
+    if measured is None:
+        return None
+    n_trees = 1
+    while True:
+        known = dict(measured)
+        if n_trees not in known:
+            code = compiled_inline(board, worst, n_trees)
+            if code is None:
+                _INLINE_CACHE[key] = None
+                return None
+            measured.append((n_trees, code))
+            known[n_trees] = code
+            _store_sizes(key, measured)
+        half = known.get(n_trees // 2)
+        if n_trees >= worst.n_trees or (half is not None and half.code >= LONG_REACH):
+            break
+        n_trees = min(2 * n_trees, worst.n_trees)
+    stack = max(code.stack for _, code in measured)
+    last = known[n_trees]
+    if n_trees >= worst.n_trees:
+        return InlineCode(last.code, stack)
+    slope = -(-(last.code - half.code) // (n_trees - n_trees // 2))
+    return InlineCode(last.code + (worst.n_trees - n_trees) * slope, stack)
+
+
+def _sizes_file(key: str) -> Path:
+    return cache.cache_dir() / "sizes" / f"{key}.json"
+
+
+def _stored_sizes(key: str) -> list[tuple[int, InlineCode]]:
+    """The compiles of earlier processes for ``key`` (compiling a worst-case tree takes seconds)."""
+    try:
+        return [(n, InlineCode(code, stack)) for n, code, stack in json.loads(_sizes_file(key).read_text())]
+    except (OSError, ValueError, TypeError):
+        return []
+
+
+def _store_sizes(key: str, measured: list[tuple[int, InlineCode]]) -> None:
+    path = _sizes_file(key)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(f".{os.getpid()}.tmp")
+    partial.write_text(json.dumps([[n, c.code, c.stack] for n, c in measured]))
+    os.replace(partial, path)  # whole or not at all, whatever runs beside it
+
+
+def compiled_inline(board, worst, n_trees: int) -> InlineCode | None:
+    """``<name>.c`` of a bundle for speed of ``n_trees`` synthetic worst-case trees compiled for the board: its
+    code (wrappers and walk) and the walk's deepest stack; None without the board's compiler."""
+    from .frozen import device_context
+
+    context = {"name": "model", "learner": "", "learning": False, "input_dtype": worst.input_dtype,
+               "missing_rule": "", "n_features": worst.n_features, "n_classes": worst.n_classes, "checkpoint": None,
+               "version": "", "model_sha256": "", "class_names": [],
+               **device_context(worst.device(n_trees), "model", "speed")}
+    files = {p.name: p.read_text() for p in runtime_sources() if p.suffix == ".h"}
+    files.update(emit.render_files(context, {"model.c": "frozen.c.j2", "model.h": "model.h.j2",
+                                             **context["extra_files"]}))
+    built = compiled(board, files, ["model.c"], [f"model_{call}" for call in targets.API_CALLS])
+    if built is None:
+        return None
+    code, _, calls, _, frames = built
+    return InlineCode(code["model.c"], targets.worst_stack(calls, frames, ["model_walk"]).get("model_walk", 0))
 
 
 def is_avr(board) -> bool:
@@ -270,6 +374,15 @@ def estimate(spec, board, model, n_features: int, n_classes: int, ram: int, flas
         runtime = compiled_runtime(spec, board, n_features, n_classes)
         notes.append("code is what the runtime's public functions reach in every variant of the runtime; an "
                      "exported model links only its own")
+        worst = spec.worst_case(model, n_features, n_classes) if spec.worst_case and optimize == "speed" else None
+        inline = inline_code_bound(board, worst) if runtime is not None and worst and worst.inline else None
+        if inline is not None:
+            runtime = Runtime({**runtime.code, "model.c": inline.code}, runtime.stack + inline.stack,
+                              runtime.image_code)
+            notes.append(f"the trees are inline code (--optimize speed): {worst.n_trees:,} times the code of one "
+                         f"worst-case tree of the configuration ({worst.max_leaves:,} leaves, depth "
+                         f"{worst.max_depth}) as compiled, an upper bound, and the walk's stack on top of the call "
+                         "chain")
     if runtime is not None and runtime.image_code:
         notes.append(f"the state-image functions (NAME_save, NAME_restore, ...), when an application calls them, "
                      f"add {runtime.image_code:,} bytes of code")
@@ -286,11 +399,12 @@ def plan(learner: str, board, n_features: int, n_classes: int, ram: int | None =
     """The largest configuration of ``learner`` that fits the budgets (the board's RAM and flash by default), as
     exported with ``optimize``. Parameters given (not None) are fixed; the learner's ladder chooses the others,
     largest first."""
-    budgets = configurations(learner, board, n_features, n_classes, ram, flash, optimize, **params)
-    fitting = next((budget for budget in budgets if budget.fits), None)
-    if fitting is None:
-        raise not_fitting(learner, board, n_features, n_classes, budgets)
-    return fitting
+    budgets = []  # the rungs are estimated in order until one fits (a speed estimate may compile code)
+    for budget in each_configuration(learner, board, n_features, n_classes, ram, flash, optimize, **params):
+        if budget.fits:
+            return budget
+        budgets.append(budget)
+    raise not_fitting(learner, board, n_features, n_classes, budgets)
 
 
 def configurations(learner: str, board, n_features: int, n_classes: int, ram: int | None = None,
@@ -298,6 +412,13 @@ def configurations(learner: str, board, n_features: int, n_classes: int, ram: in
                    **params) -> list[Budget]:
     """The budget of every distinct configuration of ``grid`` (default: the learner's ladder), in its order, the
     parameters given (not None) fixed; budgets larger than the board's are refused."""
+    return list(each_configuration(learner, board, n_features, n_classes, ram, flash, optimize, grid, **params))
+
+
+def each_configuration(learner: str, board, n_features: int, n_classes: int, ram: int | None = None,
+                       flash: int | None = None, optimize: str = "speed", grid: tuple[dict, ...] | None = None,
+                       **params):
+    """:func:`configurations`, one budget at a time."""
     spec = learners.get(learner)
     FEATURES.check(n_features)
     CLASSES.check(n_classes)
@@ -312,16 +433,18 @@ def configurations(learner: str, board, n_features: int, n_classes: int, ram: in
     fixed = {key: value for key, value in params.items() if value is not None}
     spec.make(**fixed)  # unknown parameters and bad values are named here
     rungs = [rung | fixed for rung in (spec.ladder if grid is None else grid)] or [fixed]
-    budgets, refused = [], None
+    given, refused = 0, None
     for config in dict.fromkeys(json.dumps(rung, sort_keys=True) for rung in rungs):
         try:  # a rung that the fixed parameters make invalid (e.g. a window below a fixed minimum) is skipped
-            budgets.append(estimate(spec, board, spec.make(**json.loads(config)), n_features, n_classes, ram, flash,
-                                    optimize))
+            budget = estimate(spec, board, spec.make(**json.loads(config)), n_features, n_classes, ram, flash,
+                              optimize)
         except ValueError as error:
             refused = error
-    if not budgets:
+            continue
+        given += 1
+        yield budget
+    if not given:
         raise refused
-    return budgets
 
 
 def not_fitting(learner: str, board, n_features: int, n_classes: int, budgets: list[Budget]) -> ValueError:

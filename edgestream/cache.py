@@ -1,4 +1,5 @@
-"""The cache of compiled code: cffi host libraries (``cffi/``) and cross-built firmware (``targets/``).
+"""The cache of compiled code: cffi host libraries (``cffi/``), cross-built firmware (``targets/``) and the code sizes
+of the budget's synthetic inline trees (``sizes/``).
 
 It lives in the platform's user cache folder (platformdirs: ``$XDG_CACHE_HOME/edgestream`` on Linux,
 ``~/Library/Caches/edgestream`` on macOS), or in ``$EDGESTREAM_CACHE`` when set. Every entry is a folder named
@@ -17,7 +18,7 @@ from pathlib import Path
 from .units import parse_bytes
 
 DEFAULT_LIMIT = 2**30
-KINDS = ("cffi", "targets")
+KINDS = ("cffi", "targets", "sizes")
 _pruned = False
 
 

@@ -47,7 +47,7 @@ from .online import BINS_ROWS_RANGE
 from .ranges import Range
 from .targets import TIMEOUT, ToolchainMissing
 from .search import AUTO, RATE, SEARCH_ROWS, WORKERS, search
-from .train import BINS_ROWS, evaluate_online, parse_row_numbers, start_online, train, update
+from .train import BINS_ROWS, evaluate_online, parse_row_numbers, predictions, start_online, train, update
 from .tree import CLASSES, FEATURES
 from .units import parse_bytes
 
@@ -90,13 +90,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true",
                         help="print the traceback of an unexpected error (also EDGESTREAM_DEBUG=1)")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    names = list(learners.REGISTRY)
+    names = learners.TRAINABLE
 
     fit = commands.add_parser("fit", help="train a model on a CSV file and save it")
     fit.add_argument("data", metavar="DATA.csv")
     _add_label_options(fit)
     fit.add_argument("--learner", choices=[*names, AUTO], metavar="LEARNER",
-                     help="; ".join(f"{spec.name}: {spec.summary}" for spec in learners.REGISTRY.values()) +
+                     help="; ".join(f"{name}: {learners.get(name).summary}" for name in names) +
                      f"; {AUTO}: the most accurate online learner within the budget (the default with --ram, --flash "
                      "or --rate; tree otherwise)")
     _add_learner_options(fit)
@@ -129,6 +129,27 @@ def build_parser() -> argparse.ArgumentParser:
                           help="rows per point of the accuracy curve (default 500)")
     evaluate.add_argument("--json", action="store_true", help="print one JSON object")
     evaluate.set_defaults(run=run_evaluate)
+
+    importer = commands.add_parser("import", help="convert a classifier trained with scikit-learn, LightGBM or "
+                                   "XGBoost into a model file that predicts what it predicts")
+    importer.add_argument("source", metavar="SOURCE",
+                          help="a LightGBM model text file, an XGBoost JSON or UBJSON model file, or (with "
+                               "--trust-pickle) a pickle or joblib file of a fitted scikit-learn, LightGBM or XGBoost "
+                               "classifier")
+    importer.add_argument("-o", "--output", required=True, metavar="MODEL")
+    importer.add_argument("--trust-pickle", action="store_true",
+                          help="load a pickle or joblib file: loading one RUNS CODE from it, give this only for a "
+                               "file whose origin you trust")
+    importer.set_defaults(run=run_import)
+
+    predict = commands.add_parser("predict", help="write a model's prediction for every row of a data file")
+    predict.add_argument("model", metavar="MODEL")
+    predict.add_argument("data", metavar="DATA.csv")
+    _add_label_options(predict, required=False)
+    predict.add_argument("--proba", action="store_true",
+                         help="the class probabilities (the device's Q15 values scaled to 1), a column per class")
+    predict.add_argument("-o", "--output", metavar="OUT", help="write to this file (default: standard output)")
+    predict.set_defaults(run=run_predict)
 
     export = commands.add_parser("export", help="write a C bundle for a saved model")
     export.add_argument("model", metavar="MODEL")
@@ -345,6 +366,26 @@ def run_update(args) -> int:
     deleted = f"deleted {done.deleted} rows" if done.deleted else ""
     print(f"{', '.join(part for part in (deleted, added) if part)}, {done.retrained_nodes} nodes retrained in "
           f"{done.seconds:.3f} s; {model.summary()} -> {args.model}")
+    return 0
+
+
+def run_import(args) -> int:
+    from .importers import convert, load_source
+
+    model = convert(load_source(args.source, args.trust_pickle))
+    save_model(model, args.output)
+    print(f"imported {model.n_features_} features, {len(model.classes_)} classes: {model.summary()} -> {args.output}")
+    return 0
+
+
+def run_predict(args) -> int:
+    X = load_data(args, args.data)[0]
+    lines = predictions(load_model(args.model), X, args.proba)
+    text = "\n".join(lines) + "\n"
+    if args.output is None:
+        sys.stdout.write(text)
+    else:
+        Path(args.output).write_text(text)
     return 0
 
 

@@ -24,7 +24,8 @@ PARQUET_MAGIC = b"PAR1"
 def load_table(path, label, no_header: bool = False, delimiter: str = ",", header: bool = False
                ) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """``(X, y, feature_names)`` of a data file: Parquet (by its ``PAR1`` magic, read through pyarrow, the
-    ``parquet`` extra) or else CSV with this ``delimiter`` (see :func:`load_csv`)."""
+    ``parquet`` extra) or else CSV with this ``delimiter`` (see :func:`load_csv`). ``label`` None: every column is
+    a feature and ``y`` is None."""
     try:
         with open(path, "rb") as handle:
             parquet = handle.read(4) == PARQUET_MAGIC
@@ -50,13 +51,14 @@ def load_parquet(path, label) -> tuple[np.ndarray, np.ndarray, list[str]]:
         raise DataError(f"{path} has {len(names)} column(s); need at least one feature column besides the label")
     if table.num_rows == 0:
         raise DataError(f"{path} has no data rows")
-    column = _label_index(label, names, len(names), path)
-    labels = table.column(column)
-    if labels.null_count:
-        raise DataError(f"{path}: {labels.null_count} missing label(s) in column {names[column]!r}")
-    y = np.asarray(labels.to_pylist())
-    if y.dtype.kind == "f" and (y == np.round(y)).all():
-        y = y.astype(np.int64)
+    column, y = None if label is None else _label_index(label, names, len(names), path), None
+    if column is not None:
+        labels = table.column(column)
+        if labels.null_count:
+            raise DataError(f"{path}: {labels.null_count} missing label(s) in column {names[column]!r}")
+        y = np.asarray(labels.to_pylist())
+        if y.dtype.kind == "f" and (y == np.round(y)).all():
+            y = y.astype(np.int64)
     features = [j for j in range(len(names)) if j != column]
     X = np.empty((table.num_rows, len(features)), dtype=np.float64)
     for i, j in enumerate(features):
@@ -72,7 +74,8 @@ def load_csv(path, label, no_header: bool = False, delimiter: str = ",", header:
              ) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """Read a CSV file (cells separated by ``delimiter``) into ``(X, y, feature_names)``.
 
-    ``label`` is a column name or a 0-based index; a string of digits is an index unless it is a header name.
+    ``label`` is a column name or a 0-based index; a string of digits is an index unless it is a header name; None
+    makes every column a feature (``y`` is then None).
     Which first row is a header: with ``header`` it is, with ``no_header`` it is not; else it is when ``label`` is
     a name (not a whole number) found in it (so ``0,1,2,label`` with ``label="label"`` is a header of numeric
     names), when all its cells are non-numeric, when a feature column holds a non-numeric cell, or when the label
@@ -96,10 +99,10 @@ def load_csv(path, label, no_header: bool = False, delimiter: str = ",", header:
     names = first if header or (not no_header and _is_header(first, label, second)) else None
     if names is not None:
         rows = rows[1:]
-    column = _label_index(label, names, len(first), path, no_header)
+    column = None if label is None else _label_index(label, names, len(first), path, no_header)
     if not rows:
         raise DataError(f"{path} has a header row but no data rows")
-    if len(first) < 2:
+    if len(first) < 2 and column is not None:
         raise DataError(f"{path} has a single column; need at least one feature column besides the label")
     names = names or [f"x{j}" for j in range(len(first))]
     features = [j for j in range(len(first)) if j != column]
@@ -108,11 +111,12 @@ def load_csv(path, label, no_header: bool = False, delimiter: str = ",", header:
     for i, (line, cells) in enumerate(rows):
         if len(cells) != len(first):
             raise DataError(f"{path}, line {line}: {len(cells)} columns, expected {len(first)} like the first row")
-        if cells[column].casefold() in MISSING:
-            raise DataError(f"{path}, line {line}: missing label in column {names[column]!r}")
-        labels.append(cells[column])
+        if column is not None:
+            if cells[column].casefold() in MISSING:
+                raise DataError(f"{path}, line {line}: missing label in column {names[column]!r}")
+            labels.append(cells[column])
         X[i] = [_feature_value(cells[j], path, line, names[j]) for j in features]
-    return X, _label_array(labels), [names[j] for j in features]
+    return X, None if column is None else _label_array(labels), [names[j] for j in features]
 
 
 def _read_rows(path, delimiter: str = ",") -> list[tuple[int, list[str]]]:

@@ -25,7 +25,13 @@ the class index and sums ``w`` per class then shifts left by 15 -- the same inte
 
 **Additive leaves** (``leaf_kind == "additive"``, boosting): int16 scores per class (one score when binary),
 ``sum_k = base_score_k + sum_t leaf_t[k]`` in int32 (tree weights are ignored); class = first largest sum, or
-``sum_0 > 0`` with one score; probabilities by :func:`additive_proba_q15`.
+``sum_0 > 0`` with one score; probabilities by :func:`additive_proba_q15` of the sums brought back to Q10 by
+``score_shift`` (:func:`edgestream.fixedpoint.shift_scores`: scores with ``10 + score_shift`` fraction bits keep
+the precision of models imported from elsewhere; the class is taken from the unshifted sums).
+
+**Missing values sent left** (models imported from elsewhere): a node whose source sends a missing value (NaN)
+left goes left iff ``x <= edge`` or ``x`` is NaN. Such nodes are flagged by one bit per internal node
+(``nan_left``); without any, the tables hold no flags and every NaN goes right.
 
 **Compact encodings** (:class:`Encoding`, chosen per model by :func:`choose_encoding`, all exact by construction
 since they store the same integers and edges the Python model uses):
@@ -39,7 +45,9 @@ since they store the same integers and edges the Python model uses):
   into the sorted table of the model's distinct edges (``index``);
 * leaf tables: ``class`` (no table: every row one-hot), ``q8`` (uint8 rows, every row a multiple of 256), ``q15``
   (uint16 rows), ``additive`` (int16 rows + int32 base scores). The smallest exact kind is picked from the rows;
-* ``weights`` is omitted (NULL on the device) when every tree weighs 1.
+* ``weights`` is omitted (NULL on the device) when every tree weighs 1;
+* NaN-left flags (layout bit 4) follow the ``feature`` table in the same array: bit ``i & 7`` of byte
+  ``n_internal + (i >> 3)`` is set when internal node ``i`` (counted over all trees) sends NaN left.
 
 **Complete layout** (``tree == "complete"``, for shallow trees under ``optimize="speed"``): every tree is stored
 as the complete binary tree of the model's depth ``D`` (the deepest tree's), in heap order: internal position
@@ -67,6 +75,7 @@ import numpy as np
 from . import _kernels
 from .fixedpoint import additive_predict
 from .fixedpoint import additive_proba_q15 as fixedpoint_proba
+from .fixedpoint import shift_scores
 
 LEAF_KINDS = ("proba", "additive")
 LEAF_VALUES = ("q15", "q8", "vote")
@@ -148,14 +157,23 @@ def node_edges(edges_per_feature, nodes: np.ndarray, dtype: str) -> np.ndarray:
     return out
 
 
+def goes_right(x: np.ndarray, edge: np.ndarray, nan_left) -> np.ndarray:
+    """The raw rule of every node: right unless ``x <= edge``; NaN right unless the node sends it left."""
+    right = ~(x <= edge)
+    if np.any(nan_left) and x.dtype.kind == "f":
+        right &= ~(np.isnan(x) & nan_left)
+    return right
+
+
 def as_input(X, dtype: str) -> np.ndarray:
     """Rows as the device reads them (float inputs rounded to float32)."""
     with np.errstate(over="ignore"):
         return np.ascontiguousarray(np.asarray(X).astype(dtype))
 
 
-def apply_raw(nodes: np.ndarray, roots: np.ndarray, edges: np.ndarray, X) -> np.ndarray:
-    """Leaf row reached in every tree by the raw rule (``x[f] <= edge`` goes left): uint16 [rows, trees]."""
+def apply_raw(nodes: np.ndarray, roots: np.ndarray, edges: np.ndarray, X, nan_left=False) -> np.ndarray:
+    """Leaf row reached in every tree by the raw rule (``x[f] <= edge`` goes left, NaN right unless ``nan_left``
+    of the node, a bool per node, says left): uint16 [rows, trees]."""
     X = as_input(X, edges.dtype.name)
     rows = np.arange(len(X))
     out = np.empty((len(X), len(roots)), dtype=np.uint16)
@@ -168,8 +186,8 @@ def apply_raw(nodes: np.ndarray, roots: np.ndarray, edges: np.ndarray, X) -> np.
             if not inner.any():
                 break
             r, i = rows[inner], at[inner]
-            right = ~(X[r, feature[i]] <= edges[i])
-            at[inner] = child[i] + right
+            at[inner] = child[i] + goes_right(X[r, feature[i]], edges[i], nan_left if np.ndim(nan_left) == 0
+                                              else nan_left[i])
         out[:, t] = child[at]
     return out
 
@@ -188,6 +206,7 @@ class Encoding:
     weights: bool  # False: every tree weight is 1 and no table is stored
     tree: str = "folded"  # "folded" | "complete" (heap order, padded to depth; child_bytes is then the slot width)
     depth: int = 0  # complete: the depth every tree is padded to; 0 for folded
+    nan_left: bool = False  # some node sends NaN left: its flag bits follow the feature table
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -195,9 +214,9 @@ class Encoding:
     @property
     def layout(self) -> int:
         """``es_forest.layout``: bit 0 uint16 child refs (complete: leaf slots), bit 1 edge indices, bit 2 uint16
-        edge indices, bit 3 complete layout."""
+        edge indices, bit 3 complete layout, bit 4 NaN-left flags."""
         return ((self.child_bytes == 2) | (self.thresholds == "index") << 1 | (self.edge_index_bytes == 2) << 2
-                | (self.tree == "complete") << 3)
+                | (self.tree == "complete") << 3 | self.nan_left << 4)
 
 
 LEAF_CODES = {"class": 0, "q8": 1, "q15": 2, "additive": 3}  # es_forest.leaf_kind
@@ -211,7 +230,7 @@ class EncodedModel:
     encoding: Encoding
     n_features: int
     n_classes: int
-    feature: np.ndarray  # uint8 [n_internal]
+    feature: np.ndarray  # uint8 [n_internal], then with encoding.nan_left the NaN-left bits [ceil(n_internal / 8)]
     threshold: np.ndarray  # input dtype (inline) or uint8/uint16 indices [n_internal]
     edges: np.ndarray  # input dtype: the distinct edges (index), empty for inline
     children: np.ndarray  # uint8/uint16 [2 * n_internal]
@@ -219,10 +238,19 @@ class EncodedModel:
     weights: np.ndarray  # uint16 [n_trees] (all ones when encoding.weights is False)
     leaves: np.ndarray  # uint16 / uint8 / int16 rows [n_rows, n_scores]; [0, n_classes] for class leaves
     base_score: np.ndarray  # int32 [n_scores] (additive), empty otherwise
+    score_shift: int = 0  # additive: fraction bits of the scores beyond Q10
 
     @property
     def n_trees(self) -> int:
         return len(self.tree_base) - 1
+
+    @property
+    def nan_left(self) -> np.ndarray:
+        """bool [n_internal]: the internal nodes that send NaN left (all False without flags)."""
+        n_internal = int(self.tree_base[-1])
+        if not self.encoding.nan_left:
+            return np.zeros(n_internal, dtype=bool)
+        return np.unpackbits(self.feature[n_internal:], bitorder="little")[:n_internal].astype(bool)
 
     @property
     def n_scores(self) -> int:
@@ -234,7 +262,7 @@ class EncodedModel:
 
     def table_bytes(self, pointer_bytes: int = 4, packed: bool = False) -> dict[str, int]:
         """Bytes of every const object the bundle stores (what the budget counts), the ``es_forest`` descriptor
-        (8 pointers, then 12 bytes of sizes and codes, padded to pointer alignment unless packed) included."""
+        (8 pointers, then 11 bytes of sizes and codes, padded to pointer alignment unless packed) included."""
         descriptor = descriptor_bytes(pointer_bytes, packed)
 
         def at_least_one(array):  # C has no empty arrays: the template writes one element
@@ -262,6 +290,7 @@ class EncodedModel:
         edge = self.threshold if enc.thresholds == "inline" else self.edges[self.threshold]
         rows = np.arange(len(X))
         out = np.empty((len(X), self.n_trees), dtype=np.int64)
+        nan_left = self.nan_left
         children = self.children.astype(np.int64)
         feature = self.feature.astype(np.int64)
         for t in range(self.n_trees):
@@ -272,8 +301,7 @@ class EncodedModel:
                 if not inner.any():
                     break
                 r, i = rows[inner], at[inner] + base
-                right = ~(X[r, feature[i]] <= edge[i])
-                at[inner] = children[2 * i + right]
+                at[inner] = children[2 * i + goes_right(X[r, feature[i]], edge[i], nan_left[i])]
             out[:, t] = at - n_internal
         return out
 
@@ -283,12 +311,13 @@ class EncodedModel:
         rows = np.arange(len(X))
         feature, threshold = self.feature.astype(np.int64), self.threshold
         slots = self.children.astype(np.int64)
+        nan_left = self.nan_left
         out = np.empty((len(X), self.n_trees), dtype=np.int64)
         for t in range(self.n_trees):
             i = np.zeros(len(X), dtype=np.int64)
             for _ in range(self.encoding.depth):
                 j = t * n_nodes + i
-                i = 2 * i + 1 + ~(X[rows, feature[j]] <= threshold[j])
+                i = 2 * i + 1 + goes_right(X[rows, feature[j]], threshold[j], nan_left[j])
             out[:, t] = slots[t * (n_nodes + 1) + i - n_nodes]
         return out
 
@@ -309,7 +338,7 @@ class EncodedModel:
     def predict_proba_q15(self, X) -> np.ndarray:
         sums = self._sums(self.leaf_slots(X))
         if self.encoding.leaves == "additive":
-            return additive_proba_q15(sums)
+            return additive_proba_q15(shift_scores(sums, self.score_shift))
         total = self.total_weight
         return ((sums + total // 2) // total).astype(np.uint16)
 
@@ -387,7 +416,7 @@ def encode(device, optimize: str = "speed", thresholds: str | None = None, tree:
     if tree == "complete":
         if thresholds == "index":
             raise ValueError("the complete layout has inline thresholds only")
-        feature, edge, slots, tree_base, depth = _complete(ensemble, slot_of_leaf, _edges_per_feature(device), dtype)
+        feature, edge, nan_left, slots, tree_base, depth = _complete(ensemble, slot_of_leaf, device, dtype)
         thresholds, threshold, edges, index_bytes = "inline", edge, np.zeros(0, dtype=dtype), 0
         child_bytes = 1 if slots.max(initial=0) < 256 else 2
         children = slots
@@ -398,8 +427,8 @@ def encode(device, optimize: str = "speed", thresholds: str | None = None, tree:
         folded = type(ensemble)(nodes, roots, ensemble.weights, ensemble.leaf_values, ensemble.n_features,
                                 ensemble.leaf_kind, ensemble.base_score)
         feature, order, children, tree_base, widest = _fold(folded, slot_of_leaf)
-        per_feature = _edges_per_feature(device)
-        edge = node_edges(per_feature, nodes, dtype)[order] if len(order) else np.zeros(0, dtype=dtype)
+        edge = device.node_edges(nodes)[order]
+        nan_left = device.node_nan_left(nodes)[order]
         child_bytes = 1 if widest < 256 else 2
         distinct = np.unique(edge)
         index_bytes = 1 if len(distinct) <= 256 else 2
@@ -416,11 +445,15 @@ def encode(device, optimize: str = "speed", thresholds: str | None = None, tree:
     if tree_base[-1] > 65535:
         raise ValueError(f"{tree_base[-1]} internal nodes: the encoding holds at most 65535")
     weighted = ensemble.leaf_kind != "additive" and bool((ensemble.weights != 1).any())
-    encoding = Encoding(dtype, child_bytes, thresholds, index_bytes, kind, weighted, tree, depth)
+    flagged = bool(nan_left.any())
+    if flagged:
+        feature = np.concatenate([feature, np.packbits(nan_left, bitorder="little")])
+    encoding = Encoding(dtype, child_bytes, thresholds, index_bytes, kind, weighted, tree, depth, flagged)
     base = ensemble.base_score if kind == "additive" else np.zeros(0, dtype=np.int32)
     return EncodedModel(encoding, device.n_features, ensemble.n_classes, feature, threshold, edges,
                         np.asarray(children, dtype=CHILD_TYPES[child_bytes]), np.asarray(tree_base, dtype=np.uint16),
-                        ensemble.weights.astype(np.uint16), table, np.asarray(base, dtype=np.int32))
+                        ensemble.weights.astype(np.uint16), table, np.asarray(base, dtype=np.int32),
+                        ensemble.score_shift if kind == "additive" else 0)
 
 
 def _leaf_depths(ensemble) -> list[np.ndarray]:
@@ -447,8 +480,9 @@ def _complete_pays(ensemble) -> bool:
             and depth <= COMPLETE_PATH_RATIO * max(float(depths.mean()), 1.0))
 
 
-def _complete(ensemble, slot_of_leaf, per_feature, dtype):
-    """Feature, inline edge and leaf-slot tables of the complete layout (heap order, leaves padded to depth).
+def _complete(ensemble, slot_of_leaf, device, dtype):
+    """Feature, inline edge, NaN-left and leaf-slot tables of the complete layout (heap order, leaves padded to
+    depth).
 
     Padding positions get feature 0 and the past-last edge; every bottom slot under a padded leaf is that leaf's
     slot, so both ways out of the padding reach it."""
@@ -457,9 +491,10 @@ def _complete(ensemble, slot_of_leaf, per_feature, dtype):
     if depth > COMPLETE_MAX_DEPTH:
         raise ValueError(f"depth {depth}: the complete layout holds at most depth {COMPLETE_MAX_DEPTH}")
     n_nodes, n_trees = 2**depth - 1, len(ensemble.roots)
-    edge_of = node_edges(per_feature, nodes, dtype)
+    edge_of, nan_left_of = device.node_edges(nodes), device.node_nan_left(nodes)
     feature = np.zeros(n_trees * n_nodes, dtype=np.uint8)
     edge = np.full(n_trees * n_nodes, past_last(dtype), dtype=dtype)
+    nan_left = np.zeros(n_trees * n_nodes, dtype=bool)
     slots = np.zeros(n_trees * (n_nodes + 1), dtype=np.int64)
     for t, root in enumerate(ensemble.roots.astype(np.int64)):
         stack = [(int(root), 0, 0)]  # node, position, depth
@@ -471,10 +506,11 @@ def _complete(ensemble, slot_of_leaf, per_feature, dtype):
                     slot_of_leaf[nodes[i]["child"]]
                 continue
             feature[t * n_nodes + pos], edge[t * n_nodes + pos] = nodes[i]["feature"], edge_of[i]
+            nan_left[t * n_nodes + pos] = nan_left_of[i]
             c = int(nodes[i]["child"])
             stack += [(c, 2 * pos + 1, d + 1), (c + 1, 2 * pos + 2, d + 1)]
     tree_base = [t * n_nodes for t in range(n_trees + 1)]
-    return feature, edge, slots, tree_base, depth
+    return feature, edge, nan_left, slots, tree_base, depth
 
 
 def _root_leaves_first(ensemble, slot_of_leaf):
@@ -499,13 +535,9 @@ def _root_leaves_first(ensemble, slot_of_leaf):
 
 
 def descriptor_bytes(pointer_bytes: int = 4, packed: bool = False) -> int:
-    """``sizeof(es_forest)``: 8 pointers, then 12 bytes of sizes and codes, padded to pointer alignment unless packed."""
-    size = 8 * pointer_bytes + 12
+    """``sizeof(es_forest)``: 8 pointers, then 11 bytes of sizes and codes, padded to pointer alignment unless packed."""
+    size = 8 * pointer_bytes + 11
     return size if packed else -(-size // pointer_bytes) * pointer_bytes
-
-
-def _edges_per_feature(device) -> list[np.ndarray]:
-    return [device.edges[device.offsets[j]:device.offsets[j + 1]] for j in range(device.n_features)]
 
 
 def choose_encoding(device, optimize: str = "speed") -> Encoding:

@@ -99,7 +99,7 @@ ACCURACY_Q15 = 1.05  # Q15 units from float64 sigmoid / softmax: < 1 (apportioni
 
 __all__ = ["SCORE_FRAC_BITS", "SCORE_ONE", "MAX_TREES", "MAX_OUTPUTS", "Q15_ONE", "EXP_FRAC_BITS",
            "exp_neg_q23", "sigmoid_q15", "softmax_q15", "additive_proba_q15", "additive_predict",
-           "quantize_scores"]
+           "quantize_scores", "shift_scores"]
 
 
 def _int_array(values, name: str) -> np.ndarray:
@@ -202,6 +202,16 @@ def additive_predict(score_sums) -> np.ndarray:
     if s.shape[1] == 1:
         return (s[:, 0] > 0).astype(np.uint8)
     return np.argmax(s, axis=1).astype(np.uint8)
+
+
+def shift_scores(score_sums, shift: int) -> np.ndarray:
+    """Score sums with ``10 + shift`` fraction bits brought to Q10: ``floor((s + 2**(shift-1)) / 2**shift)``
+    (round half up; int64 in, int64 out; ``shift`` 0 returns the sums). The C computes it in uint32 on the
+    offset value ``s + 2**31``, which is exact and cannot overflow."""
+    s = np.asarray(score_sums, dtype=np.int64)
+    if shift == 0:
+        return s
+    return (s + (1 << (shift - 1))) >> shift
 
 
 def quantize_scores(values) -> np.ndarray:

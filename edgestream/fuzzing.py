@@ -70,9 +70,16 @@ def _compile(sources, out: Path, include: Path, defines=()) -> None:
 
 def small_model(name: str):
     """The learner's smallest ladder configuration (with its first test variant, ``LearnerSpec.variants``),
-    trained on 300 rows of a 3-feature, 2-class stream."""
+    trained on 300 rows of a 3-feature, 2-class stream (converted from scikit-learn for a model trained
+    elsewhere)."""
     spec = learners.get(name)
     X, y = data.make_stream("sea", 300, seed=7)
+    if not spec.trainable:  # a model trained elsewhere: a small scikit-learn boosting (additive, NaN-left nodes)
+        from sklearn.ensemble import GradientBoostingClassifier
+
+        from .importers import convert
+
+        return convert(GradientBoostingClassifier(n_estimators=8, max_depth=3).fit(X, y)), X.astype(np.float32), y
     model = spec.make(**(spec.ladder[-1] if spec.ladder else {}), **(spec.variants[0] if spec.variants else {}))
     if spec.online:
         model.partial_fit(X.astype(np.float32), y, classes=np.unique(y))

@@ -142,6 +142,12 @@ def _rebuild(header: dict, arrays: dict, source: str):
         raise ModelFileError(f"model file {source}: {error}") from None
     model = spec.make(**header["params"])
     model.classes_ = _classes(header["classes"])
+    names = header.get("feature_names")
+    if names is not None and (not isinstance(names, list) or len(names) != header["n_features"]
+                              or not all(isinstance(name, str) for name in names)):
+        raise ValueError(f"feature_names must be a list of {header['n_features']} strings")
+    if names is not None:
+        model.feature_names_in_ = np.asarray(names, dtype=object)
     binning = header["binning"]
     if binning is None:  # a learner of raw features: its arrays carry the input description
         model.restore_arrays(arrays)
@@ -149,12 +155,6 @@ def _rebuild(header: dict, arrays: dict, source: str):
             raise ValueError(f"state for {learners.model_input(model)[1]} features, header says "
                              f"{header['n_features']}")
         return model
-    names = header.get("feature_names")
-    if names is not None and (not isinstance(names, list) or len(names) != header["n_features"]
-                              or not all(isinstance(name, str) for name in names)):
-        raise ValueError(f"feature_names must be a list of {header['n_features']} strings")
-    if names is not None:
-        model.feature_names_in_ = np.asarray(names, dtype=object)
     _check_bin_tables(arrays, binning["dtype"])
     model.bins_ = BinMapper.from_flat_edges(arrays["bin_edges"], arrays["bin_offsets"], binning["max_bins"],
                                             binning["strategy"], binning["dtype"])

@@ -298,7 +298,8 @@ def runtime_forest_predict(encoded, X, library=None) -> tuple[np.ndarray, np.nda
     model = ffi.new("es_forest *", {
         **fields, "total_weight": encoded.total_weight, "n_trees": encoded.n_trees,
         "n_features": encoded.n_features, "n_classes": encoded.n_classes, "n_scores": encoded.n_scores,
-        "layout": enc.layout, "leaf_kind": LEAF_CODES[enc.leaves], "depth": enc.depth})
+        "layout": enc.layout, "leaf_kind": LEAF_CODES[enc.leaves], "depth": enc.depth,
+        "score_shift": encoded.score_shift})
     rows = np.ascontiguousarray(X, dtype=enc.input_dtype)
     scratch = ffi.new("int32_t[]", scratch_size(encoded))
     classes = np.empty(len(rows), dtype=np.uint8)

@@ -269,6 +269,8 @@ def report(fw: Firmware) -> BuildReport:
     state = objects.get(f"{name}_memory")
     state_section = sections[symbols[f"{name}_memory"][2]].name if state else ""
     calls = call_graph(tool(board, "objdump", "-d", "--no-show-raw-insn", fw.elf))
+    for caller, callees in indirect_calls(name).items():
+        calls.setdefault(caller, set()).update(callees & linked)
     return BuildReport(
         board=board.name, bundle=name, elf=str(fw.elf), text=text, data=data, bss=bss,
         stack_reserved=sum(s.size for s in sections.values() if s.name == ".stack"),
@@ -347,6 +349,12 @@ def call_graph(disassembly: str) -> dict[str, set[str]]:
     for function, callees in calls.items():
         callees.discard(function)
     return calls
+
+
+def indirect_calls(name: str) -> dict[str, set[str]]:
+    """Calls through function pointers, which no disassembly shows: ``es_forest_predict_inline`` calls the inline
+    walk of a bundle exported for speed (``<name>_walk``)."""
+    return {"es_forest_predict_inline": {f"{name}_walk"}}
 
 
 def worst_stack(calls: dict[str, set[str]], frames: dict[str, int], functions) -> dict[str, int]:

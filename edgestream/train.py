@@ -151,3 +151,18 @@ def update(model, X=None, y=None, delete=None) -> Update:
         retrained += model.last_update_["retrained_nodes"]
         seconds += model.last_update_["seconds"]
     return Update(deleted, added, retrained, seconds)
+
+
+def predictions(model, X, proba: bool = False) -> list[str]:
+    """CSV lines of a model's predictions for the rows ``X``: the class label of each row, or with ``proba`` a
+    header of the class labels and each row's Q15 probabilities scaled to 1 (``q / 32768``, as the device computes
+    them). A row count of columns other than the model's features is refused, naming both counts."""
+    n_features = model_input(model)[1]
+    if X.shape[1] != n_features:
+        raise ValueError(f"the data has {X.shape[1]} feature columns, the model takes {n_features}")
+    X = device_input(X, model_input(model)[0])
+    if not proba:
+        return [str(label) for label in model.predict(X).tolist()]
+    q15 = model.predict_proba_q15(X)
+    return [",".join(str(label) for label in np.asarray(model.classes_).tolist())] + \
+        [",".join(f"{q / 32768:.6g}" for q in row) for row in q15.tolist()]

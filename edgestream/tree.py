@@ -33,6 +33,7 @@ from . import _kernels
 from .binning import MISSING_BIN
 from .ranges import Range
 from .encoding import LEAF_KINDS, additive_classes, additive_proba_q15, additive_sums, check_additive
+from .fixedpoint import shift_scores
 
 LEAF_FEATURE = _kernels.LEAF_FEATURE
 NODE_DTYPE = _kernels.NODE_DTYPE
@@ -43,6 +44,7 @@ FEATURES = Range("features", 1, MAX_FEATURES)  # per row, of any model
 CLASSES = Range("classes", 2, MAX_CLASSES)  # of any classifier
 MAX_NODES = 65535
 MAX_TOTAL_WEIGHT = 65535
+MAX_SCORE_SHIFT = 20  # additive scores have at most 10 + 20 fraction bits
 CRITERIA = {"gini": _kernels.GINI, "entropy": _kernels.ENTROPY}
 
 
@@ -57,6 +59,7 @@ class TreeEnsemble:
     n_features: int
     leaf_kind: str = "proba"  # "proba" | "additive"
     base_score: np.ndarray | None = None  # additive: int32 [n_scores]
+    score_shift: int = 0  # additive: fraction bits of the scores beyond Q10 (see edgestream.fixedpoint.shift_scores)
 
     @property
     def n_classes(self) -> int:
@@ -101,8 +104,11 @@ class TreeEnsemble:
     def from_arrays(cls, arrays: dict, n_features: int) -> "TreeEnsemble":
         """The ensemble of a model file's tables (:meth:`arrays`), checked: additive when they hold a ``base_score``."""
         additive = "base_score" in arrays
+        shift = arrays.get("score_shift", np.zeros(1, dtype=np.uint8))
+        if shift.dtype != np.uint8 or shift.shape != (1,):
+            raise ValueError(f"score_shift has dtype {shift.dtype} and shape {shift.shape}, expected uint8 (1,)")
         ensemble = cls(arrays["nodes"], arrays["roots"], arrays["weights"], arrays["leaf_values"], n_features,
-                       "additive" if additive else "proba", arrays["base_score"] if additive else None)
+                       "additive" if additive else "proba", arrays["base_score"] if additive else None, int(shift[0]))
         ensemble.validate()
         return ensemble
 
@@ -143,6 +149,8 @@ class TreeEnsemble:
                 frontier = np.unique(frontier)
         if additive:
             check_additive(self.leaf_values, self.base_score, self.n_trees)
+            if not 0 <= self.score_shift <= MAX_SCORE_SHIFT:
+                raise ValueError(f"score_shift {self.score_shift} must be 0..{MAX_SCORE_SHIFT}")
         elif (self.leaf_values > Q15_ONE).any():
             raise ValueError(f"leaf probabilities must be Q15 values <= {Q15_ONE}")
 
@@ -153,7 +161,8 @@ class TreeEnsemble:
     def combine_proba_q15(self, leaves: np.ndarray) -> np.ndarray:
         """Q15 probabilities from the leaf rows reached (``apply``), by the rule of the leaf kind."""
         if self.leaf_kind == "additive":
-            return additive_proba_q15(additive_sums(self.leaf_values, self.base_score, leaves))
+            return additive_proba_q15(shift_scores(additive_sums(self.leaf_values, self.base_score, leaves),
+                                                   self.score_shift))
         acc = np.einsum("rtc,t->rc", self.leaf_values[leaves].astype(np.uint64), self.weights.astype(np.uint64))
         total = np.uint64(int(self.weights.astype(np.int64).sum()))
         return ((acc + total // np.uint64(2)) // total).astype(np.uint16)
@@ -174,6 +183,8 @@ class TreeEnsemble:
         arrays = {"nodes": self.nodes, "roots": self.roots, "weights": self.weights, "leaf_values": self.leaf_values}
         if self.leaf_kind == "additive":
             arrays["base_score"] = self.base_score
+            if self.score_shift:
+                arrays["score_shift"] = np.asarray([self.score_shift], dtype=np.uint8)
         return arrays
 
 

@@ -294,6 +294,28 @@ SECTIONS: dict[str, list[Case]] = {
         c("build b_changed_header --board stm32f411", 2, "src/model.h differs from the file edgestream wrote"),
         c("build b_escape --board stm32f411", 2, "manifest sources '../../outside.c' is not one of the bundle's files"),
     ],
+    "import and predict": [
+        c("import missing.txt -o i.esm", 2, "cannot read missing.txt: No such file or directory"),
+        c("import good.csv -o i.esm", 2, "good.csv is not a model file edgestream imports (a LightGBM model text file"),
+        c("import forest.joblib -o i.esm", 2, "forest.joblib is a pickle or joblib file, and loading one runs code"),
+        c("import regressor.joblib -o i.esm --trust-pickle", 2,
+          "DecisionTreeRegressor is a regressor; edgestream imports classifiers: scikit-learn DecisionTreeClassifier"),
+        c("import logistic.joblib -o i.esm --trust-pickle", 2,
+          "cannot import a sklearn.linear_model._logistic.LogisticRegression; supported: scikit-learn"),
+        c("import categorical.joblib -o i.esm --trust-pickle", 2,
+          "HistGradientBoostingClassifier with categorical features: edgestream imports numerical splits only"),
+        c("import wide.joblib -o i.esm --trust-pickle", 2,
+          "DecisionTreeClassifier has 300 features; edgestream takes 1 to 255"),
+        c("import many_classes.joblib -o i.esm --trust-pickle", 2,
+          "DecisionTreeClassifier has 300 classes; edgestream takes 2 to 255"),
+        c("import lgb_linear.txt -o i.esm", 2, "LightGBM model with linear trees: edgestream imports constant leaves"),
+        c("import lgb_regression.txt -o i.esm", 2,
+          "LightGBM objective 'regression': edgestream imports binary, multiclass, multiclassova"),
+        c("import xgb_regression.json -o i.esm", 2, "XGBoost objective 'reg:squarederror': edgestream imports"),
+        c("import torn_xgb.json -o i.esm", 2, "torn_xgb.json looks like an XGBoost model but cannot be read"),
+        c("predict tree.esm good.csv", 2, "the data has 4 feature columns, the model takes 3"),
+        c("predict tree.esm good.csv --label nope", 2, "label column 'nope' does not exist in good.csv"),
+    ],
     "boards, cache, demo": [
         c("boards --json extra", 2, "unrecognized arguments: extra"),
         c("boards --ram 8KiB", 2, "unrecognized arguments: --ram 8KiB"),
@@ -354,6 +376,8 @@ ACCEPTED: list[Case] = [
     c("fit numeric_only_header.csv --label 3 -o m.esm", 0, "trained tree on 61 rows, 3 features, 3 classes"),
     c("fit headerless.csv --label 2 -o m.esm", 0, "trained tree on 60 rows, 2 features, 2 classes"),
     c("fit missing_values.csv --label label -o m.esm", 0, "trained tree on 4 rows, 2 features, 2 classes"),
+    c("import forest.joblib --trust-pickle -o i.esm", 0, "imported 3 features, 2 classes"),
+    c("import xgb.json -o i.esm", 0, "imported 3 features, 2 classes"),
 ]
 
 # Files of the folder the commands run in, besides those prepare() makes from fitted models.
@@ -401,7 +425,41 @@ FILE_NOTES = {
     "user_project": "a folder with the user's own Makefile",
     "bad_board.toml, unknown_field.toml": "stm32f411's profile with ram_bytes = -1; with an unknown field speed",
     "no_io.toml": "stm32f411's profile with io = \"none\" (a board that can be built, not run)",
+    "forest.joblib, regressor.joblib, logistic.joblib": "scikit-learn models fitted on good.csv, saved with joblib: a "
+                                                        "random forest, a regression tree, a logistic regression",
+    "categorical.joblib": "a HistGradientBoostingClassifier fitted on good.csv with f0 as a categorical feature",
+    "wide.joblib, many_classes.joblib": "decision trees fitted on 300 features; on many_classes.csv",
+    "lgb_linear.txt, lgb_regression.txt": "LightGBM model text files: linear trees; a regression",
+    "xgb_regression.json, torn_xgb.json": "an XGBoost regression model; an XGBoost classifier's JSON cut in half",
 }
+
+
+def _foreign_models(d: Path, X, y) -> None:
+    """Models of other libraries, for ``edgestream import``."""
+    import joblib
+    import lightgbm
+    import xgboost
+    from sklearn.ensemble import HistGradientBoostingClassifier, RandomForestClassifier
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
+
+    rng = np.random.default_rng(0)
+    labels = np.arange(600) % 300
+    for name, model, rows, targets in (
+            ("forest", RandomForestClassifier(3, max_depth=3), X, y), ("regressor", DecisionTreeRegressor(), X, y),
+            ("logistic", LogisticRegression(), X, y),
+            ("categorical", HistGradientBoostingClassifier(max_iter=2, categorical_features=[0]),
+             np.c_[np.floor(X[:, :1]), X[:, 1:]], y),
+            ("wide", DecisionTreeClassifier(max_depth=2), rng.normal(size=(50, 300)), np.arange(50) % 2),
+            ("many_classes", DecisionTreeClassifier(max_depth=2), rng.normal(size=(600, 2)), labels)):
+        joblib.dump(model.fit(rows, targets), d / f"{name}.joblib")
+    for name, params in (("lgb_linear", dict(objective="binary", linear_tree=True)),
+                         ("lgb_regression", dict(objective="regression"))):
+        lightgbm.train({**params, "verbose": -1, "num_leaves": 4}, lightgbm.Dataset(X, y), 2).save_model(d / f"{name}.txt")
+    xgboost.XGBRegressor(n_estimators=2).fit(X, y).save_model(d / "xgb_regression.json")
+    xgboost.XGBClassifier(n_estimators=2).fit(X, y).save_model(d / "xgb.json")
+    text = (d / "xgb.json").read_bytes()
+    (d / "torn_xgb.json").write_bytes(text[:len(text) // 2])
 
 
 def _write_csv(path: Path, X, y, header) -> None:
@@ -475,6 +533,7 @@ def prepare(directory: Path) -> Path:
         (d / name).write_bytes(checkpoint.write_image(other, 1))
     (d / "user_project").mkdir(exist_ok=True)
     (d / "user_project" / "Makefile").write_text("all:\n\techo mine\n")
+    _foreign_models(d, X, y)
 
     tree_b = d / "tree_b"
     other_model = (d / "shrubs_b" / "model.esm").read_bytes()
@@ -569,7 +628,7 @@ def markdown() -> str:
     for name, note in {**notes, **FILE_NOTES}.items():
         if note:
             lines.append(f"| {name} | {_cell(note)} |")
-    lines.append("| missing.csv, missing.esm, missing.img, missing_b | do not exist |")
+    lines.append("| missing.csv, missing.esm, missing.img, missing_b, missing.txt | do not exist |")
     lines += ["", "## The Python API", "", "Each raises `ValueError` (or a kind of it) with this message:", "",
               "| call | the message contains |", "|---|---|"]
     lines += [f"| `{_cell(call)}` | {_cell(fragment)} |" for call, fragment in API]

@@ -276,18 +276,19 @@ def test_generated_bundles_match_python(tmp_path, learner, dtype, leaf_values, o
     model = cls(max_depth=6, input_dtype=dtype, leaf_values=leaf_values, **params).fit(X, y)
     bundle = load_bundle(export_bundle(model, tmp_path / "b", name="sensor", optimize=optimize))
     assert bundle.manifest["optimize"] == optimize and bundle.manifest["encoding"]["input_dtype"] == dtype
-    assert bundle.manifest["encoding"]["tree"] == ("complete" if optimize == "speed" else "folded")
+    assert bundle.manifest["encoding"]["tree"] == ("inline" if optimize == "speed" else "folded")
     edges = np.concatenate(model.bins_.edges_)
     rows = probe_rows(X, edges, dtype, rng)
     assert np.array_equal(bundle.predict_proba_q15(rows), model.predict_proba_q15(rows))
     assert np.array_equal(bundle.predict_encoded(rows), model.predict_encoded(rows))
 
 
+@pytest.mark.parametrize("optimize", ["size", "speed"])
 @pytest.mark.parametrize("cpu", ["-mcpu=cortex-m0plus", "-mcpu=cortex-m4 -mfloat-abi=hard -mfpu=fpv4-sp-d16"])
-def test_bundles_cross_build_without_warnings(tmp_path, cpu):
+def test_bundles_cross_build_without_warnings(tmp_path, cpu, optimize):
     X = np.random.default_rng(0).normal(size=(100, 4))
     model = ForestClassifier(n_trees=3, leaf_values="q8").fit(X, (X[:, 0] > 0).astype(int))
-    out = export_bundle(model, tmp_path / "bundle", optimize="size")
+    out = export_bundle(model, tmp_path / "bundle", optimize=optimize)
     flags = f"-std=c99 -Wall -Wextra -Werror -pedantic -Os -mthumb {cpu}"
     result = subprocess.run(["make", "-C", str(out), "libmodel.a", "CC=arm-none-eabi-gcc", "AR=arm-none-eabi-ar",
                              f"CFLAGS={flags}"], capture_output=True, text=True)

@@ -10,23 +10,27 @@
 | hoeffding | HoeffdingTreeClassifier | keeps learning (node pool)                            | es_f32, es_fixed, es_hoeffding        |
 | irf       | IncrementalRandomForest | keeps learning (node pools)                           | es_f32, es_fixed, es_hoeffding        |
 | axgb      | AdaptiveXGBoost         | keeps learning (tumbling windows, ADWIN)              | es_binning, es_tree, es_fixed, es_adwin, es_axgb |
+| imported  | ImportedClassifier      | frozen (trained elsewhere: edgestream import)         | es_fixed, es_infer                    |
 """
 
 from __future__ import annotations
 
-from . import axgb, bls, forest, gbdt, hoeffding, shrubs, tree
+from . import axgb, bls, forest, gbdt, hoeffding, imported, shrubs, tree
 from .axgb import AdaptiveXGBoost
 from .base import LearnerSpec, Option, missing_rule, model_input
 from .bls import OnlineBLSClassifier
 from .forest import ForestClassifier
 from .gbdt import OnlineGBDTClassifier
 from .hoeffding import HoeffdingTreeClassifier, IncrementalRandomForest
+from .imported import ImportedClassifier
 from .shrubs import ShrubEnsemble
 from .stream import is_fitted, register_with_river
 from .tree import BinnedClassifier, TreeClassifier
 
 REGISTRY: dict[str, LearnerSpec] = {spec.name: spec for spec in (
-    tree.SPEC, forest.SPEC, gbdt.SPEC, shrubs.SPEC, bls.SPEC, hoeffding.SPEC, hoeffding.IRF_SPEC, axgb.SPEC)}
+    tree.SPEC, forest.SPEC, gbdt.SPEC, shrubs.SPEC, bls.SPEC, hoeffding.SPEC, hoeffding.IRF_SPEC, axgb.SPEC,
+    imported.SPEC)}
+TRAINABLE = [name for name, spec in REGISTRY.items() if spec.trainable]
 register_with_river(spec.cls for spec in REGISTRY.values() if spec.online)
 
 
@@ -58,7 +62,7 @@ def names_of_classes() -> str:
     return ", ".join(spec.cls.__name__ for spec in REGISTRY.values())
 
 
-__all__ = ["REGISTRY", "AdaptiveXGBoost", "BinnedClassifier", "ForestClassifier", "HoeffdingTreeClassifier",
-           "IncrementalRandomForest", "LearnerSpec", "OnlineBLSClassifier", "OnlineGBDTClassifier", "Option",
+__all__ = ["REGISTRY", "TRAINABLE", "AdaptiveXGBoost", "BinnedClassifier", "ForestClassifier",
+           "HoeffdingTreeClassifier", "ImportedClassifier", "IncrementalRandomForest", "LearnerSpec", "OnlineBLSClassifier", "OnlineGBDTClassifier", "Option",
            "ShrubEnsemble", "TreeClassifier", "by_class_name", "get", "is_fitted", "missing_rule", "model_input",
            "of_model"]

@@ -529,6 +529,11 @@ class LearnerSpec:
       predicted by a model calibrated on QEMU counts, or None for a core without a calibration.
     * ``variants``: parameters added to the smallest rung for further small test models (a mode the rung leaves
       off, on a stream of 3 features and 2 classes): the checkpoint tests run each, the fuzz target takes the first.
+    * ``worst_case(model, n_features, n_classes)``: frozen learners whose bundles for speed walk the trees in inline
+      code: the :class:`edgestream.frozen.WorstCase` of an unfitted model's configuration (the largest trees it can
+      export), from which the budget bounds that code.
+    * ``trainable``: False for models that only come from elsewhere (:mod:`edgestream.importers`): ``fit`` and
+      ``budget`` do not offer them.
     """
 
     name: str
@@ -546,7 +551,9 @@ class LearnerSpec:
     checkpoints: bool = True  # a learning bundle offers state images (its C module has <prefix>_validate)
     search: tuple[dict, ...] = ()
     learn_cost: Callable | None = None
+    worst_case: Callable | None = None
     variants: tuple[dict, ...] = ()
+    trainable: bool = True  # False: models come from elsewhere (edgestream import), not from fit or budget
 
     @property
     def ladder_params(self) -> tuple[str, ...]:

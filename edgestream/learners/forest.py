@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..frozen import tree_context, tree_tables
+from ..frozen import tree_context, tree_tables, tree_worst_case
 from ..tree import TreeEnsemble, grow_tree
 from .base import LEAF_VALUES_OPTION, TREE_OPTIONS, LearnerSpec, Option, check_integer
 from .tree import DEPTH_LADDER, BinnedClassifier
@@ -78,4 +78,4 @@ SPEC = LearnerSpec(
     options=TREE_OPTIONS + (LEAF_VALUES_OPTION, Option("--n-trees", "n_trees", int, "number of trees (1..255)", "T"),
                             Option("--seed", "random_state", int, "random seed", "S")),
     learning=False, online=False, runtime=("es_common", "es_infer"), template="frozen.c.j2",
-    context=tree_context, tables=tree_tables, ladder=DEPTH_LADDER)
+    context=tree_context, tables=tree_tables, ladder=DEPTH_LADDER, worst_case=tree_worst_case)

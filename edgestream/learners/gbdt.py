@@ -70,7 +70,7 @@ import numpy as np
 from .. import _gbdt
 from ..binning import BinMapper
 from ..encoding import VALUE_BYTES
-from ..frozen import tree_context, tree_tables
+from ..frozen import WorstCase, tree_context, tree_tables, without_inline_tables
 from ..tree import LEAF_FEATURE, MAX_NODES, NODE_DTYPE, TreeEnsemble, encode_labels, impurity_importances
 from .base import BINNING, INPUT_DTYPE, MAX_BINS, MAX_DEPTH, MIN_SAMPLES_LEAF, LearnerSpec, Option, check_integer
 from .skbase import BatchClassifier
@@ -440,10 +440,21 @@ def gbdt_tables(model, n_features: int, n_classes: int, pointer_bytes: int, pack
     internal, leaves = trees * (model.max_leaves - 1), trees * model.max_leaves
     per_tree = 2 * model.max_leaves - 1
     descriptor = 8 * pointer_bytes + 11
-    return [("descriptor", descriptor if packed else -(-descriptor // pointer_bytes) * pointer_bytes),
-            ("feature", internal), ("threshold", internal * VALUE_BYTES[model.input_dtype]),
-            ("children", 2 * internal * (1 if per_tree < 256 else 2)), ("tree_base", 2 * (trees + 1)),
-            ("leaves", 2 * n_scores * leaves), ("base_score", 4 * n_scores)]
+    tables = [("descriptor", descriptor if packed else -(-descriptor // pointer_bytes) * pointer_bytes),
+              ("feature", internal), ("threshold", internal * VALUE_BYTES[model.input_dtype]),
+              ("children", 2 * internal * (1 if per_tree < 256 else 2)), ("tree_base", 2 * (trees + 1)),
+              ("leaves", 2 * n_scores * leaves), ("base_score", 4 * n_scores)]
+    return without_inline_tables(tables, optimize, model.max_depth)
+
+
+def gbdt_worst_case(model, n_features: int, n_classes: int) -> WorstCase | None:
+    """The largest trees of an unfitted configuration: ``n_estimators`` x scores trees of ``max_leaves`` leaves
+    within ``max_depth`` levels, each leaf adding one int16 score (tree ``t`` adds to score ``t % n_scores``)."""
+    if "tree_nodes_" in vars(model):
+        return None
+    n_scores = 1 if n_classes == 2 else n_classes
+    return WorstCase(model.n_estimators * n_scores, model.max_depth, min(model.max_leaves, 2 ** model.max_depth),
+                     n_features, n_classes, "additive", 1, model.input_dtype)
 
 
 LADDER = tuple({"n_estimators": n} for n in (500, 200, 100, 50, 20, 10, 5, 2, 1))
@@ -461,4 +472,4 @@ SPEC = LearnerSpec(
                     "A"),
              Option("--seed", "random_state", int, "random seed", "S")),
     learning=False, online=False, runtime=("es_common", "es_fixed", "es_infer"), template="frozen.c.j2",
-    context=tree_context, tables=gbdt_tables, ladder=LADDER)
+    context=tree_context, tables=gbdt_tables, ladder=LADDER, worst_case=gbdt_worst_case)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..binning import BinMapper
-from ..frozen import tree_context, tree_tables
+from ..frozen import tree_context, tree_tables, tree_worst_case
 from ..encoding import LEAF_VALUES, restrict_leaf_values
 from ..tree import CRITERIA, MAX_NODES, TreeEnsemble, encode_labels, grow_tree, impurity_importances
 from .base import LEAF_VALUES_OPTION, TREE_OPTIONS, LearnerSpec
@@ -149,4 +149,4 @@ DEPTH_LADDER = tuple({"max_depth": depth} for depth in range(12, -1, -1))
 SPEC = LearnerSpec(
     name="tree", cls=TreeClassifier, summary="one CART tree (frozen on the device)",
     options=TREE_OPTIONS + (LEAF_VALUES_OPTION,), learning=False, online=False, runtime=("es_common", "es_infer"), template="frozen.c.j2",
-    context=tree_context, tables=tree_tables, ladder=DEPTH_LADDER)
+    context=tree_context, tables=tree_tables, ladder=DEPTH_LADDER, worst_case=tree_worst_case)
