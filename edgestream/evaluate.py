@@ -170,8 +170,9 @@ def deep_sizeof(obj) -> int:
     return total
 
 
-def plot_curves(results: dict[str, PrequentialResult], path, title: str | None = None) -> None:
-    """Write a PNG of the windowed accuracy curves, one line per named result (needs matplotlib)."""
+def plot_curves(results: dict[str, PrequentialResult], path, title: str | None = None, changes=()) -> None:
+    """Write a PNG of the windowed accuracy curves, one line per named result (needs matplotlib); ``changes``,
+    rows where the stream's concept changes, are marked by vertical lines."""
     try:
         from matplotlib.figure import Figure
     except ImportError as error:
@@ -182,6 +183,8 @@ def plot_curves(results: dict[str, PrequentialResult], path, title: str | None =
     for name, result in results.items():
         ends = np.minimum(np.arange(1, len(result.curve) + 1) * result.window, result.n)
         axes.plot(ends, result.curve, label=f"{name} ({result.accuracy:.3f})", linewidth=1)
+    for row in changes:
+        axes.axvline(row, color="black", linestyle=":", linewidth=1)
     axes.set(xlabel="rows seen", ylabel="window accuracy", title=title)
     axes.grid(alpha=0.3)
     axes.legend(fontsize="small")
