@@ -4,7 +4,8 @@ RAM beside River and MOA, on the same rows in the same run.
 Run from the repository root::
 
     .venv/bin/python benchmarks/bench_quality.py [--rows N] [--streams NAME ...] [--quick] [--no-moa]
-                                                 [--no-river] [--out FILE] [--plots DIR] [--workers N]
+                                                 [--no-river] [--learners NAME ...] [--out FILE] [--plots DIR]
+                                                 [--workers N]
 
 Streams (``STREAMS``; seeds chosen here, not in the tests): SEA with three abrupt changes, Agrawal function 0 -> 2
 (MOA's -f 1 -> -f 3) changing abruptly at the middle, STAGGER with five abrupt changes that bring every concept back,
@@ -115,12 +116,13 @@ def load(name: str, rows: int, file_rows: int | None):
     return X, y, changes.tolist()
 
 
-def edgestream_runs(X, y, board, workers, bar) -> tuple[dict, dict]:
-    """Prequential results of every online learner at every budget and of auto, trained as ``fit --ram`` trains;
-    also what auto chose."""
+def edgestream_runs(X, y, names, board, workers, bar) -> tuple[dict, dict]:
+    """Prequential results of the learners ``names`` at every budget (auto at its own), trained as ``fit --ram``
+    trains them; also what auto chose."""
     search_rows = max(len(y) // 10, min(BINS_ROWS, len(y)))
     runs, chosen = {}, {}
-    jobs = [(name, kib) for name in online_learners() for kib in BUDGETS_KIB] + [(AUTO, AUTO_KIB)]
+    jobs = [(name, AUTO_KIB) if name == AUTO else (name, kib) for name in names for kib in BUDGETS_KIB
+            if name != AUTO or kib == AUTO_KIB]
     for name, kib in jobs:
         bar.set_postfix_str(f"{name} {kib}K")
         try:
@@ -252,7 +254,7 @@ def run_stream(name, args, board, bar) -> dict | None:
         return None
     X, y, changes = loaded
     bar.set_description(name)
-    runs, chosen = edgestream_runs(X, y, board, args.workers, bar)
+    runs, chosen = edgestream_runs(X, y, args.learners, board, args.workers, bar)
     if not args.no_river:
         runs.update(river_runs(X, y, bar))
     if not args.no_moa:
@@ -368,6 +370,8 @@ def parse(argv):
                                                       "as --rows)")
     parser.add_argument("--streams", nargs="+", choices=list(STREAMS), metavar="NAME",
                         help=f"streams to run (default all: {' '.join(STREAMS)}; --quick: {' '.join(QUICK_STREAMS)})")
+    parser.add_argument("--learners", nargs="+", choices=[*online_learners(), AUTO], metavar="NAME",
+                        default=[*online_learners(), AUTO], help="edgestream learners to run (default all and auto)")
     parser.add_argument("--quick", action="store_true", help=f"a smoke run of {QUICK_ROWS} rows per stream")
     parser.add_argument("--no-moa", action="store_true", help="leave out MOA (CapyMOA)")
     parser.add_argument("--no-river", action="store_true", help="leave out River")
@@ -397,11 +401,11 @@ def main(argv=None) -> int:
             print("warning: a folder named moa here hides MOA's Java package from CapyMOA", file=sys.stderr)
         start_moa()
     board = load_board(BOARD)
-    per_stream = len(online_learners()) * len(BUDGETS_KIB) + 1 + (0 if args.no_river else len(river_models())) \
-        + (0 if args.no_moa else N_MOA)
+    ours = sum(1 if name == AUTO else len(BUDGETS_KIB) for name in args.learners)
+    per_stream = ours + (0 if args.no_river else len(river_models())) + (0 if args.no_moa else N_MOA)
     start = time.perf_counter()
     results = {}
-    with tqdm(total=per_stream * len(args.streams), unit="run", disable=None) as bar:
+    with tqdm(total=per_stream * len(args.streams), unit="run") as bar:
         for name in args.streams:
             measured = run_stream(name, args, board, bar)
             if measured is not None:

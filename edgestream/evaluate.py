@@ -178,8 +178,12 @@ def plot_curves(results: dict[str, PrequentialResult], path, title: str | None =
     except ImportError as error:
         raise ImportError("plot_curves needs matplotlib: pip install matplotlib "
                           "(or install edgestream's bench extra)") from error
+    from matplotlib import colormaps
+
     figure = Figure(figsize=(9, 5), layout="constrained")
     axes = figure.add_subplot()
+    if len(results) > len(colormaps["tab10"].colors):  # distinct colours for every line
+        axes.set_prop_cycle(color=colormaps["tab20"].colors)
     for name, result in results.items():
         ends = np.minimum(np.arange(1, len(result.curve) + 1) * result.window, result.n)
         axes.plot(ends, result.curve, label=f"{name} ({result.accuracy:.3f})", linewidth=1)
