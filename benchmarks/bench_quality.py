@@ -60,7 +60,7 @@ from tqdm import tqdm
 
 from edgestream.boards import load_board
 from edgestream.data import concept_of_rows, load_csv, make_stream
-from edgestream.evaluate import PrequentialResult, RiverAdapter, plot_curves, prequential
+from edgestream.evaluate import PrequentialResult, RiverAdapter, no_prediction, plot_curves, prequential
 from edgestream.online import BINS_ROWS
 from edgestream.search import AUTO, online_learners
 from edgestream.train import train
@@ -201,8 +201,9 @@ def moa_runs(X, y, bar) -> dict:
             bar.set_postfix_str(label)
             start = time.perf_counter()
             result = prequential_evaluation(stream, learner, window_size=WINDOW, store_predictions=True)
-            predictions = np.asarray(result.predictions(), dtype=np.int64)
-            runs[label] = as_result(predictions == index, classes[predictions], time.perf_counter() - start)
+            predictions = np.asarray(result.predictions(), dtype=np.int64)  # class indices, -1 for none
+            labels = np.where(predictions >= 0, classes[np.maximum(predictions, 0)], no_prediction(y.dtype))
+            runs[label] = as_result(predictions == index, labels, time.perf_counter() - start)
             bar.update()
     return runs
 
