@@ -121,8 +121,7 @@ def edgestream_runs(X, y, names, board, workers, bar) -> tuple[dict, dict]:
     trains them; also what auto chose."""
     search_rows = max(len(y) // 10, min(BINS_ROWS, len(y)))
     runs, chosen = {}, {}
-    jobs = [(name, AUTO_KIB) if name == AUTO else (name, kib) for name in names for kib in BUDGETS_KIB
-            if name != AUTO or kib == AUTO_KIB]
+    jobs = [(name, kib) for name in names for kib in ((AUTO_KIB,) if name == AUTO else BUDGETS_KIB)]
     for name, kib in jobs:
         bar.set_postfix_str(f"{name} {kib}K")
         try:
@@ -353,13 +352,17 @@ def report(results: dict) -> str:
     return "\n\n".join(parts)
 
 
-def markdown_page(text: str, argv: list[str], seconds: float) -> str:
+def commit() -> str:
+    done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    return done.stdout.strip() or "unknown"
+
+
+def markdown_page(text: str, argv: list[str], seconds: float, measured_commit: str) -> str:
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     command = " ".join([".venv/bin/python benchmarks/bench_quality.py", *argv])
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
     return (f"# benchmarks/bench_quality.py\n\nMeasured {date} on {os.cpu_count()} cores (load average {load:.1f} "
-            f"at the end), Python {platform.python_version()}, at commit {commit.stdout.strip() or 'unknown'}; the "
+            f"at the end), Python {platform.python_version()}, at commit {measured_commit} (HEAD at the start); the "
             f"run took {seconds:,.0f} s. Command:\n\n"
             f"```sh\n{command}\n```\n\n{text}\n")
 
@@ -404,7 +407,7 @@ def main(argv=None) -> int:
     board = load_board(BOARD)
     ours = sum(1 if name == AUTO else len(BUDGETS_KIB) for name in args.learners)
     per_stream = ours + (0 if args.no_river else len(river_models())) + (0 if args.no_moa else N_MOA)
-    start = time.perf_counter()
+    start, measured_commit = time.perf_counter(), commit()
     results = {}
     with tqdm(total=per_stream * len(args.streams), unit="run") as bar:
         for name in args.streams:
@@ -414,7 +417,7 @@ def main(argv=None) -> int:
     text = report(results)
     print(text)
     if args.out:
-        args.out.write_text(markdown_page(text, argv, time.perf_counter() - start))
+        args.out.write_text(markdown_page(text, argv, time.perf_counter() - start, measured_commit))
     return 0
 
 
