@@ -170,18 +170,25 @@ def deep_sizeof(obj) -> int:
     return total
 
 
-def plot_curves(results: dict[str, PrequentialResult], path, title: str | None = None) -> None:
-    """Write a PNG of the windowed accuracy curves, one line per named result (needs matplotlib)."""
+def plot_curves(results: dict[str, PrequentialResult], path, title: str | None = None, changes=()) -> None:
+    """Write a PNG of the windowed accuracy curves, one line per named result (needs matplotlib); ``changes``,
+    rows where the stream's concept changes, are marked by vertical lines."""
     try:
         from matplotlib.figure import Figure
     except ImportError as error:
         raise ImportError("plot_curves needs matplotlib: pip install matplotlib "
                           "(or install edgestream's bench extra)") from error
+    from matplotlib import colormaps
+
     figure = Figure(figsize=(9, 5), layout="constrained")
     axes = figure.add_subplot()
+    if len(results) > len(colormaps["tab10"].colors):  # distinct colours for every line
+        axes.set_prop_cycle(color=colormaps["tab20"].colors)
     for name, result in results.items():
         ends = np.minimum(np.arange(1, len(result.curve) + 1) * result.window, result.n)
         axes.plot(ends, result.curve, label=f"{name} ({result.accuracy:.3f})", linewidth=1)
+    for row in changes:
+        axes.axvline(row, color="black", linestyle=":", linewidth=1)
     axes.set(xlabel="rows seen", ylabel="window accuracy", title=title)
     axes.grid(alpha=0.3)
     axes.legend(fontsize="small")

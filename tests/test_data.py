@@ -148,8 +148,56 @@ def test_hyperplane_drifts():
     assert model.score(X[2000:3000], y[2000:3000]) > model.score(X[-1000:], y[-1000:]) + 0.05
 
 
+def test_sea_change_rows_are_an_option():
+    X, y = make_stream("sea", 1000, seed=2, noise=0.0, thresholds=(8.0, 7.0), changes=[300])
+    s = X[:, 0] + X[:, 1]
+    np.testing.assert_array_equal(y, np.where(np.arange(1000) < 300, s <= 8.0, s <= 7.0).astype(int))
+    with pytest.raises(ValueError, match="must increase strictly"):
+        make_stream("sea", 1000, thresholds=(8.0, 7.0, 9.0), changes=[600, 400])
+
+
+@pytest.mark.parametrize("name, options, width, n_classes", [
+    ("agrawal", {}, 9, 2), ("stagger", {}, 3, 2), ("led", {}, 24, 10), ("rbf", {"n_classes": 3}, 10, 3),
+    ("blobs", {"incremental": True, "n_classes": 4}, 4, 4)])
+def test_drifting_stream_shapes_and_labels(name, options, width, n_classes):
+    X, y = make_stream(name, 3000, seed=3, **options)
+    assert X.shape == (3000, width) and set(np.unique(y).tolist()) == set(range(n_classes))
+
+
+def _first_concept_score(name, rows, **options):
+    """Accuracy of a tree fitted on the first concept, on a late part of the first and on the second concept."""
+    X, y = make_stream(name, 2 * rows, seed=5, changes=[rows], **options)
+    model = TreeClassifier(max_depth=8).fit(X[:rows // 2], y[:rows // 2])
+    return model.score(X[rows // 2:rows], y[rows // 2:rows]), model.score(X[rows:], y[rows:])
+
+
+@pytest.mark.parametrize("name, options", [("agrawal", {"functions": (0, 2), "perturbation": 0.0}),
+                                           ("stagger", {"concepts": (0, 1)}), ("led", {"noise": 0.0})])
+def test_the_concept_changes_at_the_change_row(name, options):
+    before, after = _first_concept_score(name, 2000, **options)
+    assert before > 0.95 and after < before - 0.2
+
+
+def test_agrawal_functions_follow_moa():
+    X, y = make_stream("agrawal", 2000, seed=1, functions=(0,), perturbation=0.0)
+    age = X[:, 2]
+    np.testing.assert_array_equal(y, np.where((age < 40) | (age >= 60), 0, 1))
+    X, y = make_stream("agrawal", 2000, seed=1, functions=(6,), perturbation=0.0)
+    np.testing.assert_array_equal(y, np.where(2 * (X[:, 0] + X[:, 1]) / 3 - X[:, 8] / 5 - 20000 > 0, 0, 1))
+    with pytest.raises(ValueError, match=r"Agrawal functions \[10\] out of range 0 .. 9"):
+        make_stream("agrawal", 10, functions=(0, 10))
+
+
+def test_rbf_centroids_move_and_classes_arrive_one_by_one():
+    X, y = make_stream("rbf", 20000, seed=2, speed=0.001)
+    model = TreeClassifier(max_depth=10).fit(X[:3000], y[:3000])
+    assert model.score(X[3000:4000], y[3000:4000]) > model.score(X[-1000:], y[-1000:]) + 0.1
+    _, y = make_stream("blobs", 3000, seed=1, n_classes=4, incremental=True)
+    assert [sorted(set(y[i:i + 1000].tolist())) for i in (0, 1000, 2000)] == [[0, 1], [0, 1, 2], [0, 1, 2, 3]]
+
+
 def test_make_stream_rejects_bad_arguments():
-    with pytest.raises(ValueError, match="unknown stream 'nope'; available: blobs, hyperplane, sea"):
+    with pytest.raises(ValueError, match="unknown stream 'nope'; available: agrawal, blobs, hyperplane, led, rbf, sea, stagger"):
         make_stream("nope")
     with pytest.raises(ValueError, match="n_samples=0"):
         make_stream("blobs", 0)
