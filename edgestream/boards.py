@@ -13,7 +13,10 @@ user can pass the path of their own. Fields (``?`` = optional):
   ``__flash``/``__ram``; the sizes default to ``flash_bytes``/``ram_bytes``);
 * ``[emulator]?``: ``kind`` (``"qemu-system"``, ``"qemu-user"`` or ``"simavr"``), ``command``, ``machine?``,
   ``args?``, ``packages``, ``note?`` and ``[emulator.link]?``: the emulated machine's memory map (origins and
-  sizes), used to link the programs it runs.
+  sizes), used to link the programs it runs;
+* ``[energy]?``: datasheet figures for the budget's energy estimate: ``active_current_ma`` (run-mode supply current
+  at ``clock_hz``), ``supply_voltage`` (volts) and ``source`` (the datasheet, its section or table, and how the
+  figure was read). A board without them gets no energy estimate, never a guess.
 """
 
 from __future__ import annotations
@@ -74,6 +77,19 @@ class Emulator:
 
 
 @dataclass(frozen=True)
+class Energy:
+    """The datasheet's active current at the board's clock and its supply voltage, with where they come from."""
+
+    active_current_ma: float
+    supply_voltage: float
+    source: str
+
+    def microjoules(self, instructions: float, clock_hz: int) -> float:
+        """Energy of ``instructions`` at one per cycle: seconds x mA x V is mJ."""
+        return instructions / clock_hz * self.active_current_ma * self.supply_voltage * 1e3
+
+
+@dataclass(frozen=True)
 class Board:
     name: str
     description: str
@@ -87,6 +103,7 @@ class Board:
     flash_bytes: int | None = None
     link: Link | None = None
     emulator: Emulator | None = None
+    energy: Energy | None = None
     path: Path | None = field(default=None, metadata={"toml": False})
 
     def link_for(self, emulated: bool) -> Link | None:
@@ -150,6 +167,9 @@ def check(board: Board, path: Path) -> None:
     for key in ("ram_bytes", "flash_bytes", "clock_hz"):
         if getattr(board, key) is not None and getattr(board, key) <= 0:
             fail(key, f"must be positive, got {getattr(board, key)}")
+    for key in ("active_current_ma", "supply_voltage"):
+        if board.energy is not None and not getattr(board.energy, key) > 0:
+            fail(f"energy.{key}", f"must be positive, got {getattr(board.energy, key)}")
     if board.io == "semihosting" and (board.link is None or board.link.flash_size is None):
         fail("link", "and flash_bytes are required for semihosting boards (the chip's memory map)")
     emulator = board.emulator
@@ -194,6 +214,8 @@ def value_of(hint, value, path: Path, key: str):
         if not (isinstance(value, list) and all(isinstance(item, str) for item in value)):
             raise BoardError(f"board file {path}: field {key!r} must be a list of strings, got {value!r}")
         return tuple(value)
+    if hint is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)  # TOML writes 3 for 3.0
     if not isinstance(value, hint) or (hint is int and isinstance(value, bool)):
         raise BoardError(f"board file {path}: field {key!r} must be {hint.__name__}, got {value!r}")
     return value

@@ -185,6 +185,9 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.add_argument("--board", metavar="BOARD", help="with --target qemu: a board name or board .toml file")
     simulate.add_argument("--timeout", type=TIMEOUT, default=60.0, metavar="S",
                           help="with --target qemu: seconds before the emulator is stopped (default 60)")
+    simulate.add_argument("--instructions", action="store_true",
+                          help="with --target qemu: count the instructions of every predict and learn call, exactly "
+                               "(QEMU logs each one: slow, keep the stream short)")
     simulate.add_argument("--json", action="store_true", help="print one JSON object")
     simulate.set_defaults(run=run_simulate)
 
@@ -434,20 +437,32 @@ def run_image(args) -> int:
 
 def run_simulate(args) -> int:
     X, y, _ = load_data(args, args.data)  # data errors before compiling
-    target = parity.target(args.bundle, args.target, args.board, args.timeout, args.learn, X.shape[1])
+    target = parity.target(args.bundle, args.target, args.board, args.timeout, args.learn, X.shape[1],
+                           args.instructions)
     X = device_input(X, target.model.input_dtype)
     scores = compare_learning(target, X, y, args.window) if args.learn else compare(target, X, y)
     report = {**scores, "bundle": str(args.bundle), **target.report_fields}
+    if args.instructions:
+        report["instructions"] = targets.instruction_summary(target.counts)
     if args.json:
         print(json.dumps(report))
-    elif args.learn:
+        return 0
+    if args.learn:
         print(f"{report['n']} rows test-then-train, accuracy {report['accuracy']:.4f} in C and "
               f"{report['python_accuracy']:.4f} in Python, {report['mismatches']} prediction mismatches, "
               f"{report['state_bytes']} state bytes ({target.where})")
     else:
         print(f"{report['n']} rows, accuracy {report['accuracy']:.4f}, {report['mismatches']} class mismatches "
               f"and {report['proba_mismatches']} probability mismatches between C and Python ({target.where})")
+    if args.instructions:
+        print(instructions_text(report["instructions"]))
     return 0
+
+
+def instructions_text(summary: dict) -> str:
+    """One line: mean and worst executed instructions of every API call counted."""
+    return "instructions per call, counted by the emulator: " + "; ".join(
+        f"{call} mean {figures['mean']:,.1f}, worst {figures['worst']:,}" for call, figures in summary.items())
 
 
 def run_cache(args) -> int:

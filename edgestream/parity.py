@@ -54,11 +54,16 @@ class HostTarget:
 
 
 class EmulatedTarget:
-    """A bundle cross-compiled for a board and run under its emulator, all rows in one run."""
+    """A bundle cross-compiled for a board and run under its emulator, all rows in one run; with ``instructions``
+    the emulator counts the instructions of every API call (``counts`` after a run)."""
 
-    def __init__(self, directory, board, timeout: float = 60):
+    def __init__(self, directory, board, timeout: float = 60, instructions: bool = False):
         self.board = load_board(board)
         targets.check_runnable(self.board)
+        if instructions:
+            targets.check_countable(self.board)
+        self.instructions = instructions
+        self.counts: dict[str, np.ndarray] | None = None
         self.timeout = targets.TIMEOUT.check(timeout)
         self.directory = Path(directory).resolve()
         self.manifest = read_manifest(self.directory)
@@ -72,12 +77,18 @@ class EmulatedTarget:
         return load_bundle_model(self.manifest)
 
     def outputs(self, X) -> tuple[np.ndarray, np.ndarray]:
-        result = targets.run(self.directory, self.board, X, timeout=self.timeout)
+        result = self._run(X)
         return result.classes, result.proba
 
     def test_then_train(self, X, y, window: int):
-        result = targets.run(self.directory, self.board, X, y, learn=True, timeout=self.timeout)
+        result = self._run(X, y, learn=True)
         return prequential(Replay(self.model.classes_[result.classes]), X, y, window)
+
+    def _run(self, X, y=None, learn: bool = False) -> targets.RunResult:
+        result = targets.run(self.directory, self.board, X, y, learn=learn, timeout=self.timeout,
+                             instructions=self.instructions)
+        self.counts = result.instructions
+        return result
 
     def state_bytes(self) -> int:
         """Size of the state object in the board's ELF."""
@@ -85,11 +96,14 @@ class EmulatedTarget:
 
 
 def target(bundle_dir, where: str = "host", board=None, timeout: float = 60, learn: bool = False,
-           n_features: int | None = None):
-    """The target of a bundle: ``host`` (cffi) or ``qemu`` (the board's emulator). ``learn`` (test-then-train)
-    and ``n_features`` (of the rows to come) are checked against the bundle before anything is compiled."""
+           n_features: int | None = None, instructions: bool = False):
+    """The target of a bundle: ``host`` (cffi) or ``qemu`` (the board's emulator, counting instructions with
+    ``instructions``). ``learn`` (test-then-train) and ``n_features`` (of the rows to come) are checked against
+    the bundle before anything is compiled."""
     if where == "host" and board is not None:
         raise ValueError("--board applies to --target qemu only")
+    if where == "host" and instructions:
+        raise ValueError("--instructions counts what an emulator executes: give --target qemu and a --board")
     if where != "host" and board is None:
         raise ValueError("--target qemu needs --board (see edgestream boards)")
     manifest = read_manifest(bundle_dir)
@@ -101,7 +115,7 @@ def target(bundle_dir, where: str = "host", board=None, timeout: float = 60, lea
         from .simulate import load_bundle
 
         return HostTarget(load_bundle(Path(bundle_dir).resolve()))
-    return EmulatedTarget(bundle_dir, board, timeout)
+    return EmulatedTarget(bundle_dir, board, timeout, instructions)
 
 
 class Replay:

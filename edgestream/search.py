@@ -5,7 +5,7 @@ rate.
 The candidates are the learner's search grid (``LearnerSpec.search_grid``: its ``search`` configurations, else
 its budget ladder), with the parameters the user fixed applied to each. Each gets its exact budget
 (:func:`edgestream.budget.configurations`) and, when the learner has a cost model for the board's core
-(``LearnerSpec.learn_cost``, calibrated on QEMU counts), its mean instructions per learn step (for shrubs, a step
+(``LearnerSpec.learn_cost``, calibrated on QEMU counts), its budget's mean instructions per learn step (for shrubs, a step
 that trains a new shrub amortized over ``update_every`` steps: the device keeps up on average and buffers the rows
 that arrive during a training step). With ``rate`` (samples per second) a candidate keeps up when those fit in
 ``board.clock_hz / rate`` cycles (one instruction per cycle, a Cortex-M's best case: wait states slow it). Every
@@ -226,7 +226,7 @@ def search(learner: str, board, X, y, ram: int | None = None, flash: int | None 
         own = [Candidate(budget) for budget in budgets]
         if learner != AUTO and not any(c.budget.fits for c in own):
             raise not_fitting(name, board, n_features, n_classes, budgets)
-        note = _predict_time(learners.get(name), board, own, n_features, n_classes, rate, alone=learner != AUTO)
+        note = _predict_time(learners.get(name), board, own, rate, alone=learner != AUTO)
         notes += [note] if note else []
         candidates += own
     if not any(c.budget.fits for c in candidates):
@@ -253,14 +253,13 @@ def _limits(ram, flash) -> str:
     return " and ".join(p for p in parts if p) or "its memory"
 
 
-def _predict_time(spec, board, candidates: list[Candidate], n_features: int, n_classes: int, rate,
-                  alone: bool = True) -> str | None:
-    """Instructions per learn step of every candidate (when the learner has a cost model for the board's core),
-    and with ``rate`` whether it keeps up. A learner searched ``alone`` has a rate it cannot meet (or cannot
+def _predict_time(spec, board, candidates: list[Candidate], rate, alone: bool = True) -> str | None:
+    """Instructions per learn step of every candidate (its budget's, when the learner has a cost model for the
+    board's core), and with ``rate`` whether it keeps up. A learner searched ``alone`` has a rate it cannot meet (or cannot
     check) refused with an error; among several, its candidates are marked and the reason is returned."""
-    if spec.learn_cost is not None:
-        for c in candidates:
-            c.instructions = spec.learn_cost(c.budget.params, n_features, n_classes, board.arch)
+    for c in candidates:
+        timing = c.budget.learn_time
+        c.instructions = None if timing is None else timing.mean
     if rate is None:
         return None
     problem = None

@@ -68,6 +68,10 @@ class NotRunnable(TargetError, ValueError):
     """A board whose emulator cannot run programs with file I/O (it can be built, not run): a usage error."""
 
 
+class NotCountable(TargetError, ValueError):
+    """Instruction counts asked of a board whose emulator cannot give them: a usage error."""
+
+
 TIMEOUT = Range("timeout", 0.0, 24 * 3600.0, float, above=True)  # seconds an emulator run may take
 
 
@@ -77,6 +81,14 @@ def check_runnable(board) -> None:
         runnable = ", ".join(name for name in board_names() if runs_programs(load_board(name)))
         raise NotRunnable(f"board {board.name} has no emulated file I/O; it can be built, not run (boards that "
                           f"run: {runnable})")
+
+
+def check_countable(board) -> None:
+    """Refuse instruction counts where the emulator logs no instructions: Debian's simavr is built without its
+    instruction trace (``simavr -t`` prints nothing), so only QEMU's ``-d exec`` log counts them."""
+    if board.emulator is not None and board.emulator.kind == "simavr":
+        raise NotCountable(f"board {board.name}: instruction counts come from QEMU's log; simavr gives none (its "
+                           "Debian build has no instruction trace); count on a Cortex-M or Linux board")
 
 
 def runs_programs(board) -> bool:
@@ -437,6 +449,11 @@ def count_instructions(trace: Path, name: str) -> dict[str, np.ndarray]:
     return {call: np.array(values, dtype=np.int64) for call, values in counts.items() if values}
 
 
+def instruction_summary(counts: dict[str, np.ndarray]) -> dict[str, dict]:
+    """Per API call counted, the mean and the worst executed instructions over its calls."""
+    return {call: {"mean": float(values.mean()), "worst": int(values.max())} for call, values in counts.items()}
+
+
 def describe_exit(code: int) -> str:
     if code in EXIT_STATUS:
         return EXIT_STATUS[code]
@@ -457,10 +474,9 @@ def run(bundle_dir, board, X, y=None, learn: bool = False, timeout: float = 60,
     rows = np.asarray(X)
     labels = class_indices(manifest, y, len(rows)) if learn else None
     payload = encode_rows(manifest, rows, labels)
+    if instructions:
+        check_countable(board)
     if board.io == "uart":
-        if instructions:
-            raise TargetError(f"board {board.name}: instruction counts come from QEMU's log; {emulator.command} "
-                              "gives none")
         return run_uart(bundle_dir, board, manifest, payload, len(rows), timeout)
     fw = check_ram(firmware(bundle_dir, board, emulated=True))
     command = emulator_command(board, fw.elf, ["-singlestep", "-d", "exec,nochain", "-D", TRACE] * instructions)

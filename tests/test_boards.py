@@ -108,12 +108,29 @@ def edit(path: Path, pattern: str, replacement: str) -> Path:
     (r"^fpu = true", "fpu = true\nfpu = false", "is not valid TOML"),
     (r"^\[link\][^\[]*", "", "field 'link' and flash_bytes are required for semihosting boards"),
     (r"^\[emulator\.link\][^\[]*", "", "field 'emulator.link' needs flash, flash_size"),
+    (r"^active_current_ma = .*$", "active_current_ma = 0", "field 'energy.active_current_ma' must be positive"),
+    (r"^supply_voltage = .*$", 'supply_voltage = "3V3"', "field 'energy.supply_voltage' must be float, got '3V3'"),
+    (r"^source = .*$", "", "missing field 'energy.source'"),
 ])
 def test_malformed_board_files_name_the_file_and_the_field(user_board, pattern, replacement, message):
     edit(user_board, pattern, replacement)
     with pytest.raises(BoardError, match=message) as error:
         load_board(user_board)
     assert str(user_board) in str(error.value)
+
+
+def test_energy_figures_are_cited_and_only_where_the_datasheet_gives_them():
+    with_figures = {board.name: board.energy for board in list_boards() if board.energy is not None}
+    assert sorted(with_figures) == ["nrf52840", "stm32f411"]
+    assert all("datasheet" in energy.source or "Specification" in energy.source for energy in with_figures.values())
+    stm32 = with_figures["stm32f411"]
+    assert (stm32.active_current_ma, stm32.supply_voltage) == (10.0, 3.3)  # 100 µA/MHz at 100 MHz, VDD 3.3 V
+    assert stm32.microjoules(100_000_000, 100_000_000) == pytest.approx(33_000)  # one second at 33 mW
+
+
+def test_a_whole_number_is_a_float_field(user_board):
+    edit(user_board, r"^active_current_ma = .*$", "active_current_ma = 10")
+    assert load_board(user_board).energy.active_current_ma == 10.0
 
 
 def test_a_table_field_given_as_a_value(user_board):

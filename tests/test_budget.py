@@ -7,6 +7,7 @@ import pytest
 
 from edgestream.boards import load_board
 from edgestream.budget import plan
+from edgestream.learners.shrubs import learn_instructions
 from edgestream.report import html_report
 from edgestream.export import export_bundle
 from edgestream import ShrubEnsemble
@@ -57,6 +58,44 @@ def test_tree_plan_picks_the_deepest_tree_that_fits_flash():
     deeper = plan("forest", board, n_features=8, n_classes=2, flash=16384 * 4, n_trees=4)
     assert budget.flash_bytes <= 16384 < budget.flash_bytes * 4
     assert deeper.config["max_depth"] > budget.config["max_depth"]
+
+
+def test_a_board_with_energy_figures_gets_an_estimate_from_its_profile():
+    board = load_board("stm32f411")
+    budget = plan("shrubs", board, n_features=3, n_classes=2, ram=8192)
+    mean, worst = learn_instructions(budget.params, 3, 2, board.arch)
+    energy = board.energy
+    microjoules = mean / board.clock_hz * energy.active_current_ma * energy.supply_voltage * 1e3
+    report = budget.to_json()
+    assert report["learn_instructions"] == {"mean": mean, "worst": worst}
+    assert report["samples_per_second"]["mean"] == pytest.approx(board.clock_hz / mean)
+    assert report["energy_estimate_uj_per_sample"]["mean"] == pytest.approx(microjoules)
+    assert report["energy_source"] == energy.source
+    text = budget.to_text()
+    assert f"energy per sample, an estimate: {microjoules:.3g} µJ on average" in text
+    assert f"{board.clock_hz / mean:,.0f} samples/s on average" in text and "no energy figures" not in text
+
+
+def test_a_board_without_energy_figures_says_so_and_guesses_nothing():
+    budget = plan("shrubs", load_board("rp2040"), n_features=3, n_classes=2, ram=8192)
+    report = budget.to_json()
+    assert report["learn_instructions"]["mean"] > 0 and report["energy_estimate_uj_per_sample"] is None
+    assert report["energy_source"] == "no energy figures for this board"
+    assert "  energy per sample: no energy figures for this board" in budget.to_text()
+    assert "µJ" not in budget.to_text()
+
+
+def test_no_time_without_a_cost_model_for_the_core():
+    budget = plan("shrubs", load_board("atmega2560"), n_features=3, n_classes=2)
+    assert budget.learn_time is None and "learn_instructions" not in budget.to_json()
+    assert "the shrubs cost model is not calibrated for atmega2560's core (avr6)" in budget.to_text()
+    assert plan("hoeffding", load_board("stm32f411"), n_features=3, n_classes=2).learn_time is None
+
+
+def test_html_report_shows_time_and_energy(tmp_path):
+    budget = plan("shrubs", load_board("stm32f411"), n_features=3, n_classes=2, ram=8192)
+    page = html_report(budget, tmp_path / "r.html").read_text()
+    assert "<h2>Time and energy per sample</h2>" in page and "energy per sample, an estimate: " in page
 
 
 def test_html_report_has_the_plots(tmp_path):

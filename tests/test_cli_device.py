@@ -184,6 +184,25 @@ def test_simulate_shrubs_learning_under_qemu(capsys, sea, bundles):
     assert code == 0 and "0 prediction mismatches" in out and "on stm32f411 under qemu-system-arm mps2-an386" in out
 
 
+def test_simulate_counts_instructions_under_qemu(capsys, tmp_path, sea, bundles):
+    """30 rows test-then-train on a shrub bundle: mean and worst per call, the mean that of the per-call counts."""
+    X, y, _ = sea
+    path = write_csv(tmp_path / "rows.csv", X[:30], y[:30])
+    argv = ["simulate", bundles["shrubs"], path, "--label", "label", "--target", "qemu", "--board", "stm32f411",
+            "--instructions"]
+    code, out, _ = run(capsys, *argv, "--learn", "--json")
+    counted = json.loads(out)["instructions"]
+    assert code == 0 and set(counted) == {"predict_proba", "predict", "learn"}
+    per_call = targets.run(bundles["shrubs"], "stm32f411", X[:30], y[:30], learn=True, instructions=True).instructions
+    for call, figures in counted.items():
+        assert set(figures) == {"mean", "worst"} and 0 < figures["mean"] <= figures["worst"]
+        assert figures["mean"] == per_call[call].mean() and figures["worst"] == per_call[call].max()
+    code, out, _ = run(capsys, *argv)  # predictions only: no learn calls to count
+    line = out.splitlines()[-1]
+    assert code == 0 and line.startswith("instructions per call, counted by the emulator: predict_proba mean ")
+    assert "; predict mean " in line and "learn" not in line
+
+
 def test_simulate_emulator_timeout(capsys, sea, bundles):
     _, _, path = sea
     code, _, err = run(capsys, "simulate", bundles["forest"], path, "--label", "label", "--target", "qemu",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
@@ -501,6 +501,14 @@ class BinnedOnlineLearner(StreamLearner, CompiledSteps):
         return self.predict(np.asarray(x).reshape(1, -1))[0]
 
 
+class LearnCost(NamedTuple):
+    """Predicted instructions of one learn step on a core: the mean per sample, and the worst step (None for a
+    model that predicts the mean only; the worst case per learner comes with issue 21's cost models)."""
+
+    mean: float
+    worst: float | None
+
+
 @dataclass(frozen=True)
 class LearnerSpec:
     """One learner, declared once.
@@ -526,7 +534,8 @@ class LearnerSpec:
     * ``search``: online learners, the configurations the budget tries on data (:mod:`edgestream.search`: the most
       accurate of those that fit wins); default the ladder.
     * ``learn_cost(params, n_features, n_classes, arch)``: instructions of one learn step on a core (``Board.arch``)
-      predicted by a model calibrated on QEMU counts, or None for a core without a calibration.
+      predicted by a model calibrated on QEMU counts, a :class:`LearnCost`, or None for a core without a
+      calibration.
     * ``variants``: parameters added to the smallest rung for further small test models (a mode the rung leaves
       off, on a stream of 3 features and 2 classes): the checkpoint tests run each, the fuzz target takes the first.
     * ``worst_case(model, n_features, n_classes)``: frozen learners whose bundles for speed walk the trees in inline

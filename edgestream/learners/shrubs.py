@@ -76,8 +76,8 @@ import numpy as np
 
 from ..state import Field, RegionSpec, StateSpec
 from ..tree import CRITERIA, LEAF_FEATURE, Q15_ONE, TreeEnsemble
-from .base import (TREE_OPTIONS, BinnedOnlineLearner, DeviceState, Estimator, LearnerSpec, Option, check_integer,
-                   restore_regions, step_size)
+from .base import (TREE_OPTIONS, BinnedOnlineLearner, DeviceState, Estimator, LearnCost, LearnerSpec, Option,
+                   check_integer, restore_regions, step_size)
 
 STATE_ARRAYS = ("window_bins", "window_labels", "nodes", "leaf_values", "roots", "weights")
 MAX_WINDOW = 4096
@@ -659,22 +659,17 @@ LEARN_COST: dict[str, dict[str, list[float]]] = {
 }
 
 
-def learn_instructions(params: dict, n_features: int, n_classes: int, arch: str) -> tuple[float, float] | None:
-    """Predicted instructions of a learn step on a core: (mean per sample, a new shrub's training amortized over
-    ``update_every`` steps; the worst step, the one that trains), or None for a core without a calibration."""
+def learn_instructions(params: dict, n_features: int, n_classes: int, arch: str) -> LearnCost | None:
+    """Predicted instructions of a learn step on a core (``LearnerSpec.learn_cost``): the mean per sample, a new
+    shrub's training amortized over ``update_every`` steps, and the worst step, the one that trains; None for a
+    core without a calibration."""
     coefficients = LEARN_COST.get(arch)
     if coefficients is None:
         return None
     step, train = learn_cost_terms(params, n_features, n_classes)
     plain = float(np.dot(coefficients["step"], step))
     training = float(np.dot(coefficients["train"], train))
-    return plain + training / params["update_every"], plain + training
-
-
-def learn_cost(params: dict, n_features: int, n_classes: int, arch: str) -> float | None:
-    """Mean instructions per learn step (``LearnerSpec.learn_cost``)."""
-    predicted = learn_instructions(params, n_features, n_classes, arch)
-    return None if predicted is None else predicted[0]
+    return LearnCost(plain + training / params["update_every"], plain + training)
 
 
 # The budget's search on data (edgestream.search): sizes (window, shrubs, depth) times how they learn (a new shrub
@@ -702,4 +697,4 @@ SPEC = LearnerSpec(
              Option("--update-every", "update_every", int, "a new shrub every N samples", "N")),
     learning=True, online=True, runtime=("es_common", "es_binning", "es_tree", "es_cart", "es_shrubs"),
     template="shrubs.c.j2", context=shrubs_context, tables=shrubs_tables, ladder=SHRUB_LADDER, state=STATE,
-    search=SHRUB_SEARCH, learn_cost=learn_cost)
+    search=SHRUB_SEARCH, learn_cost=learn_instructions)
