@@ -67,7 +67,7 @@ import numpy as np
 
 from bench_foundation import (EDGESTREAM_EXPORTS, edgestream_label, edgestream_leaf_models, emlearn_variants,
                               layout_label, load_data, models)
-from edgestream import ShrubEnsemble, learners, targets
+from edgestream import ShrubEnsemble, convert, learners, targets
 from edgestream.boards import load_board
 from edgestream.budget import Budget, of_model, plan
 from edgestream.data import make_stream
@@ -269,6 +269,13 @@ def trees(root: Path, rows: int) -> Prepared:
                 prepared.reports[kind, label, board] = targets.build(bundle, board)
             prepared.memory.append(tree_memory(kind, label, estimator, optimize,
                                                prepared.reports[kind, label, MEMORY_BOARD]))
+    imported = convert(fitted["forest", "scikit-learn"])  # the very forest emlearn exports below
+    for optimize in ("speed", "size"):
+        bundle = export_bundle(imported, root / f"imported-{optimize}", name="forest", optimize=optimize)
+        label = f"edgestream import --optimize {optimize}"
+        for board in CORES:
+            prepared.jobs.append(Job("forest", label, board, X, imported.predict_encoded(X), bundle=bundle))
+            prepared.reports["forest", label, board] = targets.build(bundle, board)
     variants = [v for v in emlearn_variants("forest", fitted["forest", "scikit-learn"], data, root / "emlearn")
                 if v.exporter in EMLEARN]
     for variant in variants:
@@ -396,7 +403,9 @@ FOOTNOTES = [
     "(-mcpu=cortex-m0plus) on QEMU's micro:bit Cortex-M0 model.",
     "emlearn is counted from int16/float features already in memory (the float32 -> int16 conversion is outside "
     "the count); edgestream from float32 features (no quantization: each node compares the raw feature with its "
-    "edge). edgestream rows: leaf values at fit time (q15/q8/vote), export --optimize speed|size.",
+    "edge). edgestream rows: leaf values at fit time (q15/q8/vote), export --optimize speed|size; edgestream import: "
+    "the scikit-learn forest emlearn exports, brought in by edgestream.convert (probability rows averaged as "
+    "scikit-learn's predict does).",
     "shrubs: Python learns {warmup} rows of SEA first, then the device test-then-trains {steps} rows in chunks of "
     "{chunk}; learn mean/max are steady-state steps (full window, {max_shrubs} shrubs + 1 new per step; with U=4 a "
     "new shrub every 4th step); learn pred is the calibrated cost model's mean (edgestream.learners.shrubs).",
