@@ -842,21 +842,22 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
             return out
         nb = (counts > 0) & (est > 0)
         included = nb if nb.any() else counts > 0
-        for k in np.flatnonzero(included):
-            score = np.full(len(X), log_f32(counts[k] / n)[0], dtype=F32)
-            if nb.any():
-                acc = np.zeros(len(X), F32)
-                for j in range(self.n_features_):
-                    var = self.m2[t, s, k, j] / est[k]
-                    var = var + self.var_floor[j]
-                    dd = X[:, j] - self.mean[t, s, k, j]
-                    q = (dd * dd) / var
-                    q = q + log_f32(var)[0]
-                    acc = acc + q
-                score = score - acc * F32(0.5)
-            q10 = score * Q10  # NaN (a state overflowed to infinities) scores lowest, as on the device
-            q10 = np.clip(np.where(np.isnan(q10), -SCORE_LIMIT, q10), -SCORE_LIMIT, SCORE_LIMIT)
-            out[:, k] = np.trunc(q10).astype(np.int32)
+        with np.errstate(over="ignore", invalid="ignore"):  # float32 overflows to infinities, as on the device
+            for k in np.flatnonzero(included):
+                score = np.full(len(X), log_f32(counts[k] / n)[0], dtype=F32)
+                if nb.any():
+                    acc = np.zeros(len(X), F32)
+                    for j in range(self.n_features_):
+                        var = self.m2[t, s, k, j] / est[k]
+                        var = var + self.var_floor[j]
+                        dd = X[:, j] - self.mean[t, s, k, j]
+                        q = (dd * dd) / var
+                        q = q + log_f32(var)[0]
+                        acc = acc + q
+                    score = score - acc * F32(0.5)
+                q10 = score * Q10  # NaN (a state overflowed to infinities) scores lowest, as on the device
+                q10 = np.clip(np.where(np.isnan(q10), -SCORE_LIMIT, q10), -SCORE_LIMIT, SCORE_LIMIT)
+                out[:, k] = np.trunc(q10).astype(np.int32)
         return out
 
     def predict_proba_q15(self, X) -> np.ndarray:
