@@ -112,7 +112,7 @@ from ..adwin import ADWIN, ADWIN_DTYPE, adwin_from_record, adwin_record, check_r
 from ..fixedpoint import LEAF_MAX, LEAF_MIN, Q15_ONE, additive_predict, additive_proba_q15, sigmoid_q15, softmax_q15
 from ..state import Field, RegionSpec, StateSpec
 from ..tree import LEAF_FEATURE, TreeEnsemble
-from .base import BINNING, INPUT_DTYPE, MAX_BINS
+from .base import BINNING, INPUT_DTYPE, MAX_BINS, WORK_PER_CALL
 from .base import MAX_DEPTH as MAX_DEPTH_OPTION
 from .base import BinnedOnlineLearner, DeviceState, Estimator, LearnerSpec, Option, check_integer, restore_regions
 from .shrubs import shrubs_context, shrubs_tables
@@ -894,8 +894,7 @@ SPEC = LearnerSpec(
              Option("--no-drift-detection", "drift_detection", bool, "no ADWIN on the error stream", const=False),
              Option("--learning-rate", "learning_rate", float, "eta, scales every leaf", "X"),
              Option("--adwin-delta", "delta", float, "ADWIN's confidence: larger detects changes sooner", "X"),
-             Option("--work-per-call", "work_per_call", int,
-                    "units of training work per learn call (0: a whole member in one call)", "U")),
+             WORK_PER_CALL),
     learning=True, online=True, runtime=("es_common", "es_binning", "es_tree", "es_fixed", "es_adwin", "es_axgb"),
     template="axgb.c.j2", context=axgb_context, tables=axgb_tables, ladder=AXGB_LADDER, search=AXGB_SEARCH,
     state=STATE, variants=(SPREAD_VARIANT,))
