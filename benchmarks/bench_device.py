@@ -19,15 +19,18 @@ and deterministic. Two cores: Cortex-M4F (board ``stm32f411``, run on QEMU's mps
   ``-Werror`` for the third-party code) and run by the same QEMU command; only ``eml_model_predict`` is counted.
   The harness's ``step`` converts the float32 row to int16 for the int16 variant outside the count: every model
   is counted from its own input type (edgestream's count includes quantizing float32 features to bins).
-* a shrub ensemble that the budget manager plans for 8 KiB of RAM on ``stm32f411``, on the built-in SEA stream
-  (``make_stream("sea", STREAM_ROWS, seed=1)``, bin edges fitted on its first 1000 rows as the CLI does). Python learns
-  the first ``WARMUP`` rows (the window fills and the ensemble reaches ``max_shrubs``), then the device
-  test-then-trains the next ``--learn-steps`` rows: the learn counts are those of the steady state. The steps run
-  in chunks of ``--chunk`` rows, each from a bundle exported with the Python state at its first row, so chunks
-  run in parallel; every device class is checked against Python's test-then-train. Two variants
-  (``SHRUB_VARIANTS``): the ladder's plan as is (a new shrub every sample, 5 burn-in steps) and with a new shrub
-  every 4 samples and 1 burn-in step (the budget search's choice at 8 KiB on SEA), each with the mean learn step
-  the calibrated cost model predicts (``learn pred``).
+
+**Table 2, every online learner learning on the device.** Each online learner as the budget manager plans it for
+8 KiB of RAM on ``stm32f411``, ``rp2040`` and ``atmega2560`` (each board its own plan), on the built-in SEA stream
+(``make_stream("sea", STREAM_ROWS, seed=1)``, started on its first rows as the CLI does). Python learns the first
+``WARMUP`` rows (windows and ensembles full, trees grown), then the device test-then-trains the next rows
+(``calibrate_cost.STEPS`` per learner, enough for several of its expensive steps, or ``--learn-steps``) in chunks
+of ``--chunk`` rows, each from a bundle exported with the Python state at its first row, so chunks run in
+parallel; every device class is checked against Python's test-then-train. Per learner and core: mean and worst
+instructions per learn call and per prediction, beside the cost model's prediction (:mod:`edgestream.costs`), and
+the learn calls' worst/mean ratio. The shrubs run a second time as the budget's search chooses them at 8 KiB on
+SEA (a new shrub every 4 samples, 1 burn-in step). AVR rows appear where the emulator counts (simavr: cycles
+measured by the harness).
 
 Flash bytes: the model's part of the linked ELF as :class:`edgestream.targets.BuildReport` measures it,
 ``code_bytes + tables_bytes``: functions compiled from the model's sources that survive ``--gc-sections`` plus
@@ -36,8 +39,8 @@ code calls (soft float, 64-bit multiply and divide, memset) are not counted, for
 
 Mismatch: rows where the device's class differs from the exporting Python model's (emlearn: scikit-learn's).
 
-**Table 2, predicted against measured memory**, for the tree, forest and shrub bundles built for ``stm32f411``
-and a shrub bundle planned for ``atmega328p`` (2 KiB, packed layout; AVR is built, not run):
+**Table 3, predicted against measured memory**, for the tree, forest and every online learner's bundle built for
+``stm32f411`` and a shrub bundle planned for ``atmega328p`` (2 KiB, packed layout; AVR is built, not run):
 
 * state RAM: the budget's state regions (plus alignment padding) against the size of ``<name>_memory``;
 * tables: the budget's table items computed for the exact exported model (the kept bin edges, the nodes and the
@@ -65,14 +68,15 @@ from pathlib import Path
 import emlearn
 import numpy as np
 
+from calibrate_cost import DEFAULT_STEPS, STEPS
 from bench_foundation import (EDGESTREAM_EXPORTS, edgestream_label, edgestream_leaf_models, emlearn_variants,
                               layout_label, load_data, models)
-from edgestream import ShrubEnsemble, convert, learners, targets
+from edgestream import convert, learners, targets
 from edgestream.boards import load_board
 from edgestream.budget import Budget, of_model, plan
 from edgestream.data import make_stream
 from edgestream.export import export_bundle
-from edgestream.learners.shrubs import learn_instructions
+from edgestream.costs import call_cost
 from edgestream.parity import compare_sizes
 from edgestream.train import start_online
 
@@ -84,13 +88,15 @@ SMALL_PLAN = {"ram": 1024, "max_bins": 16}
 ROWS = 50  # digits test rows per predict-only run
 EMLEARN = ("emlearn loadable int16 hard vote", "emlearn inline float hard vote")
 EMLEARN_NAME = "eml_model"  # emlearn.convert(...).save(name=...) in bench_foundation: eml_model_predict
-SHRUB_RAM = 8 * 1024
-# the ladder's 8 KiB plan as is (a new shrub every sample, 5 burn-in steps), and as the budget's search chooses it on
-# SEA (a new shrub every 4 samples, 1 burn-in step: the learn step's cost is amortized)
-SHRUB_VARIANTS = {"edgestream": {}, "edgestream U=4 burnin=1": {"update_every": 4, "burnin": 1}}
-STREAM, STREAM_ROWS = "sea", 2000
-WARMUP = 500  # rows Python learns before the device takes over
-LEARN_STEPS, CHUNK = 100, 25
+LEARN_RAM = 8 * 1024
+LEARN_BOARDS = {"stm32f411": "Cortex-M4F", "rp2040": "Cortex-M0", "atmega2560": "AVR"}  # board -> its core
+ONLINE = [spec.name for spec in learners.REGISTRY.values() if spec.online]
+# besides every learner's plan as is: the shrubs as the budget's search chooses them on SEA (a new shrub every 4
+# samples, 1 burn-in step: the learn step's cost is amortized)
+LEARN_VARIANTS = [("shrubs", "edgestream U=4 burnin=1", {"update_every": 4, "burnin": 1})]
+STREAM, STREAM_ROWS = "sea", 3000
+WARMUP = 1500  # rows Python learns before the device takes over
+CHUNK = 100
 WORKERS = 2
 TIMEOUT = 900  # seconds for one emulator run
 
@@ -129,13 +135,30 @@ class CountRow:
     rows: int = column("rows")
     predict_mean: float = column("predict mean", "{:,.1f}")
     predict_max: int = column("predict max")
-    learn_mean: float | None = column("learn mean", "{:,.0f}")
-    learn_max: int | None = column("learn max")
     flash_bytes: int = column("flash B")
     mismatches: int = column("mismatch")
     proba_mean: float | None = column("predict_proba mean", "{:,.1f}", json_only=True)
     board: str = column("board", "{}", json_only=True)
-    learn_predicted: float | None = column("learn pred", "{:,.0f}", default=None)
+
+
+@dataclass
+class LearnRow:
+    learner: str = column("learner", "{}")
+    exporter: str = column("exporter", "{}")
+    core: str = column("core", "{}")
+    steps: int = column("steps")
+    learn_mean: float = column("learn mean", "{:,.0f}")
+    learn_mean_predicted: float | None = column("pred", "{:,.0f}")
+    learn_worst: int = column("learn worst")
+    learn_worst_predicted: float | None = column("pred", "{:,.0f}")
+    ratio: float = column("worst/mean", "{:.2f}")
+    predict_mean: float = column("predict mean", "{:,.0f}")
+    predict_mean_predicted: float | None = column("pred", "{:,.0f}")
+    predict_worst: int = column("predict worst")
+    predict_worst_predicted: float | None = column("pred", "{:,.0f}")
+    mismatches: int = column("mismatch")
+    board: str = column("board", "{}", json_only=True)
+    config: dict = column("config", json_only=True, default_factory=dict)
 
 
 @dataclass
@@ -248,7 +271,8 @@ class Prepared:
     jobs: list[Job]
     reports: dict[tuple[str, str, str], targets.BuildReport]  # (model, exporter, board) -> the build sized
     memory: list[MemoryRow]
-    predicted: dict[tuple[str, str, str], float] = field(default_factory=dict)  # mean learn step, cost model
+    predicted: dict[tuple[str, str, str], object] = field(default_factory=dict)  # the cost model's CallCost
+    configs: dict[tuple[str, str, str], dict] = field(default_factory=dict)  # an online learner's planned sizes
 
 
 def trees(root: Path, rows: int) -> Prepared:
@@ -286,12 +310,20 @@ def trees(root: Path, rows: int) -> Prepared:
     return prepared
 
 
-def shrub_plan(board: str, X, y, ram: int, **params) -> tuple[Budget, ShrubEnsemble]:
-    """The budget manager's shrub ensemble for ``board``, bin edges from the stream's first rows (as the CLI)."""
-    board = load_board(board)
-    n_features, n_classes = X.shape[1], len(np.unique(y))
-    planned = plan("shrubs", board, n_features, n_classes, ram=ram, **params)
-    return planned, start_online(learners.get("shrubs").make(**planned.params), X, np.unique(y))
+def countable(board: str) -> bool:
+    try:
+        targets.check_countable(load_board(board))
+    except targets.NotCountable:
+        return False
+    return True
+
+
+def online_plan(name: str, board: str, X, y, ram: int, **params) -> tuple[Budget, object]:
+    """The budget manager's plan of an online learner for ``board``, started on the stream's first rows (as the
+    CLI)."""
+    n_features, classes = X.shape[1], np.unique(y)
+    planned = plan(name, load_board(board), n_features, len(classes), ram=ram, **params)
+    return planned, start_online(learners.get(name).make(**planned.params), X, classes)
 
 
 def exact_budget(planned: Budget, model) -> Budget:
@@ -299,32 +331,38 @@ def exact_budget(planned: Budget, model) -> Budget:
     return of_model(model, load_board(planned.board), planned.ram_budget, planned.flash_budget)
 
 
-def shrubs(root: Path, steps: int, chunk: int) -> Prepared:
-    """Chunks of device test-then-train after a Python warm-up, for each of SHRUB_VARIANTS, plus the AVR bundle for
-    the memory table."""
+def learning(root: Path, steps: int | None, chunk: int) -> Prepared:
+    """Chunks of device test-then-train after a Python warm-up, for every online learner at its ``LEARN_RAM`` plan
+    on each of ``LEARN_BOARDS`` (and the shrubs' variant of ``LEARN_VARIANTS``), plus the AVR shrub bundle of the
+    memory table."""
     X, y = make_stream(STREAM, STREAM_ROWS, seed=1)
     prepared = Prepared([], {}, [])
-    for exporter, params in SHRUB_VARIANTS.items():
-        planned, learner = shrub_plan(MEMORY_BOARD, X, y, ram=SHRUB_RAM, **params)
-        learner.partial_fit(X[:WARMUP], y[:WARMUP])
-        budget = exact_budget(planned, learner)  # of the state the first chunk's bundle starts from
-        bundles = []
-        for start in range(WARMUP, WARMUP + steps, chunk):
-            rows = slice(start, min(start + chunk, WARMUP + steps))
-            bundles.append(export_bundle(learner, root / f"shrubs-{len(prepared.reports)}-{start}", name="shrubs"))
-            expected = []
-            for x, label in zip(X[rows], y[rows]):
-                expected.append(learner.predict_encoded(x[None])[0])
-                learner.learn_one(x, label)
-            prepared.jobs += [Job("shrubs", exporter, board, X[rows], np.array(expected), y[rows], bundles[-1])
-                              for board in CORES]
-        for board in CORES:
-            prepared.reports["shrubs", exporter, board] = targets.build(bundles[0], board)
-            prepared.predicted["shrubs", exporter, board] = learn_instructions(
-                learner.get_params(), X.shape[1], 2, load_board(board).arch)[0]
-        if not params:
-            prepared.memory.append(memory_row("shrubs", budget, prepared.reports["shrubs", exporter, MEMORY_BOARD]))
-    small_plan, small = shrub_plan(SMALL_BOARD, X, y, **SMALL_PLAN)
+    for name, exporter, params in [(n, "edgestream", {}) for n in ONLINE] + LEARN_VARIANTS:
+        for board in LEARN_BOARDS:
+            if not countable(board):
+                continue
+            planned, learner = online_plan(name, board, X, y, ram=LEARN_RAM, **params)
+            learner.partial_fit(X[:WARMUP], y[:WARMUP])
+            budget = exact_budget(planned, learner)  # of the state the first chunk's bundle starts from
+            n = steps or STEPS.get(name, DEFAULT_STEPS)
+            first = None
+            for start in range(WARMUP, WARMUP + n, chunk):
+                rows = slice(start, min(start + chunk, WARMUP + n))
+                bundle = export_bundle(learner, root / f"{name}-{exporter}-{board}-{start}".replace(" ", "_"),
+                                       name=name)
+                first = first or bundle
+                expected = []
+                for x, label in zip(X[rows], y[rows]):
+                    expected.append(learner.predict_encoded(x[None])[0])
+                    learner.learn_one(x, label)
+                prepared.jobs.append(Job(name, exporter, board, X[rows], np.array(expected), y[rows], bundle))
+            prepared.reports[name, exporter, board] = targets.build(first, board)
+            prepared.configs[name, exporter, board] = planned.config
+            prepared.predicted[name, exporter, board] = call_cost(
+                learners.get(name), learner.get_params(), X.shape[1], 2, load_board(board).arch)
+            if board == MEMORY_BOARD and not params:
+                prepared.memory.append(memory_row(name, budget, prepared.reports[name, exporter, board]))
+    small_plan, small = online_plan("shrubs", SMALL_BOARD, X, y, **SMALL_PLAN)
     bundle = export_bundle(small, root / "shrubs-avr", name="shrubs")
     prepared.memory.append(memory_row("shrubs", exact_budget(small_plan, small), targets.build(bundle, SMALL_BOARD)))
     return prepared
@@ -364,28 +402,50 @@ def tree_memory(kind: str, label: str, estimator, optimize: str, report: targets
 
 # ------------------------------------------------------------------------------------------ instruction table
 
-def count_rows(measured: list[Measured], reports, predicted: dict) -> list[CountRow]:
-    """One row per (model, exporter, board), the chunks of a shrub run joined in order."""
+def grouped(measured: list[Measured]) -> dict[tuple[str, str, str], tuple[dict[str, np.ndarray], int]]:
+    """(model, exporter, board) -> the counts per call of its runs joined in order (a learning run's chunks), and
+    its mismatches."""
     groups: dict[tuple[str, str, str], list[Measured]] = {}
     for item in measured:
         groups.setdefault((item.job.model, item.job.exporter, item.job.board), []).append(item)
+    return {key: ({call: np.concatenate([m.instructions[call] for m in items])
+                   for call in targets.API_CALLS if call in items[0].instructions},
+                  sum(int(np.sum(m.classes != m.job.expected)) for m in items))
+            for key, items in groups.items()}
+
+
+def count_rows(groups: dict, reports) -> list[CountRow]:
+    """Table 1: one row per frozen (model, exporter, board)."""
     rows = []
-    for (model, exporter, board), items in groups.items():
-        counts = {call: np.concatenate([m.instructions[call] for m in items])
-                  for call in targets.API_CALLS if call in items[0].instructions}
-        mismatches = sum(int(np.sum(m.classes != m.job.expected)) for m in items)
-        learn = counts.get("learn")
+    for (model, exporter, board), (counts, mismatches) in groups.items():
+        if model not in ("tree", "forest"):
+            continue
         proba = counts.get("predict_proba")
         report = reports[model, exporter, board]
         rows.append(CountRow(
             model=model, exporter=exporter, core=CORES[board], rows=len(counts["predict"]),
             predict_mean=float(counts["predict"].mean()), predict_max=int(counts["predict"].max()),
-            learn_mean=None if learn is None else float(learn.mean()),
-            learn_max=None if learn is None else int(learn.max()),
             flash_bytes=report.code_bytes + report.tables_bytes, mismatches=mismatches,
-            proba_mean=None if proba is None else float(proba.mean()), board=board,
-            learn_predicted=predicted.get((model, exporter, board))))
-    return sorted(rows, key=lambda r: (["tree", "forest", "shrubs"].index(r.model), r.exporter, r.core))
+            proba_mean=None if proba is None else float(proba.mean()), board=board))
+    return sorted(rows, key=lambda r: (["tree", "forest"].index(r.model), r.exporter, r.core))
+
+
+def learn_rows(groups: dict, predicted: dict, configs: dict) -> list[LearnRow]:
+    """Table 2: one row per online (learner, exporter, board), the cost model's predictions beside the counts."""
+    rows = []
+    for (model, exporter, board), (counts, mismatches) in groups.items():
+        if model in ("tree", "forest"):
+            continue
+        learn, predict, cost = counts["learn"], counts["predict"], predicted.get((model, exporter, board))
+        rows.append(LearnRow(
+            learner=model, exporter=exporter, core=LEARN_BOARDS[board], steps=len(learn),
+            learn_mean=float(learn.mean()), learn_mean_predicted=cost and cost.learn.mean,
+            learn_worst=int(learn.max()), learn_worst_predicted=cost and cost.learn.worst,
+            ratio=float(learn.max() / learn.mean()), predict_mean=float(predict.mean()),
+            predict_mean_predicted=cost and cost.predict.mean, predict_worst=int(predict.max()),
+            predict_worst_predicted=cost and cost.predict.worst, mismatches=mismatches, board=board,
+            config=configs[model, exporter, board]))
+    return sorted(rows, key=lambda r: (ONLINE.index(r.learner), r.exporter, list(LEARN_BOARDS).index(r.board)))
 
 
 def run_jobs(jobs: list[Job]) -> list[Measured]:
@@ -406,13 +466,15 @@ FOOTNOTES = [
     "edge). edgestream rows: leaf values at fit time (q15/q8/vote), export --optimize speed|size; edgestream import: "
     "the scikit-learn forest emlearn exports, brought in by edgestream.convert (probability rows averaged as "
     "scikit-learn's predict does).",
-    "shrubs: Python learns {warmup} rows of SEA first, then the device test-then-trains {steps} rows in chunks of "
-    "{chunk}; learn mean/max are steady-state steps (full window, {max_shrubs} shrubs + 1 new per step; with U=4 a "
-    "new shrub every 4th step); learn pred is the calibrated cost model's mean (edgestream.learners.shrubs).",
+    "Table 2: every online learner at the budget's {ram} KiB plan for each board: Python learns {warmup} rows of "
+    "SEA, then the device test-then-trains the next rows (calibrate_cost.STEPS per learner) in chunks of {chunk}, "
+    "each from a bundle exported with Python's state at its first row (the counts equal one long run's). pred: "
+    "the cost model's prediction (edgestream.costs) for the board's core; worst/mean: of the learn calls. AVR: "
+    "CPU cycles measured by the harness in simavr where the emulator counts (else no AVR rows).",
     "flash B: code of the model's sources left after --gc-sections + its const objects (BuildReport.code_bytes + "
     "tables_bytes); libgcc/picolibc helpers (soft float, 64-bit multiply/divide) are not counted, nor the shrub "
     "state's initial image in .data (table 2).",
-    "Table 2 (bytes): state = <name>_memory; tables = model objects of the ELF vs the budget's table items for the "
+    "Table 3 (bytes): state = <name>_memory; tables = model objects of the ELF vs the budget's table items for the "
     "exported model; code = runtime files compiled alone (budget) vs linked functions of the bundle, generated "
     "wrappers included (ELF); image = the learning state's initial image stored in flash (.data), budget vs ELF; stack pred = "
     "budget's call locals, stack predict/learn = deepest -fstack-usage chain of the API call.",
@@ -423,7 +485,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print the rows as JSON instead of the tables")
     parser.add_argument("--rows", type=int, default=ROWS, help="digits test rows per predict-only run")
-    parser.add_argument("--learn-steps", type=int, default=LEARN_STEPS, help="shrub learn steps on the device")
+    parser.add_argument("--learn-steps", type=int, help="learn steps on the device per learner (default: "
+                        "calibrate_cost.STEPS)")
     parser.add_argument("--chunk", type=int, default=CHUNK, help="learn steps per emulator run")
     parser.add_argument("--out", type=Path, help="keep bundles and firmware in this directory")
     parser.add_argument("--opt", choices=("Os", "O2"), default="Os",
@@ -434,25 +497,32 @@ def main(argv=None) -> int:
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="es-bench-device-") as temp:
         root = args.out or Path(temp)
-        parts = [trees(root, args.rows), shrubs(root, args.learn_steps, args.chunk)]
+        parts = [trees(root, args.rows), learning(root, args.learn_steps, args.chunk)]
         reports = {key: report for part in parts for key, report in part.reports.items()}
-        predicted = {key: value for part in parts for key, value in part.predicted.items()}
-        counts = count_rows(run_jobs([job for part in parts for job in part.jobs]), reports, predicted)
+        groups = grouped(run_jobs([job for part in parts for job in part.jobs]))
+    counts = count_rows(groups, reports)
+    learned = learn_rows(groups, {k: v for part in parts for k, v in part.predicted.items()},
+                         {k: v for part in parts for k, v in part.configs.items()})
     memory = [row for part in parts for row in part.memory]
     seconds = time.perf_counter() - start
     if args.json:
         print(json.dumps({"instructions": [dataclasses.asdict(r) for r in counts],
+                          "learning": [dataclasses.asdict(r) for r in learned],
                           "memory": [dataclasses.asdict(r) for r in memory], "seconds": seconds}, indent=1))
         return 0
-    shrub_config = next(row.config for row in memory if row.model == "shrubs")
-    print(f"Executed instructions per call (digits: {args.rows} test rows; shrubs: {STREAM} stream; -{args.opt})\n")
+    print(f"Table 1: executed instructions per prediction (digits: {args.rows} test rows; -{args.opt})\n")
     print(format_table(counts))
-    print("\nPredicted (budget) vs measured (ELF) memory, bytes\n")
+    print(f"\nTable 2: instructions per learn call and per prediction of every online learner at its "
+          f"{LEARN_RAM // 1024} KiB plan ({STREAM} stream; -{args.opt})\n")
+    print(format_table(learned))
+    print("\n".join(f"  {r.learner} {r.exporter} {r.board}: {', '.join(f'{k}={v}' for k, v in r.config.items())}"
+                    for r in learned))
+    print("\nTable 3: predicted (budget) vs measured (ELF) memory, bytes\n")
     print(format_table(memory))
     notes = [f"  [{row.model} {row.board}] {note}" for row in memory for note in row.notes]
     print("\n".join(["", *notes]) if notes else "")
-    print("\n".join("* " + note.format(warmup=WARMUP, steps=args.learn_steps, chunk=args.chunk,
-                                       max_shrubs=shrub_config["max_shrubs"]) for note in FOOTNOTES))
+    print("\n".join("* " + note.format(warmup=WARMUP, chunk=args.chunk, ram=LEARN_RAM // 1024)
+                    for note in FOOTNOTES))
     print(f"\n{seconds:.0f} s")
     return 0
 

@@ -10,7 +10,7 @@ the first 1,000 rows, then the window fills and the ensemble grows on the first 
 and the clock runs over the next ``--rows`` rows, learned in one ``partial_fit`` call (the engine's compiled
 learn-only loop: no Python per row); best of three runs from the same start. The specification
 (``use_engine = False``) learns the first ``--spec-rows`` of them from the same start, the peer of the same run.
-The instructions of the same step on Cortex-M cores: ``benchmarks/calibrate_shrub_cost.py --configs 0 11``.
+The instructions of the same step on Cortex-M cores: ``benchmarks/bench_device.py`` (table 2).
 """
 
 from __future__ import annotations

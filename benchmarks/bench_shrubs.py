@@ -57,7 +57,8 @@ from river import forest, tree
 from edgestream.boards import load_board
 from edgestream.data import load_csv, make_stream
 from edgestream.evaluate import PrequentialResult, RiverAdapter, plot_curves, prequential
-from edgestream.learners.shrubs import learn_instructions
+from edgestream import learners
+from edgestream.costs import call_cost
 from edgestream.search import Search, search
 from edgestream import ShrubEnsemble
 
@@ -147,7 +148,7 @@ LEARNERS = [
 
 def describe(learner, n_features: int, n_classes: int) -> str:
     if isinstance(learner, ShrubEnsemble):
-        mean = learn_instructions(learner.get_params(), n_features, n_classes, BOARD.arch)[0]
+        mean = call_cost(learners.get("shrubs"), learner.get_params(), n_features, n_classes, BOARD.arch).learn.mean
         return (f"B={learner.window_size} M={learner.max_shrubs} D={learner.max_depth} U={learner.update_every} "
                 f"burnin={learner.burnin} step={learner.step_size} bins={learner.max_bins}; M4 {mean:,.0f} instr, "
                 f"{BOARD.clock_hz / mean:,.0f}/s")

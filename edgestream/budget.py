@@ -15,11 +15,11 @@ configuration not trained yet, the code its runtime's public functions reach (an
 chain under a bound of the wrapper's frame (its locals, every register a function may save and the return address,
 rounded up to the frame alignment), so a plan is never below the exported model's figures.
 
-Time and energy of an online learner come from the two owners of their figures: the learner's cost model
-(``LearnerSpec.learn_cost``: instructions per learn step on the board's core) and the board profile (its clock and,
-where its datasheet gives them, the active current and supply voltage, ``[energy]``). From them the budget derives
-the highest sample rate the board sustains (one instruction per cycle, a Cortex-M's best case) and an energy
-estimate per sample; a board without energy figures gets none.
+Time and energy of an online learner come from the two owners of their figures: :mod:`edgestream.costs`
+(instructions per prediction and per learn call on the board's core, mean and worst) and the board profile (its
+clock and, where its datasheet gives them, the active current and supply voltage, ``[energy]``). From them the
+budget derives the highest sample rate the board sustains (one instruction per cycle, a Cortex-M's best case) and
+an energy estimate per sample; a board without energy figures gets none.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from pathlib import Path
 
 from . import cache, emit, learners, targets
 from .boards import Energy
+from .costs import CallCost, calibrated_cores, call_cost
 from .emit import wrapper_stack_bytes
 from .checkpoint import image_layout
 from .emit import SOURCE_DIR
@@ -57,47 +58,44 @@ class Item:
 
 
 @dataclass(frozen=True)
-class LearnTime:
-    """Predicted instructions of one learn step on the board's core, its clock and its datasheet energy figures."""
+class DeviceTime:
+    """Predicted instructions of a prediction and a learn call on the board's core, its clock and its datasheet
+    energy figures. A test-then-train sample costs one of each."""
 
-    mean: float
-    worst: float | None  # None: the learner's cost model predicts the mean only
+    cost: CallCost
     clock_hz: int
     energy: Energy | None  # None: the board profile has no energy figures
 
-    def rates(self) -> dict[str, float | None]:
-        """The highest sample rates the board sustains: on average (rows buffered during a long step) and when every
-        step must end before the next sample (the worst step)."""
-        return {"mean": self.clock_hz / self.mean, "worst": self.clock_hz / self.worst if self.worst else None}
+    def rates(self) -> dict[str, float]:
+        """The highest sample rates the board sustains: on average (rows buffered during a long call) and when every
+        sample must be predicted and learned before the next arrives (the worst calls)."""
+        return {key: self.clock_hz / self.cost.per_sample(worst=key == "worst") for key in ("mean", "worst")}
 
-    def microjoules(self) -> dict[str, float | None] | None:
-        """Energy estimate per sample, mean and worst step, or None without the board's figures."""
+    def microjoules(self) -> dict[str, float] | None:
+        """Energy estimate per sample, mean and worst, or None without the board's figures."""
         if self.energy is None:
             return None
-        return {key: None if value is None else self.energy.microjoules(value, self.clock_hz)
-                for key, value in (("mean", self.mean), ("worst", self.worst))}
+        return {key: self.energy.microjoules(self.cost.per_sample(worst=key == "worst"), self.clock_hz)
+                for key in ("mean", "worst")}
 
     def to_json(self) -> dict:
         energy = self.microjoules()
-        return {"learn_instructions": {"mean": self.mean, "worst": self.worst},
-                "samples_per_second": self.rates(),
+        return {**self.cost.to_json(), "samples_per_second": self.rates(),
                 "energy_estimate_uj_per_sample": energy,
                 "energy_source": self.energy.source if energy else "no energy figures for this board"}
 
     def lines(self) -> list[str]:
         """The report's lines: instructions, sample rates and the energy estimate (or that there is none)."""
-        rates, energy = self.rates(), self.microjoules()
-        worst_step = f"{self.worst:,.0f}" if self.worst else "not modelled"
-        every_step = f", {rates['worst']:,.0f} if every step must end before the next sample" if self.worst else ""
-        lines = [f"learn step: {self.mean:,.0f} instructions on average, {worst_step} at worst (predicted by the "
-                 f"learner's cost model)",
-                 f"highest sample rate at {self.clock_hz / 1e6:g} MHz: {rates['mean']:,.0f} samples/s on average"
-                 f"{every_step}"]
+        rates, energy, cost = self.rates(), self.microjoules(), self.cost
+        lines = [f"{kind}: {calls.mean:,.0f} instructions on average, {calls.worst:,.0f} at worst (predicted by the "
+                 f"learner's cost model)" for kind, calls in (("predict", cost.predict), ("learn", cost.learn))]
+        lines.append(f"highest sample rate at {self.clock_hz / 1e6:g} MHz (predict and learn each sample): "
+                     f"{rates['mean']:,.0f} samples/s on average, {rates['worst']:,.0f} if every sample must end "
+                     f"before the next")
         if energy is None:
             return lines + ["energy per sample: no energy figures for this board"]
-        worst_energy = f", {energy['worst']:.3g} µJ at worst" if self.worst else ""
-        return lines + [f"energy per sample, an estimate: {energy['mean']:.3g} µJ on average{worst_energy} "
-                        f"(instructions / clock x {self.energy.active_current_ma:g} mA x "
+        return lines + [f"energy per sample, an estimate: {energy['mean']:.3g} µJ on average, {energy['worst']:.3g} "
+                        f"µJ at worst (instructions / clock x {self.energy.active_current_ma:g} mA x "
                         f"{self.energy.supply_voltage:g} V; {self.energy.source})"]
 
 
@@ -115,7 +113,7 @@ class Budget:
     flash_budget: int | None  # None: no flash limit (a Linux board's storage)
     code_measured: bool = False
     notes: list[str] = field(default_factory=list)
-    learn_time: LearnTime | None = None  # online learners with a cost model for the board's core
+    time: DeviceTime | None = None  # online learners with a cost model for the board's core
 
     @property
     def ram_bytes(self) -> int:
@@ -136,9 +134,9 @@ class Budget:
                                                       self.flash_bytes <= self.flash_budget)
 
     def to_json(self) -> dict:
-        fields = {key: value for key, value in asdict(self).items() if key != "learn_time"}
+        fields = {key: value for key, value in asdict(self).items() if key != "time"}
         return {**fields, "ram_bytes": self.ram_bytes, "flash_bytes": self.flash_bytes, "fits": self.fits,
-                **(self.learn_time.to_json() if self.learn_time else {})}
+                **(self.time.to_json() if self.time else {})}
 
     def to_text(self) -> str:
         lines = [f"{self.learner} on {self.board}: " + ", ".join(f"{k}={v}" for k, v in self.config.items())]
@@ -148,7 +146,7 @@ class Budget:
             lines.append(f"  {title}: {total:,} {share}")
             lines += [f"    {item.name:<16} {item.group:<10} {item.bytes:>9,}" for item in items]
         lines.append("  fits" if self.fits else "  DOES NOT FIT")
-        lines += [f"  {line}" for line in (self.learn_time.lines() if self.learn_time else [])]
+        lines += [f"  {line}" for line in (self.time.lines() if self.time else [])]
         lines += [f"  note: {note}" for note in self.notes]
         return "\n".join(lines)
 
@@ -445,23 +443,22 @@ def estimate(spec, board, model, n_features: int, n_classes: int, ram: int, flas
     if runtime is None:
         notes.append(f"runtime code and its stack not counted: {board.toolchain.cc} is not installed "
                      "(scripts/setup.sh installs it)")
-    timing = learn_time(spec, board, model.get_params(), n_features, n_classes, notes)
+    timing = device_time(spec, board, model.get_params(), n_features, n_classes, notes)
     return Budget(spec.name, board.name, size_config(spec, model, n_features, n_classes), model.get_params(),
                   state + sequence + [call_stack(runtime, n_features, n_classes)] + copied,
                   tables + image + code_flash(runtime), ram, flash, runtime is not None, notes, timing)
 
 
-def learn_time(spec, board, params: dict, n_features: int, n_classes: int, notes: list[str]) -> LearnTime | None:
-    """The learner's predicted learn step on ``board`` (None without a cost model for its core, said in ``notes``
-    when the learner has a model for other cores)."""
-    if spec.learn_cost is None:
-        return None
-    cost = spec.learn_cost(params, n_features, n_classes, board.arch)
+def device_time(spec, board, params: dict, n_features: int, n_classes: int, notes: list[str]) -> DeviceTime | None:
+    """The learner's predicted calls on ``board`` (None without a cost model for its core, said in ``notes`` when
+    the learner has a model for other cores)."""
+    cost = call_cost(spec, params, n_features, n_classes, board.arch)
     if cost is None:
-        notes.append(f"time per learn step not predicted: the {spec.name} cost model is not calibrated for "
-                     f"{board.name}'s core ({board.arch})")
+        if calibrated_cores(spec.name):
+            notes.append(f"time per call not predicted: the {spec.name} cost model is not calibrated for "
+                         f"{board.name}'s core ({board.arch})")
         return None
-    return LearnTime(cost.mean, cost.worst, board.clock_hz, board.energy)
+    return DeviceTime(cost, board.clock_hz, board.energy)
 
 
 def plan(learner: str, board, n_features: int, n_classes: int, ram: int | None = None, flash: int | None = None,

@@ -287,8 +287,11 @@ def learner_params(args) -> dict:
 
 def _add_search_options(group) -> None:
     group.add_argument("--rate", type=RATE, metavar="HZ",
-                       help="online learners: samples per second the device must learn (instructions per learn step "
-                            "predicted for the board's core against its clock)")
+                       help="online learners: samples per second the device must predict and learn (instructions of "
+                            "the worst prediction and learn call predicted for the board's core, against its clock)")
+    group.add_argument("--rate-mean", action="store_true",
+                       help="with --rate: plan on the mean calls, not the worst (a device that buffers the samples "
+                            "arriving during a long call)")
     group.add_argument("--search-rows", type=SEARCH_ROWS, metavar="N",
                        help="score the candidates on the first N rows (default: all)")
     group.add_argument("--workers", type=WORKERS, metavar="N",
@@ -326,7 +329,13 @@ def byte_size(text: str) -> int:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
+def check_rate_mean(args) -> None:
+    if args.rate_mean and args.rate is None:
+        raise ValueError("--rate-mean plans a --rate on the mean calls: give --rate")
+
+
 def run_fit(args) -> int:
+    check_rate_mean(args)
     budgeted = args.ram is not None or args.flash is not None or args.rate is not None
     args.learner = args.learner or (AUTO if budgeted else "tree")
     params = learner_params(args)
@@ -334,7 +343,7 @@ def run_fit(args) -> int:
     board = load_board(args.board) if budgeted else None
     trained = train(args.learner, X, y, params, board, args.ram, args.flash, args.bins_rows,
                     progress=sys.stderr.isatty(), rate=args.rate, workers=args.workers, scheduler=args.scheduler,
-                    search_rows=args.search_rows)
+                    search_rows=args.search_rows, rate_mean=args.rate_mean)
     model = trained.model
     spec = learners.of_model(model)
     save_model(model, args.output)
@@ -506,6 +515,7 @@ def human_bytes(size: int | None) -> str:
 
 
 def run_budget(args) -> int:
+    check_rate_mean(args)
     if args.html:
         check_dependencies()  # before any work
     board = load_board(args.board)
@@ -521,7 +531,8 @@ def run_budget(args) -> int:
         raise ValueError(f"--learner {AUTO} chooses by accuracy on data: give --data and --label, or a --learner")
     if X is not None and (args.learner == AUTO or learners.get(args.learner).online):
         found = search(args.learner, board, X, y, args.ram, args.flash, args.rate, params, args.optimize,
-                       args.bins_rows, args.workers, args.scheduler, sys.stderr.isatty(), args.search_rows)
+                       args.bins_rows, args.workers, args.scheduler, sys.stderr.isatty(), args.search_rows,
+                       rate_mean=args.rate_mean)
         budget = found.budget
     elif args.rate is not None:
         raise ValueError("--rate chooses among configurations by their accuracy on data: give an online learner and "

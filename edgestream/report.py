@@ -88,7 +88,7 @@ def curve_figure(plt, curve: dict[int, float], chosen: int):
 
 
 def tradeoff_figure(plt, search):
-    """Accuracy against RAM and against predicted instructions per learn step of the evaluated candidates; the
+    """Accuracy against RAM and against predicted instructions per sample of the evaluated candidates; the
     chosen one starred."""
     evaluated = [c for c in search.candidates if c.accuracy is not None]
     timed = all(c.instructions is not None for c in evaluated)
@@ -96,7 +96,7 @@ def tradeoff_figure(plt, search):
     accuracy = [c.accuracy for c in evaluated]
     panels = [(axes[0][0], [c.budget.ram_bytes for c in evaluated], "RAM (bytes)", search.best.budget.ram_bytes)]
     if timed:
-        panels.append((axes[0][1], [c.instructions for c in evaluated], "instructions per learn step (predicted)",
+        panels.append((axes[0][1], [c.instructions for c in evaluated], "instructions per sample (predicted)",
                        search.best.instructions))
     colour = [c.instructions for c in evaluated] if timed else None
     for ax, x, label, chosen_x in panels:
@@ -109,7 +109,7 @@ def tradeoff_figure(plt, search):
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8)
     if timed:
-        fig.colorbar(points, ax=axes[0][1], label="instructions per learn step")
+        fig.colorbar(points, ax=axes[0][1], label="instructions per sample")
         if search.rate:
             axes[0][1].axvline(search.clock_hz / search.rate, color="black", linestyle="--", linewidth=1,
                                label=f"{search.rate:g} samples/s")

@@ -5,10 +5,11 @@ rate.
 The candidates are the learner's search grid (``LearnerSpec.search_grid``: its ``search`` configurations, else
 its budget ladder), with the parameters the user fixed applied to each. Each gets its exact budget
 (:func:`edgestream.budget.configurations`) and, when the learner has a cost model for the board's core
-(``LearnerSpec.learn_cost``, calibrated on QEMU counts), its budget's mean instructions per learn step (for shrubs, a step
-that trains a new shrub amortized over ``update_every`` steps: the device keeps up on average and buffers the rows
-that arrive during a training step). With ``rate`` (samples per second) a candidate keeps up when those fit in
-``board.clock_hz / rate`` cycles (one instruction per cycle, a Cortex-M's best case: wait states slow it). Every
+(:mod:`edgestream.costs`, calibrated on emulator counts), its budget's instructions per sample: a prediction and a
+learn call, both at their worst (every sample must be done before the next arrives), or with ``rate_mean`` on
+average (a device that buffers the rows arriving during a long call). With ``rate`` (samples per second) a
+candidate keeps up when those fit in ``board.clock_hz / rate`` cycles (one instruction per cycle, a Cortex-M's
+best case: wait states slow it). Every
 candidate that fits and keeps up is trained as ``fit`` trains it (bin edges from the first ``bins_rows`` rows,
 then test-then-train over all rows in file order).
 
@@ -42,6 +43,7 @@ from tqdm import tqdm
 
 from . import learners
 from .budget import Budget, configurations, not_fitting
+from .costs import calibrated_cores
 from .data import device_input
 from .evaluate import prequential
 from .online import BINS_ROWS, check_stream, start_online
@@ -61,7 +63,7 @@ class Candidate:
     """One configuration: its budget, predicted time per learn step and (evaluated ones) accuracy."""
 
     budget: Budget
-    instructions: float | None = None  # predicted per learn step on the board's core (None: no cost model)
+    instructions: float | None = None  # predicted per sample on the board's core (None: no cost model)
     keeps_up: bool | None = True  # with a rate: instructions fit the cycles per sample (None: no cost model)
     accuracy: float | None = None  # prequential accuracy on the rows (None: not evaluated)
     replay_accuracy: float | None = None  # on the replay after the synthetic change (module docstring)
@@ -137,7 +139,7 @@ class Search:
         evaluated = [c for c in self.candidates if c.accuracy is not None]
         best = self.best
         time = "" if best.instructions is None else (
-            f", {best.instructions:,.0f} instructions per learn step predicted "
+            f", {best.instructions:,.0f} instructions per sample predicted "
             f"({self.clock_hz / best.instructions:,.0f} samples/s at {self.clock_hz / 1e6:g} MHz)")
         rate = f" and keep up with {self.rate:g} samples/s" if self.rate else ""
         text = (f"chosen by prequential accuracy on {self.rows} rows and after a synthetic change: {best.learner} "
@@ -148,17 +150,27 @@ class Search:
         return text + "".join(f"\nnote: {note}" for note in self.notes)
 
     def learners_table(self) -> str:
-        """The best candidate of each learner: accuracy, bytes and instructions per learn step."""
-        lines = [f"  {'learner':<10}{'accuracy':>9}{'replay':>8}{'RAM':>9}{'flash':>9}{'instr/learn':>13}  "
-                 f"configuration"]
+        """The best candidate of each learner: accuracy, bytes, predicted instructions per prediction and per learn
+        call (mean / worst), the sample rate the board sustains at worst and the energy per sample (estimate)."""
+        lines = [f"  {'learner':<10}{'accuracy':>9}{'replay':>8}{'RAM':>9}{'flash':>9}{'predict':>16}{'learn':>18}"
+                 f"{'samples/s':>11}{'µJ/sample':>11}  configuration"]
         for name, c in self.best_of_each_learner().items():
             accuracy, replay = (f"{c.accuracy:.4f}", f"{c.replay_accuracy:.4f}") if c.accuracy is not None else "--"
-            cost = f"{c.instructions:,.0f}" if c.instructions is not None else "no model"
             mark = "*" if c is self.best else " "
             config = ", ".join(f"{k}={v}" for k, v in c.budget.config.items())
             lines.append(f"{mark} {name:<10}{accuracy:>9}{replay:>8}{c.budget.ram_bytes:>9,}"
-                         f"{c.budget.flash_bytes:>9,}{cost:>13}  {config}")
+                         f"{c.budget.flash_bytes:>9,}{_time_cells(c.budget.time)}  {config}")
         return "\n".join(lines)
+
+
+def _time_cells(time) -> str:
+    """predict and learn instructions (mean / worst), samples/s at worst and µJ per sample, or "no cost model"."""
+    if time is None:
+        return f"{'no cost model':>16}{'':>18}{'':>11}{'':>11}"
+    predict, learn, energy = time.cost.predict, time.cost.learn, time.microjoules()
+    microjoules = "--" if energy is None else f"{energy['mean']:.3g}"
+    return (f"{f'{predict.mean:,.0f} / {predict.worst:,.0f}':>16}{f'{learn.mean:,.0f} / {learn.worst:,.0f}':>18}"
+            f"{time.rates()['worst']:>11,.0f}{microjoules:>11}")
 
 
 def _rank(candidate: Candidate) -> tuple:
@@ -194,11 +206,11 @@ def online_learners() -> list[str]:
 def search(learner: str, board, X, y, ram: int | None = None, flash: int | None = None, rate: float | None = None,
            params: dict | None = None, optimize: str = "speed", bins_rows: int = BINS_ROWS, workers: int | None = None,
            scheduler: str | None = None, progress: bool = False, search_rows: int | None = None,
-           grid: tuple[dict, ...] | None = None) -> Search:
+           grid: tuple[dict, ...] | None = None, rate_mean: bool = False) -> Search:
     """The best scored configuration (module docstring) of the online ``learner`` (or, with ``"auto"``, of every
     online learner) on rows ``X``, ``y`` (the first ``search_rows`` of them) that fits ``ram`` and ``flash`` on
     ``board`` (the board's by default) and, with ``rate``, learns that many samples per second. ``grid`` replaces
-    the learner's search grid."""
+    the learner's search grid; ``rate_mean`` plans the rate on the mean calls instead of the worst."""
     names = online_learners() if learner == AUTO else [learner]
     if learner == AUTO and (params or grid):
         raise ValueError(f"learner options ({', '.join(sorted(params or {'grid': 0}))}) need a --learner: auto "
@@ -226,7 +238,7 @@ def search(learner: str, board, X, y, ram: int | None = None, flash: int | None 
         own = [Candidate(budget) for budget in budgets]
         if learner != AUTO and not any(c.budget.fits for c in own):
             raise not_fitting(name, board, n_features, n_classes, budgets)
-        note = _predict_time(learners.get(name), board, own, rate, alone=learner != AUTO)
+        note = _predict_time(learners.get(name), board, own, rate, rate_mean, alone=learner != AUTO)
         notes += [note] if note else []
         candidates += own
     if not any(c.budget.fits for c in candidates):
@@ -238,7 +250,7 @@ def search(learner: str, board, X, y, ram: int | None = None, flash: int | None 
                              for name, c in smallest.items()))
     eligible = [c for c in candidates if c.eligible]
     if not eligible:
-        raise ValueError(f"--rate {rate:g}: no candidate that fits keeps up; " + "; ".join(notes))
+        raise ValueError(_too_slow(rate, board, [c for c in candidates if c.budget.fits], rate_mean, "candidate"))
     scores = _run([(c.learner, c.budget.params) for c in eligible], X, y, classes, bins_rows, workers, scheduler,
                   progress)
     for candidate, (accuracy, replay, speed) in zip(eligible, scores):
@@ -253,44 +265,47 @@ def _limits(ram, flash) -> str:
     return " and ".join(p for p in parts if p) or "its memory"
 
 
-def _predict_time(spec, board, candidates: list[Candidate], rate, alone: bool = True) -> str | None:
-    """Instructions per learn step of every candidate (its budget's, when the learner has a cost model for the
-    board's core), and with ``rate`` whether it keeps up. A learner searched ``alone`` has a rate it cannot meet (or cannot
+def _predict_time(spec, board, candidates: list[Candidate], rate, rate_mean: bool, alone: bool = True) -> str | None:
+    """Instructions per sample of every candidate (its budget's, when the learner has a cost model for the board's
+    core), and with ``rate`` whether it keeps up. A learner searched ``alone`` has a rate it cannot meet (or cannot
     check) refused with an error; among several, its candidates are marked and the reason is returned."""
     for c in candidates:
-        timing = c.budget.learn_time
-        c.instructions = None if timing is None else timing.mean
+        timing = c.budget.time
+        c.instructions = None if timing is None else timing.cost.per_sample(worst=not rate_mean)
     if rate is None:
         return None
-    problem = None
-    if spec.learn_cost is None:
-        with_model = [s.name for s in learners.REGISTRY.values() if s.learn_cost is not None]
-        problem = (f"--rate needs a learn-step cost model; {spec.name} has none (learners with one: "
-                   f"{', '.join(with_model) or 'none'})")
-    elif candidates[0].instructions is None:
-        problem = (f"--rate: {spec.name}'s learn-step cost model is not calibrated for {board.name}'s core "
-                   f"({board.arch}, {board.cpu})")
-    if problem is not None:
+    if candidates[0].instructions is None:
+        problem = (f"--rate: {spec.name}'s cost model is not calibrated for {board.name}'s core "
+                   f"({board.arch}, {board.cpu}; calibrated: {', '.join(calibrated_cores(spec.name)) or 'none'})")
         for c in candidates:
             c.keeps_up = None
         if alone:
             raise ValueError(problem)
         return f"{problem}: not evaluated"
-    cycles = board.clock_hz / rate
     for c in candidates:
-        c.keeps_up = c.instructions <= cycles
+        c.keeps_up = c.instructions <= board.clock_hz / rate
     fitting = [c for c in candidates if c.budget.fits]
     if fitting and not any(c.keeps_up for c in fitting):
-        fastest = min(fitting, key=lambda c: c.instructions)
-        problem = (
-            f"--rate {rate:g}: no {spec.name} configuration that fits the budget learns {rate:g} samples/s on "
-            f"{board.name} ({board.clock_hz / 1e6:g} MHz: {cycles:,.0f} instructions per sample); the fastest "
-            f"needs {fastest.instructions:,.0f} instructions per learn step, {board.clock_hz / fastest.instructions:,.0f}"
-            f" samples/s ({', '.join(f'{k}={v}' for k, v in fastest.budget.config.items())})")
+        problem = _too_slow(rate, board, fitting, rate_mean, f"{spec.name} configuration")
         if alone:
             raise ValueError(problem)
         return problem
     return None
+
+
+def _too_slow(rate: float, board, fitting: list[Candidate], rate_mean: bool, what: str) -> str:
+    """Why no fitting candidate keeps up with ``rate``: the fastest and the rate it sustains."""
+    cycles = board.clock_hz / rate
+    problem = (f"--rate {rate:g}: no {what} that fits the budget learns {rate:g} samples/s on {board.name} "
+               f"({board.clock_hz / 1e6:g} MHz: {cycles:,.0f} instructions per sample)")
+    timed = [c for c in fitting if c.instructions is not None]
+    if not timed:
+        return problem + "; none has a cost model for its core"
+    fastest = min(timed, key=lambda c: c.instructions)
+    calls = "on average" if rate_mean else "at worst (--rate-mean plans on the average)"
+    config = ", ".join(f"{k}={v}" for k, v in fastest.budget.config.items())
+    return (f"{problem}; the fastest, {fastest.learner} ({config}), needs {fastest.instructions:,.0f} instructions "
+            f"per sample {calls}: {board.clock_hz / fastest.instructions:,.0f} samples/s")
 
 
 def _run(configs: list[tuple[str, dict]], X, y, classes, bins_rows: int, workers, scheduler, progress) -> list:

@@ -47,10 +47,12 @@ def configured(learner: str, params: dict, n_features: int, n_classes: int, boar
 
 
 def train(learner: str, X, y, params: dict, board=None, ram=None, flash=None, bins_rows: int = BINS_ROWS,
-          progress: bool = False, rate=None, workers=None, scheduler=None, search_rows: int | None = None) -> Trained:
+          progress: bool = False, rate=None, workers=None, scheduler=None, search_rows: int | None = None,
+          rate_mean: bool = False) -> Trained:
     """Train ``learner`` on the rows. With a budget (``ram``, ``flash`` or, online learners, ``rate``), an online
     learner takes the most accurate configuration that fits (:func:`edgestream.search.search`, scored on the first
-    ``search_rows`` rows; ``learner="auto"``: of every online learner), a batch learner the largest
+    ``search_rows`` rows; ``learner="auto"``: of every online learner; ``rate_mean``: the rate on the mean calls,
+    not the worst), a batch learner the largest
     (:func:`edgestream.budget.plan`)."""
     budgeted = ram is not None or flash is not None or rate is not None
     if learner == AUTO and not budgeted:
@@ -62,7 +64,7 @@ def train(learner: str, X, y, params: dict, board=None, ram=None, flash=None, bi
         if board is None:
             raise ValueError("a RAM, flash or rate budget needs a board")
         found = search(learner, board, X, y, ram, flash, rate, params, bins_rows=bins_rows, workers=workers,
-                       scheduler=scheduler, progress=progress, search_rows=search_rows)
+                       scheduler=scheduler, progress=progress, search_rows=search_rows, rate_mean=rate_mean)
         spec = learners.get(found.learner)
         model, planned = spec.make(**found.budget.params), found.budget
     elif rate is not None:

@@ -187,14 +187,28 @@ def learner_ladder(name: str) -> str:
         return f"`{name}` has no ladder: the budget takes its parameters as given."
     board = boards.load_board("stm32f411")
     features, classes = 8, 2
+    plans = budget.configurations(name, board, features, classes)
+    timed = all(plan.time for plan in plans)
     rows = [(", ".join(f"{k}={v}" for k, v in plan.config.items() if k not in ("features", "classes")),
-             f"{plan.state_bytes:,}", f"{plan.ram_bytes:,}", f"{plan.flash_bytes:,}")
-            for plan in budget.configurations(name, board, features, classes)]
+             f"{plan.state_bytes:,}", f"{plan.ram_bytes:,}", f"{plan.flash_bytes:,}",
+             *(time_cells(plan.time) if timed else ()))
+            for plan in plans]
+    time_header = ("predict (mean / worst)", "learn (mean / worst)", "samples/s (worst)") if timed else ()
+    time_text = (" Time: instructions per call on its Cortex-M4F predicted by the learner's cost model "
+                 "(`edgestream.costs`), and the sample rate at its 100 MHz when every sample is predicted and learned "
+                 "before the next.") if timed else ""
     return (f"The budget's ladder for `{name}` (largest first; the budget takes the first rung that fits), each "
             f"rung's bytes on `{board.name}` for {features} features and {classes} classes, as "
             f"`edgestream budget --learner {name} --board {board.name} --features {features} --classes {classes}` "
             "computes them (RAM: state and stack; flash: tables, the state's initial image and, with the board's "
-            "toolchain installed, the code):\n\n" + table(("rung", "state bytes", "RAM bytes", "flash bytes"), rows))
+            f"toolchain installed, the code).{time_text}\n\n"
+            + table(("rung", "state bytes", "RAM bytes", "flash bytes", *time_header), rows))
+
+
+def time_cells(time) -> tuple[str, str, str]:
+    predict, learn = time.cost.predict, time.cost.learn
+    return (f"{predict.mean:,.0f} / {predict.worst:,.0f}", f"{learn.mean:,.0f} / {learn.worst:,.0f}",
+            f"{time.rates()['worst']:,.0f}")
 
 
 def benchmark_result(name: str) -> str:

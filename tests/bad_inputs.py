@@ -124,6 +124,10 @@ SECTIONS: dict[str, list[Case]] = {
         c(f"{FIT} --learner shrubs --rate nan", 2, "argument --rate: 'nan' is not a number > 0"),
         c(f"{FIT} --learner shrubs --rate inf", 2, "argument --rate: 'inf' is not a number > 0"),
         c(f"{FIT} --learner tree --rate 5", 2, "--rate applies to online learners; tree learns in batch"),
+        c(f"{FIT} --ram 8KiB --rate 1e7", 2, "--rate 1e+07: no candidate that fits the budget learns 1e+07 samples/s "
+          "on stm32f411 (100 MHz: 10 instructions per sample); the fastest, "),
+        c(f"{FIT} --learner shrubs --ram 8KiB --rate-mean", 2, "--rate-mean plans a --rate on the mean calls: give "
+          "--rate"),
         c(f"{FIT} --learner auto", 2, "--learner auto chooses by accuracy within a budget: give --ram, --flash or"),
         c(f"{FIT} --ram 8KiB --max-depth 3", 2, "--max-depth need(s) a --learner: auto searches every online"),
         c(f"{FIT} --ram 100 --board atmega328p", 2, "no configuration of any online learner fits atmega328p with 100 "

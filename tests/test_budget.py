@@ -7,10 +7,10 @@ import pytest
 
 from edgestream.boards import load_board
 from edgestream.budget import plan
-from edgestream.learners.shrubs import learn_instructions
+from edgestream.costs import call_cost
 from edgestream.report import html_report
 from edgestream.export import export_bundle
-from edgestream import ShrubEnsemble
+from edgestream import ShrubEnsemble, learners
 from edgestream.simulate import load_bundle
 
 
@@ -60,15 +60,21 @@ def test_tree_plan_picks_the_deepest_tree_that_fits_flash():
     assert deeper.config["max_depth"] > budget.config["max_depth"]
 
 
-def test_a_board_with_energy_figures_gets_an_estimate_from_its_profile():
+@pytest.mark.parametrize("learner", ["shrubs", "bls", "hoeffding", "irf", "axgb"])
+def test_a_board_with_energy_figures_gets_an_estimate_from_its_profile(learner):
     board = load_board("stm32f411")
-    budget = plan("shrubs", board, n_features=3, n_classes=2, ram=8192)
-    mean, worst = learn_instructions(budget.params, 3, 2, board.arch)
+    budget = plan(learner, board, n_features=3, n_classes=2, ram=8192)
+    cost = call_cost(learners.get(learner), budget.params, 3, 2, board.arch)
+    assert cost.predict.worst >= cost.predict.mean > 0 and cost.learn.worst >= cost.learn.mean > 0
+    mean = cost.predict.mean + cost.learn.mean
     energy = board.energy
     microjoules = mean / board.clock_hz * energy.active_current_ma * energy.supply_voltage * 1e3
     report = budget.to_json()
-    assert report["learn_instructions"] == {"mean": mean, "worst": worst}
+    assert report["learn_instructions"] == {"mean": cost.learn.mean, "worst": cost.learn.worst}
+    assert report["predict_instructions"] == {"mean": cost.predict.mean, "worst": cost.predict.worst}
     assert report["samples_per_second"]["mean"] == pytest.approx(board.clock_hz / mean)
+    assert report["samples_per_second"]["worst"] == pytest.approx(
+        board.clock_hz / (cost.predict.worst + cost.learn.worst))
     assert report["energy_estimate_uj_per_sample"]["mean"] == pytest.approx(microjoules)
     assert report["energy_source"] == energy.source
     text = budget.to_text()
@@ -87,9 +93,9 @@ def test_a_board_without_energy_figures_says_so_and_guesses_nothing():
 
 def test_no_time_without_a_cost_model_for_the_core():
     budget = plan("shrubs", load_board("atmega2560"), n_features=3, n_classes=2)
-    assert budget.learn_time is None and "learn_instructions" not in budget.to_json()
+    assert budget.time is None and "learn_instructions" not in budget.to_json()
     assert "the shrubs cost model is not calibrated for atmega2560's core (avr6)" in budget.to_text()
-    assert plan("hoeffding", load_board("stm32f411"), n_features=3, n_classes=2).learn_time is None
+    assert plan("tree", load_board("stm32f411"), n_features=3, n_classes=2).time is None
 
 
 def test_html_report_shows_time_and_energy(tmp_path):

@@ -11,12 +11,10 @@ from edgestream.boards import load_board
 from edgestream.cli import main
 from edgestream.data import make_stream
 from edgestream.evaluate import prequential
-from edgestream.learners.shrubs import learn_instructions
 from edgestream.search import search, with_a_change
 from edgestream.train import start_online
 
 BOARD = load_board("stm32f411")
-COUNTS = Path(__file__).resolve().parents[1] / "benchmarks" / "shrub_cost_counts.json"
 
 
 @pytest.fixture(scope="module")
@@ -74,20 +72,25 @@ def test_a_learner_that_cannot_forget_loses_to_one_that_can():
     assert adaptive.replay_accuracy > frozen.replay_accuracy + 0.1 and found.best is adaptive
 
 
-def test_cost_model_predicts_the_measured_counts():
-    """The calibration counts (benchmarks/calibrate_shrub_cost.py): every prediction within 20 %."""
-    for row in json.loads(COUNTS.read_text()):
-        mean, worst = learn_instructions(row["params"], row["n_features"], row["n_classes"], row["arch"])
-        u = row["params"]["update_every"]
-        predicted, measured = (worst, row["mean"]) if u == 1 else (worst - (worst - mean) * u / (u - 1), row["median"])
-        assert abs(predicted - measured) <= 0.2 * measured, row
-    assert learn_instructions(row["params"], 3, 2, "avr5") is None
+def test_the_rate_is_planned_on_the_worst_calls_unless_told_the_mean(sea):
+    """A rate between what the fastest candidate sustains at worst and on average: refused with the fastest named,
+    met with ``rate_mean`` (a device that buffers)."""
+    X, y = sea
+    grid = ({"max_leaves": 8, "grace_period": 50},)
+    timing = search("hoeffding", BOARD, X, y, ram=16384, workers=1, grid=grid).best.budget.time
+    rate = (timing.rates()["mean"] * timing.rates()["worst"]) ** 0.5
+    assert timing.rates()["worst"] < rate < timing.rates()["mean"]
+    with pytest.raises(ValueError, match=rf"--rate {rate:g}: no hoeffding configuration .* the fastest, hoeffding "
+                                         r"\(max_leaves=8, .*\) needs [\d,]+ instructions per sample at worst"):
+        search("hoeffding", BOARD, X, y, ram=16384, rate=rate, workers=1, grid=grid)
+    found = search("hoeffding", BOARD, X, y, ram=16384, rate=rate, workers=1, grid=grid, rate_mean=True)
+    assert found.best.instructions == timing.cost.per_sample(worst=False) <= BOARD.clock_hz / rate
 
 
 @pytest.mark.parametrize("argv, message", [
     (["--ram", "8KiB", "--rate", "1e6"], "--rate 1e+06: no shrubs configuration that fits the budget learns "
                                          "1e+06 samples/s on stm32f411 (100 MHz: 100 instructions per sample); "
-                                         "the fastest needs"),
+                                         "the fastest, shrubs (window_size="),
     (["--ram", 100], "no shrubs configuration for 3 features and 2 classes fits 100 bytes of RAM"),
     (["--ram", "2KiB", "--board", "atmega328p", "--rate", "10"], "not calibrated for atmega328p's core (avr5"),
 ])
@@ -113,11 +116,8 @@ def test_data_with_one_row_or_one_class(capsys, tmp_path, sea, rows, labels, mes
     assert code == 2 and message in err
 
 
-def test_rate_needs_a_cost_model_and_data(capsys, tmp_path, sea):
+def test_rate_needs_data(capsys, tmp_path, sea):
     path = write_csv(tmp_path / "s.csv", *sea)
-    code, _, err = run(capsys, "budget", "--learner", "bls", "--board", "stm32f411", "--data", path, "--label",
-                       "label", "--rate", 100)
-    assert code == 2 and "--rate needs a learn-step cost model; bls has none (learners with one: shrubs)" in err
     code, _, err = run(capsys, "budget", "--learner", "shrubs", "--board", "stm32f411", "--features", 3,
                        "--classes", 2, "--rate", 100)
     assert code == 2 and "--rate chooses among configurations by their accuracy on data" in err
@@ -135,7 +135,7 @@ def test_budget_cli_json_text_and_report(capsys, tmp_path, sea):
     assert page.count("data:image/png;base64,") == 3 and "(chosen)" in page and "(too slow)" in page
     code, out, _ = run(capsys, "budget", "--learner", "shrubs", "--board", "stm32f411", "--ram", "4KiB",
                        "--data", path, "--label", "label")
-    assert code == 0 and "chosen by prequential accuracy on 600 rows" in out and "instructions per learn step" in out
+    assert code == 0 and "chosen by prequential accuracy on 600 rows" in out and "instructions per sample" in out
 
 
 def test_search_on_a_dask_cluster_gives_the_same_answer(sea):

@@ -109,6 +109,7 @@ import numpy as np
 
 from .. import _kernels
 from ..adwin import ADWIN, ADWIN_DTYPE, adwin_from_record, adwin_record, check_record, log_term_q24
+from ..costs import CostTerms
 from ..fixedpoint import LEAF_MAX, LEAF_MIN, Q15_ONE, additive_predict, additive_proba_q15, sigmoid_q15, softmax_q15
 from ..state import Field, RegionSpec, StateSpec
 from ..tree import LEAF_FEATURE, TreeEnsemble
@@ -882,6 +883,19 @@ SPREAD_VARIANT = {"work_per_call": -(-job_units(16, 3, 33, 1, 2) // 16)}
 AXGB_SEARCH = tuple({**rung, **variant} for rung in AXGB_LADDER for variant in (
     {"strategy": "replace", "delta": 0.002}, {"strategy": "push", "delta": 0.002}, {"strategy": "replace", "delta": 0.02}))
 
+def cost_terms(params: dict, n_features: int, n_classes: int) -> CostTerms:
+    """The work terms of a prediction (constant; quantizing, d log2 bins; the members' walks, K depth, and leaf rows,
+    K outputs) and of a learn call (those, as the error fed to ADWIN needs the prediction; then the training job's
+    units, :func:`job_units` of a full window: in the mean amortized over the window's samples, in the worst as
+    many as ``work_per_call`` lets one call run, or the whole job)."""
+    outputs = 1 if n_classes <= 2 else n_classes
+    k, depth, window = params["members"], params["max_depth"], params["window_max"]
+    units = job_units(window, n_features, params["max_bins"] + 1, depth, k, outputs)
+    predict = [1, n_features * int(params["max_bins"]).bit_length(), k * depth, k * outputs]
+    per_call = min(units, params["work_per_call"]) if params["work_per_call"] else units
+    return CostTerms(predict=predict, learn_mean=predict + [units / window], learn_worst=predict + [per_call])
+
+
 SPEC = LearnerSpec(
     name="axgb", cls=AdaptiveXGBoost,
     summary="Adaptive XGBoost: boosted trees on tumbling windows, push/replace, ADWIN, learning on the device",
@@ -897,4 +911,4 @@ SPEC = LearnerSpec(
              WORK_PER_CALL),
     learning=True, online=True, runtime=("es_common", "es_binning", "es_tree", "es_fixed", "es_adwin", "es_axgb"),
     template="axgb.c.j2", context=axgb_context, tables=axgb_tables, ladder=AXGB_LADDER, search=AXGB_SEARCH,
-    state=STATE, variants=(SPREAD_VARIANT,))
+    state=STATE, variants=(SPREAD_VARIANT,), cost_terms=cost_terms)

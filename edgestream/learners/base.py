@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable
 
 import numpy as np
 
@@ -505,14 +505,6 @@ class BinnedOnlineLearner(StreamLearner, CompiledSteps):
         return self.predict(np.asarray(x).reshape(1, -1))[0]
 
 
-class LearnCost(NamedTuple):
-    """Predicted instructions of one learn step on a core: the mean per sample, and the worst step (None for a
-    model that predicts the mean only; the worst case per learner comes with issue 21's cost models)."""
-
-    mean: float
-    worst: float | None
-
-
 @dataclass(frozen=True)
 class LearnerSpec:
     """One learner, declared once.
@@ -537,9 +529,9 @@ class LearnerSpec:
       parameters it sets are those the budget chooses unless the user fixes any of them.
     * ``search``: online learners, the configurations the budget tries on data (:mod:`edgestream.search`: the most
       accurate of those that fit wins); default the ladder.
-    * ``learn_cost(params, n_features, n_classes, arch)``: instructions of one learn step on a core (``Board.arch``)
-      predicted by a model calibrated on QEMU counts, a :class:`LearnCost`, or None for a core without a
-      calibration.
+    * ``cost_terms(params, n_features, n_classes)``: online learners, the work terms of a prediction and of a learn
+      call (:class:`edgestream.costs.CostTerms`), which :mod:`edgestream.costs` weighs by coefficients calibrated
+      on emulator counts per core.
     * ``variants``: parameters added to the smallest rung for further small test models (a mode the rung leaves
       off, on a stream of 3 features and 2 classes): the checkpoint tests run each, the fuzz target takes the first.
     * ``worst_case(model, n_features, n_classes)``: frozen learners whose bundles for speed walk the trees in inline
@@ -563,7 +555,7 @@ class LearnerSpec:
     state: StateSpec | None = None
     checkpoints: bool = True  # a learning bundle offers state images (its C module has <prefix>_validate)
     search: tuple[dict, ...] = ()
-    learn_cost: Callable | None = None
+    cost_terms: Callable | None = None
     worst_case: Callable | None = None
     variants: tuple[dict, ...] = ()
     trainable: bool = True  # False: models come from elsewhere (edgestream import), not from fit or budget

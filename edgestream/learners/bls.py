@@ -76,6 +76,7 @@ import math
 
 import numpy as np
 
+from ..costs import CostTerms
 from ..fixedpoint import softmax_q15
 from ..state import Field, RegionSpec, StateSpec
 from ..tree import MAX_CLASSES
@@ -506,6 +507,18 @@ BLS_LADDER = tuple({"feature_nodes": f, "enhancement_nodes": e} for f, e in (
 # The search's grid: every other size crossed with the forgetting factor (how fast the readout follows a change).
 BLS_SEARCH = tuple({**rung, "forgetting": mu} for rung in BLS_LADDER[::2] for mu in (0.99, 0.998, 1.0))
 
+def cost_terms(params: dict, n_features: int, n_classes: int) -> CostTerms:
+    """The work terms of a prediction (constant; the feature nodes, d f; the enhancement nodes, f e and e tanh; the
+    readout, m C with m = f + e) and of a learn call (those, then the Givens rotations of the m x m factor, m^2
+    products and m square roots, and the readout update, m C). Every call does the same work: the worst is the
+    mean."""
+    f, e = params["feature_nodes"], params["enhancement_nodes"]
+    m = f + e
+    predict = [1, n_features * f, f * e, e, m * n_classes]
+    learn = predict + [m, m * m]
+    return CostTerms(predict=predict, learn_mean=learn, learn_worst=learn)
+
+
 SPEC = LearnerSpec(
     name="bls", cls=OnlineBLSClassifier,
     summary="Online broad learning system: random nodes, ridge readout updated by Givens rotations, on the device",
@@ -516,4 +529,5 @@ SPEC = LearnerSpec(
         Option("--forgetting", "forgetting", float, "forgetting factor mu in (0.5, 1]", "X"),
         Option("--seed", "seed", int, "seed of the random node weights", "N")),
     learning=True, online=True, runtime=("es_common", "es_f32", "es_fixed", "es_bls"), template="bls.c.j2",
-    context=state_context, tables=state_tables(STATE), ladder=BLS_LADDER, search=BLS_SEARCH, state=STATE)
+    context=state_context, tables=state_tables(STATE), ladder=BLS_LADDER, search=BLS_SEARCH, state=STATE,
+    cost_terms=cost_terms)

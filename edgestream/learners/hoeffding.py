@@ -102,6 +102,7 @@ import math
 
 import numpy as np
 
+from ..costs import CostTerms
 from ..fixedpoint import softmax_q15
 from ..state import Field, RegionSpec, StateSpec
 from .bls import xorshift32
@@ -945,11 +946,27 @@ IRF_SEARCH = tuple({**rung, **variant} for rung in IRF_LADDER for variant in HT_
 
 RUNTIME = ("es_common", "es_f32", "es_fixed", "es_hoeffding")
 
+def cost_terms(params: dict, n_features: int, n_classes: int) -> CostTerms:
+    """The work terms of a prediction (constant; per tree: the walk, log2 L, and naive Bayes at the leaf, d C and
+    C) and of a learn call (per tree, IRF's learning a Poisson weight: the walk and its detectors, log2 L; the
+    estimators of the row's class, d; the leaf's naive Bayes class that the detector watches, d C; and a split
+    attempt's candidates, d (split_steps - 1) C, and estimator copies, d C, every ``grace_period`` weight at a
+    leaf: in the mean amortized, in the worst whole)."""
+    trees, weight = params.get("n_trees", 1), params.get("bagging_lambda", 1.0)
+    d, c, depth = n_features, n_classes, math.log2(params["max_leaves"]) + 1
+    walk = [1, trees, trees * depth, trees * d * c, trees * c]
+    row = [1, trees, trees * depth, trees * d, trees * d * c]
+    attempt = [trees * d * (params["split_steps"] - 1) * c, trees * d * c]
+    return CostTerms(predict=walk, learn_mean=row + [t * weight / params["grace_period"] for t in attempt],
+                     learn_worst=row + attempt)
+
+
 SPEC = LearnerSpec(
     name="hoeffding", cls=HoeffdingTreeClassifier,
     summary="Hoeffding tree with class-conditional estimator propagation (HT+AE), learning in a fixed node pool",
     options=OPTIONS, learning=True, online=True, runtime=RUNTIME, template="hoeffding.c.j2",
-    context=state_context, tables=state_tables(STATE), ladder=HT_LADDER, search=HT_SEARCH, state=STATE)
+    context=state_context, tables=state_tables(STATE), ladder=HT_LADDER, search=HT_SEARCH, state=STATE,
+    cost_terms=cost_terms)
 
 IRF_SPEC = LearnerSpec(
     name="irf", cls=IncrementalRandomForest,
@@ -958,4 +975,5 @@ IRF_SPEC = LearnerSpec(
                        Option("--bagging-lambda", "bagging_lambda", float, "Poisson mean of online bagging", "X"),
                        Option("--seed", "seed", int, "seed of the random stream", "N")),
     learning=True, online=True, runtime=RUNTIME, template="hoeffding.c.j2",
-    context=state_context, tables=state_tables(STATE), ladder=IRF_LADDER, search=IRF_SEARCH, state=STATE)
+    context=state_context, tables=state_tables(STATE), ladder=IRF_LADDER, search=IRF_SEARCH, state=STATE,
+    cost_terms=cost_terms)

@@ -74,9 +74,10 @@ from functools import cache
 
 import numpy as np
 
+from ..costs import CostTerms
 from ..state import Field, RegionSpec, StateSpec
 from ..tree import CRITERIA, LEAF_FEATURE, Q15_ONE, TreeEnsemble
-from .base import (TREE_OPTIONS, BinnedOnlineLearner, DeviceState, Estimator, LearnCost, LearnerSpec, Option,
+from .base import (TREE_OPTIONS, BinnedOnlineLearner, DeviceState, Estimator, LearnerSpec, Option,
                    check_integer, restore_regions, step_size)
 
 STATE_ARRAYS = ("window_bins", "window_labels", "nodes", "leaf_values", "roots", "weights")
@@ -637,39 +638,20 @@ SHRUB_LADDER = tuple({"window_size": b, "max_shrubs": m, "max_depth": d} for b, 
     (256, 32, 6), (256, 32, 5), (128, 32, 5), (128, 16, 5), (64, 16, 4), (64, 8, 4), (32, 8, 4), (32, 8, 3), (32, 4, 3),
     (16, 4, 3), (16, 4, 2), (8, 2, 2), (8, 2, 1), (4, 1, 1)))
 
-def learn_cost_terms(params: dict, n_features: int, n_classes: int) -> tuple[list[int], list[int]]:
-    """The work terms of a learn step (window and ensemble full): every step's (constant; quantizing the row,
-    d log2 bins; the sorted lists' insertion, d B; the new row's leaves, M depth; the Gram update of the leaving and
-    entering rows, M^2 C), and those of a step that also trains a shrub (constant; CART's scans, d B depth, and
-    split scoring, d min(B, bins) depth; the new shrub on the window, B depth; its Gram column, B M C; the
-    gradient steps, burnin M^2)."""
+def cost_terms(params: dict, n_features: int, n_classes: int) -> CostTerms:
+    """The work terms of a prediction (constant; quantizing the row, d log2 bins; M shrubs' walks, M depth; their
+    leaf rows, M C) and of a learn step (window and ensemble full): every step's (constant; quantizing, d log2 bins;
+    the sorted lists' insertion, d B; the new row's leaves, M depth; the Gram update of the leaving and entering
+    rows, M^2 C), and those of a step that also trains a shrub (constant; CART's scans, d B depth, and split
+    scoring, d min(B, bins) depth; the new shrub on the window, B depth; its Gram column, B M C; the gradient
+    steps, burnin M^2), amortized over ``update_every`` steps in the mean."""
     b, m, depth = params["window_size"], params["max_shrubs"], params["max_depth"]
     d, c, bins = n_features, n_classes, params["max_bins"]
-    step = [1, d * int(bins).bit_length(), d * b, m * depth, m * m * c]
+    quantize = d * int(bins).bit_length()
+    step = [1, quantize, d * b, m * depth, m * m * c]
     train = [1, d * b * depth, d * min(b, bins) * depth, b * depth, b * m * c, params["burnin"] * m * m]
-    return step, train
-
-
-# Coefficients of learn_cost_terms per core (Board.arch), fitted to QEMU counts by benchmarks/calibrate_shrub_cost.py.
-LEARN_COST: dict[str, dict[str, list[float]]] = {
-    "armv7e-m": {"step": [829.866, 0.0, 16.065, 7.031, 0.193],
-                 "train": [8400.839, 34.5, 13.162, 0.0, 15.508, 3.588]},
-    "armv6-m": {"step": [1214.464, 21.709, 23.036, 11.039, 0.656],
-                "train": [8861.082, 81.006, 1.044, 36.44, 21.123, 40.774]},
-}
-
-
-def learn_instructions(params: dict, n_features: int, n_classes: int, arch: str) -> LearnCost | None:
-    """Predicted instructions of a learn step on a core (``LearnerSpec.learn_cost``): the mean per sample, a new
-    shrub's training amortized over ``update_every`` steps, and the worst step, the one that trains; None for a
-    core without a calibration."""
-    coefficients = LEARN_COST.get(arch)
-    if coefficients is None:
-        return None
-    step, train = learn_cost_terms(params, n_features, n_classes)
-    plain = float(np.dot(coefficients["step"], step))
-    training = float(np.dot(coefficients["train"], train))
-    return LearnCost(plain + training / params["update_every"], plain + training)
+    return CostTerms(predict=[1, quantize, m * depth, m * c],
+                     learn_mean=step + [t / params["update_every"] for t in train], learn_worst=step + train)
 
 
 # The budget's search on data (edgestream.search): sizes (window, shrubs, depth) times how they learn (a new shrub
@@ -697,4 +679,4 @@ SPEC = LearnerSpec(
              Option("--update-every", "update_every", int, "a new shrub every N samples", "N")),
     learning=True, online=True, runtime=("es_common", "es_binning", "es_tree", "es_cart", "es_shrubs"),
     template="shrubs.c.j2", context=shrubs_context, tables=shrubs_tables, ladder=SHRUB_LADDER, state=STATE,
-    search=SHRUB_SEARCH, learn_cost=learn_instructions)
+    search=SHRUB_SEARCH, cost_terms=cost_terms)

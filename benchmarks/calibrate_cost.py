@@ -1,0 +1,180 @@
+"""Calibration of every online learner's cost model (:mod:`edgestream.costs`) on exact emulator counts.
+
+Run from the repository root::
+
+    .venv/bin/python benchmarks/calibrate_cost.py [--learners NAME ...] [--steps N] [--counts FILE] [--write]
+    .venv/bin/python benchmarks/calibrate_cost.py --from FILE [--write]
+
+For each learner with ``cost_terms``, ``CONFIGS_PER_LEARNER`` configurations spread evenly over those of its search
+grid (sizes and structural options) whose budget fits the 16 KiB of the emulated Cortex-M0, each on one of
+``STREAMS`` in turn (3 to 10 features, 2 to 4 classes): Python
+learns ``WARMUP`` rows (bin edges or input scaling from the first ones, as ``fit``), the model is exported and the
+emulator test-then-trains the next ``--steps`` rows (``STEPS`` per learner by default: enough for a few of its
+expensive steps) on Cortex-M4F (``stm32f411``, QEMU's mps2-an386) and Cortex-M0 (``rp2040``'s code on QEMU's
+micro:bit; configurations whose state does not fit its 16 KiB are skipped), counting the instructions of every
+predict and learn call (``targets.run(..., instructions=True)``). AVR is not counted: Debian's simavr has no
+instruction trace, so AVR boards get no cost model.
+
+Per learner, core and quantity (mean and worst prediction, mean and worst learn call), non-negative least squares
+fits the learner's terms to the configurations whose index is not a multiple of ``HOLD_OUT``; the table then shows
+predicted against measured for every configuration, those held out marked, and the largest error of each
+quantity on the held-out ones. ``--write`` stores the coefficients in ``edgestream/cost_models.json`` (the ones
+the budget and the search use); ``--counts FILE`` saves the counts, ``--from FILE`` refits saved counts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import os
+import sys
+import tempfile
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np
+from scipy.optimize import nnls
+from tqdm import tqdm
+
+from edgestream import learners, targets
+from edgestream.boards import load_board
+from edgestream.budget import configurations
+from edgestream.costs import COEFFICIENTS_FILE, QUANTITIES, predicted
+from edgestream.data import make_stream
+from edgestream.export import export_bundle
+from edgestream.online import start_online
+
+CORES = {"armv7e-m": "stm32f411", "armv6-m": "rp2040"}
+STREAMS = (("sea", {}), ("hyperplane", {}), ("blobs", {"n_features": 6, "n_classes": 4}))
+CONFIGS_PER_LEARNER = 12
+HOLD_OUT = 4  # configurations 0, 4, 8 are predicted without being fitted on
+FIT_RAM = 16 * 1024  # the emulated Cortex-M0's RAM
+WARMUP = 2000
+STEPS = {"shrubs": 40, "bls": 16, "axgb": 700}  # enough for a few expensive steps; others: DEFAULT_STEPS
+DEFAULT_STEPS = 400
+MEASURED = {"predict_mean": ("predict", np.mean), "predict_worst": ("predict", np.max),
+            "learn_mean": ("learn", np.mean), "learn_worst": ("learn", np.max)}
+
+
+@functools.cache
+def calibration_configs(name: str) -> list[tuple[str, dict, dict]]:
+    """(stream, stream options, parameters) of the configurations counted for a learner: those of its search grid
+    that fit ``FIT_RAM`` on the Cortex-M0 board, evenly spread, each on the next stream in turn."""
+    spec, board = learners.get(name), load_board(CORES["armv6-m"])
+    configs = []
+    for i in range(CONFIGS_PER_LEARNER):
+        stream, options = STREAMS[i % len(STREAMS)]
+        X, y = make_stream(stream, 200, seed=1, **options)
+        fitting = [b.params for b in configurations(name, board, X.shape[1], len(np.unique(y)), ram=FIT_RAM,
+                                                    grid=spec.search_grid) if b.fits]
+        configs.append((stream, options, fitting[round(i * (len(fitting) - 1) / (CONFIGS_PER_LEARNER - 1))]))
+    return configs
+
+
+def count(name: str, index: int, steps: int) -> list[dict]:
+    """Exact counts of one configuration on every core where it fits."""
+    stream, options, params = calibration_configs(name)[index]
+    X, y = make_stream(stream, WARMUP + steps, seed=1, **options)
+    classes = np.unique(y)
+    model = start_online(learners.get(name).make(**params), X, classes)
+    model.partial_fit(X[:WARMUP], y[:WARMUP])
+    rows = slice(WARMUP, WARMUP + steps)
+    out = []
+    with tempfile.TemporaryDirectory(prefix="es-cost-") as tmp:
+        bundle = export_bundle(model, Path(tmp) / "b", name="m")
+        for arch, board in CORES.items():
+            try:
+                result = targets.run(bundle, board, X[rows], y[rows], learn=True, timeout=3600, instructions=True)
+            except targets.TargetError as error:  # the state does not fit the emulated machine's RAM
+                print(f"{name} #{index} on {board}: {error}", file=sys.stderr)
+                continue
+            measured = {q: float(reduce(result.instructions[call])) for q, (call, reduce) in MEASURED.items()}
+            out.append({"learner": name, "index": index, "stream": stream, "arch": arch, "params": params,
+                        "n_features": X.shape[1], "n_classes": len(classes), "steps": steps, **measured})
+    return out
+
+
+def terms_of(row: dict):
+    return learners.get(row["learner"]).cost_terms(row["params"], row["n_features"], row["n_classes"])
+
+
+def fit(rows: list[dict]) -> dict:
+    """learner -> core -> quantity -> coefficients, fitted on the rows not held out."""
+    fitted: dict = {}
+    for name, arch in sorted({(r["learner"], r["arch"]) for r in rows}):
+        train = [r for r in rows if r["learner"] == name and r["arch"] == arch and r["index"] % HOLD_OUT]
+        if not train:
+            continue
+        fitted.setdefault(name, {})[arch] = {}
+        for quantity in QUANTITIES:
+            terms = np.array([terms_of(r).of(quantity) for r in train], dtype=float)
+            measured = np.array([r[quantity] for r in train])
+            scale = measured  # relative least squares: every configuration weighs alike, small or large
+            coefficients, _ = nnls(terms / scale[:, None], np.ones(len(train)))
+            fitted[name][arch][quantity] = [round(float(c), 4) for c in coefficients]
+    return fitted
+
+
+def report(rows: list[dict], fitted: dict) -> None:
+    print(f"{'learner':<10}{'core':<10}{'#':>3} {'stream':<11}"
+          + "".join(f"{q + ' meas/pred':>30}" for q in QUANTITIES))
+    worst_error: dict = {}
+    for r in sorted(rows, key=lambda r: (r["learner"], r["arch"], r["index"])):
+        coefficients = fitted.get(r["learner"], {}).get(r["arch"])
+        if coefficients is None:
+            continue
+        cost = predicted(terms_of(r), coefficients)
+        guess = {"predict_mean": cost.predict.mean, "predict_worst": cost.predict.worst,
+                 "learn_mean": cost.learn.mean, "learn_worst": cost.learn.worst}
+        held_out = r["index"] % HOLD_OUT == 0
+        cells = []
+        for q in QUANTITIES:
+            error = guess[q] / r[q] - 1
+            if held_out:
+                key = (r["learner"], r["arch"], q)
+                worst_error[key] = max(worst_error.get(key, 0.0), abs(error))
+            cells.append(f"{r[q]:>12,.0f} {guess[q]:>10,.0f} {100 * error:+5.0f}%")
+        print(f"{r['learner']:<10}{r['arch']:<10}{r['index']:>3}{'*' if held_out else ' '}{r['stream']:<11}"
+              + "".join(f"{c:>30}" for c in cells))
+    print("\n* held out (not fitted on). Largest error on the held-out configurations:")
+    for (name, arch, q), error in sorted(worst_error.items()):
+        print(f"  {name:<10}{arch:<10}{q:<15}{100 * error:5.1f}%")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--learners", nargs="+", help="default: every learner with a cost model's terms")
+    parser.add_argument("--steps", type=int, help="emulated learn steps per configuration (default: STEPS)")
+    parser.add_argument("--workers", type=int, default=os.cpu_count())
+    parser.add_argument("--counts", type=Path, help="save the counts to this JSON file")
+    parser.add_argument("--from", dest="saved", type=Path, nargs="+", help="refit saved counts instead of counting")
+    parser.add_argument("--write", action="store_true", help=f"store the coefficients in {COEFFICIENTS_FILE.name}")
+    args = parser.parse_args(argv)
+    names = args.learners or [s.name for s in learners.REGISTRY.values() if s.cost_terms is not None]
+    if args.saved:
+        rows = [r for path in args.saved for r in json.loads(path.read_text()) if r["learner"] in names]
+    else:
+        jobs = [(name, i, args.steps or STEPS.get(name, DEFAULT_STEPS))
+                for name in names for i in range(len(calibration_configs(name)))]
+        rows = []
+        with ProcessPoolExecutor(args.workers) as pool:
+            futures = [pool.submit(count, *job) for job in jobs]
+            for future in tqdm(as_completed(futures), total=len(futures), desc="counting", unit="config"):
+                rows += future.result()
+        if args.counts:
+            args.counts.write_text(json.dumps(rows, indent=1) + "\n")
+    fitted = fit(rows)
+    report(rows, fitted)
+    if args.write:
+        kept = {name: cores for name, cores in json.loads(COEFFICIENTS_FILE.read_text()).items()
+                if name not in fitted} if COEFFICIENTS_FILE.exists() else {}
+        COEFFICIENTS_FILE.write_text(json.dumps({**kept, **fitted}, indent=1, sort_keys=True) + "\n")
+        print(f"\nwrote {COEFFICIENTS_FILE}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

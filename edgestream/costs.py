@@ -1,0 +1,89 @@
+"""Instructions per call on a device core, predicted from a learner's configuration: the one owner of time figures.
+
+Each online learner names the work terms of its calls (``LearnerSpec.cost_terms(params, n_features, n_classes)``,
+a :class:`CostTerms`: products of its sizes, such as features x classes for a naive Bayes leaf). Four linear
+models per learner and core (``Board.arch``) weigh them: the mean and the worst prediction, on the ``predict``
+terms, and the mean and the worst learn call, on the ``learn_mean`` and ``learn_worst`` terms (a step that trains
+a new member weighs in the mean amortized over the calls between two such steps, in the worst whole, or as much
+of it as ``work_per_call`` lets one call do). The coefficients, in ``cost_models.json`` beside this module, are
+fitted by non-negative least squares to exact emulator counts of many configurations
+(``benchmarks/calibrate_cost.py``, which also prints predicted against measured on configurations it was not
+fitted on). A core without a calibration gets no prediction, never a guess.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+
+COEFFICIENTS_FILE = Path(__file__).with_name("cost_models.json")
+QUANTITIES = ("predict_mean", "predict_worst", "learn_mean", "learn_worst")
+
+
+class CostTerms(NamedTuple):
+    """The work terms of one configuration's calls (each a list of numbers, the first usually 1: a constant)."""
+
+    predict: list[float]
+    learn_mean: list[float]
+    learn_worst: list[float]
+
+    def of(self, quantity: str) -> list[float]:
+        """The terms a quantity's model weighs (``QUANTITIES``)."""
+        return self.predict if quantity.startswith("predict") else getattr(self, quantity)
+
+
+class MeanWorst(NamedTuple):
+    """Instructions of one kind of call: on average and at worst."""
+
+    mean: float
+    worst: float
+
+
+@dataclass(frozen=True)
+class CallCost:
+    """Predicted instructions of a prediction and of a learn call on one core."""
+
+    predict: MeanWorst
+    learn: MeanWorst
+
+    def per_sample(self, worst: bool) -> float:
+        """A test-then-train sample is predicted, then learned: their sum, on average or at worst."""
+        return self.predict.worst + self.learn.worst if worst else self.predict.mean + self.learn.mean
+
+    def to_json(self) -> dict:
+        return {"learn_instructions": self.learn._asdict(), "predict_instructions": self.predict._asdict()}
+
+
+@cache
+def coefficients() -> dict:
+    """learner -> core -> quantity -> coefficients, as the calibration wrote them."""
+    if not COEFFICIENTS_FILE.exists():
+        return {}
+    return json.loads(COEFFICIENTS_FILE.read_text())
+
+
+def predicted(terms: CostTerms, fitted: dict) -> CallCost:
+    """The four quantities of ``terms`` under one core's ``fitted`` coefficients. The worst is never below the mean
+    (two models fitted apart may cross on a configuration far from the calibration's)."""
+    value = {q: float(np.dot(fitted[q], terms.of(q))) for q in QUANTITIES}
+    return CallCost(MeanWorst(value["predict_mean"], max(value["predict_worst"], value["predict_mean"])),
+                    MeanWorst(value["learn_mean"], max(value["learn_worst"], value["learn_mean"])))
+
+
+def call_cost(spec, params: dict, n_features: int, n_classes: int, arch: str) -> CallCost | None:
+    """Predicted instructions of ``spec``'s calls with ``params`` on the core ``arch``; None without a calibration
+    for that learner and core."""
+    fitted = coefficients().get(spec.name, {}).get(arch)
+    if spec.cost_terms is None or fitted is None:
+        return None
+    return predicted(spec.cost_terms(params, n_features, n_classes), fitted)
+
+
+def calibrated_cores(learner: str) -> list[str]:
+    """The cores (``Board.arch``) a learner's cost model is calibrated for."""
+    return sorted(coefficients().get(learner, {}))

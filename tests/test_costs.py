@@ -1,0 +1,52 @@
+"""The cost models: every online learner has one per Cortex-M core, the shipped coefficients are exactly the fit of
+the shipped emulator counts, and the fit recovers known coefficients."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from edgestream import learners
+from edgestream.costs import QUANTITIES, call_cost, coefficients
+
+ROOT = Path(__file__).resolve().parents[1]
+COUNTS = ROOT / "benchmarks" / "cost_counts.json"
+
+
+def calibration():
+    spec = importlib.util.spec_from_file_location("calibrate_cost", ROOT / "benchmarks" / "calibrate_cost.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+ONLINE = [spec.name for spec in learners.REGISTRY.values() if spec.online]
+
+
+@pytest.mark.parametrize("learner", ONLINE)
+def test_every_online_learner_has_a_cost_model_for_both_cortex_m_cores(learner):
+    spec = learners.get(learner)
+    params = spec.make(**spec.ladder[-1]).get_params()
+    for arch in ("armv7e-m", "armv6-m"):
+        cost = call_cost(spec, params, 4, 3, arch)
+        assert cost.predict.worst >= cost.predict.mean > 0 and cost.learn.worst >= cost.learn.mean > 0
+    assert call_cost(spec, params, 4, 3, "avr5") is None  # no AVR counts: no guess
+
+
+def test_the_shipped_coefficients_are_the_fit_of_the_shipped_counts():
+    rows = json.loads(COUNTS.read_text())
+    assert {r["learner"] for r in rows} == set(ONLINE)
+    assert calibration().fit(rows) == coefficients()
+
+
+def test_the_fit_recovers_the_coefficients_of_exact_counts():
+    """Counts made from known non-negative coefficients over the calibration's own configurations."""
+    module = calibration()
+    rows = [r for r in json.loads(COUNTS.read_text()) if r["learner"] == "bls"]
+    truth = {q: np.arange(1.0, len(module.terms_of(rows[0]).of(q)) + 1) * 3 for q in QUANTITIES}
+    exact = [{**r, **{q: float(np.dot(truth[q], module.terms_of(r).of(q))) for q in QUANTITIES}} for r in rows]
+    for arch, fitted in module.fit(exact)["bls"].items():
+        for q in QUANTITIES:
+            assert fitted[q] == pytest.approx(truth[q], rel=1e-3), (arch, q)
