@@ -96,8 +96,8 @@ class EmulatedTarget:
 def target(bundle_dir, where: str = "host", board=None, timeout: float = 60, learn: bool = False,
            n_features: int | None = None, instructions: bool = False):
     """The target of a bundle: ``host`` (cffi) or ``qemu`` (the board's emulator, counting instructions, or CPU
-    cycles on AVR, with ``instructions``). ``learn`` (test-then-train) and ``n_features`` (of the rows to come) are checked against
-    the bundle before anything is compiled."""
+    cycles on AVR, with ``instructions``). ``learn`` (test-then-train) and ``n_features`` (of the rows to come) are
+    checked against the bundle before anything is compiled."""
     if where == "host" and board is not None:
         raise ValueError("--board applies to --target qemu only")
     if where == "host" and instructions:
