@@ -186,8 +186,9 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.add_argument("--timeout", type=TIMEOUT, default=60.0, metavar="S",
                           help="with --target qemu: seconds before the emulator is stopped (default 60)")
     simulate.add_argument("--instructions", action="store_true",
-                          help="with --target qemu: count the instructions of every predict and learn call, exactly "
-                               "(QEMU logs each one: slow, keep the stream short)")
+                          help="with --target qemu: count every predict and learn call: executed instructions, "
+                               "exactly, under QEMU (it logs each one: slow, keep the stream short); CPU cycles on "
+                               "AVR boards, measured by the firmware with Timer1 under simavr")
     simulate.add_argument("--json", action="store_true", help="print one JSON object")
     simulate.set_defaults(run=run_simulate)
 
@@ -453,6 +454,7 @@ def run_simulate(args) -> int:
     report = {**scores, "bundle": str(args.bundle), **target.report_fields}
     if args.instructions:
         report["instructions"] = targets.instruction_summary(target.counts)
+        report["unit"] = targets.count_unit(target.board)
     if args.json:
         print(json.dumps(report))
         return 0
@@ -464,13 +466,17 @@ def run_simulate(args) -> int:
         print(f"{report['n']} rows, accuracy {report['accuracy']:.4f}, {report['mismatches']} class mismatches "
               f"and {report['proba_mismatches']} probability mismatches between C and Python ({target.where})")
     if args.instructions:
-        print(instructions_text(report["instructions"]))
+        print(instructions_text(report["instructions"], report["unit"]))
     return 0
 
 
-def instructions_text(summary: dict) -> str:
-    """One line: mean and worst executed instructions of every API call counted."""
-    return "instructions per call, counted by the emulator: " + "; ".join(
+COUNTED = {"instructions": "instructions per call, counted by the emulator",
+           "cycles": "CPU cycles per call, measured by Timer1 under simavr"}
+
+
+def instructions_text(summary: dict, unit: str) -> str:
+    """One line: mean and worst count (executed instructions or CPU cycles) of every API call counted."""
+    return COUNTED[unit] + ": " + "; ".join(
         f"{call} mean {figures['mean']:,.1f}, worst {figures['worst']:,}" for call, figures in summary.items())
 
 

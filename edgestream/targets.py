@@ -13,6 +13,17 @@ a uint8 class index. For every row it calls predict_proba, then predict, then (m
 no files under simavr: the same input is a table in the firmware's flash, and the same results come back as hex
 text lines on USART0 (``io = "uart"``, :func:`uart_results`).
 
+Counting (``run(..., instructions=True)``) gives per API call and row what the board's emulator can measure
+(:func:`count_unit`). Under QEMU: executed instructions, exactly, from its ``-singlestep -d exec,nochain`` log
+(:func:`count_instructions`). Under simavr, whose Debian build has no instruction trace: CPU cycles, measured by
+the harness itself with Timer1 at the CPU clock (simavr advances the timer by the cycles of each instruction it
+executes: a call that waits 1,000 cycles counts 1,000 more than an empty one, tests/test_targets.py). AVR executes
+most instructions in 1 cycle and none in fewer, so the cycles bound the instructions from above, and they are what
+a sample rate needs (cycles per sample = clock / rate). A count includes the call and its return (an empty
+function counts 19 cycles on the ATmega2560, 17 on the ATmega328P), not the measurement, whose cost is
+calibrated once and subtracted. What remains is Timer1's overflow interrupt, which extends the counter to 32
+bits: about 40 cycles every 65,536 (0.06% of a long call) are counted with the call they interrupt.
+
 Firmware is cached by a hash of its sources, the harness and the compiler commands in
 ``$EDGESTREAM_CACHE/targets`` (see :func:`edgestream.simulate.cache_dir`).
 """
@@ -68,10 +79,6 @@ class NotRunnable(TargetError, ValueError):
     """A board whose emulator cannot run programs with file I/O (it can be built, not run): a usage error."""
 
 
-class NotCountable(TargetError, ValueError):
-    """Instruction counts asked of a board whose emulator cannot give them: a usage error."""
-
-
 TIMEOUT = Range("timeout", 0.0, 24 * 3600.0, float, above=True)  # seconds an emulator run may take
 
 
@@ -83,12 +90,10 @@ def check_runnable(board) -> None:
                           f"run: {runnable})")
 
 
-def check_countable(board) -> None:
-    """Refuse instruction counts where the emulator logs no instructions: Debian's simavr is built without its
-    instruction trace (``simavr -t`` prints nothing), so only QEMU's ``-d exec`` log counts them."""
-    if board.emulator is not None and board.emulator.kind == "simavr":
-        raise NotCountable(f"board {board.name}: instruction counts come from QEMU's log; simavr gives none (its "
-                           "Debian build has no instruction trace); count on a Cortex-M or Linux board")
+def count_unit(board) -> str:
+    """What ``run(..., instructions=True)`` counts on ``board``: ``"cycles"`` measured by the UART harness's
+    Timer1 (AVR under simavr, which traces no instructions), else ``"instructions"`` from QEMU's log."""
+    return "cycles" if board.io == "uart" else "instructions"
 
 
 def runs_programs(board) -> bool:
@@ -172,7 +177,7 @@ class RunResult:
     classes: np.ndarray  # uint8 [n], class indices
     proba: np.ndarray  # uint16 [n, n_classes], Q15
     seconds: float  # wall time of the emulator
-    instructions: dict[str, np.ndarray] | None = None  # API call -> executed instructions per row
+    instructions: dict[str, np.ndarray] | None = None  # API call -> per row, in count_unit(board)
 
 
 @dataclass(frozen=True)
@@ -202,15 +207,15 @@ def tool(board: Board, name: str, *args) -> str:
     return subprocess.run(command, check=True, capture_output=True, text=True).stdout
 
 
-def render_harness(manifest: dict, board: Board, rows: bytes | None = None) -> str:
-    """The firmware's main: file I/O, the input ``rows`` in flash with results on the UART, or (builds, and boards
-    that cannot run) one row from a volatile buffer."""
+def render_harness(manifest: dict, board: Board, rows: bytes | None = None, count: bool = False) -> str:
+    """The firmware's main: file I/O, the input ``rows`` in flash with results on the UART (with ``count``, and
+    the cycles of every call), or (builds, and boards that cannot run) one row from a volatile buffer."""
     name = manifest["name"]
     io = "none" if board.io == "none" else ("uart" if rows is not None else "none") if board.io == "uart" else "file"
     return environment().get_template("firmware_main.c.j2").render(
         name=name, NAME=name.upper(), input_type=C_TYPES[manifest["input_dtype"]],
         learning=manifest["learning"], io=io, input_file=INPUT_FILE, output_file=OUTPUT_FILE,
-        rows=list(rows or b""))
+        rows=list(rows or b""), count=count)
 
 
 def compile_commands(manifest: dict, board: Board, emulated: bool, out: Path) -> list[list[str]]:
@@ -225,13 +230,14 @@ def compile_commands(manifest: dict, board: Board, emulated: bool, out: Path) ->
     return commands
 
 
-def firmware(bundle_dir, board, emulated: bool, out_dir=None, rows: bytes | None = None) -> Firmware:
+def firmware(bundle_dir, board, emulated: bool, out_dir=None, rows: bytes | None = None,
+             count: bool = False) -> Firmware:
     """Compile the bundle and its harness for ``board`` (cached by content unless ``out_dir`` is given); ``rows``:
-    the input built into a UART harness."""
+    the input built into a UART harness, which with ``count`` measures the cycles of every call."""
     board = load_board(board)
     manifest = read_manifest(bundle_dir)
     require(board.toolchain.cc, board.toolchain.packages, board)
-    harness = render_harness(manifest, board, rows)
+    harness = render_harness(manifest, board, rows, count)
     if out_dir is not None:
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
@@ -396,13 +402,16 @@ def encode_rows(manifest: dict, X, labels) -> bytes:
     return bytes([labels is not None]) + records.tobytes()
 
 
-def decode_results(manifest: dict, raw: bytes, n_rows: int, board: Board) -> tuple[np.ndarray, np.ndarray]:
-    record = np.dtype([("class", "u1"), ("proba", "<u2", (manifest["n_classes"],))])
+def decode_results(manifest: dict, raw: bytes, n_rows: int, board: Board,
+                   calls=()) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+    """Classes, Q15 probabilities and, per API call in ``calls``, the uint32 counts that follow them in a row."""
+    record = np.dtype([("class", "u1"), ("proba", "<u2", (manifest["n_classes"],)), *((c, "<u4") for c in calls)])
     if len(raw) != n_rows * record.itemsize:
         raise TargetError(f"{board.name}: the firmware wrote {len(raw)} bytes of results, expected "
                           f"{n_rows * record.itemsize} ({n_rows} rows of {record.itemsize} bytes)")
     results = np.frombuffer(raw, dtype=record)
-    return results["class"].copy(), results["proba"].astype(np.uint16)
+    return (results["class"].copy(), results["proba"].astype(np.uint16),
+            {call: results[call].astype(np.int64) for call in calls})
 
 
 def class_indices(manifest: dict, y, n_rows: int) -> np.ndarray:
@@ -450,7 +459,8 @@ def count_instructions(trace: Path, name: str) -> dict[str, np.ndarray]:
 
 
 def instruction_summary(counts: dict[str, np.ndarray]) -> dict[str, dict]:
-    """Per API call counted, the mean and the worst executed instructions over its calls."""
+    """Per API call counted, the mean and the worst count (instructions or cycles, :func:`count_unit`) over its
+    calls."""
     return {call: {"mean": float(values.mean()), "worst": int(values.max())} for call, values in counts.items()}
 
 
@@ -464,8 +474,9 @@ def describe_exit(code: int) -> str:
 def run(bundle_dir, board, X, y=None, learn: bool = False, timeout: float = 60,
         instructions: bool = False) -> RunResult:
     """Run a bundle under ``board``'s emulator: per row class and Q15 probabilities (test-then-train with
-    ``learn``, which needs the labels ``y`` of a learning bundle). With ``instructions``, QEMU logs every executed
-    instruction (slow: keep the stream short) and the result counts them per API call and row."""
+    ``learn``, which needs the labels ``y`` of a learning bundle). With ``instructions``, the result counts per API
+    call and row the executed instructions (QEMU logs every one: slow, keep the stream short) or, under simavr,
+    the CPU cycles the harness measures (:func:`count_unit`)."""
     board = load_board(board)
     emulator = board.emulator
     check_runnable(board)
@@ -474,10 +485,8 @@ def run(bundle_dir, board, X, y=None, learn: bool = False, timeout: float = 60,
     rows = np.asarray(X)
     labels = class_indices(manifest, y, len(rows)) if learn else None
     payload = encode_rows(manifest, rows, labels)
-    if instructions:
-        check_countable(board)
     if board.io == "uart":
-        return run_uart(bundle_dir, board, manifest, payload, len(rows), timeout)
+        return run_uart(bundle_dir, board, manifest, payload, len(rows), timeout, instructions, learn)
     fw = check_ram(firmware(bundle_dir, board, emulated=True))
     command = emulator_command(board, fw.elf, ["-singlestep", "-d", "exec,nochain", "-D", TRACE] * instructions)
     where = f"{emulator.command} {emulator.machine}".strip()
@@ -485,7 +494,7 @@ def run(bundle_dir, board, X, y=None, learn: bool = False, timeout: float = 60,
         (Path(work) / INPUT_FILE).write_bytes(payload)
         watch = (Path(work) / OUTPUT_FILE, 1 + 2 * manifest["n_classes"], len(rows))
         seconds = execute(command, Path(work), timeout, f"board {board.name}: {where}", watch)
-        classes, proba = decode_results(manifest, (Path(work) / OUTPUT_FILE).read_bytes(), len(rows), board)
+        classes, proba, _ = decode_results(manifest, (Path(work) / OUTPUT_FILE).read_bytes(), len(rows), board)
         counts = count_instructions(Path(work) / TRACE, manifest["name"]) if instructions else None
     return RunResult(board.name, where, classes, proba, seconds, counts)
 
@@ -506,19 +515,22 @@ UART_MAX_ROWS_FLASH = 0.5  # the share of the board's flash the rows built into 
 UART_MAX_ROWS_BYTES = 32768  # and at most this: pgm_read_* reaches the low 64 KiB, where the rows and tables sit
 
 
-def run_uart(bundle_dir, board: Board, manifest: dict, payload: bytes, n_rows: int, timeout: float) -> RunResult:
-    """A run on a board without files (AVR under simavr): the input in the firmware's flash, results on USART0."""
+def run_uart(bundle_dir, board: Board, manifest: dict, payload: bytes, n_rows: int, timeout: float,
+             count: bool = False, learn: bool = False) -> RunResult:
+    """A run on a board without files (AVR under simavr): the input in the firmware's flash, results on USART0;
+    with ``count``, the cycles of every call made (``learn``: the learn calls too)."""
     limit = min(int(board.flash_bytes * UART_MAX_ROWS_FLASH), UART_MAX_ROWS_BYTES)
     if len(payload) > limit:
         raise ValueError(f"{n_rows} rows take {len(payload):,} bytes; board {board.name} carries its input in flash: "
                          f"at most {limit:,} bytes (run fewer rows at a time)")
-    fw = check_ram(firmware(bundle_dir, board, emulated=True, rows=payload))
+    fw = check_ram(firmware(bundle_dir, board, emulated=True, rows=payload, count=count))
     with scratch_dir("edgestream-run-") as work:
         seconds = execute(emulator_command(board, fw.elf), Path(work), timeout, f"board {board.name}: "
                           f"{board.emulator.command}")
         text = "".join((Path(work) / f"emulator.{stream}").read_text(errors="replace") for stream in ("out", "err"))
-    classes, proba = decode_results(manifest, uart_results(text, board), n_rows, board)
-    return RunResult(board.name, board.emulator.command, classes, proba, seconds)
+    calls = API_CALLS[:3 if learn else 2] if count else ()
+    classes, proba, counts = decode_results(manifest, uart_results(text, board), n_rows, board, calls)
+    return RunResult(board.name, board.emulator.command, classes, proba, seconds, counts if count else None)
 
 
 ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")

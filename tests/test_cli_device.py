@@ -193,6 +193,7 @@ def test_simulate_counts_instructions_under_qemu(capsys, tmp_path, sea, bundles)
     code, out, _ = run(capsys, *argv, "--learn", "--json")
     counted = json.loads(out)["instructions"]
     assert code == 0 and set(counted) == {"predict_proba", "predict", "learn"}
+    assert json.loads(out)["unit"] == "instructions"
     per_call = targets.run(bundles["shrubs"], "stm32f411", X[:30], y[:30], learn=True, instructions=True).instructions
     for call, figures in counted.items():
         assert set(figures) == {"mean", "worst"} and 0 < figures["mean"] <= figures["worst"]
@@ -201,6 +202,24 @@ def test_simulate_counts_instructions_under_qemu(capsys, tmp_path, sea, bundles)
     line = out.splitlines()[-1]
     assert code == 0 and line.startswith("instructions per call, counted by the emulator: predict_proba mean ")
     assert "; predict mean " in line and "learn" not in line
+
+
+def test_simulate_counts_cycles_on_avr(capsys, tmp_path, sea, bundles):
+    """The same on the Arduino Mega: simavr traces no instructions, the firmware measures CPU cycles (Timer1)."""
+    X, y, _ = sea
+    path = write_csv(tmp_path / "rows.csv", X[:30], y[:30])
+    argv = ["simulate", bundles["shrubs"], path, "--label", "label", "--target", "qemu", "--board", "atmega2560",
+            "--instructions"]
+    code, out, _ = run(capsys, *argv, "--learn", "--json")
+    report = json.loads(out)
+    assert code == 0 and report["unit"] == "cycles" and report["mismatches"] == 0
+    per_call = targets.run(bundles["shrubs"], "atmega2560", X[:30], y[:30], learn=True, instructions=True).instructions
+    assert report["instructions"] == targets.instruction_summary(per_call) and len(per_call) == 3
+    code, out, _ = run(capsys, *argv, "--learn")
+    line = out.splitlines()[-1]
+    assert code == 0 and "(" + str(bundles["shrubs"]) + " on atmega2560 under simavr)" in out.splitlines()[0]
+    assert line.startswith("CPU cycles per call, measured by Timer1 under simavr: predict_proba mean ")
+    assert "; predict mean " in line and "; learn mean " in line
 
 
 def test_simulate_emulator_timeout(capsys, sea, bundles):

@@ -6,6 +6,7 @@ Debian package (nothing here is skipped).
 
 import dataclasses
 import json
+import shutil
 import subprocess
 
 import numpy as np
@@ -13,10 +14,12 @@ import pytest
 
 from edgestream import ForestClassifier, TreeClassifier
 from edgestream.boards import boards_dir, load_board
-from edgestream.export import export_bundle
+from edgestream.export import export_bundle, runtime_sources
 from edgestream import ShrubEnsemble
-from edgestream.targets import (COMPILE_FLAGS, EmulatorTimeout, TargetError, ToolchainMissing, build, call_graph,
-                                count_instructions, describe_exit, read_elf, run, worst_stack)
+from edgestream.targets import (API_CALLS, COMPILE_FLAGS, EmulatorTimeout, TargetError, ToolchainMissing, build,
+                                call_graph, compile_into, count_instructions, decode_results, describe_exit,
+                                emulator_command, encode_rows, execute, read_elf, render_harness, run, uart_results,
+                                worst_stack)
 
 
 def stream(n_rows: int, n_features: int = 4, seed: int = 0):
@@ -140,14 +143,65 @@ def test_forest_on_avr_under_simavr_equals_python(forest):
     assert np.array_equal(result.proba, model.predict_proba_q15(X[:120]))
     with pytest.raises(ValueError, match=r"board atmega328p carries its input in flash: at most 16,384 bytes"):
         run(bundle, "atmega328p", np.zeros((1100, 4), np.float32))
-    with pytest.raises(TargetError, match="instruction counts come from QEMU's log; simavr gives none"):
-        run(bundle, "atmega328p", X[:2], instructions=True)
 
 
 def test_shrubs_learning_on_avr_under_simavr_equals_python(shrubs):
     _, bundle, X, y, classes, proba = shrubs
     result = run(bundle, "atmega328p", X[:100], y[:100], learn=True)
     assert np.array_equal(result.proba, proba[:100]) and np.array_equal(result.classes, classes[:100])
+
+
+def test_cycle_counts_per_call_on_avr(shrubs):
+    """simavr traces no instructions: the AVR harness measures the cycles of every call with Timer1, the same on
+    every run, without changing a result."""
+    _, bundle, X, y, classes, proba = shrubs
+    first = run(bundle, "atmega2560", X[:20], y[:20], learn=True, instructions=True)
+    assert np.array_equal(first.classes, classes[:20]) and np.array_equal(first.proba, proba[:20])
+    assert set(first.instructions) == {"predict_proba", "predict", "learn"}
+    assert all(len(counts) == 20 and (counts > 100).all() for counts in first.instructions.values())
+    again = run(bundle, "atmega2560", X[:20], y[:20], learn=True, instructions=True)
+    assert all(np.array_equal(first.instructions[k], again.instructions[k]) for k in first.instructions)
+    assert set(run(bundle, "atmega2560", X[:5], instructions=True).instructions) == {"predict_proba", "predict"}
+    assert run(bundle, "atmega2560", X[:5]).instructions is None
+
+
+def test_a_deeper_tree_costs_more_cycles_on_avr(tmp_path):
+    X, y = stream(300)
+    cycles = [run(export_bundle(TreeClassifier(max_depth=depth).fit(X, y), tmp_path / f"d{depth}", name="t"),
+                  "atmega2560", X[:30], instructions=True).instructions["predict"].mean() for depth in (2, 8)]
+    assert cycles[0] < cycles[1]
+
+
+def test_timer1_counts_cycles_exactly_under_simavr(tmp_path):
+    """The harness's measurement against calls of known cost (no bundle: the API is three functions that wait a
+    fixed number of cycles with avr-gcc's __builtin_avr_delay_cycles). Waiting 1,000 cycles counts exactly 1,000
+    more than an empty call (which counts its call and return); 300,000 cycles, which cross 4 or 5 overflows of
+    Timer1, count 300,000 more and about 40 cycles per overflow interrupt, the residual the docs state."""
+    for header in runtime_sources(["es_common", "es_flash"]):
+        shutil.copy(header, tmp_path)
+    (tmp_path / "m.h").write_text('#include "es_common.h"\n#define M_N_FEATURES 1\n#define M_N_CLASSES 1\n'
+                                  "es_status m_predict_proba(const float *row, uint16_t *proba);\n"
+                                  "es_status m_predict(const float *row, uint8_t *class_out);\n"
+                                  "es_status m_learn(const float *row, uint8_t label);\n")
+    (tmp_path / "m.c").write_text(
+        '#include "m.h"\n'
+        "es_status m_predict_proba(const float *row, uint16_t *proba) { (void)row; (void)proba; return ES_OK; }\n"
+        "es_status m_predict(const float *row, uint8_t *class_out)\n"
+        "{ (void)row; (void)class_out; __builtin_avr_delay_cycles(1000); return ES_OK; }\n"
+        "es_status m_learn(const float *row, uint8_t label)\n"
+        "{ (void)row; (void)label; __builtin_avr_delay_cycles(300000); return ES_OK; }\n")
+    manifest = {"name": "m", "directory": str(tmp_path), "include_directory": str(tmp_path), "sources": ["m.c"],
+                "input_dtype": "float32", "n_features": 1, "n_classes": 1, "learning": True}
+    board = load_board("atmega2560")
+    rows = encode_rows(manifest, np.zeros((6, 1), np.float32), np.zeros(6, np.uint8))
+    compile_into(tmp_path, manifest, board, True, render_harness(manifest, board, rows, count=True))
+    execute(emulator_command(board, tmp_path / "firmware.elf"), tmp_path, 20, "simavr")
+    text = (tmp_path / "emulator.out").read_text() + (tmp_path / "emulator.err").read_text()
+    counts = decode_results(manifest, uart_results(text, board), 6, board, API_CALLS)[2]
+    empty = counts["predict_proba"]
+    assert (empty == 19).all() and (counts["predict"] - empty == 1000).all()
+    interrupts = counts["learn"] - empty - 300000
+    assert ((interrupts >= 4 * 40) & (interrupts <= 5 * 41)).all()
 
 
 def test_avr_keeps_every_constant_table_of_a_learning_bundle_in_flash(tmp_path):
