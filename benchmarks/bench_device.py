@@ -29,8 +29,8 @@ of ``--chunk`` rows, each from a bundle exported with the Python state at its fi
 parallel; every device class is checked against Python's test-then-train. Per learner and core: mean and worst
 instructions per learn call and per prediction, beside the cost model's prediction (:mod:`edgestream.costs`), and
 the learn calls' worst/mean ratio. The shrubs run a second time as the budget's search chooses them at 8 KiB on
-SEA (a new shrub every 4 samples, 1 burn-in step). AVR rows appear where the emulator counts (simavr: cycles
-measured by the harness).
+SEA (a new shrub every 4 samples, 1 burn-in step). On AVR (simavr) the counts are CPU cycles, measured by the
+harness with Timer1 (``targets.count_unit``).
 
 Flash bytes: the model's part of the linked ELF as :class:`edgestream.targets.BuildReport` measures it,
 ``code_bytes + tables_bytes``: functions compiled from the model's sources that survive ``--gc-sections`` plus
@@ -310,14 +310,6 @@ def trees(root: Path, rows: int) -> Prepared:
     return prepared
 
 
-def countable(board: str) -> bool:
-    try:
-        targets.check_countable(load_board(board))
-    except targets.NotCountable:
-        return False
-    return True
-
-
 def online_plan(name: str, board: str, X, y, ram: int, **params) -> tuple[Budget, object]:
     """The budget manager's plan of an online learner for ``board``, started on the stream's first rows (as the
     CLI)."""
@@ -339,8 +331,6 @@ def learning(root: Path, steps: int | None, chunk: int) -> Prepared:
     prepared = Prepared([], {}, [])
     for name, exporter, params in [(n, "edgestream", {}) for n in ONLINE] + LEARN_VARIANTS:
         for board in LEARN_BOARDS:
-            if not countable(board):
-                continue
             planned, learner = online_plan(name, board, X, y, ram=LEARN_RAM, **params)
             learner.partial_fit(X[:WARMUP], y[:WARMUP])
             budget = exact_budget(planned, learner)  # of the state the first chunk's bundle starts from
@@ -470,7 +460,7 @@ FOOTNOTES = [
     "SEA, then the device test-then-trains the next rows (calibrate_cost.STEPS per learner) in chunks of {chunk}, "
     "each from a bundle exported with Python's state at its first row (the counts equal one long run's). pred: "
     "the cost model's prediction (edgestream.costs) for the board's core; worst/mean: of the learn calls. AVR: "
-    "CPU cycles measured by the harness in simavr where the emulator counts (else no AVR rows).",
+    "CPU cycles measured by the harness with Timer1 under simavr.",
     "flash B: code of the model's sources left after --gc-sections + its const objects (BuildReport.code_bytes + "
     "tables_bytes); libgcc/picolibc helpers (soft float, 64-bit multiply/divide) are not counted, nor the shrub "
     "state's initial image in .data (table 2).",

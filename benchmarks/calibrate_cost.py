@@ -5,15 +5,15 @@ Run from the repository root::
     .venv/bin/python benchmarks/calibrate_cost.py [--learners NAME ...] [--steps N] [--counts FILE] [--write]
     .venv/bin/python benchmarks/calibrate_cost.py --from FILE [--write]
 
-For each learner with ``cost_terms``, ``CONFIGS_PER_LEARNER`` configurations spread evenly over those of its search
-grid (sizes and structural options) whose budget fits the 16 KiB of the emulated Cortex-M0, each on one of
-``STREAMS`` in turn (3 to 10 features, 2 to 4 classes): Python
+For each learner with ``cost_terms`` and each core, ``CONFIGS_PER_LEARNER`` configurations spread evenly over
+those of its search grid (sizes and structural options) whose budget fits the core's board within ``FIT_RAM``
+(the 16 KiB of the emulated Cortex-M0; 6 KiB of the ATmega2560's 8 KiB), each on one of ``STREAMS`` in turn (3 to 10
+features, 2 to 4 classes): Python
 learns ``WARMUP`` rows (bin edges or input scaling from the first ones, as ``fit``), the model is exported and the
 emulator test-then-trains the next ``--steps`` rows (``STEPS`` per learner by default: enough for a few of its
-expensive steps) on Cortex-M4F (``stm32f411``, QEMU's mps2-an386) and Cortex-M0 (``rp2040``'s code on QEMU's
-micro:bit; configurations whose state does not fit its 16 KiB are skipped), counting the instructions of every
-predict and learn call (``targets.run(..., instructions=True)``). AVR is not counted: Debian's simavr has no
-instruction trace, so AVR boards get no cost model.
+expensive steps) on Cortex-M4F (``stm32f411``, QEMU's mps2-an386), Cortex-M0 (``rp2040``'s code on QEMU's
+micro:bit) and AVR6 (``atmega2560`` under simavr), counting every predict and learn call
+(``targets.run(..., instructions=True)``: instructions from QEMU's log, CPU cycles from the AVR harness's Timer1).
 
 Per learner, core and quantity (mean and worst prediction, mean and worst learn call), non-negative least squares
 fits the learner's terms to the configurations whose index is not a multiple of ``HOLD_OUT``; the table then shows
@@ -47,7 +47,7 @@ from edgestream.data import make_stream
 from edgestream.export import export_bundle
 from edgestream.online import start_online
 
-CORES = {"armv7e-m": "stm32f411", "armv6-m": "rp2040"}
+CORES = {"armv7e-m": "stm32f411", "armv6-m": "rp2040", "avr6": "atmega2560"}
 STREAMS = (("sea", {}), ("hyperplane", {}), ("blobs", {"n_features": 6, "n_classes": 4}))
 CONFIGS_PER_LEARNER = 12
 HOLD_OUT = 4  # configurations 0, 4, 8 are predicted without being fitted on
@@ -60,41 +60,40 @@ MEASURED = {"predict_mean": ("predict", np.mean), "predict_worst": ("predict", n
 
 
 @functools.cache
-def calibration_configs(name: str) -> list[tuple[str, dict, dict]]:
-    """(stream, stream options, parameters) of the configurations counted for a learner: those of its search grid
-    that fit ``FIT_RAM`` on the Cortex-M0 board, evenly spread, each on the next stream in turn."""
-    spec, board = learners.get(name), load_board(CORES["armv6-m"])
+def calibration_configs(name: str, arch: str) -> list[tuple[str, dict, dict]]:
+    """(stream, stream options, parameters) of the configurations counted for a learner on a core: those of its
+    search grid whose budget fits the core's board within ``FIT_RAM``, evenly spread, each on the next stream in
+    turn."""
+    spec, board = learners.get(name), load_board(CORES[arch])
+    ram = min(FIT_RAM, board.ram_bytes * 3 // 4)  # the rest for the harness and the C library
     configs = []
     for i in range(CONFIGS_PER_LEARNER):
         stream, options = STREAMS[i % len(STREAMS)]
         X, y = make_stream(stream, 200, seed=1, **options)
-        fitting = [b.params for b in configurations(name, board, X.shape[1], len(np.unique(y)), ram=FIT_RAM,
+        fitting = [b.params for b in configurations(name, board, X.shape[1], len(np.unique(y)), ram=ram,
                                                     grid=spec.search_grid) if b.fits]
         configs.append((stream, options, fitting[round(i * (len(fitting) - 1) / (CONFIGS_PER_LEARNER - 1))]))
     return configs
 
 
-def count(name: str, index: int, steps: int) -> list[dict]:
-    """Exact counts of one configuration on every core where it fits."""
-    stream, options, params = calibration_configs(name)[index]
+def count(name: str, index: int, arch: str, steps: int) -> dict | None:
+    """Exact counts of one configuration on one core (None when it does not fit the emulated machine)."""
+    stream, options, params = calibration_configs(name, arch)[index]
     X, y = make_stream(stream, WARMUP + steps, seed=1, **options)
     classes = np.unique(y)
     model = start_online(learners.get(name).make(**params), X, classes)
     model.partial_fit(X[:WARMUP], y[:WARMUP])
     rows = slice(WARMUP, WARMUP + steps)
-    out = []
     with tempfile.TemporaryDirectory(prefix="es-cost-") as tmp:
         bundle = export_bundle(model, Path(tmp) / "b", name="m")
-        for arch, board in CORES.items():
-            try:
-                result = targets.run(bundle, board, X[rows], y[rows], learn=True, timeout=3600, instructions=True)
-            except targets.TargetError as error:  # the state does not fit the emulated machine's RAM
-                print(f"{name} #{index} on {board}: {error}", file=sys.stderr)
-                continue
-            measured = {q: float(reduce(result.instructions[call])) for q, (call, reduce) in MEASURED.items()}
-            out.append({"learner": name, "index": index, "stream": stream, "arch": arch, "params": params,
-                        "n_features": X.shape[1], "n_classes": len(classes), "steps": steps, **measured})
-    return out
+        try:
+            result = targets.run(bundle, CORES[arch], X[rows], y[rows], learn=True, timeout=3600, instructions=True)
+        except targets.TargetError as error:  # the state does not fit the emulated machine's RAM
+            print(f"{name} #{index} on {CORES[arch]}: {error}", file=sys.stderr)
+            return None
+    measured = {q: float(reduce(result.instructions[call])) for q, (call, reduce) in MEASURED.items()}
+    return {"learner": name, "index": index, "stream": stream, "arch": arch, "params": params,
+            "n_features": X.shape[1], "n_classes": len(classes), "steps": steps, **measured}
 
 
 def terms_of(row: dict):
@@ -157,13 +156,13 @@ def main(argv=None) -> int:
     if args.saved:
         rows = [r for path in args.saved for r in json.loads(path.read_text()) if r["learner"] in names]
     else:
-        jobs = [(name, i, args.steps or STEPS.get(name, DEFAULT_STEPS))
-                for name in names for i in range(len(calibration_configs(name)))]
+        jobs = [(name, i, arch, args.steps or STEPS.get(name, DEFAULT_STEPS))
+                for name in names for arch in CORES for i in range(CONFIGS_PER_LEARNER)]
         rows = []
         with ProcessPoolExecutor(args.workers) as pool:
             futures = [pool.submit(count, *job) for job in jobs]
-            for future in tqdm(as_completed(futures), total=len(futures), desc="counting", unit="config"):
-                rows += future.result()
+            for future in tqdm(as_completed(futures), total=len(futures), desc="counting", unit="run"):
+                rows += [future.result()] if future.result() else []
         if args.counts:
             args.counts.write_text(json.dumps(rows, indent=1) + "\n")
     fitted = fit(rows)

@@ -8,7 +8,10 @@ a new member weighs in the mean amortized over the calls between two such steps,
 of it as ``work_per_call`` lets one call do). The coefficients, in ``cost_models.json`` beside this module, are
 fitted by non-negative least squares to exact emulator counts of many configurations
 (``benchmarks/calibrate_cost.py``, which also prints predicted against measured on configurations it was not
-fitted on). A core without a calibration gets no prediction, never a guess.
+fitted on). On AVR the counts are CPU cycles (the harness's Timer1 under simavr), which is what a sample rate
+needs. An AVR5 core (ATmega328P) takes the AVR6 core's model: it runs the same instructions, its calls and returns
+one cycle faster (2-byte return addresses), so the AVR6 figures bound it from above. A core without a
+calibration gets no prediction, never a guess.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import numpy as np
 
 COEFFICIENTS_FILE = Path(__file__).with_name("cost_models.json")
 QUANTITIES = ("predict_mean", "predict_worst", "learn_mean", "learn_worst")
+BOUNDED_BY = {"avr5": "avr6"}  # a core whose counts the other core's model bounds from above
 
 
 class CostTerms(NamedTuple):
@@ -78,12 +82,14 @@ def predicted(terms: CostTerms, fitted: dict) -> CallCost:
 def call_cost(spec, params: dict, n_features: int, n_classes: int, arch: str) -> CallCost | None:
     """Predicted instructions of ``spec``'s calls with ``params`` on the core ``arch``; None without a calibration
     for that learner and core."""
-    fitted = coefficients().get(spec.name, {}).get(arch)
+    cores = coefficients().get(spec.name, {})
+    fitted = cores.get(arch, cores.get(BOUNDED_BY.get(arch)))
     if spec.cost_terms is None or fitted is None:
         return None
     return predicted(spec.cost_terms(params, n_features, n_classes), fitted)
 
 
 def calibrated_cores(learner: str) -> list[str]:
-    """The cores (``Board.arch``) a learner's cost model is calibrated for."""
-    return sorted(coefficients().get(learner, {}))
+    """The cores (``Board.arch``) a learner's cost model predicts."""
+    cores = coefficients().get(learner, {})
+    return sorted([*cores, *(arch for arch, bound in BOUNDED_BY.items() if bound in cores)])
