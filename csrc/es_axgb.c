@@ -263,6 +263,24 @@ static int64_t es_axgb_scan(const es_axgb *model, int64_t budget)
     return budget;
 }
 
+/* No job: the counters as validation expects them when idle. */
+static void es_axgb_idle(es_axgb_counters *c)
+{
+    c->phase = ES_AXGB_IDLE;
+    c->pos = 0;
+    c->pos_end = 0;
+    c->node = 0;
+    c->n_nodes = 0;
+    c->n_leaves = 0;
+    c->feature = 0;
+    c->job_window = 0;
+    c->job_slot = 0;
+    c->job_target = 0;
+    c->best_gain = -1;
+    c->best_feature = ES_AXGB_NO_FEATURE;
+    c->best_bin = 0;
+}
+
 static void es_axgb_install(const es_axgb *model)
 {
     const es_axgb_config *config = model->config;
@@ -286,19 +304,7 @@ static void es_axgb_install(const es_axgb *model)
     }
     c->head = (uint16_t)(((uint32_t)c->head + c->job_window) % config->capacity);
     c->count = (uint16_t)(c->count - c->job_window);
-    c->phase = ES_AXGB_IDLE;
-    c->pos = 0;
-    c->pos_end = 0;
-    c->node = 0;
-    c->n_nodes = 0;
-    c->n_leaves = 0;
-    c->feature = 0;
-    c->job_window = 0;
-    c->job_slot = 0;
-    c->job_target = 0;
-    c->best_gain = -1;
-    c->best_feature = ES_AXGB_NO_FEATURE;
-    c->best_bin = 0;
+    es_axgb_idle(c);
 }
 
 static void es_axgb_next_node(const es_axgb *model)
@@ -443,7 +449,15 @@ es_status es_axgb_learn(const es_axgb *model, const uint8_t *bins, uint8_t label
             if (config->strategy != ES_AXGB_PUSH) {
                 c->replace_index = 0;
             }
-            c->count = c->phase != ES_AXGB_IDLE ? c->job_window : 0u;
+            c->count = 0;
+            if (c->phase != ES_AXGB_IDLE) { /* a spread job on a window from before the change is abandoned */
+                uint32_t i;
+                for (i = 0; i < (uint32_t)config->hist_bins * config->n_outputs; i++) {
+                    model->hist_g[i] = 0;
+                    model->hist_h[i] = 0;
+                }
+                es_axgb_idle(c);
+            }
         }
     }
     if (c->count < config->capacity) { /* always, but for a crafted state: then the sample is not buffered */

@@ -16,11 +16,12 @@ Decisions where the paper (or its scikit-multiflow code) leaves a choice, all fo
   ``_train_booster(X, y, len(ensemble))``). The base score is 0 (XGBoost's 0.5 probability).
 * **Prequential error.** In ``learn(x, y)`` the class of ``x`` is predicted by the current ensemble *before*
   ``x`` is learnt; the error bit ``pred != y`` goes to ADWIN. On a change: window size = ``W_min``, replace index
-  = 0, and the samples buffered for the next window are dropped (they straddle the change; a training already
-  under way finishes on its own window).
+  = 0, every buffered sample is dropped (they straddle the change), and a training job still under way is
+  abandoned (its tree slot stays free). Only spread training (``work_per_call > 0``) has a job under way then,
+  on a window from before the change; finishing it would have the new ``W_min`` windows fill behind a job of up
+  to ``W_max`` samples, and the ring would need room for them.
 * **When the window size changes.** A training job takes ``W = current window``; the window size doubles (up to
-  ``W_max``) when the job *starts*; for replace the index advances when the job starts, so a change detected
-  during the job acts on the next member.
+  ``W_max``) when the job *starts*; for replace the index advances when the job starts.
 * **Trees.** XGBoost's exact greedy algorithm on the shared bins, grown breadth first to ``max_depth``. Loss:
   logistic for 2 classes (one score output, ``p = sigmoid_q15(margin)``), softmax for more. **Multi-class uses
   multi-output leaves** (one tree per round whose leaves hold one score per class, XGBoost's
@@ -47,13 +48,22 @@ Decisions where the paper (or its scikit-multiflow code) leaves a choice, all fo
   (``scan``); deciding one node (``node``); one step of a node's partition (``part``). With ``work_per_call = 0``
   the whole job runs in the ``learn`` call that fills the window (as in the paper); with ``work_per_call = U >
   0`` every ``learn`` call runs pieces while it has units left (the last piece may overrun ``U`` by less than its
-  weight), so the job spreads over the following samples, which keep arriving in a ring buffer of
-  ``W_max + L - 1`` rows (``L`` the most calls a job of ``W_max`` samples can take; ``L <= W_min`` is required,
-  so a job always ends before the next window is full). Both modes learn the same members; only when they join
-  the ensemble differs. With ``U > 0`` ADWIN's checks are spread too: at most ``DRIFT_CUTS`` steps of ADWIN per
-  call (cut tests, a pass's logarithms, queued bits; :mod:`edgestream.adwin`, "Bounded work per update"), with
-  the same detections, reported a few samples later; with ``U = 0`` ADWIN is the published one.
-* **Memory.** The state (``STATE``) holds the ring of ``W_max + L - 1`` binned rows, ``K + 1`` tree slots, the
+  weight), so the job spreads over the following samples. ``U`` must keep up: a job of window ``W`` takes at
+  most ``c(W) = ceil(J(W) / U)`` calls (``J`` = :func:`job_units`), and ``c(W) <= next(W) = min(2 W, W_max)``
+  is required for every window size, so a job always ends before the next window is full
+  (:meth:`~AdaptiveXGBoost.min_work_per_call`). The samples keep arriving in a ring buffer of
+  ``max_W (W + c(W) - 1)`` rows (``W_max`` with ``U = 0``). Both modes learn the same members; only when they
+  join the ensemble differs. **The default is automatic** (``work_per_call=None``): ``U = ceil(AUTO_SPREAD
+  J(W_max) / W_max)`` (or the smallest that keeps up, if larger), so a job of ``W_max`` spreads over at least
+  half of the calls that fill the next window and no call trains more than about twice the units a call trains
+  on average in the steady state (one ``W_max`` job per ``W_max`` samples). Twice, not once: the ring grows by
+  ``c(W_max)`` rows, ``W_max / 2`` here, against ``W_max`` for the smallest ``U``; measured (QEMU, the 8 KiB plans
+  on SEA and hyperplane) this keeps the worst learn call within 3x the mean on Cortex-M4F and Cortex-M0, whose
+  histogram and partition units cost about 1.5x its average unit. With ``U > 0`` ADWIN's checks are spread
+  too: at most ``DRIFT_CUTS`` steps of ADWIN per call (cut tests, a pass's logarithms, queued bits;
+  :mod:`edgestream.adwin`, "Bounded work per update"), with the same detections, reported a few samples later;
+  with ``U = 0`` ADWIN is the published one.
+* **Memory.** The state (``STATE``) holds the ring of binned rows (above), ``K + 1`` tree slots, the
   ``es_adwin`` struct (584 bytes on every target, present even with drift detection off), the job's
   per-sample probabilities and order (``W_max`` each), one feature histogram of ``max_bins + 1`` rows of (G, H)
   per output, and per-node sample ranges. The budget ladder sizes ``W_max``,
@@ -99,7 +109,7 @@ Validation (state images, model files: :func:`check_state`, the C ``es_axgb_vali
       ``start <= pos <= pos_end <= stop``.
 
     Every state this module reaches passes (the ring never fills: a job starts when ``count`` reaches the window
-    and ends within ``L <= W_min`` calls). A crafted state may have a full ring: then a sample is not buffered,
+    and ends within ``c(W)`` calls, before the next window is full). A crafted state may have a full ring: then a sample is not buffered,
     and the job still advances, so ``learn`` never stalls.
 """
 
@@ -125,6 +135,7 @@ MAX_WINDOW = 4096
 MAX_MEMBERS = 255
 MAX_DEPTH = 8
 DRIFT_CUTS = 4  # ADWIN cut tests per learn call when training is spread (work_per_call > 0)
+AUTO_SPREAD = 2  # automatic work_per_call: this many times a steady call's share of a window_max job
 
 
 def _nodes_per_tree(config: dict) -> int:
@@ -255,8 +266,9 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
     drift_detection : ADWIN on the error stream (AXGB_A) or not.
     max_depth : depth of each member, 1..8.
     learning_rate : eta in (0, 1]; reg_lambda in [1/32, 1024]; gamma in [0, 1024]; min_child_weight in [0, 1024].
-    work_per_call : 0 (train a member in the call that fills the window) or the units of training work per
-        ``learn`` call (spreads a member over the following samples; see :func:`job_units`).
+    work_per_call : None (automatic: about twice a call's share of a ``window_max`` job), 0 (train a member in
+        the call that fills the window) or the units of training work per ``learn`` call (spreads a member over
+        the following samples; see :func:`job_units` and "Bounded work per sample").
     delta, clock : ADWIN's confidence and check period.
     max_bins, binning, input_dtype, allow_missing : feature quantization (fitted once by :meth:`fit_bins`).
     """
@@ -267,7 +279,7 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
     def __init__(self, members: int = 10, window_min: int = 16, window_max: int = 256, strategy: str = "replace",
                  drift_detection: bool = True, max_depth: int = 4, learning_rate: float = 0.3,
                  reg_lambda: float = 1.0, gamma: float = 0.0, min_child_weight: float = 1.0,
-                 work_per_call: int = 0, delta: float = 0.002, clock: int = 32, max_bins: int = 32,
+                 work_per_call: int | None = None, delta: float = 0.002, clock: int = 32, max_bins: int = 32,
                  binning: str = "quantile", input_dtype: str = "float32", allow_missing: bool = False):
         for name, value in list(locals().items()):
             if name != "self":
@@ -281,7 +293,8 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
         check_integer(self, "window_min", 1, MAX_WINDOW)
         check_integer(self, "window_max", 1, MAX_WINDOW)
         check_integer(self, "max_depth", 1, MAX_DEPTH)
-        check_integer(self, "work_per_call", 0, 2**32 - 1)
+        if self.work_per_call is not None:
+            check_integer(self, "work_per_call", 0, 2**32 - 1)
         check_integer(self, "clock", 1, 65535)
         check_integer(self, "max_bins", 2, 254)
         if self.window_min > self.window_max:
@@ -307,7 +320,7 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
     def drift_cuts(self) -> int:
         """ADWIN's cut tests per learn call: all of a check at once (0) when a member trains in one call, else
         ``DRIFT_CUTS`` (see :mod:`edgestream.adwin`)."""
-        return DRIFT_CUTS if self.work_per_call else 0
+        return 0 if self.work_per_call == 0 else DRIFT_CUTS
 
     def _adwin(self) -> ADWIN:
         return ADWIN(self.delta, clock=self.clock, max_cuts=self.drift_cuts)
@@ -316,31 +329,44 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
     def hist_bins(self) -> int:
         return self.max_bins + 1
 
-    def _job_units(self, n_features: int, n_classes: int | None = None) -> int:
-        c = len(self.classes_) if n_classes is None and hasattr(self, "classes_") else (n_classes or 2)
-        return job_units(self.window_max, n_features, self.hist_bins, self.max_depth, self.members,
-                         1 if c == 2 else c)
+    def _windows(self) -> list[int]:
+        """The window sizes W(i) = min(W_min 2^i, W_max), each once."""
+        sizes = [self.window_min]
+        while sizes[-1] < self.window_max:
+            sizes.append(min(2 * sizes[-1], self.window_max))
+        return sizes
 
-    def job_calls(self, n_features: int, n_classes: int | None = None) -> int:
-        """Most ``learn`` calls a training job of ``window_max`` samples can take (1 with ``work_per_call=0``);
-        must not exceed ``window_min``."""
-        if self.work_per_call == 0:
-            return 1
-        units = self._job_units(n_features, n_classes)
-        calls = -(-units // self.work_per_call)
-        if calls > self.window_min:
-            raise ValueError(f"work_per_call={self.work_per_call} spreads a job of window_max={self.window_max} "
-                             f"over up to {calls} calls, more than window_min={self.window_min}; raise "
-                             f"work_per_call to at least {self.min_work_per_call(n_features, n_classes)}")
-        return calls
+    def _job_units(self, window: int, n_features: int, n_classes: int | None) -> int:
+        c = len(self.classes_) if n_classes is None and hasattr(self, "classes_") else (n_classes or 2)
+        return job_units(window, n_features, self.hist_bins, self.max_depth, self.members, 1 if c == 2 else c)
 
     def min_work_per_call(self, n_features: int, n_classes: int | None = None) -> int:
-        """The smallest ``work_per_call`` whose jobs end within ``window_min`` calls (classes: the set ones, else
-        ``n_classes``, else 2)."""
-        return -(-self._job_units(n_features, n_classes) // self.window_min)
+        """The smallest ``work_per_call`` that keeps up: a job of every window size ``W`` ends within
+        ``min(2 W, W_max)`` calls, before the next window is full (classes: the set ones, else ``n_classes``, else
+        2)."""
+        return max(-(-self._job_units(w, n_features, n_classes) // min(2 * w, self.window_max))
+                   for w in self._windows())
+
+    def units_per_call(self, n_features: int, n_classes: int | None = None) -> int:
+        """The units of training work per ``learn`` call: ``work_per_call``, or for ``None`` the automatic
+        ``ceil(AUTO_SPREAD J(W_max) / W_max)`` (at least :meth:`min_work_per_call`); a ``work_per_call`` that does not
+        keep up is refused."""
+        least = self.min_work_per_call(n_features, n_classes)
+        if self.work_per_call is None:
+            share = -(-AUTO_SPREAD * self._job_units(self.window_max, n_features, n_classes) // self.window_max)
+            return max(share, least)
+        if 0 < self.work_per_call < least:
+            raise ValueError(f"work_per_call={self.work_per_call} must be 0 or at least {least}: smaller, a job of "
+                             f"window_max={self.window_max} (window_min={self.window_min}) may not end before the "
+                             "next window is full")
+        return self.work_per_call
 
     def capacity(self, n_features: int, n_classes: int | None = None) -> int:
-        return self.window_max + self.job_calls(n_features, n_classes) - 1
+        """Ring rows: a job's window and the samples that arrive while it trains, ``max_W (W + c(W) - 1)``."""
+        units = self.units_per_call(n_features, n_classes)
+        if units == 0:
+            return self.window_max
+        return max(w + -(-self._job_units(w, n_features, n_classes) // units) - 1 for w in self._windows())
 
     @property
     def nodes_per_tree(self) -> int:
@@ -360,7 +386,7 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
         return {"n_features": d, "n_classes": c, "n_outputs": 1 if c == 2 else c, "max_depth": self.max_depth,
                 "strategy": STRATEGIES[self.strategy], "drift": int(bool(self.drift_detection)),
                 "hist_bins": self.hist_bins, "window_min": self.window_min, "window_max": self.window_max,
-                "capacity": capacity, "members": self.members, "work_per_call": self.work_per_call,
+                "capacity": capacity, "members": self.members, "work_per_call": self.units_per_call(d, c),
                 "lambda_q15": self.lambda_q15, "gamma_q15": self.gamma_q15, "min_child_q15": self.min_child_q15,
                 "eta_q16": self.eta_q16, "drift_log_q24": log_term_q24(self.delta), "drift_cuts": self.drift_cuts,
                 "drift_clock": self.clock, **{f"unit_{k}": v for k, v in unit_weights(1 if c == 2 else c).items()}}
@@ -400,6 +426,7 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
         self.window = self.window_min
         self.best_feature = NO_FEATURE
         self.best_gain = -1
+        self.units_per_call_ = self.units_per_call(self.n_features_)
 
     def saved_arrays(self) -> dict:
         """The whole learning state, as a model file stores it."""
@@ -448,13 +475,17 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
                 self.window = self.window_min
                 if self.strategy == "replace":
                     self.replace_index = 0
-                self.count = self.job_window if self.phase != IDLE else 0
+                self.count = 0
+                if self.phase != IDLE:
+                    self.hist_g[:] = 0
+                    self.hist_h[:] = 0
+                    self._idle()
         if self.count < self._capacity:  # always, but for a crafted state (see "Validation")
             row = (self.head + self.count) % self._capacity
             self.window_bins[row] = bins
             self.window_labels[row] = label
             self.count += 1
-        self._work(self.work_per_call or -1)
+        self._work(self.units_per_call_ or -1)
 
     # -- the training job ------------------------------------------------------------------------------------
 
@@ -674,6 +705,10 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
             self.n_members += 1
         self.head = (self.head + self.job_window) % self._capacity
         self.count -= self.job_window
+        self._idle()
+
+    def _idle(self) -> None:
+        """No job: the counters as validation expects them when idle."""
         self.phase = IDLE
         self.pos = self.pos_end = self.node = self.n_nodes = self.n_leaves = self.feature = 0
         self.job_window = self.job_slot = self.job_target = 0
