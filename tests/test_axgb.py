@@ -198,6 +198,45 @@ def test_spread_training_learns_the_same_members_and_bounds_the_work():
     assert max(burst_units) <= job_units(64, 3, 33, 3, 5)
 
 
+@settings(max_examples=200)
+@given(st.sampled_from([1, 3]), st.integers(2, 12), st.sampled_from([0.0, 0.5, 1.0]), st.sampled_from([0.0, 0.1]),
+       st.integers(0, 2**16), st.integers(1, 400))
+def test_scan_skips_empty_bins_and_finds_the_split_of_every_bin(outputs, max_bins, min_child, gamma, seed, budget):
+    """The scan evaluates only bins that hold gradient (an empty bin has the gain of the bin before it, which never
+    beats the best strictly): the same split as the gain of every bin, in pieces of any budget."""
+    n_classes = 2 if outputs == 1 else outputs
+    X, _ = drifting(50, 2, n_classes, seed=0)
+    learner = make(2, n_classes, X, max_bins=max_bins, min_child_weight=min_child, gamma=gamma, work_per_call=0)
+    rng = np.random.default_rng(seed)
+    rows = learner.hist_bins * outputs
+    filled = np.repeat(rng.random(learner.hist_bins) < 0.5, outputs)
+    hist_g = np.where(filled, rng.integers(-40000, 40000, rows), 0).astype(np.int32)
+    hist_h = np.where(filled, rng.integers(0, 20000, rows), 0).astype(np.int32)
+    learner.hist_g[:], learner.hist_h[:] = hist_g, hist_h
+    learner.node_g[:] = hist_g.reshape(-1, outputs).sum(axis=0)
+    learner.node_h[:] = hist_h.reshape(-1, outputs).sum(axis=0)
+    learner.left_g[:] = 0
+    learner.left_h[:] = 0
+    learner.phase, learner.pos, learner.feature, learner.node = 3, 0, 1, 0
+    learner.node_start[0], learner.node_stop[0] = 0, 0
+    learner.best_gain, learner.best_feature, learner.best_bin = 2 * learner.gamma_q15, 255, 0
+    learner.last_work_ = dict.fromkeys(("scan", "gain"), 0)
+    while learner.phase == 3:
+        learner._scan(budget)
+    G, H = hist_g.reshape(-1, outputs).astype(np.int64), hist_h.reshape(-1, outputs).astype(np.int64)
+    parent = sum(learner._score(int(g), int(h)) for g, h in zip(G.sum(axis=0), H.sum(axis=0)))
+    best = (2 * learner.gamma_q15, 255, 0)
+    for b in range(max_bins - 1):  # every bin, empty or not (the rule before the skip)
+        left_g, left_h = G[: b + 1].sum(axis=0), H[: b + 1].sum(axis=0)
+        if left_h.sum() >= learner.min_child_q15 and H.sum() - left_h.sum() >= learner.min_child_q15:
+            gain = sum(learner._score(int(gl), int(hl)) + learner._score(int(g - gl), int(h - hl))
+                       for gl, hl, g, h in zip(left_g, left_h, G.sum(axis=0), H.sum(axis=0))) - parent
+            if gain > best[0]:
+                best = (gain, 1, b)
+    assert (learner.best_gain, learner.best_feature, learner.best_bin) == best
+    assert not learner.hist_g.any() and not learner.hist_h.any()
+
+
 def test_members_follow_the_strategies():
     X, y = drifting(400, 2, 2, seed=1)
     push = make(2, 2, X, strategy="push", members=3, window_min=4, window_max=16, drift_detection=False)
@@ -448,8 +487,8 @@ def test_state_validation_host_equals_device_and_accepted_states_stay_in_bounds(
     the states the host's check_state accepts, and accepted states continue on both identically (C == Python
     after every step) without writing outside any region."""
     X, y = drifting(600, 3, 3, seed=11)
-    learner = make(3, 3, X, members=3, window_min=16, window_max=24, max_depth=3, max_bins=8, delta=0.3, clock=4,
-                   work_per_call=job_units(24, 3, 9, 3, 3, 3) // 16 + 1)
+    params = dict(members=3, window_min=16, window_max=24, max_depth=3, max_bins=8, delta=0.3, clock=4)
+    learner = make(3, 3, X, **params, work_per_call=min_work(3, 3, **params))
     bins = learner.transform(X)
     rng = np.random.default_rng(1)
     phases, accepted, refused, continued = [0] * 6, 0, 0, 0

@@ -170,7 +170,8 @@ STATE = StateSpec(
         Field("drift_clock", "uint16_t", "ADWIN's check period"),
         Field("unit_grad", "uint16_t", "units of a sample's margins (unit_weights)"),
         Field("unit_walk", "uint16_t", "units per member walked"), Field("unit_hist", "uint16_t"),
-        Field("unit_scan", "uint16_t"), Field("unit_node", "uint16_t"), Field("unit_part", "uint16_t"),
+        Field("unit_scan", "uint16_t", "per bin visited"), Field("unit_gain", "uint16_t", "per split gain"),
+        Field("unit_node", "uint16_t"), Field("unit_part", "uint16_t"),
     ),
     counters=(
         Field("best_gain", "int64_t", "best split gain of the current node so far"),
@@ -224,29 +225,35 @@ def trunc_div(a: int, b: int) -> int:
 
 def unit_weights(outputs: int) -> dict[str, int]:
     """Units of each piece of a training job's work, for ``outputs`` scores per leaf, so that a unit costs about
-    the same number of instructions whatever the phase (about 60 on a Cortex-M4F): the margins of one sample
-    (``grad``, plus ``walk`` per member it walks), one sample added to a histogram or to the node totals (``hist``),
-    one histogram bin scanned (``scan``, two 64-bit divisions per output), one node decided (``node``), one
-    partition step (``part``). Fitted by least squares on QEMU instruction counts per learn call against the work
-    each call did (``benchmarks/calibrate_axgb_units.py``, 600 calls of a spread job). Measured instructions per
-    unit with these weights, Cortex-M4F: 2 classes grad 64, walk 61, hist 51, scan 74, part 48; 3 classes grad
-    59, walk 48, hist 47, scan 54, part 76 (with one unit for every piece, 2 classes: 249, 66, 180, 61, 93).
-    Cortex-M0+ (rp2040), 2 classes: grad 57, walk 79, hist 164, scan 141, part 172 (its histogram and partition
-    loops compile heavier; the M4F is the calibration target). A node decision is too rare in the calls to fit;
-    its weight is an estimate (one 64-bit division per output for a leaf)."""
-    return {"grad": 4 * outputs, "walk": (outputs + 2) // 2, "hist": 1 + 2 * outputs, "scan": 2 * outputs - 1,
-            "node": 2 + 2 * outputs, "part": 2}
+    25 instructions on a Cortex-M4F and 30 on a Cortex-M0 whatever the piece: the margins of one sample (``grad``,
+    plus ``walk`` per member it walks), one sample added to a histogram or to the node totals (``hist``), one
+    histogram bin visited (``scan``) and, if it is not empty and both sides can be children, its split gain
+    evaluated (``gain``: two 64-bit divisions per output), one node decided (``node``: a 64-bit division per
+    output for a leaf), one partition step (``part``). From least squares on QEMU instruction counts per learn
+    call against the pieces each call ran (512 calls of the automatic spread on SEA at the 8 KiB plan, with ADWIN's
+    steps and a cost per phase entered as further terms), per piece for 2 classes, Cortex-M4F / Cortex-M0:
+    grad 258 / 289, walk 71 / 85, hist 78 / 107, scan 44 / 67, gain 174 / 958, leaf division 155 / 789, part 24 /
+    30. The gain is the one piece whose cost differs between the cores (no 64-bit division in hardware, and the
+    M0 not even a 32-bit one); its weight sits between them, so a call heavy in gains costs about 0.4x (M4F) and
+    1.6x (M0) a unit's instructions. Outputs scale the per-output work (3 classes measured with the weights of an
+    earlier calibration: hist about 110 instructions per sample and output)."""
+    return {"grad": 10 * outputs, "walk": outputs + 2, "hist": 4 * outputs - 1, "scan": 2 * outputs,
+            "gain": 20 * outputs, "node": 2 + 12 * outputs, "part": 1}
 
 
 def job_units(window: int, n_features: int, hist_bins: int, max_depth: int, members: int, outputs: int = 1) -> int:
     """An upper bound of the units a training job on ``window`` samples takes (weights of
     :func:`unit_weights`): the margins (a sample walks at most ``members`` members), then per level at most
-    ``window`` samples (internal levels: a histogram pass per feature, a bin scan per node and feature, a
-    partition; the last level: a totals pass), every node decided."""
+    ``window`` samples (internal levels: a histogram pass per feature and a partition; the last level: a totals
+    pass); per internal level ``d`` at most ``min(2^d, window // 2)`` splittable nodes (2 samples or more), each
+    visiting every bin of every feature, and per feature at most ``min(window, nodes (hist_bins - 2))`` gains (a
+    gain needs a non-empty bin, and the last two bins have none); every node decided."""
     w = unit_weights(outputs)
-    internal = 2**max_depth - 1
+    scans = sum(min(2**d, window // 2) for d in range(max_depth))
+    gains = sum(min(window, min(2**d, window // 2) * (hist_bins - 2)) for d in range(max_depth))
     return (window * (w["grad"] + w["walk"] * members) + max_depth * window * (n_features * w["hist"] + w["part"])
-            + window * w["hist"] + internal * n_features * hist_bins * w["scan"] + (2 ** (max_depth + 1) - 1) * w["node"])
+            + window * w["hist"] + n_features * (scans * hist_bins * w["scan"] + gains * w["gain"])
+            + (2 ** (max_depth + 1) - 1) * w["node"])
 
 
 def quantize_q(value: float, one: int, name: str, low: float, high: float) -> int:
@@ -492,9 +499,9 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
     def _work(self, budget: int) -> None:
         """Run up to ``budget`` units (-1: until the job is done and no new one can start); the units run are
         kept in ``last_units_``, the work done per phase in ``last_work_`` (host only, for tests and reports:
-        samples of GRAD, the member walks among them, samples of HIST, bins of SCAN, nodes decided, partition
+        samples of GRAD, the member walks among them, samples of HIST, bins of SCAN, gains evaluated, nodes decided, partition
         steps)."""
-        self.last_work_ = dict.fromkeys(("grad", "walks", "hist", "scan", "node", "part"), 0)
+        self.last_work_ = dict.fromkeys(("grad", "walks", "hist", "scan", "gain", "node", "part"), 0)
         start = budget
         while budget != 0:
             if self.phase == IDLE:
@@ -618,21 +625,26 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
         node_g = [int(v) for v in self.node_g]
         node_h = [int(v) for v in self.node_h]
         parent = sum(self._score(G, H) for G, H in zip(node_g, node_h))
-        n, left = self._spend(budget, bins - self.pos, self.units["scan"])
-        for b in range(self.pos, self.pos + n):
-            self.left_g += hist_g[b]
-            self.left_h += hist_h[b]
-            hist_g[b] = 0
-            hist_h[b] = 0
-            if b <= self.max_bins - 2:
+        units = self.units
+        while self.pos < bins and budget != 0:
+            b = self.pos
+            cost = units["scan"]
+            if hist_g[b].any() or hist_h[b].any():  # an empty bin leaves the left sums, so the gain, unchanged
+                self.left_g += hist_g[b]
+                self.left_h += hist_h[b]
+                hist_g[b] = 0
+                hist_h[b] = 0
                 left_g = [int(v) for v in self.left_g]
                 left_h = [int(v) for v in self.left_h]
                 hl, hr = sum(left_h), sum(node_h) - sum(left_h)
-                if hl >= self.min_child_q15 and hr >= self.min_child_q15:
+                if b <= self.max_bins - 2 and hl >= self.min_child_q15 and hr >= self.min_child_q15:
+                    cost += units["gain"]
+                    self.last_work_["gain"] += 1
                     gain = sum(self._score(gl, h_) + self._score(G - gl, H - h_)
                                for gl, h_, G, H in zip(left_g, left_h, node_g, node_h)) - parent
                     if gain > self.best_gain:
                         self.best_gain, self.best_feature, self.best_bin = gain, self.feature, b
+            budget = budget - cost if budget < 0 else max(budget - cost, 0)
             self.pos += 1
             self.last_work_["scan"] += 1
         if self.pos == bins:
@@ -641,7 +653,7 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
                 self.phase, self.pos = HIST, int(self.node_start[self.node])
             else:
                 self.phase = NODE
-        return left
+        return budget
 
     def _node(self) -> None:
         """Decide the current node: a split (then partition its samples) or a leaf."""
