@@ -29,12 +29,11 @@ Second table (unless ``--no-device``): executed instructions per ``learn`` call 
 8 KiB on the SEA stream, on Cortex-M4F (stm32f411, QEMU mps2-an386) and Cortex-M0 (rp2040, QEMU microbit),
 counted by ``targets.run(..., instructions=True)``: Python learns the first rows until one window before a
 ``window_max`` job starts, the bundle exported there test-then-trains the next ``DEVICE_ROWS`` rows (which hold
-one whole training job); with ``work_per_call=0`` (the job runs in the call that fills the window) and with the
-smallest ``work_per_call`` that keeps up (the job spread over the following calls, which must end within
-``window_min`` calls: with ``window_min=64`` the same work spreads over four times as many calls). Every device
-class is checked against Python's. The worst call is split into the calls where ADWIN works on a check (the call
-that ends a ``clock`` = 32 period; with a spread job also the calls of a check spread over 4 steps per call) and
-the others; "worst training w/o check" is the worst of the calls that ran training units and no ADWIN check.
+one whole training job); with ``work_per_call=0`` (the job runs in the call that fills the window), with the
+default (automatic: twice a call's share of a ``window_max`` job) and with the smallest ``work_per_call`` that
+keeps up (every job ends before the next window is full; the largest ring). Every device class is checked
+against Python's. The worst call is split into the calls where ADWIN works on a check (the call that ends a
+``clock`` = 32 period; with a spread job also the calls of a check spread over 4 steps per call) and the others; "worst training w/o check" is the worst of the calls that ran training units and no ADWIN check.
 """
 
 from __future__ import annotations
@@ -144,10 +143,8 @@ def device_counts(stream: Stream) -> list[dict]:
     from edgestream.targets import run
 
     out = []
-    modes = [("whole job", 0, 16)]
-    for window_min in (16, 64):
-        base = planned_axgb(stream, "replace", True, window_min=window_min)
-        modes.append((f"spread W_min={window_min}", base.min_work_per_call(stream.X.shape[1]), window_min))
+    least = planned_axgb(stream, "replace", True).min_work_per_call(stream.X.shape[1])
+    modes = [("whole job", 0, 16), ("automatic (default)", None, 16), ("least that keeps up", least, 16)]
     for mode, work, window_min in modes:
         learner = planned_axgb(stream, "replace", True, work_per_call=work, window_min=window_min)
         start = 0
@@ -172,7 +169,7 @@ def device_counts(stream: Stream) -> list[dict]:
         for board, result in results.items():
             learn = result.instructions["learn"]
             predict = result.instructions.get("predict", np.zeros(1))
-            out.append({"board": board, "mode": mode, "work_per_call": work, "rows": len(X),
+            out.append({"board": board, "mode": mode, "work_per_call": learner.units_per_call_, "rows": len(X),
                         "learn_mean": float(learn.mean()), "learn_worst": int(learn.max()),
                         "worst_no_check": int(learn[~checks].max()), "worst_check": int(learn[checks].max()),
                         "worst_training": int(learn[training & ~checks].max()),

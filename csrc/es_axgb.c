@@ -48,14 +48,17 @@ static void es_axgb_sums(const es_axgb *model, const uint8_t *bins, uint16_t n_m
  * is left); all of them for a negative (unlimited) budget, which then goes down by their units. */
 static int64_t es_axgb_spend(int64_t *budget, int64_t remaining, uint32_t weight)
 {
-    int64_t n;
+    uint32_t left, n;
     if (*budget < 0) {
         *budget -= remaining * (int64_t)weight;
         return remaining;
     }
-    n = (*budget + (int64_t)weight - 1) / (int64_t)weight;
-    n = n < remaining ? n : remaining;
-    *budget = *budget - n * (int64_t)weight > 0 ? *budget - n * (int64_t)weight : 0;
+    /* a bounded budget is at most work_per_call and remaining at most a window: 32-bit division (the M0 has no
+     * division instruction and a 64-bit one costs it about a thousand) */
+    left = (uint32_t)*budget;
+    n = left / weight + (left % weight != 0u ? 1u : 0u);
+    n = (int64_t)n < remaining ? n : (uint32_t)remaining;
+    *budget = (int64_t)n * weight < *budget ? *budget - (int64_t)n * weight : 0;
     return n;
 }
 
@@ -214,28 +217,32 @@ static int64_t es_axgb_scan(const es_axgb *model, int64_t budget)
     es_axgb_counters *c = model->counters;
     const uint8_t out = config->n_outputs;
     const uint16_t max_bins = (uint16_t)(config->hist_bins - 1u);
-    const int64_t n = es_axgb_spend(&budget, (int64_t)config->hist_bins - c->pos, config->unit_scan);
     int64_t parent = 0;
     int64_t node_h = 0;
-    int64_t done;
     uint8_t k;
     for (k = 0; k < out; k++) {
         parent += es_axgb_score(model->node_g[k], model->node_h[k], config->lambda_q15);
         node_h += model->node_h[k];
     }
-    for (done = 0; done < n; done++) {
+    while (c->pos < config->hist_bins && budget != 0) {
         const uint32_t b = c->pos;
         int64_t hl = 0;
+        uint32_t cost = config->unit_scan;
+        uint8_t filled = 0;
         for (k = 0; k < out; k++) {
+            filled = (uint8_t)(filled | (model->hist_g[b * out + k] != 0 || model->hist_h[b * out + k] != 0));
+        }
+        for (k = 0; filled && k < out; k++) { /* an empty bin leaves the left sums, so the gain, unchanged */
             model->left_g[k] += model->hist_g[b * out + k];
             model->left_h[k] += model->hist_h[b * out + k];
             model->hist_g[b * out + k] = 0;
             model->hist_h[b * out + k] = 0;
             hl += model->left_h[k];
         }
-        if (b + 2u <= max_bins && hl >= (int64_t)config->min_child_q15 &&
+        if (filled && b + 2u <= max_bins && hl >= (int64_t)config->min_child_q15 &&
             node_h - hl >= (int64_t)config->min_child_q15) {
             int64_t gain = 0;
+            cost += config->unit_gain;
             for (k = 0; k < out; k++) {
                 const int64_t gl = model->left_g[k];
                 const int64_t hk = model->left_h[k];
@@ -249,6 +256,7 @@ static int64_t es_axgb_scan(const es_axgb *model, int64_t budget)
                 c->best_bin = (uint8_t)b;
             }
         }
+        budget = budget < 0 ? budget - cost : (budget > (int64_t)cost ? budget - cost : 0);
         c->pos++;
     }
     if (c->pos == config->hist_bins) {
@@ -261,6 +269,24 @@ static int64_t es_axgb_scan(const es_axgb *model, int64_t budget)
         }
     }
     return budget;
+}
+
+/* No job: the counters as validation expects them when idle. */
+static void es_axgb_idle(es_axgb_counters *c)
+{
+    c->phase = ES_AXGB_IDLE;
+    c->pos = 0;
+    c->pos_end = 0;
+    c->node = 0;
+    c->n_nodes = 0;
+    c->n_leaves = 0;
+    c->feature = 0;
+    c->job_window = 0;
+    c->job_slot = 0;
+    c->job_target = 0;
+    c->best_gain = -1;
+    c->best_feature = ES_AXGB_NO_FEATURE;
+    c->best_bin = 0;
 }
 
 static void es_axgb_install(const es_axgb *model)
@@ -286,19 +312,7 @@ static void es_axgb_install(const es_axgb *model)
     }
     c->head = (uint16_t)(((uint32_t)c->head + c->job_window) % config->capacity);
     c->count = (uint16_t)(c->count - c->job_window);
-    c->phase = ES_AXGB_IDLE;
-    c->pos = 0;
-    c->pos_end = 0;
-    c->node = 0;
-    c->n_nodes = 0;
-    c->n_leaves = 0;
-    c->feature = 0;
-    c->job_window = 0;
-    c->job_slot = 0;
-    c->job_target = 0;
-    c->best_gain = -1;
-    c->best_feature = ES_AXGB_NO_FEATURE;
-    c->best_bin = 0;
+    es_axgb_idle(c);
 }
 
 static void es_axgb_next_node(const es_axgb *model)
@@ -443,7 +457,15 @@ es_status es_axgb_learn(const es_axgb *model, const uint8_t *bins, uint8_t label
             if (config->strategy != ES_AXGB_PUSH) {
                 c->replace_index = 0;
             }
-            c->count = c->phase != ES_AXGB_IDLE ? c->job_window : 0u;
+            c->count = 0;
+            if (c->phase != ES_AXGB_IDLE) { /* a spread job on a window from before the change is abandoned */
+                uint32_t i;
+                for (i = 0; i < (uint32_t)config->hist_bins * config->n_outputs; i++) {
+                    model->hist_g[i] = 0;
+                    model->hist_h[i] = 0;
+                }
+                es_axgb_idle(c);
+            }
         }
     }
     if (c->count < config->capacity) { /* always, but for a crafted state: then the sample is not buffered */

@@ -10,10 +10,11 @@
  * from the state description in edgestream/learners/axgb.py. */
 #include "es_axgb_state.h"
 
-/* Learn one binned sample: predict it (drift detection: its 0/1 error goes to ADWIN), buffer it, and run up to
- * work_per_call units of the training job (all of it when work_per_call is 0). A label >= n_classes is
- * rejected with ES_ERR_LABEL and changes nothing. The ring never fills (a job ends within window_min calls);
- * in a crafted state whose ring is full the sample is not buffered, and the job still advances. */
+/* Learn one binned sample: predict it (drift detection: its 0/1 error goes to ADWIN; a change drops the buffered
+ * samples and a job under way), buffer it, and run up to work_per_call units of the training job (all of it when
+ * work_per_call is 0). A label >= n_classes is rejected with ES_ERR_LABEL and changes nothing. The ring never
+ * fills (a job ends before the next window is full; capacity is sized for it); in a crafted state whose ring is
+ * full the sample is not buffered, and the job still advances. */
 es_status es_axgb_learn(const es_axgb *model, const uint8_t *bins, uint8_t label);
 
 /* Q15 probabilities of one binned sample (the shared additive rule); work holds n_classes uint32 (scratch). */

@@ -29,7 +29,8 @@ typedef struct {
     uint16_t unit_grad;             /* units of a sample's margins (unit_weights) */
     uint16_t unit_walk;             /* units per member walked */
     uint16_t unit_hist;
-    uint16_t unit_scan;
+    uint16_t unit_scan;             /* per bin visited */
+    uint16_t unit_gain;             /* per split gain */
     uint16_t unit_node;
     uint16_t unit_part;
 } es_axgb_config;

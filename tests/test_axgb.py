@@ -133,10 +133,11 @@ def configurations(draw):
                   reg_lambda=draw(st.sampled_from([1 / 32, 1.0, 4.0])), gamma=draw(st.sampled_from([0.0, 0.1])),
                   min_child_weight=draw(st.sampled_from([0.0, 0.5, 1.0])),
                   delta=draw(st.sampled_from([0.3, 0.05])), clock=draw(st.sampled_from([1, 4])))
-    if draw(st.booleans()):  # spread training: the smallest work per call that keeps up, or a bit more
-        units = job_units(window_max, n_features, params["max_bins"] + 1, params["max_depth"], params["members"],
-                          1 if n_classes == 2 else n_classes)
-        params["work_per_call"] = -(-units // window_min) + draw(st.integers(0, 40))
+    mode = draw(st.sampled_from(["whole", "automatic", "least"]))
+    if mode == "whole":
+        params["work_per_call"] = 0
+    elif mode == "least":  # spread training: the smallest work per call that keeps up, or a bit more
+        params["work_per_call"] = min_work(n_features, n_classes, **params) + draw(st.integers(0, 40))
     n = draw(st.integers(20, 90))
     return n_features, n_classes, params, n, draw(st.integers(0, 2**16))
 
@@ -156,32 +157,84 @@ def test_parity_through_drift_resets_and_spread_jobs(strategy, n_classes):
     params = dict(strategy=strategy, members=4, window_min=8, window_max=32, max_depth=3, delta=0.3, clock=4,
                   max_bins=16)
     learner = make(3, n_classes, X, **params, work_per_call=min_work(3, n_classes, **params) + 10)
+    abandoned = []
+    learn = learner.learn_bins
+
+    def learn_bins(row, label):  # count the detections that abandon a job under way
+        before = learner.phase, learner.adwin_.n_detections
+        learn(row, label)
+        abandoned.append(before[0] != IDLE and learner.adwin_.n_detections > before[1])
+
+    learner.learn_bins = learn_bins
     run_parity(learner, X, y, every_proba=False)
-    assert learner.adwin_.n_detections >= 3  # the resets were exercised
+    assert learner.adwin_.n_detections >= 3 and sum(abandoned) >= 1  # the resets and an abandoned job
     assert learner.n_members == 4
 
 
 def test_spread_training_learns_the_same_members_and_bounds_the_work():
     X, y = drifting(600, 3, 2, seed=3)
-    burst = make(3, 2, X, members=5, window_min=16, window_max=64, max_depth=3, drift_detection=False)
-    work = min_work(3, 2, members=5, window_min=16, window_max=64, max_depth=3)
-    spread = make(3, 2, X, members=5, window_min=16, window_max=64, max_depth=3, drift_detection=False,
-                  work_per_call=work)
+    params = dict(members=5, window_min=16, window_max=64, max_depth=3, drift_detection=False)
+    burst = make(3, 2, X, **params, work_per_call=0)
+    work = min_work(3, 2, **params)
+    spreads = [make(3, 2, X, **params, work_per_call=work), make(3, 2, X, **params)]  # the least, automatic
+    assert spreads[1].units_per_call_ == max(work, -(-2 * job_units(64, 3, 33, 3, 5) // 64))
     bins = burst.transform(X)
-    compared, burst_units = 0, []
+    compared, burst_units = [0, 0], []
     for row, label in zip(bins, y):
         burst.learn_bins(row, int(label))
-        spread.learn_bins(row, int(label))
         burst_units.append(burst.last_units_)
-        assert spread.last_units_ < work + 4 + 5  # the last piece (margins over 5 members: 9 units) may overrun
-        if spread.phase == IDLE and spread.n_members == burst.n_members:
-            members = burst.roots[: burst.n_members]
-            assert np.array_equal(spread.roots[: spread.n_members], members)
-            assert np.array_equal(spread.nodes, burst.nodes) and np.array_equal(spread.leaf_values, burst.leaf_values)
-            compared += 1
-    assert compared > 100
+        for k, spread in enumerate(spreads):
+            spread.learn_bins(row, int(label))
+            assert spread.last_units_ < spread.units_per_call_ + 4 + 5  # the last piece (9 units) may overrun
+            if spread.phase == IDLE and spread.n_members == burst.n_members:
+                members = burst.roots[: burst.n_members]
+                assert np.array_equal(spread.roots[: spread.n_members], members)
+                assert np.array_equal(spread.nodes, burst.nodes)
+                assert np.array_equal(spread.leaf_values, burst.leaf_values)
+                compared[k] += 1
+            assert spread.count <= spread._capacity
+    assert min(compared) > 100
     assert max(burst_units) > 10 * work  # a whole member in one call is far above the spread bound
     assert max(burst_units) <= job_units(64, 3, 33, 3, 5)
+
+
+@settings(max_examples=200)
+@given(st.sampled_from([1, 3]), st.integers(2, 12), st.sampled_from([0.0, 0.5, 1.0]), st.sampled_from([0.0, 0.1]),
+       st.integers(0, 2**16), st.integers(1, 400))
+def test_scan_skips_empty_bins_and_finds_the_split_of_every_bin(outputs, max_bins, min_child, gamma, seed, budget):
+    """The scan evaluates only bins that hold gradient (an empty bin has the gain of the bin before it, which never
+    beats the best strictly): the same split as the gain of every bin, in pieces of any budget."""
+    n_classes = 2 if outputs == 1 else outputs
+    X, _ = drifting(50, 2, n_classes, seed=0)
+    learner = make(2, n_classes, X, max_bins=max_bins, min_child_weight=min_child, gamma=gamma, work_per_call=0)
+    rng = np.random.default_rng(seed)
+    rows = learner.hist_bins * outputs
+    filled = np.repeat(rng.random(learner.hist_bins) < 0.5, outputs)
+    hist_g = np.where(filled, rng.integers(-40000, 40000, rows), 0).astype(np.int32)
+    hist_h = np.where(filled, rng.integers(0, 20000, rows), 0).astype(np.int32)
+    learner.hist_g[:], learner.hist_h[:] = hist_g, hist_h
+    learner.node_g[:] = hist_g.reshape(-1, outputs).sum(axis=0)
+    learner.node_h[:] = hist_h.reshape(-1, outputs).sum(axis=0)
+    learner.left_g[:] = 0
+    learner.left_h[:] = 0
+    learner.phase, learner.pos, learner.feature, learner.node = 3, 0, 1, 0
+    learner.node_start[0], learner.node_stop[0] = 0, 0
+    learner.best_gain, learner.best_feature, learner.best_bin = 2 * learner.gamma_q15, 255, 0
+    learner.last_work_ = dict.fromkeys(("scan", "gain"), 0)
+    while learner.phase == 3:
+        learner._scan(budget)
+    G, H = hist_g.reshape(-1, outputs).astype(np.int64), hist_h.reshape(-1, outputs).astype(np.int64)
+    parent = sum(learner._score(int(g), int(h)) for g, h in zip(G.sum(axis=0), H.sum(axis=0)))
+    best = (2 * learner.gamma_q15, 255, 0)
+    for b in range(max_bins - 1):  # every bin, empty or not (the rule before the skip)
+        left_g, left_h = G[: b + 1].sum(axis=0), H[: b + 1].sum(axis=0)
+        if left_h.sum() >= learner.min_child_q15 and H.sum() - left_h.sum() >= learner.min_child_q15:
+            gain = sum(learner._score(int(gl), int(hl)) + learner._score(int(g - gl), int(h - hl))
+                       for gl, hl, g, h in zip(left_g, left_h, G.sum(axis=0), H.sum(axis=0))) - parent
+            if gain > best[0]:
+                best = (gain, 1, b)
+    assert (learner.best_gain, learner.best_feature, learner.best_bin) == best
+    assert not learner.hist_g.any() and not learner.hist_h.any()
 
 
 def test_members_follow_the_strategies():
@@ -236,10 +289,16 @@ def test_header_and_layout_match_the_c():
     assert ffi.sizeof("es_axgb_counters") == 40
     assert ffi.sizeof("es_adwin") == ADWIN_DTYPE.itemsize
     X, _ = drifting(50, 3, 3, seed=0)
-    layout = make(3, 3, X, members=4, window_min=8, window_max=32, max_depth=2, max_bins=8).layout()
+    params = dict(members=4, window_min=8, window_max=32, max_depth=2, max_bins=8)
+    layout = make(3, 3, X, **params, work_per_call=0).layout()
     counts = {r.name: r.count for r in layout.regions}
     assert counts["nodes"] == 5 * 7 and counts["leaf_values"] == 5 * 4 * 3 and counts["window_bins"] == 32 * 3
     assert counts["hist_g"] == 9 * 3 and counts["proba"] == 32 * 3
+    auto = make(3, 3, X, **params)  # a job's window and the rows that arrive while it trains
+    units, windows = auto.units_per_call_, (8, 16, 32)
+    calls = {w: -(-job_units(w, 3, 9, 2, 4, 3) // units) for w in windows}
+    assert all(calls[w] <= min(2 * w, 32) for w in windows)
+    assert auto.layout().config["capacity"] == max(w + calls[w] - 1 for w in windows)
 
 
 def test_bundle_state_size_and_long_stream_memory_bounds(tmp_path):
@@ -286,6 +345,7 @@ def test_bad_labels_are_refused_and_nothing_changes():
     (dict(learning_rate=2.0), "learning_rate=2.0"),
     (dict(drift_detection="yes"), "drift_detection='yes'"),
     (dict(delta=2.0), "delta"),
+    (dict(work_per_call=-1), "work_per_call=-1 must be an integer from 0 to 4294967295"),
 ])
 def test_bad_parameters(params, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(")):
@@ -294,9 +354,12 @@ def test_bad_parameters(params, message):
 
 def test_spread_that_cannot_keep_up_is_refused():
     X, _ = drifting(50, 3, 2, seed=0)
-    with pytest.raises(ValueError, match="work_per_call=10 spreads a job of window_max=64 over up to .* calls, "
-                                         "more than window_min=8"):
+    least = min_work(3, 2, window_min=8, window_max=64)
+    with pytest.raises(ValueError, match=f"work_per_call=10 must be 0 or at least {least}: smaller, a job of "
+                                         r"window_max=64 \(window_min=8\) may not end before the next window is full"):
         make(3, 2, X, window_min=8, window_max=64, work_per_call=10)
+    for work in (0, least, None):
+        make(3, 2, X, window_min=8, window_max=64, work_per_call=work)
 
 
 def test_window_that_does_not_fit_the_budget():
@@ -424,8 +487,8 @@ def test_state_validation_host_equals_device_and_accepted_states_stay_in_bounds(
     the states the host's check_state accepts, and accepted states continue on both identically (C == Python
     after every step) without writing outside any region."""
     X, y = drifting(600, 3, 3, seed=11)
-    learner = make(3, 3, X, members=3, window_min=16, window_max=24, max_depth=3, max_bins=8, delta=0.3, clock=4,
-                   work_per_call=job_units(24, 3, 9, 3, 3, 3) // 16 + 1)
+    params = dict(members=3, window_min=16, window_max=24, max_depth=3, max_bins=8, delta=0.3, clock=4)
+    learner = make(3, 3, X, **params, work_per_call=min_work(3, 3, **params))
     bins = learner.transform(X)
     rng = np.random.default_rng(1)
     phases, accepted, refused, continued = [0] * 6, 0, 0, 0

@@ -16,11 +16,12 @@ Decisions where the paper (or its scikit-multiflow code) leaves a choice, all fo
   ``_train_booster(X, y, len(ensemble))``). The base score is 0 (XGBoost's 0.5 probability).
 * **Prequential error.** In ``learn(x, y)`` the class of ``x`` is predicted by the current ensemble *before*
   ``x`` is learnt; the error bit ``pred != y`` goes to ADWIN. On a change: window size = ``W_min``, replace index
-  = 0, and the samples buffered for the next window are dropped (they straddle the change; a training already
-  under way finishes on its own window).
+  = 0, every buffered sample is dropped (they straddle the change), and a training job still under way is
+  abandoned (its tree slot stays free). Only spread training (``work_per_call > 0``) has a job under way then,
+  on a window from before the change; finishing it would have the new ``W_min`` windows fill behind a job of up
+  to ``W_max`` samples, and the ring would need room for them.
 * **When the window size changes.** A training job takes ``W = current window``; the window size doubles (up to
-  ``W_max``) when the job *starts*; for replace the index advances when the job starts, so a change detected
-  during the job acts on the next member.
+  ``W_max``) when the job *starts*; for replace the index advances when the job starts.
 * **Trees.** XGBoost's exact greedy algorithm on the shared bins, grown breadth first to ``max_depth``. Loss:
   logistic for 2 classes (one score output, ``p = sigmoid_q15(margin)``), softmax for more. **Multi-class uses
   multi-output leaves** (one tree per round whose leaves hold one score per class, XGBoost's
@@ -47,13 +48,23 @@ Decisions where the paper (or its scikit-multiflow code) leaves a choice, all fo
   (``scan``); deciding one node (``node``); one step of a node's partition (``part``). With ``work_per_call = 0``
   the whole job runs in the ``learn`` call that fills the window (as in the paper); with ``work_per_call = U >
   0`` every ``learn`` call runs pieces while it has units left (the last piece may overrun ``U`` by less than its
-  weight), so the job spreads over the following samples, which keep arriving in a ring buffer of
-  ``W_max + L - 1`` rows (``L`` the most calls a job of ``W_max`` samples can take; ``L <= W_min`` is required,
-  so a job always ends before the next window is full). Both modes learn the same members; only when they join
-  the ensemble differs. With ``U > 0`` ADWIN's checks are spread too: at most ``DRIFT_CUTS`` steps of ADWIN per
-  call (cut tests, a pass's logarithms, queued bits; :mod:`edgestream.adwin`, "Bounded work per update"), with
-  the same detections, reported a few samples later; with ``U = 0`` ADWIN is the published one.
-* **Memory.** The state (``STATE``) holds the ring of ``W_max + L - 1`` binned rows, ``K + 1`` tree slots, the
+  weight), so the job spreads over the following samples. ``U`` must keep up: a job of window ``W`` takes at
+  most ``c(W) = ceil(J(W) / U)`` calls (``J`` = :func:`job_units`), and ``c(W) <= next(W) = min(2 W, W_max)``
+  is required for every window size, so a job always ends before the next window is full
+  (:meth:`~AdaptiveXGBoost.min_work_per_call`). The samples keep arriving in a ring buffer of
+  ``max_W (W + c(W) - 1)`` rows (``W_max`` with ``U = 0``). Both modes learn the same members; only when they
+  join the ensemble differs. **The default is automatic** (``work_per_call=None``): ``U = ceil(AUTO_SPREAD
+  J(W_max) / W_max)`` (or the smallest that keeps up, if larger), so a job of ``W_max`` spreads over at least
+  half of the calls that fill the next window and no call trains more than twice the bound's share of a call in
+  the steady state (one ``W_max`` job per ``W_max`` samples). Twice, not once: the ring grows by
+  ``c(W_max)`` rows, ``W_max / 2`` here, against ``W_max`` for the smallest ``U``. Measured (QEMU, the 8 KiB plan
+  on SEA, 512 calls): worst learn call 4.2x the mean on Cortex-M4F and 4.0x on Cortex-M0 (whole job: 98x; the
+  smallest ``U``: 3.4x on the M4F); what remains is ADWIN's 4 cut tests per call and ``J``'s slack (a real job
+  takes about half the bound's units). With ``U > 0`` ADWIN's checks are spread
+  too: at most ``DRIFT_CUTS`` steps of ADWIN per call (cut tests, a pass's logarithms, queued bits;
+  :mod:`edgestream.adwin`, "Bounded work per update"), with the same detections, reported a few samples later;
+  with ``U = 0`` ADWIN is the published one.
+* **Memory.** The state (``STATE``) holds the ring of binned rows (above), ``K + 1`` tree slots, the
   ``es_adwin`` struct (584 bytes on every target, present even with drift detection off), the job's
   per-sample probabilities and order (``W_max`` each), one feature histogram of ``max_bins + 1`` rows of (G, H)
   per output, and per-node sample ranges. The budget ladder sizes ``W_max``,
@@ -99,7 +110,7 @@ Validation (state images, model files: :func:`check_state`, the C ``es_axgb_vali
       ``start <= pos <= pos_end <= stop``.
 
     Every state this module reaches passes (the ring never fills: a job starts when ``count`` reaches the window
-    and ends within ``L <= W_min`` calls). A crafted state may have a full ring: then a sample is not buffered,
+    and ends within ``c(W)`` calls, before the next window is full). A crafted state may have a full ring: then a sample is not buffered,
     and the job still advances, so ``learn`` never stalls.
 """
 
@@ -126,6 +137,7 @@ MAX_WINDOW = 4096
 MAX_MEMBERS = 255
 MAX_DEPTH = 8
 DRIFT_CUTS = 4  # ADWIN cut tests per learn call when training is spread (work_per_call > 0)
+AUTO_SPREAD = 2  # automatic work_per_call: this many times a steady call's share of a window_max job
 
 
 def _nodes_per_tree(config: dict) -> int:
@@ -160,7 +172,8 @@ STATE = StateSpec(
         Field("drift_clock", "uint16_t", "ADWIN's check period"),
         Field("unit_grad", "uint16_t", "units of a sample's margins (unit_weights)"),
         Field("unit_walk", "uint16_t", "units per member walked"), Field("unit_hist", "uint16_t"),
-        Field("unit_scan", "uint16_t"), Field("unit_node", "uint16_t"), Field("unit_part", "uint16_t"),
+        Field("unit_scan", "uint16_t", "per bin visited"), Field("unit_gain", "uint16_t", "per split gain"),
+        Field("unit_node", "uint16_t"), Field("unit_part", "uint16_t"),
     ),
     counters=(
         Field("best_gain", "int64_t", "best split gain of the current node so far"),
@@ -214,29 +227,35 @@ def trunc_div(a: int, b: int) -> int:
 
 def unit_weights(outputs: int) -> dict[str, int]:
     """Units of each piece of a training job's work, for ``outputs`` scores per leaf, so that a unit costs about
-    the same number of instructions whatever the phase (about 60 on a Cortex-M4F): the margins of one sample
-    (``grad``, plus ``walk`` per member it walks), one sample added to a histogram or to the node totals (``hist``),
-    one histogram bin scanned (``scan``, two 64-bit divisions per output), one node decided (``node``), one
-    partition step (``part``). Fitted by least squares on QEMU instruction counts per learn call against the work
-    each call did (``benchmarks/calibrate_axgb_units.py``, 600 calls of a spread job). Measured instructions per
-    unit with these weights, Cortex-M4F: 2 classes grad 64, walk 61, hist 51, scan 74, part 48; 3 classes grad
-    59, walk 48, hist 47, scan 54, part 76 (with one unit for every piece, 2 classes: 249, 66, 180, 61, 93).
-    Cortex-M0+ (rp2040), 2 classes: grad 57, walk 79, hist 164, scan 141, part 172 (its histogram and partition
-    loops compile heavier; the M4F is the calibration target). A node decision is too rare in the calls to fit;
-    its weight is an estimate (one 64-bit division per output for a leaf)."""
-    return {"grad": 4 * outputs, "walk": (outputs + 2) // 2, "hist": 1 + 2 * outputs, "scan": 2 * outputs - 1,
-            "node": 2 + 2 * outputs, "part": 2}
+    25 instructions on a Cortex-M4F and 30 on a Cortex-M0 whatever the piece: the margins of one sample (``grad``,
+    plus ``walk`` per member it walks), one sample added to a histogram or to the node totals (``hist``), one
+    histogram bin visited (``scan``) and, if it is not empty and both sides can be children, its split gain
+    evaluated (``gain``: two 64-bit divisions per output), one node decided (``node``: a 64-bit division per
+    output for a leaf), one partition step (``part``). From least squares on QEMU instruction counts per learn
+    call against the pieces each call ran (512 calls of the automatic spread on SEA at the 8 KiB plan, with ADWIN's
+    steps and a cost per phase entered as further terms), per piece for 2 classes, Cortex-M4F / Cortex-M0:
+    grad 258 / 289, walk 71 / 85, hist 78 / 107, scan 44 / 67, gain 174 / 958, leaf division 155 / 789, part 24 /
+    30. The gain is the one piece whose cost differs between the cores (no 64-bit division in hardware, and the
+    M0 not even a 32-bit one); its weight sits between them, so a call heavy in gains costs about 0.4x (M4F) and
+    1.6x (M0) a unit's instructions. Outputs scale the per-output work (3 classes measured with the weights of an
+    earlier calibration: hist about 110 instructions per sample and output)."""
+    return {"grad": 10 * outputs, "walk": outputs + 2, "hist": 4 * outputs - 1, "scan": 2 * outputs,
+            "gain": 20 * outputs, "node": 2 + 12 * outputs, "part": 1}
 
 
 def job_units(window: int, n_features: int, hist_bins: int, max_depth: int, members: int, outputs: int = 1) -> int:
     """An upper bound of the units a training job on ``window`` samples takes (weights of
     :func:`unit_weights`): the margins (a sample walks at most ``members`` members), then per level at most
-    ``window`` samples (internal levels: a histogram pass per feature, a bin scan per node and feature, a
-    partition; the last level: a totals pass), every node decided."""
+    ``window`` samples (internal levels: a histogram pass per feature and a partition; the last level: a totals
+    pass); per internal level ``d`` at most ``min(2^d, window // 2)`` splittable nodes (2 samples or more), each
+    visiting every bin of every feature, and per feature at most ``min(window, nodes (hist_bins - 2))`` gains (a
+    gain needs a non-empty bin, and the last two bins have none); every node decided."""
     w = unit_weights(outputs)
-    internal = 2**max_depth - 1
+    scans = sum(min(2**d, window // 2) for d in range(max_depth))
+    gains = sum(min(window, min(2**d, window // 2) * (hist_bins - 2)) for d in range(max_depth))
     return (window * (w["grad"] + w["walk"] * members) + max_depth * window * (n_features * w["hist"] + w["part"])
-            + window * w["hist"] + internal * n_features * hist_bins * w["scan"] + (2 ** (max_depth + 1) - 1) * w["node"])
+            + window * w["hist"] + n_features * (scans * hist_bins * w["scan"] + gains * w["gain"])
+            + (2 ** (max_depth + 1) - 1) * w["node"])
 
 
 def quantize_q(value: float, one: int, name: str, low: float, high: float) -> int:
@@ -256,8 +275,9 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
     drift_detection : ADWIN on the error stream (AXGB_A) or not.
     max_depth : depth of each member, 1..8.
     learning_rate : eta in (0, 1]; reg_lambda in [1/32, 1024]; gamma in [0, 1024]; min_child_weight in [0, 1024].
-    work_per_call : 0 (train a member in the call that fills the window) or the units of training work per
-        ``learn`` call (spreads a member over the following samples; see :func:`job_units`).
+    work_per_call : None (automatic: about twice a call's share of a ``window_max`` job), 0 (train a member in
+        the call that fills the window) or the units of training work per ``learn`` call (spreads a member over
+        the following samples; see :func:`job_units` and "Bounded work per sample").
     delta, clock : ADWIN's confidence and check period.
     max_bins, binning, input_dtype, allow_missing : feature quantization (fitted once by :meth:`fit_bins`).
     """
@@ -268,7 +288,7 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
     def __init__(self, members: int = 10, window_min: int = 16, window_max: int = 256, strategy: str = "replace",
                  drift_detection: bool = True, max_depth: int = 4, learning_rate: float = 0.3,
                  reg_lambda: float = 1.0, gamma: float = 0.0, min_child_weight: float = 1.0,
-                 work_per_call: int = 0, delta: float = 0.002, clock: int = 32, max_bins: int = 32,
+                 work_per_call: int | None = None, delta: float = 0.002, clock: int = 32, max_bins: int = 32,
                  binning: str = "quantile", input_dtype: str = "float32", allow_missing: bool = False):
         for name, value in list(locals().items()):
             if name != "self":
@@ -282,7 +302,8 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
         check_integer(self, "window_min", 1, MAX_WINDOW)
         check_integer(self, "window_max", 1, MAX_WINDOW)
         check_integer(self, "max_depth", 1, MAX_DEPTH)
-        check_integer(self, "work_per_call", 0, 2**32 - 1)
+        if self.work_per_call is not None:
+            check_integer(self, "work_per_call", 0, 2**32 - 1)
         check_integer(self, "clock", 1, 65535)
         check_integer(self, "max_bins", 2, 254)
         if self.window_min > self.window_max:
@@ -308,7 +329,7 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
     def drift_cuts(self) -> int:
         """ADWIN's cut tests per learn call: all of a check at once (0) when a member trains in one call, else
         ``DRIFT_CUTS`` (see :mod:`edgestream.adwin`)."""
-        return DRIFT_CUTS if self.work_per_call else 0
+        return 0 if self.work_per_call == 0 else DRIFT_CUTS
 
     def _adwin(self) -> ADWIN:
         return ADWIN(self.delta, clock=self.clock, max_cuts=self.drift_cuts)
@@ -317,31 +338,44 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
     def hist_bins(self) -> int:
         return self.max_bins + 1
 
-    def _job_units(self, n_features: int, n_classes: int | None = None) -> int:
-        c = len(self.classes_) if n_classes is None and hasattr(self, "classes_") else (n_classes or 2)
-        return job_units(self.window_max, n_features, self.hist_bins, self.max_depth, self.members,
-                         1 if c == 2 else c)
+    def _windows(self) -> list[int]:
+        """The window sizes W(i) = min(W_min 2^i, W_max), each once."""
+        sizes = [self.window_min]
+        while sizes[-1] < self.window_max:
+            sizes.append(min(2 * sizes[-1], self.window_max))
+        return sizes
 
-    def job_calls(self, n_features: int, n_classes: int | None = None) -> int:
-        """Most ``learn`` calls a training job of ``window_max`` samples can take (1 with ``work_per_call=0``);
-        must not exceed ``window_min``."""
-        if self.work_per_call == 0:
-            return 1
-        units = self._job_units(n_features, n_classes)
-        calls = -(-units // self.work_per_call)
-        if calls > self.window_min:
-            raise ValueError(f"work_per_call={self.work_per_call} spreads a job of window_max={self.window_max} "
-                             f"over up to {calls} calls, more than window_min={self.window_min}; raise "
-                             f"work_per_call to at least {self.min_work_per_call(n_features, n_classes)}")
-        return calls
+    def _job_units(self, window: int, n_features: int, n_classes: int | None) -> int:
+        c = len(self.classes_) if n_classes is None and hasattr(self, "classes_") else (n_classes or 2)
+        return job_units(window, n_features, self.hist_bins, self.max_depth, self.members, 1 if c == 2 else c)
 
     def min_work_per_call(self, n_features: int, n_classes: int | None = None) -> int:
-        """The smallest ``work_per_call`` whose jobs end within ``window_min`` calls (classes: the set ones, else
-        ``n_classes``, else 2)."""
-        return -(-self._job_units(n_features, n_classes) // self.window_min)
+        """The smallest ``work_per_call`` that keeps up: a job of every window size ``W`` ends within
+        ``min(2 W, W_max)`` calls, before the next window is full (classes: the set ones, else ``n_classes``, else
+        2)."""
+        return max(-(-self._job_units(w, n_features, n_classes) // min(2 * w, self.window_max))
+                   for w in self._windows())
+
+    def units_per_call(self, n_features: int, n_classes: int | None = None) -> int:
+        """The units of training work per ``learn`` call: ``work_per_call``, or for ``None`` the automatic
+        ``ceil(AUTO_SPREAD J(W_max) / W_max)`` (at least :meth:`min_work_per_call`); a ``work_per_call`` that does not
+        keep up is refused."""
+        least = self.min_work_per_call(n_features, n_classes)
+        if self.work_per_call is None:
+            share = -(-AUTO_SPREAD * self._job_units(self.window_max, n_features, n_classes) // self.window_max)
+            return max(share, least)
+        if 0 < self.work_per_call < least:
+            raise ValueError(f"work_per_call={self.work_per_call} must be 0 or at least {least}: smaller, a job of "
+                             f"window_max={self.window_max} (window_min={self.window_min}) may not end before the "
+                             "next window is full")
+        return self.work_per_call
 
     def capacity(self, n_features: int, n_classes: int | None = None) -> int:
-        return self.window_max + self.job_calls(n_features, n_classes) - 1
+        """Ring rows: a job's window and the samples that arrive while it trains, ``max_W (W + c(W) - 1)``."""
+        units = self.units_per_call(n_features, n_classes)
+        if units == 0:
+            return self.window_max
+        return max(w + -(-self._job_units(w, n_features, n_classes) // units) - 1 for w in self._windows())
 
     @property
     def nodes_per_tree(self) -> int:
@@ -361,7 +395,7 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
         return {"n_features": d, "n_classes": c, "n_outputs": 1 if c == 2 else c, "max_depth": self.max_depth,
                 "strategy": STRATEGIES[self.strategy], "drift": int(bool(self.drift_detection)),
                 "hist_bins": self.hist_bins, "window_min": self.window_min, "window_max": self.window_max,
-                "capacity": capacity, "members": self.members, "work_per_call": self.work_per_call,
+                "capacity": capacity, "members": self.members, "work_per_call": self.units_per_call(d, c),
                 "lambda_q15": self.lambda_q15, "gamma_q15": self.gamma_q15, "min_child_q15": self.min_child_q15,
                 "eta_q16": self.eta_q16, "drift_log_q24": log_term_q24(self.delta), "drift_cuts": self.drift_cuts,
                 "drift_clock": self.clock, **{f"unit_{k}": v for k, v in unit_weights(1 if c == 2 else c).items()}}
@@ -401,6 +435,7 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
         self.window = self.window_min
         self.best_feature = NO_FEATURE
         self.best_gain = -1
+        self.units_per_call_ = self.units_per_call(self.n_features_)
 
     def saved_arrays(self) -> dict:
         """The whole learning state, as a model file stores it."""
@@ -449,22 +484,26 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
                 self.window = self.window_min
                 if self.strategy == "replace":
                     self.replace_index = 0
-                self.count = self.job_window if self.phase != IDLE else 0
+                self.count = 0
+                if self.phase != IDLE:
+                    self.hist_g[:] = 0
+                    self.hist_h[:] = 0
+                    self._idle()
         if self.count < self._capacity:  # always, but for a crafted state (see "Validation")
             row = (self.head + self.count) % self._capacity
             self.window_bins[row] = bins
             self.window_labels[row] = label
             self.count += 1
-        self._work(self.work_per_call or -1)
+        self._work(self.units_per_call_ or -1)
 
     # -- the training job ------------------------------------------------------------------------------------
 
     def _work(self, budget: int) -> None:
         """Run up to ``budget`` units (-1: until the job is done and no new one can start); the units run are
         kept in ``last_units_``, the work done per phase in ``last_work_`` (host only, for tests and reports:
-        samples of GRAD, the member walks among them, samples of HIST, bins of SCAN, nodes decided, partition
+        samples of GRAD, the member walks among them, samples of HIST, bins of SCAN, gains evaluated, nodes decided, partition
         steps)."""
-        self.last_work_ = dict.fromkeys(("grad", "walks", "hist", "scan", "node", "part"), 0)
+        self.last_work_ = dict.fromkeys(("grad", "walks", "hist", "scan", "gain", "node", "part"), 0)
         start = budget
         while budget != 0:
             if self.phase == IDLE:
@@ -588,21 +627,26 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
         node_g = [int(v) for v in self.node_g]
         node_h = [int(v) for v in self.node_h]
         parent = sum(self._score(G, H) for G, H in zip(node_g, node_h))
-        n, left = self._spend(budget, bins - self.pos, self.units["scan"])
-        for b in range(self.pos, self.pos + n):
-            self.left_g += hist_g[b]
-            self.left_h += hist_h[b]
-            hist_g[b] = 0
-            hist_h[b] = 0
-            if b <= self.max_bins - 2:
+        units = self.units
+        while self.pos < bins and budget != 0:
+            b = self.pos
+            cost = units["scan"]
+            if hist_g[b].any() or hist_h[b].any():  # an empty bin leaves the left sums, so the gain, unchanged
+                self.left_g += hist_g[b]
+                self.left_h += hist_h[b]
+                hist_g[b] = 0
+                hist_h[b] = 0
                 left_g = [int(v) for v in self.left_g]
                 left_h = [int(v) for v in self.left_h]
                 hl, hr = sum(left_h), sum(node_h) - sum(left_h)
-                if hl >= self.min_child_q15 and hr >= self.min_child_q15:
+                if b <= self.max_bins - 2 and hl >= self.min_child_q15 and hr >= self.min_child_q15:
+                    cost += units["gain"]
+                    self.last_work_["gain"] += 1
                     gain = sum(self._score(gl, h_) + self._score(G - gl, H - h_)
                                for gl, h_, G, H in zip(left_g, left_h, node_g, node_h)) - parent
                     if gain > self.best_gain:
                         self.best_gain, self.best_feature, self.best_bin = gain, self.feature, b
+            budget = budget - cost if budget < 0 else max(budget - cost, 0)
             self.pos += 1
             self.last_work_["scan"] += 1
         if self.pos == bins:
@@ -611,7 +655,7 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
                 self.phase, self.pos = HIST, int(self.node_start[self.node])
             else:
                 self.phase = NODE
-        return left
+        return budget
 
     def _node(self) -> None:
         """Decide the current node: a split (then partition its samples) or a leaf."""
@@ -675,6 +719,10 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
             self.n_members += 1
         self.head = (self.head + self.job_window) % self._capacity
         self.count -= self.job_window
+        self._idle()
+
+    def _idle(self) -> None:
+        """No job: the counters as validation expects them when idle."""
         self.phase = IDLE
         self.pos = self.pos_end = self.node = self.n_nodes = self.n_leaves = self.feature = 0
         self.job_window = self.job_slot = self.job_target = 0
