@@ -935,13 +935,16 @@ def cost_terms(params: dict, n_features: int, n_classes: int) -> CostTerms:
     """The work terms of a prediction (constant; quantizing, d log2 bins; the members' walks, K depth, and leaf rows,
     K outputs) and of a learn call (those, as the error fed to ADWIN needs the prediction; then the training job's
     units, :func:`job_units` of a full window: in the mean amortized over the window's samples, in the worst as
-    many as ``work_per_call`` lets one call run, or the whole job)."""
+    many as a call runs, the automatic or given ``work_per_call``, or the whole job; and ADWIN's checks, when it
+    detects drift)."""
     outputs = 1 if n_classes <= 2 else n_classes
     k, depth, window = params["members"], params["max_depth"], params["window_max"]
     units = job_units(window, n_features, params["max_bins"] + 1, depth, k, outputs)
+    per_call = AdaptiveXGBoost(**params).units_per_call(n_features, n_classes) or units
     predict = [1, n_features * int(params["max_bins"]).bit_length(), k * depth, k * outputs]
-    per_call = min(units, params["work_per_call"]) if params["work_per_call"] else units
-    return CostTerms(predict=predict, learn_mean=predict + [units / window], learn_worst=predict + [per_call])
+    drift = [int(params["drift_detection"])]
+    return CostTerms(predict=predict, learn_mean=predict + drift + [units / window],
+                     learn_worst=predict + drift + [min(units, per_call)])
 
 
 SPEC = LearnerSpec(
