@@ -15,10 +15,13 @@ then test-then-train over all rows in file order).
 
 The score does not reward a configuration for fitting one concept. A recording often holds one concept, and a
 learner that cannot forget it wins there and fails on the device at the next change. So test-then-train goes on
-past the rows with a **replay** of their second half under a synthetic abrupt change: every label becomes the next
-class (in sorted order, the last becoming the first), a new concept on the same inputs that contradicts the one
-just learned. The score is the mean of the prequential accuracy on the rows (``accuracy``) and on the replay
-(``replay_accuracy``): half for the concept at hand, half for recovering from its change. The highest score wins,
+past the rows with a **replay** of all of them under a synthetic abrupt change: every label becomes the next class
+(in sorted order, the last becoming the first), a new concept on the same inputs that contradicts the one just
+learned. The score is the mean of the prequential accuracy on the rows (``accuracy``) and on the replay
+(``replay_accuracy``): half for learning the concept at hand, half for learning its successor after the change,
+each over as many rows. A replay of only part of the rows would weigh the first rows after the change, where a
+small model that forgets fast always leads, above the longer stretch a stream holds between its changes, where
+a larger model that recovered does better. The highest score wins,
 ties to the smaller RAM, then to the earlier candidate. Everything is deterministic, so ``fit --ram`` and
 ``budget --ram`` agree.
 
@@ -180,11 +183,10 @@ def _rank(candidate: Candidate) -> tuple:
 
 
 def with_a_change(X, y, classes) -> tuple[np.ndarray, np.ndarray]:
-    """The rows, then their second half again with every label moved to the next of ``classes`` (sorted; the last
-    to the first): the search's synthetic abrupt change (module docstring)."""
-    half = len(X) // 2
-    shifted = classes[(np.searchsorted(classes, y[half:]) + 1) % len(classes)]
-    return np.concatenate([X, X[half:]]), np.concatenate([y, shifted])
+    """The rows, then all of them again with every label moved to the next of ``classes`` (sorted; the last to the
+    first): the search's synthetic abrupt change (module docstring)."""
+    shifted = classes[(np.searchsorted(classes, y) + 1) % len(classes)]
+    return np.concatenate([X, X]), np.concatenate([y, shifted])
 
 
 def _accuracy(learner: str, params: dict, X, y, classes, bins_rows: int) -> tuple[float, float, float]:
