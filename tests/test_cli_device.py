@@ -184,42 +184,29 @@ def test_simulate_shrubs_learning_under_qemu(capsys, sea, bundles):
     assert code == 0 and "0 prediction mismatches" in out and "on stm32f411 under qemu-system-arm mps2-an386" in out
 
 
-def test_simulate_counts_instructions_under_qemu(capsys, tmp_path, sea, bundles):
-    """30 rows test-then-train on a shrub bundle: mean and worst per call, the mean that of the per-call counts."""
+@pytest.mark.parametrize("board, unit, where, line", [
+    ("stm32f411", "instructions", "under qemu-system-arm mps2-an386", "instructions per call, counted by the emulator"),
+    # simavr traces no instructions: the firmware measures CPU cycles (Timer1)
+    ("atmega2560", "cycles", "under simavr", "CPU cycles per call, measured by Timer1 under simavr"),
+])
+def test_simulate_counts_every_call_on_the_emulator(capsys, tmp_path, sea, bundles, board, unit, where, line):
+    """30 rows test-then-train on a shrub bundle: mean and worst per call, those of the per-call counts."""
     X, y, _ = sea
     path = write_csv(tmp_path / "rows.csv", X[:30], y[:30])
-    argv = ["simulate", bundles["shrubs"], path, "--label", "label", "--target", "qemu", "--board", "stm32f411",
-            "--instructions"]
-    code, out, _ = run(capsys, *argv, "--learn", "--json")
-    counted = json.loads(out)["instructions"]
-    assert code == 0 and set(counted) == {"predict_proba", "predict", "learn"}
-    assert json.loads(out)["unit"] == "instructions"
-    per_call = targets.run(bundles["shrubs"], "stm32f411", X[:30], y[:30], learn=True, instructions=True).instructions
-    for call, figures in counted.items():
-        assert set(figures) == {"mean", "worst"} and 0 < figures["mean"] <= figures["worst"]
-        assert figures["mean"] == per_call[call].mean() and figures["worst"] == per_call[call].max()
-    code, out, _ = run(capsys, *argv)  # predictions only: no learn calls to count
-    line = out.splitlines()[-1]
-    assert code == 0 and line.startswith("instructions per call, counted by the emulator: predict_proba mean ")
-    assert "; predict mean " in line and "learn" not in line
-
-
-def test_simulate_counts_cycles_on_avr(capsys, tmp_path, sea, bundles):
-    """The same on the Arduino Mega: simavr traces no instructions, the firmware measures CPU cycles (Timer1)."""
-    X, y, _ = sea
-    path = write_csv(tmp_path / "rows.csv", X[:30], y[:30])
-    argv = ["simulate", bundles["shrubs"], path, "--label", "label", "--target", "qemu", "--board", "atmega2560",
+    argv = ["simulate", bundles["shrubs"], path, "--label", "label", "--target", "qemu", "--board", board,
             "--instructions"]
     code, out, _ = run(capsys, *argv, "--learn", "--json")
     report = json.loads(out)
-    assert code == 0 and report["unit"] == "cycles" and report["mismatches"] == 0
-    per_call = targets.run(bundles["shrubs"], "atmega2560", X[:30], y[:30], learn=True, instructions=True).instructions
-    assert report["instructions"] == targets.instruction_summary(per_call) and len(per_call) == 3
-    code, out, _ = run(capsys, *argv, "--learn")
-    line = out.splitlines()[-1]
-    assert code == 0 and "(" + str(bundles["shrubs"]) + " on atmega2560 under simavr)" in out.splitlines()[0]
-    assert line.startswith("CPU cycles per call, measured by Timer1 under simavr: predict_proba mean ")
-    assert "; predict mean " in line and "; learn mean " in line
+    assert code == 0 and report["unit"] == unit and report["mismatches"] == 0
+    per_call = targets.run(bundles["shrubs"], board, X[:30], y[:30], learn=True, instructions=True).instructions
+    assert set(report["instructions"]) == set(per_call) == {"predict_proba", "predict", "learn"}
+    for call, figures in report["instructions"].items():
+        assert 0 < figures["mean"] <= figures["worst"]
+        assert figures == {"mean": per_call[call].mean(), "worst": per_call[call].max()}
+    code, out, _ = run(capsys, *argv)  # predictions only: no learn calls to count
+    last = out.splitlines()[-1]
+    assert code == 0 and where in out.splitlines()[0] and last.startswith(f"{line}: predict_proba mean ")
+    assert "; predict mean " in last and "learn" not in last
 
 
 def test_simulate_emulator_timeout(capsys, sea, bundles):
