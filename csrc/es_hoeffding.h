@@ -36,7 +36,9 @@ es_status es_hoeffding_predict(const es_hoeffding *model, const float *features,
 /* ES_OK if a candidate state (regions possibly inside a state image; the scratch regions may be NULL) is one the
  * learner accepts: a positive finite variance floor, node and leaf counts within the pool, and in every tree's
  * used nodes, splits on a feature < n_features with children forward to used nodes that are not free, leaves
- * naming a used leaf slot and free nodes in pairs; detector averages at most 1 (2**24); ES_ERR_IMAGE otherwise.
+ * naming a used leaf slot and free nodes in pairs; detector averages at most 1 (2**24); split attempts idle or at a
+ * used leaf, within their candidates, naming features < n_features, with valid snapshot counts; ES_ERR_IMAGE
+ * otherwise.
  * Reads the candidate only. */
 es_status es_hoeffding_validate(const es_hoeffding *candidate);
 
