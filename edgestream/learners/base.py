@@ -540,7 +540,7 @@ class LearnerSpec:
     * ``learn_cost(params, n_features, n_classes, arch)``: instructions of one learn step on a core (``Board.arch``)
       predicted by a model calibrated on QEMU counts, a :class:`LearnCost`, or None for a core without a
       calibration.
-    * ``variants``: parameters added to the smallest rung for further small test models (a mode the rung leaves
+    * ``variants``: parameters added to (or replacing those of) the smallest rung for further small test models (a mode the rung leaves
       off, on a stream of 3 features and 2 classes): the checkpoint tests run each, the fuzz target takes the first.
     * ``worst_case(model, n_features, n_classes)``: frozen learners whose bundles for speed walk the trees in inline
       code: the :class:`edgestream.frozen.WorstCase` of an unfitted model's configuration (the largest trees it can

@@ -1053,12 +1053,15 @@ HT_SEARCH = tuple({"max_leaves": n, **variant} for n in (256, 128, 64, 32, 16, 8
 IRF_SEARCH = tuple({**rung, **variant} for rung in IRF_LADDER for variant in HT_VARIANTS[:4])
 
 RUNTIME = ("es_common", "es_f32", "es_fixed", "es_hoeffding")
+# Test models with room to split and one candidate per call: images and fuzzing meet attempts under way.
+SPREAD_VARIANT = {"max_leaves": 4, "grace_period": 10, "work_per_call": 1}
 
 SPEC = LearnerSpec(
     name="hoeffding", cls=HoeffdingTreeClassifier,
     summary="Hoeffding tree with class-conditional estimator propagation (HT+AE), learning in a fixed node pool",
     options=OPTIONS, learning=True, online=True, runtime=RUNTIME, template="hoeffding.c.j2",
-    context=state_context, tables=state_tables(STATE), ladder=HT_LADDER, search=HT_SEARCH, state=STATE)
+    context=state_context, tables=state_tables(STATE), ladder=HT_LADDER, search=HT_SEARCH, state=STATE,
+    variants=(SPREAD_VARIANT,))
 
 IRF_SPEC = LearnerSpec(
     name="irf", cls=IncrementalRandomForest,
@@ -1067,4 +1070,5 @@ IRF_SPEC = LearnerSpec(
                        Option("--bagging-lambda", "bagging_lambda", float, "Poisson mean of online bagging", "X"),
                        Option("--seed", "seed", int, "seed of the random stream", "N")),
     learning=True, online=True, runtime=RUNTIME, template="hoeffding.c.j2",
-    context=state_context, tables=state_tables(STATE), ladder=IRF_LADDER, search=IRF_SEARCH, state=STATE)
+    context=state_context, tables=state_tables(STATE), ladder=IRF_LADDER, search=IRF_SEARCH, state=STATE,
+    variants=(SPREAD_VARIANT,))
