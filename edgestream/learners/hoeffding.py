@@ -87,7 +87,7 @@ Decisions (the C runtime follows every one of them to the bit):
   unspread one. A drift pruned in a tree cancels its attempt (its leaf may have merged or moved slots).
   ``WORK_DEFAULT`` keeps the worst learn call within 3 times the mean at the 8 KiB plans (measured under QEMU on
   a Cortex-M4F and a Cortex-M0, SEA and hyperplane streams); the rows an attempt takes are
-  ``(subspace (split_steps - 1) + 1) / U`` (7 for one tree on 3 features at the defaults).
+  ``(subspace (split_steps - 1) + 1) / U`` (15 for one tree on 3 features at the defaults).
 * **Counts that live for months** (float32 counts stop counting at ``2**24``): when a learning step leaves the
   learned class's prior count ``n_k`` or estimator count at ``COUNT_LIMIT = 2**14`` or above, every prior count,
   estimator count and ``M2`` of that leaf is halved (multiplied by 0.5, exact in float32), before the grace
@@ -154,7 +154,7 @@ NO_SLOT = 0xFFFF  # a pruned node's leaf slot before its first leaf is met
 PROPAGATED = F32(64.0)  # estimators handed on (a split's, a drift's merge) keep at most this weight per class
 IDLE = 0xFFFF  # attempt_node of a tree with no split attempt under way
 NO_FEATURE = 255  # best_feature before an attempt has a candidate
-WORK_DEFAULT = 4  # candidates per learn call and tree (module docstring: the worst call within 3x the mean)
+WORK_DEFAULT = 2  # candidates per learn call and tree (module docstring: the worst call within 3x the mean)
 
 LN2 = F32(0.6931471805599453)
 SQRT2 = F32(1.4142135623730951)
