@@ -19,7 +19,8 @@ float es_hoeffding_log(float x);
 /* The error function of the specification (erf_f32). */
 float es_hoeffding_erf(float x);
 
-/* Learn one row of n_features raw features. ES_ERR_LABEL for a label >= n_classes, ES_ERR_INPUT for a NaN,
+/* Learn one row of n_features raw features, then advance every tree's split attempt under way by at most
+ * config->work_per_call candidates (0: to its end; the specification's "Bounded work per call"). ES_ERR_LABEL for a label >= n_classes, ES_ERR_INPUT for a NaN,
  * infinite or out-of-range (|x| > 2**50) feature, ES_ERR_MODEL for a state whose nodes point outside the pool;
  * nothing changes then. */
 es_status es_hoeffding_learn(const es_hoeffding *model, const float *features, uint8_t label);
