@@ -32,6 +32,13 @@
 #define HT_RATE_FLOOR (HT_ONE >> 4)
 #define HT_ESTABLISHED 32.0f
 #define HT_PROPAGATED 64.0f
+#define HT_IDLE 0xFFFFu           /* attempt_node of a tree with no split attempt under way */
+#define HT_NO_FEATURE 255u        /* best_feature before an attempt has a candidate */
+
+/* The statistics of a leaf that a candidate split reads: a live leaf slot's or a tree's attempt snapshot. */
+typedef struct {
+    const float *counts, *est, *mean, *m2;
+} leaf_stats;
 
 static const float es_log_series[4] ES_FLASH = { 0x1.c71c72p-4f, 0x1.24924ap-3f, 0x1.99999ap-3f, 0x1.555556p-2f };
 static const float es_erf_coeffs[6] ES_FLASH = { 0x1.693ecep-15f, 0x1.220072p-12f, 0x1.3ecc0ep-13f, 0x1.2fc6d2p-7f,
@@ -217,20 +224,51 @@ static void fade_estimators(const es_hoeffding *model, uint32_t g)
     }
 }
 
-/* l_k and r_k of eq. 8 at feature f, threshold thr into the left and right scratch; returns the entropy after
- * that split, wl H(l / wl) + wr H(r / wr). */
-static float split_entropy(const es_hoeffding *model, uint32_t g, uint8_t f, float thr, float n)
+static leaf_stats live_leaf(const es_hoeffding *model, uint32_t g)
 {
-    const es_hoeffding_config *config = model->config;
-    uint8_t C = config->n_classes, d = config->n_features, k;
-    const float *counts = model->class_count + g * C;
+    const uint32_t C = model->config->n_classes, d = model->config->n_features;
+    leaf_stats leaf;
+    leaf.counts = model->class_count + g * C;
+    leaf.est = model->est_count + g * C;
+    leaf.mean = model->mean + g * C * d;
+    leaf.m2 = model->m2 + g * C * d;
+    return leaf;
+}
+
+static leaf_stats snapshot(const es_hoeffding *model, uint32_t t)
+{
+    const uint32_t C = model->config->n_classes, d = model->config->n_features;
+    leaf_stats leaf;
+    leaf.counts = model->snap_count + t * C;
+    leaf.est = model->snap_est + t * C;
+    leaf.mean = model->snap_mean + t * C * d;
+    leaf.m2 = model->snap_m2 + t * C * d;
+    return leaf;
+}
+
+/* The sum of a leaf's priors, from class 0 up. */
+static float prior_sum(const float *counts, uint8_t C)
+{
+    float n = 0.0f;
+    uint8_t k;
+    for (k = 0; k < C; k++) {
+        n = n + counts[k];
+    }
+    return n;
+}
+
+/* l_k and r_k of eq. 8 at feature f, threshold thr into the left and right scratch; returns the entropy after
+ * that split, wl H(l / wl) + wr H(r / wr). n: the sum of the leaf's priors. */
+static float split_entropy(const es_hoeffding *model, const leaf_stats *leaf, uint8_t f, float thr, float n)
+{
+    uint8_t C = model->config->n_classes, d = model->config->n_features, k;
     float wl = 0.0f, wr = 0.0f, a, b;
     for (k = 0; k < C; k++) {
-        float count = model->est_count[g * C + k], l = 0.0f, r = 0.0f;
+        float count = leaf->est[k], l = 0.0f, r = 0.0f;
         if (count != 0.0f) {
-            uint32_t at = (g * C + k) * d + f;
-            float lp = cdf(thr, model->mean[at], model->m2[at], count);
-            float prior = counts[k] / n;
+            uint32_t at = (uint32_t)k * d + f;
+            float lp = cdf(thr, leaf->mean[at], leaf->m2[at], count);
+            float prior = leaf->counts[k] / n;
             l = lp * prior;
             r = 1.0f - lp;
             r = r * prior;
@@ -247,18 +285,21 @@ static float split_entropy(const es_hoeffding *model, uint32_t g, uint8_t f, flo
     return a + b;
 }
 
-static void split(const es_hoeffding *model, uint32_t t, uint16_t node, uint16_t s, uint8_t f, float thr, float n)
+/* Split leaf slot s as it is now (rows learned during a spread attempt included). */
+static void split(const es_hoeffding *model, uint32_t t, uint16_t node, uint16_t s, uint8_t f, float thr)
 {
     const es_hoeffding_config *config = model->config;
     uint8_t C = config->n_classes, d = config->n_features, k;
     uint32_t base = t * config->max_nodes, L = config->max_leaves, g = t * L + s, g2, i;
     uint32_t pair = free_pair(model, t, node);
     uint16_t a, s2 = model->n_leaves[t];
+    leaf_stats leaf = live_leaf(model, g);
+    float n = prior_sum(leaf.counts, C);
     if (s2 >= L || pair == HT_NO_PAIR) {
         return;  /* a consistent state never gets here */
     }
     a = (uint16_t)pair;
-    (void)split_entropy(model, g, f, thr, n);
+    (void)split_entropy(model, &leaf, f, thr, n);
     g2 = t * L + s2;
     model->feature[base + node] = f;
     model->threshold[base + node] = thr;
@@ -310,58 +351,79 @@ static void split(const es_hoeffding *model, uint32_t t, uint16_t node, uint16_t
     model->since[g2] = 0;
 }
 
-static void attempt(const es_hoeffding *model, uint32_t t, uint16_t node, uint16_t s)
+/* Start tree t's split attempt at leaf node (slot s): draw its features, copy the leaf's statistics. */
+static void start_attempt(const es_hoeffding *model, uint32_t t, uint16_t node, uint16_t s)
 {
     const es_hoeffding_config *config = model->config;
-    uint8_t C = config->n_classes, d = config->n_features, m = config->subspace, i, k, present = 0;
-    uint8_t best_f = 0;
-    uint32_t g = t * config->max_leaves + s;
-    const float *counts = model->class_count + g * C;
-    float n = 0.0f, e0, best_ent = 0.0f, best_thr = 0.0f, gain, r, eps2, tie2;
-    int found = 0;
-
-    for (k = 0; k < C; k++) {
-        n = n + counts[k];
-        present = (uint8_t)(present + (counts[k] > 0.0f ? 1u : 0u));
-    }
-    e0 = entropy(counts, C, n);
+    const uint8_t C = config->n_classes, d = config->n_features, m = config->subspace;
+    const uint32_t g = t * config->max_leaves + s;
+    uint8_t *order = model->order + t * d, i;
     for (i = 0; i < d; i++) {
-        model->order[i] = i;
+        order[i] = i;
     }
     if (m < d) {
         for (i = 0; i < m; i++) {
             uint8_t j = (uint8_t)(i + es_xorshift32(&model->counters->random) % (uint32_t)(d - i)), swap;
-            swap = model->order[i];
-            model->order[i] = model->order[j];
-            model->order[j] = swap;
+            swap = order[i];
+            order[i] = order[j];
+            order[j] = swap;
         }
     }
-    for (i = 0; i < m; i++) {
-        uint8_t f = model->order[i];
-        float lo = model->low[g * d + f], hi = model->high[g * d + f], step;
-        uint8_t j;
-        if (!(hi > lo)) {
-            continue;
-        }
-        step = hi - lo;
-        step = step * config->split_step;
-        for (j = 1; j < config->split_steps; j++) {
-            float thr = (float)j * step, ent;
-            thr = lo + thr;
-            ent = split_entropy(model, g, f, thr, n);
-            if (!found || ent < best_ent) {
-                found = 1;
-                best_ent = ent;
-                best_f = f;
-                best_thr = thr;
-            }
-        }
-    }
-    if (!found) {
+    memcpy(model->snap_count + t * C, model->class_count + g * C, C * sizeof(float));
+    memcpy(model->snap_est + t * C, model->est_count + g * C, C * sizeof(float));
+    memcpy(model->snap_mean + t * C * d, model->mean + g * C * d, (uint32_t)C * d * sizeof(float));
+    memcpy(model->snap_m2 + t * C * d, model->m2 + g * C * d, (uint32_t)C * d * sizeof(float));
+    memcpy(model->snap_low + t * d, model->low + g * d, d * sizeof(float));
+    memcpy(model->snap_high + t * d, model->high + g * d, d * sizeof(float));
+    model->attempt_node[t] = node;
+    model->attempt_pos[t] = 0;
+    model->best_feature[t] = HT_NO_FEATURE;
+    model->best_threshold[t] = 0.0f;
+    model->best_entropy[t] = 0.0f;
+}
+
+/* Candidate pos of tree t's attempt on its snapshot (n: the snapshot's prior sum): feature pos / (steps - 1) of
+ * the attempt's order, threshold k = pos % (steps - 1) + 1; kept if it is the first smallest entropy so far. */
+static void evaluate(const es_hoeffding *model, uint32_t t, uint32_t pos, float n)
+{
+    const es_hoeffding_config *config = model->config;
+    const uint32_t d = config->n_features, steps = config->split_steps - 1u;
+    const uint8_t f = model->order[t * d + pos / steps];
+    const float lo = model->snap_low[t * d + f], hi = model->snap_high[t * d + f];
+    float step, thr, ent;
+    leaf_stats leaf;
+    if (!(hi > lo)) {
         return;
     }
-    gain = e0 - best_ent;
-    if (!(gain > 0.0f)) {
+    step = hi - lo;
+    step = step * config->split_step;
+    thr = (float)(pos % steps + 1u) * step;
+    thr = lo + thr;
+    leaf = snapshot(model, t);
+    ent = split_entropy(model, &leaf, f, thr, n);
+    if (model->best_feature[t] == HT_NO_FEATURE || ent < model->best_entropy[t]) {
+        model->best_feature[t] = f;
+        model->best_threshold[t] = thr;
+        model->best_entropy[t] = ent;
+    }
+}
+
+/* The Hoeffding test of tree t's finished attempt on its snapshot (n: its prior sum); split when it passes. */
+static void decide(const es_hoeffding *model, uint32_t t, float n)
+{
+    const es_hoeffding_config *config = model->config;
+    const uint8_t C = config->n_classes;
+    const float *counts = model->snap_count + t * C;
+    const uint16_t node = model->attempt_node[t];
+    uint8_t k, present = 0;
+    float gain, r, eps2, tie2;
+    model->attempt_node[t] = (uint16_t)HT_IDLE;
+    for (k = 0; k < C; k++) {
+        present = (uint8_t)(present + (counts[k] > 0.0f ? 1u : 0u));
+    }
+    gain = entropy(counts, C, n);
+    gain = gain - model->best_entropy[t];
+    if (model->best_feature[t] == HT_NO_FEATURE || !(gain > 0.0f)) {
         return;
     }
     r = es_hoeffding_log((float)(present < 2u ? 2u : present));
@@ -371,7 +433,29 @@ static void attempt(const es_hoeffding *model, uint32_t t, uint16_t node, uint16
     tie2 = config->tie * config->tie;
     gain = gain * gain;
     if (gain > eps2 || eps2 < tie2) {
-        split(model, t, node, s, best_f, best_thr, n);
+        split(model, t, node, model->child[t * config->max_nodes + node], model->best_feature[t],
+              model->best_threshold[t]);
+    }
+}
+
+/* Tree t's attempt goes on for at most work_per_call units (0: to its end): a candidate each, then the decision. */
+static void advance(const es_hoeffding *model, uint32_t t)
+{
+    const es_hoeffding_config *config = model->config;
+    const uint32_t total = (uint32_t)config->subspace * (config->split_steps - 1u);
+    const uint32_t budget = config->work_per_call != 0u ? config->work_per_call : total + 1u;
+    uint32_t pos = model->attempt_pos[t], done = 0;
+    float n;
+    if (model->attempt_node[t] == HT_IDLE) {
+        return;
+    }
+    n = prior_sum(model->snap_count + t * config->n_classes, config->n_classes);
+    for (; done < budget && pos < total; done++, pos++) {
+        evaluate(model, t, pos, n);
+    }
+    model->attempt_pos[t] = (uint16_t)pos;
+    if (done < budget) {
+        decide(model, t, n);
     }
 }
 
@@ -523,13 +607,14 @@ static void free_node(const es_hoeffding *model, uint32_t i)
 
 /* Make node one leaf of tree t: its subtree's pairs become free and its leaves merge into one slot (the first in
  * node order); with propagation the leaf keeps the merged estimators and priors faded to HT_PROPAGATED, without
- * it the leaf starts empty. */
+ * it the leaf starts empty. The tree's split attempt ends (its leaf may have merged or moved). */
 static void prune(const es_hoeffding *model, uint32_t t, uint16_t node)
 {
     const es_hoeffding_config *config = model->config;
     const uint32_t C = config->n_classes, d = config->n_features, base = t * config->max_nodes;
     uint32_t i, g;
     uint16_t s;
+    model->attempt_node[t] = (uint16_t)HT_IDLE;
     if (model->feature[base + node] != HT_LEAF) {
         uint32_t c = model->child[base + node];
         model->fast[base + c] = HT_DOOMED;
@@ -657,10 +742,10 @@ static void learn_tree(const es_hoeffding *model, uint32_t t, const float *x, ui
         halve_leaf(model, g);
     }
     model->since[g] = model->since[g] > 0xFFFFFFFFu - w ? 0xFFFFFFFFu : model->since[g] + w;
-    if (model->since[g] >= config->grace) {
+    if (model->since[g] >= config->grace && model->attempt_node[t] == HT_IDLE) {
         model->since[g] = 0;
         if (free_pair(model, t, node) != HT_NO_PAIR) {
-            attempt(model, t, node, s);
+            start_attempt(model, t, node, s);
         }
     }
 }
@@ -704,6 +789,9 @@ es_status es_hoeffding_learn(const es_hoeffding *model, const float *features, u
         if (w != 0u) {
             learn_tree(model, t, features, label, w);
         }
+    }
+    for (t = 0; t < model->config->n_trees; t++) {
+        advance(model, t);
     }
     model->counters->n_learned++;
     return ES_OK;
@@ -823,6 +911,36 @@ es_status es_hoeffding_predict(const es_hoeffding *model, const float *features,
     return ES_OK;
 }
 
+/* 1 if every tree's attempt is idle or under way at a used leaf, within its candidates, and names features < d,
+ * and the snapshots' counts are valid. */
+static int valid_attempts(const es_hoeffding *candidate)
+{
+    const es_hoeffding_config *config = candidate->config;
+    const uint32_t d = config->n_features, total = (uint32_t)config->subspace * (config->split_steps - 1u);
+    uint32_t t, j;
+    for (t = 0; t < config->n_trees; t++) {
+        const uint16_t node = candidate->attempt_node[t];
+        const uint8_t best = candidate->best_feature[t];
+        if ((node != HT_IDLE && (node >= candidate->n_nodes[t]
+                                 || candidate->feature[t * config->max_nodes + node] != HT_LEAF))
+            || candidate->attempt_pos[t] > total || (best != HT_NO_FEATURE && best >= d)) {
+            return 0;
+        }
+    }
+    for (j = 0; j < config->n_trees * d; j++) {
+        if (candidate->order[j] >= d) {
+            return 0;
+        }
+    }
+    for (j = 0; j < (uint32_t)config->n_trees * config->n_classes; j++) {
+        if (!(candidate->snap_count[j] >= 0.0f && candidate->snap_count[j] < HT_VALID_COUNT
+              && candidate->snap_est[j] >= 0.0f && candidate->snap_est[j] < HT_VALID_COUNT)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 es_status es_hoeffding_validate(const es_hoeffding *candidate)
 {
     const es_hoeffding_config *config;
@@ -871,5 +989,5 @@ es_status es_hoeffding_validate(const es_hoeffding *candidate)
             return ES_ERR_IMAGE;
         }
     }
-    return ES_OK;
+    return valid_attempts(candidate) ? ES_OK : ES_ERR_IMAGE;
 }

@@ -19,7 +19,8 @@ float es_hoeffding_log(float x);
 /* The error function of the specification (erf_f32). */
 float es_hoeffding_erf(float x);
 
-/* Learn one row of n_features raw features. ES_ERR_LABEL for a label >= n_classes, ES_ERR_INPUT for a NaN,
+/* Learn one row of n_features raw features, then advance every tree's split attempt under way by at most
+ * config->work_per_call candidates (0: to its end; the specification's "Bounded work per call"). ES_ERR_LABEL for a label >= n_classes, ES_ERR_INPUT for a NaN,
  * infinite or out-of-range (|x| > 2**50) feature, ES_ERR_MODEL for a state whose nodes point outside the pool;
  * nothing changes then. */
 es_status es_hoeffding_learn(const es_hoeffding *model, const float *features, uint8_t label);
@@ -36,7 +37,9 @@ es_status es_hoeffding_predict(const es_hoeffding *model, const float *features,
 /* ES_OK if a candidate state (regions possibly inside a state image; the scratch regions may be NULL) is one the
  * learner accepts: a positive finite variance floor, node and leaf counts within the pool, and in every tree's
  * used nodes, splits on a feature < n_features with children forward to used nodes that are not free, leaves
- * naming a used leaf slot and free nodes in pairs; detector averages at most 1 (2**24); ES_ERR_IMAGE otherwise.
+ * naming a used leaf slot and free nodes in pairs; detector averages at most 1 (2**24); split attempts idle or at a
+ * used leaf, within their candidates, naming features < n_features, with valid snapshot counts; ES_ERR_IMAGE
+ * otherwise.
  * Reads the candidate only. */
 es_status es_hoeffding_validate(const es_hoeffding *candidate);
 

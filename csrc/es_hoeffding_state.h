@@ -21,6 +21,7 @@ typedef struct {
     float tie;                      /* tie threshold tau */
     float exp_neg_lambda;           /* exp(-lambda) of the Poisson weights; 0 = every tree learns every row */
     uint8_t drift;                  /* drift threshold in standard deviations; 0 = no drift handling */
+    uint16_t work_per_call;         /* split candidates per learn call and tree; 0 = an attempt runs whole */
 } es_hoeffding_config;
 
 typedef struct {
@@ -51,7 +52,18 @@ typedef struct {
     int32_t *scores;                /* scratch: classes, Q10 */
     uint16_t *tree_proba;           /* scratch: classes, Q15 */
     uint32_t *sums;                 /* scratch: classes, Q15 sums over trees */
-    uint8_t *order;                 /* scratch: d, features of a split attempt */
+    uint16_t *attempt_node;         /* attempt: per tree, leaf node of the attempt under way; 0xFFFF none */
+    uint16_t *attempt_pos;          /* attempt: per tree, candidates evaluated */
+    uint8_t *best_feature;          /* attempt: per tree, best candidate's feature; 255 none yet */
+    float *best_threshold;          /* attempt: per tree, best candidate's threshold */
+    float *best_entropy;            /* attempt: per tree, best candidate's entropy */
+    uint8_t *order;                 /* attempt: trees x d, the attempt's features (drawn at its start) */
+    float *snap_count;              /* attempt: trees x classes, the leaf's priors at the attempt's start */
+    float *snap_est;                /* attempt: trees x classes */
+    float *snap_mean;               /* attempt: trees x classes x d */
+    float *snap_m2;                 /* attempt: trees x classes x d */
+    float *snap_low;                /* attempt: trees x d */
+    float *snap_high;               /* attempt: trees x d */
     es_hoeffding_counters *counters;
 } es_hoeffding;
 

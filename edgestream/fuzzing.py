@@ -80,7 +80,7 @@ def small_model(name: str):
         from .importers import convert
 
         return convert(GradientBoostingClassifier(n_estimators=8, max_depth=3).fit(X, y)), X.astype(np.float32), y
-    model = spec.make(**(spec.ladder[-1] if spec.ladder else {}), **(spec.variants[0] if spec.variants else {}))
+    model = spec.make(**{**(spec.ladder[-1] if spec.ladder else {}), **(spec.variants[0] if spec.variants else {})})
     if spec.online:
         model.partial_fit(X.astype(np.float32), y, classes=np.unique(y))
     else:

@@ -99,6 +99,8 @@ SECTIONS: dict[str, list[Case]] = {
         c(f"{FIT} --learner hoeffding --delta 5", 2, "delta=5.0 must be a number in (0, 1)"),
         c(f"{FIT} --learner hoeffding --drift-threshold 16", 2, "drift_threshold=16 must be an integer from 0 to 15"),
         c(f"{FIT} --learner irf --drift-threshold -1", 2, "drift_threshold=-1 must be an integer from 0 to 15"),
+        c(f"{FIT} --learner hoeffding --work-per-call 70000", 2,
+          "work_per_call=70000 must be an integer from 0 to 65535"),
         c(f"{FIT} --learner axgb --adwin-delta 2", 2, "delta must be in (0, 1), got 2.0"),
         c(f"{FIT} --learner axgb --window-min 64 --window-max 8", 2, "window_min=64 must not exceed window_max=8"),
         c(f"{FIT} --learner gbdt --alpha 3", 2, "alpha=3.0 must be a number in [0.0, 1.0]"),

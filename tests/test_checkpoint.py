@@ -25,7 +25,7 @@ ES_OK, ES_ERR_NULL, ES_ERR_SIZE, ES_ERR_IMAGE, ES_ERR_OTHER_MODEL = 0, 1, 6, 7, 
 
 def small_model(name: str, X, y, rows: int, variant=None):
     spec = learners.get(name)
-    model = spec.make(**(spec.ladder[-1] if spec.ladder else {}), **(variant or {}))
+    model = spec.make(**{**(spec.ladder[-1] if spec.ladder else {}), **(variant or {})})
     model.partial_fit(X[:rows], y[:rows], classes=np.unique(y))
     return model
 
@@ -270,3 +270,27 @@ def test_every_learning_learner_has_checkpoints(name):
     assert f"es_status {spec.state.prefix}_validate(const {spec.state.prefix} *candidate);" in header
     if any(r.group == "cache" for r in spec.state.regions):
         assert f"void {spec.state.prefix}_rebuild(const {spec.state.prefix} *model);" in header
+
+
+def test_hoeffding_images_from_before_the_split_attempt_fields_are_refused(stream, tmp_path, monkeypatch):
+    """An image of the state before the split attempts spread (no attempt regions, no work_per_call in the
+    config) is refused by the device (its size, or another model's hash at this size) and by the host."""
+    import dataclasses
+
+    from edgestream.learners import hoeffding
+
+    X, y = stream
+    model = small_model("hoeffding", X, y, 120, hoeffding.SPREAD_VARIANT)
+    device = Device(export_bundle(model, tmp_path / "now", name="dev"))
+    state = hoeffding.STATE
+    before = dataclasses.replace(state, config=tuple(f for f in state.config if f.name != "work_per_call"),
+                                 regions=tuple(r for r in state.regions if r.group != "attempt"))
+    with monkeypatch.context() as patch:
+        patch.setitem(learners.REGISTRY, "hoeffding", dataclasses.replace(learners.get("hoeffding"), state=before))
+        patch.setattr(model, "state_spec", before)
+        old = checkpoint.write_image(model)
+    assert len(old) < device.size
+    assert device.restore(old) == ES_ERR_SIZE
+    assert device.restore(old + b"\0" * (device.size - len(old))) == ES_ERR_OTHER_MODEL
+    with pytest.raises(ValueError, match="bytes"):
+        checkpoint.read_image(model, old)

@@ -2,6 +2,7 @@
 learning step (class-incremental orders, full pools, forests); the shared float32 approximations; propagation
 keeps old classes where the plain tree forgets them; memory bounds; bad input; the CLI and emulated devices."""
 
+import copy
 import json
 import math
 
@@ -12,15 +13,15 @@ from hypothesis import strategies as st
 
 from engine_twin import EngineTwin
 from edgestream.export import export_bundle
-from edgestream.learners.hoeffding import (DRIFT_DEFAULT, FREE, LEAF, ONE, STATE, HoeffdingTreeClassifier,
-                                           IncrementalRandomForest, erf_f32, log_f32)
+from edgestream.learners.hoeffding import (ATTEMPT_ARRAYS, DRIFT_DEFAULT, FREE, IDLE, LEAF, ONE, STATE,
+                                           HoeffdingTreeClassifier, IncrementalRandomForest, erf_f32, log_f32)
 from edgestream.modelfile import model_bytes, model_from_bytes
 from edgestream.simulate import RuntimeLearner, load_bundle, runtime
 from edgestream.state import runtime_header_path
 
 ES_ERR_MODEL, ES_ERR_LABEL, ES_ERR_INPUT = 2, 3, 5
 STATE_REGIONS = ("var_floor", "feature", "threshold", "child", "n_nodes", "n_leaves", "class_count", "est_count",
-                 "mean", "m2", "low", "high", "since", "seen", "fast", "slow")
+                 "mean", "m2", "low", "high", "since", "seen", "fast", "slow") + ATTEMPT_ARRAYS
 
 
 def bits(values) -> np.ndarray:
@@ -98,7 +99,7 @@ def streams(draw):
                   tie_threshold=draw(st.sampled_from([0.0, 0.05, 2.0, 50.0])),
                   split_steps=draw(st.sampled_from([2, 3, 10])), propagation=draw(st.booleans()),
                   max_classes=draw(st.sampled_from([None, n_classes + 2])),
-                  delta=draw(st.sampled_from([0.01, 0.5])))
+                  delta=draw(st.sampled_from([0.01, 0.5])), work_per_call=draw(st.sampled_from([0, 1, 2, 5])))
     if draw(st.booleans()):
         params.update(n_trees=draw(st.integers(1, 3)), bagging_lambda=draw(st.sampled_from([0.5, 5.0])),
                       seed=draw(st.integers(0, 2**32 - 1)))
@@ -168,6 +169,50 @@ def test_c_equals_python_through_drift(stream, data):
     step_side_by_side(learner, X, y)
 
 
+@given(streams(), st.integers(1, 6))
+@settings(max_examples=60, deadline=None)
+def test_a_spread_attempt_decides_as_the_whole_attempt_on_its_snapshot(stream, work):
+    """Every decision of a spread attempt (at most ``work`` units per call and tree) takes the best candidate and
+    Hoeffding test of the whole attempt evaluated at once on the same snapshot; with work enough for a whole
+    attempt the learner is the unspread one (work_per_call=0), state for state."""
+    params, X, y, n_classes = stream
+    X, y = np.concatenate([X, X]), np.concatenate([y, y])
+    cls = IncrementalRandomForest if "n_trees" in params else HoeffdingTreeClassifier
+    spread, whole, ample = (cls(**dict(params, work_per_call=u)).start(X[: max(1, len(X) // 3)], np.arange(n_classes))
+                            for u in (work, 0, 65535))
+
+    def decide(t, spread=spread, own=spread._decide):
+        at_once = copy.deepcopy(spread)
+        at_once.best_feature[t], at_once.attempt_pos[t] = 255, 0
+        at_once._evaluate(t, 0, at_once._candidates())
+        assert (at_once.best_feature[t], bits(at_once.best_threshold[t]), bits(at_once.best_entropy[t])) == \
+            (spread.best_feature[t], bits(spread.best_threshold[t]), bits(spread.best_entropy[t]))
+        own(t)
+
+    spread._decide = decide
+    for learner in (spread, whole, ample):
+        learner.use_engine = False
+    for x, label in zip(X, y):
+        for learner in (spread, whole, ample):
+            learner.learn_encoded(x, int(label))
+        assert spread.last_units_ <= work * spread.n_trees
+        assert ample.last_units_ == whole.last_units_ and (whole.attempt_node == IDLE).all()
+        for name in STATE_REGIONS:
+            assert np.array_equal(bits(getattr(ample, name)), bits(getattr(whole, name))), name
+
+
+def test_the_work_of_every_call_is_bounded_and_attempts_finish():
+    X, y, _, _ = class_incremental(n_per_class=80, n_classes=4, d=5, seed=2)
+    learner = IncrementalRandomForest(n_trees=3, max_leaves=8, grace_period=10, work_per_call=3)
+    learner.start(X[:50], np.arange(4)).use_engine = False
+    units = []
+    for x, label in zip(X, y):
+        learner.learn_encoded(x, int(label))
+        units.append(learner.last_units_)
+    per_attempt = learner.subspace(5) * (learner.split_steps - 1) + 1
+    assert max(units) <= 3 * 3 and sum(units) >= 3 * per_attempt and (learner.n_leaves > 1).all()
+
+
 def class_incremental(n_per_class=300, n_classes=5, d=6, seed=0, test=200):
     """Gaussian blobs, the training rows ordered class after class; a shuffled hold-out of every class."""
     rng = np.random.default_rng(seed)
@@ -220,7 +265,7 @@ def xor_stream(n, seed=0, flip=False):
 def test_a_pruned_subtree_frees_pairs_that_splits_take_again():
     X, y = xor_stream(3000)
     learner = HoeffdingTreeClassifier(max_leaves=8, grace_period=20, tie_threshold=0.2, drift_threshold=0,
-                                      propagation=False).start(X[:100], [0, 1]).partial_fit(X[:1500], y[:1500])
+                                      propagation=False, work_per_call=0).start(X[:100], [0, 1]).partial_fit(X[:1500], y[:1500])
     assert learner.n_leaves[0] == 8 and learner.feature[0, 4] < FREE  # a full pool, node 4 inner
     subtree = learner.child[0, 4]
     learner._prune(0, 4)
@@ -262,7 +307,9 @@ def test_header_layout_and_bundle_size(tmp_path):
                 "slow": T * N, "n_nodes": T, "n_leaves": T,
                 "class_count": T * L * C, "est_count": T * L * C, "mean": T * L * C * d, "m2": T * L * C * d,
                 "low": T * L * d, "high": T * L * d, "since": T * L, "left": C, "right": C, "scores": C,
-                "tree_proba": C, "sums": C, "order": d}
+                "tree_proba": C, "sums": C, "attempt_node": T, "attempt_pos": T, "best_feature": T,
+                "best_threshold": T, "best_entropy": T, "order": T * d, "snap_count": T * C, "snap_est": T * C,
+                "snap_mean": T * C * d, "snap_m2": T * C * d, "snap_low": T * d, "snap_high": T * d}
     assert {r.name: r.count for r in learner.layout().regions} == expected
     bundle = load_bundle(export_bundle(learner, tmp_path / "b", name="irf"))
     assert bundle.state_size() == learner.state_bytes() == learner.layout().size()
@@ -349,6 +396,7 @@ def test_corrupt_node_table_is_refused_on_the_device():
     (dict(split_steps=1), "split_steps=1"),
     (dict(max_classes=300), "max_classes=300 must be an integer from 2 to 255"),
     (dict(propagation="yes"), "propagation='yes' must be True or False"),
+    (dict(work_per_call=65536), "work_per_call=65536 must be an integer from 0 to 65535"),
 ])
 def test_bad_parameters(params, message):
     with pytest.raises(ValueError, match=message):
@@ -363,7 +411,7 @@ def test_budget_sizes_pool_and_refuses_a_ram_too_small_for_a_root():
 
     board = load_board("stm32f411")
     budget = plan("hoeffding", board, 16, 10, ram=16 * 1024, max_classes=12)
-    assert budget.params["max_leaves"] == 8 and budget.ram_bytes <= 16 * 1024 and budget.config["classes"] == 10
+    assert budget.params["max_leaves"] == 6 and budget.ram_bytes <= 16 * 1024 and budget.config["classes"] == 10
     assert plan("hoeffding", board, 16, 10, ram=16 * 1024).params["max_leaves"] == 8
     with pytest.raises(ValueError, match="no hoeffding configuration for 64 features and 10 classes fits 4,096 "
                                          "bytes of RAM"):

@@ -532,8 +532,8 @@ class LearnerSpec:
     * ``cost_terms(params, n_features, n_classes)``: online learners, the work terms of a prediction and of a learn
       call (:class:`edgestream.costs.CostTerms`), which :mod:`edgestream.costs` weighs by coefficients calibrated
       on emulator counts per core.
-    * ``variants``: parameters added to the smallest rung for further small test models (a mode the rung leaves
-      off, on a stream of 3 features and 2 classes): the checkpoint tests run each, the fuzz target takes the first.
+    * ``variants``: parameters added to (or replacing those of) the smallest rung for further small test models (a
+      mode the rung leaves off, on a stream of 3 features and 2 classes): the checkpoint tests run each, the fuzz target takes the first.
     * ``worst_case(model, n_features, n_classes)``: frozen learners whose bundles for speed walk the trees in inline
       code: the :class:`edgestream.frozen.WorstCase` of an unfitted model's configuration (the largest trees it can
       export), from which the budget bounds that code.

@@ -508,14 +508,14 @@ BLS_LADDER = tuple({"feature_nodes": f, "enhancement_nodes": e} for f, e in (
 BLS_SEARCH = tuple({**rung, "forgetting": mu} for rung in BLS_LADDER[::2] for mu in (0.99, 0.998, 1.0))
 
 def cost_terms(params: dict, n_features: int, n_classes: int) -> CostTerms:
-    """The work terms of a prediction (constant; the feature nodes, d f; the enhancement nodes, f e and e tanh; the
-    readout, m C with m = f + e) and of a learn call (those, then the Givens rotations of the m x m factor, m^2
-    products and m square roots, and the readout update, m C). Every call does the same work: the worst is the
-    mean."""
+    """The work terms of a prediction (constant; the feature nodes, d F; the enhancement nodes, F E and E tanh; the
+    readout, m C with m = F + E) and of a learn call (those; the rank-one update's m square roots and divisions and
+    m^2 / 2 rotations; the weights' forward and back substitutions, m^2 C; with forgetting, scaling the factor and
+    the regularization refresh, m^2). Every call does the same work: the worst is the mean."""
     f, e = params["feature_nodes"], params["enhancement_nodes"]
-    m = f + e
-    predict = [1, n_features * f, f * e, e, m * n_classes]
-    learn = predict + [m, m * m]
+    m, c = f + e, n_classes
+    predict = [1, n_features * f, f * e, e, m * c]
+    learn = predict + [m, m * m, m * m * c, m * m * (params["forgetting"] < 1)]
     return CostTerms(predict=predict, learn_mean=learn, learn_worst=learn)
 
 

@@ -70,7 +70,24 @@ Decisions (the C runtime follows every one of them to the bit):
   per class outweigh, so old classes are still recognised while the new concept takes over. Without propagation
   a pruned leaf starts empty.
 * **Grace**: per leaf the weight learned since its last attempt (uint32, saturating); an attempt when it reaches
-  ``grace_period`` resets it, whether or not the leaf splits (or the pool is full).
+  ``grace_period`` resets it, whether or not the leaf splits (or the pool is full). While its tree has an attempt
+  under way a leaf does not start one: its weight keeps counting and it starts at its first row after.
+* **Bounded work per call** (``work_per_call = U``; the unit is one candidate split, ``C`` Gaussian CDFs and
+  ``2 C`` logarithms for ``C`` class slots, about 1,000 instructions on a Cortex-M4F and 20,000 on a Cortex-M0
+  at 2 classes): an attempt starts where the grace check is (its features drawn from the random stream there,
+  as above) by copying the leaf's priors, estimators and ranges into its tree's snapshot (the ``attempt``
+  regions, one leaf's worth per tree). At the end of every learn call each tree with an attempt under way
+  evaluates its next candidates on the snapshot, in the order above, keeping the running first smallest entropy:
+  at most ``U`` of them per call and tree, or all with ``U = 0``; when none is left and a unit remains, the
+  decision (one more unit) applies the Hoeffding test with the snapshot's ``n``, ``E0`` and classes, so the split
+  chosen is the one the whole attempt would choose at its start. Rows keep being learned at the live leaf
+  meanwhile, and a split splits the live leaf: its children start from the live priors and estimators (the rows
+  learned during the attempt are kept), priors divided by eq. 8 at the chosen threshold with the live ``n``. With
+  ``U = 0``, or ``U`` at least the candidates + 1, the attempt ends in the call that starts it and the tree is the
+  unspread one. A drift pruned in a tree cancels its attempt (its leaf may have merged or moved slots).
+  ``WORK_DEFAULT`` keeps the worst learn call within 3 times the mean at the 8 KiB plans (measured under QEMU on
+  a Cortex-M4F and a Cortex-M0, SEA and hyperplane streams); the rows an attempt takes are
+  ``(subspace (split_steps - 1) + 1) / U`` (15 for one tree on 3 features at the defaults).
 * **Counts that live for months** (float32 counts stop counting at ``2**24``): when a learning step leaves the
   learned class's prior count ``n_k`` or estimator count at ``COUNT_LIMIT = 2**14`` or above, every prior count,
   estimator count and ``M2`` of that leaf is halved (multiplied by 0.5, exact in float32), before the grace
@@ -106,7 +123,8 @@ from ..costs import CostTerms
 from ..fixedpoint import softmax_q15
 from ..state import Field, RegionSpec, StateSpec
 from .bls import xorshift32
-from .base import LearnerSpec, OnlineStateLearner, Option, check_integer, restore_regions, state_context, state_tables
+from .base import WORK_PER_CALL, LearnerSpec, OnlineStateLearner, Option, check_integer, restore_regions, state_context, \
+    state_tables
 
 F32 = np.float32
 MAX_FEATURES = 254  # feature 255 marks a leaf, 254 a free node
@@ -135,6 +153,9 @@ DRIFT_DEFAULT = 5
 DOOMED = ONE + 1  # a detector value no state holds: marks the nodes of a subtree being pruned
 NO_SLOT = 0xFFFF  # a pruned node's leaf slot before its first leaf is met
 PROPAGATED = F32(64.0)  # estimators handed on (a split's, a drift's merge) keep at most this weight per class
+IDLE = 0xFFFF  # attempt_node of a tree with no split attempt under way
+NO_FEATURE = 255  # best_feature before an attempt has a candidate
+WORK_DEFAULT = 2  # candidates per learn call and tree (module docstring: the worst call within 3x the mean)
 
 LN2 = F32(0.6931471805599453)
 SQRT2 = F32(1.4142135623730951)
@@ -144,13 +165,19 @@ ERF_COEFFS = tuple(F32(a) for a in (0.0000430638, 0.0002765672, 0.0001520143, 0.
                                     0.0705230784))  # a6 .. a1
 ERF_LIMIT = F32(5.0)
 
+ATTEMPT_ARRAYS = ("attempt_node", "attempt_pos", "best_feature", "best_threshold", "best_entropy", "order",
+                  "snap_count", "snap_est", "snap_mean", "snap_m2", "snap_low", "snap_high")
 STATE_ARRAYS = ("feature", "threshold", "child", "n_nodes", "n_leaves", "class_count", "est_count", "mean", "m2",
-                "low", "high", "since", "seen", "fast", "slow", "var_floor")
+                "low", "high", "since", "seen", "fast", "slow", "var_floor") + ATTEMPT_ARRAYS
 LEAF_ARRAYS = ("class_count", "est_count", "mean", "m2", "low", "high", "since")
 
 
 def _nodes(c: dict) -> int:
     return c["n_trees"] * c["max_nodes"]
+
+
+def _trees(c: dict) -> int:
+    return c["n_trees"]
 
 
 def _slots(c: dict) -> int:
@@ -174,6 +201,7 @@ STATE = StateSpec(
         Field("tie", "float", "tie threshold tau"),
         Field("exp_neg_lambda", "float", "exp(-lambda) of the Poisson weights; 0 = every tree learns every row"),
         Field("drift", "uint8_t", "drift threshold in standard deviations; 0 = no drift handling"),
+        Field("work_per_call", "uint16_t", "split candidates per learn call and tree; 0 = an attempt runs whole"),
     ),
     counters=(
         Field("n_learned", "uint64_t", "rows learned"),
@@ -187,8 +215,8 @@ STATE = StateSpec(
         RegionSpec("seen", "node pool", "uint16_t", _nodes, "trees x nodes, rows in the drift detector (saturating)"),
         RegionSpec("fast", "node pool", "uint32_t", _nodes, "trees x nodes, fast error average (1 = 2**24)"),
         RegionSpec("slow", "node pool", "uint32_t", _nodes, "trees x nodes, slow error average (1 = 2**24)"),
-        RegionSpec("n_nodes", "node pool", "uint16_t", lambda c: c["n_trees"], "nodes used per tree (free pairs included)"),
-        RegionSpec("n_leaves", "node pool", "uint16_t", lambda c: c["n_trees"], "leaf slots used per tree"),
+        RegionSpec("n_nodes", "node pool", "uint16_t", _trees, "nodes used per tree (free pairs included)"),
+        RegionSpec("n_leaves", "node pool", "uint16_t", _trees, "leaf slots used per tree"),
         RegionSpec("class_count", "leaves", "float", lambda c: _slots(c) * c["n_classes"], "slots x classes, priors"),
         RegionSpec("est_count", "leaves", "float", lambda c: _slots(c) * c["n_classes"], "slots x classes"),
         RegionSpec("mean", "leaves", "float", lambda c: _slots(c) * c["n_classes"] * c["n_features"],
@@ -203,7 +231,23 @@ STATE = StateSpec(
         RegionSpec("scores", "scratch", "int32_t", lambda c: c["n_classes"], "classes, Q10"),
         RegionSpec("tree_proba", "scratch", "uint16_t", lambda c: c["n_classes"], "classes, Q15"),
         RegionSpec("sums", "scratch", "uint32_t", lambda c: c["n_classes"], "classes, Q15 sums over trees"),
-        RegionSpec("order", "scratch", "uint8_t", lambda c: c["n_features"], "d, features of a split attempt"),
+        RegionSpec("attempt_node", "attempt", "uint16_t", _trees, "per tree, leaf node of the attempt under way; "
+                   "0xFFFF none"),
+        RegionSpec("attempt_pos", "attempt", "uint16_t", _trees, "per tree, candidates evaluated"),
+        RegionSpec("best_feature", "attempt", "uint8_t", _trees, "per tree, best candidate's feature; 255 none yet"),
+        RegionSpec("best_threshold", "attempt", "float", _trees, "per tree, best candidate's threshold"),
+        RegionSpec("best_entropy", "attempt", "float", _trees, "per tree, best candidate's entropy"),
+        RegionSpec("order", "attempt", "uint8_t", lambda c: c["n_trees"] * c["n_features"],
+                   "trees x d, the attempt's features (drawn at its start)"),
+        RegionSpec("snap_count", "attempt", "float", lambda c: c["n_trees"] * c["n_classes"],
+                   "trees x classes, the leaf's priors at the attempt's start"),
+        RegionSpec("snap_est", "attempt", "float", lambda c: c["n_trees"] * c["n_classes"], "trees x classes"),
+        RegionSpec("snap_mean", "attempt", "float", lambda c: c["n_trees"] * c["n_classes"] * c["n_features"],
+                   "trees x classes x d"),
+        RegionSpec("snap_m2", "attempt", "float", lambda c: c["n_trees"] * c["n_classes"] * c["n_features"],
+                   "trees x classes x d"),
+        RegionSpec("snap_low", "attempt", "float", lambda c: c["n_trees"] * c["n_features"], "trees x d"),
+        RegionSpec("snap_high", "attempt", "float", lambda c: c["n_trees"] * c["n_features"], "trees x d"),
     ),
 )
 
@@ -281,6 +325,22 @@ def sum_f32(v: np.ndarray) -> np.ndarray:
     return total
 
 
+def split_entropy(stats: tuple, features: np.ndarray, thresholds: np.ndarray, n: np.float32) -> tuple:
+    """Entropy after each split at (``features[i]``, ``thresholds[i]``) of a leaf's statistics ``(priors,
+    estimator counts, means, M2)`` with ``n`` the sum of its priors, and the ``l_k``, ``r_k`` of eq. 8 (classes x
+    candidates)."""
+    counts, est, mean, m2 = stats
+    left = np.zeros((len(counts), len(thresholds)), F32)
+    right = np.zeros_like(left)
+    for k in np.flatnonzero(est != 0):
+        lp = gaussian_cdf(thresholds, mean[k, features], m2[k, features], est[k])
+        prior = counts[k] / n
+        left[k] = lp * prior
+        right[k] = (F32(1.0) - lp) * prior
+    wl, wr = sum_f32(left), sum_f32(right)
+    return wl * entropy_f32(left, wl) + wr * entropy_f32(right, wr), left, right
+
+
 class Random:
     """The xorshift32 stream of the forest (the state's ``random`` counter)."""
 
@@ -330,6 +390,8 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
     var_smoothing : naive Bayes variance floor as a fraction of each feature's variance in the start sample.
     drift_threshold : standard deviations by which a node's recent error must exceed its long-run error for a
         drift (the node's subtree is then pruned to a fresh leaf), 1..15; 0 = no drift handling.
+    work_per_call : split candidates a learn call evaluates per tree, 1..65535 (the attempt spreads over the
+        following calls), or 0: a split attempt runs whole in the call that starts it (module docstring).
     """
 
     input_dtype = "float32"
@@ -342,7 +404,8 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
 
     def __init__(self, max_leaves: int = 32, grace_period: int = 100, delta: float = 0.01,
                  tie_threshold: float = 0.05, split_steps: int = 10, propagation: bool = True,
-                 max_classes: int | None = None, var_smoothing: float = 0.01, drift_threshold: int = DRIFT_DEFAULT):
+                 max_classes: int | None = None, var_smoothing: float = 0.01, drift_threshold: int = DRIFT_DEFAULT,
+                 work_per_call: int = WORK_DEFAULT):
         self.max_leaves = max_leaves
         self.grace_period = grace_period
         self.delta = delta
@@ -352,6 +415,7 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
         self.max_classes = max_classes
         self.var_smoothing = var_smoothing
         self.drift_threshold = drift_threshold
+        self.work_per_call = work_per_call
         self._check_params()
 
     # -- parameters and layout ---------------------------------------------------------------------------------
@@ -365,6 +429,7 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
         check_integer(self, "grace_period", 1, 65535)
         check_integer(self, "split_steps", 2, 64)
         check_integer(self, "drift_threshold", 0, MAX_DRIFT)
+        check_integer(self, "work_per_call", 0, 65535)
         if self.max_classes is not None:
             check_integer(self, "max_classes", 2, MAX_CLASSES)
         if not isinstance(self.propagation, (bool, np.bool_)):
@@ -398,7 +463,7 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
             "split_steps": self.split_steps, "subspace": self.subspace(d), "seed": int(self.seed),
             "split_step": F32(1.0 / self.split_steps), "log_inv_delta": F32(math.log(1.0 / self.delta)),
             "tie": F32(self.tie_threshold), "exp_neg_lambda": F32(math.exp(-lam)) if lam > 0 else F32(0.0),
-            "drift": self.drift_threshold,
+            "drift": self.drift_threshold, "work_per_call": self.work_per_call,
         }
 
     def summary(self) -> str:
@@ -476,6 +541,18 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
         self.seen = np.zeros((T, N), np.uint16)
         self.fast = np.zeros((T, N), np.uint32)
         self.slow = np.zeros((T, N), np.uint32)
+        self.attempt_node = np.full(T, IDLE, np.uint16)
+        self.attempt_pos = np.zeros(T, np.uint16)
+        self.best_feature = np.full(T, NO_FEATURE, np.uint8)
+        self.best_threshold = np.zeros(T, F32)
+        self.best_entropy = np.zeros(T, F32)
+        self.order = np.zeros((T, d), np.uint8)
+        self.snap_count = np.zeros((T, C), F32)
+        self.snap_est = np.zeros((T, C), F32)
+        self.snap_mean = np.zeros((T, C, d), F32)
+        self.snap_m2 = np.zeros((T, C, d), F32)
+        self.snap_low = np.zeros((T, d), F32)
+        self.snap_high = np.zeros((T, d), F32)
         self.n_learned = 0
         self.random = Random(start_seed(self.seed))
 
@@ -522,7 +599,9 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
         for name in ("fast", "slow"):
             if (getattr(self, name) > ONE).any():
                 raise ValueError(f"state {name!r} holds an error average above 1 ({ONE})")
-        counts = np.concatenate([self.class_count.reshape(-1), self.est_count.reshape(-1)])
+        self._check_attempts()
+        counts = np.concatenate([self.class_count.reshape(-1), self.est_count.reshape(-1),
+                                 self.snap_count.reshape(-1), self.snap_est.reshape(-1)])
         valid = (counts >= 0) & (counts < VALID_COUNT)
         if not valid.all():
             raise ValueError(f"a leaf count is {float(counts[~valid][0])!r}: counts must be from 0 to below "
@@ -531,6 +610,23 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
         if random > 0xFFFFFFFF:
             raise ValueError(f"random state {random} is beyond uint32")
         self.n_learned, self.random = n_learned, Random(random)
+
+    def _candidates(self) -> int:
+        """Candidates of a split attempt: its features times ``split_steps - 1`` thresholds."""
+        return self.subspace(self.n_features_) * (self.split_steps - 1)
+
+    def _check_attempts(self) -> None:
+        """Refuse attempts that are not under way at a used leaf or past their candidates, and features outside
+        the row."""
+        total = self._candidates()
+        for t, node in enumerate(self.attempt_node.tolist()):
+            if node != IDLE and (node >= self.n_nodes[t] or self.feature[t, node] != LEAF):
+                raise ValueError(f"tree {t}: the split attempt is at node {node}, not a used leaf")
+        if (self.attempt_pos > total).any():
+            raise ValueError(f"a split attempt has evaluated more than its {total} candidates")
+        if (self.order >= self.n_features_).any() or ((self.best_feature >= self.n_features_)
+                                                      & (self.best_feature != NO_FEATURE)).any():
+            raise ValueError(f"a split attempt names a feature outside 0..{self.n_features_ - 1}")
 
     # -- the device's steps ------------------------------------------------------------------------------------
 
@@ -574,6 +670,7 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
             w = self.random.poisson(limit) if limit > 0 else 1
             if w:
                 self._learn_tree(t, x, int(label), w)
+        self.last_units_ = sum(self._advance(t) for t in range(self.n_trees))
         self.n_learned = (self.n_learned + 1) & 0xFFFFFFFFFFFFFFFF
 
     def _learn_tree(self, t: int, x: np.ndarray, k: int, w: int) -> None:
@@ -600,10 +697,10 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
         if self.class_count[t, s, k] >= COUNT_LIMIT or count >= COUNT_LIMIT:
             self._halve(t, s)
         self.since[t, s] = min(int(self.since[t, s]) + w, 0xFFFFFFFF)
-        if self.since[t, s] >= self.grace_period:
+        if self.since[t, s] >= self.grace_period and self.attempt_node[t] == IDLE:
             self.since[t, s] = 0
             if self._free_pair(t, node) >= 0:
-                self._attempt(t, node, s)
+                self._start_attempt(t, node, s)
 
     # -- drift: a detector on every node, pruning, the free pairs of the pool ----------------------------------
 
@@ -634,7 +731,9 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
     def _prune(self, t: int, node: int) -> None:
         """Make ``node`` one leaf: its subtree's pairs become free and its leaves merge into one slot (the first
         in node order); with propagation the merged leaf keeps its class-conditional estimators and priors, faded
-        to ``PROPAGATED``, without it the leaf starts empty."""
+        to ``PROPAGATED``, without it the leaf starts empty. The tree's split attempt ends (its leaf may have
+        merged or moved)."""
+        self.attempt_node[t] = IDLE
         if self.feature[t, node] != LEAF:
             fast = self.fast[t]
             c = int(self.child[t, node])
@@ -714,6 +813,7 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
             getattr(self, name)[t, s] *= F32(0.5)
 
     def _features(self, d: int) -> np.ndarray:
+        """``0 .. d-1``, its first ``subspace(d)`` entries drawn by a partial Fisher-Yates shuffle."""
         m = self.subspace(d)
         order = np.arange(d)
         if m >= d:
@@ -721,66 +821,74 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
         for j in range(m):
             r = self.random.next() % (d - j)
             order[j], order[j + r] = order[j + r], order[j]
-        return order[:m]
+        return order
 
-    def _candidates(self, t: int, s: int, features: np.ndarray):
-        """Entropy after every candidate split (features x thresholds; inf where a feature has no range), the
-        thresholds and the entropy before."""
-        config = self._constants
-        counts = self.class_count[t, s]
-        n = sum_f32(counts[:, None])[0]
-        steps = np.arange(1, self.split_steps, dtype=F32)
-        low, high = self.low[t, s, features], self.high[t, s, features]
-        valid = high > low
+    def _start_attempt(self, t: int, node: int, s: int) -> None:
+        """Draw the attempt's features and copy the leaf's statistics that its candidates read."""
+        self.order[t] = self._features(self.n_features_)
+        for name, live in (("count", "class_count"), ("est", "est_count"), ("mean", "mean"), ("m2", "m2"),
+                           ("low", "low"), ("high", "high")):
+            getattr(self, "snap_" + name)[t] = getattr(self, live)[t, s]
+        self.attempt_node[t], self.attempt_pos[t] = node, 0
+        self.best_feature[t], self.best_threshold[t], self.best_entropy[t] = NO_FEATURE, 0, 0
+
+    def _advance(self, t: int) -> int:
+        """Tree ``t``'s attempt goes on for at most ``work_per_call`` units (0: to its end): a candidate each,
+        then its decision; returns the units done."""
+        if self.attempt_node[t] == IDLE:
+            return 0
+        budget = self.work_per_call or self._candidates() + 1
+        pos = int(self.attempt_pos[t])
+        n = min(budget, self._candidates() - pos)
+        self._evaluate(t, pos, n)
+        self.attempt_pos[t] = pos + n
+        if n == budget:
+            return n
+        self._decide(t)
+        return n + 1
+
+    def _evaluate(self, t: int, pos: int, n: int) -> None:
+        """Candidates ``pos .. pos+n-1`` (feature ``pos // (split_steps - 1)`` of the attempt's order, threshold
+        ``k = pos % (split_steps - 1) + 1``) on the snapshot; the first smallest entropy stays the best (a
+        feature without range has no candidates, its units still count)."""
+        steps = self.split_steps - 1
+        index = np.arange(pos, pos + n)
+        features = self.order[t, index // steps].astype(np.int64)
+        low, high = self.snap_low[t, features], self.snap_high[t, features]
         with np.errstate(over="ignore", invalid="ignore"):
-            step = (high - low) * config["split_step"]
-            thresholds = low[:, None] + steps[None, :] * step[:, None]
-        left, right = self._split_priors(t, s, features, thresholds, counts, n)
-        wl, wr = sum_f32(left), sum_f32(right)
-        ent = wl * entropy_f32(left, wl) + wr * entropy_f32(right, wr)
-        ent = np.where(valid[:, None], ent, F32(np.inf))
-        e0 = entropy_f32(counts[:, None], np.array([n], F32))[0]
-        return ent, thresholds, e0, n
-
-    def _split_priors(self, t, s, features, thresholds, counts, n):
-        """``l_k`` and ``r_k`` (classes x thresholds' shape) of eq. 8 at the given thresholds."""
-        C = len(counts)
-        left = np.zeros((C,) + thresholds.shape, F32)
-        right = np.zeros_like(left)
-        for k in range(C):
-            count = self.est_count[t, s, k]
-            if count == 0:
-                continue
-            shape = (-1,) + (1,) * (thresholds.ndim - 1)
-            lp = gaussian_cdf(thresholds, self.mean[t, s, k, features].reshape(shape),
-                              self.m2[t, s, k, features].reshape(shape), count)
-            prior = counts[k] / n
-            left[k] = lp * prior
-            right[k] = (F32(1.0) - lp) * prior
-        return left, right
-
-    def _attempt(self, t: int, node: int, s: int) -> None:
-        features = self._features(self.n_features_)
-        ent, thresholds, e0, n = self._candidates(t, s, features)
-        best = int(np.argmin(ent))
-        best_ent = ent.reshape(-1)[best]
-        if not np.isfinite(best_ent):
+            step = (high - low) * self._constants["split_step"]
+            thresholds = low + (index % steps + 1).astype(F32) * step
+        snapshot = self.snap_count[t], self.snap_est[t], self.snap_mean[t], self.snap_m2[t]
+        ent = split_entropy(snapshot, features, thresholds, sum_f32(self.snap_count[t][:, None])[0])[0]
+        valid = np.flatnonzero(high > low)
+        if len(valid) == 0:
             return
-        gain = e0 - best_ent
-        if not gain > 0:
+        i = valid[np.argmin(ent[valid])]
+        if self.best_feature[t] == NO_FEATURE or ent[i] < self.best_entropy[t]:
+            self.best_feature[t], self.best_threshold[t], self.best_entropy[t] = features[i], thresholds[i], ent[i]
+
+    def _decide(self, t: int) -> None:
+        """The Hoeffding test on the snapshot's counts; a split of the live leaf when it passes."""
+        node = int(self.attempt_node[t])
+        self.attempt_node[t] = IDLE
+        counts = self.snap_count[t]
+        n = sum_f32(counts[:, None])[0]
+        gain = entropy_f32(counts[:, None], np.array([n], F32))[0] - self.best_entropy[t]
+        if self.best_feature[t] == NO_FEATURE or not gain > 0 or self._free_pair(t, node) < 0 \
+                or self.n_leaves[t] >= self.max_leaves:  # a pool is full only in a crafted state
             return
         config = self._constants
-        present = int((self.class_count[t, s] > 0).sum())
-        r = log_f32(F32(max(2, present)))[0]
+        r = log_f32(F32(max(2, int((counts > 0).sum()))))[0]
         eps2 = (r * r) * config["log_inv_delta"] / (n + n)
         tie = config["tie"]
         if gain * gain > eps2 or eps2 < tie * tie:
-            f, j = divmod(best, ent.shape[1])
-            self._split(t, node, s, int(features[f]), thresholds[f, j], n)
+            self._split(t, node, int(self.child[t, node]), int(self.best_feature[t]), self.best_threshold[t])
 
-    def _split(self, t: int, node: int, s: int, f: int, threshold: np.float32, n: np.float32) -> None:
-        counts = self.class_count[t, s].copy()
-        left, right = self._split_priors(t, s, np.array([f]), np.array([threshold], F32), counts, n)
+    def _split(self, t: int, node: int, s: int, f: int, threshold: np.float32) -> None:
+        """Split leaf slot ``s`` as it is now (the rows learned during a spread attempt included)."""
+        live = tuple(getattr(self, name)[t, s].copy() for name in ("class_count", "est_count", "mean", "m2"))
+        n = sum_f32(live[0][:, None])[0]
+        _, left, right = split_entropy(live, np.array([f]), np.array([threshold], F32), n)
         a, s2 = self._free_pair(t, node), int(self.n_leaves[t])
         self.feature[t, node], self.threshold[t, node], self.child[t, node] = f, threshold, a
         self.feature[t, a], self.threshold[t, a], self.child[t, a] = LEAF, 0, s
@@ -890,12 +998,12 @@ class IncrementalRandomForest(HoeffdingTreeClassifier):
     def __init__(self, n_trees: int = 10, max_leaves: int = 16, grace_period: int = 100, delta: float = 0.01,
                  tie_threshold: float = 0.05, split_steps: int = 10, propagation: bool = True,
                  max_classes: int | None = None, var_smoothing: float = 0.01, bagging_lambda: float = 5.0,
-                 seed: int = 1, drift_threshold: int = DRIFT_DEFAULT):
+                 seed: int = 1, drift_threshold: int = DRIFT_DEFAULT, work_per_call: int = WORK_DEFAULT):
         self.n_trees = n_trees
         self.bagging_lambda = bagging_lambda
         self.seed = seed
         super().__init__(max_leaves, grace_period, delta, tie_threshold, split_steps, propagation, max_classes,
-                         var_smoothing, drift_threshold)
+                         var_smoothing, drift_threshold, work_per_call)
 
     def _check_params(self):
         super()._check_params()
@@ -924,6 +1032,7 @@ OPTIONS = (
     Option("--var-smoothing", "var_smoothing", float, "naive Bayes variance floor (fraction of the variance)", "X"),
     Option("--drift-threshold", "drift_threshold", int, "standard deviations of a node's error rise that prune its "
            f"subtree (1..{MAX_DRIFT}; 0: no drift handling)", "Z"),
+    WORK_PER_CALL,
 )
 
 HT_LADDER = tuple({"max_leaves": n} for n in (256, 128, 96, 64, 48, 32, 24, 16, 12, 8, 6, 4, 3, 2, 1))
@@ -945,20 +1054,25 @@ HT_SEARCH = tuple({"max_leaves": n, **variant} for n in (256, 128, 64, 32, 16, 8
 IRF_SEARCH = tuple({**rung, **variant} for rung in IRF_LADDER for variant in HT_VARIANTS[:4])
 
 RUNTIME = ("es_common", "es_f32", "es_fixed", "es_hoeffding")
+# Test models with room to split and one candidate per call: images and fuzzing meet attempts under way.
+SPREAD_VARIANT = {"max_leaves": 4, "grace_period": 10, "work_per_call": 1}
 
 def cost_terms(params: dict, n_features: int, n_classes: int) -> CostTerms:
     """The work terms of a prediction (constant; per tree: the walk, log2 L, and naive Bayes at the leaf, d C and
     C) and of a learn call (per tree, IRF's learning a Poisson weight: the walk and its detectors, log2 L; the
-    estimators of the row's class, d; the leaf's naive Bayes class that the detector watches, d C; and a split
-    attempt's candidates, d (split_steps - 1) C, and estimator copies, d C, every ``grace_period`` weight at a
-    leaf: in the mean amortized, in the worst whole)."""
+    estimators of the row's class, d; the leaf's naive Bayes class that the detector watches, d C; then a split
+    attempt's units, C each, and its snapshot and split, d C: in the mean a whole attempt every ``grace_period``
+    weight at a leaf, in the worst as many units as ``work_per_call`` lets a call run in every tree)."""
     trees, weight = params.get("n_trees", 1), params.get("bagging_lambda", 1.0)
     d, c, depth = n_features, n_classes, math.log2(params["max_leaves"]) + 1
+    model = (IncrementalRandomForest if "n_trees" in params else HoeffdingTreeClassifier)(**params)
+    units = model.subspace(d) * (params["split_steps"] - 1) + 1
+    per_call = min(units, params["work_per_call"] or units)
     walk = [1, trees, trees * depth, trees * d * c, trees * c]
     row = [1, trees, trees * depth, trees * d, trees * d * c]
-    attempt = [trees * d * (params["split_steps"] - 1) * c, trees * d * c]
-    return CostTerms(predict=walk, learn_mean=row + [t * weight / params["grace_period"] for t in attempt],
-                     learn_worst=row + attempt)
+    attempts = trees * weight / params["grace_period"]
+    return CostTerms(predict=walk, learn_mean=row + [attempts * units * c, attempts * d * c],
+                     learn_worst=row + [trees * per_call * c, trees * d * c])
 
 
 SPEC = LearnerSpec(
@@ -966,7 +1080,7 @@ SPEC = LearnerSpec(
     summary="Hoeffding tree with class-conditional estimator propagation (HT+AE), learning in a fixed node pool",
     options=OPTIONS, learning=True, online=True, runtime=RUNTIME, template="hoeffding.c.j2",
     context=state_context, tables=state_tables(STATE), ladder=HT_LADDER, search=HT_SEARCH, state=STATE,
-    cost_terms=cost_terms)
+    variants=(SPREAD_VARIANT,), cost_terms=cost_terms)
 
 IRF_SPEC = LearnerSpec(
     name="irf", cls=IncrementalRandomForest,
@@ -976,4 +1090,4 @@ IRF_SPEC = LearnerSpec(
                        Option("--seed", "seed", int, "seed of the random stream", "N")),
     learning=True, online=True, runtime=RUNTIME, template="hoeffding.c.j2",
     context=state_context, tables=state_tables(STATE), ladder=IRF_LADDER, search=IRF_SEARCH, state=STATE,
-    cost_terms=cost_terms)
+    variants=(SPREAD_VARIANT,), cost_terms=cost_terms)
