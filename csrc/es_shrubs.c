@@ -22,8 +22,10 @@
 
 #if defined(__GNUC__)
 #define ES_NOINLINE __attribute__((noinline)) /* keeps hot loops in small functions: fewer spilled registers */
+#define ES_INLINE __attribute__((always_inline)) inline /* one body in each caller: no call per candidate */
 #else
 #define ES_NOINLINE
+#define ES_INLINE inline
 #endif
 
 static uint32_t es_nodes_per_shrub(const es_shrubs_config *config)
@@ -34,12 +36,6 @@ static uint32_t es_nodes_per_shrub(const es_shrubs_config *config)
 static uint64_t es_xlog2x_u(uint64_t c)
 {
     return c > 1u ? c * es_log2_q16(c) : 0u;
-}
-
-/* a / 2^k rounded toward zero (C99 division by a power of two, without a 64-bit division call) */
-static int64_t es_trunc_shift(int64_t a, unsigned k)
-{
-    return a >= 0 ? (int64_t)((uint64_t)a >> k) : -(int64_t)((uint64_t)(-a) >> k);
 }
 
 static uint32_t es_term(const uint16_t *ha, const uint16_t *hb, uint32_t n_classes)
@@ -115,7 +111,8 @@ static ES_NOINLINE void es_pair_update(const es_shrubs *model, uint32_t row, con
 }
 
 /* Every feature's list of window rows stays sorted by (bin, row): `row` (already written) moves to its place.
- * `present` rows are listed, `row` among them when the window was full. */
+ * `present` rows are listed, `row` among them when the window was full: it moves from its old place, the rows it
+ * passes shift by one; otherwise it enters at the end. */
 static ES_NOINLINE void es_insert_row(const es_shrubs *model, uint32_t row, uint32_t present)
 {
     const uint32_t d = model->config->n_features;
@@ -125,28 +122,27 @@ static ES_NOINLINE void es_insert_row(const es_shrubs *model, uint32_t row, uint
     uint32_t f;
     for (f = 0; f < d; f++) {
         uint16_t *list = &model->sorted_rows[f * window];
-        uint32_t n = present;
-        uint32_t i;
-        uint32_t key;
+        const uint32_t key = ((uint32_t)bins[row * d + f] << 16) | row;
+        uint32_t i = present;
         if (full) {
             i = 0;
             while (list[i] != row) {
                 i++;
             }
-            for (; i + 1u < n; i++) {
-                list[i] = list[i + 1u];
-            }
-            n--;
         }
-        key = ((uint32_t)bins[row * d + f] << 16) | row;
-        i = n;
-        while (i > 0u) {
-            const uint32_t other_row = list[i - 1u];
-            if ((((uint32_t)bins[other_row * d + f] << 16) | other_row) < key) {
+        while (i + 1u < present) {
+            const uint32_t next = list[i + 1u];
+            if ((((uint32_t)bins[next * d + f] << 16) | next) > key) {
                 break;
             }
-            list[i] = (uint16_t)other_row;
-            i--;
+            list[i++] = (uint16_t)next;
+        }
+        while (i > 0u) {
+            const uint32_t prev = list[i - 1u];
+            if ((((uint32_t)bins[prev * d + f] << 16) | prev) < key) {
+                break;
+            }
+            list[i--] = (uint16_t)prev;
         }
         list[i] = (uint16_t)row;
     }
@@ -184,7 +180,7 @@ static void es_keep_best(uint32_t *st, uint64_t score, uint32_t den, uint32_t ch
  * num <= n^3 / 4, den and best_den <= n^2 / 4 and best_num <= n^2 or n^3 / 4, so every product stays below 2^32
  * and 32 bits give the answer of 64 (no 64-bit multiply call on Cortex-M0). */
 #define ES_SMALL_NODE 128u
-static void es_gini_candidate(const es_scan *scan, uint32_t *st, uint32_t n_left, uint32_t l2, uint32_t r2,
+static ES_INLINE void es_gini_candidate(const es_scan *scan, uint32_t *st, uint32_t n_left, uint32_t l2, uint32_t r2,
                               uint32_t choice)
 {
     const uint32_t n_right = st[ES_ST_N_TOTAL] - n_left;
@@ -713,9 +709,11 @@ static ES_NOINLINE void es_gram_dots(const uint32_t *g0, const uint32_t *g1, con
 }
 
 /* A weight after its gradient step (m: its gradient sum), clipped */
-static int32_t es_step_weight(int32_t w, int64_t m, int64_t scale)
+static int32_t es_step_weight(int32_t w, int64_t m, uint64_t scale)
 {
-    const int64_t x = w - es_trunc_shift(es_trunc_shift(m, 15) * scale, 30);
+    /* trunc(trunc(m / 2^15) * scale / 2^30) on |m|: both roundings toward zero keep the sign out */
+    const uint64_t step = (((m < 0 ? 0u - (uint64_t)m : (uint64_t)m) >> 15) * scale) >> 30;
+    const int64_t x = m < 0 ? w + (int64_t)step : w - (int64_t)step;
     return (int32_t)(x > ES_WEIGHT_LIMIT ? ES_WEIGHT_LIMIT : (x < -ES_WEIGHT_LIMIT ? -ES_WEIGHT_LIMIT : x));
 }
 
@@ -733,7 +731,7 @@ static ES_NOINLINE const int32_t *es_gradient_steps(const es_shrubs *model, uint
     int32_t *w = model->work_weights;
     int32_t *next_w = &model->work_weights[slots];
     const uint64_t alpha = config->step_q16 != 0u ? (uint64_t)config->step_q16 : 65536u / ((uint64_t)n_candidates + 1u);
-    const int64_t scale = (int64_t)((alpha << 15) / ((uint64_t)model->counters->count * config->n_classes));
+    const uint64_t scale = (alpha << 15) / ((uint64_t)model->counters->count * config->n_classes);
     uint32_t used = 0; /* the candidates' slots are below this */
     uint32_t step;
     uint32_t k;
