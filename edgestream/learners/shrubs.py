@@ -40,9 +40,9 @@ the parent. Scores are exact:
 
 Leaves hold ``round(count_k * 32768 / n)`` (half up). With 2 classes the two values sum to exactly 32768 (a
 fraction ``count * 32768 / n`` with ``n <= 4096`` never ends in exactly one half), so a Gram term is
-``floor(a_0 b_0 / 2**14) + 32768 - a_0 - b_0``, one product instead of two (the runtime's new-shrub column); a
-restored 2-class state must have such leaves (every leaf its shrubs reach). Children are stored next to each
-other, nodes in breadth-first order, leaves in the order their nodes are visited.
+``floor(a_0 b_0 / 2**14) + 32768 - a_0 - b_0``, one product instead of two (the runtime's new-shrub column and
+pair updates); a restored 2-class state must have such leaves (every leaf its shrubs reach). Children are stored
+next to each other, nodes in breadth-first order, leaves in the order their nodes are visited.
 
 Gradient steps (Jacobi: every weight moves by the gradient at the previous weights). With candidates k (the
 active shrubs in rank order, then the new one), weights ``w`` in Q15, ``n`` = rows in the window, ``C`` classes,
