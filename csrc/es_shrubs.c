@@ -179,8 +179,8 @@ static void es_keep_best(uint32_t *st, uint64_t score, uint32_t den, uint32_t ch
  * num <= n^3 / 4, den and best_den <= n^2 / 4 and best_num <= n^2 or n^3 / 4, so every product stays below 2^32
  * and 32 bits give the answer of 64 (no 64-bit multiply call on Cortex-M0). */
 #define ES_SMALL_NODE 128u
-static ES_INLINE void es_gini_candidate(const es_scan *scan, uint32_t *st, uint32_t n_left, uint32_t l2, uint32_t r2,
-                              uint32_t choice)
+static ES_INLINE void es_gini_candidate(const es_scan *scan, uint32_t *st, uint32_t n_left, uint32_t l2,
+                                        uint32_t r2, uint32_t choice)
 {
     const uint32_t n_right = st[ES_ST_N_TOTAL] - n_left;
     uint32_t den;
@@ -983,13 +983,11 @@ static int es_valid_shrub(const es_shrubs *model, uint32_t slot)
             continue;
         }
         if (node->feature == ES_LEAF) {
-            const uint16_t *leaf = model->leaf_values;
-            if (node->child < first_leaf || node->child >= first_leaf + (1u << config->max_depth)) {
-                return 0;
-            }
-            leaf += 2u * node->child;
-            if (config->n_classes == 2u && (uint32_t)leaf[0] + leaf[1] != ES_Q15_ONE) {
-                return 0; /* es_column_terms2 needs complementary leaves, as learned ones are */
+            const uint32_t leaf = 2u * (uint32_t)node->child; /* its values' index with 2 classes */
+            if (node->child < first_leaf || node->child >= first_leaf + (1u << config->max_depth)
+                || (config->n_classes == 2u
+                    && (uint32_t)model->leaf_values[leaf] + model->leaf_values[leaf + 1u] != ES_Q15_ONE)) {
+                return 0; /* (2 classes: es_column_terms2 needs complementary leaves, as learned ones are) */
             }
             continue;
         }
