@@ -22,8 +22,10 @@
 
 #if defined(__GNUC__)
 #define ES_NOINLINE __attribute__((noinline)) /* keeps hot loops in small functions: fewer spilled registers */
+#define ES_INLINE __attribute__((always_inline)) inline /* one body in each caller: no call per candidate */
 #else
 #define ES_NOINLINE
+#define ES_INLINE inline
 #endif
 
 static uint32_t es_nodes_per_shrub(const es_shrubs_config *config)
@@ -34,12 +36,6 @@ static uint32_t es_nodes_per_shrub(const es_shrubs_config *config)
 static uint64_t es_xlog2x_u(uint64_t c)
 {
     return c > 1u ? c * es_log2_q16(c) : 0u;
-}
-
-/* a / 2^k rounded toward zero (C99 division by a power of two, without a 64-bit division call) */
-static int64_t es_trunc_shift(int64_t a, unsigned k)
-{
-    return a >= 0 ? (int64_t)((uint64_t)a >> k) : -(int64_t)((uint64_t)(-a) >> k);
 }
 
 static uint32_t es_term(const uint16_t *ha, const uint16_t *hb, uint32_t n_classes)
@@ -56,21 +52,20 @@ static uint32_t es_term(const uint16_t *ha, const uint16_t *hb, uint32_t n_class
 }
 
 /* The change of the 2-class terms of one active shrub (leaf values a of the new row, o of the old one) with the
- * shrubs of slots slot_of[0..n) (leaf rows new_leaf[j] and old_leaf[j]): gram_a[b] and gram_col[b * slots]. */
+ * shrubs of slots slot_of[0..n) (leaf rows new_leaf[j] and old_leaf[j]): gram_a[b] and gram_col[b * slots].
+ * Complementary leaves: a term is (a0 b0 >> 14) + 32768 - a0 - b0 (es_column_terms2). */
 static ES_NOINLINE void es_pair_terms2(const uint16_t *leaf_values, const uint16_t *a, const uint16_t *o,
                                        const uint8_t *slot_of, const int32_t *new_leaf, const int32_t *old_leaf,
                                        uint32_t n, uint32_t *gram_a, uint32_t *gram_col, uint32_t slots)
 {
     const uint32_t a0 = a[0];
-    const uint32_t a1 = a[1];
     const uint32_t o0 = o[0];
-    const uint32_t o1 = o[1];
     uint32_t j;
     for (j = 0; j < n; j++) {
         const uint32_t b = slot_of[j];
-        const uint16_t *hb = &leaf_values[2u * (uint32_t)new_leaf[j]];
-        const uint16_t *ob = &leaf_values[2u * (uint32_t)old_leaf[j]];
-        const uint32_t t = ((a0 * hb[0] + a1 * hb[1]) >> 15) - ((o0 * ob[0] + o1 * ob[1]) >> 15);
+        const uint32_t x0 = leaf_values[2u * (uint32_t)new_leaf[j]];
+        const uint32_t y0 = leaf_values[2u * (uint32_t)old_leaf[j]];
+        const uint32_t t = ((a0 * x0) >> 14) - x0 - ((o0 * y0) >> 14) + y0 + o0 - a0;
         gram_a[b] += t;
         gram_col[b * slots] += t;
     }
@@ -115,7 +110,8 @@ static ES_NOINLINE void es_pair_update(const es_shrubs *model, uint32_t row, con
 }
 
 /* Every feature's list of window rows stays sorted by (bin, row): `row` (already written) moves to its place.
- * `present` rows are listed, `row` among them when the window was full. */
+ * `present` rows are listed, `row` among them when the window was full: it moves from its old place, the rows it
+ * passes shift by one; otherwise it enters at the end. */
 static ES_NOINLINE void es_insert_row(const es_shrubs *model, uint32_t row, uint32_t present)
 {
     const uint32_t d = model->config->n_features;
@@ -125,28 +121,27 @@ static ES_NOINLINE void es_insert_row(const es_shrubs *model, uint32_t row, uint
     uint32_t f;
     for (f = 0; f < d; f++) {
         uint16_t *list = &model->sorted_rows[f * window];
-        uint32_t n = present;
-        uint32_t i;
-        uint32_t key;
+        const uint32_t key = ((uint32_t)bins[row * d + f] << 16) | row;
+        uint32_t i = present;
         if (full) {
             i = 0;
             while (list[i] != row) {
                 i++;
             }
-            for (; i + 1u < n; i++) {
-                list[i] = list[i + 1u];
-            }
-            n--;
         }
-        key = ((uint32_t)bins[row * d + f] << 16) | row;
-        i = n;
-        while (i > 0u) {
-            const uint32_t other_row = list[i - 1u];
-            if ((((uint32_t)bins[other_row * d + f] << 16) | other_row) < key) {
+        while (i + 1u < present) {
+            const uint32_t next = list[i + 1u];
+            if ((((uint32_t)bins[next * d + f] << 16) | next) > key) {
                 break;
             }
-            list[i] = (uint16_t)other_row;
-            i--;
+            list[i++] = (uint16_t)next;
+        }
+        while (i > 0u) {
+            const uint32_t prev = list[i - 1u];
+            if ((((uint32_t)bins[prev * d + f] << 16) | prev) < key) {
+                break;
+            }
+            list[i--] = (uint16_t)prev;
         }
         list[i] = (uint16_t)row;
     }
@@ -184,8 +179,8 @@ static void es_keep_best(uint32_t *st, uint64_t score, uint32_t den, uint32_t ch
  * num <= n^3 / 4, den and best_den <= n^2 / 4 and best_num <= n^2 or n^3 / 4, so every product stays below 2^32
  * and 32 bits give the answer of 64 (no 64-bit multiply call on Cortex-M0). */
 #define ES_SMALL_NODE 128u
-static void es_gini_candidate(const es_scan *scan, uint32_t *st, uint32_t n_left, uint32_t l2, uint32_t r2,
-                              uint32_t choice)
+static ES_INLINE void es_gini_candidate(const es_scan *scan, uint32_t *st, uint32_t n_left, uint32_t l2,
+                                        uint32_t r2, uint32_t choice)
 {
     const uint32_t n_right = st[ES_ST_N_TOTAL] - n_left;
     uint32_t den;
@@ -607,6 +602,26 @@ static uint32_t es_free_slot(const es_shrubs *model)
     return slot;
 }
 
+/* es_column_terms of 2 classes with complementary leaves (h[1] = 32768 - h[0]), where a row's term is
+ * (a0 x0 >> 14) + 32768 - a0 - x0 for class-0 values a0 (own's, in a0s[row]) and x0: the sums over the window's
+ * rows of (a0 x0 >> 14) - x0 for the columns of l0 (values h_0) and l1 (values h_1); own's share is added once. */
+static ES_NOINLINE void es_column_terms2(const uint16_t *a0s, const uint16_t *end, uint32_t slots,
+                                         const uint8_t *l0, const uint16_t *h_0, const uint8_t *l1,
+                                         const uint16_t *h_1, uint32_t *sums)
+{
+    uint32_t sum0 = 0;
+    uint32_t sum1 = 0;
+    for (; a0s != end; l0 += slots, l1 += slots) {
+        const uint32_t a0 = *a0s++;
+        const uint32_t x0 = h_0[2u * *l0];
+        const uint32_t y0 = h_1[2u * *l1];
+        sum0 += ((a0 * x0) >> 14) - x0;
+        sum1 += ((a0 * y0) >> 14) - y0;
+    }
+    sums[0] += sum0;
+    sums[1] += sum1;
+}
+
 /* The sums over the window's rows of the terms of the shrub in pool slot `own` with those of slots b[0] and b[1]
  * (leaf_index's columns side by side in each row; one pass for two columns shares the loads of own's leaves). */
 static ES_NOINLINE void es_column_terms(const es_shrubs *model, uint32_t own, const uint8_t *b, uint32_t *sums)
@@ -623,41 +638,50 @@ static ES_NOINLINE void es_column_terms(const es_shrubs *model, uint32_t own, co
     const uint16_t *h_1 = &model->leaf_values[(b1 << depth) * n_classes];
     uint32_t sum0 = 0;
     uint32_t sum1 = 0;
-    if (n_classes == 2u) {
-        for (; row != end; row += slots) {
-            const uint16_t *ha = &h_own[2u * row[own]];
-            const uint16_t *x = &h_0[2u * row[b0]];
-            const uint16_t *y = &h_1[2u * row[b1]];
-            const uint32_t a0 = ha[0];
-            const uint32_t a1 = ha[1];
-            sum0 += (a0 * x[0] + a1 * x[1]) >> 15;
-            sum1 += (a0 * y[0] + a1 * y[1]) >> 15;
-        }
-    } else {
-        for (; row != end; row += slots) {
-            const uint16_t *ha = &h_own[n_classes * row[own]];
-            sum0 += es_term(ha, &h_0[n_classes * row[b0]], n_classes);
-            sum1 += es_term(ha, &h_1[n_classes * row[b1]], n_classes);
-        }
+    for (; row != end; row += slots) {
+        const uint16_t *ha = &h_own[n_classes * row[own]];
+        sum0 += es_term(ha, &h_0[n_classes * row[b0]], n_classes);
+        sum1 += es_term(ha, &h_1[n_classes * row[b1]], n_classes);
     }
     sums[0] = sum0;
     sums[1] = sum1;
 }
 
 /* The new shrub's (pool slot `slot`) Gram row and column against the active shrubs, two at a time (the last one
- * twice if their number is odd). */
+ * twice if their number is odd). With 2 classes its class-0 leaf value of every row goes to node_of (scratch free
+ * after the training) and its share of the terms, sum_rows 32768 - a0, is counted once for all columns. */
 static void es_new_shrub_terms(const es_shrubs *model, uint32_t slot)
 {
     const uint32_t slots = model->config->max_shrubs + 1u;
     const uint32_t n = model->counters->n_shrubs;
+    const uint32_t count = model->counters->count;
+    const uint32_t depth = model->config->max_depth;
+    const uint16_t *leaf_values = model->leaf_values;
+    uint16_t *a0s = model->node_of;
+    uint32_t share = 0;
     uint32_t i;
+    if (model->config->n_classes == 2u) {
+        const uint16_t *h_own = &leaf_values[(slot << depth) * 2u];
+        for (i = 0; i < count; i++) {
+            a0s[i] = h_own[2u * model->leaf_index[i * slots + slot]];
+            share += ES_Q15_ONE - (uint32_t)a0s[i];
+        }
+    }
     for (i = 0; i < n; i += 2u) {
         uint8_t pair[2];
         uint32_t sums[2];
         uint32_t k;
         pair[0] = model->cand_slot[i];
         pair[1] = model->cand_slot[i + 1u < n ? i + 1u : i];
-        es_column_terms(model, slot, pair, sums);
+        if (model->config->n_classes == 2u) {
+            sums[0] = share;
+            sums[1] = share;
+            es_column_terms2(a0s, a0s + count, slots, &model->leaf_index[pair[0]],
+                             &leaf_values[((uint32_t)pair[0] << depth) * 2u], &model->leaf_index[pair[1]],
+                             &leaf_values[((uint32_t)pair[1] << depth) * 2u], sums);
+        } else {
+            es_column_terms(model, slot, pair, sums);
+        }
         for (k = 0; k < 2u; k++) {
             model->gram[slot * slots + pair[k]] = sums[k];
             model->gram[pair[k] * slots + slot] = sums[k];
@@ -713,9 +737,11 @@ static ES_NOINLINE void es_gram_dots(const uint32_t *g0, const uint32_t *g1, con
 }
 
 /* A weight after its gradient step (m: its gradient sum), clipped */
-static int32_t es_step_weight(int32_t w, int64_t m, int64_t scale)
+static ES_NOINLINE int32_t es_step_weight(int32_t w, int64_t m, uint64_t scale)
 {
-    const int64_t x = w - es_trunc_shift(es_trunc_shift(m, 15) * scale, 30);
+    /* trunc(trunc(m / 2^15) * scale / 2^30) on |m|: both roundings toward zero keep the sign out */
+    const uint64_t step = (((m < 0 ? 0u - (uint64_t)m : (uint64_t)m) >> 15) * scale) >> 30;
+    const int64_t x = m < 0 ? w + (int64_t)step : w - (int64_t)step;
     return (int32_t)(x > ES_WEIGHT_LIMIT ? ES_WEIGHT_LIMIT : (x < -ES_WEIGHT_LIMIT ? -ES_WEIGHT_LIMIT : x));
 }
 
@@ -733,7 +759,7 @@ static ES_NOINLINE const int32_t *es_gradient_steps(const es_shrubs *model, uint
     int32_t *w = model->work_weights;
     int32_t *next_w = &model->work_weights[slots];
     const uint64_t alpha = config->step_q16 != 0u ? (uint64_t)config->step_q16 : 65536u / ((uint64_t)n_candidates + 1u);
-    const int64_t scale = (int64_t)((alpha << 15) / ((uint64_t)model->counters->count * config->n_classes));
+    const uint64_t scale = (alpha << 15) / ((uint64_t)model->counters->count * config->n_classes);
     uint32_t used = 0; /* the candidates' slots are below this */
     uint32_t step;
     uint32_t k;
@@ -957,8 +983,11 @@ static int es_valid_shrub(const es_shrubs *model, uint32_t slot)
             continue;
         }
         if (node->feature == ES_LEAF) {
-            if (node->child < first_leaf || node->child >= first_leaf + (1u << config->max_depth)) {
-                return 0;
+            const uint32_t leaf = 2u * (uint32_t)node->child; /* its values' index with 2 classes */
+            if (node->child < first_leaf || node->child >= first_leaf + (1u << config->max_depth)
+                || (config->n_classes == 2u
+                    && (uint32_t)model->leaf_values[leaf] + model->leaf_values[leaf + 1u] != ES_Q15_ONE)) {
+                return 0; /* (2 classes: es_column_terms2 needs complementary leaves, as learned ones are) */
             }
             continue;
         }

@@ -112,8 +112,9 @@ class TreeEnsemble:
         ensemble.validate()
         return ensemble
 
-    def validate(self) -> None:
-        """Refuse tables the device could loop or read out of bounds on (children must point forward)."""
+    def validate(self) -> np.ndarray:
+        """Refuse tables the device could loop or read out of bounds on (children must point forward). Returns the
+        leaf rows reachable from the roots."""
         nodes = self.nodes
         if self.leaf_kind not in LEAF_KINDS:
             raise ValueError(f"leaf_kind={self.leaf_kind!r} must be one of {LEAF_KINDS}")
@@ -135,12 +136,14 @@ class TreeEnsemble:
         if (self.roots.astype(np.int64) >= len(nodes)).any():
             raise ValueError("corrupt tree tables: a root index is out of range")
         frontier = np.unique(self.roots.astype(np.int64))
+        reached = []
         while len(frontier):  # only reachable nodes are ever read; children must point forward, so this ends
             node = nodes[frontier]
             leaf = node["feature"] == LEAF_FEATURE
             child = node["child"].astype(np.int64)
             if (child[leaf] >= len(self.leaf_values)).any():
                 raise ValueError("corrupt tree tables: a leaf index is out of range")
+            reached.append(child[leaf])
             split, child = frontier[~leaf], child[~leaf]
             if ((child <= split) | (child + 1 >= len(nodes)) | (node["feature"][~leaf] >= self.n_features)).any():
                 raise ValueError("corrupt tree tables: a child or feature index is out of range")
@@ -153,6 +156,7 @@ class TreeEnsemble:
                 raise ValueError(f"score_shift {self.score_shift} must be 0..{MAX_SCORE_SHIFT}")
         elif (self.leaf_values > Q15_ONE).any():
             raise ValueError(f"leaf probabilities must be Q15 values <= {Q15_ONE}")
+        return np.unique(np.concatenate(reached))
 
     def apply(self, X_binned: np.ndarray) -> np.ndarray:
         """Leaf row reached in every tree: uint16 [n_rows, n_trees]."""

@@ -221,3 +221,28 @@ def test_bundle_continues_learning_from_the_exported_state(tmp_path):
         bundle.learn_one(x, label)
         learner.learn_one(x, label)
     assert bundle.learn_encoded(X[0], 2) == 3  # labels beyond the classes are refused on the device
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1, 2**31), st.integers(1, 64))
+def test_two_class_leaves_are_complementary_and_restores_require_it(seed, window_size):
+    """Learned 2-class leaves sum to 32768 (the runtime's one-product Gram terms rely on it); a restored state
+    whose shrubs reach a leaf that does not is refused (the device's validation agrees: test_checkpoint's
+    test_host_and_device_accept_the_same_images)."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(150, 3))
+    y = (X[:, 0] + 0.3 * rng.normal(size=150) > 0).astype(int)
+    learner = ready(ShrubEnsemble(window_size=window_size, max_shrubs=4, max_depth=3), X)
+    learner.partial_fit(X, y)
+    arrays = learner.saved_arrays()
+    n = learner.n_shrubs
+    nodes = arrays["nodes"][learner.roots[:n].astype(int)]  # the active shrubs' roots
+    reached = [int(child) for feature, child in zip(nodes["feature"], nodes["child"]) if feature == LEAF_FEATURE]
+    assert (learner.leaf_values.astype(int).sum(axis=1)[learner.leaf_values.any(axis=1)] == Q15_ONE).all()
+    if not reached:  # every root split: a leaf further down (the first one of the first shrub's slot)
+        reached = [int(learner.roots[0]) // learner.nodes_per_shrub << learner.max_depth]
+    arrays["leaf_values"] = arrays["leaf_values"].copy()
+    arrays["leaf_values"][reached[0]] = (Q15_ONE // 2, Q15_ONE // 2 - 1)
+    with pytest.raises(ValueError, match="sum to 32768"):
+        ShrubEnsemble(window_size=window_size, max_shrubs=4, max_depth=3).fit_bins(X).set_classes([0, 1]) \
+            .restore_arrays(arrays)

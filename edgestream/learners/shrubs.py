@@ -38,8 +38,11 @@ the parent. Scores are exact:
   parent's score is ``P2 / n``;
 * entropy: minimise ``sum_sides xlog2x(n_side) - sum_k xlog2x(count_k)`` with ``xlog2x(c) = c * log2_q16(c)``.
 
-Leaves hold ``round(count_k * 32768 / n)`` (half up). Children are stored next to each other, nodes in
-breadth-first order, leaves in the order their nodes are visited.
+Leaves hold ``round(count_k * 32768 / n)`` (half up). With 2 classes the two values sum to exactly 32768 (a
+fraction ``count * 32768 / n`` with ``n <= 4096`` never ends in exactly one half), so a Gram term is
+``floor(a_0 b_0 / 2**14) + 32768 - a_0 - b_0``, one product instead of two (the runtime's new-shrub column and
+pair updates); a restored 2-class state must have such leaves (every leaf its shrubs reach). Children are stored
+next to each other, nodes in breadth-first order, leaves in the order their nodes are visited.
 
 Gradient steps (Jacobi: every weight moves by the gradient at the previous weights). With candidates k (the
 active shrubs in rank order, then the new one), weights ``w`` in Q15, ``n`` = rows in the window, ``C`` classes,
@@ -477,8 +480,10 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
         if (self.window_labels >= len(self.classes_)).any():
             raise ValueError("window labels out of range")
         if n_shrubs:
-            TreeEnsemble(self.nodes, self.roots[:n_shrubs], self.weights[:n_shrubs], self.leaf_values,
-                         self.n_features_).validate()
+            leaves = TreeEnsemble(self.nodes, self.roots[:n_shrubs], self.weights[:n_shrubs], self.leaf_values,
+                                  self.n_features_).validate()
+            if len(self.classes_) == 2 and (self.leaf_values[leaves].astype(np.int64).sum(axis=1) != Q15_ONE).any():
+                raise ValueError(f"the two class probabilities of a leaf must sum to {Q15_ONE}, as learned leaves do")
         self._counters[:] = (head, count, n_shrubs, since_update)
         self.rebuild_caches()
 
