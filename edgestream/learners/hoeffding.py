@@ -659,7 +659,8 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
         return [1] * self.n_trees
 
     def learn_encoded(self, x, label: int) -> None:
-        """One learning step on a float32 row and a class index (the device's ``es_hoeffding_learn``)."""
+        """One learning step on a float32 row and a class index (the device's ``es_hoeffding_learn``); the units of
+        split attempts it ran are kept in ``last_units_`` (host only, for tests and reports)."""
         self._check_ready()
         if not 0 <= int(label) < len(self.classes_):
             raise ValueError(f"label index {label} is at or beyond max_classes={len(self.classes_)} "
