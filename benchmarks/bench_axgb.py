@@ -30,10 +30,10 @@ Second table (unless ``--no-device``): executed instructions per ``learn`` call 
 counted by ``targets.run(..., instructions=True)``: Python learns the first rows until one window before a
 ``window_max`` job starts, the bundle exported there test-then-trains the next ``DEVICE_ROWS`` rows (which hold
 one whole training job); with ``work_per_call=0`` (the job runs in the call that fills the window), with the
-default (automatic: twice a call's share of a ``window_max`` job) and with the smallest ``work_per_call`` that
+default (automatic: 5/4 of a call's share of a ``window_max`` job) and with the smallest ``work_per_call`` that
 keeps up (every job ends before the next window is full; the largest ring). Every device class is checked
 against Python's. The worst call is split into the calls where ADWIN works on a check (the call that ends a
-``clock`` = 32 period; with a spread job also the calls of a check spread over 4 steps per call) and the others; "worst training w/o check" is the worst of the calls that ran training units and no ADWIN check.
+``clock`` = 32 period; with a spread job also the calls of a check spread over 3 cut tests' worth per call) and the others; "worst training w/o check" is the worst of the calls that ran training units and no ADWIN check.
 """
 
 from __future__ import annotations

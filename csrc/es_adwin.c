@@ -10,16 +10,22 @@ typedef struct {
     int32_t e;
 } es_pf;
 
-static uint32_t bitlen64(uint64_t x)
+static uint32_t bitlen32(uint32_t x)
 {
     uint32_t n = 0;
-    if (x >> 32) { x >>= 32; n += 32; }
     if (x >> 16) { x >>= 16; n += 16; }
     if (x >> 8) { x >>= 8; n += 8; }
     if (x >> 4) { x >>= 4; n += 4; }
     if (x >> 2) { x >>= 2; n += 2; }
     if (x >> 1) { x >>= 1; n += 1; }
-    return n + (uint32_t)x;
+    return n + x;
+}
+
+/* On 32-bit halves: 64-bit shifts and tests cost several instructions each on a 32-bit core. */
+static uint32_t bitlen64(uint64_t x)
+{
+    const uint32_t high = (uint32_t)(x >> 32);
+    return high ? 32u + bitlen32(high) : bitlen32((uint32_t)x);
 }
 
 static es_pf pf_make(uint64_t x, int32_t e)
@@ -78,7 +84,7 @@ static es_pf pf_sub(es_pf a, es_pf b)
 /* log2(x) in Q24 for 1 <= x < 2^32. */
 static uint32_t log2_q24(uint32_t x)
 {
-    uint32_t n = bitlen64(x);
+    uint32_t n = bitlen32(x);
     uint64_t m = (uint64_t)(x << (32u - n)); /* n >= 1; 32 - n <= 31 */
     uint32_t r = (n - 1u) << ES_ADWIN_Q;
     int i;
@@ -102,10 +108,11 @@ static uint32_t ln_ln_q24(uint32_t n)
 /* |S0/n0 - S1/n1| > sqrt(2 m v L) + 2/3 m L in the integer/pseudo-float form of the specification. */
 static int cut_holds(uint32_t n0, uint32_t n1, uint32_t s0, uint32_t s1, uint32_t min_len, es_pf L)
 {
+    static const es_pf two = {0x80000000u, -30}, three = {0xC0000000u, -30}, eighteen = {0x90000000u, -27};
     uint64_t x = (uint64_t)s0 * n1, y = (uint64_t)s1 * n0;
     uint64_t d = x > y ? x - y : y - x;
     uint32_t a, b, n, s;
-    es_pf lt, left, right, nx, lhs, rhs;
+    es_pf lt, p, q, left, right, nx, lhs, rhs;
     if (d == 0u) {
         return 0;
     }
@@ -113,19 +120,18 @@ static int cut_holds(uint32_t n0, uint32_t n1, uint32_t s0, uint32_t s1, uint32_
     b = n1 - min_len + 1u;
     n = n0 + n1;
     s = s0 + s1;
+    /* each pseudo-float made once: a cut test is most of a spread update's work */
+    p = pf_make((uint64_t)n0 * n1, 0);
+    q = pf_make((uint64_t)a * b, 0);
     lt = pf_mul(L, pf_make((uint64_t)a + b, 0));
-    left = pf_mul(pf_mul(pf_make(d, 0), pf_make((uint64_t)a * b, 0)), pf_make(3u, 0));
-    right = pf_mul(pf_mul(lt, pf_make((uint64_t)n0 * n1, 0)), pf_make(2u, 0));
+    left = pf_mul(pf_mul(pf_make(d, 0), q), three);
+    right = pf_mul(pf_mul(lt, p), two);
     if (pf_cmp(left, right) <= 0) {
         return 0;
     }
     nx = pf_mul(pf_make(n, 0), pf_sub(left, right));
     lhs = pf_mul(nx, nx);
-    rhs = pf_mul(lt, pf_make((uint64_t)s * (n - s), 0));
-    rhs = pf_mul(rhs, pf_make((uint64_t)n0 * n1, 0));
-    rhs = pf_mul(rhs, pf_make((uint64_t)n0 * n1, 0));
-    rhs = pf_mul(rhs, pf_make((uint64_t)a * b, 0));
-    rhs = pf_mul(rhs, pf_make(18u, 0));
+    rhs = pf_mul(pf_mul(pf_mul(pf_mul(pf_mul(lt, pf_make((uint64_t)s * (n - s), 0)), p), p), q), eighteen);
     return pf_cmp(lhs, rhs) > 0;
 }
 
@@ -135,7 +141,8 @@ static int cut_holds(uint32_t n0, uint32_t n1, uint32_t s0, uint32_t s1, uint32_
 #define ES_ADWIN_HELD 0
 #define ES_ADWIN_DONE 1
 #define ES_ADWIN_SPENT 2
-#define ES_ADWIN_LOG_UNITS 2
+#define ES_ADWIN_CUT_UNITS 8
+#define ES_ADWIN_LOG_UNITS 12
 
 static void end_check(es_adwin *a)
 {
@@ -214,6 +221,12 @@ static void insert(es_adwin *a, uint8_t value)
     }
 }
 
+/* A step of cost units runs if the budget left covers it or if it is the update's first (ADWIN._fits). */
+static int fits(const es_adwin *a, int bounded, int32_t budget, int32_t cost)
+{
+    return !bounded || cost <= budget || budget == (int32_t)a->max_cuts * ES_ADWIN_CUT_UNITS;
+}
+
 /* Tests the cuts of the pass under way after the cursor, oldest first (not the cut after the newest bucket),
  * while *budget lasts (if bounded): ES_ADWIN_HELD (a cut held, the oldest bucket was dropped), ES_ADWIN_DONE
  * (no cut left) or ES_ADWIN_SPENT (budget used up). */
@@ -237,12 +250,12 @@ static int test_cuts(es_adwin *a, int bounded, int32_t *budget)
                 return ES_ADWIN_DONE;
             }
             testable = n0 >= mwl && n - n0 >= mwl;
-            if (testable && bounded && *budget <= 0) {
+            if (testable && !fits(a, bounded, *budget, ES_ADWIN_CUT_UNITS)) {
                 return ES_ADWIN_SPENT;
             }
             a->cursor = n0;
             if (testable) {
-                (*budget)--;
+                *budget -= ES_ADWIN_CUT_UNITS;
                 if (cut_holds(n0, n - n0, s0, a->total - s0, mwl, L)) {
                     drop_oldest(a);
                     return ES_ADWIN_HELD;
@@ -258,10 +271,10 @@ static int test_cuts(es_adwin *a, int bounded, int32_t *budget)
 static uint8_t run(es_adwin *a, int bounded, int32_t budget)
 {
     uint8_t first = 0u;
-    while (!(bounded && budget <= 0)) {
+    for (;;) {
         if (a->phase == ES_ADWIN_IDLE) {
             uint8_t value;
-            if (a->queue_len == 0u) {
+            if (a->queue_len == 0u || !fits(a, bounded, budget, 1)) {
                 break;
             }
             value = (uint8_t)((a->queue[a->queue_head >> 5] >> (a->queue_head & 31u)) & 1u);
@@ -273,6 +286,9 @@ static uint8_t run(es_adwin *a, int bounded, int32_t budget)
             if ((uint64_t)a->width < 2u * (uint64_t)a->min_window_length) {
                 end_check(a);
                 continue;
+            }
+            if (!fits(a, bounded, budget, ES_ADWIN_LOG_UNITS)) {
+                break;
             }
             a->pass_log_q24 = a->log_term_q24 + ln_ln_q24(a->width);
             a->cursor = 0u;
@@ -428,7 +444,7 @@ es_status es_adwin_update(es_adwin *a, uint8_t value, uint8_t *change_out)
         }
         a->queue_len++;
     }
-    change = (uint8_t)(run(a, a->max_cuts != 0u, (int32_t)a->max_cuts) | change);
+    change = (uint8_t)(run(a, a->max_cuts != 0u, (int32_t)a->max_cuts * ES_ADWIN_CUT_UNITS) | change);
     if (change_out != 0) {
         *change_out = change;
     }

@@ -11,10 +11,10 @@
  * >= max_buckets are never written.
  *
  * Time: with max_cuts = 0 an update that ends a clock period runs the whole check (ADWIN as published, up to
- * O(R M) cut tests per pass, and a pass per dropped bucket); with max_cuts = C > 0 every update runs at most C
- * steps (a cut test, a queued bit, or 2 for a pass's logarithms) and a check continues over the following
- * updates while new bits wait in a queue: the same detections as with max_cuts = 0, reported later
- * (edgestream/adwin.py states the rule and the exception of a full queue).
+ * O(R M) cut tests per pass, and a pass per dropped bucket); with max_cuts = C > 0 every update runs steps of at
+ * most 8 C units (a cut test 8, a queued bit 1, a pass's logarithms 12; or its first step alone) and a check
+ * continues over the following updates while new bits wait in a queue: the same detections as with max_cuts = 0,
+ * reported later (edgestream/adwin.py states the rule and the exception of a full queue).
  */
 #ifndef ES_ADWIN_H
 #define ES_ADWIN_H
@@ -44,7 +44,7 @@ typedef struct {
     uint32_t log_term_q24;      /* ln(2/delta) in Q24, computed on the host */
     uint32_t min_window_length; /* >= 2 */
     uint32_t grace_period;      /* no check while width <= grace_period */
-    uint32_t max_cuts;          /* steps per update, <= 65535; 0: a whole check in the update of its tick */
+    uint32_t max_cuts;          /* cut tests' units per update, <= 65535; 0: a whole check at its tick */
     uint32_t pass_log_q24;      /* L of the pass under way (Q24) */
     uint32_t cursor;            /* the pass has tested the cuts up to this many samples from the oldest end */
     uint32_t queue[ES_ADWIN_QUEUE_BITS / 32]; /* ring of bits waiting to join the window */
@@ -68,8 +68,8 @@ es_status es_adwin_init(es_adwin *a, uint32_t log_term_q24, uint8_t max_buckets,
 es_status es_adwin_reset(es_adwin *a);
 
 /* Adds one bit (0 or 1; anything else: ES_ERR_LABEL, state unchanged; it waits in the queue while earlier
- * work is under way) and runs up to max_cuts steps of that work. *change_out = 1 if a check made its first drop
- * (a change: the window dropped its older part) in this update, else 0. change_out may be NULL. */
+ * work is under way) and runs up to max_cuts cut tests' worth of that work. *change_out = 1 if a check made its
+ * first drop (a change: the window dropped its older part) in this update, else 0. change_out may be NULL. */
 es_status es_adwin_update(es_adwin *a, uint8_t value, uint8_t *change_out);
 
 /* ES_OK if *a is a detector whose every index and count is in range (a state restored from bytes): the

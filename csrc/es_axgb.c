@@ -62,11 +62,16 @@ static int64_t es_axgb_spend(int64_t *budget, int64_t remaining, uint32_t weight
     return n;
 }
 
+/* A node can split if above the last level with at least split_samples (edgestream.learners.axgb): each child
+ * needs a hessian sum of min_child_q15, one sample's is at most 8192 (binary) or 16384 per output (softmax). */
 static uint8_t es_axgb_splittable(const es_axgb *model)
 {
+    const es_axgb_config *config = model->config;
     const uint16_t v = model->counters->node;
-    return (uint8_t)(model->node_depth[v] < model->config->max_depth &&
-                     model->node_stop[v] - model->node_start[v] >= 2 ? 1u : 0u);
+    const uint32_t most = config->n_outputs == 1u ? 8192u : 16384u * config->n_outputs;
+    const uint32_t half = (config->min_child_q15 + most - 1u) / most;
+    return (uint8_t)(model->node_depth[v] < config->max_depth &&
+                     (uint32_t)(model->node_stop[v] - model->node_start[v]) >= (half > 1u ? 2u * half : 2u) ? 1u : 0u);
 }
 
 static void es_axgb_begin_node(const es_axgb *model)
@@ -372,17 +377,21 @@ static int64_t es_axgb_partition(const es_axgb *model, int64_t budget)
     const es_node *node = &model->nodes[base_node + v];
     uint16_t i = c->pos;
     uint16_t j = c->pos_end;
-    int64_t n = es_axgb_spend(&budget, (int64_t)j - i, config->unit_part);
-    for (; n > 0; n--) {
-        if (model->window_bins[ES_AXGB_ROW(model, model->order[i]) * config->n_features + node->feature] <=
-            node->threshold) {
+    uint32_t n = (uint32_t)es_axgb_spend(&budget, (int64_t)j - i, config->unit_part);
+    /* in locals: the stores to order would otherwise make the compiler reload them on every step */
+    const uint32_t head = c->head, capacity = config->capacity, n_features = config->n_features;
+    const uint8_t *column = model->window_bins + node->feature;
+    const uint8_t threshold = node->threshold;
+    uint16_t *order = model->order;
+    for (; n > 0u; n--) {
+        const uint32_t row = head + order[i];
+        if (column[(row >= capacity ? row - capacity : row) * n_features] <= threshold) {
             i++;
         } else {
-            uint16_t swap;
+            const uint16_t swap = order[i];
             j--;
-            swap = model->order[i];
-            model->order[i] = model->order[j];
-            model->order[j] = swap;
+            order[i] = order[j];
+            order[j] = swap;
         }
     }
     c->pos = i;

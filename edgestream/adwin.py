@@ -69,27 +69,31 @@ Cost
     a large change, as in River).
 
 Bounded work per update (``max_cuts = C > 0``; ``C = 0`` is everything above, unchanged)
-    The work is cut into steps: a cut test (1), the two logarithms that start a pass (``LOG_UNITS`` = 2), or
-    inserting one queued bit (1).  An update runs steps while it has budget left: it starts with ``C``, and the
-    step that exhausts it may overrun by 1 (a pass start).  While a check is under way (or bits wait), an
-    arriving bit does not join the window but waits in a FIFO queue of 256 bits; when the check ends, the
-    queued bits are inserted one step each, in order, with their clock ticks, and a tick starts the next check
-    there.  So the window a check tests, its L, every cut, every drop, every tick and the detections are exactly
-    those of ADWIN with ``C = 0`` on the same stream: only *when* they happen changes.  Against ADWIN as
-    published:
+    The work is cut into steps weighed in units for the instructions they take: a cut test (``CUT_UNITS`` = 8),
+    the two logarithms that start a pass (``LOG_UNITS`` = 12), or inserting one queued bit (1).  An update has
+    ``C * CUT_UNITS`` units and runs the next step if the units left cover it, or if it is the update's first
+    step (so every update makes progress), so it runs at most ``max(C * CUT_UNITS, LOG_UNITS)`` units.  While a
+    check is under way (or bits wait), an arriving bit does not join the window but waits in a FIFO queue of 256
+    bits; when the check ends, the queued bits are inserted one step each, in order, with their clock ticks, and a
+    tick starts the next check there.  A queued bit weighs an eighth of a cut test, so the queue empties fast
+    behind a check: ``C`` keeps up with a check of ``k`` cut tests per ``clock`` updates while ``8 k + 12 +
+    clock <= 8 C clock`` (``C = 3``, ``clock`` 32: ``k <= 90``; a window of 100,000 bits has about 63 buckets, 5 more per doubling).  So
+    the window a check tests, its L, every cut, every drop, every tick and the detections are exactly those of
+    ADWIN with ``C = 0`` on the same stream: only *when* they happen changes.  Against ADWIN as published:
 
     * a detection is reported (``update`` returns True, ``n_detections`` grows) in the update where its check
       makes its first drop, which may be later than the bit that ended the clock period: by the steps of that
-      check up to its first drop, plus those of the earlier work still under way, at ``C`` per update;
+      check up to its first drop, plus those of the earlier work still under way, at ``C * CUT_UNITS`` units per
+      update;
       ``estimation``/``width`` exclude the bits still queued.  Two detections that land in one update give one
       True (``n_detections`` counts both). ``n_detections`` is a uint32 that wraps modulo ``2**32`` (a report
       of the detections between two readings takes their difference modulo ``2**32``); no decision reads it.
     * if the queue is full (256 bits wait) when a bit arrives, that update first runs all the work under way
       (unbounded, as ``C = 0`` would have), so the detections stay the same and the bound on that one update
       does not hold.
-    * Measured (tests/test_adwin.py, the 120 float64 reference streams, ``clock`` 32): with ``C = 4`` the 584
-      detections are the same, reported at most 45 updates late (mean 3.2), queue at most 90 bits; with
-      ``C = 2`` the queue fills (the catch-up happens), with ``C = 8`` at most 7 updates late.
+    * Measured (tests/test_adwin.py, the 60 float64 reference streams it runs, ``clock`` 32): with ``C = 3`` the
+      280 detections are the same, reported at most 63 updates late (mean 4.7), queue at most 96 bits; with
+      ``C = 4`` at most 41 late (mean 2.4), with ``C = 2`` at most 114 (mean 12.8).
 """
 
 from __future__ import annotations
@@ -199,14 +203,17 @@ def cut_holds(n0: int, n1: int, s0: int, s1: int, min_len: int, L) -> bool:
 
 IDLE, START, SCAN = 0, 1, 2  # the check's phases (``phase``)
 HELD, DONE, SPENT = 0, 1, 2  # outcomes of testing cuts
-LOG_UNITS = 2  # the logarithms of a pass count as two steps
+# Units of a step, for the instructions it takes (Cortex-M4F / M0: a cut test about 1.9k / 2.8k, a pass's
+# logarithms 2.3k / 5.2k, a queued bit 0.15k / 0.2k): a queued bit is cheap, so the queue empties fast.
+CUT_UNITS = 8
+LOG_UNITS = 12
 QUEUE_BITS = 256  # ES_ADWIN_QUEUE_BITS: bits that wait while a check is under way
 
 
 class ADWIN:
     """ADWIN on a bit stream in fixed memory; ``update(bit)`` returns True when a change was detected (the
     window has then dropped its older part).  See the module docstring for the exact rules and arithmetic;
-    ``max_cuts > 0`` spreads each check over the following updates (at most that many steps per update) with
+    ``max_cuts > 0`` spreads each check over the following updates (at most that many cut tests' worth of steps per update) with
     the same detections, reported later."""
 
     def __init__(self, delta: float = 0.002, max_buckets: int = MAX_BUCKETS, max_rows: int = MAX_ROWS,
@@ -292,6 +299,11 @@ class ADWIN:
             if self.width > self.grace_period:
                 self.phase = START
 
+    def _fits(self, cost: int, budget: int, bounded: bool) -> bool:
+        """A step of ``cost`` units runs if the budget left covers it, or if it is the update's first (so that
+        every update makes progress whatever ``max_cuts``)."""
+        return not bounded or cost <= budget or budget == self.max_cuts * CUT_UNITS
+
     def _cuts(self, budget: int, bounded: bool) -> tuple[int, int]:
         """Test the cuts of the pass under way after ``cursor`` (its ``n0``), oldest first, while ``budget`` lasts
         (if ``bounded``); the cut after the newest bucket is not tested. (HELD: a cut held and the oldest bucket
@@ -309,27 +321,28 @@ class ADWIN:
                 if n0 >= n:
                     return DONE, budget
                 testable = n0 >= mwl and n - n0 >= mwl
-                if testable and bounded and budget <= 0:
+                if testable and not self._fits(CUT_UNITS, budget, bounded):
                     return SPENT, budget
                 self.cursor = n0
                 if testable:
-                    budget -= 1
+                    budget -= CUT_UNITS
                     if cut_holds(n0, n - n0, s0, self.total - s0, mwl, L):
                         self._drop_oldest()
                         return HELD, budget
         return DONE, budget
 
     def _run(self, budget: int) -> bool:
-        """Steps of the work under way while ``budget`` lasts (negative: until none is left): the check (passes
-        over the cuts, each with the logarithms of the width at its start, until a pass finds no cut that holds;
-        a cut that holds drops the oldest bucket and starts a new pass), then the queued bits one by one (whose
-        ticks may start checks). A step is a cut test, one queued bit, or a pass's logarithms (``LOG_UNITS``; the
-        step that exhausts the budget may overrun it). True if a check made its first drop here."""
+        """Steps of the work under way while ``budget`` units last (negative: until none is left): the check
+        (passes over the cuts, each with the logarithms of the width at its start, until a pass finds no cut that
+        holds; a cut that holds drops the oldest bucket and starts a new pass), then the queued bits one by one
+        (whose ticks may start checks). A step costs ``CUT_UNITS`` (a cut test), ``LOG_UNITS`` (a pass's
+        logarithms) or 1 (a queued bit) and runs only if it fits (:meth:`_fits`). True if a check made its first
+        drop here."""
         bounded = budget >= 0
         first = False
-        while not (bounded and budget <= 0):
+        while True:
             if self.phase == IDLE:
-                if self.queue_len == 0:
+                if self.queue_len == 0 or not self._fits(1, budget, bounded):
                     break
                 value = self.queue[self.queue_head]
                 self.queue_head = (self.queue_head + 1) % QUEUE_BITS
@@ -340,6 +353,8 @@ class ADWIN:
                 if self.width < 2 * self.min_window_length:
                     self._end_check()
                     continue
+                if not self._fits(LOG_UNITS, budget, bounded):
+                    break
                 self.pass_log_q24 = self.log_term_q24 + ln_ln_q24(self.width)
                 self.cursor, self.phase = 0, SCAN
                 budget -= LOG_UNITS
@@ -373,7 +388,7 @@ class ADWIN:
         else:
             self.queue[(self.queue_head + self.queue_len) % QUEUE_BITS] = value
             self.queue_len += 1
-        return self._run(self.max_cuts if self.max_cuts else -1) or first
+        return self._run(self.max_cuts * CUT_UNITS if self.max_cuts else -1) or first
 
 
 # The C struct ``es_adwin`` (es_adwin.h, default array sizes) as a numpy record, so a learner can keep an ADWIN in

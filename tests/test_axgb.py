@@ -155,7 +155,7 @@ def test_c_state_and_predictions_equal_python_after_every_step(config):
 def test_parity_through_drift_resets_and_spread_jobs(strategy, n_classes):
     X, y = drifting(700, 3, n_classes, seed=n_classes)
     params = dict(strategy=strategy, members=4, window_min=8, window_max=32, max_depth=3, delta=0.3, clock=4,
-                  max_bins=16)
+                  max_bins=16, min_child_weight=0.25)  # a child of one sample: deeper trees, so longer jobs
     learner = make(3, n_classes, X, **params, work_per_call=min_work(3, n_classes, **params) + 10)
     abandoned = []
     learn = learner.learn_bins
@@ -177,7 +177,8 @@ def test_spread_training_learns_the_same_members_and_bounds_the_work():
     burst = make(3, 2, X, **params, work_per_call=0)
     work = min_work(3, 2, **params)
     spreads = [make(3, 2, X, **params, work_per_call=work), make(3, 2, X, **params)]  # the least, automatic
-    assert spreads[1].units_per_call_ == max(work, -(-2 * job_units(64, 3, 33, 3, 5) // 64))
+    bound = job_units(64, 3, 33, 3, 5, 1, spreads[1].min_child_q15)
+    assert spreads[1].units_per_call_ == max(work, -(-5 * bound // (4 * 64)))
     bins = burst.transform(X)
     compared, burst_units = [0, 0], []
     for row, label in zip(bins, y):
@@ -195,7 +196,7 @@ def test_spread_training_learns_the_same_members_and_bounds_the_work():
             assert spread.count <= spread._capacity
     assert min(compared) > 100
     assert max(burst_units) > 10 * work  # a whole member in one call is far above the spread bound
-    assert max(burst_units) <= job_units(64, 3, 33, 3, 5)
+    assert max(burst_units) <= bound
 
 
 @settings(max_examples=200)
@@ -296,7 +297,7 @@ def test_header_and_layout_match_the_c():
     assert counts["hist_g"] == 9 * 3 and counts["proba"] == 32 * 3
     auto = make(3, 3, X, **params)  # a job's window and the rows that arrive while it trains
     units, windows = auto.units_per_call_, (8, 16, 32)
-    calls = {w: -(-job_units(w, 3, 9, 2, 4, 3) // units) for w in windows}
+    calls = {w: -(-job_units(w, 3, 9, 2, 4, 3, auto.min_child_q15) // units) for w in windows}
     assert all(calls[w] <= min(2 * w, 32) for w in windows)
     assert auto.layout().config["capacity"] == max(w + calls[w] - 1 for w in windows)
 
@@ -439,8 +440,8 @@ def test_nan_is_refused_unless_missing_values_are_allowed(tmp_path):
     X[::3, 1] = np.nan
     run_parity(learner, X, y)
     bundle = load_bundle(export_bundle(learner, tmp_path / "missing", name="axgb"))
-    assert bundle.learn_encoded(row, 1) == 0
     assert np.array_equal(bundle.predict_proba_q15(X[:20]), learner.predict_proba_q15(X[:20]))
+    assert bundle.learn_encoded(row, 1) == 0
 
 
 # -- state validation (images) -----------------------------------------------------------------------------

@@ -53,16 +53,20 @@ Decisions where the paper (or its scikit-multiflow code) leaves a choice, all fo
   is required for every window size, so a job always ends before the next window is full
   (:meth:`~AdaptiveXGBoost.min_work_per_call`). The samples keep arriving in a ring buffer of
   ``max_W (W + c(W) - 1)`` rows (``W_max`` with ``U = 0``). Both modes learn the same members; only when they
-  join the ensemble differs. **The default is automatic** (``work_per_call=None``): ``U = ceil(AUTO_SPREAD
-  J(W_max) / W_max)`` (or the smallest that keeps up, if larger), so a job of ``W_max`` spreads over at least
-  half of the calls that fill the next window and no call trains more than twice the bound's share of a call in
-  the steady state (one ``W_max`` job per ``W_max`` samples). Twice, not once: the ring grows by
-  ``c(W_max)`` rows, ``W_max / 2`` here, against ``W_max`` for the smallest ``U``. Measured (QEMU, the 8 KiB plan
-  on SEA, 512 calls): worst learn call 4.2x the mean on Cortex-M4F and 4.0x on Cortex-M0 (whole job: 98x; the
-  smallest ``U``: 3.4x on the M4F); what remains is ADWIN's 4 cut tests per call and ``J``'s slack (a real job
-  takes about half the bound's units). With ``U > 0`` ADWIN's checks are spread
-  too: at most ``DRIFT_CUTS`` steps of ADWIN per call (cut tests, a pass's logarithms, queued bits;
-  :mod:`edgestream.adwin`, "Bounded work per update"), with the same detections, reported a few samples later;
+  join the ensemble differs. **The default is automatic** (``work_per_call=None``): ``U = ceil(5 J(W_max) / (4
+  W_max))`` (``AUTO_SPREAD``; or the smallest that keeps up, if larger), so a job of ``W_max`` ends within 4/5 of
+  the calls that fill the next window and no call trains more than 5/4 of the bound's share of a call in the
+  steady state (one ``W_max`` job per ``W_max`` samples). The ring grows by ``c(W_max)``, ``4 W_max / 5`` rows
+  (``W_max`` for the smallest ``U``); spreading less (2x the share) keeps the members a little fresher but
+  makes the worst call about 4x the mean. ``J`` counts only the nodes that can split (:func:`split_samples`),
+  so that it stays within about twice a real job. Measured (QEMU, the 8 KiB plans, 2000 rows learned in Python,
+  then 512 calls; learn instructions mean / worst): SEA Cortex-M4F 5,389 / 15,026 (2.8x), Cortex-M0 10,598 /
+  29,433 (2.8x); hyperplane M4F 9,911 / 30,998 (3.1x), M0 23,331 / 57,527 (2.5x) (whole job: about 100x). The
+  hyperplane worst calls are training alone (histograms and bin scans of 10 features, about 27 M4F instructions
+  a unit): only a smaller ``U``, so a larger ring, lowers them.
+  With ``U > 0`` ADWIN's checks are spread too: at most ``DRIFT_CUTS`` cut tests' worth of ADWIN's steps per
+  call (cut tests, a pass's logarithms, queued bits; :mod:`edgestream.adwin`, "Bounded work per update"), with
+  the same detections, reported a few samples later;
   with ``U = 0`` ADWIN is the published one.
 * **Memory.** The state (``STATE``) holds the ring of binned rows (above), ``K + 1`` tree slots, the
   ``es_adwin`` struct (584 bytes on every target, present even with drift detection off), the job's
@@ -98,16 +102,16 @@ Validation (state images, model files: :func:`check_state`, the C ``es_axgb_vali
       indices (``<= P``) of depth + 1; then ``n_nodes`` and ``n_leaves`` are what the decided nodes made. The
       current and the pending nodes (but PART's two new children) have ``start <= stop <= W``.
       ``best_gain >= 2 gamma_q15``, and ``best_feature = 255`` means ``best_gain = 2 gamma_q15``, ``best_bin = 0``.
-      HIST: ``start <= pos <= stop``; a splittable node (depth ``< max_depth``, 2 samples or more) has ``feature <
-      F`` and ``best_feature`` 255 or ``< feature``, another ``feature = F`` and ``best_feature = 255``; per output,
-      ``node_g/node_h`` are the sums of g/h over ``order[start:pos)`` (feature 0 or ``F``) or ``[start:stop)``, and
-      the histogram (feature ``< F``) holds h >= 0, sums equal to those over ``[start:pos)`` and ``sum |g| <=
-      32768 (pos - start)``, else is 0. SCAN: splittable, ``feature < F``, ``pos < hist_bins``, ``best_feature``
-      255 or ``<= feature``, node totals over ``[start:stop)``, bins below ``pos`` 0, ``left_h >= 0`` and h >= 0,
-      ``left + sum of bins from pos`` = node totals, ``|left_g| + sum |g| <= 32768 (stop - start)``. NODE:
-      ``feature = F``, histogram 0, node totals over ``[start:stop)``, ``best_feature`` 255 or ``< F`` for a
-      splittable node. PART: ``feature = F``, histogram 0, the node a split of (``best_feature``, ``best_bin``),
-      ``start <= pos <= pos_end <= stop``.
+      HIST: ``start <= pos <= stop``; a splittable node (depth ``< max_depth``, :func:`split_samples` samples or
+      more) has ``feature < F`` and ``best_feature`` 255 or ``< feature``, another ``feature = F`` and
+      ``best_feature = 255``; per output, ``node_g/node_h`` are the sums of g/h over ``order[start:pos)`` (feature
+      0 or ``F``) or ``[start:stop)``, and the histogram (feature ``< F``) holds h >= 0, sums equal to those over
+      ``[start:pos)`` and ``sum |g| <= 32768 (pos - start)``, else is 0. SCAN: splittable, ``feature < F``,
+      ``pos < hist_bins``, ``best_feature`` 255 or ``<= feature``, node totals over ``[start:stop)``, bins below
+      ``pos`` 0, ``left_h >= 0`` and h >= 0, ``left + sum of bins from pos`` = node totals, ``|left_g| + sum |g|
+      <= 32768 (stop - start)``. NODE: ``feature = F``, histogram 0, node totals over ``[start:stop)``,
+      ``best_feature`` 255 or ``< F`` for a splittable node. PART: ``feature = F``, histogram 0, the node a split
+      of (``best_feature``, ``best_bin``), ``start <= pos <= pos_end <= stop``.
 
     Every state this module reaches passes (the ring never fills: a job starts when ``count`` reaches the window
     and ends within ``c(W)`` calls, before the next window is full). A crafted state may have a full ring: then a sample is not buffered,
@@ -136,8 +140,8 @@ NO_FEATURE = 255
 MAX_WINDOW = 4096
 MAX_MEMBERS = 255
 MAX_DEPTH = 8
-DRIFT_CUTS = 4  # ADWIN cut tests per learn call when training is spread (work_per_call > 0)
-AUTO_SPREAD = 2  # automatic work_per_call: this many times a steady call's share of a window_max job
+DRIFT_CUTS = 3  # ADWIN cut tests per learn call when training is spread (work_per_call > 0)
+AUTO_SPREAD = (5, 4)  # automatic work_per_call: num/den times a steady call's share of a W_max job
 
 
 def _nodes_per_tree(config: dict) -> int:
@@ -243,18 +247,31 @@ def unit_weights(outputs: int) -> dict[str, int]:
             "gain": 20 * outputs, "node": 2 + 12 * outputs, "part": 1}
 
 
-def job_units(window: int, n_features: int, hist_bins: int, max_depth: int, members: int, outputs: int = 1) -> int:
+def split_samples(outputs: int, min_child_q15: int) -> int:
+    """The fewest samples of a node that can split: each child needs a hessian sum of ``min_child_q15`` and one
+    sample's is at most 8192 (binary: ``p (1 - p)`` in Q15) or 16384 per output (softmax: ``2 p (1 - p)``); at
+    least 2. A smaller node can only be a leaf, so it is not searched."""
+    most = 8192 if outputs == 1 else 16384 * outputs
+    return max(2, 2 * -(-min_child_q15 // most))
+
+
+def job_units(window: int, n_features: int, hist_bins: int, max_depth: int, members: int, outputs: int = 1,
+              min_child_q15: int = 0) -> int:
     """An upper bound of the units a training job on ``window`` samples takes (weights of
     :func:`unit_weights`): the margins (a sample walks at most ``members`` members), then per level at most
     ``window`` samples (internal levels: a histogram pass per feature and a partition; the last level: a totals
-    pass); per internal level ``d`` at most ``min(2^d, window // 2)`` splittable nodes (2 samples or more), each
-    visiting every bin of every feature, and per feature at most ``min(window, nodes (hist_bins - 2))`` gains (a
-    gain needs a non-empty bin, and the last two bins have none); every node decided."""
+    pass); per internal level ``d`` at most ``k <= min(2^d, window // s)`` splittable nodes (``s`` =
+    :func:`split_samples`), each visiting every bin of every feature, and per feature at most
+    ``min(k (hist_bins - 2), window - k e)`` gains (a gain needs a non-empty bin, the last two bins have none,
+    and with ``min_child_q15 > 0`` a node of ``n`` samples has at most ``n - e``, ``e = s - 1``: each side
+    keeps ``s / 2`` samples); every node decided."""
     w = unit_weights(outputs)
-    scans = sum(min(2**d, window // 2) for d in range(max_depth))
-    gains = sum(min(window, min(2**d, window // 2) * (hist_bins - 2)) for d in range(max_depth))
+    s = split_samples(outputs, min_child_q15)
+    e = s - 1 if min_child_q15 > 0 else 0
+    nodes = [min(2**d, window // s) for d in range(max_depth)]
+    gains = sum(max(min(k * (hist_bins - 2), window - k * e) for k in range(n + 1)) for n in nodes)
     return (window * (w["grad"] + w["walk"] * members) + max_depth * window * (n_features * w["hist"] + w["part"])
-            + window * w["hist"] + n_features * (scans * hist_bins * w["scan"] + gains * w["gain"])
+            + window * w["hist"] + n_features * (sum(nodes) * hist_bins * w["scan"] + gains * w["gain"])
             + (2 ** (max_depth + 1) - 1) * w["node"])
 
 
@@ -275,7 +292,7 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
     drift_detection : ADWIN on the error stream (AXGB_A) or not.
     max_depth : depth of each member, 1..8.
     learning_rate : eta in (0, 1]; reg_lambda in [1/32, 1024]; gamma in [0, 1024]; min_child_weight in [0, 1024].
-    work_per_call : None (automatic: about twice a call's share of a ``window_max`` job), 0 (train a member in
+    work_per_call : None (automatic: 5/4 of a call's share of a ``window_max`` job), 0 (train a member in
         the call that fills the window) or the units of training work per ``learn`` call (spreads a member over
         the following samples; see :func:`job_units` and "Bounded work per sample").
     delta, clock : ADWIN's confidence and check period.
@@ -347,7 +364,8 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
 
     def _job_units(self, window: int, n_features: int, n_classes: int | None) -> int:
         c = len(self.classes_) if n_classes is None and hasattr(self, "classes_") else (n_classes or 2)
-        return job_units(window, n_features, self.hist_bins, self.max_depth, self.members, 1 if c == 2 else c)
+        return job_units(window, n_features, self.hist_bins, self.max_depth, self.members, 1 if c == 2 else c,
+                         self.min_child_q15)
 
     def min_work_per_call(self, n_features: int, n_classes: int | None = None) -> int:
         """The smallest ``work_per_call`` that keeps up: a job of every window size ``W`` ends within
@@ -358,11 +376,12 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
 
     def units_per_call(self, n_features: int, n_classes: int | None = None) -> int:
         """The units of training work per ``learn`` call: ``work_per_call``, or for ``None`` the automatic
-        ``ceil(AUTO_SPREAD J(W_max) / W_max)`` (at least :meth:`min_work_per_call`); a ``work_per_call`` that does not
-        keep up is refused."""
+        ``ceil(num J(W_max) / (den W_max))`` of ``AUTO_SPREAD`` (at least :meth:`min_work_per_call`); a
+        ``work_per_call`` that does not keep up is refused."""
         least = self.min_work_per_call(n_features, n_classes)
         if self.work_per_call is None:
-            share = -(-AUTO_SPREAD * self._job_units(self.window_max, n_features, n_classes) // self.window_max)
+            num, den = AUTO_SPREAD
+            share = -(-num * self._job_units(self.window_max, n_features, n_classes) // (den * self.window_max))
             return max(share, least)
         if 0 < self.work_per_call < least:
             raise ValueError(f"work_per_call={self.work_per_call} must be 0 or at least {least}: smaller, a job of "
@@ -573,7 +592,8 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
 
     def _splittable(self) -> bool:
         v = self.node
-        return self.node_depth[v] < self.max_depth and self.node_stop[v] - self.node_start[v] >= 2
+        return (self.node_depth[v] < self.max_depth
+                and self.node_stop[v] - self.node_start[v] >= split_samples(self.n_outputs, self.min_child_q15))
 
     def _begin_node(self) -> None:
         self.node_g[:] = 0
