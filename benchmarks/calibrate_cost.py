@@ -53,7 +53,8 @@ CONFIGS_PER_LEARNER = 20
 HOLD_OUT = 4  # configurations 0, 4, 8, ... are predicted without being fitted on
 FIT_RAM = 16 * 1024  # the emulated Cortex-M0's RAM
 WARMUP = 2000
-STEPS = {"shrubs": 40, "bls": 4, "axgb": 700}  # enough for a few expensive steps (bls: every call alike)
+# enough for a few expensive steps (bls: every call alike; irf: its trees' Poisson weights reach the grace often)
+STEPS = {"shrubs": 40, "bls": 4, "irf": 100, "axgb": 700}
 DEFAULT_STEPS = 400
 MEASURED = {"predict_mean": ("predict", np.mean), "predict_worst": ("predict", np.max),
             "learn_mean": ("learn", np.mean), "learn_worst": ("learn", np.max)}
@@ -163,8 +164,8 @@ def main(argv=None) -> int:
             futures = [pool.submit(count, *job) for job in jobs]
             for future in tqdm(as_completed(futures), total=len(futures), desc="counting", unit="run"):
                 rows += [future.result()] if future.result() else []
-        if args.counts:
-            args.counts.write_text(json.dumps(rows, indent=1) + "\n")
+                if args.counts:  # as they come: a long calibration keeps what it counted
+                    args.counts.write_text(json.dumps(rows, indent=1) + "\n")
     fitted = fit(rows)
     report(rows, fitted)
     if args.write:

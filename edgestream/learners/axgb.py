@@ -362,7 +362,9 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
             sizes.append(min(2 * sizes[-1], self.window_max))
         return sizes
 
-    def _job_units(self, window: int, n_features: int, n_classes: int | None) -> int:
+    def job_bound(self, window: int, n_features: int, n_classes: int | None) -> int:
+        """:func:`job_units` of a job on ``window`` samples with this model's sizes (classes: the set ones, else
+        ``n_classes``, else 2)."""
         c = len(self.classes_) if n_classes is None and hasattr(self, "classes_") else (n_classes or 2)
         return job_units(window, n_features, self.hist_bins, self.max_depth, self.members, 1 if c == 2 else c,
                          self.min_child_q15)
@@ -371,7 +373,7 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
         """The smallest ``work_per_call`` that keeps up: a job of every window size ``W`` ends within
         ``min(2 W, W_max)`` calls, before the next window is full (classes: the set ones, else ``n_classes``, else
         2)."""
-        return max(-(-self._job_units(w, n_features, n_classes) // min(2 * w, self.window_max))
+        return max(-(-self.job_bound(w, n_features, n_classes) // min(2 * w, self.window_max))
                    for w in self._windows())
 
     def units_per_call(self, n_features: int, n_classes: int | None = None) -> int:
@@ -381,7 +383,7 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
         least = self.min_work_per_call(n_features, n_classes)
         if self.work_per_call is None:
             num, den = AUTO_SPREAD
-            share = -(-num * self._job_units(self.window_max, n_features, n_classes) // (den * self.window_max))
+            share = -(-num * self.job_bound(self.window_max, n_features, n_classes) // (den * self.window_max))
             return max(share, least)
         if 0 < self.work_per_call < least:
             raise ValueError(f"work_per_call={self.work_per_call} must be 0 or at least {least}: smaller, a job of "
@@ -394,7 +396,7 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
         units = self.units_per_call(n_features, n_classes)
         if units == 0:
             return self.window_max
-        return max(w + -(-self._job_units(w, n_features, n_classes) // units) - 1 for w in self._windows())
+        return max(w + -(-self.job_bound(w, n_features, n_classes) // units) - 1 for w in self._windows())
 
     @property
     def nodes_per_tree(self) -> int:
@@ -954,13 +956,14 @@ AXGB_SEARCH = tuple({**rung, **variant} for rung in AXGB_LADDER for variant in (
 def cost_terms(params: dict, n_features: int, n_classes: int) -> CostTerms:
     """The work terms of a prediction (constant; quantizing, d log2 bins; the members' walks, K depth, and leaf rows,
     K outputs) and of a learn call (those, as the error fed to ADWIN needs the prediction; then the training job's
-    units, :func:`job_units` of a full window: in the mean amortized over the window's samples, in the worst as
+    units, the job bound of a full window: in the mean amortized over the window's samples, in the worst as
     many as a call runs, the automatic or given ``work_per_call``, or the whole job; and ADWIN's checks, when it
     detects drift)."""
     outputs = 1 if n_classes <= 2 else n_classes
     k, depth, window = params["members"], params["max_depth"], params["window_max"]
-    units = job_units(window, n_features, params["max_bins"] + 1, depth, k, outputs)
-    per_call = AdaptiveXGBoost(**params).units_per_call(n_features, n_classes) or units
+    model = AdaptiveXGBoost(**params)
+    units = model.job_bound(window, n_features, n_classes)
+    per_call = model.units_per_call(n_features, n_classes) or units
     predict = [1, n_features * int(params["max_bins"]).bit_length(), k * depth, k * outputs]
     drift = [int(params["drift_detection"])]
     return CostTerms(predict=predict, learn_mean=predict + drift + [units / window],
