@@ -31,7 +31,7 @@ SMALL = {
                                                                   "work_per_call": 1}],
     "axgb": [{"window_min": 8, "window_max": 32, "members": 3, "max_depth": 2},
              {"window_min": 16, "window_max": 32, "members": 2, "max_depth": 2, "strategy": "push",
-              "work_per_call": 300, "drift_detection": False}],
+              "work_per_call": 600, "drift_detection": False}],
 }
 
 
