@@ -647,14 +647,16 @@ def cost_terms(params: dict, n_features: int, n_classes: int) -> CostTerms:
     """The work terms of a prediction (constant; quantizing the row, d log2 bins; M shrubs' walks, M depth; their
     leaf rows, M C) and of a learn step (window and ensemble full): every step's (constant; quantizing, d log2 bins;
     the sorted lists' insertion, d B; the new row's leaves, M depth; the Gram update of the leaving and entering
-    rows, M^2 C), and those of a step that also trains a shrub (constant; CART's scans, d B depth, and split
-    scoring, d min(B, bins) depth; the new shrub on the window, B depth; its Gram column, B M C; the gradient
-    steps, burnin M^2), amortized over ``update_every`` steps in the mean."""
+    rows, M^2 g), and those of a step that also trains a shrub (constant; CART's scans, d B depth, and split
+    scoring over the classes, d min(B, bins) depth C; the new shrub on the window, B depth; its Gram column,
+    B M g; the gradient steps, burnin M^2), amortized over ``update_every`` steps in the mean. A Gram term reads
+    g = 1 leaf value per shrub with 2 classes (the two are complementary), C otherwise."""
     b, m, depth = params["window_size"], params["max_shrubs"], params["max_depth"]
     d, c, bins = n_features, n_classes, params["max_bins"]
+    g = 1 if c == 2 else c
     quantize = d * int(bins).bit_length()
-    step = [1, quantize, d * b, m * depth, m * m * c]
-    train = [1, d * b * depth, d * min(b, bins) * depth, b * depth, b * m * c, params["burnin"] * m * m]
+    step = [1, quantize, d * b, m * depth, m * m * g]
+    train = [1, d * b * depth, d * min(b, bins) * depth * c, b * depth, b * m * g, params["burnin"] * m * m]
     return CostTerms(predict=[1, quantize, m * depth, m * c],
                      learn_mean=step + [t / params["update_every"] for t in train], learn_worst=step + train)
 
