@@ -68,7 +68,7 @@ from pathlib import Path
 import emlearn
 import numpy as np
 
-from calibrate_cost import DEFAULT_STEPS, STEPS
+from calibrate_cost import STEPS
 from bench_foundation import (EDGESTREAM_EXPORTS, edgestream_label, edgestream_leaf_models, emlearn_variants,
                               layout_label, load_data, models)
 from edgestream import convert, learners, targets
@@ -76,7 +76,7 @@ from edgestream.boards import load_board
 from edgestream.budget import Budget, of_model, plan
 from edgestream.data import make_stream
 from edgestream.export import export_bundle
-from edgestream.costs import call_cost
+from edgestream.costs import call_cost, coefficients
 from edgestream.parity import compare_sizes
 from edgestream.train import start_online
 
@@ -271,8 +271,7 @@ class Prepared:
     jobs: list[Job]
     reports: dict[tuple[str, str, str], targets.BuildReport]  # (model, exporter, board) -> the build sized
     memory: list[MemoryRow]
-    predicted: dict[tuple[str, str, str], object] = field(default_factory=dict)  # the cost model's CallCost
-    configs: dict[tuple[str, str, str], dict] = field(default_factory=dict)  # an online learner's planned sizes
+    learners: dict[tuple[str, str, str], Budget] = field(default_factory=dict)  # an online learner's plan
 
 
 def trees(root: Path, rows: int) -> Prepared:
@@ -334,7 +333,7 @@ def learning(root: Path, steps: int | None, chunk: int) -> Prepared:
             planned, learner = online_plan(name, board, X, y, ram=LEARN_RAM, **params)
             learner.partial_fit(X[:WARMUP], y[:WARMUP])
             budget = exact_budget(planned, learner)  # of the state the first chunk's bundle starts from
-            n = steps or STEPS.get(name, DEFAULT_STEPS)
+            n = steps or STEPS[name]
             first = None
             for start in range(WARMUP, WARMUP + n, chunk):
                 rows = slice(start, min(start + chunk, WARMUP + n))
@@ -347,9 +346,7 @@ def learning(root: Path, steps: int | None, chunk: int) -> Prepared:
                     learner.learn_one(x, label)
                 prepared.jobs.append(Job(name, exporter, board, X[rows], np.array(expected), y[rows], bundle))
             prepared.reports[name, exporter, board] = targets.build(first, board)
-            prepared.configs[name, exporter, board] = planned.config
-            prepared.predicted[name, exporter, board] = call_cost(
-                learners.get(name), learner.get_params(), X.shape[1], 2, load_board(board).arch)
+            prepared.learners[name, exporter, board] = planned
             if board == MEMORY_BOARD and not params:
                 prepared.memory.append(memory_row(name, budget, prepared.reports[name, exporter, board]))
     small_plan, small = online_plan("shrubs", SMALL_BOARD, X, y, **SMALL_PLAN)
@@ -420,13 +417,18 @@ def count_rows(groups: dict, reports) -> list[CountRow]:
     return sorted(rows, key=lambda r: (["tree", "forest"].index(r.model), r.exporter, r.core))
 
 
-def learn_rows(groups: dict, predicted: dict, configs: dict) -> list[LearnRow]:
-    """Table 2: one row per online (learner, exporter, board), the cost model's predictions beside the counts."""
+def learn_rows(groups: dict, plans: dict[tuple[str, str, str], Budget]) -> list[LearnRow]:
+    """Table 2: one row per online (learner, exporter, board), the cost model's predictions beside the counts (the
+    coefficients as they are when the runs end: a calibration may write them meanwhile)."""
+    coefficients.cache_clear()
     rows = []
     for (model, exporter, board), (counts, mismatches) in groups.items():
         if model in ("tree", "forest"):
             continue
-        learn, predict, cost = counts["learn"], counts["predict"], predicted.get((model, exporter, board))
+        planned = plans[model, exporter, board]
+        cost = call_cost(learners.get(model), planned.params, planned.config["features"], planned.config["classes"],
+                         load_board(board).arch)
+        learn, predict = counts["learn"], counts["predict"]
         rows.append(LearnRow(
             learner=model, exporter=exporter, core=LEARN_BOARDS[board], steps=len(learn),
             learn_mean=float(learn.mean()), learn_mean_predicted=cost and cost.learn.mean,
@@ -434,7 +436,7 @@ def learn_rows(groups: dict, predicted: dict, configs: dict) -> list[LearnRow]:
             ratio=float(learn.max() / learn.mean()), predict_mean=float(predict.mean()),
             predict_mean_predicted=cost and cost.predict.mean, predict_worst=int(predict.max()),
             predict_worst_predicted=cost and cost.predict.worst, mismatches=mismatches, board=board,
-            config=configs[model, exporter, board]))
+            config=planned.config))
     return sorted(rows, key=lambda r: (ONLINE.index(r.learner), r.exporter, list(LEARN_BOARDS).index(r.board)))
 
 
@@ -463,7 +465,7 @@ FOOTNOTES = [
     "CPU cycles measured by the harness with Timer1 under simavr.",
     "flash B: code of the model's sources left after --gc-sections + its const objects (BuildReport.code_bytes + "
     "tables_bytes); libgcc/picolibc helpers (soft float, 64-bit multiply/divide) are not counted, nor the shrub "
-    "state's initial image in .data (table 2).",
+    "state's initial image in .data (table 3).",
     "Table 3 (bytes): state = <name>_memory; tables = model objects of the ELF vs the budget's table items for the "
     "exported model; code = runtime files compiled alone (budget) vs linked functions of the bundle, generated "
     "wrappers included (ELF); image = the learning state's initial image stored in flash (.data), budget vs ELF; stack pred = "
@@ -491,8 +493,7 @@ def main(argv=None) -> int:
         reports = {key: report for part in parts for key, report in part.reports.items()}
         groups = grouped(run_jobs([job for part in parts for job in part.jobs]))
     counts = count_rows(groups, reports)
-    learned = learn_rows(groups, {k: v for part in parts for k, v in part.predicted.items()},
-                         {k: v for part in parts for k, v in part.configs.items()})
+    learned = learn_rows(groups, {k: v for part in parts for k, v in part.learners.items()})
     memory = [row for part in parts for row in part.memory]
     seconds = time.perf_counter() - start
     if args.json:

@@ -2,7 +2,7 @@
 
 Run from the repository root::
 
-    .venv/bin/python benchmarks/calibrate_cost.py [--learners NAME ...] [--steps N] [--counts FILE] [--write]
+    .venv/bin/python benchmarks/calibrate_cost.py [--learners NAME ...] [--cores ARCH ...] [--configs N] [--steps N] [--counts FILE] [--write]
     .venv/bin/python benchmarks/calibrate_cost.py --from FILE [--write]
 
 For each learner with ``cost_terms`` and each core, ``CONFIGS_PER_LEARNER`` configurations spread evenly over
@@ -54,32 +54,31 @@ HOLD_OUT = 4  # configurations 0, 4, 8, ... are predicted without being fitted o
 FIT_RAM = 16 * 1024  # the emulated Cortex-M0's RAM
 WARMUP = 2000
 # enough for a few expensive steps (bls: every call alike; irf: its trees' Poisson weights reach the grace often)
-STEPS = {"shrubs": 40, "bls": 4, "irf": 100, "axgb": 700}
-DEFAULT_STEPS = 400
+STEPS = {"shrubs": 40, "bls": 4, "hoeffding": 120, "irf": 30, "axgb": 700}
 MEASURED = {"predict_mean": ("predict", np.mean), "predict_worst": ("predict", np.max),
             "learn_mean": ("learn", np.mean), "learn_worst": ("learn", np.max)}
 
 
 @functools.cache
-def calibration_configs(name: str, arch: str) -> list[tuple[str, dict, dict]]:
+def calibration_configs(name: str, arch: str, n: int = CONFIGS_PER_LEARNER) -> list[tuple[str, dict, dict]]:
     """(stream, stream options, parameters) of the configurations counted for a learner on a core: those of its
-    search grid whose budget fits the core's board within ``FIT_RAM``, evenly spread, each on the next stream in
-    turn."""
+    search grid whose budget fits the core's board within ``FIT_RAM``, ``n`` of them evenly spread, each on the
+    next stream in turn."""
     spec, board = learners.get(name), load_board(CORES[arch])
     ram = min(FIT_RAM, board.ram_bytes * 3 // 4)  # the rest for the harness and the C library
     configs = []
-    for i in range(CONFIGS_PER_LEARNER):
+    for i in range(n):
         stream, options = STREAMS[i % len(STREAMS)]
         X, y = make_stream(stream, 200, seed=1, **options)
         fitting = [b.params for b in configurations(name, board, X.shape[1], len(np.unique(y)), ram=ram,
                                                     grid=spec.search_grid) if b.fits]
-        configs.append((stream, options, fitting[round(i * (len(fitting) - 1) / (CONFIGS_PER_LEARNER - 1))]))
+        configs.append((stream, options, fitting[round(i * (len(fitting) - 1) / (n - 1))]))
     return configs
 
 
-def count(name: str, index: int, arch: str, steps: int) -> dict | None:
-    """Exact counts of one configuration on one core (None when it does not fit the emulated machine)."""
-    stream, options, params = calibration_configs(name, arch)[index]
+def count(name: str, index: int, arch: str, steps: int, n: int) -> dict | None:
+    """Exact counts of one configuration of ``n`` on one core (None when it does not fit the emulated machine)."""
+    stream, options, params = calibration_configs(name, arch, n)[index]
     X, y = make_stream(stream, WARMUP + steps, seed=1, **options)
     classes = np.unique(y)
     model = start_online(learners.get(name).make(**params), X, classes)
@@ -148,8 +147,12 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--learners", nargs="+", help="default: every learner with a cost model's terms")
     parser.add_argument("--steps", type=int, help="emulated learn steps per configuration (default: STEPS)")
+    parser.add_argument("--configs", type=int, default=CONFIGS_PER_LEARNER,
+                        help=f"configurations per learner and core (default {CONFIGS_PER_LEARNER})")
+    parser.add_argument("--cores", nargs="+", choices=list(CORES), default=list(CORES), help="default: all")
     parser.add_argument("--workers", type=int, default=os.cpu_count())
-    parser.add_argument("--counts", type=Path, help="save the counts to this JSON file")
+    parser.add_argument("--counts", type=Path, help="save the counts to this JSON file (as they come; the runs it "
+                        "already holds are not counted again)")
     parser.add_argument("--from", dest="saved", type=Path, nargs="+", help="refit saved counts instead of counting")
     parser.add_argument("--write", action="store_true", help=f"store the coefficients in {COEFFICIENTS_FILE.name}")
     args = parser.parse_args(argv)
@@ -157,9 +160,10 @@ def main(argv=None) -> int:
     if args.saved:
         rows = [r for path in args.saved for r in json.loads(path.read_text()) if r["learner"] in names]
     else:
-        jobs = [(name, i, arch, args.steps or STEPS.get(name, DEFAULT_STEPS))
-                for name in names for arch in CORES for i in range(CONFIGS_PER_LEARNER)]
-        rows = []
+        rows = json.loads(args.counts.read_text()) if args.counts and args.counts.exists() else []
+        done = {(r["learner"], r["index"], r["arch"]) for r in rows}
+        jobs = [(name, i, arch, args.steps or STEPS[name], args.configs) for name in names for arch in args.cores
+                for i in range(args.configs) if (name, i, arch) not in done]
         with ProcessPoolExecutor(args.workers) as pool:
             futures = [pool.submit(count, *job) for job in jobs]
             for future in tqdm(as_completed(futures), total=len(futures), desc="counting", unit="run"):
