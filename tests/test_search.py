@@ -81,7 +81,7 @@ def test_the_rate_is_planned_on_the_worst_calls_unless_told_the_mean(sea):
     rate = (timing.rates()["mean"] * timing.rates()["worst"]) ** 0.5
     assert timing.rates()["worst"] < rate < timing.rates()["mean"]
     with pytest.raises(ValueError, match=rf"--rate {rate:g}: no hoeffding configuration .* the fastest, hoeffding "
-                                         r"\(max_leaves=8, .*\) needs [\d,]+ instructions per sample at worst"):
+                                         r"\(max_leaves=8, .*\), needs [\d,]+ instructions per sample at worst"):
         search("hoeffding", BOARD, X, y, ram=16384, rate=rate, workers=1, grid=grid)
     found = search("hoeffding", BOARD, X, y, ram=16384, rate=rate, workers=1, grid=grid, rate_mean=True)
     assert found.best.instructions == timing.cost.per_sample(worst=False) <= BOARD.clock_hz / rate
@@ -92,7 +92,7 @@ def test_the_rate_is_planned_on_the_worst_calls_unless_told_the_mean(sea):
                                          "1e+06 samples/s on stm32f411 (100 MHz: 100 instructions per sample); "
                                          "the fastest, shrubs (window_size="),
     (["--ram", 100], "no shrubs configuration for 3 features and 2 classes fits 100 bytes of RAM"),
-    (["--ram", "2KiB", "--board", "atmega328p", "--rate", "10"], "not calibrated for atmega328p's core (avr5"),
+    (["--ram", "8KiB", "--board", "rpi-zero", "--rate", "10"], "not calibrated for rpi-zero's core (armv6"),
 ])
 def test_bad_budgets_name_what_was_needed(capsys, tmp_path, sea, argv, message):
     path = write_csv(tmp_path / "s.csv", *sea)
