@@ -28,7 +28,7 @@ RUNS = {
     "bench_lifelong": ["--trees", "5", "--no-arf", "--plot", "docs/benchmarks/bench_lifelong.png"],
     "bench_gbdt": ["--rounds", "20", "--reps", "1", "--datasets", "pendigits"],
     "bench_axgb": ["--rows", "5000", "--synthetic-rows", "5000", "--no-device"],
-    "bench_device": ["--rows", "50", "--learn-steps", "50"],
+    "bench_device": ["--rows", "50"],
     "bench_quality": ["--quick"],
 }
 
