@@ -224,26 +224,27 @@ static void fade_estimators(const es_hoeffding *model, uint32_t g)
     }
 }
 
-static leaf_stats live_leaf(const es_hoeffding *model, uint32_t g)
+/* Leaf k of parallel per-class arrays (priors, estimator counts) and per-class-and-feature ones (means, M2). */
+static leaf_stats leaf_in(const es_hoeffding *model, const float *counts, const float *est, const float *mean,
+                          const float *m2, uint32_t k)
 {
     const uint32_t C = model->config->n_classes, d = model->config->n_features;
     leaf_stats leaf;
-    leaf.counts = model->class_count + g * C;
-    leaf.est = model->est_count + g * C;
-    leaf.mean = model->mean + g * C * d;
-    leaf.m2 = model->m2 + g * C * d;
+    leaf.counts = counts + k * C;
+    leaf.est = est + k * C;
+    leaf.mean = mean + k * C * d;
+    leaf.m2 = m2 + k * C * d;
     return leaf;
+}
+
+static leaf_stats live_leaf(const es_hoeffding *model, uint32_t g)
+{
+    return leaf_in(model, model->class_count, model->est_count, model->mean, model->m2, g);
 }
 
 static leaf_stats snapshot(const es_hoeffding *model, uint32_t t)
 {
-    const uint32_t C = model->config->n_classes, d = model->config->n_features;
-    leaf_stats leaf;
-    leaf.counts = model->snap_count + t * C;
-    leaf.est = model->snap_est + t * C;
-    leaf.mean = model->snap_mean + t * C * d;
-    leaf.m2 = model->snap_m2 + t * C * d;
-    return leaf;
+    return leaf_in(model, model->snap_count, model->snap_est, model->snap_mean, model->snap_m2, t);
 }
 
 /* The sum of a leaf's priors, from class 0 up. */

@@ -209,7 +209,7 @@ def compiled(board, files: dict[str, str], sources: list[str], roots,
                         functions[name], where[name] = size, source
         except (OSError, subprocess.CalledProcessError, targets.ToolchainMissing):
             return None
-        frames = {usage.function: usage.bytes for usage in targets.stack_usage(Path(tmp))}
+        frames = {usage.function: usage.bytes for usage in targets.stack_usage(Path(tmp), functions)}
     for caller, callees in (indirect or {}).items():
         if caller in calls:
             calls[caller] |= callees & set(functions)

@@ -281,7 +281,8 @@ def report(fw: Firmware) -> BuildReport:
     text, data, bss = (int(v) for v in tool(board, "size", "-B", fw.elf).splitlines()[1].split()[:3])
     sections, symbols = read_elf(fw.elf)
     linked = {symbol for symbol, (kind, _, _) in symbols.items() if kind == "FUNC"}  # gc-sections dropped the rest
-    stack = sorted((s for s in stack_usage(fw.directory) if s.function in linked), key=lambda s: (-s.bytes, s.function))
+    stack = sorted((s for s in stack_usage(fw.directory, linked) if s.function in linked),
+                   key=lambda s: (-s.bytes, s.function))
     objects = {symbol: SymbolSize(size, sections[index].memory, sections[index].name.startswith(".bss")) for symbol, (kind, size, index) in symbols.items()
                if kind == "OBJECT" and symbol.startswith(name + "_") and index in sections}
     state = objects.get(f"{name}_memory")
@@ -334,21 +335,26 @@ def read_elf(path) -> tuple[dict[int, Section], dict[str, tuple[str, int, int]]]
     return sections, symbols
 
 
-def stack_usage(directory: Path) -> list[StackUsage]:
-    """Every function of the ``.su`` files GCC wrote with -fstack-usage (``file:line:col:function  bytes  kind``)."""
+def stack_usage(directory: Path, symbols=None) -> list[StackUsage]:
+    """Every function of the ``.su`` files GCC wrote with -fstack-usage (``file:line:col:function  bytes  kind``),
+    named as in ``symbols`` when given: some GCC ports write a clone (``f.isra.0``, ``f.constprop.1``) under its
+    origin's name ``f``, others under its own."""
     usage = []
     for su in sorted(directory.glob("*.su")):
         for line in su.read_text().splitlines():
             location, size, qualifier = line.rsplit("\t", 2)
-            usage.append(StackUsage(location.rsplit(":", 1)[1], Path(location.split(":")[0]).name, int(size),
-                                    qualifier))
+            function = location.rsplit(":", 1)[1]
+            if symbols is not None and function not in symbols:
+                clones = [symbol for symbol in symbols if symbol.startswith(function + ".")]
+                function = clones[0] if len(clones) == 1 else function
+            usage.append(StackUsage(function, Path(location.split(":")[0]).name, int(size), qualifier))
     return usage
 
 
 FUNCTION_LINE = re.compile(r"^[0-9a-f]+ <([^>]+)>:$")
 INSTRUCTION_LINE = re.compile(r"^\s*[0-9a-f]+:\t")
 REFERENCE = re.compile(r"<([^>+]+)>")
-RELOCATION_LINE = re.compile(r"^\s*[0-9a-f]+: R_\w+\s+(?:\.(?:text|rodata|progmem\.data|data|bss)\.)?([A-Za-z_]\w*)")
+RELOCATION_LINE = re.compile(r"^\s*[0-9a-f]+: R_\w+\s+(?:\.(?:text|rodata|progmem\.data|data|bss)\.)?([A-Za-z_][\w.]*)")
 
 
 def call_graph(disassembly: str) -> dict[str, set[str]]:
