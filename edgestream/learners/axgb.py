@@ -61,9 +61,9 @@ Decisions where the paper (or its scikit-multiflow code) leaves a choice, all fo
   makes the worst call about 4x the mean. ``J`` counts only the nodes that can split (:func:`split_samples`),
   so that it stays within about twice a real job. Measured (QEMU, the 8 KiB plans, 2000 rows learned in Python,
   then 512 calls; learn instructions mean / worst): SEA Cortex-M4F 5,389 / 15,026 (2.8x), Cortex-M0 10,598 /
-  29,433 (2.8x); hyperplane M4F 9,911 / 30,998 (3.1x), M0 23,331 / 57,527 (2.5x) (whole job: about 100x). The
-  hyperplane worst calls are training alone (histograms and bin scans of 10 features, about 27 M4F instructions
-  a unit): only a smaller ``U``, so a larger ring, lowers them.
+  29,433 (2.8x); hyperplane (``W_max`` 128, 8 members, depth 4) M4F 11,750 / 32,091 (2.7x), M0 28,037 / 57,358
+  (2.0x) (whole job: about 100x). The hyperplane worst calls are training alone (histograms and bin scans of 10
+  features): only a smaller ``U``, so a larger ring, lowers them.
   With ``U > 0`` ADWIN's checks are spread too: at most ``DRIFT_CUTS`` cut tests' worth of ADWIN's steps per
   call (cut tests, a pass's logarithms, queued bits; :mod:`edgestream.adwin`, "Bounded work per update"), with
   the same detections, reported a few samples later;
