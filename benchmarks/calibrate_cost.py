@@ -9,14 +9,18 @@ For each learner with ``cost_terms`` and each core, ``CONFIGS_PER_LEARNER`` conf
 those of its search grid (sizes and structural options) whose budget fits the core's board within ``FIT_RAM``
 (the 16 KiB of the emulated Cortex-M0; 6 KiB of the ATmega2560's 8 KiB), each on one of ``STREAMS`` in turn (3 to 10
 features, 2 to 4 classes): Python
-learns ``WARMUP`` rows (bin edges or input scaling from the first ones, as ``fit``), the model is exported and the
-emulator test-then-trains the next ``--steps`` rows (``STEPS`` per learner by default: enough for a few of its
-expensive steps) on Cortex-M4F (``stm32f411``, QEMU's mps2-an386), Cortex-M0 (``rp2040``'s code on QEMU's
+learns ``WARMUP`` rows (bin edges or input scaling from the first ones, as ``fit``; AXGB also the windows that
+fill its ensemble, :func:`warmup_rows`), the model is exported and the emulator test-then-trains the next
+``--steps`` rows (``STEPS`` per learner by default: enough for a few of its expensive steps, and whole periods of
+shrubs' ``update_every``) on Cortex-M4F (``stm32f411``, QEMU's mps2-an386), Cortex-M0 (``rp2040``'s code on QEMU's
 micro:bit) and AVR6 (``atmega2560`` under simavr), counting every predict and learn call
 (``targets.run(..., instructions=True)``: instructions from QEMU's log, CPU cycles from the AVR harness's Timer1).
 
-Per learner, core and quantity (mean and worst prediction, mean and worst learn call), non-negative least squares
-fits the learner's terms to the configurations whose index is not a multiple of ``HOLD_OUT``; the table then shows
+Where a run's work depends on more than its configuration, the counted rows are replayed in the specification
+(:func:`regime`) and the count keeps what they did for the learner's ``cost_terms`` (a Hoeffding tree whose pool is
+full attempts no split). Per learner, core and quantity (mean and worst prediction, mean and worst learn call),
+non-negative least squares fits the learner's terms (of the learners of one runtime together, ``SHARED``) to the
+configurations whose index is not a multiple of ``HOLD_OUT``; the table then shows
 predicted against measured for every configuration, those held out marked, and the largest error of each
 quantity on the held-out ones. ``--write`` stores the coefficients in ``edgestream/cost_models.json`` (the ones
 the budget and the search use); ``--counts FILE`` saves the counts, ``--from FILE`` refits saved counts.

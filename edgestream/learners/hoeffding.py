@@ -1064,9 +1064,9 @@ def cost_terms(params: dict, n_features: int, n_classes: int, attempts: bool = T
     weight, ``1 - exp(-lambda)`` of them on average: the walk and its detectors, log2 L, the estimators of the
     row's class, d, and the leaf's naive Bayes class that the detector watches, d C, apart with and without
     propagation: without it a split's children start empty, and a row of a class not yet established at its
-    leaf is not watched (a one-leaf tree never splits); then a split attempt's units, C each, and its snapshot and split, d C: in the mean a
-    whole attempt every ``grace_period`` weight at a leaf, in the worst as many units as ``work_per_call`` lets
-    a call run in every tree, every tree learning). ``attempts``: the trees have room to split (a one-leaf tree
+    leaf is not watched (a one-leaf tree never splits); then a split attempt's units, C each, and its snapshot
+    and split, d C: in the mean a whole attempt every ``grace_period`` weight at a leaf, in the worst as many
+    units as ``work_per_call`` lets a call run in every tree, every tree learning). ``attempts``: the trees have room to split (a one-leaf tree
     never has); a full pool attempts nothing until a drift prunes it, so its calls are the row's alone (the
     calibration replays its counts to tell which). The Hoeffding tree and IRF share one model: the same runtime."""
     forest = "n_trees" in params
@@ -1081,14 +1081,12 @@ def cost_terms(params: dict, n_features: int, n_classes: int, attempts: bool = T
     propagated = [watch * (not resets), watch * resets]
     walk = [1, trees, trees * depth, trees * d * c, trees * c]
 
-    def learning(n):  # the row's work in n trees
-        return [n * depth, n * d] + [n * w for w in propagated]
-    draws = trees * forest
-    learners = trees * (1 - math.exp(-weight)) if forest else 1
+    def row(n: float) -> list[float]:  # the row's work in n trees that learn it, after the Poisson draws
+        return [1, trees * forest, n * depth, n * d] + [n * w for w in propagated]
+    learning = trees * (1 - math.exp(-weight)) if forest else 1
     attempted = grows * weight / params["grace_period"]
-    return CostTerms(predict=walk,
-                     learn_mean=[1, draws, *learning(learners), attempted * units * c, attempted * d * c],
-                     learn_worst=[1, draws, *learning(trees), grows * per_call * c, grows * d * c])
+    return CostTerms(predict=walk, learn_mean=row(learning) + [attempted * units * c, attempted * d * c],
+                     learn_worst=row(trees) + [grows * per_call * c, grows * d * c])
 
 
 SPEC = LearnerSpec(
