@@ -9,14 +9,18 @@ For each learner with ``cost_terms`` and each core, ``CONFIGS_PER_LEARNER`` conf
 those of its search grid (sizes and structural options) whose budget fits the core's board within ``FIT_RAM``
 (the 16 KiB of the emulated Cortex-M0; 6 KiB of the ATmega2560's 8 KiB), each on one of ``STREAMS`` in turn (3 to 10
 features, 2 to 4 classes): Python
-learns ``WARMUP`` rows (bin edges or input scaling from the first ones, as ``fit``), the model is exported and the
-emulator test-then-trains the next ``--steps`` rows (``STEPS`` per learner by default: enough for a few of its
-expensive steps) on Cortex-M4F (``stm32f411``, QEMU's mps2-an386), Cortex-M0 (``rp2040``'s code on QEMU's
+learns ``WARMUP`` rows (bin edges or input scaling from the first ones, as ``fit``; AXGB also the windows that
+fill its ensemble, :func:`warmup_rows`), the model is exported and the emulator test-then-trains the next
+``--steps`` rows (``STEPS`` per learner by default: enough for a few of its expensive steps, and whole periods of
+shrubs' ``update_every``) on Cortex-M4F (``stm32f411``, QEMU's mps2-an386), Cortex-M0 (``rp2040``'s code on QEMU's
 micro:bit) and AVR6 (``atmega2560`` under simavr), counting every predict and learn call
 (``targets.run(..., instructions=True)``: instructions from QEMU's log, CPU cycles from the AVR harness's Timer1).
 
-Per learner, core and quantity (mean and worst prediction, mean and worst learn call), non-negative least squares
-fits the learner's terms to the configurations whose index is not a multiple of ``HOLD_OUT``; the table then shows
+Where a run's work depends on more than its configuration, the counted rows are replayed in the specification
+(:func:`regime`) and the count keeps what they did for the learner's ``cost_terms`` (a Hoeffding tree whose pool is
+full attempts no split). Per learner, core and quantity (mean and worst prediction, mean and worst learn call),
+non-negative least squares fits the learner's terms (of the learners of one runtime together, ``SHARED``) to the
+configurations whose index is not a multiple of ``HOLD_OUT``; the table then shows
 predicted against measured for every configuration, those held out marked, and the largest error of each
 quantity on the held-out ones. ``--write`` stores the coefficients in ``edgestream/cost_models.json`` (the ones
 the budget and the search use); ``--counts FILE`` saves the counts, ``--from FILE`` refits saved counts.
@@ -25,6 +29,7 @@ the budget and the search use); ``--counts FILE`` saves the counts, ``--from FIL
 from __future__ import annotations
 
 import argparse
+import copy
 import functools
 import json
 import os
@@ -54,7 +59,9 @@ HOLD_OUT = 4  # configurations 0, 4, 8, ... are predicted without being fitted o
 FIT_RAM = 16 * 1024  # the emulated Cortex-M0's RAM
 WARMUP = 2000
 # enough for a few expensive steps (bls: every call alike; irf: its trees' Poisson weights reach the grace often)
-STEPS = {"shrubs": 40, "bls": 4, "hoeffding": 120, "irf": 30, "axgb": 700}
+STEPS = {"shrubs": 48, "bls": 4, "hoeffding": 400, "irf": 30, "axgb": 700}
+# learners that run the same C code, whose terms weigh the same work: one model for both (IRF's forest is HT+AE trees)
+SHARED = {"irf": "hoeffding"}
 MEASURED = {"predict_mean": ("predict", np.mean), "predict_worst": ("predict", np.max),
             "learn_mean": ("learn", np.mean), "learn_worst": ("learn", np.max)}
 
@@ -76,44 +83,88 @@ def calibration_configs(name: str, arch: str, n: int = CONFIGS_PER_LEARNER) -> l
     return configs
 
 
+def warmup_rows(name: str, params: dict) -> int:
+    """Rows Python learns before the device counts: ``WARMUP``, and for AXGB also the windows that fill its
+    ensemble (a prediction and a job's margins walk every member: a model counted with fewer members than ``K``
+    costs less than it will once it has learned that much)."""
+    if name != "axgb":
+        return WARMUP
+    model = learners.get(name).make(**params)
+    windows = model._windows()
+    return WARMUP + sum(windows) + max(0, params["members"] - len(windows)) * params["window_max"]
+
+
+def counted_model(name: str, stream: str, options: dict, params: dict, steps: int):
+    """The model as the emulator receives it (Python has learned the warm-up rows) and the rows it counts."""
+    warmup = warmup_rows(name, params)
+    X, y = make_stream(stream, warmup + steps, seed=1, **options)
+    model = start_online(learners.get(name).make(**params), X, np.unique(y))
+    model.partial_fit(X[:warmup], y[:warmup])
+    return model, X[warmup:], y[warmup:], warmup
+
+
+def regime(name: str, model, X, y) -> dict:
+    """What the counted rows did that the configuration does not decide, replayed in the specification, for the
+    learner's ``cost_terms``: for the Hoeffding learners whether a split attempt ran (a tree whose pool is full
+    attempts none until a drift prunes it; the prediction, for trees with room, counts attempts)."""
+    if name not in ("hoeffding", "irf"):
+        return {}
+    replay = copy.deepcopy(model)
+    replay.use_engine = False
+    attempts = False
+    for row, label in zip(X, y):
+        replay.partial_fit(row[None], [label])
+        attempts |= replay.last_units_ > 0
+    return {"attempts": bool(attempts)}
+
+
+def regime_of(row: dict) -> dict:
+    """:func:`regime` of a saved count, replayed (the counts are deterministic: same stream, seed and rows)."""
+    options = dict(next(o for s, o in STREAMS if s == row["stream"]))
+    model, X, y, _ = counted_model(row["learner"], row["stream"], options, row["params"], row["steps"])
+    return regime(row["learner"], model, X, y)
+
+
 def count(name: str, index: int, arch: str, steps: int, n: int) -> dict | None:
     """Exact counts of one configuration of ``n`` on one core (None when it does not fit the emulated machine)."""
     stream, options, params = calibration_configs(name, arch, n)[index]
-    X, y = make_stream(stream, WARMUP + steps, seed=1, **options)
-    classes = np.unique(y)
-    model = start_online(learners.get(name).make(**params), X, classes)
-    model.partial_fit(X[:WARMUP], y[:WARMUP])
-    rows = slice(WARMUP, WARMUP + steps)
+    model, X, y, warmup = counted_model(name, stream, options, params, steps)
     with tempfile.TemporaryDirectory(prefix="es-cost-") as tmp:
         bundle = export_bundle(model, Path(tmp) / "b", name="m")
         try:
-            result = targets.run(bundle, CORES[arch], X[rows], y[rows], learn=True, timeout=3600, instructions=True)
+            result = targets.run(bundle, CORES[arch], X, y, learn=True, timeout=3600, instructions=True)
         except targets.TargetError as error:  # the state does not fit the emulated machine's RAM
             print(f"{name} #{index} on {CORES[arch]}: {error}", file=sys.stderr)
             return None
     measured = {q: float(reduce(result.instructions[call])) for q, (call, reduce) in MEASURED.items()}
     return {"learner": name, "index": index, "stream": stream, "arch": arch, "params": params,
-            "n_features": X.shape[1], "n_classes": len(classes), "steps": steps, **measured}
+            "n_features": X.shape[1], "n_classes": len(model.classes_), "steps": steps, "warmup": warmup,
+            "regime": regime(name, model, X, y), **measured}
 
 
 def terms_of(row: dict):
-    return learners.get(row["learner"]).cost_terms(row["params"], row["n_features"], row["n_classes"])
+    return learners.get(row["learner"]).cost_terms(row["params"], row["n_features"], row["n_classes"],
+                                                   **row.get("regime", {}))
 
 
 def fit(rows: list[dict]) -> dict:
-    """learner -> core -> quantity -> coefficients, fitted on the rows not held out."""
+    """learner -> core -> quantity -> coefficients, fitted on the rows not held out; learners of one runtime
+    (``SHARED``) fitted together, on the counts of both."""
     fitted: dict = {}
-    for name, arch in sorted({(r["learner"], r["arch"]) for r in rows}):
-        train = [r for r in rows if r["learner"] == name and r["arch"] == arch and r["index"] % HOLD_OUT]
+    for model, arch in sorted({(SHARED.get(r["learner"], r["learner"]), r["arch"]) for r in rows}):
+        train = [r for r in rows if SHARED.get(r["learner"], r["learner"]) == model and r["arch"] == arch
+                 and r["index"] % HOLD_OUT]
         if not train:
             continue
-        fitted.setdefault(name, {})[arch] = {}
+        coefficients = {}
         for quantity in QUANTITIES:
             terms = np.array([terms_of(r).of(quantity) for r in train], dtype=float)
             measured = np.array([r[quantity] for r in train])
             scale = measured  # relative least squares: every configuration weighs alike, small or large
-            coefficients, _ = nnls(terms / scale[:, None], np.ones(len(train)))
-            fitted[name][arch][quantity] = [round(float(c), 4) for c in coefficients]
+            weights, _ = nnls(terms / scale[:, None], np.ones(len(train)))
+            coefficients[quantity] = [round(float(c), 4) for c in weights]
+        for name in sorted({r["learner"] for r in train}):
+            fitted.setdefault(name, {})[arch] = coefficients
     return fitted
 
 

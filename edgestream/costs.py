@@ -8,8 +8,10 @@ a new member weighs in the mean amortized over the calls between two such steps,
 of it as ``work_per_call`` lets one call do). The coefficients, in ``cost_models.json`` beside this module, are
 fitted by non-negative least squares to exact emulator counts of many configurations
 (``benchmarks/calibrate_cost.py``, which also prints predicted against measured on configurations it was not
-fitted on). On AVR the counts are CPU cycles (the harness's Timer1 under simavr), which is what a sample rate
-needs. An AVR5 core (ATmega328P) takes the AVR6 core's model: it runs the same instructions, its calls and returns
+fitted on; learners that run the same C code share one model). A term may depend on what a run did beyond its
+configuration (a Hoeffding tree's full node pool attempts no split): the calibration fits what its counted
+calls did, and a prediction takes the learner's default, the costlier case. On AVR the counts are CPU cycles
+(the harness's Timer1 under simavr), which is what a sample rate needs. An AVR5 core (ATmega328P) takes the AVR6 core's model: it runs the same instructions, its calls and returns
 one cycle faster (2-byte return addresses), so the AVR6 figures bound it from above. A core without a
 calibration gets no prediction, never a guess.
 """

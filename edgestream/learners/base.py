@@ -529,9 +529,10 @@ class LearnerSpec:
       parameters it sets are those the budget chooses unless the user fixes any of them.
     * ``search``: online learners, the configurations the budget tries on data (:mod:`edgestream.search`: the most
       accurate of those that fit wins); default the ladder.
-    * ``cost_terms(params, n_features, n_classes)``: online learners, the work terms of a prediction and of a learn
-      call (:class:`edgestream.costs.CostTerms`), which :mod:`edgestream.costs` weighs by coefficients calibrated
-      on emulator counts per core.
+    * ``cost_terms(params, n_features, n_classes, **regime)``: online learners, the work terms of a prediction and
+      of a learn call (:class:`edgestream.costs.CostTerms`), which :mod:`edgestream.costs` weighs by coefficients
+      calibrated on emulator counts per core. ``regime``: keywords for what a run did that the configuration does
+      not decide (the calibration replays its counted rows to tell); predictions take their defaults.
     * ``variants``: parameters added to (or replacing those of) the smallest rung for further small test models (a
       mode the rung leaves off, on a stream of 3 features and 2 classes): the checkpoint tests run each, the fuzz target takes the first.
     * ``worst_case(model, n_features, n_classes)``: frozen learners whose bundles for speed walk the trees in inline

@@ -510,12 +510,14 @@ BLS_SEARCH = tuple({**rung, "forgetting": mu} for rung in BLS_LADDER[::2] for mu
 def cost_terms(params: dict, n_features: int, n_classes: int) -> CostTerms:
     """The work terms of a prediction (constant; the feature nodes, d F; the enhancement nodes, F E and E tanh; the
     readout, m C with m = F + E) and of a learn call (those; the rank-one update's m square roots and divisions and
-    m^2 / 2 rotations; the weights' forward and back substitutions, m^2 C; with forgetting, scaling the factor and
-    the regularization refresh, m^2). Every call does the same work: the worst is the mean."""
+    m^2 / 2 rotations; the weights' forward and back substitutions, m^2 C; with forgetting, scaling the factor, m^2,
+    and the regularization refresh, a second rank-one update: m square roots and divisions, m^2 / 2 rotations).
+    Every call does the same work: the worst is the mean."""
     f, e = params["feature_nodes"], params["enhancement_nodes"]
     m, c = f + e, n_classes
     predict = [1, n_features * f, f * e, e, m * c]
-    learn = predict + [m, m * m, m * m * c, m * m * (params["forgetting"] < 1)]
+    forgets = params["forgetting"] < 1
+    learn = predict + [m, m * m, m * m * c, m * forgets, m * m * forgets]
     return CostTerms(predict=predict, learn_mean=learn, learn_worst=learn)
 
 

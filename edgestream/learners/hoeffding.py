@@ -1058,22 +1058,35 @@ RUNTIME = ("es_common", "es_f32", "es_fixed", "es_hoeffding")
 # Test models with room to split and one candidate per call: images and fuzzing meet attempts under way.
 SPREAD_VARIANT = {"max_leaves": 4, "grace_period": 10, "work_per_call": 1}
 
-def cost_terms(params: dict, n_features: int, n_classes: int) -> CostTerms:
+def cost_terms(params: dict, n_features: int, n_classes: int, attempts: bool = True) -> CostTerms:
     """The work terms of a prediction (constant; per tree: the walk, log2 L, and naive Bayes at the leaf, d C and
-    C) and of a learn call (per tree, IRF's learning a Poisson weight: the walk and its detectors, log2 L; the
-    estimators of the row's class, d; the leaf's naive Bayes class that the detector watches, d C; then a split
-    attempt's units, C each, and its snapshot and split, d C: in the mean a whole attempt every ``grace_period``
-    weight at a leaf, in the worst as many units as ``work_per_call`` lets a call run in every tree)."""
+    C) and of a learn call (per tree, IRF's Poisson draw; per tree that learns the row, with IRF's positive
+    weight, ``1 - exp(-lambda)`` of them on average: the walk and its detectors, log2 L, the estimators of the
+    row's class, d, and the leaf's naive Bayes class that the detector watches, d C, apart with and without
+    propagation: without it a split's children start empty, and a row of a class not yet established at its
+    leaf is not watched (a one-leaf tree never splits); then a split attempt's units, C each, and its snapshot
+    and split, d C: in the mean a whole attempt every ``grace_period`` weight at a leaf, in the worst as many
+    units as ``work_per_call`` lets a call run in every tree, every tree learning). ``attempts``: the trees have room to split (a one-leaf tree
+    never has); a full pool attempts nothing until a drift prunes it, so its calls are the row's alone (the
+    calibration replays its counts to tell which). The Hoeffding tree and IRF share one model: the same runtime."""
+    forest = "n_trees" in params
     trees, weight = params.get("n_trees", 1), params.get("bagging_lambda", 1.0)
     d, c, depth = n_features, n_classes, math.log2(params["max_leaves"]) + 1
-    model = (IncrementalRandomForest if "n_trees" in params else HoeffdingTreeClassifier)(**params)
+    model = (IncrementalRandomForest if forest else HoeffdingTreeClassifier)(**params)
     units = model.subspace(d) * (params["split_steps"] - 1) + 1
     per_call = min(units, params["work_per_call"] or units)
+    grows = trees * (params["max_leaves"] > 1 and attempts)
+    watch = d * c * (params["drift_threshold"] > 0)
+    resets = params["max_leaves"] > 1 and not params["propagation"]  # one leaf never splits: never starts empty
+    propagated = [watch * (not resets), watch * resets]
     walk = [1, trees, trees * depth, trees * d * c, trees * c]
-    row = [1, trees, trees * depth, trees * d, trees * d * c]
-    attempts = trees * weight / params["grace_period"]
-    return CostTerms(predict=walk, learn_mean=row + [attempts * units * c, attempts * d * c],
-                     learn_worst=row + [trees * per_call * c, trees * d * c])
+
+    def row(n: float) -> list[float]:  # the row's work in n trees that learn it, after the Poisson draws
+        return [1, trees * forest, n * depth, n * d] + [n * w for w in propagated]
+    learning = trees * (1 - math.exp(-weight)) if forest else 1
+    attempted = grows * weight / params["grace_period"]
+    return CostTerms(predict=walk, learn_mean=row(learning) + [attempted * units * c, attempted * d * c],
+                     learn_worst=row(trees) + [grows * per_call * c, grows * d * c])
 
 
 SPEC = LearnerSpec(

@@ -656,7 +656,7 @@ def cost_terms(params: dict, n_features: int, n_classes: int) -> CostTerms:
     g = 1 if c == 2 else c
     quantize = d * int(bins).bit_length()
     step = [1, quantize, d * b, m * depth, m * m * g]
-    train = [1, d * b * depth, d * min(b, bins) * depth * c, b * depth, b * m * g, params["burnin"] * m * m]
+    train = [1, d * b * depth, d * min(b, bins) * depth * c, b * depth, b * m * g, params["burnin"] * (m + 1) ** 2]
     return CostTerms(predict=[1, quantize, m * depth, m * c],
                      learn_mean=step + [t / params["update_every"] for t in train], learn_worst=step + train)
 
