@@ -228,9 +228,10 @@ static int fits(const es_adwin *a, int bounded, int32_t budget, int32_t cost)
 }
 
 /* Tests the cuts of the pass under way after the cursor, oldest first (not the cut after the newest bucket),
- * while *budget lasts (if bounded): ES_ADWIN_HELD (a cut held, the oldest bucket was dropped), ES_ADWIN_DONE
- * (no cut left) or ES_ADWIN_SPENT (budget used up). */
-static int test_cuts(es_adwin *a, int bounded, int32_t *budget)
+ * while *budget lasts (if bounded): ES_ADWIN_HELD (a cut held, the oldest bucket was dropped; *direction is
+ * ES_ADWIN_RISE if its newer part has the higher rate of ones, else ES_ADWIN_FALL), ES_ADWIN_DONE (no cut left)
+ * or ES_ADWIN_SPENT (budget used up). */
+static int test_cuts(es_adwin *a, int bounded, int32_t *budget, uint8_t *direction)
 {
     const uint32_t n = a->width, mwl = a->min_window_length;
     const es_pf L = pf_make(a->pass_log_q24, -ES_ADWIN_Q);
@@ -257,6 +258,8 @@ static int test_cuts(es_adwin *a, int bounded, int32_t *budget)
             if (testable) {
                 *budget -= ES_ADWIN_CUT_UNITS;
                 if (cut_holds(n0, n - n0, s0, a->total - s0, mwl, L)) {
+                    const int rise = (uint64_t)(a->total - s0) * n0 > (uint64_t)s0 * (n - n0);
+                    *direction = rise ? ES_ADWIN_RISE : ES_ADWIN_FALL;
                     drop_oldest(a);
                     return ES_ADWIN_HELD;
                 }
@@ -267,10 +270,11 @@ static int test_cuts(es_adwin *a, int bounded, int32_t *budget)
 }
 
 /* Steps of the work under way while the budget lasts (unbounded: until none is left): the check, then the
- * queued bits (edgestream.adwin.ADWIN._run). 1 if a check made its first drop. */
+ * queued bits (edgestream.adwin.ADWIN._run). ES_ADWIN_RISE or ES_ADWIN_FALL if a check made its first drop
+ * (the direction of that cut), else ES_ADWIN_NO_CHANGE. */
 static uint8_t run(es_adwin *a, int bounded, int32_t budget)
 {
-    uint8_t first = 0u;
+    uint8_t first = ES_ADWIN_NO_CHANGE;
     for (;;) {
         if (a->phase == ES_ADWIN_IDLE) {
             uint8_t value;
@@ -295,12 +299,13 @@ static uint8_t run(es_adwin *a, int bounded, int32_t budget)
             a->phase = ES_ADWIN_SCAN;
             budget -= ES_ADWIN_LOG_UNITS;
         } else {
-            const int outcome = test_cuts(a, bounded, &budget);
+            uint8_t direction = ES_ADWIN_NO_CHANGE;
+            const int outcome = test_cuts(a, bounded, &budget, &direction);
             if (outcome == ES_ADWIN_HELD) {
                 if (!a->changed) {
                     a->changed = 1u;
                     a->n_detections++;
-                    first = 1u;
+                    first = direction;
                 }
                 a->phase = ES_ADWIN_START;
                 a->pass_log_q24 = 0u;
@@ -423,7 +428,7 @@ es_status es_adwin_reset(es_adwin *a)
 
 es_status es_adwin_update(es_adwin *a, uint8_t value, uint8_t *change_out)
 {
-    uint8_t change = 0u;
+    uint8_t change = ES_ADWIN_NO_CHANGE, now;
     if (a == 0) {
         return ES_ERR_NULL;
     }
@@ -444,7 +449,10 @@ es_status es_adwin_update(es_adwin *a, uint8_t value, uint8_t *change_out)
         }
         a->queue_len++;
     }
-    change = (uint8_t)(run(a, a->max_cuts != 0u, (int32_t)a->max_cuts * ES_ADWIN_CUT_UNITS) | change);
+    now = run(a, a->max_cuts != 0u, (int32_t)a->max_cuts * ES_ADWIN_CUT_UNITS);
+    if (now != ES_ADWIN_NO_CHANGE) { /* this update's own first drop, else the catch-up's */
+        change = now;
+    }
     if (change_out != 0) {
         *change_out = change;
     }

@@ -67,9 +67,16 @@ es_status es_adwin_init(es_adwin *a, uint32_t log_term_q24, uint8_t max_buckets,
 /* Empties the window, ends a check under way, zeroes tick and detection count; keeps the parameters. */
 es_status es_adwin_reset(es_adwin *a);
 
+/* What es_adwin_update reports: no change, or a change whose first cut had the lower (FALL) or the higher
+ * (RISE) rate of ones in its newer part (edgestream.adwin.NO_CHANGE, FALL, RISE). */
+#define ES_ADWIN_NO_CHANGE 0u
+#define ES_ADWIN_FALL 1u
+#define ES_ADWIN_RISE 2u
+
 /* Adds one bit (0 or 1; anything else: ES_ERR_LABEL, state unchanged; it waits in the queue while earlier
- * work is under way) and runs up to max_cuts cut tests' worth of that work. *change_out = 1 if a check made its
- * first drop (a change: the window dropped its older part) in this update, else 0. change_out may be NULL. */
+ * work is under way) and runs up to max_cuts cut tests' worth of that work. *change_out = ES_ADWIN_RISE or
+ * ES_ADWIN_FALL if a check made its first drop (a change: the window dropped its older part) in this update, by
+ * the direction of that cut, else ES_ADWIN_NO_CHANGE. change_out may be NULL. */
 es_status es_adwin_update(es_adwin *a, uint8_t value, uint8_t *change_out);
 
 /* ES_OK if *a is a detector whose every index and count is in range (a state restored from bytes): the

@@ -461,8 +461,9 @@ es_status es_axgb_learn(const es_axgb *model, const uint8_t *bins, uint8_t label
         if (es_adwin_update(model->adwin, (uint8_t)(predicted != label ? 1u : 0u), &change) != ES_OK) {
             return ES_ERR_MODEL;
         }
-        if (change) {
+        if (change == ES_ADWIN_RISE) {
             c->window = config->window_min;
+            c->n_members = 0u;
             if (config->strategy != ES_AXGB_PUSH) {
                 c->replace_index = 0;
             }

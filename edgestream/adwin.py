@@ -34,7 +34,9 @@ Change test (River's schedule)
     older part (n0 samples, S0 ones), W1 the newer (n1, S1); the cut after the newest bucket is not tested; a cut
     counts only if ``n0 >= min_window_length`` and ``n1 >= min_window_length``.  The first cut that holds drops
     the single oldest bucket, marks a change, and the scan restarts on the shorter window (no new grace check),
-    until no cut holds.  ``update`` returns True if at least one bucket was dropped this way.
+    until no cut holds.  ``update`` returns ``RISE`` (2) if at least one bucket was dropped this way and the first
+    cut of the check that held had the higher rate of ones in its newer part (``S1 n0 > S0 n1``: for a learner's
+    errors, it got worse), ``FALL`` (1) if that cut's newer part had the lower rate, ``NO_CHANGE`` (0) otherwise.
 
     The cut holds when ``|S0/n0 - S1/n1| > sqrt(2 m v L) + 2/3 m L`` with ``m = 1/a + 1/b``,
     ``a = n0 - min_window_length + 1``, ``b = n1 - min_window_length + 1``, ``v = S (n - S) / n^2`` the window
@@ -203,6 +205,7 @@ def cut_holds(n0: int, n1: int, s0: int, s1: int, min_len: int, L) -> bool:
 
 IDLE, START, SCAN = 0, 1, 2  # the check's phases (``phase``)
 HELD, DONE, SPENT = 0, 1, 2  # outcomes of testing cuts
+NO_CHANGE, FALL, RISE = 0, 1, 2  # what ``update`` reports: the direction of a change's first cut (ES_ADWIN_*)
 # Units of a step, for the instructions it takes (Cortex-M4F / M0: a cut test about 1.9k / 2.8k, a pass's
 # logarithms 2.3k / 5.2k, a queued bit 0.15k / 0.2k): a queued bit is cheap, so the queue empties fast.
 CUT_UNITS = 8
@@ -211,8 +214,8 @@ QUEUE_BITS = 256  # ES_ADWIN_QUEUE_BITS: bits that wait while a check is under w
 
 
 class ADWIN:
-    """ADWIN on a bit stream in fixed memory; ``update(bit)`` returns True when a change was detected (the
-    window has then dropped its older part).  See the module docstring for the exact rules and arithmetic;
+    """ADWIN on a bit stream in fixed memory; ``update(bit)`` returns ``RISE`` or ``FALL`` (both true) when a
+    change was detected (the window has then dropped its older part), by the direction of the rate of ones.  See the module docstring for the exact rules and arithmetic;
     ``max_cuts > 0`` spreads each check over the following updates (at most that many cut tests' worth of steps per update) with
     the same detections, reported later."""
 
@@ -304,10 +307,11 @@ class ADWIN:
         every update makes progress whatever ``max_cuts``)."""
         return not bounded or cost <= budget or budget == self.max_cuts * CUT_UNITS
 
-    def _cuts(self, budget: int, bounded: bool) -> tuple[int, int]:
+    def _cuts(self, budget: int, bounded: bool) -> tuple[int, int, int]:
         """Test the cuts of the pass under way after ``cursor`` (its ``n0``), oldest first, while ``budget`` lasts
         (if ``bounded``); the cut after the newest bucket is not tested. (HELD: a cut held and the oldest bucket
-        was dropped, DONE: no cut left, SPENT: the budget is used up; the budget left)."""
+        was dropped, DONE: no cut left, SPENT: the budget is used up; the budget left; RISE or FALL for a cut that
+        held, else NO_CHANGE)."""
         n, mwl = self.width, self.min_window_length
         L = pf(self.pass_log_q24, -Q)
         n0 = s0 = 0
@@ -319,27 +323,28 @@ class ADWIN:
                 if n0 <= self.cursor:
                     continue
                 if n0 >= n:
-                    return DONE, budget
+                    return DONE, budget, NO_CHANGE
                 testable = n0 >= mwl and n - n0 >= mwl
                 if testable and not self._fits(CUT_UNITS, budget, bounded):
-                    return SPENT, budget
+                    return SPENT, budget, NO_CHANGE
                 self.cursor = n0
                 if testable:
                     budget -= CUT_UNITS
                     if cut_holds(n0, n - n0, s0, self.total - s0, mwl, L):
+                        rise = (self.total - s0) * n0 > s0 * (n - n0)
                         self._drop_oldest()
-                        return HELD, budget
-        return DONE, budget
+                        return HELD, budget, RISE if rise else FALL
+        return DONE, budget, NO_CHANGE
 
     def _run(self, budget: int) -> bool:
         """Steps of the work under way while ``budget`` units last (negative: until none is left): the check
         (passes over the cuts, each with the logarithms of the width at its start, until a pass finds no cut that
         holds; a cut that holds drops the oldest bucket and starts a new pass), then the queued bits one by one
         (whose ticks may start checks). A step costs ``CUT_UNITS`` (a cut test), ``LOG_UNITS`` (a pass's
-        logarithms) or 1 (a queued bit) and runs only if it fits (:meth:`_fits`). True if a check made its first
-        drop here."""
+        logarithms) or 1 (a queued bit) and runs only if it fits (:meth:`_fits`). RISE or FALL if a check made
+        its first drop here (the direction of that cut), else NO_CHANGE."""
         bounded = budget >= 0
-        first = False
+        first = NO_CHANGE
         while True:
             if self.phase == IDLE:
                 if self.queue_len == 0 or not self._fits(1, budget, bounded):
@@ -359,10 +364,10 @@ class ADWIN:
                 self.cursor, self.phase = 0, SCAN
                 budget -= LOG_UNITS
             else:
-                outcome, budget = self._cuts(budget, bounded)
+                outcome, budget, direction = self._cuts(budget, bounded)
                 if outcome == HELD:
                     if not self.changed:
-                        self.changed, first = 1, True
+                        self.changed, first = 1, direction
                         self.n_detections = (self.n_detections + 1) & 0xFFFFFFFF
                     self.phase, self.pass_log_q24, self.cursor = START, 0, 0
                 elif outcome == DONE:
@@ -371,16 +376,17 @@ class ADWIN:
                     break
         return first
 
-    def update(self, value) -> bool:
-        """Add one bit; True if a change was detected (the older part of the window was dropped). With
-        ``max_cuts``: the bit waits in the queue while earlier work is under way, and True means that a check
-        made its first drop in this update (that check belongs to an earlier tick)."""
+    def update(self, value) -> int:
+        """Add one bit; ``RISE`` or ``FALL`` if a change was detected (the older part of the window was dropped;
+        the direction of the first cut that held), else ``NO_CHANGE``. With ``max_cuts``: the bit waits in the
+        queue while earlier work is under way, and a change means that a check made its first drop in this update
+        (that check belongs to an earlier tick)."""
         if isinstance(value, bool):
             value = int(value)
         if not (value == 0 or value == 1):
             raise ValueError(f"ADWIN takes bits 0 or 1, got {value!r}")
         value = int(value)
-        first = False
+        first = NO_CHANGE
         if self.queue_len == QUEUE_BITS:  # the backlog is full: catch up at once (see the module docstring)
             first = self._run(-1)
         if self.phase == IDLE and self.queue_len == 0:

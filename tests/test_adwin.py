@@ -476,7 +476,7 @@ def test_bad_input_is_refused_and_state_unchanged():
         with pytest.raises(ValueError, match="bits 0 or 1"):
             py.update(bad)
     assert state == (py.width, py.total, py.tick, [list(r) for r in py.rows])
-    assert py.update(True) is False and py.update(np.uint8(0)) is False
+    assert py.update(True) == ad.NO_CHANGE and py.update(np.uint8(0)) == ad.NO_CHANGE
 
 
 @pytest.mark.parametrize("kwargs", [dict(delta=0), dict(delta=1.0), dict(delta=1e-60), dict(max_buckets=1),
@@ -522,3 +522,22 @@ def test_compiles_cleanly(cc, flags, tmp_path):
         nm = subprocess.run(["arm-none-eabi-nm", "-u", str(tmp_path / "es_adwin.o")], capture_output=True,
                             text=True, check=True).stdout
         assert "__aeabi_f" not in nm and "__aeabi_d" not in nm  # no float at all
+
+
+@pytest.mark.parametrize("max_cuts", [0, 2])
+def test_a_change_reports_the_direction_of_the_rate(max_cuts):
+    """A rate of ones that goes up is a RISE, one that goes down a FALL, in Python and in C alike."""
+    ffi, lib = c_adwin()
+    change = ffi.new("uint8_t *")
+    rng = random.Random(3)
+    for low_first, direction in ((True, ad.RISE), (False, ad.FALL)):
+        rates = (0.05, 0.6) if low_first else (0.6, 0.05)
+        bits = [int(rng.random() < rate) for rate in rates for _ in range(1000)]
+        py = ad.ADWIN(max_cuts=max_cuts)
+        a = c_new(py)
+        reports = []
+        for b in bits:
+            reports.append(py.update(b))
+            assert lib.es_adwin_update(a, b, change) == 0 and change[0] == reports[-1]
+        changes = [r for r in reports[1000:] if r != ad.NO_CHANGE]
+        assert changes and changes[0] == direction

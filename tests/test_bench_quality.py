@@ -1,6 +1,7 @@
 """A smoke run of benchmarks/bench_quality.py: edgestream's learners only, a few hundred rows."""
 
 import importlib.util
+import re
 import sys
 from pathlib import Path
 
@@ -19,4 +20,6 @@ def test_quick_run_prints_the_accuracies_the_recovery_and_a_plot(tmp_path, capsy
     printed = capsys.readouterr().out
     assert "| agrawal (1,200) |" in printed and "auto 32K" in printed and "hoeffding 128K" in printed
     assert "| agrawal | 600 |" in printed  # the change at the middle, with a window on either side
+    reachable = printed.split("trained on that concept alone, from scratch):")[1]
+    assert "| agrawal | 600 |" in reachable and re.search(r"\| (\d[\d,]*|never) \([01]\.\d{3}\) \|", reachable)
     assert (tmp_path / "agrawal.png").stat().st_size > 0 and "```sh" in out.read_text()

@@ -24,9 +24,9 @@ def abrupt_stream(seed: int):
     return X.astype(np.float32), y
 
 
-def rows_to_recover(correct: np.ndarray, change: int) -> int | None:
-    """Rows after ``change`` until the moving accuracy is back within 0.02 of the 2,000 rows before it."""
-    before = correct[change - 2000:change].mean()
+def rows_to_recover(correct: np.ndarray, change: int, before_rows: int = 2000) -> int | None:
+    """Rows after ``change`` until the moving accuracy is back within 0.02 of the ``before_rows`` rows before it."""
+    before = correct[change - before_rows:change].mean()
     moving = np.convolve(correct[change:], np.ones(WINDOW) / WINDOW, mode="valid")
     back = np.flatnonzero(moving >= before - 0.02)
     return int(back[0]) + WINDOW if len(back) else None
@@ -50,3 +50,16 @@ def test_without_drift_handling_the_hoeffding_tree_does_not_recover():
     model = start_online(learners.get("hoeffding").make(drift_threshold=0), X, np.unique(y))
     recovered = rows_to_recover(model.test_then_train(X, y) == y, ROWS // 2)
     assert recovered is None or recovered > RECOVERY_ROWS
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_adaptive_xgboost_recovers_from_agrawal_f1_to_f3_within_2000_rows(seed):
+    """A rise of its error empties the ensemble (the members of the old concept no longer outvote the new ones):
+    back within two points of the 500 rows before the change in at most 2,000 rows, at the defaults."""
+    X, y = make_stream("agrawal", 10_000, seed, functions=(0, 2))
+    X = X.astype(np.float32)
+    model = start_online(learners.get("axgb").make(), X, np.unique(y))
+    correct = model.test_then_train(X, y) == y
+    assert correct[4500:5000].mean() > 0.9, "the first concept is learned"
+    recovered = rows_to_recover(correct, 5000, before_rows=500)
+    assert recovered is not None and recovered <= 2000, recovered
