@@ -19,6 +19,10 @@
 #define ES_ST_BEST_HI 7u
 #define ES_ST_BEST_DEN 8u
 #define ES_ST_CHOICE 9u                     /* feature << 8 | threshold */
+#define ES_JOB_IDLE 0u                      /* counters->phase: the new-shrub job's next piece */
+#define ES_JOB_TRAIN 1u
+#define ES_JOB_TERMS 2u
+#define ES_JOB_WEIGHTS 3u
 
 #if defined(__GNUC__)
 #define ES_NOINLINE __attribute__((noinline)) /* keeps hot loops in small functions: fewer spilled registers */
@@ -869,41 +873,38 @@ static void es_row_leaves(const es_shrubs *model, uint32_t row, int32_t *leaf_ro
     }
 }
 
-es_status es_shrubs_learn(const es_shrubs *model, const uint8_t *bins, uint8_t label)
+/* The active shrubs' pool slots, in rank order, in cand_slot[0..n_shrubs). */
+static void es_active_slots(const es_shrubs *model)
 {
-    const es_shrubs_config *config;
-    es_shrubs_counters *counters;
-    uint32_t slots;
-    uint32_t per_shrub;
-    uint32_t head;
-    uint32_t count;
-    uint32_t n_active;
-    uint32_t slot;
-    uint32_t old_label;
+    const uint32_t per_shrub = es_nodes_per_shrub(model->config);
     uint32_t i;
-    if (model == 0 || bins == 0 || model->config == 0 || model->counters == 0) {
-        return ES_ERR_NULL;
-    }
-    config = model->config;
-    counters = model->counters;
-    if (label >= config->n_classes) {
-        return ES_ERR_LABEL;
-    }
-    slots = config->max_shrubs + 1u;
-    per_shrub = es_nodes_per_shrub(config);
-    head = counters->head;
-    count = counters->count;
-    n_active = counters->n_shrubs;
-    old_label = model->window_labels[head];
-    for (i = 0; i < n_active; i++) { /* the active shrubs' pool slots, and the leaf rows of the row replaced */
+    for (i = 0; i < model->counters->n_shrubs; i++) {
         model->cand_slot[i] = (uint8_t)(model->roots[i] / per_shrub);
+    }
+}
+
+/* The oldest pending row enters the window (the caches follow); every update_every rows a new-shrub job starts. */
+static void es_learn_oldest(const es_shrubs *model)
+{
+    const es_shrubs_config *config = model->config;
+    es_shrubs_counters *counters = model->counters;
+    const uint32_t slots = config->max_shrubs + 1u;
+    const uint32_t d = config->n_features;
+    const uint32_t head = counters->head;
+    const uint32_t count = counters->count;
+    const uint32_t at = counters->queue_head;
+    const uint32_t old_label = model->window_labels[head];
+    uint32_t i;
+    for (i = 0; i < counters->n_shrubs; i++) { /* the leaf rows of the row replaced */
         model->work_weights[i] = (int32_t)(((uint32_t)model->cand_slot[i] << config->max_depth) +
                                            model->leaf_index[head * slots + model->cand_slot[i]]);
     }
-    for (i = 0; i < config->n_features; i++) {
-        model->window_bins[head * config->n_features + i] = bins[i];
+    for (i = 0; i < d; i++) {
+        model->window_bins[head * d + i] = model->queue_bins[at * d + i];
     }
-    model->window_labels[head] = label;
+    model->window_labels[head] = model->queue_labels[at];
+    counters->queue_head = (uint16_t)(at + 1u == config->queue_size ? 0u : at + 1u);
+    counters->pending--;
     es_insert_row(model, head, count);
     es_row_leaves(model, head, &model->work_weights[slots]);
     counters->head = (uint16_t)(head + 1u == config->window_size ? 0u : head + 1u);
@@ -913,15 +914,82 @@ es_status es_shrubs_learn(const es_shrubs *model, const uint8_t *bins, uint8_t l
     es_pair_update(model, head, &model->work_weights[slots], count == config->window_size, model->work_weights,
                    old_label);
     counters->since_update++;
-    if (counters->since_update < config->update_every) {
-        return ES_OK;
+    if (counters->since_update == config->update_every) {
+        counters->since_update = 0;
+        counters->phase = ES_JOB_TRAIN;
     }
-    counters->since_update = 0;
-    slot = es_free_slot(model);
-    es_train_shrub(model, slot);
-    es_new_shrub_terms(model, slot);
-    model->cand_slot[n_active] = (uint8_t)slot;
-    es_prox(model, n_active + 1u, es_gradient_steps(model, n_active + 1u));
+}
+
+/* One piece of the new-shrub job (its slot: the lowest free one, as the active shrubs do not change meanwhile). */
+static void es_job_piece(const es_shrubs *model, uint32_t phase)
+{
+    const uint32_t n_active = model->counters->n_shrubs;
+    const uint32_t slot = es_free_slot(model);
+    if (phase == ES_JOB_TRAIN) {
+        es_train_shrub(model, slot);
+    } else if (phase == ES_JOB_TERMS) {
+        es_new_shrub_terms(model, slot);
+    } else {
+        model->cand_slot[n_active] = (uint8_t)slot;
+        es_prox(model, n_active + 1u, es_gradient_steps(model, n_active + 1u));
+        es_active_slots(model);
+    }
+}
+
+/* The units of the next piece of work (0: none is pending). */
+static uint32_t es_next_units(const es_shrubs *model)
+{
+    const es_shrubs_config *config = model->config;
+    switch (model->counters->phase) {
+    case ES_JOB_TRAIN:
+        return config->unit_train;
+    case ES_JOB_TERMS:
+        return config->unit_terms;
+    case ES_JOB_WEIGHTS:
+        return config->unit_weights;
+    default:
+        return model->counters->pending > 0u ? config->unit_row : 0u;
+    }
+}
+
+es_status es_shrubs_learn(const es_shrubs *model, const uint8_t *bins, uint8_t label)
+{
+    const es_shrubs_config *config;
+    es_shrubs_counters *counters;
+    uint32_t budget;
+    uint32_t i;
+    if (model == 0 || bins == 0 || model->config == 0 || model->counters == 0) {
+        return ES_ERR_NULL;
+    }
+    config = model->config;
+    counters = model->counters;
+    if (label >= config->n_classes) {
+        return ES_ERR_LABEL;
+    }
+    if (counters->pending < config->queue_size) { /* a full queue (only a crafted state holds one) drops the row */
+        const uint32_t at = (uint32_t)counters->queue_head + counters->pending;
+        const uint32_t place = at >= config->queue_size ? at - config->queue_size : at;
+        for (i = 0; i < config->n_features; i++) {
+            model->queue_bins[place * config->n_features + i] = bins[i];
+        }
+        model->queue_labels[place] = label;
+        counters->pending++;
+    }
+    es_active_slots(model);
+    budget = config->work_per_call;
+    for (;;) { /* pieces while they fit in the budget (0: no bound) */
+        const uint32_t units = es_next_units(model);
+        if (units == 0u || (config->work_per_call != 0u && units > budget)) {
+            break;
+        }
+        budget -= config->work_per_call != 0u ? units : 0u;
+        if (counters->phase == ES_JOB_IDLE) {
+            es_learn_oldest(model);
+        } else {
+            es_job_piece(model, counters->phase);
+            counters->phase = (uint16_t)(counters->phase == ES_JOB_WEIGHTS ? ES_JOB_IDLE : counters->phase + 1u);
+        }
+    }
     return ES_OK;
 }
 
@@ -1018,13 +1086,24 @@ es_status es_shrubs_validate(const es_shrubs *candidate)
     if (config->max_depth > 8u || per_shrub > ES_SHRUBS_MAX_NODES || window == 0u || config->update_every == 0u) {
         return ES_ERR_MODEL;
     }
+    if (config->queue_size == 0u) {
+        return ES_ERR_MODEL;
+    }
     if (counters->head >= window || counters->count > window || counters->n_shrubs > config->max_shrubs
         || counters->since_update >= config->update_every
-        || (counters->count != window && counters->head != counters->count)) {
+        || (counters->count != window && counters->head != counters->count)
+        || counters->pending >= config->queue_size || counters->queue_head >= config->queue_size
+        || counters->phase > ES_JOB_WEIGHTS
+        || (counters->phase != ES_JOB_IDLE && (counters->count == 0u || counters->since_update != 0u))) {
         return ES_ERR_IMAGE;
     }
     for (i = 0; i < window; i++) {
         if (candidate->window_labels[i] >= config->n_classes) {
+            return ES_ERR_IMAGE;
+        }
+    }
+    for (i = 0; i < config->queue_size; i++) {
+        if (candidate->queue_labels[i] >= config->n_classes) {
             return ES_ERR_IMAGE;
         }
     }
@@ -1055,7 +1134,7 @@ void es_shrubs_rebuild(const es_shrubs *model)
 {
     const es_shrubs_config *config = model->config;
     es_shrubs_counters *counters = model->counters;
-    const uint32_t slots = config->max_shrubs + 1u, per_shrub = es_nodes_per_shrub(config);
+    const uint32_t slots = config->max_shrubs + 1u;
     const uint32_t window = config->window_size, n = counters->count;
     uint32_t i, j, row;
     for (i = 0; i < (uint32_t)config->n_features * window; i++) {
@@ -1071,9 +1150,7 @@ void es_shrubs_rebuild(const es_shrubs *model)
         model->label_sum[i] = 0;
         model->work_weights[i] = 0;
     }
-    for (j = 0; j < counters->n_shrubs; j++) {
-        model->cand_slot[j] = (uint8_t)(model->roots[j] / per_shrub);
-    }
+    es_active_slots(model);
     for (row = 0; row < n; row++) {  /* the window's rows in order, as if learned into an empty window */
         counters->count = (uint16_t)row;
         es_insert_row(model, row, row);
@@ -1081,4 +1158,7 @@ void es_shrubs_rebuild(const es_shrubs *model)
         es_pair_update(model, row, &model->work_weights[slots], 0, model->work_weights, 0u);
     }
     counters->count = (uint16_t)n;
+    for (j = ES_JOB_TRAIN; j < counters->phase; j++) { /* a job under way: what its pieces done so far computed */
+        es_job_piece(model, j);
+    }
 }

@@ -80,16 +80,34 @@ import numpy as np
 from ..costs import CostTerms
 from ..state import Field, RegionSpec, StateSpec
 from ..tree import CRITERIA, LEAF_FEATURE, Q15_ONE, TreeEnsemble
-from .base import (TREE_OPTIONS, BinnedOnlineLearner, DeviceState, Estimator, LearnerSpec, Option,
+from .base import (TREE_OPTIONS, WORK_PER_CALL, BinnedOnlineLearner, DeviceState, Estimator, LearnerSpec, Option,
                    check_integer, restore_regions, step_size)
 
-STATE_ARRAYS = ("window_bins", "window_labels", "nodes", "leaf_values", "roots", "weights")
+STATE_ARRAYS = ("window_bins", "window_labels", "queue_bins", "queue_labels", "nodes", "leaf_values", "roots",
+                "weights")
 MAX_WINDOW = 4096
 MAX_SHRUBS = 64
 MAX_DEPTH = 8
 MAX_STEP = 256.0
 WEIGHT_LIMIT = 2**17
 UINT32 = 0xFFFFFFFF  # mask of the C's uint32 sums
+
+
+IDLE, TRAIN, TERMS, WEIGHTS = range(4)  # the new-shrub job's next piece (counter ``phase``)
+PIECES = (None, "train", "terms", "weights")  # the piece each phase runs next
+
+
+def piece_units(window_size: int, max_shrubs: int, max_depth: int, burnin: int, n_features: int,
+                n_classes: int) -> dict:
+    """Units of each piece of work ("Bounded work per call"): a unit is about one pass of an inner loop over one
+    window row (or one Gram entry). Inserting a pending row: its place in every feature's sorted list, ``d B``,
+    the active shrubs' walks, ``M depth``, and its Gram terms, ``M^2 g``; training a shrub: CART's feature scans
+    and routing of every level, ``(d depth + 1) B``; the new shrub's Gram column, ``B M g``; the gradient steps
+    and the prox, ``burnin (M + 1)^2``. The sizes are the configuration's (full window, full ensemble), so the
+    units bound the work and do not depend on the data."""
+    b, m, g = window_size, max_shrubs, 1 if n_classes == 2 else n_classes
+    return {"row": n_features * b + m * max_depth + m * m * g, "train": (n_features * max_depth + 1) * b,
+            "terms": b * m * g, "weights": burnin * (m + 1) ** 2}
 
 
 def _nodes_per_shrub(config: dict) -> int:
@@ -109,15 +127,27 @@ STATE = StateSpec(
         Field("max_shrubs", "uint16_t", "M; the pool has M + 1 slots"), Field("min_samples_leaf", "uint16_t"),
         Field("burnin", "uint16_t", "gradient steps per new shrub"), Field("update_every", "uint16_t"),
         Field("step_q16", "uint32_t", "gradient step in Q16; 0 = adaptive, 65536 / (shrubs + 1)"),
+        Field("work_per_call", "uint32_t", "units of work per learn call; 0 = all of it"),
+        Field("queue_size", "uint16_t", "rows the queue of pending rows holds"),
+        Field("unit_row", "uint32_t", "units of inserting one pending row"),
+        Field("unit_train", "uint32_t", "units of training a new shrub (CART)"),
+        Field("unit_terms", "uint32_t", "units of the new shrub's Gram column"),
+        Field("unit_weights", "uint32_t", "units of the gradient steps and the prox"),
     ),
     counters=(
         Field("head", "uint16_t", "next window row to write"), Field("count", "uint16_t", "rows in the window"),
         Field("n_shrubs", "uint16_t", "active shrubs: roots[0..n_shrubs) and weights[0..n_shrubs)"),
         Field("since_update", "uint16_t", "samples since the last new shrub"),
+        Field("pending", "uint16_t", "rows in the queue, not yet learned"),
+        Field("queue_head", "uint16_t", "the oldest pending row's place in the queue"),
+        Field("phase", "uint16_t", "the new-shrub job's next piece: 0 none, 1 train, 2 terms, 3 weights"),
     ),
     regions=(
         RegionSpec("window_bins", "window", "uint8_t", lambda c: c["window_size"] * c["n_features"], "B x features"),
         RegionSpec("window_labels", "window", "uint8_t", lambda c: c["window_size"], "B"),
+        RegionSpec("queue_bins", "queue", "uint8_t", lambda c: c["queue_size"] * c["n_features"],
+                   "queue x features: rows waiting to be learned"),
+        RegionSpec("queue_labels", "queue", "uint8_t", lambda c: c["queue_size"], "queue"),
         RegionSpec("sorted_rows", "window", "uint16_t", lambda c: c["n_features"] * c["window_size"],
                    "features x B: window rows by (bin, row)"),
         RegionSpec("nodes", "node pool", "es_node", lambda c: _slots(c) * _nodes_per_shrub(c),
@@ -372,7 +402,7 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
     def __init__(self, window_size: int = 64, max_shrubs: int = 16, max_depth: int = 4, step_size="adaptive",
                  burnin: int = 5, update_every: int = 1, criterion: str = "gini", min_samples_leaf: int = 1,
                  max_bins: int = 64, binning: str = "quantile", input_dtype: str = "float32",
-                 allow_missing: bool = False):
+                 allow_missing: bool = False, work_per_call: int | None = None):
         self.window_size = window_size
         self.max_shrubs = max_shrubs
         self.max_depth = max_depth
@@ -385,6 +415,7 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
         self.binning = binning
         self.input_dtype = input_dtype
         self.allow_missing = allow_missing
+        self.work_per_call = work_per_call
         self._check_params()
 
     # -- parameters and layout ---------------------------------------------------------------------------------
@@ -396,6 +427,8 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
         check_integer(self, "burnin", 1, 255)
         check_integer(self, "update_every", 1, 65535)
         check_integer(self, "min_samples_leaf", 1, MAX_WINDOW)
+        if self.work_per_call is not None:
+            check_integer(self, "work_per_call", 0, 2**32 - 1)
         if self.criterion not in CRITERIA:
             raise ValueError(f"criterion={self.criterion!r} must be one of {sorted(CRITERIA)}")
         if self.step_size != "adaptive" and not (isinstance(self.step_size, (int, float)) and
@@ -415,14 +448,54 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
         """The fixed step in Q16, or 0 for the adaptive step."""
         return 0 if self.step_size == "adaptive" else int(round(self.step_size * 65536))
 
+    def units(self, n_features: int, n_classes: int | None = None) -> dict:
+        """:func:`piece_units` of this configuration (classes: the set ones, else ``n_classes``, else 2)."""
+        c = len(self.classes_) if n_classes is None and hasattr(self, "classes_") else (n_classes or 2)
+        return piece_units(self.window_size, self.max_shrubs, self.max_depth, self.burnin, n_features, c)
+
+    def min_work_per_call(self, n_features: int, n_classes: int | None = None) -> int:
+        """The smallest ``work_per_call`` that keeps up (``U >= w`` and ``k (U - w + 1) >= k r + J``: see
+        "Bounded work per call")."""
+        units = self.units(n_features, n_classes)
+        job = units["train"] + units["terms"] + units["weights"]
+        return -(-job // self.update_every) + units["row"] + max(units.values()) - 1
+
+    def units_per_call(self, n_features: int, n_classes: int | None = None) -> int:
+        """The units of work per ``learn`` call: ``work_per_call``, or for ``None`` the smallest that keeps up
+        when that is below an unspread call's worst (a row and a whole job), else 0; a ``work_per_call`` that
+        does not keep up is refused."""
+        least = self.min_work_per_call(n_features, n_classes)
+        if self.work_per_call is None:
+            return least if least < sum(self.units(n_features, n_classes).values()) else 0
+        if 0 < self.work_per_call < least:
+            raise ValueError(f"work_per_call={self.work_per_call} must be 0 or at least {least}: smaller, the rows "
+                             f"pending while a new shrub trains may pile up (update_every={self.update_every})")
+        return self.work_per_call
+
+    def queue_size(self, n_features: int, n_classes: int | None = None) -> int:
+        """Rows of the queue: those pending after a call, at most ``(J + r - (U - w + 1)) / r``, and the next
+        call's row (1 with ``U = 0``: every call learns its row)."""
+        work = self.units_per_call(n_features, n_classes)
+        if work == 0:
+            return 1
+        units = self.units(n_features, n_classes)
+        job = units["train"] + units["terms"] + units["weights"]
+        return max(job + units["row"] - (work - max(units.values()) + 1), 0) // units["row"] + 1
+
     def device_config(self, n_features: int | None = None, n_classes: int | None = None) -> dict:
         """The values of the C ``es_shrubs_config`` (features and classes default to the fitted ones)."""
+        d = self.n_features_ if n_features is None else n_features
+        c = len(self.classes_) if n_classes is None else n_classes
+        queue = self.queue_size(d, c)
+        if queue > 65535:
+            raise ValueError(f"the queue of pending rows needs {queue} rows, at most 65535")
         return {
-            "n_features": self.n_features_ if n_features is None else n_features,
-            "n_classes": len(self.classes_) if n_classes is None else n_classes,
+            "n_features": d, "n_classes": c,
             "max_depth": self.max_depth, "criterion": CRITERIA[self.criterion], "window_size": self.window_size,
             "max_shrubs": self.max_shrubs, "min_samples_leaf": self.min_samples_leaf, "burnin": self.burnin,
             "update_every": self.update_every, "step_q16": self.step_q16,
+            "work_per_call": self.units_per_call(d, c), "queue_size": queue,
+            **{f"unit_{k}": v for k, v in self.units(d, c).items()},
         }
 
     def summary(self) -> str:
@@ -452,28 +525,46 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
                   "leaf_values": (-1, c), "leaf_index": (self.window_size, slots), "gram": (slots, slots)}
         for name, array in arrays.items():
             setattr(self, name, array.reshape(shapes.get(name, -1)))
-        self._counters = np.zeros(4, dtype=np.uint16)  # head, count, n_shrubs, since_update
+        self.queue_bins = self.queue_bins.reshape(-1, d)
+        self._counters = np.zeros(len(STATE.counters), dtype=np.uint16)  # in the order of STATE.counters
+        self.units_per_call_ = self.units_per_call(d)
+        self._units = self.units(d)
 
     head = property(lambda self: int(self._counters[0]))
     count = property(lambda self: int(self._counters[1]))
     n_shrubs = property(lambda self: int(self._counters[2]))
     since_update = property(lambda self: int(self._counters[3]))
+    pending = property(lambda self: int(self._counters[4]))
+    queue_head = property(lambda self: int(self._counters[5]))
+    phase = property(lambda self: int(self._counters[6]))
 
     def saved_arrays(self) -> dict:
         """The whole learning state, as a model file stores it."""
         self._check_ready()
-        counters = np.array([self.head, self.count, self.n_shrubs, self.since_update], dtype=np.uint16)
-        return {name: getattr(self, name) for name in STATE_ARRAYS} | {"counters": counters}
+        return {name: getattr(self, name) for name in STATE_ARRAYS} | {"counters": self._counters.copy()}
 
     def restore_arrays(self, arrays: dict) -> None:
-        """Take a saved state (after ``bins_`` and ``classes_`` are set); refuses tables of the wrong layout."""
+        """Take a saved state (after ``bins_`` and ``classes_`` are set); refuses tables of the wrong layout
+        (an older one too: without the queue, its counters and regions)."""
         self.reset()
+        missing = [name for name in STATE_ARRAYS if name not in arrays]
+        if missing or len(arrays["counters"]) != len(STATE.counters):
+            raise ValueError(f"the saved state has {len(arrays['counters'])} counters and lacks {missing}: this "
+                             f"learner keeps {len(STATE.counters)} counters and every region of {STATE_ARRAYS} "
+                             "(a state of an older layout)")
         restore_regions(self, STATE_ARRAYS, arrays)
-        head, count, n_shrubs, since_update = (int(v) for v in arrays["counters"])
+        head, count, n_shrubs, since_update, pending, queue_head, phase = (int(v) for v in arrays["counters"])
         if not (head < self.window_size and count <= self.window_size and n_shrubs <= self.max_shrubs
                 and since_update < self.update_every and (count == self.window_size or head == count)):
             raise ValueError(f"inconsistent counters head={head} count={count} shrubs={n_shrubs} "
                              f"since_update={since_update}")
+        queue = len(self.queue_labels)
+        if not (pending < queue and queue_head < queue and phase <= WEIGHTS
+                and (phase == IDLE or (count > 0 and since_update == 0))):
+            raise ValueError(f"inconsistent counters pending={pending} queue_head={queue_head} phase={phase} "
+                             f"(queue of {queue} rows, count={count}, since_update={since_update})")
+        if (self.queue_labels >= len(self.classes_)).any():
+            raise ValueError("queue labels out of range")
         roots = self.roots[:n_shrubs].astype(np.int64)
         if (roots % self.nodes_per_shrub).any() or len(set(roots.tolist())) != n_shrubs:
             raise ValueError("shrub roots must be distinct slot starts")
@@ -484,7 +575,7 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
                                   self.n_features_).validate()
             if len(self.classes_) == 2 and (self.leaf_values[leaves].astype(np.int64).sum(axis=1) != Q15_ONE).any():
                 raise ValueError(f"the two class probabilities of a leaf must sum to {Q15_ONE}, as learned leaves do")
-        self._counters[:] = (head, count, n_shrubs, since_update)
+        self._counters[:] = arrays["counters"]
         self.rebuild_caches()
 
     # -- the state's parts -----------------------------------------------------------------------------------
@@ -537,17 +628,22 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
             self.nodes[node_base + i] = (feature, threshold, base + child)
         self.leaf_values[leaf_base: leaf_base + len(leaves)] = leaves
 
-    def _new_shrub_terms(self, slot: int, active: np.ndarray) -> None:
-        """The new shrub's leaf for every window row, its Gram row and column and its label sum."""
+    def _new_shrub_leaves(self, slot: int) -> None:
+        """The new shrub's leaf for every window row, its Gram diagonal entry and its label sum."""
         n = self.count
         leaves = self._leaves(self.window_bins[:n], np.array([slot]))[:, 0]
         self.leaf_index[:n, slot] = leaves - (slot << self.max_depth)
         h = self.leaf_values[leaves]
-        column = window_pair_sums(h, self._cached_leaf_values(slice(0, n), active))
-        self.gram[slot, active] = column
-        self.gram[active, slot] = column
         self.gram[slot, slot] = window_pair_sums(h, h[:, None, :])[0]
         self.label_sum[slot] = int(h[np.arange(n), self.window_labels[:n]].astype(np.int64).sum()) & UINT32
+
+    def _new_shrub_column(self, slot: int, active: np.ndarray) -> None:
+        """The new shrub's Gram row and column against the active shrubs."""
+        window = slice(0, self.count)
+        column = window_pair_sums(self._cached_leaf_values(window, np.array([slot]))[:, 0],
+                                  self._cached_leaf_values(window, active))
+        self.gram[slot, active] = column
+        self.gram[active, slot] = column
 
     def _update_weights(self, candidates: np.ndarray) -> None:
         """Gradient steps on the candidates (the active shrubs, then the new one), then the prox: the new
@@ -574,18 +670,65 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
         for i, slot in enumerate(active):
             self.gram[slot, active] = window_pair_sums(h[:, i], h)
         self.label_sum[active] = h[np.arange(n), :, self.window_labels[:n]].astype(np.int64).sum(axis=0) & UINT32
+        for phase in range(TRAIN, self.phase):  # a job under way: what its pieces done so far computed
+            self._run_piece(PIECES[phase])
 
     # -- learning --------------------------------------------------------------------------------------------
 
     def learn_bins(self, bins: np.ndarray, label: int) -> None:
-        """One learning step on an already binned sample with an encoded label."""
+        """One learning step on an already binned sample with an encoded label: the row joins the queue, then up
+        to ``work_per_call`` units of pending work run (all of it with 0); the units run are kept in
+        ``last_units_`` (host only, for tests and reports)."""
         self._check_ready()
         if not 0 <= label < len(self.classes_):
             raise ValueError(f"label index {label} is outside 0..{len(self.classes_) - 1}")
         bins = np.asarray(bins, dtype=np.uint8)
         if bins.shape != (self.n_features_,):
             raise ValueError(f"a binned row has shape {bins.shape}, expected ({self.n_features_},)")
-        head, active = self.head, self._active_slots()
+        self._enqueue(bins, label)
+        budget, done = self.units_per_call_, 0
+        while True:
+            piece = PIECES[self.phase] or ("row" if self.pending else None)
+            if piece is None or (budget and done + self._units[piece] > budget):
+                break
+            self._run_piece(piece)
+            if piece != "row":
+                self._counters[6] = (self.phase + 1) % (WEIGHTS + 1)
+            done += self._units[piece]
+        self.last_units_ = done
+
+    def _enqueue(self, bins: np.ndarray, label: int) -> None:
+        """The row waits at the queue's end (a queue kept full, which only a crafted state can hold, drops it)."""
+        size = len(self.queue_labels)
+        if self.pending == size:
+            return
+        at = (self.queue_head + self.pending) % size
+        self.queue_bins[at] = bins
+        self.queue_labels[at] = label
+        self._counters[4] += 1
+
+    def _run_piece(self, piece: str) -> None:
+        """One piece of work: the oldest pending row's insertion, or the new-shrub job's next piece."""
+        active = self._active_slots()
+        if piece == "row":
+            self._learn_oldest(active)
+            return
+        slot = self._free_slot(active)  # the job's slot: the active shrubs do not change while it runs
+        if piece == "train":
+            self._train_shrub(slot)
+            self._new_shrub_leaves(slot)
+        elif piece == "terms":
+            self._new_shrub_column(slot, active)
+        else:
+            self._update_weights(np.append(active, slot))
+
+    def _learn_oldest(self, active: np.ndarray) -> None:
+        """The oldest pending row enters the window (the caches follow); every ``update_every`` rows a new-shrub
+        job starts."""
+        at, size = self.queue_head, len(self.queue_labels)
+        bins, label = self.queue_bins[at].copy(), int(self.queue_labels[at])
+        self._counters[4:6] = (self.pending - 1, (at + 1) % size)
+        head = self.head
         full = self.count == self.window_size
         replaced = (self._cached_leaf_values(head, active), int(self.window_labels[head])) if full else None
         self.window_bins[head] = bins
@@ -595,13 +738,9 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
         self.leaf_index[head, active] = self._leaves(bins[None], active)[0] - (active << self.max_depth)
         self._move_pair_terms(head, active, replaced)
         self._counters[3] += 1
-        if self.since_update < self.update_every:
-            return
-        self._counters[3] = 0
-        slot = self._free_slot(active)
-        self._train_shrub(slot)
-        self._new_shrub_terms(slot, active)
-        self._update_weights(np.append(active, slot))
+        if self.since_update == self.update_every:
+            self._counters[3] = 0
+            self._counters[6] = TRAIN
 
     # -- prediction ------------------------------------------------------------------------------------------
 
@@ -676,6 +815,10 @@ SEARCH_VARIANTS = (
 SHRUB_SEARCH = tuple({"window_size": b, "max_shrubs": m, "max_depth": d, **variant}
                      for b, m, d in SEARCH_SIZES for variant in SEARCH_VARIANTS)
 
+# The test variant (checkpoint tests, fuzz target): a new shrub every 3 rows, spread at the automatic work_per_call,
+# so that saved states meet rows pending and jobs under way.
+SPREAD_VARIANT = {"update_every": 3}
+
 SPEC = LearnerSpec(
     name="shrubs", cls=ShrubEnsemble, summary="Shrub Ensembles: small trees on a sliding window, learning on the device",
     options=TREE_OPTIONS + (
@@ -683,7 +826,8 @@ SPEC = LearnerSpec(
              Option("--shrubs", "max_shrubs", int, "shrubs kept in the ensemble", "M"),
              Option("--step-size", "step_size", step_size, "gradient step (default adaptive)", "X|adaptive"),
              Option("--burnin", "burnin", int, "gradient steps after each new shrub", "N"),
-             Option("--update-every", "update_every", int, "a new shrub every N samples", "N")),
+             Option("--update-every", "update_every", int, "a new shrub every N samples", "N"),
+             WORK_PER_CALL),
     learning=True, online=True, runtime=("es_common", "es_binning", "es_tree", "es_cart", "es_shrubs"),
     template="shrubs.c.j2", context=shrubs_context, tables=shrubs_tables, ladder=SHRUB_LADDER, state=STATE,
-    search=SHRUB_SEARCH, cost_terms=cost_terms)
+    search=SHRUB_SEARCH, variants=(SPREAD_VARIANT,), cost_terms=cost_terms)
