@@ -488,103 +488,122 @@ static uint32_t es_make_leaf(const uint16_t *counts, uint32_t n_classes, uint16_
     return total * es_term(leaf, leaf, n_classes);
 }
 
-/* CART on the window, level by level over the sorted lists, into pool slot `slot`: its nodes, leaves, its leaf
- * for every window row (leaf_index), its label sum and Gram diagonal. */
-static void es_train_shrub(const es_shrubs *model, uint32_t slot)
+/* One level of CART on the window (over the sorted lists) into pool slot `slot`: the level's nodes and leaves,
+ * its leaf rows' leaf in leaf_index, their terms in the slot's label sum and Gram diagonal; then the next level's
+ * rows (node_of) and class totals (split_counts). The counters carry the level from one call to the next; the
+ * shrub done, the job goes on to its Gram column. */
+static void es_train_level(const es_shrubs *model, uint32_t slot)
 {
     const es_shrubs_config *config = model->config;
+    es_shrubs_counters *counters = model->counters;
     const uint32_t n_classes = config->n_classes;
     const uint32_t slots = config->max_shrubs + 1u;
-    const uint32_t n = model->counters->count;
-    const uint32_t max_depth = config->max_depth;
+    const uint32_t n = counters->count;
+    const uint32_t level = counters->job_level;
     const uint32_t node_base = slot * es_nodes_per_shrub(config);
     const uint32_t leaf_base = slot << config->max_depth;
     const uint32_t stride = ES_STATS + n_classes;
     uint16_t *split_counts = model->split_counts;
     uint32_t *split_stats = model->split_stats;
-    es_node *nodes = &model->nodes[node_base];
     uint16_t *leaves = &model->leaf_values[leaf_base * n_classes];
-    uint32_t level = 0;
-    uint32_t level_first = 0;
-    uint32_t level_size = 1;
-    uint32_t n_nodes = 1;
-    uint32_t n_leaves = 0;
-    uint32_t label_sum = 0;
-    uint32_t own = 0;
+    uint32_t level_size;
+    uint32_t first_leaf;
+    uint32_t n_leaves;
+    uint32_t next_size = 0;
     uint32_t s;
     uint32_t v;
     es_scan scan;
-    scan.sorted_rows = model->sorted_rows;
-    scan.bins = model->window_bins;
-    scan.labels = model->window_labels;
-    scan.node_of = model->node_of;
-    scan.stats = split_stats;
-    scan.counts = split_counts;
-    scan.window = config->window_size;
-    scan.count = n;
-    scan.d = config->n_features;
-    scan.n_classes = n_classes;
-    scan.stride = stride;
-    scan.min_leaf = config->min_samples_leaf;
-    scan.score = config->criterion != ES_GINI ? es_score_entropy : n_classes == 2u ? es_score_gini2 : es_score_gini;
-    for (s = 0; s < n_classes; s++) {
-        split_counts[s] = 0;
+    if (level == 0u) { /* the root: node_of holds node << 8 | label, or ES_NONE */
+        for (s = 0; s < n_classes; s++) {
+            split_counts[s] = 0;
+        }
+        for (s = 0; s < n; s++) {
+            const uint32_t y = model->window_labels[s];
+            model->node_of[s] = (uint16_t)y;
+            split_counts[y]++;
+        }
+        counters->level_first = 0;
+        counters->level_size = 1;
+        counters->n_nodes = 1;
+        counters->n_leaves = 0;
+        model->label_sum[slot] = 0;
+        model->gram[slot * slots + slot] = 0;
     }
-    for (s = 0; s < n; s++) { /* node_of holds node << 8 | label, or ES_NONE */
-        const uint32_t y = model->window_labels[s];
-        model->node_of[s] = (uint16_t)y;
-        split_counts[y]++;
-    }
-    for (;;) {
-        const uint32_t first_leaf = n_leaves;
-        uint32_t next_size = 0;
-        if (level < max_depth) {
-            uint32_t f;
-            es_level_setup(model, level_size);
-            for (f = 0; f < config->n_features; f++) {
-                if (level > 0u) {
-                    es_scan_feature(&scan, f, level_size);
-                } else if (split_stats[ES_ST_CHOICE] != ES_LEAF_MARK) {
-                    es_scan_root(&scan, f);
-                }
+    level_size = counters->level_size;
+    first_leaf = counters->n_leaves;
+    n_leaves = first_leaf;
+    if (level < config->max_depth) {
+        uint32_t f;
+        scan.sorted_rows = model->sorted_rows;
+        scan.bins = model->window_bins;
+        scan.labels = model->window_labels;
+        scan.node_of = model->node_of;
+        scan.stats = split_stats;
+        scan.counts = split_counts;
+        scan.window = config->window_size;
+        scan.count = n;
+        scan.d = config->n_features;
+        scan.n_classes = n_classes;
+        scan.stride = stride;
+        scan.min_leaf = config->min_samples_leaf;
+        scan.score = config->criterion != ES_GINI ? es_score_entropy : n_classes == 2u ? es_score_gini2 : es_score_gini;
+        es_level_setup(model, level_size);
+        for (f = 0; f < config->n_features; f++) {
+            if (level > 0u) {
+                es_scan_feature(&scan, f, level_size);
+            } else if (split_stats[ES_ST_CHOICE] != ES_LEAF_MARK) {
+                es_scan_root(&scan, f);
             }
         }
-        for (v = 0; v < level_size; v++) { /* this level's nodes in order; children next to each other */
-            const uint32_t choice = level < max_depth ? split_stats[v * stride + ES_ST_CHOICE] : ES_LEAF_MARK;
-            es_node *node = &nodes[level_first + v];
-            if (choice < ES_NONE) {
-                node->feature = (uint8_t)(choice >> 8);
-                node->threshold = (uint8_t)(choice & 0xFFu);
-                node->child = (uint16_t)(node_base + n_nodes);
-                split_stats[v * stride + ES_ST_LAST] = next_size;
-                next_size += 2u;
-                n_nodes += 2u;
-            } else {
-                if (level < max_depth) {
-                    split_stats[v * stride + ES_ST_LAST] = n_leaves;
-                }
-                node->feature = (uint8_t)ES_LEAF;
-                node->threshold = 0;
-                node->child = (uint16_t)(leaf_base + n_leaves);
-                own += es_make_leaf(&split_counts[v * n_classes], n_classes, &leaves[n_leaves * n_classes],
-                                    &label_sum);
-                n_leaves++;
-            }
-        }
-        if (level < max_depth) {
-            es_level_reassign(model, next_size, slot);
+    }
+    for (v = 0; v < level_size; v++) { /* this level's nodes in order; children next to each other */
+        const uint32_t choice = level < config->max_depth ? split_stats[v * stride + ES_ST_CHOICE] : ES_LEAF_MARK;
+        es_node *node = &model->nodes[node_base + counters->level_first + v];
+        if (choice < ES_NONE) {
+            node->feature = (uint8_t)(choice >> 8);
+            node->threshold = (uint8_t)(choice & 0xFFu);
+            node->child = (uint16_t)(node_base + counters->n_nodes + next_size);
+            split_stats[v * stride + ES_ST_LAST] = next_size;
+            next_size += 2u;
         } else {
-            es_last_level_leaves(model, first_leaf, slot);
+            if (level < config->max_depth) {
+                split_stats[v * stride + ES_ST_LAST] = n_leaves;
+            }
+            node->feature = (uint8_t)ES_LEAF;
+            node->threshold = 0;
+            node->child = (uint16_t)(leaf_base + n_leaves);
+            model->gram[slot * slots + slot] += es_make_leaf(&split_counts[v * n_classes], n_classes,
+                                                             &leaves[n_leaves * n_classes], &model->label_sum[slot]);
+            n_leaves++;
         }
-        if (next_size == 0u) {
-            break;
-        }
-        level_first += level_size;
-        level_size = next_size;
-        level++;
     }
-    model->label_sum[slot] = label_sum;
-    model->gram[slot * slots + slot] = own;
+    if (level < config->max_depth) {
+        es_level_reassign(model, next_size, slot);
+    } else {
+        es_last_level_leaves(model, first_leaf, slot);
+    }
+    counters->level_first = (uint16_t)(counters->level_first + level_size);
+    counters->level_size = (uint16_t)next_size;
+    counters->n_nodes = (uint16_t)(counters->n_nodes + next_size);
+    counters->n_leaves = (uint16_t)n_leaves;
+    counters->job_level = (uint16_t)(level + 1u);
+    if (next_size == 0u) { /* the shrub is done */
+        counters->phase = ES_JOB_TERMS;
+        counters->job_level = 0;
+        counters->level_first = 0;
+        counters->level_size = 0;
+        counters->n_nodes = 0;
+        counters->n_leaves = 0;
+    }
+}
+
+/* A piece of training: a level, and the last level too when it comes next (its nodes are all leaves). */
+static void es_train_piece(const es_shrubs *model, uint32_t slot)
+{
+    es_train_level(model, slot);
+    if (model->counters->phase == ES_JOB_TRAIN && model->counters->job_level == model->config->max_depth) {
+        es_train_level(model, slot);
+    }
 }
 
 /* Lowest pool slot that no active shrub uses; one always exists because the pool has M + 1 slots. */
@@ -920,19 +939,22 @@ static void es_learn_oldest(const es_shrubs *model)
     }
 }
 
-/* One piece of the new-shrub job (its slot: the lowest free one, as the active shrubs do not change meanwhile). */
-static void es_job_piece(const es_shrubs *model, uint32_t phase)
+/* The new-shrub job's next piece (its slot: the lowest free one, as the active shrubs do not change meanwhile). */
+static void es_job_piece(const es_shrubs *model)
 {
-    const uint32_t n_active = model->counters->n_shrubs;
+    es_shrubs_counters *counters = model->counters;
+    const uint32_t n_active = counters->n_shrubs;
     const uint32_t slot = es_free_slot(model);
-    if (phase == ES_JOB_TRAIN) {
-        es_train_shrub(model, slot);
-    } else if (phase == ES_JOB_TERMS) {
+    if (counters->phase == ES_JOB_TRAIN) {
+        es_train_piece(model, slot);
+    } else if (counters->phase == ES_JOB_TERMS) {
         es_new_shrub_terms(model, slot);
+        counters->phase = ES_JOB_WEIGHTS;
     } else {
         model->cand_slot[n_active] = (uint8_t)slot;
         es_prox(model, n_active + 1u, es_gradient_steps(model, n_active + 1u));
         es_active_slots(model);
+        counters->phase = ES_JOB_IDLE;
     }
 }
 
@@ -986,8 +1008,7 @@ es_status es_shrubs_learn(const es_shrubs *model, const uint8_t *bins, uint8_t l
         if (counters->phase == ES_JOB_IDLE) {
             es_learn_oldest(model);
         } else {
-            es_job_piece(model, counters->phase);
-            counters->phase = (uint16_t)(counters->phase == ES_JOB_WEIGHTS ? ES_JOB_IDLE : counters->phase + 1u);
+            es_job_piece(model);
         }
     }
     return ES_OK;
@@ -1094,7 +1115,8 @@ es_status es_shrubs_validate(const es_shrubs *candidate)
         || (counters->count != window && counters->head != counters->count)
         || counters->pending >= config->queue_size || counters->queue_head >= config->queue_size
         || counters->phase > ES_JOB_WEIGHTS
-        || (counters->phase != ES_JOB_IDLE && (counters->count == 0u || counters->since_update != 0u))) {
+        || (counters->phase != ES_JOB_IDLE && (counters->count == 0u || counters->since_update != 0u))
+        || counters->job_level >= (counters->phase != ES_JOB_TRAIN ? 1u : config->max_depth > 0u ? config->max_depth : 1u)) {
         return ES_ERR_IMAGE;
     }
     for (i = 0; i < window; i++) {
@@ -1130,18 +1152,44 @@ es_status es_shrubs_validate(const es_shrubs *candidate)
     return ES_OK;
 }
 
+/* A job under way: its pieces run again from its start up to where it was (the window and the ensemble are those
+ * it started from), so that the caches are what they computed (ShrubEnsemble._replay_job). */
+static void es_replay_job(const es_shrubs *model)
+{
+    es_shrubs_counters *counters = model->counters;
+    const uint32_t phase = counters->phase;
+    const uint32_t levels = counters->job_level;
+    if (phase == ES_JOB_IDLE) {
+        return;
+    }
+    counters->phase = ES_JOB_TRAIN;
+    counters->job_level = 0;
+    while (counters->phase == ES_JOB_TRAIN && (phase > ES_JOB_TRAIN || counters->job_level < levels)) {
+        es_job_piece(model);
+    }
+    if (phase == ES_JOB_WEIGHTS && counters->phase == ES_JOB_TERMS) {
+        es_job_piece(model);
+    }
+}
+
 void es_shrubs_rebuild(const es_shrubs *model)
 {
     const es_shrubs_config *config = model->config;
     es_shrubs_counters *counters = model->counters;
     const uint32_t slots = config->max_shrubs + 1u;
     const uint32_t window = config->window_size, n = counters->count;
-    uint32_t i, j, row;
+    uint32_t i, row;
     for (i = 0; i < (uint32_t)config->n_features * window; i++) {
         model->sorted_rows[i] = 0;
     }
     for (i = 0; i < window * slots; i++) {
         model->leaf_index[i] = 0;
+    }
+    for (i = 0; i < window; i++) {
+        model->node_of[i] = 0;
+    }
+    for (i = 0; i < ((uint32_t)config->n_classes << config->max_depth); i++) {
+        model->split_counts[i] = 0;
     }
     for (i = 0; i < slots * slots; i++) {
         model->gram[i] = 0;
@@ -1158,7 +1206,5 @@ void es_shrubs_rebuild(const es_shrubs *model)
         es_pair_update(model, row, &model->work_weights[slots], 0, model->work_weights, 0u);
     }
     counters->count = (uint16_t)n;
-    for (j = ES_JOB_TRAIN; j < counters->phase; j++) { /* a job under way: what its pieces done so far computed */
-        es_job_piece(model, j);
-    }
+    es_replay_job(model);
 }

@@ -32,6 +32,11 @@ typedef struct {
     uint16_t pending;               /* rows in the queue, not yet learned */
     uint16_t queue_head;            /* the oldest pending row's place in the queue */
     uint16_t phase;                 /* the new-shrub job's next piece: 0 none, 1 train, 2 terms, 3 weights */
+    uint16_t job_level;             /* levels of the new shrub grown */
+    uint16_t level_first;           /* the new shrub's first node of the level being grown */
+    uint16_t level_size;            /* nodes of the level being grown */
+    uint16_t n_nodes;               /* nodes of the new shrub so far */
+    uint16_t n_leaves;              /* leaves of the new shrub so far */
 } es_shrubs_counters;
 
 typedef struct {
@@ -48,8 +53,8 @@ typedef struct {
     uint8_t *leaf_index;            /* cache: B x (M + 1): leaf of each window row in each slot's shrub */
     uint32_t *gram;                 /* cache: (M + 1) x (M + 1), Q15 sums */
     uint32_t *label_sum;            /* cache: M + 1, Q15 sums */
-    uint16_t *node_of;              /* scratch: B */
-    uint16_t *split_counts;         /* scratch: 2^depth x classes: class totals of a level's nodes */
+    uint16_t *node_of;              /* cache: B: rows' nodes while CART runs, then (2 classes) the new shrub's class-0 values */
+    uint16_t *split_counts;         /* cache: 2^depth x classes: class totals of a level's nodes */
     uint32_t *split_stats;          /* scratch: 2^(depth-1) x (10 + classes): scan state of a level's nodes */
     int32_t *work_weights;          /* scratch: 2 x (M + 1) */
     uint8_t *rank;                  /* scratch: M + 1 */

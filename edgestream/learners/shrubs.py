@@ -69,6 +69,36 @@ product sum once (in ``gram``) and divides by ``n * C`` through ``scale``; produ
 * Scratch (``node_of``, ``split_counts``, ``split_stats``, ``work_weights``, ``rank``, ``cand_slot``) is the
   device's working memory within a step; it carries nothing from one step to the next and the specification
   does not use it.
+
+Bounded work per call (``work_per_call = U``)
+    A learn call appends its row to a queue of pending rows (``queue_bins``, ``queue_labels``, counters
+    ``pending`` and ``queue_head``), then runs *pieces* of work while the next one fits in what is left of ``U``
+    units (all of them with ``U = 0``): while a new-shrub job is under way (counter ``phase``) its next piece,
+    else the oldest pending row's insertion into the window (everything the step above does before a new shrub:
+    window, sorted lists, leaves, Gram and label sums, ``since_update``), which starts a job every
+    ``update_every`` rows. A job has three pieces: ``train`` (CART into the lowest free slot, its leaf for every
+    window row, its Gram diagonal entry and label sum), ``terms`` (its Gram row and column) and ``weights`` (the
+    gradient steps and the prox). No row enters the window while a job runs, so every piece sees the window and
+    the ensemble the job started from, and the pieces and insertions run in the order of the unspread step: once
+    the queue is empty and no job is under way, the state is the one ``U = 0`` reaches after the same rows,
+    field for field (the queue itself aside); only later. Predictions use the ensemble as it is, which lags the
+    rows learned while rows are pending.
+
+    A unit is about one pass of an inner loop over one window row (:func:`piece_units`, from the configuration's
+    sizes, not the data, for a full window and ensemble; ``d`` features, ``B`` rows, ``M`` shrubs, ``g`` = 1
+    leaf value a Gram term reads with 2 classes, else ``C``): a row's insertion ``r = d B + M depth + M^2 g``,
+    ``train`` ``(d depth + 1) B``, ``terms`` ``B M g``, ``weights`` ``burnin (M + 1)^2``; ``J`` is a job's sum
+    and ``w`` the largest piece. A piece is indivisible and a call runs it only when it fits, so a call runs at
+    most ``U`` units (``last_units_``, host only), and one with work left runs more than ``U - w``. ``U`` keeps
+    up when ``U >= w`` and ``k (U - w + 1) >= k r + J`` for ``k = update_every`` (a row's insertion every call
+    and a job every ``k`` calls fit in ``k`` calls' budgets): then the work left after a call stays below
+    ``J + r - (U - w + 1)`` units, and the queue holds ``(J + r - (U - w + 1)) // r + 1`` rows, so it never
+    overflows (a crafted state with a full queue drops the row). A smaller ``U`` is refused, naming the smallest
+    that keeps up (:meth:`ShrubEnsemble.min_work_per_call`). **The default is automatic** (``None``): the
+    smallest ``U`` that keeps up when it is below an unspread call's worst (``r + J``), else 0. So
+    ``update_every = 1`` (every call trains a shrub: no call is cheaper to lend work to) stays unspread, and
+    with ``update_every = k > 1`` a call runs at most about ``r + J / k + w`` units against the mean
+    ``r + J / k``.
 """
 
 from __future__ import annotations
@@ -95,6 +125,7 @@ UINT32 = 0xFFFFFFFF  # mask of the C's uint32 sums
 
 IDLE, TRAIN, TERMS, WEIGHTS = range(4)  # the new-shrub job's next piece (counter ``phase``)
 PIECES = (None, "train", "terms", "weights")  # the piece each phase runs next
+NO_NODE = 0xFFFF  # node_of of a row in a leaf of the shrub being grown
 
 
 def piece_units(window_size: int, max_shrubs: int, max_depth: int, burnin: int, n_features: int,
@@ -106,8 +137,14 @@ def piece_units(window_size: int, max_shrubs: int, max_depth: int, burnin: int, 
     and the prox, ``burnin (M + 1)^2``. The sizes are the configuration's (full window, full ensemble), so the
     units bound the work and do not depend on the data."""
     b, m, g = window_size, max_shrubs, 1 if n_classes == 2 else n_classes
-    return {"row": n_features * b + m * max_depth + m * m * g, "train": (n_features * max_depth + 1) * b,
+    return {"row": n_features * b + m * max_depth + m * m * g, "train": 3 * (n_features + 1) * b,
             "terms": b * m * g, "weights": burnin * (m + 1) ** 2}
+
+
+def job_units(units: dict, max_depth: int) -> int:
+    """Units of a whole new-shrub job: its ``train`` pieces (one per level, the last two levels in one), its
+    ``terms`` and ``weights``."""
+    return max(max_depth, 1) * units["train"] + units["terms"] + units["weights"]
 
 
 def _nodes_per_shrub(config: dict) -> int:
@@ -141,6 +178,11 @@ STATE = StateSpec(
         Field("pending", "uint16_t", "rows in the queue, not yet learned"),
         Field("queue_head", "uint16_t", "the oldest pending row's place in the queue"),
         Field("phase", "uint16_t", "the new-shrub job's next piece: 0 none, 1 train, 2 terms, 3 weights"),
+        Field("job_level", "uint16_t", "levels of the new shrub grown"),
+        Field("level_first", "uint16_t", "the new shrub's first node of the level being grown"),
+        Field("level_size", "uint16_t", "nodes of the level being grown"),
+        Field("n_nodes", "uint16_t", "nodes of the new shrub so far"),
+        Field("n_leaves", "uint16_t", "leaves of the new shrub so far"),
     ),
     regions=(
         RegionSpec("window_bins", "window", "uint8_t", lambda c: c["window_size"] * c["n_features"], "B x features"),
@@ -160,8 +202,9 @@ STATE = StateSpec(
                    "B x (M + 1): leaf of each window row in each slot's shrub"),
         RegionSpec("gram", "cache", "uint32_t", lambda c: _slots(c) ** 2, "(M + 1) x (M + 1), Q15 sums"),
         RegionSpec("label_sum", "cache", "uint32_t", _slots, "M + 1, Q15 sums"),
-        RegionSpec("node_of", "scratch", "uint16_t", lambda c: c["window_size"], "B"),
-        RegionSpec("split_counts", "scratch", "uint16_t", lambda c: 2 ** c["max_depth"] * c["n_classes"],
+        RegionSpec("node_of", "cache", "uint16_t", lambda c: c["window_size"],
+                   "B: rows' nodes while CART runs, then (2 classes) the new shrub's class-0 values"),
+        RegionSpec("split_counts", "cache", "uint16_t", lambda c: 2 ** c["max_depth"] * c["n_classes"],
                    "2^depth x classes: class totals of a level's nodes"),
         RegionSpec("split_stats", "scratch", "uint32_t",
                    lambda c: 2 ** max(c["max_depth"] - 1, 0) * (10 + c["n_classes"]),
@@ -172,7 +215,8 @@ STATE = StateSpec(
     ),
 )
 
-CACHE_ARRAYS = ("sorted_rows", "leaf_index", "gram", "label_sum")
+CACHE_ARRAYS = tuple(r.name for r in STATE.regions if r.group == "cache")
+COUNTER = {field.name: i for i, field in enumerate(STATE.counters)}  # a counter's place in ``_counters``
 SCRATCH_ARRAYS = tuple(r.name for r in STATE.regions if r.group == "scratch")
 
 
@@ -296,37 +340,6 @@ def leaf_values(counts: np.ndarray) -> np.ndarray:
     return (counts * Q15_ONE + total // 2) // total
 
 
-def grow_shrub(bins, labels, n_classes: int, criterion: str, max_depth: int, min_samples_leaf: int):
-    """CART on the window's rows (``bins`` [n, d], ``labels`` [n]), level by level.
-    Returns the nodes in breadth-first order as (feature, threshold, child) with a split's child and a leaf's
-    row numbered within the shrub, and the Q15 rows of the leaves in the order of their nodes."""
-    node_of = np.zeros(len(labels), dtype=np.int64)  # every row's node within the level; -1 once in a leaf
-    nodes, leaves = [], []
-    level_size = 1
-    for level in range(max_depth + 1):
-        counts = node_class_counts(node_of, labels, level_size, n_classes)
-        feature, threshold = np.full(level_size, -1), np.zeros(level_size, dtype=np.int64)
-        may_split = ((counts > 0).sum(axis=1) > 1) & (counts.sum(axis=1) >= 2 * min_samples_leaf)
-        if level < max_depth and may_split.any():
-            node_of = np.where((node_of >= 0) & may_split[node_of], node_of, -1)
-            feature, threshold = best_splits(bins, labels, node_of, counts, criterion, min_samples_leaf)
-        is_split = feature >= 0
-        first_child = np.where(is_split, 2 * np.cumsum(is_split) - 2, -1)  # within the next level
-        next_level = len(nodes) + level_size
-        values = leaf_values(counts)
-        for v in range(level_size):
-            if is_split[v]:
-                nodes.append((int(feature[v]), int(threshold[v]), next_level + int(first_child[v])))
-            else:
-                nodes.append((LEAF_FEATURE, 0, len(leaves)))
-                leaves.append(values[v])
-        if not is_split.any():
-            return nodes, leaves
-        node_of = route_rows(bins, node_of, feature, threshold, first_child)
-        level_size = 2 * int(is_split.sum())
-    raise AssertionError("unreachable: the last level has leaves only")
-
-
 def route_rows(bins, node_of, feature, threshold, first_child) -> np.ndarray:
     """Every row's node in the next level (-1 for the rows whose node became a leaf)."""
     playing = np.flatnonzero(node_of >= 0)
@@ -379,6 +392,10 @@ def prox(weights: list[int], max_shrubs: int) -> list[tuple[int, int]]:
     return [(k, w) for k, w in zip(support, projected) if w > 0]
 
 
+def _counter(name: str) -> property:
+    return property(lambda self: int(self._counters[COUNTER[name]]))
+
+
 class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
     """Online ensemble of small trees trained on a sliding window, learning in fixed memory.
 
@@ -394,6 +411,8 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
     max_bins, binning, input_dtype : feature quantization, fitted once by :meth:`fit_bins` (the device ships
         with fixed edges).
     allow_missing : treat NaN features as missing values (their own bin) instead of refusing them.
+    work_per_call : None (automatic), 0 (every call learns its row and trains whole) or the units of work per
+        ``learn`` call (see "Bounded work per call" in the module docstring).
     """
 
     state_spec = STATE
@@ -457,7 +476,7 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
         """The smallest ``work_per_call`` that keeps up (``U >= w`` and ``k (U - w + 1) >= k r + J``: see
         "Bounded work per call")."""
         units = self.units(n_features, n_classes)
-        job = units["train"] + units["terms"] + units["weights"]
+        job = job_units(units, self.max_depth)
         return -(-job // self.update_every) + units["row"] + max(units.values()) - 1
 
     def units_per_call(self, n_features: int, n_classes: int | None = None) -> int:
@@ -466,7 +485,8 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
         does not keep up is refused."""
         least = self.min_work_per_call(n_features, n_classes)
         if self.work_per_call is None:
-            return least if least < sum(self.units(n_features, n_classes).values()) else 0
+            units = self.units(n_features, n_classes)
+            return least if least < units["row"] + job_units(units, self.max_depth) else 0
         if 0 < self.work_per_call < least:
             raise ValueError(f"work_per_call={self.work_per_call} must be 0 or at least {least}: smaller, the rows "
                              f"pending while a new shrub trains may pile up (update_every={self.update_every})")
@@ -479,7 +499,7 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
         if work == 0:
             return 1
         units = self.units(n_features, n_classes)
-        job = units["train"] + units["terms"] + units["weights"]
+        job = job_units(units, self.max_depth)
         return max(job + units["row"] - (work - max(units.values()) + 1), 0) // units["row"] + 1
 
     def device_config(self, n_features: int | None = None, n_classes: int | None = None) -> dict:
@@ -530,13 +550,16 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
         self.units_per_call_ = self.units_per_call(d)
         self._units = self.units(d)
 
-    head = property(lambda self: int(self._counters[0]))
-    count = property(lambda self: int(self._counters[1]))
-    n_shrubs = property(lambda self: int(self._counters[2]))
-    since_update = property(lambda self: int(self._counters[3]))
-    pending = property(lambda self: int(self._counters[4]))
-    queue_head = property(lambda self: int(self._counters[5]))
-    phase = property(lambda self: int(self._counters[6]))
+    head, count, n_shrubs, since_update = _counter("head"), _counter("count"), _counter("n_shrubs"), \
+        _counter("since_update")
+    pending, queue_head, phase, job_level = _counter("pending"), _counter("queue_head"), _counter("phase"), \
+        _counter("job_level")
+    level_first, level_size, n_nodes, n_leaves = _counter("level_first"), _counter("level_size"), \
+        _counter("n_nodes"), _counter("n_leaves")
+
+    def _set(self, **counters) -> None:
+        for name, value in counters.items():
+            self._counters[COUNTER[name]] = value
 
     def saved_arrays(self) -> dict:
         """The whole learning state, as a model file stores it."""
@@ -553,16 +576,19 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
                              f"learner keeps {len(STATE.counters)} counters and every region of {STATE_ARRAYS} "
                              "(a state of an older layout)")
         restore_regions(self, STATE_ARRAYS, arrays)
-        head, count, n_shrubs, since_update, pending, queue_head, phase = (int(v) for v in arrays["counters"])
+        head, count, n_shrubs, since_update, pending, queue_head, phase, job_level = \
+            (int(v) for v in arrays["counters"][:8])
         if not (head < self.window_size and count <= self.window_size and n_shrubs <= self.max_shrubs
                 and since_update < self.update_every and (count == self.window_size or head == count)):
             raise ValueError(f"inconsistent counters head={head} count={count} shrubs={n_shrubs} "
                              f"since_update={since_update}")
         queue = len(self.queue_labels)
         if not (pending < queue and queue_head < queue and phase <= WEIGHTS
-                and (phase == IDLE or (count > 0 and since_update == 0))):
+                and (phase == IDLE or (count > 0 and since_update == 0))
+                and job_level < (max(self.max_depth, 1) if phase == TRAIN else 1)):
             raise ValueError(f"inconsistent counters pending={pending} queue_head={queue_head} phase={phase} "
-                             f"(queue of {queue} rows, count={count}, since_update={since_update})")
+                             f"job_level={job_level} (queue of {queue} rows, count={count}, "
+                             f"since_update={since_update})")
         if (self.queue_labels >= len(self.classes_)).any():
             raise ValueError("queue labels out of range")
         roots = self.roots[:n_shrubs].astype(np.int64)
@@ -617,33 +643,73 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
         """The lowest pool slot no active shrub uses (the pool has one more slot than shrubs)."""
         return min(set(range(self.max_shrubs + 1)) - set(active.tolist()))
 
-    def _train_shrub(self, slot: int) -> None:
-        """CART on the window into pool slot ``slot``: its first nodes and leaf rows."""
-        n = self.count
-        nodes, leaves = grow_shrub(self.window_bins[:n], self.window_labels[:n], len(self.classes_), self.criterion,
-                                   self.max_depth, self.min_samples_leaf)
-        node_base, leaf_base = slot * self.nodes_per_shrub, slot * self.leaves_per_shrub
-        for i, (feature, threshold, child) in enumerate(nodes):
-            base = leaf_base if feature == LEAF_FEATURE else node_base
-            self.nodes[node_base + i] = (feature, threshold, base + child)
-        self.leaf_values[leaf_base: leaf_base + len(leaves)] = leaves
+    def _train_piece(self, slot: int) -> None:
+        """A level of the new shrub, and the last level too when it comes next (its nodes are all leaves)."""
+        self._train_level(slot)
+        if self.phase == TRAIN and self.job_level == self.max_depth:
+            self._train_level(slot)
 
-    def _new_shrub_leaves(self, slot: int) -> None:
-        """The new shrub's leaf for every window row, its Gram diagonal entry and its label sum."""
-        n = self.count
-        leaves = self._leaves(self.window_bins[:n], np.array([slot]))[:, 0]
-        self.leaf_index[:n, slot] = leaves - (slot << self.max_depth)
-        h = self.leaf_values[leaves]
-        self.gram[slot, slot] = window_pair_sums(h, h[:, None, :])[0]
-        self.label_sum[slot] = int(h[np.arange(n), self.window_labels[:n]].astype(np.int64).sum()) & UINT32
+    def _train_level(self, slot: int) -> None:
+        """One level of the new shrub (CART on the window, breadth first) in pool slot ``slot``: the level's nodes,
+        its leaves (their values, their rows' leaf in ``leaf_index``, their rows' Gram diagonal and label terms),
+        then the next level's rows in ``node_of`` (``node << 8 | label``, :data:`NO_NODE` in a leaf; the rows of
+        the last level keep theirs) and class totals in ``split_counts``; the shrub done, the job goes on."""
+        n, c = self.count, len(self.classes_)
+        bins, labels = self.window_bins[:n], self.window_labels[:n].astype(np.int64)
+        if self.job_level == 0:
+            self.node_of[:n] = labels
+            self.split_counts[:c] = np.bincount(labels, minlength=c)
+            self._set(level_first=0, level_size=1, n_nodes=1, n_leaves=0)
+            self.label_sum[slot] = self.gram[slot, slot] = 0
+        size, first = self.level_size, self.level_first
+        tags = self.node_of[:n].astype(np.int64)
+        node_of = np.where(tags == NO_NODE, -1, tags >> 8)
+        counts = self.split_counts[: size * c].reshape(size, c).astype(np.int64)
+        feature, threshold = np.full(size, -1), np.zeros(size, dtype=np.int64)
+        may_split = ((counts > 0).sum(axis=1) > 1) & (counts.sum(axis=1) >= 2 * self.min_samples_leaf)
+        last = self.job_level == self.max_depth
+        if not last and may_split.any():
+            playing = np.where((node_of >= 0) & may_split[np.maximum(node_of, 0)], node_of, -1)
+            feature, threshold = best_splits(bins, labels, playing, counts, self.criterion, self.min_samples_leaf)
+        is_split = feature >= 0
+        first_child = np.where(is_split, 2 * np.cumsum(is_split) - 2, -1)  # within the next level
+        leaf = self.n_leaves + np.cumsum(~is_split) - 1  # of the nodes that stay leaves
+        node_base, leaf_base = slot * self.nodes_per_shrub, slot * self.leaves_per_shrub
+        for v in range(size):
+            self.nodes[node_base + first + v] = ((int(feature[v]), int(threshold[v]),
+                                                  node_base + self.n_nodes + int(first_child[v])) if is_split[v]
+                                                 else (LEAF_FEATURE, 0, leaf_base + int(leaf[v])))
+        self._grow_leaves(slot, counts[~is_split], leaf[~is_split])
+        in_leaf = (node_of >= 0) & ~is_split[np.maximum(node_of, 0)]
+        self.leaf_index[:n, slot][in_leaf] = leaf[node_of[in_leaf]]
+        splits = int(is_split.sum())
+        if not last:
+            routed = route_rows(bins, node_of, feature, threshold, first_child)
+            self.node_of[:n] = np.where(routed >= 0, routed * 256 + labels, np.where(node_of >= 0, NO_NODE, tags))
+            self.split_counts[: 2 * splits * c] = node_class_counts(routed, labels, 2 * splits, c).reshape(-1)
+        self._set(level_first=first + size, level_size=2 * splits, n_nodes=self.n_nodes + 2 * splits,
+                  n_leaves=self.n_leaves + size - splits, job_level=self.job_level + 1)
+        if splits == 0:  # the shrub is done
+            self._set(phase=TERMS, job_level=0, level_first=0, level_size=0, n_nodes=0, n_leaves=0)
+
+    def _grow_leaves(self, slot: int, counts: np.ndarray, leaves: np.ndarray) -> None:
+        """Leaves with class counts ``counts`` [L, C] at the shrub's leaf rows ``leaves``: their values, and their
+        rows' terms added to the new shrub's Gram diagonal entry and label sum."""
+        values = leaf_values(counts)
+        self.leaf_values[slot * self.leaves_per_shrub + leaves] = values
+        own = (((values.astype(np.int64) ** 2).sum(axis=1) & UINT32) >> 15) * counts.sum(axis=1)
+        self.gram[slot, slot] = (int(self.gram[slot, slot]) + int(own.sum())) & UINT32
+        self.label_sum[slot] = (int(self.label_sum[slot]) + int((counts * values).sum())) & UINT32
 
     def _new_shrub_column(self, slot: int, active: np.ndarray) -> None:
         """The new shrub's Gram row and column against the active shrubs."""
         window = slice(0, self.count)
-        column = window_pair_sums(self._cached_leaf_values(window, np.array([slot]))[:, 0],
-                                  self._cached_leaf_values(window, active))
+        h = self._cached_leaf_values(window, np.array([slot]))[:, 0]
+        column = window_pair_sums(h, self._cached_leaf_values(window, active))
         self.gram[slot, active] = column
         self.gram[active, slot] = column
+        if len(self.classes_) == 2:  # the runtime keeps the rows' class-0 values in node_of, free after CART
+            self.node_of[window] = h[:, 0]
 
     def _update_weights(self, candidates: np.ndarray) -> None:
         """Gradient steps on the candidates (the active shrubs, then the new one), then the prox: the new
@@ -656,7 +722,7 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
         for i, (k, weight) in enumerate(kept):
             self.roots[i] = candidates[k] * self.nodes_per_shrub
             self.weights[i] = weight
-        self._counters[2] = len(kept)
+        self._set(n_shrubs=len(kept))
 
     def rebuild_caches(self) -> None:
         """Recompute the caches (sorted lists, leaves, Gram and label sums) from the window and the shrubs, the
@@ -670,8 +736,19 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
         for i, slot in enumerate(active):
             self.gram[slot, active] = window_pair_sums(h[:, i], h)
         self.label_sum[active] = h[np.arange(n), :, self.window_labels[:n]].astype(np.int64).sum(axis=0) & UINT32
-        for phase in range(TRAIN, self.phase):  # a job under way: what its pieces done so far computed
-            self._run_piece(PIECES[phase])
+        self._replay_job()
+
+    def _replay_job(self) -> None:
+        """A job under way: its pieces run again from its start, up to where it was (the window and the ensemble
+        are those it started from), so that the caches are what they computed."""
+        phase, levels = self.phase, self.job_level
+        if phase == IDLE:
+            return
+        self._set(phase=TRAIN, job_level=0)
+        while self.phase == TRAIN and (phase > TRAIN or self.job_level < levels):
+            self._run_piece("train")
+        if phase == WEIGHTS and self.phase == TERMS:
+            self._run_piece("terms")
 
     # -- learning --------------------------------------------------------------------------------------------
 
@@ -692,8 +769,6 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
             if piece is None or (budget and done + self._units[piece] > budget):
                 break
             self._run_piece(piece)
-            if piece != "row":
-                self._counters[6] = (self.phase + 1) % (WEIGHTS + 1)
             done += self._units[piece]
         self.last_units_ = done
 
@@ -705,7 +780,7 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
         at = (self.queue_head + self.pending) % size
         self.queue_bins[at] = bins
         self.queue_labels[at] = label
-        self._counters[4] += 1
+        self._set(pending=self.pending + 1)
 
     def _run_piece(self, piece: str) -> None:
         """One piece of work: the oldest pending row's insertion, or the new-shrub job's next piece."""
@@ -715,32 +790,32 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
             return
         slot = self._free_slot(active)  # the job's slot: the active shrubs do not change while it runs
         if piece == "train":
-            self._train_shrub(slot)
-            self._new_shrub_leaves(slot)
+            self._train_piece(slot)
         elif piece == "terms":
             self._new_shrub_column(slot, active)
+            self._set(phase=WEIGHTS)
         else:
             self._update_weights(np.append(active, slot))
+            self._set(phase=IDLE)
 
     def _learn_oldest(self, active: np.ndarray) -> None:
         """The oldest pending row enters the window (the caches follow); every ``update_every`` rows a new-shrub
         job starts."""
         at, size = self.queue_head, len(self.queue_labels)
         bins, label = self.queue_bins[at].copy(), int(self.queue_labels[at])
-        self._counters[4:6] = (self.pending - 1, (at + 1) % size)
+        self._set(pending=self.pending - 1, queue_head=(at + 1) % size)
         head = self.head
         full = self.count == self.window_size
         replaced = (self._cached_leaf_values(head, active), int(self.window_labels[head])) if full else None
         self.window_bins[head] = bins
         self.window_labels[head] = label
-        self._counters[:2] = ((head + 1) % self.window_size, min(self.count + 1, self.window_size))
+        self._set(head=(head + 1) % self.window_size, count=min(self.count + 1, self.window_size))
         self._sort_window_rows()
         self.leaf_index[head, active] = self._leaves(bins[None], active)[0] - (active << self.max_depth)
         self._move_pair_terms(head, active, replaced)
-        self._counters[3] += 1
+        self._set(since_update=self.since_update + 1)
         if self.since_update == self.update_every:
-            self._counters[3] = 0
-            self._counters[6] = TRAIN
+            self._set(since_update=0, phase=TRAIN)
 
     # -- prediction ------------------------------------------------------------------------------------------
 
