@@ -106,7 +106,9 @@ Bounded work per call (``work_per_call = U``)
     lend work to) stays unspread, and with ``update_every = k > 1`` no call runs more than ``r + J / k + w``
     units about, against the mean ``r + J / k``. Measured (QEMU, the 8 KiB plan on SEA with ``update_every =
     4, burnin = 1``: window 64, 16 shrubs of depth 4, 3 features; 1,500 rows learned in Python, then 80 calls;
-    learn instructions mean / worst): MEASURED.
+    learn instructions mean / worst): at the automatic ``U`` = 2,248 units (a queue of 6 rows) Cortex-M4F
+    22,883 / 34,793 (1.52x), Cortex-M0 39,845 / 59,712 (1.50x); with ``U = 0`` 22,880 / 71,496 (3.12x) and
+    39,850 / 126,954 (3.19x). The worst calls insert a row and grow two levels.
 """
 
 from __future__ import annotations
