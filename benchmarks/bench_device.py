@@ -29,7 +29,7 @@ of ``--chunk`` rows, each from a bundle exported with the Python state at its fi
 parallel; every device class is checked against Python's test-then-train. Per learner and core: mean and worst
 instructions per learn call and per prediction, beside the cost model's prediction (:mod:`edgestream.costs`), and
 the learn calls' worst/mean ratio. The shrubs run a second time as the budget's search chooses them at 8 KiB on
-SEA (a new shrub every 4 samples, 1 burn-in step). On AVR (simavr) the counts are CPU cycles, measured by the
+SEA (a new shrub every 4 samples, 1 burn-in step, its training spread at the automatic ``work_per_call``). On AVR (simavr) the counts are CPU cycles, measured by the
 harness with Timer1 (``targets.count_unit``).
 
 Flash bytes: the model's part of the linked ELF as :class:`edgestream.targets.BuildReport` measures it,
@@ -92,7 +92,8 @@ LEARN_RAM = 8 * 1024
 LEARN_BOARDS = {"stm32f411": "Cortex-M4F", "rp2040": "Cortex-M0", "atmega2560": "AVR"}  # board -> its core
 ONLINE = [spec.name for spec in learners.REGISTRY.values() if spec.online]
 # besides every learner's plan as is: the shrubs as the budget's search chooses them on SEA (a new shrub every 4
-# samples, 1 burn-in step: the learn step's cost is amortized)
+# samples, 1 burn-in step: the learn step's cost is amortized, and spread over the calls at the automatic
+# work_per_call)
 LEARN_VARIANTS = [("shrubs", "edgestream U=4 burnin=1", {"update_every": 4, "burnin": 1})]
 STREAM, STREAM_ROWS = "sea", 3000
 WARMUP = 1500  # rows Python learns before the device takes over

@@ -488,76 +488,78 @@ static uint32_t es_make_leaf(const uint16_t *counts, uint32_t n_classes, uint16_
     return total * es_term(leaf, leaf, n_classes);
 }
 
-/* One level of CART on the window (over the sorted lists) into pool slot `slot`: the level's nodes and leaves,
- * its leaf rows' leaf in leaf_index, their terms in the slot's label sum and Gram diagonal; then the next level's
- * rows (node_of) and class totals (split_counts). The counters carry the level from one call to the next; the
- * shrub done, the job goes on to its Gram column. */
-static void es_train_level(const es_shrubs *model, uint32_t slot)
+/* The new shrub's root level: every row in node 0 (node_of holds node << 8 | label, or ES_NONE), its class
+ * totals, and the slot's label sum and Gram diagonal from 0. */
+static void es_start_shrub(const es_shrubs *model, uint32_t slot)
+{
+    es_shrubs_counters *counters = model->counters;
+    const uint32_t n_classes = model->config->n_classes;
+    uint16_t *split_counts = model->split_counts;
+    uint32_t s;
+    for (s = 0; s < n_classes; s++) {
+        split_counts[s] = 0;
+    }
+    for (s = 0; s < counters->count; s++) {
+        const uint32_t y = model->window_labels[s];
+        model->node_of[s] = (uint16_t)y;
+        split_counts[y]++;
+    }
+    counters->level_first = 0;
+    counters->level_size = 1;
+    counters->n_nodes = 1;
+    counters->n_leaves = 0;
+    model->label_sum[slot] = 0;
+    model->gram[slot * (model->config->max_shrubs + 1u) + slot] = 0;
+}
+
+/* The best split of every node of the level (split_stats' choices), over the sorted lists. */
+static void es_scan_level(const es_shrubs *model, uint32_t level)
+{
+    const es_shrubs_config *config = model->config;
+    const uint32_t level_size = model->counters->level_size;
+    es_scan scan;
+    uint32_t f;
+    scan.sorted_rows = model->sorted_rows;
+    scan.bins = model->window_bins;
+    scan.labels = model->window_labels;
+    scan.node_of = model->node_of;
+    scan.stats = model->split_stats;
+    scan.counts = model->split_counts;
+    scan.window = config->window_size;
+    scan.count = model->counters->count;
+    scan.d = config->n_features;
+    scan.n_classes = config->n_classes;
+    scan.stride = ES_STATS + config->n_classes;
+    scan.min_leaf = config->min_samples_leaf;
+    scan.score = config->criterion != ES_GINI ? es_score_entropy
+                 : config->n_classes == 2u ? es_score_gini2 : es_score_gini;
+    es_level_setup(model, level_size);
+    for (f = 0; f < config->n_features; f++) {
+        if (level > 0u) {
+            es_scan_feature(&scan, f, level_size);
+        } else if (model->split_stats[ES_ST_CHOICE] != ES_LEAF_MARK) {
+            es_scan_root(&scan, f);
+        }
+    }
+}
+
+/* The level's nodes in order (children next to each other) into pool slot `slot`: splits, or leaves with their
+ * values and their rows' terms in the slot's Gram diagonal and label sum. Returns the next level's size. */
+static uint32_t es_place_level(const es_shrubs *model, uint32_t slot, uint32_t last)
 {
     const es_shrubs_config *config = model->config;
     es_shrubs_counters *counters = model->counters;
     const uint32_t n_classes = config->n_classes;
-    const uint32_t slots = config->max_shrubs + 1u;
-    const uint32_t n = counters->count;
-    const uint32_t level = counters->job_level;
+    const uint32_t stride = ES_STATS + n_classes;
     const uint32_t node_base = slot * es_nodes_per_shrub(config);
     const uint32_t leaf_base = slot << config->max_depth;
-    const uint32_t stride = ES_STATS + n_classes;
-    uint16_t *split_counts = model->split_counts;
     uint32_t *split_stats = model->split_stats;
     uint16_t *leaves = &model->leaf_values[leaf_base * n_classes];
-    uint32_t level_size;
-    uint32_t first_leaf;
-    uint32_t n_leaves;
+    uint32_t *own = &model->gram[slot * (config->max_shrubs + 1u) + slot];
     uint32_t next_size = 0;
-    uint32_t s;
     uint32_t v;
-    es_scan scan;
-    if (level == 0u) { /* the root: node_of holds node << 8 | label, or ES_NONE */
-        for (s = 0; s < n_classes; s++) {
-            split_counts[s] = 0;
-        }
-        for (s = 0; s < n; s++) {
-            const uint32_t y = model->window_labels[s];
-            model->node_of[s] = (uint16_t)y;
-            split_counts[y]++;
-        }
-        counters->level_first = 0;
-        counters->level_size = 1;
-        counters->n_nodes = 1;
-        counters->n_leaves = 0;
-        model->label_sum[slot] = 0;
-        model->gram[slot * slots + slot] = 0;
-    }
-    level_size = counters->level_size;
-    first_leaf = counters->n_leaves;
-    n_leaves = first_leaf;
-    if (level < config->max_depth) {
-        uint32_t f;
-        scan.sorted_rows = model->sorted_rows;
-        scan.bins = model->window_bins;
-        scan.labels = model->window_labels;
-        scan.node_of = model->node_of;
-        scan.stats = split_stats;
-        scan.counts = split_counts;
-        scan.window = config->window_size;
-        scan.count = n;
-        scan.d = config->n_features;
-        scan.n_classes = n_classes;
-        scan.stride = stride;
-        scan.min_leaf = config->min_samples_leaf;
-        scan.score = config->criterion != ES_GINI ? es_score_entropy : n_classes == 2u ? es_score_gini2 : es_score_gini;
-        es_level_setup(model, level_size);
-        for (f = 0; f < config->n_features; f++) {
-            if (level > 0u) {
-                es_scan_feature(&scan, f, level_size);
-            } else if (split_stats[ES_ST_CHOICE] != ES_LEAF_MARK) {
-                es_scan_root(&scan, f);
-            }
-        }
-    }
-    for (v = 0; v < level_size; v++) { /* this level's nodes in order; children next to each other */
-        const uint32_t choice = level < config->max_depth ? split_stats[v * stride + ES_ST_CHOICE] : ES_LEAF_MARK;
+    for (v = 0; v < counters->level_size; v++) {
+        const uint32_t choice = last ? ES_LEAF_MARK : split_stats[v * stride + ES_ST_CHOICE];
         es_node *node = &model->nodes[node_base + counters->level_first + v];
         if (choice < ES_NONE) {
             node->feature = (uint8_t)(choice >> 8);
@@ -566,26 +568,45 @@ static void es_train_level(const es_shrubs *model, uint32_t slot)
             split_stats[v * stride + ES_ST_LAST] = next_size;
             next_size += 2u;
         } else {
-            if (level < config->max_depth) {
-                split_stats[v * stride + ES_ST_LAST] = n_leaves;
+            if (!last) {
+                split_stats[v * stride + ES_ST_LAST] = counters->n_leaves;
             }
             node->feature = (uint8_t)ES_LEAF;
             node->threshold = 0;
-            node->child = (uint16_t)(leaf_base + n_leaves);
-            model->gram[slot * slots + slot] += es_make_leaf(&split_counts[v * n_classes], n_classes,
-                                                             &leaves[n_leaves * n_classes], &model->label_sum[slot]);
-            n_leaves++;
+            node->child = (uint16_t)(leaf_base + counters->n_leaves);
+            *own += es_make_leaf(&model->split_counts[v * n_classes], n_classes,
+                                 &leaves[counters->n_leaves * n_classes], &model->label_sum[slot]);
+            counters->n_leaves++;
         }
     }
-    if (level < config->max_depth) {
-        es_level_reassign(model, next_size, slot);
-    } else {
-        es_last_level_leaves(model, first_leaf, slot);
+    return next_size;
+}
+
+/* One level of CART on the window into pool slot `slot`: the level's nodes and leaves, its leaf rows' leaf in
+ * leaf_index; then the next level's rows (node_of) and class totals (split_counts). The counters carry the level
+ * from one call to the next; the shrub done, the job goes on to its Gram column. */
+static void es_train_level(const es_shrubs *model, uint32_t slot)
+{
+    es_shrubs_counters *counters = model->counters;
+    const uint32_t level = counters->job_level;
+    const uint32_t last = level == model->config->max_depth;
+    const uint32_t first_leaf = level == 0u ? 0u : counters->n_leaves;
+    uint32_t next_size;
+    if (level == 0u) {
+        es_start_shrub(model, slot);
     }
-    counters->level_first = (uint16_t)(counters->level_first + level_size);
+    if (!last) {
+        es_scan_level(model, level);
+    }
+    next_size = es_place_level(model, slot, last);
+    if (last) {
+        es_last_level_leaves(model, first_leaf, slot);
+    } else {
+        es_level_reassign(model, next_size, slot);
+    }
+    counters->level_first = (uint16_t)(counters->level_first + counters->level_size);
     counters->level_size = (uint16_t)next_size;
     counters->n_nodes = (uint16_t)(counters->n_nodes + next_size);
-    counters->n_leaves = (uint16_t)n_leaves;
     counters->job_level = (uint16_t)(level + 1u);
     if (next_size == 0u) { /* the shrub is done */
         counters->phase = ES_JOB_TERMS;
