@@ -1137,7 +1137,8 @@ es_status es_shrubs_validate(const es_shrubs *candidate)
         || counters->pending >= config->queue_size || counters->queue_head >= config->queue_size
         || counters->phase > ES_JOB_WEIGHTS
         || (counters->phase != ES_JOB_IDLE && (counters->count == 0u || counters->since_update != 0u))
-        || counters->job_level >= (counters->phase != ES_JOB_TRAIN ? 1u : config->max_depth > 0u ? config->max_depth : 1u)) {
+        || counters->job_level >= (counters->phase != ES_JOB_TRAIN ? 1u
+                                   : config->max_depth > 0u ? config->max_depth : 1u)) {
         return ES_ERR_IMAGE;
     }
     for (i = 0; i < window; i++) {

@@ -66,9 +66,9 @@ product sum once (in ``gram``) and divides by ``n * C`` through ``scale``; produ
 * Shrub storage: ``max_shrubs + 1`` slots of ``2**(max_depth+1) - 1`` nodes and ``2**max_depth`` leaf rows; a
   new shrub takes the lowest slot no active shrub uses. A step writes only the entries named here (the nodes
   and leaf rows a new shrub uses, the Gram entries of active slots, ...): the rest keep their stale values.
-* Scratch (``node_of``, ``split_counts``, ``split_stats``, ``work_weights``, ``rank``, ``cand_slot``) is the
-  device's working memory within a step; it carries nothing from one step to the next and the specification
-  does not use it.
+* Scratch (``split_stats``, ``work_weights``, ``rank``, ``cand_slot``) is the device's working memory within a
+  step; it carries nothing from one step to the next and the specification does not use it. (``node_of`` and
+  ``split_counts``, a shrub's rows and class totals while it grows, are caches: "Bounded work per call".)
 
 Bounded work per call (``work_per_call = U``)
     A learn call appends its row to a queue of pending rows (``queue_bins``, ``queue_labels``, counters
@@ -603,7 +603,8 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
             raise ValueError("queue labels out of range")
         roots = self.roots[:n_shrubs].astype(np.int64)
         slots = roots // self.nodes_per_shrub
-        if (roots % self.nodes_per_shrub).any() or len(set(roots.tolist())) != n_shrubs or (slots > self.max_shrubs).any():
+        if ((roots % self.nodes_per_shrub).any() or len(set(roots.tolist())) != n_shrubs
+                or (slots > self.max_shrubs).any()):
             raise ValueError("shrub roots must be distinct slot starts")
         if not all(tree_in_slot(self.nodes, int(slot), self.nodes_per_shrub, self.leaves_per_shrub, self.n_features_)
                    for slot in slots):
