@@ -555,30 +555,38 @@ static uint32_t es_place_level(const es_shrubs *model, uint32_t slot, uint32_t l
     const uint32_t leaf_base = slot << config->max_depth;
     uint32_t *split_stats = model->split_stats;
     uint16_t *leaves = &model->leaf_values[leaf_base * n_classes];
-    uint32_t *own = &model->gram[slot * (config->max_shrubs + 1u) + slot];
+    const uint32_t level_size = counters->level_size;
+    const uint32_t first_child = node_base + counters->n_nodes;
+    es_node *nodes = &model->nodes[node_base + counters->level_first];
+    uint32_t n_leaves = counters->n_leaves;
+    uint32_t own = 0;
+    uint32_t label_sum = 0;
     uint32_t next_size = 0;
     uint32_t v;
-    for (v = 0; v < counters->level_size; v++) {
+    for (v = 0; v < level_size; v++) {
         const uint32_t choice = last ? ES_LEAF_MARK : split_stats[v * stride + ES_ST_CHOICE];
-        es_node *node = &model->nodes[node_base + counters->level_first + v];
+        es_node *node = &nodes[v];
         if (choice < ES_NONE) {
             node->feature = (uint8_t)(choice >> 8);
             node->threshold = (uint8_t)(choice & 0xFFu);
-            node->child = (uint16_t)(node_base + counters->n_nodes + next_size);
+            node->child = (uint16_t)(first_child + next_size);
             split_stats[v * stride + ES_ST_LAST] = next_size;
             next_size += 2u;
         } else {
             if (!last) {
-                split_stats[v * stride + ES_ST_LAST] = counters->n_leaves;
+                split_stats[v * stride + ES_ST_LAST] = n_leaves;
             }
             node->feature = (uint8_t)ES_LEAF;
             node->threshold = 0;
-            node->child = (uint16_t)(leaf_base + counters->n_leaves);
-            *own += es_make_leaf(&model->split_counts[v * n_classes], n_classes,
-                                 &leaves[counters->n_leaves * n_classes], &model->label_sum[slot]);
-            counters->n_leaves++;
+            node->child = (uint16_t)(leaf_base + n_leaves);
+            own += es_make_leaf(&model->split_counts[v * n_classes], n_classes, &leaves[n_leaves * n_classes],
+                                &label_sum);
+            n_leaves++;
         }
     }
+    counters->n_leaves = (uint16_t)n_leaves;
+    model->gram[slot * (config->max_shrubs + 1u) + slot] += own;
+    model->label_sum[slot] += label_sum;
     return next_size;
 }
 
@@ -934,8 +942,10 @@ static void es_learn_oldest(const es_shrubs *model)
     const uint32_t count = counters->count;
     const uint32_t at = counters->queue_head;
     const uint32_t old_label = model->window_labels[head];
+    const uint32_t per_shrub = es_nodes_per_shrub(config);
     uint32_t i;
-    for (i = 0; i < counters->n_shrubs; i++) { /* the leaf rows of the row replaced */
+    for (i = 0; i < counters->n_shrubs; i++) { /* the active shrubs' pool slots, the leaf rows of the row replaced */
+        model->cand_slot[i] = (uint8_t)(model->roots[i] / per_shrub);
         model->work_weights[i] = (int32_t)(((uint32_t)model->cand_slot[i] << config->max_depth) +
                                            model->leaf_index[head * slots + model->cand_slot[i]]);
     }
@@ -957,25 +967,29 @@ static void es_learn_oldest(const es_shrubs *model)
     if (counters->since_update == config->update_every) {
         counters->since_update = 0;
         counters->phase = ES_JOB_TRAIN;
+        counters->job_slot = (uint16_t)es_free_slot(model);
     }
 }
 
-/* The new-shrub job's next piece (its slot: the lowest free one, as the active shrubs do not change meanwhile). */
+/* The new-shrub job's next piece (the Gram column and the weights read the active shrubs' slots). */
 static void es_job_piece(const es_shrubs *model)
 {
     es_shrubs_counters *counters = model->counters;
     const uint32_t n_active = counters->n_shrubs;
-    const uint32_t slot = es_free_slot(model);
+    const uint32_t slot = counters->job_slot;
     if (counters->phase == ES_JOB_TRAIN) {
         es_train_piece(model, slot);
-    } else if (counters->phase == ES_JOB_TERMS) {
+        return;
+    }
+    es_active_slots(model);
+    if (counters->phase == ES_JOB_TERMS) {
         es_new_shrub_terms(model, slot);
         counters->phase = ES_JOB_WEIGHTS;
     } else {
         model->cand_slot[n_active] = (uint8_t)slot;
         es_prox(model, n_active + 1u, es_gradient_steps(model, n_active + 1u));
-        es_active_slots(model);
         counters->phase = ES_JOB_IDLE;
+        counters->job_slot = 0;
     }
 }
 
@@ -1018,7 +1032,6 @@ es_status es_shrubs_learn(const es_shrubs *model, const uint8_t *bins, uint8_t l
         model->queue_labels[place] = label;
         counters->pending++;
     }
-    es_active_slots(model);
     budget = config->work_per_call;
     for (;;) { /* pieces while they fit in the budget (0: no bound) */
         const uint32_t units = es_next_units(model);
@@ -1151,9 +1164,13 @@ es_status es_shrubs_validate(const es_shrubs *candidate)
             return ES_ERR_IMAGE;
         }
     }
+    if (counters->phase == ES_JOB_IDLE ? counters->job_slot != 0u : counters->job_slot >= slots) {
+        return ES_ERR_IMAGE;
+    }
     for (i = 0; i < counters->n_shrubs; i++) {
         const uint32_t root = candidate->roots[i];
-        if (root % per_shrub != 0u || root / per_shrub >= slots || !es_valid_shrub(candidate, root / per_shrub)) {
+        if (root % per_shrub != 0u || root / per_shrub >= slots || !es_valid_shrub(candidate, root / per_shrub)
+            || (counters->phase != ES_JOB_IDLE && root / per_shrub == counters->job_slot)) {
             return ES_ERR_IMAGE;
         }
         for (j = 0; j < i; j++) {

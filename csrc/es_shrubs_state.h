@@ -32,6 +32,7 @@ typedef struct {
     uint16_t pending;               /* rows in the queue, not yet learned */
     uint16_t queue_head;            /* the oldest pending row's place in the queue */
     uint16_t phase;                 /* the new-shrub job's next piece: 0 none, 1 train, 2 terms, 3 weights */
+    uint16_t job_slot;              /* the new shrub's pool slot while its job runs (0 without a job) */
     uint16_t job_level;             /* levels of the new shrub grown */
     uint16_t level_first;           /* the new shrub's first node of the level being grown */
     uint16_t level_size;            /* nodes of the level being grown */

@@ -76,9 +76,9 @@ Bounded work per call (``work_per_call = U``)
     units (all of them with ``U = 0``): while a new-shrub job is under way (counter ``phase``) its next piece,
     else the oldest pending row's insertion into the window (everything the step above does before a new shrub:
     window, sorted lists, leaves, Gram and label sums, ``since_update``), which starts a job every
-    ``update_every`` rows. A job's pieces: ``train``, one level of CART into the lowest free slot (the last,
-    leaves-only level with the one before it; its leaves' values, their rows' leaf in ``leaf_index``, their terms
-    in the slot's Gram diagonal entry and label sum; between pieces the level in the counters ``job_level``,
+    ``update_every`` rows, in the lowest free pool slot (``job_slot``). A job's pieces: ``train``, one level of
+    CART (the last, leaves-only level with the one before it; its leaves' values, their rows' leaf in
+    ``leaf_index``, their terms in the slot's Gram diagonal entry and label sum; between pieces the level in the counters ``job_level``,
     ``level_first``, ``level_size``, ``n_nodes``, ``n_leaves``, every row's node in ``node_of`` as ``node << 8 |
     label`` (``0xFFFF`` once in a leaf; the last level's rows keep theirs) and the level's class totals in
     ``split_counts``); ``terms``, the Gram row and column (with 2 classes the runtime leaves the rows' class-0
@@ -188,6 +188,7 @@ STATE = StateSpec(
         Field("pending", "uint16_t", "rows in the queue, not yet learned"),
         Field("queue_head", "uint16_t", "the oldest pending row's place in the queue"),
         Field("phase", "uint16_t", "the new-shrub job's next piece: 0 none, 1 train, 2 terms, 3 weights"),
+        Field("job_slot", "uint16_t", "the new shrub's pool slot while its job runs (0 without a job)"),
         Field("job_level", "uint16_t", "levels of the new shrub grown"),
         Field("level_first", "uint16_t", "the new shrub's first node of the level being grown"),
         Field("level_size", "uint16_t", "nodes of the level being grown"),
@@ -562,8 +563,9 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
 
     head, count, n_shrubs, since_update = _counter("head"), _counter("count"), _counter("n_shrubs"), \
         _counter("since_update")
-    pending, queue_head, phase, job_level = _counter("pending"), _counter("queue_head"), _counter("phase"), \
-        _counter("job_level")
+    pending, queue_head, phase, job_slot = _counter("pending"), _counter("queue_head"), _counter("phase"), \
+        _counter("job_slot")
+    job_level = _counter("job_level")
     level_first, level_size, n_nodes, n_leaves = _counter("level_first"), _counter("level_size"), \
         _counter("n_nodes"), _counter("n_leaves")
 
@@ -586,8 +588,8 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
                              f"learner keeps {len(STATE.counters)} counters and every region of {STATE_ARRAYS} "
                              "(a state of an older layout)")
         restore_regions(self, STATE_ARRAYS, arrays)
-        head, count, n_shrubs, since_update, pending, queue_head, phase, job_level = \
-            (int(v) for v in arrays["counters"][:8])
+        head, count, n_shrubs, since_update, pending, queue_head, phase, job_slot, job_level = \
+            (int(v) for v in arrays["counters"][:9])
         if not (head < self.window_size and count <= self.window_size and n_shrubs <= self.max_shrubs
                 and since_update < self.update_every and (count == self.window_size or head == count)):
             raise ValueError(f"inconsistent counters head={head} count={count} shrubs={n_shrubs} "
@@ -599,6 +601,9 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
             raise ValueError(f"inconsistent counters pending={pending} queue_head={queue_head} phase={phase} "
                              f"job_level={job_level} (queue of {queue} rows, count={count}, "
                              f"since_update={since_update})")
+        active = (self.roots[:n_shrubs].astype(np.int64) // self.nodes_per_shrub).tolist()
+        if job_slot != 0 if phase == IDLE else job_slot > self.max_shrubs or job_slot in active:
+            raise ValueError(f"job_slot={job_slot} must be {'0 without a job' if phase == IDLE else 'a free slot'}")
         if (self.queue_labels >= len(self.classes_)).any():
             raise ValueError("queue labels out of range")
         roots = self.roots[:n_shrubs].astype(np.int64)
@@ -803,7 +808,7 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
         if piece == "row":
             self._learn_oldest(active)
             return
-        slot = self._free_slot(active)  # the job's slot: the active shrubs do not change while it runs
+        slot = self.job_slot
         if piece == "train":
             self._train_piece(slot)
         elif piece == "terms":
@@ -811,7 +816,7 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
             self._set(phase=WEIGHTS)
         else:
             self._update_weights(np.append(active, slot))
-            self._set(phase=IDLE)
+            self._set(phase=IDLE, job_slot=0)
 
     def _learn_oldest(self, active: np.ndarray) -> None:
         """The oldest pending row enters the window (the caches follow); every ``update_every`` rows a new-shrub
@@ -830,7 +835,7 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
         self._move_pair_terms(head, active, replaced)
         self._set(since_update=self.since_update + 1)
         if self.since_update == self.update_every:
-            self._set(since_update=0, phase=TRAIN)
+            self._set(since_update=0, phase=TRAIN, job_slot=self._free_slot(active))
 
     # -- prediction ------------------------------------------------------------------------------------------
 
