@@ -513,7 +513,7 @@ static void es_start_shrub(const es_shrubs *model, uint32_t slot)
 }
 
 /* The best split of every node of the level (split_stats' choices), over the sorted lists. */
-static void es_scan_level(const es_shrubs *model, uint32_t level)
+static ES_NOINLINE void es_scan_level(const es_shrubs *model, uint32_t level)
 {
     const es_shrubs_config *config = model->config;
     const uint32_t level_size = model->counters->level_size;
@@ -545,7 +545,7 @@ static void es_scan_level(const es_shrubs *model, uint32_t level)
 
 /* The level's nodes in order (children next to each other) into pool slot `slot`: splits, or leaves with their
  * values and their rows' terms in the slot's Gram diagonal and label sum. Returns the next level's size. */
-static uint32_t es_place_level(const es_shrubs *model, uint32_t slot, uint32_t last)
+static ES_NOINLINE uint32_t es_place_level(const es_shrubs *model, uint32_t slot, uint32_t last)
 {
     const es_shrubs_config *config = model->config;
     es_shrubs_counters *counters = model->counters;
@@ -702,7 +702,7 @@ static ES_NOINLINE void es_column_terms(const es_shrubs *model, uint32_t own, co
 /* The new shrub's (pool slot `slot`) Gram row and column against the active shrubs, two at a time (the last one
  * twice if their number is odd). With 2 classes its class-0 leaf value of every row goes to node_of (scratch free
  * after the training) and its share of the terms, sum_rows 32768 - a0, is counted once for all columns. */
-static void es_new_shrub_terms(const es_shrubs *model, uint32_t slot)
+static ES_NOINLINE void es_new_shrub_terms(const es_shrubs *model, uint32_t slot)
 {
     const uint32_t slots = model->config->max_shrubs + 1u;
     const uint32_t n = model->counters->n_shrubs;
@@ -1149,7 +1149,7 @@ es_status es_shrubs_validate(const es_shrubs *candidate)
         || (counters->count != window && counters->head != counters->count)
         || counters->pending >= config->queue_size || counters->queue_head >= config->queue_size
         || counters->phase > ES_JOB_WEIGHTS
-        || (counters->phase != ES_JOB_IDLE && (counters->count == 0u || counters->since_update != 0u))
+        || (counters->phase != ES_JOB_IDLE && counters->count == 0u)
         || counters->job_level >= (counters->phase != ES_JOB_TRAIN ? 1u
                                    : config->max_depth > 0u ? config->max_depth : 1u)) {
         return ES_ERR_IMAGE;

@@ -23,7 +23,7 @@ es_status es_shrubs_predict(const es_shrubs *model, const uint8_t *bins, uint32_
 
 /* ES_OK if a candidate state (regions possibly inside a state image; the scratch regions may be NULL) is one the
  * learner can run on: counters within the window, the pool and the queue, a new-shrub job's phase and level
- * (one under way with rows in the window and since_update 0), labels below n_classes, every active shrub's
+ * (one under way with rows in the window, in a free slot), labels below n_classes, every active shrub's
  * nodes inside its slot with forward children and its leaves in its slot's rows, distinct roots, weights
  * summing to 1..65535 and leaf values <= 32768 (with any shrub active), the 2 values of every 2-class leaf an
  * active shrub reaches summing to 32768. ES_ERR_IMAGE otherwise. Reads the candidate's saved regions only (not the caches). */

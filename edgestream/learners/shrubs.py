@@ -596,7 +596,7 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
                              f"since_update={since_update}")
         queue = len(self.queue_labels)
         if not (pending < queue and queue_head < queue and phase <= WEIGHTS
-                and (phase == IDLE or (count > 0 and since_update == 0))
+                and (phase == IDLE or count > 0)
                 and job_level < (max(self.max_depth, 1) if phase == TRAIN else 1)):
             raise ValueError(f"inconsistent counters pending={pending} queue_head={queue_head} phase={phase} "
                              f"job_level={job_level} (queue of {queue} rows, count={count}, "
