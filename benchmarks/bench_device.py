@@ -3,6 +3,9 @@
 Run from the repository root::
 
     .venv/bin/python benchmarks/bench_device.py [--json] [--rows N] [--learn-steps N] [--chunk N] [--out DIR]
+        [--learners NAME ...]
+
+``--learners`` runs Table 2 (and Table 3's rows of those learners) alone, for the online learners named.
 
 **Table 1, executed instructions per call.** QEMU runs each firmware with ``-singlestep -d exec,nochain`` and
 :func:`edgestream.targets.count_instructions` attributes every logged instruction to the API call it belongs to
@@ -323,13 +326,14 @@ def exact_budget(planned: Budget, model) -> Budget:
     return of_model(model, load_board(planned.board), planned.ram_budget, planned.flash_budget)
 
 
-def learning(root: Path, steps: int | None, chunk: int) -> Prepared:
-    """Chunks of device test-then-train after a Python warm-up, for every online learner at its ``LEARN_RAM`` plan
-    on each of ``LEARN_BOARDS`` (and the shrubs' variant of ``LEARN_VARIANTS``), plus the AVR shrub bundle of the
-    memory table."""
+def learning(root: Path, steps: int | None, chunk: int, names=tuple(ONLINE)) -> Prepared:
+    """Chunks of device test-then-train after a Python warm-up, for every online learner of ``names`` at its
+    ``LEARN_RAM`` plan on each of ``LEARN_BOARDS`` (and their variants of ``LEARN_VARIANTS``), plus the AVR shrub
+    bundle of the memory table."""
     X, y = make_stream(STREAM, STREAM_ROWS, seed=1)
     prepared = Prepared([], {}, [])
-    for name, exporter, params in [(n, "edgestream", {}) for n in ONLINE] + LEARN_VARIANTS:
+    runs = [(n, "edgestream", {}) for n in names] + [variant for variant in LEARN_VARIANTS if variant[0] in names]
+    for name, exporter, params in runs:
         for board in LEARN_BOARDS:
             planned, learner = online_plan(name, board, X, y, ram=LEARN_RAM, **params)
             learner.partial_fit(X[:WARMUP], y[:WARMUP])
@@ -350,9 +354,11 @@ def learning(root: Path, steps: int | None, chunk: int) -> Prepared:
             prepared.learners[name, exporter, board] = planned
             if board == MEMORY_BOARD and not params:
                 prepared.memory.append(memory_row(name, budget, prepared.reports[name, exporter, board]))
-    small_plan, small = online_plan("shrubs", SMALL_BOARD, X, y, **SMALL_PLAN)
-    bundle = export_bundle(small, root / "shrubs-avr", name="shrubs")
-    prepared.memory.append(memory_row("shrubs", exact_budget(small_plan, small), targets.build(bundle, SMALL_BOARD)))
+    if "shrubs" in names:
+        small_plan, small = online_plan("shrubs", SMALL_BOARD, X, y, **SMALL_PLAN)
+        bundle = export_bundle(small, root / "shrubs-avr", name="shrubs")
+        prepared.memory.append(memory_row("shrubs", exact_budget(small_plan, small),
+                                          targets.build(bundle, SMALL_BOARD)))
     return prepared
 
 
@@ -484,13 +490,16 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, help="keep bundles and firmware in this directory")
     parser.add_argument("--opt", choices=("Os", "O2"), default="Os",
                         help="optimization level of every firmware, edgestream's and emlearn's (default Os)")
+    parser.add_argument("--learners", nargs="+", choices=ONLINE, help="Table 2 (and their memory rows) alone, for "
+                        "these online learners")
     args = parser.parse_args(argv)
     # before the worker pool forks, so every build and run uses the same flags
     targets.COMPILE_FLAGS = tuple(f"-{args.opt}" if flag in ("-Os", "-O2") else flag for flag in targets.COMPILE_FLAGS)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="es-bench-device-") as temp:
         root = args.out or Path(temp)
-        parts = [trees(root, args.rows), learning(root, args.learn_steps, args.chunk)]
+        parts = ([] if args.learners else [trees(root, args.rows)]) + \
+            [learning(root, args.learn_steps, args.chunk, args.learners or ONLINE)]
         reports = {key: report for part in parts for key, report in part.reports.items()}
         groups = grouped(run_jobs([job for part in parts for job in part.jobs]))
     counts = count_rows(groups, reports)
@@ -502,8 +511,9 @@ def main(argv=None) -> int:
                           "learning": [dataclasses.asdict(r) for r in learned],
                           "memory": [dataclasses.asdict(r) for r in memory], "seconds": seconds}, indent=1))
         return 0
-    print(f"Table 1: executed instructions per prediction (digits: {args.rows} test rows; -{args.opt})\n")
-    print(format_table(counts))
+    if counts:
+        print(f"Table 1: executed instructions per prediction (digits: {args.rows} test rows; -{args.opt})\n")
+        print(format_table(counts))
     print(f"\nTable 2: instructions per learn call and per prediction of every online learner at its "
           f"{LEARN_RAM // 1024} KiB plan ({STREAM} stream; -{args.opt})\n")
     print(format_table(learned))
