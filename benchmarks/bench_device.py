@@ -3,6 +3,9 @@
 Run from the repository root::
 
     .venv/bin/python benchmarks/bench_device.py [--json] [--rows N] [--learn-steps N] [--chunk N] [--out DIR]
+        [--learners NAME ...]
+
+``--learners`` runs Table 2 (and Table 3's rows of those learners) alone, for the online learners named.
 
 **Table 1, executed instructions per call.** QEMU runs each firmware with ``-singlestep -d exec,nochain`` and
 :func:`edgestream.targets.count_instructions` attributes every logged instruction to the API call it belongs to
@@ -29,7 +32,7 @@ of ``--chunk`` rows, each from a bundle exported with the Python state at its fi
 parallel; every device class is checked against Python's test-then-train. Per learner and core: mean and worst
 instructions per learn call and per prediction, beside the cost model's prediction (:mod:`edgestream.costs`), and
 the learn calls' worst/mean ratio. The shrubs run a second time as the budget's search chooses them at 8 KiB on
-SEA (a new shrub every 4 samples, 1 burn-in step). On AVR (simavr) the counts are CPU cycles, measured by the
+SEA (a new shrub every 4 samples, 1 burn-in step, its training spread at the automatic ``work_per_call``). On AVR (simavr) the counts are CPU cycles, measured by the
 harness with Timer1 (``targets.count_unit``).
 
 Flash bytes: the model's part of the linked ELF as :class:`edgestream.targets.BuildReport` measures it,
@@ -92,7 +95,8 @@ LEARN_RAM = 8 * 1024
 LEARN_BOARDS = {"stm32f411": "Cortex-M4F", "rp2040": "Cortex-M0", "atmega2560": "AVR"}  # board -> its core
 ONLINE = [spec.name for spec in learners.REGISTRY.values() if spec.online]
 # besides every learner's plan as is: the shrubs as the budget's search chooses them on SEA (a new shrub every 4
-# samples, 1 burn-in step: the learn step's cost is amortized)
+# samples, 1 burn-in step: the learn step's cost is amortized, and spread over the calls at the automatic
+# work_per_call)
 LEARN_VARIANTS = [("shrubs", "edgestream U=4 burnin=1", {"update_every": 4, "burnin": 1})]
 STREAM, STREAM_ROWS = "sea", 3000
 WARMUP = 1500  # rows Python learns before the device takes over
@@ -322,13 +326,14 @@ def exact_budget(planned: Budget, model) -> Budget:
     return of_model(model, load_board(planned.board), planned.ram_budget, planned.flash_budget)
 
 
-def learning(root: Path, steps: int | None, chunk: int) -> Prepared:
-    """Chunks of device test-then-train after a Python warm-up, for every online learner at its ``LEARN_RAM`` plan
-    on each of ``LEARN_BOARDS`` (and the shrubs' variant of ``LEARN_VARIANTS``), plus the AVR shrub bundle of the
-    memory table."""
+def learning(root: Path, steps: int | None, chunk: int, names=tuple(ONLINE)) -> Prepared:
+    """Chunks of device test-then-train after a Python warm-up, for every online learner of ``names`` at its
+    ``LEARN_RAM`` plan on each of ``LEARN_BOARDS`` (and their variants of ``LEARN_VARIANTS``), plus the AVR shrub
+    bundle of the memory table."""
     X, y = make_stream(STREAM, STREAM_ROWS, seed=1)
     prepared = Prepared([], {}, [])
-    for name, exporter, params in [(n, "edgestream", {}) for n in ONLINE] + LEARN_VARIANTS:
+    runs = [(n, "edgestream", {}) for n in names] + [variant for variant in LEARN_VARIANTS if variant[0] in names]
+    for name, exporter, params in runs:
         for board in LEARN_BOARDS:
             planned, learner = online_plan(name, board, X, y, ram=LEARN_RAM, **params)
             learner.partial_fit(X[:WARMUP], y[:WARMUP])
@@ -349,9 +354,11 @@ def learning(root: Path, steps: int | None, chunk: int) -> Prepared:
             prepared.learners[name, exporter, board] = planned
             if board == MEMORY_BOARD and not params:
                 prepared.memory.append(memory_row(name, budget, prepared.reports[name, exporter, board]))
-    small_plan, small = online_plan("shrubs", SMALL_BOARD, X, y, **SMALL_PLAN)
-    bundle = export_bundle(small, root / "shrubs-avr", name="shrubs")
-    prepared.memory.append(memory_row("shrubs", exact_budget(small_plan, small), targets.build(bundle, SMALL_BOARD)))
+    if "shrubs" in names:
+        small_plan, small = online_plan("shrubs", SMALL_BOARD, X, y, **SMALL_PLAN)
+        bundle = export_bundle(small, root / "shrubs-avr", name="shrubs")
+        prepared.memory.append(memory_row("shrubs", exact_budget(small_plan, small),
+                                          targets.build(bundle, SMALL_BOARD)))
     return prepared
 
 
@@ -483,13 +490,16 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, help="keep bundles and firmware in this directory")
     parser.add_argument("--opt", choices=("Os", "O2"), default="Os",
                         help="optimization level of every firmware, edgestream's and emlearn's (default Os)")
+    parser.add_argument("--learners", nargs="+", choices=ONLINE, help="Table 2 (and their memory rows) alone, for "
+                        "these online learners")
     args = parser.parse_args(argv)
     # before the worker pool forks, so every build and run uses the same flags
     targets.COMPILE_FLAGS = tuple(f"-{args.opt}" if flag in ("-Os", "-O2") else flag for flag in targets.COMPILE_FLAGS)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="es-bench-device-") as temp:
         root = args.out or Path(temp)
-        parts = [trees(root, args.rows), learning(root, args.learn_steps, args.chunk)]
+        parts = ([] if args.learners else [trees(root, args.rows)]) + \
+            [learning(root, args.learn_steps, args.chunk, args.learners or ONLINE)]
         reports = {key: report for part in parts for key, report in part.reports.items()}
         groups = grouped(run_jobs([job for part in parts for job in part.jobs]))
     counts = count_rows(groups, reports)
@@ -501,8 +511,9 @@ def main(argv=None) -> int:
                           "learning": [dataclasses.asdict(r) for r in learned],
                           "memory": [dataclasses.asdict(r) for r in memory], "seconds": seconds}, indent=1))
         return 0
-    print(f"Table 1: executed instructions per prediction (digits: {args.rows} test rows; -{args.opt})\n")
-    print(format_table(counts))
+    if counts:
+        print(f"Table 1: executed instructions per prediction (digits: {args.rows} test rows; -{args.opt})\n")
+        print(format_table(counts))
     print(f"\nTable 2: instructions per learn call and per prediction of every online learner at its "
           f"{LEARN_RAM // 1024} KiB plan ({STREAM} stream; -{args.opt})\n")
     print(format_table(learned))

@@ -19,6 +19,10 @@
 #define ES_ST_BEST_HI 7u
 #define ES_ST_BEST_DEN 8u
 #define ES_ST_CHOICE 9u                     /* feature << 8 | threshold */
+#define ES_JOB_IDLE 0u                      /* counters->phase: the new-shrub job's next piece */
+#define ES_JOB_TRAIN 1u
+#define ES_JOB_TERMS 2u
+#define ES_JOB_WEIGHTS 3u
 
 #if defined(__GNUC__)
 #define ES_NOINLINE __attribute__((noinline)) /* keeps hot loops in small functions: fewer spilled registers */
@@ -484,103 +488,151 @@ static uint32_t es_make_leaf(const uint16_t *counts, uint32_t n_classes, uint16_
     return total * es_term(leaf, leaf, n_classes);
 }
 
-/* CART on the window, level by level over the sorted lists, into pool slot `slot`: its nodes, leaves, its leaf
- * for every window row (leaf_index), its label sum and Gram diagonal. */
-static void es_train_shrub(const es_shrubs *model, uint32_t slot)
+/* The new shrub's root level: every row in node 0 (node_of holds node << 8 | label, or ES_NONE), its class
+ * totals, and the slot's label sum and Gram diagonal from 0. */
+static void es_start_shrub(const es_shrubs *model, uint32_t slot)
 {
-    const es_shrubs_config *config = model->config;
-    const uint32_t n_classes = config->n_classes;
-    const uint32_t slots = config->max_shrubs + 1u;
-    const uint32_t n = model->counters->count;
-    const uint32_t max_depth = config->max_depth;
-    const uint32_t node_base = slot * es_nodes_per_shrub(config);
-    const uint32_t leaf_base = slot << config->max_depth;
-    const uint32_t stride = ES_STATS + n_classes;
+    es_shrubs_counters *counters = model->counters;
+    const uint32_t n_classes = model->config->n_classes;
     uint16_t *split_counts = model->split_counts;
-    uint32_t *split_stats = model->split_stats;
-    es_node *nodes = &model->nodes[node_base];
-    uint16_t *leaves = &model->leaf_values[leaf_base * n_classes];
-    uint32_t level = 0;
-    uint32_t level_first = 0;
-    uint32_t level_size = 1;
-    uint32_t n_nodes = 1;
-    uint32_t n_leaves = 0;
-    uint32_t label_sum = 0;
-    uint32_t own = 0;
     uint32_t s;
-    uint32_t v;
-    es_scan scan;
-    scan.sorted_rows = model->sorted_rows;
-    scan.bins = model->window_bins;
-    scan.labels = model->window_labels;
-    scan.node_of = model->node_of;
-    scan.stats = split_stats;
-    scan.counts = split_counts;
-    scan.window = config->window_size;
-    scan.count = n;
-    scan.d = config->n_features;
-    scan.n_classes = n_classes;
-    scan.stride = stride;
-    scan.min_leaf = config->min_samples_leaf;
-    scan.score = config->criterion != ES_GINI ? es_score_entropy : n_classes == 2u ? es_score_gini2 : es_score_gini;
     for (s = 0; s < n_classes; s++) {
         split_counts[s] = 0;
     }
-    for (s = 0; s < n; s++) { /* node_of holds node << 8 | label, or ES_NONE */
+    for (s = 0; s < counters->count; s++) {
         const uint32_t y = model->window_labels[s];
         model->node_of[s] = (uint16_t)y;
         split_counts[y]++;
     }
-    for (;;) {
-        const uint32_t first_leaf = n_leaves;
-        uint32_t next_size = 0;
-        if (level < max_depth) {
-            uint32_t f;
-            es_level_setup(model, level_size);
-            for (f = 0; f < config->n_features; f++) {
-                if (level > 0u) {
-                    es_scan_feature(&scan, f, level_size);
-                } else if (split_stats[ES_ST_CHOICE] != ES_LEAF_MARK) {
-                    es_scan_root(&scan, f);
-                }
-            }
+    counters->level_first = 0;
+    counters->level_size = 1;
+    counters->n_nodes = 1;
+    counters->n_leaves = 0;
+    model->label_sum[slot] = 0;
+    model->gram[slot * (model->config->max_shrubs + 1u) + slot] = 0;
+}
+
+/* The best split of every node of the level (split_stats' choices), over the sorted lists. */
+static ES_NOINLINE void es_scan_level(const es_shrubs *model, uint32_t level)
+{
+    const es_shrubs_config *config = model->config;
+    const uint32_t level_size = model->counters->level_size;
+    es_scan scan;
+    uint32_t f;
+    scan.sorted_rows = model->sorted_rows;
+    scan.bins = model->window_bins;
+    scan.labels = model->window_labels;
+    scan.node_of = model->node_of;
+    scan.stats = model->split_stats;
+    scan.counts = model->split_counts;
+    scan.window = config->window_size;
+    scan.count = model->counters->count;
+    scan.d = config->n_features;
+    scan.n_classes = config->n_classes;
+    scan.stride = ES_STATS + config->n_classes;
+    scan.min_leaf = config->min_samples_leaf;
+    scan.score = config->criterion != ES_GINI ? es_score_entropy
+                 : config->n_classes == 2u ? es_score_gini2 : es_score_gini;
+    es_level_setup(model, level_size);
+    for (f = 0; f < config->n_features; f++) {
+        if (level > 0u) {
+            es_scan_feature(&scan, f, level_size);
+        } else if (model->split_stats[ES_ST_CHOICE] != ES_LEAF_MARK) {
+            es_scan_root(&scan, f);
         }
-        for (v = 0; v < level_size; v++) { /* this level's nodes in order; children next to each other */
-            const uint32_t choice = level < max_depth ? split_stats[v * stride + ES_ST_CHOICE] : ES_LEAF_MARK;
-            es_node *node = &nodes[level_first + v];
-            if (choice < ES_NONE) {
-                node->feature = (uint8_t)(choice >> 8);
-                node->threshold = (uint8_t)(choice & 0xFFu);
-                node->child = (uint16_t)(node_base + n_nodes);
-                split_stats[v * stride + ES_ST_LAST] = next_size;
-                next_size += 2u;
-                n_nodes += 2u;
-            } else {
-                if (level < max_depth) {
-                    split_stats[v * stride + ES_ST_LAST] = n_leaves;
-                }
-                node->feature = (uint8_t)ES_LEAF;
-                node->threshold = 0;
-                node->child = (uint16_t)(leaf_base + n_leaves);
-                own += es_make_leaf(&split_counts[v * n_classes], n_classes, &leaves[n_leaves * n_classes],
-                                    &label_sum);
-                n_leaves++;
-            }
-        }
-        if (level < max_depth) {
-            es_level_reassign(model, next_size, slot);
-        } else {
-            es_last_level_leaves(model, first_leaf, slot);
-        }
-        if (next_size == 0u) {
-            break;
-        }
-        level_first += level_size;
-        level_size = next_size;
-        level++;
     }
-    model->label_sum[slot] = label_sum;
-    model->gram[slot * slots + slot] = own;
+}
+
+/* The level's nodes in order (children next to each other) into pool slot `slot`: splits, or leaves with their
+ * values and their rows' terms in the slot's Gram diagonal and label sum. Returns the next level's size. */
+static ES_NOINLINE uint32_t es_place_level(const es_shrubs *model, uint32_t slot, uint32_t last)
+{
+    const es_shrubs_config *config = model->config;
+    es_shrubs_counters *counters = model->counters;
+    const uint32_t n_classes = config->n_classes;
+    const uint32_t stride = ES_STATS + n_classes;
+    const uint32_t node_base = slot * es_nodes_per_shrub(config);
+    const uint32_t leaf_base = slot << config->max_depth;
+    uint32_t *split_stats = model->split_stats;
+    uint16_t *leaves = &model->leaf_values[leaf_base * n_classes];
+    const uint32_t level_size = counters->level_size;
+    const uint32_t first_child = node_base + counters->n_nodes;
+    es_node *nodes = &model->nodes[node_base + counters->level_first];
+    uint32_t n_leaves = counters->n_leaves;
+    uint32_t own = 0;
+    uint32_t label_sum = 0;
+    uint32_t next_size = 0;
+    uint32_t v;
+    for (v = 0; v < level_size; v++) {
+        const uint32_t choice = last ? ES_LEAF_MARK : split_stats[v * stride + ES_ST_CHOICE];
+        es_node *node = &nodes[v];
+        if (choice < ES_NONE) {
+            node->feature = (uint8_t)(choice >> 8);
+            node->threshold = (uint8_t)(choice & 0xFFu);
+            node->child = (uint16_t)(first_child + next_size);
+            split_stats[v * stride + ES_ST_LAST] = next_size;
+            next_size += 2u;
+        } else {
+            if (!last) {
+                split_stats[v * stride + ES_ST_LAST] = n_leaves;
+            }
+            node->feature = (uint8_t)ES_LEAF;
+            node->threshold = 0;
+            node->child = (uint16_t)(leaf_base + n_leaves);
+            own += es_make_leaf(&model->split_counts[v * n_classes], n_classes, &leaves[n_leaves * n_classes],
+                                &label_sum);
+            n_leaves++;
+        }
+    }
+    counters->n_leaves = (uint16_t)n_leaves;
+    model->gram[slot * (config->max_shrubs + 1u) + slot] += own;
+    model->label_sum[slot] += label_sum;
+    return next_size;
+}
+
+/* One level of CART on the window into pool slot `slot`: the level's nodes and leaves, its leaf rows' leaf in
+ * leaf_index; then the next level's rows (node_of) and class totals (split_counts). The counters carry the level
+ * from one call to the next; the shrub done, the job goes on to its Gram column. */
+static void es_train_level(const es_shrubs *model, uint32_t slot)
+{
+    es_shrubs_counters *counters = model->counters;
+    const uint32_t level = counters->job_level;
+    const uint32_t last = level == model->config->max_depth;
+    const uint32_t first_leaf = level == 0u ? 0u : counters->n_leaves;
+    uint32_t next_size;
+    if (level == 0u) {
+        es_start_shrub(model, slot);
+    }
+    if (!last) {
+        es_scan_level(model, level);
+    }
+    next_size = es_place_level(model, slot, last);
+    if (last) {
+        es_last_level_leaves(model, first_leaf, slot);
+    } else {
+        es_level_reassign(model, next_size, slot);
+    }
+    counters->level_first = (uint16_t)(counters->level_first + counters->level_size);
+    counters->level_size = (uint16_t)next_size;
+    counters->n_nodes = (uint16_t)(counters->n_nodes + next_size);
+    counters->job_level = (uint16_t)(level + 1u);
+    if (next_size == 0u) { /* the shrub is done */
+        counters->phase = ES_JOB_TERMS;
+        counters->job_level = 0;
+        counters->level_first = 0;
+        counters->level_size = 0;
+        counters->n_nodes = 0;
+        counters->n_leaves = 0;
+    }
+}
+
+/* A piece of training: a level, and the last level too when it comes next (its nodes are all leaves). */
+static void es_train_piece(const es_shrubs *model, uint32_t slot)
+{
+    es_train_level(model, slot);
+    if (model->counters->phase == ES_JOB_TRAIN && model->counters->job_level == model->config->max_depth) {
+        es_train_level(model, slot);
+    }
 }
 
 /* Lowest pool slot that no active shrub uses; one always exists because the pool has M + 1 slots. */
@@ -650,7 +702,7 @@ static ES_NOINLINE void es_column_terms(const es_shrubs *model, uint32_t own, co
 /* The new shrub's (pool slot `slot`) Gram row and column against the active shrubs, two at a time (the last one
  * twice if their number is odd). With 2 classes its class-0 leaf value of every row goes to node_of (scratch free
  * after the training) and its share of the terms, sum_rows 32768 - a0, is counted once for all columns. */
-static void es_new_shrub_terms(const es_shrubs *model, uint32_t slot)
+static ES_NOINLINE void es_new_shrub_terms(const es_shrubs *model, uint32_t slot)
 {
     const uint32_t slots = model->config->max_shrubs + 1u;
     const uint32_t n = model->counters->n_shrubs;
@@ -869,41 +921,40 @@ static void es_row_leaves(const es_shrubs *model, uint32_t row, int32_t *leaf_ro
     }
 }
 
-es_status es_shrubs_learn(const es_shrubs *model, const uint8_t *bins, uint8_t label)
+/* The active shrubs' pool slots, in rank order, in cand_slot[0..n_shrubs). */
+static void es_active_slots(const es_shrubs *model)
 {
-    const es_shrubs_config *config;
-    es_shrubs_counters *counters;
-    uint32_t slots;
-    uint32_t per_shrub;
-    uint32_t head;
-    uint32_t count;
-    uint32_t n_active;
-    uint32_t slot;
-    uint32_t old_label;
+    const uint32_t per_shrub = es_nodes_per_shrub(model->config);
     uint32_t i;
-    if (model == 0 || bins == 0 || model->config == 0 || model->counters == 0) {
-        return ES_ERR_NULL;
+    for (i = 0; i < model->counters->n_shrubs; i++) {
+        model->cand_slot[i] = (uint8_t)(model->roots[i] / per_shrub);
     }
-    config = model->config;
-    counters = model->counters;
-    if (label >= config->n_classes) {
-        return ES_ERR_LABEL;
-    }
-    slots = config->max_shrubs + 1u;
-    per_shrub = es_nodes_per_shrub(config);
-    head = counters->head;
-    count = counters->count;
-    n_active = counters->n_shrubs;
-    old_label = model->window_labels[head];
-    for (i = 0; i < n_active; i++) { /* the active shrubs' pool slots, and the leaf rows of the row replaced */
+}
+
+/* The oldest pending row enters the window (the caches follow); every update_every rows a new-shrub job starts. */
+static void es_learn_oldest(const es_shrubs *model)
+{
+    const es_shrubs_config *config = model->config;
+    es_shrubs_counters *counters = model->counters;
+    const uint32_t slots = config->max_shrubs + 1u;
+    const uint32_t d = config->n_features;
+    const uint32_t head = counters->head;
+    const uint32_t count = counters->count;
+    const uint32_t at = counters->queue_head;
+    const uint32_t old_label = model->window_labels[head];
+    const uint32_t per_shrub = es_nodes_per_shrub(config);
+    uint32_t i;
+    for (i = 0; i < counters->n_shrubs; i++) { /* the active shrubs' pool slots, the leaf rows of the row replaced */
         model->cand_slot[i] = (uint8_t)(model->roots[i] / per_shrub);
         model->work_weights[i] = (int32_t)(((uint32_t)model->cand_slot[i] << config->max_depth) +
                                            model->leaf_index[head * slots + model->cand_slot[i]]);
     }
-    for (i = 0; i < config->n_features; i++) {
-        model->window_bins[head * config->n_features + i] = bins[i];
+    for (i = 0; i < d; i++) {
+        model->window_bins[head * d + i] = model->queue_bins[at * d + i];
     }
-    model->window_labels[head] = label;
+    model->window_labels[head] = model->queue_labels[at];
+    counters->queue_head = (uint16_t)(at + 1u == config->queue_size ? 0u : at + 1u);
+    counters->pending--;
     es_insert_row(model, head, count);
     es_row_leaves(model, head, &model->work_weights[slots]);
     counters->head = (uint16_t)(head + 1u == config->window_size ? 0u : head + 1u);
@@ -913,15 +964,87 @@ es_status es_shrubs_learn(const es_shrubs *model, const uint8_t *bins, uint8_t l
     es_pair_update(model, head, &model->work_weights[slots], count == config->window_size, model->work_weights,
                    old_label);
     counters->since_update++;
-    if (counters->since_update < config->update_every) {
-        return ES_OK;
+    if (counters->since_update == config->update_every) {
+        counters->since_update = 0;
+        counters->phase = ES_JOB_TRAIN;
+        counters->job_slot = (uint16_t)es_free_slot(model);
     }
-    counters->since_update = 0;
-    slot = es_free_slot(model);
-    es_train_shrub(model, slot);
-    es_new_shrub_terms(model, slot);
-    model->cand_slot[n_active] = (uint8_t)slot;
-    es_prox(model, n_active + 1u, es_gradient_steps(model, n_active + 1u));
+}
+
+/* The new-shrub job's next piece (the Gram column and the weights read the active shrubs' slots). */
+static void es_job_piece(const es_shrubs *model)
+{
+    es_shrubs_counters *counters = model->counters;
+    const uint32_t n_active = counters->n_shrubs;
+    const uint32_t slot = counters->job_slot;
+    if (counters->phase == ES_JOB_TRAIN) {
+        es_train_piece(model, slot);
+        return;
+    }
+    es_active_slots(model);
+    if (counters->phase == ES_JOB_TERMS) {
+        es_new_shrub_terms(model, slot);
+        counters->phase = ES_JOB_WEIGHTS;
+    } else {
+        model->cand_slot[n_active] = (uint8_t)slot;
+        es_prox(model, n_active + 1u, es_gradient_steps(model, n_active + 1u));
+        counters->phase = ES_JOB_IDLE;
+        counters->job_slot = 0;
+    }
+}
+
+/* The units of the next piece of work (0: none is pending). */
+static uint32_t es_next_units(const es_shrubs *model)
+{
+    const es_shrubs_config *config = model->config;
+    switch (model->counters->phase) {
+    case ES_JOB_TRAIN:
+        return config->unit_train;
+    case ES_JOB_TERMS:
+        return config->unit_terms;
+    case ES_JOB_WEIGHTS:
+        return config->unit_weights;
+    default:
+        return model->counters->pending > 0u ? config->unit_row : 0u;
+    }
+}
+
+es_status es_shrubs_learn(const es_shrubs *model, const uint8_t *bins, uint8_t label)
+{
+    const es_shrubs_config *config;
+    es_shrubs_counters *counters;
+    uint32_t budget;
+    uint32_t i;
+    if (model == 0 || bins == 0 || model->config == 0 || model->counters == 0) {
+        return ES_ERR_NULL;
+    }
+    config = model->config;
+    counters = model->counters;
+    if (label >= config->n_classes) {
+        return ES_ERR_LABEL;
+    }
+    if (counters->pending < config->queue_size) { /* a full queue (only a crafted state holds one) drops the row */
+        const uint32_t at = (uint32_t)counters->queue_head + counters->pending;
+        const uint32_t place = at >= config->queue_size ? at - config->queue_size : at;
+        for (i = 0; i < config->n_features; i++) {
+            model->queue_bins[place * config->n_features + i] = bins[i];
+        }
+        model->queue_labels[place] = label;
+        counters->pending++;
+    }
+    budget = config->work_per_call;
+    for (;;) { /* pieces while they fit in the budget (0: no bound) */
+        const uint32_t units = es_next_units(model);
+        if (units == 0u || (config->work_per_call != 0u && units > budget)) {
+            break;
+        }
+        budget -= config->work_per_call != 0u ? units : 0u;
+        if (counters->phase == ES_JOB_IDLE) {
+            es_learn_oldest(model);
+        } else {
+            es_job_piece(model);
+        }
+    }
     return ES_OK;
 }
 
@@ -1018,9 +1141,17 @@ es_status es_shrubs_validate(const es_shrubs *candidate)
     if (config->max_depth > 8u || per_shrub > ES_SHRUBS_MAX_NODES || window == 0u || config->update_every == 0u) {
         return ES_ERR_MODEL;
     }
+    if (config->queue_size == 0u) {
+        return ES_ERR_MODEL;
+    }
     if (counters->head >= window || counters->count > window || counters->n_shrubs > config->max_shrubs
         || counters->since_update >= config->update_every
-        || (counters->count != window && counters->head != counters->count)) {
+        || (counters->count != window && counters->head != counters->count)
+        || counters->pending >= config->queue_size || counters->queue_head >= config->queue_size
+        || counters->phase > ES_JOB_WEIGHTS
+        || (counters->phase != ES_JOB_IDLE && counters->count == 0u)
+        || counters->job_level >= (counters->phase != ES_JOB_TRAIN ? 1u
+                                   : config->max_depth > 0u ? config->max_depth : 1u)) {
         return ES_ERR_IMAGE;
     }
     for (i = 0; i < window; i++) {
@@ -1028,9 +1159,18 @@ es_status es_shrubs_validate(const es_shrubs *candidate)
             return ES_ERR_IMAGE;
         }
     }
+    for (i = 0; i < config->queue_size; i++) {
+        if (candidate->queue_labels[i] >= config->n_classes) {
+            return ES_ERR_IMAGE;
+        }
+    }
+    if (counters->phase == ES_JOB_IDLE ? counters->job_slot != 0u : counters->job_slot >= slots) {
+        return ES_ERR_IMAGE;
+    }
     for (i = 0; i < counters->n_shrubs; i++) {
         const uint32_t root = candidate->roots[i];
-        if (root % per_shrub != 0u || root / per_shrub >= slots || !es_valid_shrub(candidate, root / per_shrub)) {
+        if (root % per_shrub != 0u || root / per_shrub >= slots || !es_valid_shrub(candidate, root / per_shrub)
+            || (counters->phase != ES_JOB_IDLE && root / per_shrub == counters->job_slot)) {
             return ES_ERR_IMAGE;
         }
         for (j = 0; j < i; j++) {
@@ -1051,18 +1191,44 @@ es_status es_shrubs_validate(const es_shrubs *candidate)
     return ES_OK;
 }
 
+/* A job under way: its pieces run again from its start up to where it was (the window and the ensemble are those
+ * it started from), so that the caches are what they computed (ShrubEnsemble._replay_job). */
+static void es_replay_job(const es_shrubs *model)
+{
+    es_shrubs_counters *counters = model->counters;
+    const uint32_t phase = counters->phase;
+    const uint32_t levels = counters->job_level;
+    if (phase == ES_JOB_IDLE) {
+        return;
+    }
+    counters->phase = ES_JOB_TRAIN;
+    counters->job_level = 0;
+    while (counters->phase == ES_JOB_TRAIN && (phase > ES_JOB_TRAIN || counters->job_level < levels)) {
+        es_job_piece(model);
+    }
+    if (phase == ES_JOB_WEIGHTS && counters->phase == ES_JOB_TERMS) {
+        es_job_piece(model);
+    }
+}
+
 void es_shrubs_rebuild(const es_shrubs *model)
 {
     const es_shrubs_config *config = model->config;
     es_shrubs_counters *counters = model->counters;
-    const uint32_t slots = config->max_shrubs + 1u, per_shrub = es_nodes_per_shrub(config);
+    const uint32_t slots = config->max_shrubs + 1u;
     const uint32_t window = config->window_size, n = counters->count;
-    uint32_t i, j, row;
+    uint32_t i, row;
     for (i = 0; i < (uint32_t)config->n_features * window; i++) {
         model->sorted_rows[i] = 0;
     }
     for (i = 0; i < window * slots; i++) {
         model->leaf_index[i] = 0;
+    }
+    for (i = 0; i < window; i++) {
+        model->node_of[i] = 0;
+    }
+    for (i = 0; i < ((uint32_t)config->n_classes << config->max_depth); i++) {
+        model->split_counts[i] = 0;
     }
     for (i = 0; i < slots * slots; i++) {
         model->gram[i] = 0;
@@ -1071,9 +1237,7 @@ void es_shrubs_rebuild(const es_shrubs *model)
         model->label_sum[i] = 0;
         model->work_weights[i] = 0;
     }
-    for (j = 0; j < counters->n_shrubs; j++) {
-        model->cand_slot[j] = (uint8_t)(model->roots[j] / per_shrub);
-    }
+    es_active_slots(model);
     for (row = 0; row < n; row++) {  /* the window's rows in order, as if learned into an empty window */
         counters->count = (uint16_t)row;
         es_insert_row(model, row, row);
@@ -1081,4 +1245,5 @@ void es_shrubs_rebuild(const es_shrubs *model)
         es_pair_update(model, row, &model->work_weights[slots], 0, model->work_weights, 0u);
     }
     counters->count = (uint16_t)n;
+    es_replay_job(model);
 }

@@ -9,7 +9,9 @@
  * generated from the state description in edgestream/learners/shrubs.py. */
 #include "es_shrubs_state.h"
 
-/* Learn one binned sample. A label >= n_classes is rejected with ES_ERR_LABEL and changes nothing. */
+/* Learn one binned sample: it joins the queue of pending rows, then pieces of pending work run while they fit in
+ * config->work_per_call units (all of them with 0; see "Bounded work per call" in the specification). A label >=
+ * n_classes is rejected with ES_ERR_LABEL and changes nothing. */
 es_status es_shrubs_learn(const es_shrubs *model, const uint8_t *bins, uint8_t label);
 
 /* Q15 probabilities of one binned sample; acc is scratch of n_classes. */
@@ -20,14 +22,16 @@ es_status es_shrubs_predict(const es_shrubs *model, const uint8_t *bins, uint32_
                             uint8_t *class_out);
 
 /* ES_OK if a candidate state (regions possibly inside a state image; the scratch regions may be NULL) is one the
- * learner can run on: counters within the window and the pool, labels below n_classes, every active shrub's
+ * learner can run on: counters within the window, the pool and the queue, a new-shrub job's phase and level
+ * (one under way with rows in the window, in a free slot), labels below n_classes, every active shrub's
  * nodes inside its slot with forward children and its leaves in its slot's rows, distinct roots, weights
  * summing to 1..65535 and leaf values <= 32768 (with any shrub active), the 2 values of every 2-class leaf an
  * active shrub reaches summing to 32768. ES_ERR_IMAGE otherwise. Reads the candidate's saved regions only (not the caches). */
 es_status es_shrubs_validate(const es_shrubs *candidate);
 
 /* Recompute the cache regions (sorted lists, cached leaves, Gram and label sums) from the window and the shrubs
- * of a valid state, as ShrubEnsemble.restore_arrays does: after a restore, since images hold no caches. */
+ * of a valid state (and those of the pieces a new-shrub job under way has run), as ShrubEnsemble.restore_arrays
+ * does: after a restore, since images hold no caches. */
 void es_shrubs_rebuild(const es_shrubs *model);
 
 #endif

@@ -48,6 +48,26 @@ MAX_SCORE_SHIFT = 20  # additive scores have at most 10 + 20 fraction bits
 CRITERIA = {"gini": _kernels.GINI, "entropy": _kernels.ENTROPY}
 
 
+def tree_in_slot(nodes: np.ndarray, slot: int, per_tree: int, leaves_per_tree: int, n_features: int) -> bool:
+    """The tree of pool slot ``slot`` (nodes ``slot * per_tree ...``, leaf rows ``slot * leaves_per_tree ...``) of a
+    learner's node pool: every node reached from its root stays in the slot (children forward, features in range)
+    and every leaf reached is one of the slot's leaf rows."""
+    base = slot * per_tree
+    own = nodes[base: base + per_tree]
+    frontier = np.zeros(1, dtype=np.int64)
+    while len(frontier):
+        entry = own[frontier]
+        leaf = entry["feature"] == LEAF_FEATURE
+        child = entry["child"].astype(np.int64)
+        if ((child[leaf] < slot * leaves_per_tree) | (child[leaf] >= (slot + 1) * leaves_per_tree)).any():
+            return False
+        split, child = frontier[~leaf], child[~leaf] - base
+        if ((child <= split) | (child + 1 >= per_tree) | (entry["feature"][~leaf] >= n_features)).any():
+            return False
+        frontier = np.unique(np.concatenate([child, child + 1]))
+    return True
+
+
 @dataclass
 class TreeEnsemble:
     """Trees (nodes, roots), their integer weights and the Q15 leaf table, as the device stores them."""

@@ -242,8 +242,8 @@ SECTIONS: dict[str, list[Case]] = {
         c(f"{IMAGE} --from torn.img -o y.esm", 2, "torn.img: state image of 100 bytes (its header says"),
         c(f"{IMAGE} --from flipped.img -o y.esm", 2, "flipped.img: state image CRC-32"),
         c(f"{IMAGE} --from other.img -o y.esm", 2, "other.img: state image of another model (model hash"),
-        c(f"{IMAGE} --from other_size.img -o y.esm", 2, "other_size.img: state image of 336 bytes (its header says "
-          "336); this model's images have 832 bytes"),
+        c(f"{IMAGE} --from other_size.img -o y.esm", 2, "other_size.img: state image of 360 bytes (its header says "
+          "360); this model's images have 856 bytes"),
         c("image tree.esm --from shrubs.img -o y.esm", 2, "a tree model keeps no learning state on the device"),
         c(f"{IMAGE} --to /nonexistent/x.img", 1, "cannot write state image /nonexistent/x.img: No such file"),
     ],

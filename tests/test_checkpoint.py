@@ -272,6 +272,23 @@ def test_every_learning_learner_has_checkpoints(name):
         assert f"void {spec.state.prefix}_rebuild(const {spec.state.prefix} *model);" in header
 
 
+def assert_older_images_refused(name: str, model, before, tmp_path, monkeypatch) -> None:
+    """The image ``model`` would have had under the older state description ``before`` is refused by the device
+    (its size, or another model's hash at this size) and by the host."""
+    import dataclasses
+
+    device = Device(export_bundle(model, tmp_path / "now", name="dev"))
+    with monkeypatch.context() as patch:
+        patch.setitem(learners.REGISTRY, name, dataclasses.replace(learners.get(name), state=before))
+        patch.setattr(model, "state_spec", before)
+        old = checkpoint.write_image(model)
+    assert len(old) < device.size
+    assert device.restore(old) == ES_ERR_SIZE
+    assert device.restore(old + b"\0" * (device.size - len(old))) == ES_ERR_OTHER_MODEL
+    with pytest.raises(ValueError, match="bytes"):
+        checkpoint.read_image(model, old)
+
+
 def test_hoeffding_images_from_before_the_split_attempt_fields_are_refused(stream, tmp_path, monkeypatch):
     """An image of the state before the split attempts spread (no attempt regions, no work_per_call in the
     config) is refused by the device (its size, or another model's hash at this size) and by the host."""
@@ -281,16 +298,30 @@ def test_hoeffding_images_from_before_the_split_attempt_fields_are_refused(strea
 
     X, y = stream
     model = small_model("hoeffding", X, y, 120, hoeffding.SPREAD_VARIANT)
-    device = Device(export_bundle(model, tmp_path / "now", name="dev"))
     state = hoeffding.STATE
     before = dataclasses.replace(state, config=tuple(f for f in state.config if f.name != "work_per_call"),
                                  regions=tuple(r for r in state.regions if r.group != "attempt"))
-    with monkeypatch.context() as patch:
-        patch.setitem(learners.REGISTRY, "hoeffding", dataclasses.replace(learners.get("hoeffding"), state=before))
-        patch.setattr(model, "state_spec", before)
-        old = checkpoint.write_image(model)
-    assert len(old) < device.size
-    assert device.restore(old) == ES_ERR_SIZE
-    assert device.restore(old + b"\0" * (device.size - len(old))) == ES_ERR_OTHER_MODEL
-    with pytest.raises(ValueError, match="bytes"):
-        checkpoint.read_image(model, old)
+    assert_older_images_refused("hoeffding", model, before, tmp_path, monkeypatch)
+
+
+def test_shrubs_images_from_before_the_spread_fields_are_refused(stream, tmp_path, monkeypatch):
+    """An image of the shrubs' state before bounded work per call (no queue, no job counters, no work_per_call
+    and units in the config) is refused by the device (its size, or another model's hash at this size) and by
+    the host, whose restore_arrays also names an older layout's saved arrays."""
+    import dataclasses
+
+    from edgestream.learners import shrubs
+
+    X, y = stream
+    model = small_model("shrubs", X, y, 120, shrubs.SPREAD_VARIANT)
+    state = shrubs.STATE
+    new_config = {"work_per_call", "queue_size", "unit_row", "unit_train", "unit_terms", "unit_weights"}
+    before = dataclasses.replace(state, config=tuple(f for f in state.config if f.name not in new_config),
+                                 counters=state.counters[:4], regions=tuple(r for r in state.regions
+                                                                            if r.group != "queue"))
+    assert_older_images_refused("shrubs", model, before, tmp_path, monkeypatch)
+    saved = model.saved_arrays()
+    older = {name: values for name, values in saved.items() if not name.startswith("queue")}
+    older["counters"] = saved["counters"][:4]
+    with pytest.raises(ValueError, match="the saved state has 4 counters and lacks \\['queue_bins', 'queue_labels'\\]"):
+        model.restore_arrays(older)

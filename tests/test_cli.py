@@ -327,3 +327,18 @@ def test_evaluate_any_online_learner_and_refuses_bad_input(capsys, tmp_path, blo
     code, _, err = run(capsys, "evaluate", tmp_path / "b.esm", write_csv(tmp_path / "w.csv", X[:, :3], y),
                        "--label", "label")
     assert_user_error(code, err, "the data has 3 features, the model takes 4")
+
+
+def test_fit_shrubs_work_per_call(capsys, tmp_path, blobs_csv):
+    """--work-per-call reaches the shrub ensemble (its device config too); one that cannot keep up is a user error
+    naming the least."""
+    fixed = ["--window", 16, "--shrubs", 4, "--max-depth", 3, "--max-bins", 16, "--update-every", 4, "--burnin", 5,
+             "--ram", "8KiB"]
+    code, _, _ = run(capsys, "fit", blobs_csv, "--label", "label", "--learner", "shrubs", *fixed,
+                     "--work-per-call", 5000, "-o", tmp_path / "s.esm")
+    model = load_model(tmp_path / "s.esm")
+    assert code == 0 and model.work_per_call == 5000 and model.device_config()["work_per_call"] == 5000
+    least = ShrubEnsemble(window_size=16, max_shrubs=4, max_depth=3, update_every=4).min_work_per_call(4, 3)
+    code, _, err = run(capsys, "fit", blobs_csv, "--label", "label", "--learner", "shrubs", *fixed,
+                       "--work-per-call", 10, "-o", tmp_path / "t.esm")
+    assert_user_error(code, err, f"work_per_call=10 must be 0 or at least {least}")

@@ -17,7 +17,7 @@ from edgestream.simulate import header_cdef
 from edgestream.state import runtime_header_path
 from edgestream.export import export_bundle
 from edgestream.modelfile import load_model, save_model
-from edgestream.learners.shrubs import ShrubEnsemble, fraction_key, simplex_q15
+from edgestream.learners.shrubs import SPREAD_VARIANT, ShrubEnsemble, fraction_key, simplex_q15
 from edgestream.simulate import RuntimeLearner, load_bundle
 from edgestream.tree import LEAF_FEATURE, Q15_ONE
 
@@ -246,3 +246,105 @@ def test_two_class_leaves_are_complementary_and_restores_require_it(seed, window
     with pytest.raises(ValueError, match="sum to 32768"):
         ShrubEnsemble(window_size=window_size, max_shrubs=4, max_depth=3).fit_bins(X).set_classes([0, 1]) \
             .restore_arrays(arrays)
+
+
+# -- bounded work per call ------------------------------------------------------------------------------------
+
+FOLLOWED = [r.name for r in STATE.regions if r.group not in ("scratch", "queue")]  # regions of the learned state
+
+
+@st.composite
+def spread_pairs(draw):
+    """The same shrub ensemble unspread (work_per_call=0) and spread (the automatic, the least or a larger U),
+    on the specification, and a stream."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    n_features, n_classes = draw(st.integers(1, 4)), draw(st.integers(2, 4))
+    params = dict(window_size=draw(st.integers(1, 24)), max_shrubs=draw(st.integers(1, 5)),
+                  max_depth=draw(st.integers(0, 4)), burnin=draw(st.integers(1, 3)),
+                  update_every=draw(st.integers(2, 5)), criterion=draw(st.sampled_from(["gini", "entropy"])),
+                  max_bins=draw(st.sampled_from([4, 16])))
+    least = ShrubEnsemble(**params).min_work_per_call(n_features, n_classes)
+    work = draw(st.sampled_from([None, least, least + draw(st.integers(1, 300))]))
+    X = rng.normal(size=(120, n_features))
+    y = ((X[:, 0] > 0) ^ (np.arange(120) > 60)).astype(int) % n_classes
+    pair = []
+    for u in (0, work):
+        learner = ready(ShrubEnsemble(**params, work_per_call=u), X, range(n_classes))
+        learner.use_engine = False
+        pair.append(learner)
+    return *pair, learner.bins_.transform(X), y
+
+
+@settings(max_examples=25, deadline=None)
+@given(spread_pairs())
+def test_spread_learning_is_the_unspread_one_only_later(pair):
+    """Every call runs at most U units, one with work left more than U - w (w: the largest piece), the queue
+    never fills, and whenever it is empty with no job under way the spread state is the unspread one."""
+    whole, spread, bins, y = pair
+    budget, largest = spread.units_per_call_, max(spread._units.values())
+    drained = 0
+    for row, label in zip(bins, y):
+        whole.learn_bins(row, int(label))
+        spread.learn_bins(row, int(label))
+        assert whole.pending == whole.phase == 0 and len(whole.queue_labels) == 1
+        if budget == 0:
+            continue
+        assert spread.last_units_ <= budget and spread.pending < len(spread.queue_labels)
+        if spread.pending or spread.phase:
+            assert spread.last_units_ > budget - largest
+            continue
+        drained += 1
+        for name in FOLLOWED:
+            assert np.array_equal(getattr(spread, name), getattr(whole, name)), name
+        assert [getattr(spread, f.name) for f in STATE.counters if f.name != "queue_head"] == \
+               [getattr(whole, f.name) for f in STATE.counters if f.name != "queue_head"]
+    assert budget == 0 or drained > 0
+
+
+def test_work_per_call_default_and_refusal():
+    """The automatic U spreads only with update_every > 1, and keeps up with the least queue; a U that does not
+    keep up is refused, naming the least."""
+    assert ready(ShrubEnsemble()).units_per_call_ == 0
+    assert ready(ShrubEnsemble(**SPREAD_VARIANT)).units_per_call_ > 0  # the checkpoint and fuzz tests' variant
+    bench = ready(ShrubEnsemble(window_size=64, max_shrubs=16, max_depth=4, update_every=4, burnin=1))
+    units = bench._units
+    least = bench.min_work_per_call(3)
+    assert bench.units_per_call_ == least < units["row"] + 4 * units["train"] + units["terms"] + units["weights"]
+    assert 4 * (least - max(units.values()) + 1) >= 4 * units["row"] + 4 * units["train"] + units["terms"] + \
+        units["weights"]
+    with pytest.raises(ValueError, match=f"work_per_call={least - 1} must be 0 or at least {least}: smaller, the "
+                                         "rows pending while a new shrub trains may pile up"):
+        ready(ShrubEnsemble(window_size=64, max_shrubs=16, max_depth=4, update_every=4, burnin=1,
+                            work_per_call=least - 1))
+    with pytest.raises(ValueError, match="work_per_call=-1 must be an integer from 0 to 4294967295"):
+        ShrubEnsemble(work_per_call=-1)
+
+
+def test_spread_state_saved_mid_job_restores_and_continues(tmp_path):
+    """A state saved while a shrub is half grown (its caches replayed on restore) continues
+    exactly as the learner it was saved from: restored on the specification and, through a model file, on the
+    engine."""
+    X, y = make_stream("sea", 400, seed=2)
+    params = dict(window_size=32, max_shrubs=6, max_depth=3, update_every=3)
+    learner = ready(ShrubEnsemble(**params), X, (0, 1))
+    learner.use_engine = False
+    bins = learner.bins_.transform(X)
+    i = 0
+    while not (learner.phase == 1 and learner.job_level > 0):
+        learner.learn_bins(bins[i], int(y[i]))
+        i += 1
+    restored = ready(ShrubEnsemble(**params), X, (0, 1))
+    restored.restore_arrays(learner.saved_arrays())
+    restored.use_engine = False
+    for region in STATE.regions:
+        if region.group != "scratch":
+            assert np.array_equal(getattr(restored, region.name), getattr(learner, region.name)), region.name
+    save_model(learner, tmp_path / "m.esm")
+    on_engine = load_model(tmp_path / "m.esm")
+    for row, label in zip(bins[i:i + 40], y[i:i + 40]):
+        learner.learn_bins(row, int(label))
+        restored.learn_bins(row, int(label))
+    on_engine.partial_fit(X[i:i + 40], y[i:i + 40])
+    for other in (restored, on_engine):
+        saved = other.saved_arrays()
+        assert all(np.array_equal(saved[name], values) for name, values in learner.saved_arrays().items())

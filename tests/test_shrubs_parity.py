@@ -5,11 +5,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from edgestream import ShrubEnsemble
+from edgestream.learners.shrubs import STATE as SPEC
 from engine_twin import EngineTwin
 from edgestream.simulate import RuntimeLearner
 
-STATE = ("window_bins", "window_labels", "sorted_rows", "nodes", "leaf_values", "roots", "weights", "leaf_index",
-         "gram", "label_sum")
+STATE = tuple(r.name for r in SPEC.regions if r.group != "scratch")
 
 
 @st.composite
@@ -29,6 +29,8 @@ def shrub_streams(draw):
         min_samples_leaf=draw(st.integers(1, 4)),
         max_bins=draw(st.sampled_from([2, 4, 16, 255])),
     )
+    least = learner.min_work_per_call(n_features, n_classes)  # spread: the automatic, 0, the least, a little more
+    learner.work_per_call = draw(st.sampled_from([None, 0, least, least + 7]))
     X = rng.normal(size=(n_rows, n_features))
     if draw(st.booleans()):  # missing values: bin 255 and thresholds up to 254
         X[rng.random(X.shape) < 0.2] = np.nan
@@ -45,8 +47,7 @@ def assert_same_state(learner, device):
     for name in STATE:
         python_state = getattr(learner, name).reshape(-1)
         assert np.array_equal(device.regions[name], python_state), name
-    assert device.counter_values() == {"head": learner.head, "count": learner.count, "n_shrubs": learner.n_shrubs,
-                                       "since_update": learner.since_update}
+    assert device.counter_values() == {f.name: getattr(learner, f.name) for f in SPEC.counters}
 
 
 @settings(max_examples=200)

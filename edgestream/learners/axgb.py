@@ -131,7 +131,7 @@ from ..adwin import ADWIN, ADWIN_DTYPE, RISE, adwin_from_record, adwin_record, c
 from ..costs import CostTerms
 from ..fixedpoint import LEAF_MAX, LEAF_MIN, Q15_ONE, additive_predict, additive_proba_q15, sigmoid_q15, softmax_q15
 from ..state import Field, RegionSpec, StateSpec
-from ..tree import LEAF_FEATURE, TreeEnsemble
+from ..tree import LEAF_FEATURE, TreeEnsemble, tree_in_slot
 from .base import BINNING, INPUT_DTYPE, MAX_BINS, WORK_PER_CALL
 from .base import MAX_DEPTH as MAX_DEPTH_OPTION
 from .base import BinnedOnlineLearner, DeviceState, Estimator, LearnerSpec, Option, check_integer, restore_regions
@@ -788,25 +788,6 @@ def _sums(m: AdaptiveXGBoost, samples: np.ndarray) -> tuple[list[int], list[int]
     return [int(v) for v in g.sum(axis=0)], [int(v) for v in h.sum(axis=0)]
 
 
-def _member_ok(m: AdaptiveXGBoost, slot: int) -> bool:
-    """The tree of a member in tree slot ``slot``: every node reached from its root stays in the slot (children
-    forward, features in range) and every leaf reached is one of the slot's leaf rows."""
-    per_tree, leaves, base = m.nodes_per_tree, m.leaves_per_tree, slot * m.nodes_per_tree
-    nodes = m.nodes[base: base + per_tree]
-    frontier = np.zeros(1, dtype=np.int64)
-    while len(frontier):
-        entry = nodes[frontier]
-        leaf = entry["feature"] == LEAF_FEATURE
-        child = entry["child"].astype(np.int64)
-        if ((child[leaf] < slot * leaves) | (child[leaf] >= (slot + 1) * leaves)).any():
-            return False
-        split, child = frontier[~leaf], child[~leaf] - base
-        if ((child <= split) | (child + 1 >= per_tree) | (entry["feature"][~leaf] >= m.n_features_)).any():
-            return False
-        frontier = np.unique(np.concatenate([child, child + 1]))
-    return True
-
-
 def check_state(m: AdaptiveXGBoost, record: np.ndarray) -> None:
     """Refuse (``ValueError``) a state that ``es_axgb_validate`` refuses; the rules are the module docstring's
     "Validation". ``m`` holds the candidate's regions and counters, ``record`` the bytes of its ADWIN."""
@@ -832,7 +813,7 @@ def check_state(m: AdaptiveXGBoost, record: np.ndarray) -> None:
     slots = roots // per_tree
     if (roots % per_tree).any() or (slots > K).any() or len(set(slots.tolist())) != len(slots):
         refuse("member roots must be distinct tree slot starts")
-    if not all(_member_ok(m, int(slot)) for slot in slots):
+    if not all(tree_in_slot(m.nodes, int(slot), per_tree, m.leaves_per_tree, m.n_features_) for slot in slots):
         refuse("a member's tree leaves its slot")
     hist_zero = not (m.hist_g.any() or m.hist_h.any())
     gamma2 = 2 * m.gamma_q15

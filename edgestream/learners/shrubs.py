@@ -66,9 +66,50 @@ product sum once (in ``gram``) and divides by ``n * C`` through ``scale``; produ
 * Shrub storage: ``max_shrubs + 1`` slots of ``2**(max_depth+1) - 1`` nodes and ``2**max_depth`` leaf rows; a
   new shrub takes the lowest slot no active shrub uses. A step writes only the entries named here (the nodes
   and leaf rows a new shrub uses, the Gram entries of active slots, ...): the rest keep their stale values.
-* Scratch (``node_of``, ``split_counts``, ``split_stats``, ``work_weights``, ``rank``, ``cand_slot``) is the
-  device's working memory within a step; it carries nothing from one step to the next and the specification
-  does not use it.
+* Scratch (``split_stats``, ``work_weights``, ``rank``, ``cand_slot``) is the device's working memory within a
+  step; it carries nothing from one step to the next and the specification does not use it. (``node_of`` and
+  ``split_counts``, a shrub's rows and class totals while it grows, are caches: "Bounded work per call".)
+
+Bounded work per call (``work_per_call = U``)
+    A learn call appends its row to a queue of pending rows (``queue_bins``, ``queue_labels``, counters
+    ``pending`` and ``queue_head``), then runs *pieces* of work while the next one fits in what is left of ``U``
+    units (all of them with ``U = 0``): while a new-shrub job is under way (counter ``phase``) its next piece,
+    else the oldest pending row's insertion into the window (everything the step above does before a new shrub:
+    window, sorted lists, leaves, Gram and label sums, ``since_update``), which starts a job every
+    ``update_every`` rows, in the lowest free pool slot (``job_slot``). A job's pieces: ``train``, one level of
+    CART (the last, leaves-only level with the one before it; its leaves' values, their rows' leaf in
+    ``leaf_index``, their terms in the slot's Gram diagonal entry and label sum; between pieces the level in the counters ``job_level``,
+    ``level_first``, ``level_size``, ``n_nodes``, ``n_leaves``, every row's node in ``node_of`` as ``node << 8 |
+    label`` (``0xFFFF`` once in a leaf; the last level's rows keep theirs) and the level's class totals in
+    ``split_counts``); ``terms``, the Gram row and column (with 2 classes the runtime leaves the rows' class-0
+    values of the new shrub in ``node_of``, and so does this module); ``weights``, the gradient steps and the
+    prox. No row enters the window while a job runs, so every piece sees the window and the ensemble the job
+    started from, and the pieces and insertions run in the order of the unspread step: once the queue is empty
+    and no job is under way, the state is the one ``U = 0`` reaches after the same rows, field for field (the
+    queue aside); only later. Predictions use the ensemble as it is, which lags the pending rows. ``node_of`` and
+    ``split_counts`` are caches: a restore (``rebuild_caches``, ``es_shrubs_rebuild``) runs the job's pieces
+    again from its start up to where it was.
+
+    Units (:func:`piece_units`, from the configuration's sizes, not the data: a full window and ensemble; ``d``
+    features, ``B`` rows, ``M`` shrubs, ``g`` = 1 leaf value a Gram term reads with 2 classes, else ``C``), about
+    15 Cortex-M4F instructions each at 2 classes (measured): a row's insertion ``r = d B + M depth + M^2 g``; a
+    ``train`` piece ``3 (d + 1) B`` (``max(depth, 1)`` of them); ``terms`` ``B M g / 2``; ``weights``
+    ``burnin (M + 1)^2``. ``J`` is a whole job's units and ``w`` the largest piece. A piece is indivisible and a
+    call runs it only when it fits, so a call runs at most ``U`` units (``last_units_``, host only), and one
+    with work left runs more than ``U - w``. ``U`` keeps up when ``U >= w`` and ``k (U - w + 1) >= k r + J``
+    for ``k = update_every`` (a row's insertion every call and a job every ``k`` calls fit in ``k`` calls'
+    budgets): then the work left after a call stays below ``J + r - (U - w + 1)`` units, so the queue of
+    ``(J + r - (U - w + 1)) // r + 1`` rows never overflows (a crafted state with a full queue drops the row). A
+    smaller ``U`` is refused, naming the smallest that keeps up (:meth:`ShrubEnsemble.min_work_per_call`).
+    **The default is automatic** (``None``): the smallest ``U`` that keeps up when it is below an unspread
+    call's worst (``r + J``), else 0. So ``update_every = 1`` (every call trains a shrub: no call is cheaper to
+    lend work to) stays unspread, and with ``update_every = k > 1`` no call runs more than ``r + J / k + w``
+    units about, against the mean ``r + J / k``. Measured (QEMU, the 8 KiB plan on SEA with ``update_every =
+    4, burnin = 1``: window 64, 16 shrubs of depth 4, 3 features; 1,500 rows learned in Python, then 80 calls;
+    learn instructions mean / worst): at the automatic ``U`` = 2,248 units (a queue of 6 rows) Cortex-M4F
+    22,440 / 33,598 (1.50x), Cortex-M0 39,508 / 58,630 (1.48x); with ``U = 0`` 22,437 / 69,867 (3.11x) and
+    39,512 / 125,811 (3.18x). The worst calls grow two levels and insert a row or compute the Gram column
+    (2,048 units: 16 Cortex-M4F and 29 Cortex-M0 instructions a unit).
 """
 
 from __future__ import annotations
@@ -79,17 +120,42 @@ import numpy as np
 
 from ..costs import CostTerms
 from ..state import Field, RegionSpec, StateSpec
-from ..tree import CRITERIA, LEAF_FEATURE, Q15_ONE, TreeEnsemble
-from .base import (TREE_OPTIONS, BinnedOnlineLearner, DeviceState, Estimator, LearnerSpec, Option,
+from ..tree import CRITERIA, LEAF_FEATURE, Q15_ONE, TreeEnsemble, tree_in_slot
+from .base import (TREE_OPTIONS, WORK_PER_CALL, BinnedOnlineLearner, DeviceState, Estimator, LearnerSpec, Option,
                    check_integer, restore_regions, step_size)
 
-STATE_ARRAYS = ("window_bins", "window_labels", "nodes", "leaf_values", "roots", "weights")
+STATE_ARRAYS = ("window_bins", "window_labels", "queue_bins", "queue_labels", "nodes", "leaf_values", "roots",
+                "weights")
 MAX_WINDOW = 4096
 MAX_SHRUBS = 64
 MAX_DEPTH = 8
 MAX_STEP = 256.0
 WEIGHT_LIMIT = 2**17
 UINT32 = 0xFFFFFFFF  # mask of the C's uint32 sums
+
+
+IDLE, TRAIN, TERMS, WEIGHTS = range(4)  # the new-shrub job's next piece (counter ``phase``)
+PIECES = (None, "train", "terms", "weights")  # the piece each phase runs next
+NO_NODE = 0xFFFF  # node_of of a row in a leaf of the shrub being grown
+
+
+def piece_units(window_size: int, max_shrubs: int, max_depth: int, burnin: int, n_features: int,
+                n_classes: int) -> dict:
+    """Units of each piece of work ("Bounded work per call"), about 15 Cortex-M4F instructions each (measured at 2
+    classes): inserting a pending row (its place in every feature's sorted list, ``d B``, the active shrubs'
+    walks, ``M depth``, and its Gram terms, ``M^2 g``); a level of CART (``d`` feature scans and the routing of
+    the window's rows, ``3 (d + 1) B``); the new shrub's Gram column, ``B M g / 2``; the gradient steps and the
+    prox, ``burnin (M + 1)^2``. The sizes are the configuration's (full window, full ensemble), so the units
+    bound the work and do not depend on the data."""
+    b, m, g = window_size, max_shrubs, 1 if n_classes == 2 else n_classes
+    return {"row": n_features * b + m * max_depth + m * m * g, "train": 3 * (n_features + 1) * b,
+            "terms": max(b * m * g // 2, 1), "weights": burnin * (m + 1) ** 2}
+
+
+def job_units(units: dict, max_depth: int) -> int:
+    """Units of a whole new-shrub job: its ``train`` pieces (one per level, the last two levels in one), its
+    ``terms`` and ``weights``."""
+    return max(max_depth, 1) * units["train"] + units["terms"] + units["weights"]
 
 
 def _nodes_per_shrub(config: dict) -> int:
@@ -109,15 +175,33 @@ STATE = StateSpec(
         Field("max_shrubs", "uint16_t", "M; the pool has M + 1 slots"), Field("min_samples_leaf", "uint16_t"),
         Field("burnin", "uint16_t", "gradient steps per new shrub"), Field("update_every", "uint16_t"),
         Field("step_q16", "uint32_t", "gradient step in Q16; 0 = adaptive, 65536 / (shrubs + 1)"),
+        Field("work_per_call", "uint32_t", "units of work per learn call; 0 = all of it"),
+        Field("queue_size", "uint16_t", "rows the queue of pending rows holds"),
+        Field("unit_row", "uint32_t", "units of inserting one pending row"),
+        Field("unit_train", "uint32_t", "units of training a new shrub (CART)"),
+        Field("unit_terms", "uint32_t", "units of the new shrub's Gram column"),
+        Field("unit_weights", "uint32_t", "units of the gradient steps and the prox"),
     ),
     counters=(
         Field("head", "uint16_t", "next window row to write"), Field("count", "uint16_t", "rows in the window"),
         Field("n_shrubs", "uint16_t", "active shrubs: roots[0..n_shrubs) and weights[0..n_shrubs)"),
         Field("since_update", "uint16_t", "samples since the last new shrub"),
+        Field("pending", "uint16_t", "rows in the queue, not yet learned"),
+        Field("queue_head", "uint16_t", "the oldest pending row's place in the queue"),
+        Field("phase", "uint16_t", "the new-shrub job's next piece: 0 none, 1 train, 2 terms, 3 weights"),
+        Field("job_slot", "uint16_t", "the new shrub's pool slot while its job runs (0 without a job)"),
+        Field("job_level", "uint16_t", "levels of the new shrub grown"),
+        Field("level_first", "uint16_t", "the new shrub's first node of the level being grown"),
+        Field("level_size", "uint16_t", "nodes of the level being grown"),
+        Field("n_nodes", "uint16_t", "nodes of the new shrub so far"),
+        Field("n_leaves", "uint16_t", "leaves of the new shrub so far"),
     ),
     regions=(
         RegionSpec("window_bins", "window", "uint8_t", lambda c: c["window_size"] * c["n_features"], "B x features"),
         RegionSpec("window_labels", "window", "uint8_t", lambda c: c["window_size"], "B"),
+        RegionSpec("queue_bins", "queue", "uint8_t", lambda c: c["queue_size"] * c["n_features"],
+                   "queue x features: rows waiting to be learned"),
+        RegionSpec("queue_labels", "queue", "uint8_t", lambda c: c["queue_size"], "queue"),
         RegionSpec("sorted_rows", "window", "uint16_t", lambda c: c["n_features"] * c["window_size"],
                    "features x B: window rows by (bin, row)"),
         RegionSpec("nodes", "node pool", "es_node", lambda c: _slots(c) * _nodes_per_shrub(c),
@@ -130,8 +214,9 @@ STATE = StateSpec(
                    "B x (M + 1): leaf of each window row in each slot's shrub"),
         RegionSpec("gram", "cache", "uint32_t", lambda c: _slots(c) ** 2, "(M + 1) x (M + 1), Q15 sums"),
         RegionSpec("label_sum", "cache", "uint32_t", _slots, "M + 1, Q15 sums"),
-        RegionSpec("node_of", "scratch", "uint16_t", lambda c: c["window_size"], "B"),
-        RegionSpec("split_counts", "scratch", "uint16_t", lambda c: 2 ** c["max_depth"] * c["n_classes"],
+        RegionSpec("node_of", "cache", "uint16_t", lambda c: c["window_size"],
+                   "B: rows' nodes while CART runs, then (2 classes) the new shrub's class-0 values"),
+        RegionSpec("split_counts", "cache", "uint16_t", lambda c: 2 ** c["max_depth"] * c["n_classes"],
                    "2^depth x classes: class totals of a level's nodes"),
         RegionSpec("split_stats", "scratch", "uint32_t",
                    lambda c: 2 ** max(c["max_depth"] - 1, 0) * (10 + c["n_classes"]),
@@ -142,7 +227,8 @@ STATE = StateSpec(
     ),
 )
 
-CACHE_ARRAYS = ("sorted_rows", "leaf_index", "gram", "label_sum")
+CACHE_ARRAYS = tuple(r.name for r in STATE.regions if r.group == "cache")
+COUNTER = {field.name: i for i, field in enumerate(STATE.counters)}  # a counter's place in ``_counters``
 SCRATCH_ARRAYS = tuple(r.name for r in STATE.regions if r.group == "scratch")
 
 
@@ -266,37 +352,6 @@ def leaf_values(counts: np.ndarray) -> np.ndarray:
     return (counts * Q15_ONE + total // 2) // total
 
 
-def grow_shrub(bins, labels, n_classes: int, criterion: str, max_depth: int, min_samples_leaf: int):
-    """CART on the window's rows (``bins`` [n, d], ``labels`` [n]), level by level.
-    Returns the nodes in breadth-first order as (feature, threshold, child) with a split's child and a leaf's
-    row numbered within the shrub, and the Q15 rows of the leaves in the order of their nodes."""
-    node_of = np.zeros(len(labels), dtype=np.int64)  # every row's node within the level; -1 once in a leaf
-    nodes, leaves = [], []
-    level_size = 1
-    for level in range(max_depth + 1):
-        counts = node_class_counts(node_of, labels, level_size, n_classes)
-        feature, threshold = np.full(level_size, -1), np.zeros(level_size, dtype=np.int64)
-        may_split = ((counts > 0).sum(axis=1) > 1) & (counts.sum(axis=1) >= 2 * min_samples_leaf)
-        if level < max_depth and may_split.any():
-            node_of = np.where((node_of >= 0) & may_split[node_of], node_of, -1)
-            feature, threshold = best_splits(bins, labels, node_of, counts, criterion, min_samples_leaf)
-        is_split = feature >= 0
-        first_child = np.where(is_split, 2 * np.cumsum(is_split) - 2, -1)  # within the next level
-        next_level = len(nodes) + level_size
-        values = leaf_values(counts)
-        for v in range(level_size):
-            if is_split[v]:
-                nodes.append((int(feature[v]), int(threshold[v]), next_level + int(first_child[v])))
-            else:
-                nodes.append((LEAF_FEATURE, 0, len(leaves)))
-                leaves.append(values[v])
-        if not is_split.any():
-            return nodes, leaves
-        node_of = route_rows(bins, node_of, feature, threshold, first_child)
-        level_size = 2 * int(is_split.sum())
-    raise AssertionError("unreachable: the last level has leaves only")
-
-
 def route_rows(bins, node_of, feature, threshold, first_child) -> np.ndarray:
     """Every row's node in the next level (-1 for the rows whose node became a leaf)."""
     playing = np.flatnonzero(node_of >= 0)
@@ -349,6 +404,10 @@ def prox(weights: list[int], max_shrubs: int) -> list[tuple[int, int]]:
     return [(k, w) for k, w in zip(support, projected) if w > 0]
 
 
+def _counter(name: str) -> property:
+    return property(lambda self: int(self._counters[COUNTER[name]]))
+
+
 class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
     """Online ensemble of small trees trained on a sliding window, learning in fixed memory.
 
@@ -364,6 +423,8 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
     max_bins, binning, input_dtype : feature quantization, fitted once by :meth:`fit_bins` (the device ships
         with fixed edges).
     allow_missing : treat NaN features as missing values (their own bin) instead of refusing them.
+    work_per_call : None (automatic), 0 (every call learns its row and trains whole) or the units of work per
+        ``learn`` call (see "Bounded work per call" in the module docstring).
     """
 
     state_spec = STATE
@@ -372,7 +433,7 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
     def __init__(self, window_size: int = 64, max_shrubs: int = 16, max_depth: int = 4, step_size="adaptive",
                  burnin: int = 5, update_every: int = 1, criterion: str = "gini", min_samples_leaf: int = 1,
                  max_bins: int = 64, binning: str = "quantile", input_dtype: str = "float32",
-                 allow_missing: bool = False):
+                 allow_missing: bool = False, work_per_call: int | None = None):
         self.window_size = window_size
         self.max_shrubs = max_shrubs
         self.max_depth = max_depth
@@ -385,6 +446,7 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
         self.binning = binning
         self.input_dtype = input_dtype
         self.allow_missing = allow_missing
+        self.work_per_call = work_per_call
         self._check_params()
 
     # -- parameters and layout ---------------------------------------------------------------------------------
@@ -396,6 +458,8 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
         check_integer(self, "burnin", 1, 255)
         check_integer(self, "update_every", 1, 65535)
         check_integer(self, "min_samples_leaf", 1, MAX_WINDOW)
+        if self.work_per_call is not None:
+            check_integer(self, "work_per_call", 0, 2**32 - 1)
         if self.criterion not in CRITERIA:
             raise ValueError(f"criterion={self.criterion!r} must be one of {sorted(CRITERIA)}")
         if self.step_size != "adaptive" and not (isinstance(self.step_size, (int, float)) and
@@ -415,14 +479,55 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
         """The fixed step in Q16, or 0 for the adaptive step."""
         return 0 if self.step_size == "adaptive" else int(round(self.step_size * 65536))
 
+    def units(self, n_features: int, n_classes: int | None = None) -> dict:
+        """:func:`piece_units` of this configuration (classes: the set ones, else ``n_classes``, else 2)."""
+        c = len(self.classes_) if n_classes is None and hasattr(self, "classes_") else (n_classes or 2)
+        return piece_units(self.window_size, self.max_shrubs, self.max_depth, self.burnin, n_features, c)
+
+    def min_work_per_call(self, n_features: int, n_classes: int | None = None) -> int:
+        """The smallest ``work_per_call`` that keeps up (``U >= w`` and ``k (U - w + 1) >= k r + J``: see
+        "Bounded work per call")."""
+        units = self.units(n_features, n_classes)
+        job = job_units(units, self.max_depth)
+        return -(-job // self.update_every) + units["row"] + max(units.values()) - 1
+
+    def units_per_call(self, n_features: int, n_classes: int | None = None) -> int:
+        """The units of work per ``learn`` call: ``work_per_call``, or for ``None`` the smallest that keeps up
+        when that is below an unspread call's worst (a row and a whole job), else 0; a ``work_per_call`` that
+        does not keep up is refused."""
+        least = self.min_work_per_call(n_features, n_classes)
+        if self.work_per_call is None:
+            units = self.units(n_features, n_classes)
+            return least if least < units["row"] + job_units(units, self.max_depth) else 0
+        if 0 < self.work_per_call < least:
+            raise ValueError(f"work_per_call={self.work_per_call} must be 0 or at least {least}: smaller, the rows "
+                             f"pending while a new shrub trains may pile up (update_every={self.update_every})")
+        return self.work_per_call
+
+    def queue_size(self, n_features: int, n_classes: int | None = None) -> int:
+        """Rows of the queue: those pending after a call, at most ``(J + r - (U - w + 1)) / r``, and the next
+        call's row (1 with ``U = 0``: every call learns its row)."""
+        work = self.units_per_call(n_features, n_classes)
+        if work == 0:
+            return 1
+        units = self.units(n_features, n_classes)
+        job = job_units(units, self.max_depth)
+        return max(job + units["row"] - (work - max(units.values()) + 1), 0) // units["row"] + 1
+
     def device_config(self, n_features: int | None = None, n_classes: int | None = None) -> dict:
         """The values of the C ``es_shrubs_config`` (features and classes default to the fitted ones)."""
+        d = self.n_features_ if n_features is None else n_features
+        c = len(self.classes_) if n_classes is None else n_classes
+        queue = self.queue_size(d, c)
+        if queue > 65535:
+            raise ValueError(f"the queue of pending rows needs {queue} rows, at most 65535")
         return {
-            "n_features": self.n_features_ if n_features is None else n_features,
-            "n_classes": len(self.classes_) if n_classes is None else n_classes,
+            "n_features": d, "n_classes": c,
             "max_depth": self.max_depth, "criterion": CRITERIA[self.criterion], "window_size": self.window_size,
             "max_shrubs": self.max_shrubs, "min_samples_leaf": self.min_samples_leaf, "burnin": self.burnin,
             "update_every": self.update_every, "step_q16": self.step_q16,
+            "work_per_call": self.units_per_call(d, c), "queue_size": queue,
+            **{f"unit_{k}": v for k, v in self.units(d, c).items()},
         }
 
     def summary(self) -> str:
@@ -452,31 +557,64 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
                   "leaf_values": (-1, c), "leaf_index": (self.window_size, slots), "gram": (slots, slots)}
         for name, array in arrays.items():
             setattr(self, name, array.reshape(shapes.get(name, -1)))
-        self._counters = np.zeros(4, dtype=np.uint16)  # head, count, n_shrubs, since_update
+        self.queue_bins = self.queue_bins.reshape(-1, d)
+        self._counters = np.zeros(len(STATE.counters), dtype=np.uint16)  # in the order of STATE.counters
+        self.units_per_call_ = self.units_per_call(d)
+        self._units = self.units(d)
 
-    head = property(lambda self: int(self._counters[0]))
-    count = property(lambda self: int(self._counters[1]))
-    n_shrubs = property(lambda self: int(self._counters[2]))
-    since_update = property(lambda self: int(self._counters[3]))
+    head, count, n_shrubs, since_update = _counter("head"), _counter("count"), _counter("n_shrubs"), \
+        _counter("since_update")
+    pending, queue_head, phase, job_slot = _counter("pending"), _counter("queue_head"), _counter("phase"), \
+        _counter("job_slot")
+    job_level = _counter("job_level")
+    level_first, level_size, n_nodes, n_leaves = _counter("level_first"), _counter("level_size"), \
+        _counter("n_nodes"), _counter("n_leaves")
+
+    def _set(self, **counters) -> None:
+        for name, value in counters.items():
+            self._counters[COUNTER[name]] = value
 
     def saved_arrays(self) -> dict:
         """The whole learning state, as a model file stores it."""
         self._check_ready()
-        counters = np.array([self.head, self.count, self.n_shrubs, self.since_update], dtype=np.uint16)
-        return {name: getattr(self, name) for name in STATE_ARRAYS} | {"counters": counters}
+        return {name: getattr(self, name) for name in STATE_ARRAYS} | {"counters": self._counters.copy()}
 
     def restore_arrays(self, arrays: dict) -> None:
-        """Take a saved state (after ``bins_`` and ``classes_`` are set); refuses tables of the wrong layout."""
+        """Take a saved state (after ``bins_`` and ``classes_`` are set); refuses tables of the wrong layout
+        (an older one too: without the queue, its counters and regions)."""
         self.reset()
+        missing = [name for name in STATE_ARRAYS if name not in arrays]
+        if missing or len(arrays["counters"]) != len(STATE.counters):
+            raise ValueError(f"the saved state has {len(arrays['counters'])} counters and lacks {missing}: this "
+                             f"learner keeps {len(STATE.counters)} counters and every region of {STATE_ARRAYS} "
+                             "(a state of an older layout)")
         restore_regions(self, STATE_ARRAYS, arrays)
-        head, count, n_shrubs, since_update = (int(v) for v in arrays["counters"])
+        head, count, n_shrubs, since_update, pending, queue_head, phase, job_slot, job_level = \
+            (int(v) for v in arrays["counters"][:9])
         if not (head < self.window_size and count <= self.window_size and n_shrubs <= self.max_shrubs
                 and since_update < self.update_every and (count == self.window_size or head == count)):
             raise ValueError(f"inconsistent counters head={head} count={count} shrubs={n_shrubs} "
                              f"since_update={since_update}")
+        queue = len(self.queue_labels)
+        if not (pending < queue and queue_head < queue and phase <= WEIGHTS
+                and (phase == IDLE or count > 0)
+                and job_level < (max(self.max_depth, 1) if phase == TRAIN else 1)):
+            raise ValueError(f"inconsistent counters pending={pending} queue_head={queue_head} phase={phase} "
+                             f"job_level={job_level} (queue of {queue} rows, count={count}, "
+                             f"since_update={since_update})")
+        active = (self.roots[:n_shrubs].astype(np.int64) // self.nodes_per_shrub).tolist()
+        if job_slot != 0 if phase == IDLE else job_slot > self.max_shrubs or job_slot in active:
+            raise ValueError(f"job_slot={job_slot} must be {'0 without a job' if phase == IDLE else 'a free slot'}")
+        if (self.queue_labels >= len(self.classes_)).any():
+            raise ValueError("queue labels out of range")
         roots = self.roots[:n_shrubs].astype(np.int64)
-        if (roots % self.nodes_per_shrub).any() or len(set(roots.tolist())) != n_shrubs:
+        slots = roots // self.nodes_per_shrub
+        if ((roots % self.nodes_per_shrub).any() or len(set(roots.tolist())) != n_shrubs
+                or (slots > self.max_shrubs).any()):
             raise ValueError("shrub roots must be distinct slot starts")
+        if not all(tree_in_slot(self.nodes, int(slot), self.nodes_per_shrub, self.leaves_per_shrub, self.n_features_)
+                   for slot in slots):
+            raise ValueError("an active shrub's nodes or leaves leave its pool slot")
         if (self.window_labels >= len(self.classes_)).any():
             raise ValueError("window labels out of range")
         if n_shrubs:
@@ -484,7 +622,7 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
                                   self.n_features_).validate()
             if len(self.classes_) == 2 and (self.leaf_values[leaves].astype(np.int64).sum(axis=1) != Q15_ONE).any():
                 raise ValueError(f"the two class probabilities of a leaf must sum to {Q15_ONE}, as learned leaves do")
-        self._counters[:] = (head, count, n_shrubs, since_update)
+        self._counters[:] = arrays["counters"]
         self.rebuild_caches()
 
     # -- the state's parts -----------------------------------------------------------------------------------
@@ -526,28 +664,73 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
         """The lowest pool slot no active shrub uses (the pool has one more slot than shrubs)."""
         return min(set(range(self.max_shrubs + 1)) - set(active.tolist()))
 
-    def _train_shrub(self, slot: int) -> None:
-        """CART on the window into pool slot ``slot``: its first nodes and leaf rows."""
-        n = self.count
-        nodes, leaves = grow_shrub(self.window_bins[:n], self.window_labels[:n], len(self.classes_), self.criterion,
-                                   self.max_depth, self.min_samples_leaf)
-        node_base, leaf_base = slot * self.nodes_per_shrub, slot * self.leaves_per_shrub
-        for i, (feature, threshold, child) in enumerate(nodes):
-            base = leaf_base if feature == LEAF_FEATURE else node_base
-            self.nodes[node_base + i] = (feature, threshold, base + child)
-        self.leaf_values[leaf_base: leaf_base + len(leaves)] = leaves
+    def _train_piece(self, slot: int) -> None:
+        """A level of the new shrub, and the last level too when it comes next (its nodes are all leaves)."""
+        self._train_level(slot)
+        if self.phase == TRAIN and self.job_level == self.max_depth:
+            self._train_level(slot)
 
-    def _new_shrub_terms(self, slot: int, active: np.ndarray) -> None:
-        """The new shrub's leaf for every window row, its Gram row and column and its label sum."""
-        n = self.count
-        leaves = self._leaves(self.window_bins[:n], np.array([slot]))[:, 0]
-        self.leaf_index[:n, slot] = leaves - (slot << self.max_depth)
-        h = self.leaf_values[leaves]
-        column = window_pair_sums(h, self._cached_leaf_values(slice(0, n), active))
+    def _train_level(self, slot: int) -> None:
+        """One level of the new shrub (CART on the window, breadth first) in pool slot ``slot``: the level's nodes,
+        its leaves (their values, their rows' leaf in ``leaf_index``, their rows' Gram diagonal and label terms),
+        then the next level's rows in ``node_of`` (``node << 8 | label``, :data:`NO_NODE` in a leaf; the rows of
+        the last level keep theirs) and class totals in ``split_counts``; the shrub done, the job goes on."""
+        n, c = self.count, len(self.classes_)
+        bins, labels = self.window_bins[:n], self.window_labels[:n].astype(np.int64)
+        if self.job_level == 0:
+            self.node_of[:n] = labels
+            self.split_counts[:c] = np.bincount(labels, minlength=c)
+            self._set(level_first=0, level_size=1, n_nodes=1, n_leaves=0)
+            self.label_sum[slot] = self.gram[slot, slot] = 0
+        size, first = self.level_size, self.level_first
+        tags = self.node_of[:n].astype(np.int64)
+        node_of = np.where(tags == NO_NODE, -1, tags >> 8)
+        counts = self.split_counts[: size * c].reshape(size, c).astype(np.int64)
+        feature, threshold = np.full(size, -1), np.zeros(size, dtype=np.int64)
+        may_split = ((counts > 0).sum(axis=1) > 1) & (counts.sum(axis=1) >= 2 * self.min_samples_leaf)
+        last = self.job_level == self.max_depth
+        if not last and may_split.any():
+            playing = np.where((node_of >= 0) & may_split[np.maximum(node_of, 0)], node_of, -1)
+            feature, threshold = best_splits(bins, labels, playing, counts, self.criterion, self.min_samples_leaf)
+        is_split = feature >= 0
+        first_child = np.where(is_split, 2 * np.cumsum(is_split) - 2, -1)  # within the next level
+        leaf = self.n_leaves + np.cumsum(~is_split) - 1  # of the nodes that stay leaves
+        node_base, leaf_base = slot * self.nodes_per_shrub, slot * self.leaves_per_shrub
+        for v in range(size):
+            self.nodes[node_base + first + v] = ((int(feature[v]), int(threshold[v]),
+                                                  node_base + self.n_nodes + int(first_child[v])) if is_split[v]
+                                                 else (LEAF_FEATURE, 0, leaf_base + int(leaf[v])))
+        self._grow_leaves(slot, counts[~is_split], leaf[~is_split])
+        in_leaf = (node_of >= 0) & ~is_split[np.maximum(node_of, 0)]
+        self.leaf_index[:n, slot][in_leaf] = leaf[node_of[in_leaf]]
+        splits = int(is_split.sum())
+        if not last:
+            routed = route_rows(bins, node_of, feature, threshold, first_child)
+            self.node_of[:n] = np.where(routed >= 0, routed * 256 + labels, np.where(node_of >= 0, NO_NODE, tags))
+            self.split_counts[: 2 * splits * c] = node_class_counts(routed, labels, 2 * splits, c).reshape(-1)
+        self._set(level_first=first + size, level_size=2 * splits, n_nodes=self.n_nodes + 2 * splits,
+                  n_leaves=self.n_leaves + size - splits, job_level=self.job_level + 1)
+        if splits == 0:  # the shrub is done
+            self._set(phase=TERMS, job_level=0, level_first=0, level_size=0, n_nodes=0, n_leaves=0)
+
+    def _grow_leaves(self, slot: int, counts: np.ndarray, leaves: np.ndarray) -> None:
+        """Leaves with class counts ``counts`` [L, C] at the shrub's leaf rows ``leaves``: their values, and their
+        rows' terms added to the new shrub's Gram diagonal entry and label sum."""
+        values = leaf_values(counts)
+        self.leaf_values[slot * self.leaves_per_shrub + leaves] = values
+        own = (((values.astype(np.int64) ** 2).sum(axis=1) & UINT32) >> 15) * counts.sum(axis=1)
+        self.gram[slot, slot] = (int(self.gram[slot, slot]) + int(own.sum())) & UINT32
+        self.label_sum[slot] = (int(self.label_sum[slot]) + int((counts * values).sum())) & UINT32
+
+    def _new_shrub_column(self, slot: int, active: np.ndarray) -> None:
+        """The new shrub's Gram row and column against the active shrubs."""
+        window = slice(0, self.count)
+        h = self._cached_leaf_values(window, np.array([slot]))[:, 0]
+        column = window_pair_sums(h, self._cached_leaf_values(window, active))
         self.gram[slot, active] = column
         self.gram[active, slot] = column
-        self.gram[slot, slot] = window_pair_sums(h, h[:, None, :])[0]
-        self.label_sum[slot] = int(h[np.arange(n), self.window_labels[:n]].astype(np.int64).sum()) & UINT32
+        if len(self.classes_) == 2:  # the runtime keeps the rows' class-0 values in node_of, free after CART
+            self.node_of[window] = h[:, 0]
 
     def _update_weights(self, candidates: np.ndarray) -> None:
         """Gradient steps on the candidates (the active shrubs, then the new one), then the prox: the new
@@ -560,7 +743,7 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
         for i, (k, weight) in enumerate(kept):
             self.roots[i] = candidates[k] * self.nodes_per_shrub
             self.weights[i] = weight
-        self._counters[2] = len(kept)
+        self._set(n_shrubs=len(kept))
 
     def rebuild_caches(self) -> None:
         """Recompute the caches (sorted lists, leaves, Gram and label sums) from the window and the shrubs, the
@@ -574,34 +757,86 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
         for i, slot in enumerate(active):
             self.gram[slot, active] = window_pair_sums(h[:, i], h)
         self.label_sum[active] = h[np.arange(n), :, self.window_labels[:n]].astype(np.int64).sum(axis=0) & UINT32
+        self._replay_job()
+
+    def _replay_job(self) -> None:
+        """A job under way: its pieces run again from its start, up to where it was (the window and the ensemble
+        are those it started from), so that the caches are what they computed."""
+        phase, levels = self.phase, self.job_level
+        if phase == IDLE:
+            return
+        self._set(phase=TRAIN, job_level=0)
+        while self.phase == TRAIN and (phase > TRAIN or self.job_level < levels):
+            self._run_piece("train")
+        if phase == WEIGHTS and self.phase == TERMS:
+            self._run_piece("terms")
 
     # -- learning --------------------------------------------------------------------------------------------
 
     def learn_bins(self, bins: np.ndarray, label: int) -> None:
-        """One learning step on an already binned sample with an encoded label."""
+        """One learning step on an already binned sample with an encoded label: the row joins the queue, then up
+        to ``work_per_call`` units of pending work run (all of it with 0); the units run are kept in
+        ``last_units_`` (host only, for tests and reports)."""
         self._check_ready()
         if not 0 <= label < len(self.classes_):
             raise ValueError(f"label index {label} is outside 0..{len(self.classes_) - 1}")
         bins = np.asarray(bins, dtype=np.uint8)
         if bins.shape != (self.n_features_,):
             raise ValueError(f"a binned row has shape {bins.shape}, expected ({self.n_features_},)")
-        head, active = self.head, self._active_slots()
+        self._enqueue(bins, label)
+        budget, done = self.units_per_call_, 0
+        while True:
+            piece = PIECES[self.phase] or ("row" if self.pending else None)
+            if piece is None or (budget and done + self._units[piece] > budget):
+                break
+            self._run_piece(piece)
+            done += self._units[piece]
+        self.last_units_ = done
+
+    def _enqueue(self, bins: np.ndarray, label: int) -> None:
+        """The row waits at the queue's end (a queue kept full, which only a crafted state can hold, drops it)."""
+        size = len(self.queue_labels)
+        if self.pending == size:
+            return
+        at = (self.queue_head + self.pending) % size
+        self.queue_bins[at] = bins
+        self.queue_labels[at] = label
+        self._set(pending=self.pending + 1)
+
+    def _run_piece(self, piece: str) -> None:
+        """One piece of work: the oldest pending row's insertion, or the new-shrub job's next piece."""
+        active = self._active_slots()
+        if piece == "row":
+            self._learn_oldest(active)
+            return
+        slot = self.job_slot
+        if piece == "train":
+            self._train_piece(slot)
+        elif piece == "terms":
+            self._new_shrub_column(slot, active)
+            self._set(phase=WEIGHTS)
+        else:
+            self._update_weights(np.append(active, slot))
+            self._set(phase=IDLE, job_slot=0)
+
+    def _learn_oldest(self, active: np.ndarray) -> None:
+        """The oldest pending row enters the window (the caches follow); every ``update_every`` rows a new-shrub
+        job starts."""
+        at, size = self.queue_head, len(self.queue_labels)
+        bins, label = self.queue_bins[at].copy(), int(self.queue_labels[at])
+        self._set(pending=self.pending - 1, queue_head=(at + 1) % size)
+        head = self.head
         full = self.count == self.window_size
         replaced = (self._cached_leaf_values(head, active), int(self.window_labels[head])) if full else None
         self.window_bins[head] = bins
         self.window_labels[head] = label
-        self._counters[:2] = ((head + 1) % self.window_size, min(self.count + 1, self.window_size))
+        self._set(head=(head + 1) % self.window_size, count=min(self.count + 1, self.window_size))
         self._sort_window_rows()
         self.leaf_index[head, active] = self._leaves(bins[None], active)[0] - (active << self.max_depth)
         self._move_pair_terms(head, active, replaced)
-        self._counters[3] += 1
-        if self.since_update < self.update_every:
-            return
-        self._counters[3] = 0
-        slot = self._free_slot(active)
-        self._train_shrub(slot)
-        self._new_shrub_terms(slot, active)
-        self._update_weights(np.append(active, slot))
+        self._set(since_update=self.since_update + 1)
+        if self.since_update == self.update_every:
+            self._set(since_update=0, phase=TRAIN, job_slot=self._free_slot(active))
 
     # -- prediction ------------------------------------------------------------------------------------------
 
@@ -650,15 +885,22 @@ def cost_terms(params: dict, n_features: int, n_classes: int) -> CostTerms:
     rows, M^2 g), and those of a step that also trains a shrub (constant; CART's scans, d B depth, and split
     scoring over the classes, d min(B, bins) depth C; the new shrub on the window, B depth; its Gram column,
     B M g; the gradient steps, burnin M^2), amortized over ``update_every`` steps in the mean. A Gram term reads
-    g = 1 leaf value per shrub with 2 classes (the two are complementary), C otherwise."""
+    g = 1 leaf value per shrub with 2 classes (the two are complementary), C otherwise. A spread call
+    (``work_per_call`` U > 0, the automatic one included) runs at most U of the ``r + J`` units of an unspread
+    worst call (a row and a whole job, "Bounded work per call"): its worst takes that share of the work terms
+    (the units are about proportional to instructions)."""
     b, m, depth = params["window_size"], params["max_shrubs"], params["max_depth"]
     d, c, bins = n_features, n_classes, params["max_bins"]
     g = 1 if c == 2 else c
     quantize = d * int(bins).bit_length()
     step = [1, quantize, d * b, m * depth, m * m * g]
     train = [1, d * b * depth, d * min(b, bins) * depth * c, b * depth, b * m * g, params["burnin"] * (m + 1) ** 2]
+    model = ShrubEnsemble(**params)
+    units = model.units(d, c)
+    share = min(model.units_per_call(d, c) / (units["row"] + job_units(units, depth)), 1.0) or 1.0
     return CostTerms(predict=[1, quantize, m * depth, m * c],
-                     learn_mean=step + [t / params["update_every"] for t in train], learn_worst=step + train)
+                     learn_mean=step + [t / params["update_every"] for t in train],
+                     learn_worst=step[:2] + [t * share for t in step[2:] + train])
 
 
 # The budget's search on data (edgestream.search): sizes (window, shrubs, depth) times how they learn (a new shrub
@@ -676,6 +918,10 @@ SEARCH_VARIANTS = (
 SHRUB_SEARCH = tuple({"window_size": b, "max_shrubs": m, "max_depth": d, **variant}
                      for b, m, d in SEARCH_SIZES for variant in SEARCH_VARIANTS)
 
+# The test variant (checkpoint tests, fuzz target): a new shrub every 3 rows, spread at the automatic work_per_call
+# (the smallest rung's job is too small to spread), so that saved states meet rows pending and jobs under way.
+SPREAD_VARIANT = {"window_size": 16, "max_shrubs": 4, "max_depth": 3, "update_every": 3}
+
 SPEC = LearnerSpec(
     name="shrubs", cls=ShrubEnsemble, summary="Shrub Ensembles: small trees on a sliding window, learning on the device",
     options=TREE_OPTIONS + (
@@ -683,7 +929,8 @@ SPEC = LearnerSpec(
              Option("--shrubs", "max_shrubs", int, "shrubs kept in the ensemble", "M"),
              Option("--step-size", "step_size", step_size, "gradient step (default adaptive)", "X|adaptive"),
              Option("--burnin", "burnin", int, "gradient steps after each new shrub", "N"),
-             Option("--update-every", "update_every", int, "a new shrub every N samples", "N")),
+             Option("--update-every", "update_every", int, "a new shrub every N samples", "N"),
+             WORK_PER_CALL),
     learning=True, online=True, runtime=("es_common", "es_binning", "es_tree", "es_cart", "es_shrubs"),
     template="shrubs.c.j2", context=shrubs_context, tables=shrubs_tables, ladder=SHRUB_LADDER, state=STATE,
-    search=SHRUB_SEARCH, cost_terms=cost_terms)
+    search=SHRUB_SEARCH, variants=(SPREAD_VARIANT,), cost_terms=cost_terms)
