@@ -25,8 +25,8 @@ and deterministic. Two cores: Cortex-M4F (board ``stm32f411``, run on QEMU's mps
 
 **Table 2, every online learner learning on the device.** Each online learner as the budget manager plans it for
 8 KiB of RAM on ``stm32f411``, ``rp2040`` and ``atmega2560`` (each board its own plan), on the built-in SEA stream
-(``make_stream("sea", STREAM_ROWS, seed=1)``, started on its first rows as the CLI does). Python learns the first
-``WARMUP`` rows (windows and ensembles full, trees grown), then the device test-then-trains the next rows
+(``make_stream("sea", STREAM_ROWS, seed=1)``, started on its first rows as the CLI does). Python learns the rows
+the calibration learns (``calibrate_cost.warmup_rows``: windows and ensembles full, trees grown), then the device test-then-trains the next rows
 (``calibrate_cost.STEPS`` per learner, enough for several of its expensive steps, or ``--learn-steps``) in chunks
 of ``--chunk`` rows, each from a bundle exported with the Python state at its first row, so chunks run in
 parallel; every device class is checked against Python's test-then-train. Per learner and core: mean and worst
@@ -71,7 +71,7 @@ from pathlib import Path
 import emlearn
 import numpy as np
 
-from calibrate_cost import STEPS
+from calibrate_cost import STEPS, WARMUP, warmup_rows
 from bench_foundation import (EDGESTREAM_EXPORTS, edgestream_label, edgestream_leaf_models, emlearn_variants,
                               layout_label, load_data, models)
 from edgestream import convert, learners, targets
@@ -97,9 +97,8 @@ ONLINE = [spec.name for spec in learners.REGISTRY.values() if spec.online]
 # besides every learner's plan as is: the shrubs as the budget's search chooses them on SEA (a new shrub every 4
 # samples, 1 burn-in step: the learn step's cost is amortized, and spread over the calls at the automatic
 # work_per_call)
-LEARN_VARIANTS = [("shrubs", "edgestream U=4 burnin=1", {"update_every": 4, "burnin": 1})]
-STREAM, STREAM_ROWS = "sea", 3000
-WARMUP = 1500  # rows Python learns before the device takes over
+LEARN_VARIANTS = [("shrubs", "edgestream every=4 burnin=1", {"update_every": 4, "burnin": 1})]
+STREAM, STREAM_ROWS = "sea", 6000  # rows enough for every warm-up and its steps
 CHUNK = 100
 WORKERS = 2
 TIMEOUT = 900  # seconds for one emulator run
@@ -336,12 +335,13 @@ def learning(root: Path, steps: int | None, chunk: int, names=tuple(ONLINE)) -> 
     for name, exporter, params in runs:
         for board in LEARN_BOARDS:
             planned, learner = online_plan(name, board, X, y, ram=LEARN_RAM, **params)
-            learner.partial_fit(X[:WARMUP], y[:WARMUP])
+            warmup = warmup_rows(name, planned.params)
+            learner.partial_fit(X[:warmup], y[:warmup])
             budget = exact_budget(planned, learner)  # of the state the first chunk's bundle starts from
             n = steps or STEPS[name]
             first = None
-            for start in range(WARMUP, WARMUP + n, chunk):
-                rows = slice(start, min(start + chunk, WARMUP + n))
+            for start in range(warmup, warmup + n, chunk):
+                rows = slice(start, min(start + chunk, warmup + n))
                 bundle = export_bundle(learner, root / f"{name}-{exporter}-{board}-{start}".replace(" ", "_"),
                                        name=name)
                 first = first or bundle
@@ -466,7 +466,7 @@ FOOTNOTES = [
     "the scikit-learn forest emlearn exports, brought in by edgestream.convert (probability rows averaged as "
     "scikit-learn's predict does).",
     "Table 2: every online learner at the budget's {ram} KiB plan for each board: Python learns {warmup} rows of "
-    "SEA, then the device test-then-trains the next rows (calibrate_cost.STEPS per learner) in chunks of {chunk}, "
+    "SEA (AXGB also the windows that fill its ensemble), then the device test-then-trains the next rows (calibrate_cost.STEPS per learner) in chunks of {chunk}, "
     "each from a bundle exported with Python's state at its first row (the counts equal one long run's). pred: "
     "the cost model's prediction (edgestream.costs) for the board's core; worst/mean: of the learn calls. AVR: "
     "CPU cycles measured by the harness with Timer1 under simavr.",
@@ -523,7 +523,7 @@ def main(argv=None) -> int:
     print(format_table(memory))
     notes = [f"  [{row.model} {row.board}] {note}" for row in memory for note in row.notes]
     print("\n".join(["", *notes]) if notes else "")
-    print("\n".join("* " + note.format(warmup=WARMUP, chunk=args.chunk, ram=LEARN_RAM // 1024)
+    print("\n".join("* " + note.format(warmup=f"{WARMUP:,}", chunk=args.chunk, ram=LEARN_RAM // 1024)
                     for note in FOOTNOTES))
     print(f"\n{seconds:.0f} s")
     return 0
