@@ -411,11 +411,12 @@ def commit() -> str:
     return done.stdout.strip() or "unknown"
 
 
-def markdown_page(text: str, argv: list[str], seconds: float, measured_commit: str) -> str:
+def markdown_page(text: str, argv: list[str], seconds: float, measured_commit: str,
+                  script: str = "benchmarks/bench_quality.py") -> str:
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    command = " ".join([".venv/bin/python benchmarks/bench_quality.py", *argv])
-    return (f"# benchmarks/bench_quality.py\n\nMeasured {date} on {os.cpu_count()} cores (load average {load:.1f} "
+    command = " ".join([f".venv/bin/python {script}", *argv])
+    return (f"# {script}\n\nMeasured {date} on {os.cpu_count()} cores (load average {load:.1f} "
             f"at the end), Python {platform.python_version()}, at commit {measured_commit} (HEAD at the start); the "
             f"run took {seconds:,.0f} s. Command:\n\n"
             f"```sh\n{command}\n```\n\n{text}\n")

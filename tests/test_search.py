@@ -11,7 +11,7 @@ from edgestream.boards import load_board
 from edgestream.cli import main
 from edgestream.data import make_stream
 from edgestream.evaluate import prequential
-from edgestream.search import search, with_a_change
+from edgestream.search import changed_part, search, with_changes
 from edgestream.train import start_online
 
 BOARD = load_board("stm32f411")
@@ -45,20 +45,37 @@ def test_chosen_has_the_best_score_that_fits_and_keeps_up(sea):
     assert len(evaluated) > 5 and any(c.accuracy is None for c in found.candidates)
     assert found.best.score == max(c.score for c in evaluated)
     # the accuracy is the prequential accuracy of the configuration trained as fit trains it, and the replay
-    # accuracy that of the same learner going on through the synthetic change
+    # accuracy that of the same learner going on through the synthetic changes
     model = start_online(learners.get("shrubs").make(**found.budget.params), X, np.unique(y))
     assert prequential(model, X, y).accuracy == found.best.accuracy
-    rows, labels = with_a_change(X, y, np.unique(y))
+    rows, labels = with_changes(X, y, np.unique(y))
     assert prequential(model, rows[len(X):], labels[len(X):]).accuracy == found.best.replay_accuracy
     # a larger budget never chooses a worse scored configuration on the same rows
     assert search("shrubs", BOARD, X, y, ram=16384, rate=2000, workers=1).best.score >= found.best.score
 
 
-def test_the_synthetic_change_moves_every_label_to_the_next_class():
-    X = np.arange(10, dtype=np.float32).reshape(5, 2)
-    rows, labels = with_a_change(X, np.array(["b", "c", "a", "c", "b"]), np.array(["a", "b", "c"]))
-    assert (rows == np.concatenate([X, X])).all()
-    assert labels.tolist() == ["b", "c", "a", "c", "b", "c", "a", "b", "a", "c"]
+def test_the_first_synthetic_change_moves_every_label_the_second_those_of_a_part():
+    """Feature 0 decides the labels, feature 1 does not: the second change moves the labels of the rows above
+    feature 1's median (4.5) only; the rest go back to their own."""
+    X = np.array([[0, 1], [1, 8], [2, 2], [3, 7], [4, 3], [5, 6], [6, 4], [7, 9], [8, 5], [9, 0]], dtype=np.float32)
+    y = np.array(["a", "a", "a", "a", "a", "b", "b", "b", "b", "c"])
+    rows, labels = with_changes(X, y, np.array(["a", "b", "c"]))
+    assert (rows == np.concatenate([X, X, X])).all()
+    assert labels[:10].tolist() == y.tolist()
+    assert labels[10:20].tolist() == ["b", "b", "b", "b", "b", "c", "c", "c", "c", "a"]
+    assert labels[20:].tolist() == ["a", "b", "a", "b", "a", "c", "b", "c", "c", "c"]
+
+
+def test_the_changed_part_passes_over_uneven_and_missing_features():
+    """A feature with most rows at one value (its median splits off fewer than a quarter) and one of NaN only are
+    passed over, whatever their class mix; with no feature left, no label moves (a recurring concept)."""
+    y = np.array([0, 1] * 10)
+    uneven = np.where(np.arange(20) < 17, 1.0, 2.0)  # 3 of 20 rows above the median
+    missing = np.full(20, np.nan)
+    balanced = (np.arange(20) % 4 >= 2).astype(float)  # both halves hold the classes half and half
+    part = changed_part(np.column_stack([uneven, missing, balanced]), y, np.array([0, 1]))
+    assert part.tolist() == (balanced > 0).tolist()
+    assert not changed_part(np.column_stack([uneven, missing]), y, np.array([0, 1])).any()
 
 
 def test_a_learner_that_cannot_forget_loses_to_one_that_can():
@@ -70,6 +87,19 @@ def test_a_learner_that_cannot_forget_loses_to_one_that_can():
     frozen, adaptive = found.candidates
     assert abs(frozen.accuracy - adaptive.accuracy) < 0.01
     assert adaptive.replay_accuracy > frozen.replay_accuracy + 0.1 and found.best is adaptive
+
+
+def test_a_learner_without_room_for_a_new_boundary_loses_to_one_with_room():
+    """One threshold decides the rows: one split and three learn them alike, but only three follow the second
+    change, whose concept needs a boundary on the other feature too; the search picks them."""
+    rng = np.random.default_rng(3)
+    X = rng.random((1500, 2)).astype(np.float32)
+    y = (X[:, 0] > 0.5).astype(int)
+    grid = tuple({"window_size": 32, "max_shrubs": 4, "max_depth": depth} for depth in (1, 3))
+    found = search("shrubs", BOARD, X, y, ram=32768, workers=1, grid=grid)
+    stump, deeper = found.candidates
+    assert abs(stump.accuracy - deeper.accuracy) < 0.01
+    assert deeper.replay_accuracy > stump.replay_accuracy + 0.1 and found.best is deeper
 
 
 def test_the_rate_is_planned_on_the_worst_calls_unless_told_the_mean(sea):
