@@ -18,12 +18,15 @@ micro:bit) and AVR6 (``atmega2560`` under simavr), counting every predict and le
 
 Where a run's work depends on more than its configuration, the counted rows are replayed in the specification
 (:func:`regime`) and the count keeps what they did for the learner's ``cost_terms`` (a Hoeffding tree whose pool is
-full attempts no split). Per learner, core and quantity (mean and worst prediction, mean and worst learn call),
-non-negative least squares fits the learner's terms (of the learners of one runtime together, ``SHARED``) to the
-configurations whose index is not a multiple of ``HOLD_OUT``; the table then shows
-predicted against measured for every configuration, those held out marked, and the largest error of each
-quantity on the held-out ones. ``--write`` stores the coefficients in ``edgestream/cost_models.json`` (the ones
-the budget and the search use); ``--counts FILE`` saves the counts, ``--from FILE`` refits saved counts.
+full attempts no split, and a leaf that starts empty watches no class for a while; an AXGB ensemble emptied by a
+drift walks fewer members, and a count of a few windows meets more or less than their share of the training
+jobs spread over its calls); the cost models predict the steady state of a full model. Per learner, core and
+quantity (mean and worst prediction, mean and worst learn call), non-negative least squares fits the learner's
+terms (of the learners of one runtime together, ``SHARED``) to the configurations whose index is not a multiple
+of ``HOLD_OUT``; the table then shows predicted against measured for every configuration, those held out
+marked, and the largest error of each quantity on the held-out ones. ``--write`` stores the coefficients in
+``edgestream/cost_models.json`` (the ones the budget and the search use); ``--counts FILE`` saves the counts,
+``--from FILE`` refits saved counts.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ from edgestream.budget import configurations
 from edgestream.costs import COEFFICIENTS_FILE, QUANTITIES, predicted
 from edgestream.data import make_stream
 from edgestream.export import export_bundle
+from edgestream.learners.axgb import IDLE, AdaptiveXGBoost
 from edgestream.online import start_online
 
 CORES = {"armv7e-m": "stm32f411", "armv6-m": "rp2040", "avr6": "atmega2560"}
@@ -94,35 +98,110 @@ def warmup_rows(name: str, params: dict) -> int:
     return WARMUP + sum(windows) + max(0, params["members"] - len(windows)) * params["window_max"]
 
 
-def counted_model(name: str, stream: str, options: dict, params: dict, steps: int):
-    """The model as the emulator receives it (Python has learned the warm-up rows) and the rows it counts."""
+def counted_model(name: str, stream: str, options: dict, params: dict, steps: int, learned: int | None = None):
+    """The model as the emulator receives it (Python has learned the warm-up rows) and the rows it counts; or,
+    with ``learned``, after that many rows, with the rows that follow."""
     warmup = warmup_rows(name, params)
+    learned = warmup if learned is None else learned
     X, y = make_stream(stream, warmup + steps, seed=1, **options)
     model = start_online(learners.get(name).make(**params), X, np.unique(y))
-    model.partial_fit(X[:warmup], y[:warmup])
-    return model, X[warmup:], y[warmup:], warmup
+    model.partial_fit(X[:learned], y[:learned])
+    return model, X[learned:], y[learned:], warmup
 
 
-def regime(name: str, model, X, y) -> dict:
+def regime(name: str, stream: str, options: dict, params: dict, steps: int) -> dict:
     """What the counted rows did that the configuration does not decide, replayed in the specification, for the
     learner's ``cost_terms``: for the Hoeffding learners whether a split attempt ran (a tree whose pool is full
-    attempts none until a drift prunes it; the prediction, for trees with room, counts attempts)."""
+    attempts none until a drift prunes it; the prediction, for trees with room, counts attempts) and the share of
+    the rows a tree learned whose class its leaf's detector watched (:func:`watched_share`); for AXGB what
+    :func:`axgb_regime` tells."""
+    if name == "axgb":
+        return axgb_regime(stream, options, params, steps)
     if name not in ("hoeffding", "irf"):
         return {}
+    model, X, y, _ = counted_model(name, stream, options, params, steps)
     replay = copy.deepcopy(model)
     replay.use_engine = False
+    learned, watched = watched_share(replay)
     attempts = False
     for row, label in zip(X, y):
         replay.partial_fit(row[None], [label])
         attempts |= replay.last_units_ > 0
-    return {"attempts": bool(attempts)}
+    return {"attempts": bool(attempts), "watched": watched[0] / learned[0] if learned[0] else 1.0}
+
+
+def watched_share(tree) -> tuple[list[int], list[int]]:
+    """Counters of a Hoeffding learner's rows learned by a tree and of those its detectors watched (the leaf's
+    naive Bayes prediction of a row whose class the leaf has established; a leaf that starts empty after a split
+    without propagation watches none for a while): its ``_learn_tree`` and ``_watch_path`` count as they run."""
+    learned, watched = [0], [0]
+    learn_tree, watch_path = tree._learn_tree, tree._watch_path
+
+    def counted_learn(*args):
+        learned[0] += 1
+        return learn_tree(*args)
+
+    def counted_watch(*args):
+        watched[0] += 1
+        return watch_path(*args)
+    tree._learn_tree, tree._watch_path = counted_learn, counted_watch
+    return learned, watched
+
+
+class JobLedger(AdaptiveXGBoost):
+    """The specification, keeping where each training job starts and ends in the run's units (``units_``) and
+    its window and target (``jobs_``: [first unit, end, window, target])."""
+
+    def _start_job(self) -> None:
+        super()._start_job()
+        self.jobs_.append([self.units_, None, self.job_window, self.job_target])
+
+    def _run_phase(self, budget: int) -> int:
+        left = super()._run_phase(budget)
+        self.units_ += budget - left  # as last_units_ counts them
+        return left
+
+    def _idle(self) -> None:  # a job installed, or abandoned at a drift
+        if self.jobs_ and self.jobs_[-1][1] is None:
+            self.jobs_[-1][1] = self.units_
+        super()._idle()
+
+
+def axgb_regime(stream: str, options: dict, params: dict, steps: int) -> dict:
+    """An AXGB count's members walked per prediction, on average and at most (a drift empties the ensemble); the
+    rows of windows its calls trained, per row (each job weighs its window times the share of its units the
+    counted calls ran; one in the steady state, but a count of a few windows meets more or less than their share
+    of the jobs spread over it); and the members the trained samples walked for their margins, on average (the
+    replace strategy's targets run 0 to K - 1). The rows before the count that a job under way at its start may
+    have begun on are replayed too, and the last job is run to its end."""
+    warmup = warmup_rows("axgb", params)
+    lead = min(warmup, 2 * params["window_max"] + 64)  # a job ends within W_max calls of its start
+    model, X, y, _ = counted_model("axgb", stream, options, params, steps, warmup - lead)
+    ledger = copy.deepcopy(model)
+    ledger.__class__, ledger.use_engine, ledger.units_, ledger.jobs_ = JobLedger, False, 0, []
+    members = []
+    for i, (row, label) in enumerate(zip(X, y)):
+        if i == lead:
+            first = ledger.units_
+        if i >= lead:
+            members.append(int(ledger.n_members))
+        ledger.partial_fit(row[None], [label])
+    last = ledger.units_
+    while ledger.phase != IDLE:
+        ledger._work(ledger.units_per_call_)
+    trained = walked = 0.0
+    for start, end, window, target in ledger.jobs_:
+        share = max(0, min(end, last) - max(start, first)) / (end - start)
+        trained += share * window
+        walked += share * window * target
+    return {"members": float(np.mean(members)), "members_max": max(members), "trained": trained / steps,
+            "targets": walked / trained if trained else 0.0}
 
 
 def regime_of(row: dict) -> dict:
     """:func:`regime` of a saved count, replayed (the counts are deterministic: same stream, seed and rows)."""
     options = dict(next(o for s, o in STREAMS if s == row["stream"]))
-    model, X, y, _ = counted_model(row["learner"], row["stream"], options, row["params"], row["steps"])
-    return regime(row["learner"], model, X, y)
+    return regime(row["learner"], row["stream"], options, row["params"], row["steps"])
 
 
 def count(name: str, index: int, arch: str, steps: int, n: int) -> dict | None:
@@ -139,7 +218,7 @@ def count(name: str, index: int, arch: str, steps: int, n: int) -> dict | None:
     measured = {q: float(reduce(result.instructions[call])) for q, (call, reduce) in MEASURED.items()}
     return {"learner": name, "index": index, "stream": stream, "arch": arch, "params": params,
             "n_features": X.shape[1], "n_classes": len(model.classes_), "steps": steps, "warmup": warmup,
-            "regime": regime(name, model, X, y), **measured}
+            "regime": regime(name, stream, options, params, steps), **measured}
 
 
 def terms_of(row: dict):

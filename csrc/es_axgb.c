@@ -68,7 +68,7 @@ static uint8_t es_axgb_splittable(const es_axgb *model)
 {
     const es_axgb_config *config = model->config;
     const uint16_t v = model->counters->node;
-    const uint32_t most = config->n_outputs == 1u ? 8192u : 16384u * config->n_outputs;
+    const uint32_t most = config->n_outputs == 1u ? 8192u : 16384u * (uint32_t)config->n_outputs; /* 16384u * 4 wraps AVR int */
     const uint32_t half = (config->min_child_q15 + most - 1u) / most;
     return (uint8_t)(model->node_depth[v] < config->max_depth &&
                      (uint32_t)(model->node_stop[v] - model->node_start[v]) >= (half > 1u ? 2u * half : 2u) ? 1u : 0u);

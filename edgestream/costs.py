@@ -32,14 +32,19 @@ BOUNDED_BY = {"avr5": "avr6"}  # a core whose counts the other core's model boun
 
 
 class CostTerms(NamedTuple):
-    """The work terms of one configuration's calls (each a list of numbers, the first usually 1: a constant)."""
+    """The work terms of one configuration's calls (each a list of numbers, the first usually 1: a constant); the
+    worst prediction weighs the ``predict`` terms unless a run's regime gives it its own (``predict_worst``: a
+    calibration run whose model was smaller for a while, as an AXGB ensemble emptied by a drift)."""
 
     predict: list[float]
     learn_mean: list[float]
     learn_worst: list[float]
+    predict_worst: list[float] | None = None
 
     def of(self, quantity: str) -> list[float]:
         """The terms a quantity's model weighs (``QUANTITIES``)."""
+        if quantity == "predict_worst" and self.predict_worst is not None:
+            return self.predict_worst
         return self.predict if quantity.startswith("predict") else getattr(self, quantity)
 
 

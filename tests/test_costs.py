@@ -54,3 +54,18 @@ def test_the_fit_reproduces_counts_that_its_terms_explain():
         for q in QUANTITIES:
             predicted = float(np.dot(fitted[r["arch"]][q], module.terms_of(r).of(q)))
             assert predicted == pytest.approx(r[q], rel=1e-3), (r["arch"], r["index"], q)
+
+
+def test_the_axgb_regime_counts_the_windows_its_calls_trained():
+    """A count of whole jobs (each runs in the call that fills its window) trains one row of windows per row, its
+    replace targets cycling 0..K-1; ten rows more train nothing; jobs spread over ten windows train about one, and
+    push walks all K members."""
+    module = calibration()
+    whole = learners.get("axgb").make(members=4, window_min=16, window_max=16, max_depth=2, work_per_call=0,
+                                      strategy="replace").get_params()
+    assert module.axgb_regime("sea", {}, whole, 160) == {"members": 4.0, "members_max": 4, "trained": 1.0,
+                                                         "targets": 1.5}
+    assert module.axgb_regime("sea", {}, whole, 170)["trained"] == pytest.approx(160 / 170)
+    spread = {**whole, "work_per_call": None, "strategy": "push", "window_max": 64, "max_depth": 3, "members": 5}
+    regime = module.axgb_regime("sea", {}, spread, 640)
+    assert regime["trained"] == pytest.approx(1.0, abs=0.01) and regime["targets"] == 5.0

@@ -15,6 +15,7 @@ import pytest
 from edgestream import ForestClassifier, TreeClassifier
 from edgestream.boards import boards_dir, load_board
 from edgestream.export import export_bundle, runtime_sources
+from edgestream.learners.axgb import AdaptiveXGBoost
 from edgestream import ShrubEnsemble
 from edgestream.targets import (API_CALLS, COMPILE_FLAGS, EmulatorTimeout, TargetError, ToolchainMissing, build,
                                 call_graph, compile_into, count_instructions, decode_results, describe_exit,
@@ -149,6 +150,22 @@ def test_shrubs_learning_on_avr_under_simavr_equals_python(shrubs):
     _, bundle, X, y, classes, proba = shrubs
     result = run(bundle, "atmega328p", X[:100], y[:100], learn=True)
     assert np.array_equal(result.proba, proba[:100]) and np.array_equal(result.classes, classes[:100])
+
+
+def test_multiclass_axgb_learning_on_avr_under_simavr_equals_python(tmp_path):
+    """AXGB with 4 classes on the ATmega2560: a node's splittability bound (16384 per output, times 4 outputs) must
+    not wrap in AVR's 16-bit unsigned int (it did: no node could split, every member was a single leaf)."""
+    X, _ = stream(120, seed=2)
+    y = (X[:, 0] + X[:, 1] > 0) + 2 * (X[:, 3] > 0)  # 4 classes
+    learner = AdaptiveXGBoost(members=2, window_min=16, window_max=16, max_depth=2).fit_bins(X).set_classes(
+        np.arange(4))
+    bundle = export_bundle(learner, tmp_path / "axgb", name="axgb")
+    proba = []
+    for x, label in zip(X, y):
+        proba.append(learner.predict_proba_q15(x[None])[0])
+        learner.learn_one(x, label)
+    result = run(bundle, "atmega2560", X, y, learn=True)
+    assert np.array_equal(result.proba, np.array(proba))
 
 
 def test_cycle_counts_per_call_on_avr(shrubs):

@@ -269,14 +269,23 @@ def job_units(window: int, n_features: int, hist_bins: int, max_depth: int, memb
     ``min(k (hist_bins - 2), window - k e)`` gains (a gain needs a non-empty bin, the last two bins have none,
     and with ``min_child_q15 > 0`` a node of ``n`` samples has at most ``n - e``, ``e = s - 1``: each side
     keeps ``s / 2`` samples); every node decided."""
+    return sum(job_pieces(window, n_features, hist_bins, max_depth, members, outputs, min_child_q15).values())
+
+
+def job_pieces(window: int, n_features: int, hist_bins: int, max_depth: int, members: int, outputs: int = 1,
+               min_child_q15: int = 0) -> dict[str, int]:
+    """:func:`job_units` by kind of work: the margins (``margins``, ``members`` walked per sample), the passes
+    over samples (``samples``: histograms, totals, partitions) and the work per node (``nodes``: bins scanned,
+    gains, decisions)."""
     w = unit_weights(outputs)
     s = split_samples(outputs, min_child_q15)
     e = s - 1 if min_child_q15 > 0 else 0
     nodes = [min(2**d, window // s) for d in range(max_depth)]
     gains = sum(max(min(k * (hist_bins - 2), window - k * e) for k in range(n + 1)) for n in nodes)
-    return (window * (w["grad"] + w["walk"] * members) + max_depth * window * (n_features * w["hist"] + w["part"])
-            + window * w["hist"] + n_features * (sum(nodes) * hist_bins * w["scan"] + gains * w["gain"])
-            + (2 ** (max_depth + 1) - 1) * w["node"])
+    return {"margins": window * (w["grad"] + w["walk"] * members),
+            "samples": max_depth * window * (n_features * w["hist"] + w["part"]) + window * w["hist"],
+            "nodes": n_features * (sum(nodes) * hist_bins * w["scan"] + gains * w["gain"])
+            + (2 ** (max_depth + 1) - 1) * w["node"]}
 
 
 def quantize_q(value: float, one: int, name: str, low: float, high: float) -> int:
@@ -939,21 +948,37 @@ SPREAD_VARIANT = {"work_per_call": -(-job_units(16, 3, 33, 1, 2) // 16)}
 AXGB_SEARCH = tuple({**rung, **variant} for rung in AXGB_LADDER for variant in (
     {"strategy": "replace", "delta": 0.002}, {"strategy": "push", "delta": 0.002}, {"strategy": "replace", "delta": 0.02}))
 
-def cost_terms(params: dict, n_features: int, n_classes: int) -> CostTerms:
+def cost_terms(params: dict, n_features: int, n_classes: int, members: float | None = None,
+               members_max: int | None = None, trained: float = 1.0, targets: float | None = None) -> CostTerms:
     """The work terms of a prediction (constant; quantizing, d log2 bins; the members' walks, K depth, and leaf rows,
-    K outputs) and of a learn call (those, as the error fed to ADWIN needs the prediction; then the training job's
-    units, the job bound of a full window: in the mean amortized over the window's samples, in the worst as
-    many as a call runs, the automatic or given ``work_per_call``, or the whole job; and ADWIN's checks, when it
-    detects drift)."""
+    K outputs) and of a learn call (those, as the error fed to ADWIN needs the prediction, and ADWIN's checks, when
+    it detects drift; then the training job (:func:`job_pieces`), in the mean per row trained: in the steady state
+    one ``W_max`` job per ``W_max`` rows, its margins (a sample walks the members before its target: all ``K`` for
+    push, ``(K - 1) / 2`` on average for replace), its passes over samples and its work per node; in the worst as
+    many units as a call runs, the automatic or given ``work_per_call``, or the whole job).
+
+    A calibration run's regime, replayed in the specification (``benchmarks/calibrate_cost.py``), says what its
+    counted rows did beyond the configuration: ``members`` walked per prediction on average and at most (fewer
+    than ``K`` after a drift emptied the ensemble), ``trained`` rows of windows per row (a count of a few windows
+    holds more or less than their share of the jobs spread over it), ``targets`` members walked per trained
+    sample. The defaults are the steady state of a full ensemble."""
     outputs = 1 if n_classes <= 2 else n_classes
     k, depth, window = params["members"], params["max_depth"], params["window_max"]
     model = AdaptiveXGBoost(**params)
     units = model.job_bound(window, n_features, n_classes)
     per_call = model.units_per_call(n_features, n_classes) or units
-    predict = [1, n_features * int(params["max_bins"]).bit_length(), k * depth, k * outputs]
+    pieces = job_pieces(window, n_features, model.hist_bins, depth, k, outputs, model.min_child_q15)
+    walked = (k if params["strategy"] == "push" else (k - 1) / 2) if targets is None else targets
+    grad = unit_weights(outputs)
+    margins = grad["grad"] + grad["walk"] * walked
+
+    def predict(m: float) -> list[float]:
+        return [1, n_features * int(params["max_bins"]).bit_length(), m * depth, m * outputs]
+    mean, most = predict(k if members is None else members), predict(k if members_max is None else members_max)
     drift = [int(params["drift_detection"])]
-    return CostTerms(predict=predict, learn_mean=predict + drift + [units / window],
-                     learn_worst=predict + drift + [min(units, per_call)])
+    job = [trained * margins, trained * pieces["samples"] / window, trained * pieces["nodes"] / window]
+    return CostTerms(predict=mean, predict_worst=most, learn_mean=mean + drift + job,
+                     learn_worst=most + drift + [min(units, per_call)])
 
 
 SPEC = LearnerSpec(

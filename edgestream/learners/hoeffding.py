@@ -1058,7 +1058,8 @@ RUNTIME = ("es_common", "es_f32", "es_fixed", "es_hoeffding")
 # Test models with room to split and one candidate per call: images and fuzzing meet attempts under way.
 SPREAD_VARIANT = {"max_leaves": 4, "grace_period": 10, "work_per_call": 1}
 
-def cost_terms(params: dict, n_features: int, n_classes: int, attempts: bool = True) -> CostTerms:
+def cost_terms(params: dict, n_features: int, n_classes: int, attempts: bool = True,
+               watched: float = 1.0) -> CostTerms:
     """The work terms of a prediction (constant; per tree: the walk, log2 L, and naive Bayes at the leaf, d C and
     C) and of a learn call (per tree, IRF's Poisson draw; per tree that learns the row, with IRF's positive
     weight, ``1 - exp(-lambda)`` of them on average: the walk and its detectors, log2 L, the estimators of the
@@ -1066,9 +1067,11 @@ def cost_terms(params: dict, n_features: int, n_classes: int, attempts: bool = T
     propagation: without it a split's children start empty, and a row of a class not yet established at its
     leaf is not watched (a one-leaf tree never splits); then a split attempt's units, C each, and its snapshot
     and split, d C: in the mean a whole attempt every ``grace_period`` weight at a leaf, in the worst as many
-    units as ``work_per_call`` lets a call run in every tree, every tree learning). ``attempts``: the trees have room to split (a one-leaf tree
-    never has); a full pool attempts nothing until a drift prunes it, so its calls are the row's alone (the
-    calibration replays its counts to tell which). The Hoeffding tree and IRF share one model: the same runtime."""
+    units as ``work_per_call`` lets a call run in every tree, every tree learning). ``attempts``: the trees have
+    room to split (a one-leaf tree never has); a full pool attempts nothing until a drift prunes it, so its calls
+    are the row's alone. ``watched``: the share of the rows a tree learns whose class its leaf's detector
+    watches, in the mean (by default all; leaves that start empty watch fewer for a while). The calibration
+    replays its counts to tell both. The Hoeffding tree and IRF share one model: the same runtime."""
     forest = "n_trees" in params
     trees, weight = params.get("n_trees", 1), params.get("bagging_lambda", 1.0)
     d, c, depth = n_features, n_classes, math.log2(params["max_leaves"]) + 1
@@ -1081,12 +1084,12 @@ def cost_terms(params: dict, n_features: int, n_classes: int, attempts: bool = T
     propagated = [watch * (not resets), watch * resets]
     walk = [1, trees, trees * depth, trees * d * c, trees * c]
 
-    def row(n: float) -> list[float]:  # the row's work in n trees that learn it, after the Poisson draws
-        return [1, trees * forest, n * depth, n * d] + [n * w for w in propagated]
+    def row(n: float, share: float) -> list[float]:  # the row's work in n trees that learn it, share watched
+        return [1, trees * forest, n * depth, n * d] + [n * share * w for w in propagated]
     learning = trees * (1 - math.exp(-weight)) if forest else 1
     attempted = grows * weight / params["grace_period"]
-    return CostTerms(predict=walk, learn_mean=row(learning) + [attempted * units * c, attempted * d * c],
-                     learn_worst=row(trees) + [grows * per_call * c, grows * d * c])
+    return CostTerms(predict=walk, learn_mean=row(learning, watched) + [attempted * units * c, attempted * d * c],
+                     learn_worst=row(trees, 1.0) + [grows * per_call * c, grows * d * c])
 
 
 SPEC = LearnerSpec(

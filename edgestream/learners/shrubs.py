@@ -883,18 +883,21 @@ def cost_terms(params: dict, n_features: int, n_classes: int) -> CostTerms:
     leaf rows, M C) and of a learn step (window and ensemble full): every step's (constant; quantizing, d log2 bins;
     the sorted lists' insertion, d B; the new row's leaves, M depth; the Gram update of the leaving and entering
     rows, M^2 g), and those of a step that also trains a shrub (constant; CART's scans, d B depth, and split
-    scoring over the classes, d min(B, bins) depth C; the new shrub on the window, B depth; its Gram column,
-    B M g; the gradient steps, burnin M^2), amortized over ``update_every`` steps in the mean. A Gram term reads
-    g = 1 leaf value per shrub with 2 classes (the two are complementary), C otherwise. A spread call
-    (``work_per_call`` U > 0, the automatic one included) runs at most U of the ``r + J`` units of an unspread
-    worst call (a row and a whole job, "Bounded work per call"): its worst takes that share of the work terms
-    (the units are about proportional to instructions)."""
+    scoring over the classes, d min(B, bins) depth C; the new shrub on the window, B depth; its leaf values, a
+    division per class and leaf, 2^depth C; its Gram column, B M g; the gradient steps' dot products, ``burnin`` times ``2 ceil((M + 1) / 2) (M + 1)``: the M + 1
+    candidates go two at a time, each pair reading its two Gram rows, so an odd count reads one row more),
+    amortized over ``update_every`` steps in the mean. A Gram term reads g = 1 leaf value per shrub with 2
+    classes (the two are complementary), C otherwise. A spread call (``work_per_call`` U > 0, the automatic one
+    included) runs at most U of the ``r + J`` units of an unspread worst call (a row and a whole job, "Bounded
+    work per call"): its worst takes that share of the work terms (the units are about proportional to
+    instructions)."""
     b, m, depth = params["window_size"], params["max_shrubs"], params["max_depth"]
     d, c, bins = n_features, n_classes, params["max_bins"]
     g = 1 if c == 2 else c
     quantize = d * int(bins).bit_length()
     step = [1, quantize, d * b, m * depth, m * m * g]
-    train = [1, d * b * depth, d * min(b, bins) * depth * c, b * depth, b * m * g, params["burnin"] * (m + 1) ** 2]
+    pairs = params["burnin"] * -(-(m + 1) // 2)
+    train = [1, d * b * depth, d * min(b, bins) * depth * c, b * depth, 2**depth * c, b * m * g, 2 * pairs * (m + 1)]
     model = ShrubEnsemble(**params)
     units = model.units(d, c)
     share = min(model.units_per_call(d, c) / (units["row"] + job_units(units, depth)), 1.0) or 1.0
