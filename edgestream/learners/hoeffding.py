@@ -151,6 +151,9 @@ ESTABLISHED = F32(32.0)  # a label counts for drift at a leaf once its estimator
 MAX_DRIFT = 15
 DRIFT_DEFAULT = 5
 DOOMED = ONE + 1  # a detector value no state holds: marks the nodes of a subtree being pruned
+KEPT_LEVELS = 3  # a drift keeps this many levels of splits under the node that signals it (at most 8 leaves)
+REVISIT_ROWS = 1 << SLOW_SHIFT  # a revisit collects at least this weight (the slow detectors' window)
+KEPT = DOOMED + 1  # detector values KEPT + depth mark the nodes of a subtree being adapted, by depth
 NO_SLOT = 0xFFFF  # a pruned node's leaf slot before its first leaf is met
 PROPAGATED = F32(64.0)  # estimators handed on (a split's, a drift's merge) keep at most this weight per class
 IDLE = 0xFFFF  # attempt_node of a tree with no split attempt under way
@@ -616,12 +619,12 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
         return self.subspace(self.n_features_) * (self.split_steps - 1)
 
     def _check_attempts(self) -> None:
-        """Refuse attempts that are not under way at a used leaf or past their candidates, and features outside
-        the row."""
+        """Refuse attempts that are not under way at a used node (a leaf, or an inner node for a revisit) or past
+        their candidates, and features outside the row."""
         total = self._candidates()
         for t, node in enumerate(self.attempt_node.tolist()):
-            if node != IDLE and (node >= self.n_nodes[t] or self.feature[t, node] != LEAF):
-                raise ValueError(f"tree {t}: the split attempt is at node {node}, not a used leaf")
+            if node != IDLE and (node >= self.n_nodes[t] or self.feature[t, node] == FREE):
+                raise ValueError(f"tree {t}: the split attempt is at node {node}, not a used node")
         if (self.attempt_pos > total).any():
             raise ValueError(f"a split attempt has evaluated more than its {total} candidates")
         if (self.order >= self.n_features_).any() or ((self.best_feature >= self.n_features_)
@@ -681,37 +684,63 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
             scores = self._leaf_scores(t, s, x[None])[0]
             fired = self._watch_path(t, x, int(np.argmax(scores)) != k)
             if fired >= 0:
-                self._prune(t, fired)
-                node, s = fired, int(self.child[t, fired])
-        wf = F32(w)
-        self.class_count[t, s, k] = self.class_count[t, s, k] + wf
-        count = self.est_count[t, s, k] + wf
-        self.est_count[t, s, k] = count
-        mean = self.mean[t, s, k]
-        d = x - mean
-        new_mean = mean + (wf / count) * d
-        m2 = self.m2[t, s, k] + (wf * d) * (x - new_mean)
-        self.m2[t, s, k] = np.where(m2 < 0, F32(0.0), m2)  # rounding never makes it negative
-        self.mean[t, s, k] = new_mean
-        self.low[t, s] = np.where(x < self.low[t, s], x, self.low[t, s])
-        self.high[t, s] = np.where(x > self.high[t, s], x, self.high[t, s])
+                (self._prune if self.feature[t, fired] == LEAF else self._adapt)(t, fired)
+                node = self._leaf_node(t, x)
+                s = int(self.child[t, node])
+        count = self._learn_stats(self._leaf(t, s), x, k, w)
         if self.class_count[t, s, k] >= COUNT_LIMIT or count >= COUNT_LIMIT:
             self._halve(t, s)
+        if self._collecting(t) and self._passes(t, x, int(self.attempt_node[t])):
+            self._learn_stats(self._snapshot(t), x, k, w)
+            if not self._collecting(t):
+                self.order[t] = self._features(self.n_features_)
         self.since[t, s] = min(int(self.since[t, s]) + w, 0xFFFFFFFF)
         if self.since[t, s] >= self.grace_period and self.attempt_node[t] == IDLE:
             self.since[t, s] = 0
             if self._free_pair(t, node) >= 0:
                 self._start_attempt(t, node, s)
 
+    def _leaf(self, t: int, s: int) -> tuple:
+        """Views of leaf slot ``s``'s priors, estimator counts, means, M2, lows and highs."""
+        return tuple(getattr(self, name)[t, s] for name in ("class_count", "est_count", "mean", "m2", "low", "high"))
+
+    def _snapshot(self, t: int) -> tuple:
+        """Views of tree ``t``'s attempt snapshot, in the order of :meth:`_leaf`."""
+        return tuple(getattr(self, "snap_" + name)[t] for name in ("count", "est", "mean", "m2", "low", "high"))
+
+    @staticmethod
+    def _learn_stats(stats: tuple, x: np.ndarray, k: int, w: int) -> np.float32:
+        """Learn a row of class ``k`` with weight ``w`` into a leaf's statistics (Welford); its estimator count."""
+        counts, est, mean, m2, low, high = stats
+        wf = F32(w)
+        counts[k] = counts[k] + wf
+        count = est[k] + wf
+        est[k] = count
+        d = x - mean[k]
+        new_mean = mean[k] + (wf / count) * d
+        m2k = m2[k] + (wf * d) * (x - new_mean)
+        m2[k] = np.where(m2k < 0, F32(0.0), m2k)  # rounding never makes it negative
+        mean[k] = new_mean
+        low[:] = np.where(x < low, x, low)
+        high[:] = np.where(x > high, x, high)
+        return count
+
+    def _passes(self, t: int, x: np.ndarray, target: int) -> bool:
+        """Whether the row's path in tree ``t`` goes through node ``target``."""
+        feature, threshold, child = self.feature[t], self.threshold[t], self.child[t]
+        node = 0
+        while node != target and feature[node] != LEAF:
+            node = int(child[node]) + (0 if x[feature[node]] <= threshold[node] else 1)
+        return node == target
+
     # -- drift: a detector on every node, pruning, the free pairs of the pool ----------------------------------
 
     def _watch_path(self, t: int, x: np.ndarray, error: bool) -> int:
-        """Feed the row's error to the detectors from the root down; the first node that signals a drift (its
-        detector restarts), else -1."""
+        """Feed the row's error to the detectors from the root down; the first node that signals a drift, else
+        -1."""
         node = 0
         while True:
             if self._detect(t, node, ONE if error else 0):
-                self.seen[t, node] = self.fast[t, node] = self.slow[t, node] = 0
                 return node
             if self.feature[t, node] == LEAF:
                 return -1
@@ -729,37 +758,70 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
         p = max(slow, RATE_FLOOR)
         return (fast - slow) ** 2 * FAST_VARIANCE > self.drift_threshold ** 2 * p * (ONE - p)
 
-    def _prune(self, t: int, node: int) -> None:
-        """Make ``node`` one leaf: its subtree's pairs become free and its leaves merge into one slot (the first
-        in node order); with propagation the merged leaf keeps its class-conditional estimators and priors, faded
-        to ``PROPAGATED``, without it the leaf starts empty. The tree's split attempt ends (its leaf may have
-        merged or moved)."""
-        self.attempt_node[t] = IDLE
-        if self.feature[t, node] != LEAF:
-            fast = self.fast[t]
-            c = int(self.child[t, node])
-            fast[c] = fast[c + 1] = DOOMED
-            self.feature[t, node], self.threshold[t, node], self.child[t, node] = LEAF, 0, NO_SLOT
-            for i in range(node + 1, int(self.n_nodes[t])):  # children come after their parents
-                if fast[i] != DOOMED:
-                    continue
-                c = int(self.child[t, i])
-                if self.feature[t, i] != LEAF:
-                    fast[c] = fast[c + 1] = DOOMED
-                elif self.child[t, node] == NO_SLOT:
-                    self.child[t, node] = c
+    def _restart(self, t: int, node: int) -> None:
+        self.seen[t, node] = self.fast[t, node] = self.slow[t, node] = 0
+
+    def _adapt(self, t: int, node: int) -> None:
+        """Adapt the subtree of the inner ``node`` to a drift it signalled: its splits ``KEPT_LEVELS`` deep stay
+        (the deeper subtrees merge into leaves as a prune merges them), every leaf restarts as a pruned leaf does,
+        every detector restarts, and the tree's attempt becomes the revisit of ``node``'s split."""
+        fast = self.fast[t]
+        fast[node] = KEPT
+        i = node
+        while i < self.n_nodes[t]:  # children come after their parents; a merge may shrink n_nodes
+            depth = int(fast[i]) - KEPT
+            if 0 <= depth <= KEPT_LEVELS:
+                self._restart(t, i)
+                if self.feature[t, i] != LEAF and depth == KEPT_LEVELS:
+                    self._merge_subtree(t, i)
+                if self.feature[t, i] == LEAF:
+                    self._restart_leaf(t, int(self.child[t, i]), PROPAGATED / F32(1 << depth))
                 else:
-                    self._merge_slot(t, int(self.child[t, node]), c)
-                    self._release_slot(t, c)
-                self.feature[t, i], self.threshold[t, i], self.child[t, i] = FREE, 0, 0
-                self.seen[t, i] = self.fast[t, i] = self.slow[t, i] = 0
-            while self.n_nodes[t] > 1 and self.feature[t, self.n_nodes[t] - 1] == FREE:
-                self.n_nodes[t] -= 2
-        s = int(self.child[t, node])
+                    c = int(self.child[t, i])
+                    fast[c] = fast[c + 1] = KEPT + depth + 1
+            i += 1
+        self._start_revisit(t, node)
+
+    def _prune(self, t: int, node: int) -> None:
+        """Make ``node`` one restarted leaf (its detector restarts): its subtree's pairs become free and its leaves
+        merge into one slot. The tree's split attempt ends (its leaf may have merged or moved)."""
+        self.attempt_node[t] = IDLE
+        self._restart(t, node)
+        self._merge_subtree(t, node)
+        self._restart_leaf(t, int(self.child[t, node]), PROPAGATED)
+
+    def _merge_subtree(self, t: int, node: int) -> None:
+        """Make the inner ``node`` a leaf: its subtree's pairs become free (their detectors restart) and its
+        leaves merge into one slot, the first in node order (a leaf ``node`` stays as it is)."""
+        if self.feature[t, node] == LEAF:
+            return
+        fast = self.fast[t]
+        c = int(self.child[t, node])
+        fast[c] = fast[c + 1] = DOOMED
+        self.feature[t, node], self.threshold[t, node], self.child[t, node] = LEAF, 0, NO_SLOT
+        for i in range(node + 1, int(self.n_nodes[t])):  # children come after their parents
+            if fast[i] != DOOMED:
+                continue
+            c = int(self.child[t, i])
+            if self.feature[t, i] != LEAF:
+                fast[c] = fast[c + 1] = DOOMED
+            elif self.child[t, node] == NO_SLOT:
+                self.child[t, node] = c
+            else:
+                self._merge_slot(t, int(self.child[t, node]), c)
+                self._release_slot(t, c)
+            self.feature[t, i], self.threshold[t, i], self.child[t, i] = FREE, 0, 0
+            self._restart(t, i)
+        while self.n_nodes[t] > 1 and self.feature[t, self.n_nodes[t] - 1] == FREE:
+            self.n_nodes[t] -= 2
+
+    def _restart_leaf(self, t: int, s: int, limit: np.float32) -> None:
+        """A leaf after a drift: with propagation it keeps its class-conditional estimators and priors, faded to
+        ``limit``; without it starts empty."""
         self.since[t, s] = 0
         if self.propagation:
-            self._fade_estimators(t, s)
-            while self.class_count[t, s].max() > PROPAGATED:
+            self._fade_estimators(t, s, limit)
+            while self.class_count[t, s].max() > limit:
                 self.class_count[t, s] *= F32(0.5)
             return
         for name in ("class_count", "est_count", "mean", "m2"):
@@ -801,10 +863,10 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
                 return a
         return used if used + 2 <= self.max_nodes else -1
 
-    def _fade_estimators(self, t: int, s: int) -> None:
-        """Halve each class's estimator count and ``M2`` until the count is at most ``PROPAGATED`` (exact)."""
+    def _fade_estimators(self, t: int, s: int, limit: np.float32) -> None:
+        """Halve each class's estimator count and ``M2`` until the count is at most ``limit`` (exact)."""
         for k in range(self.est_count.shape[2]):
-            while self.est_count[t, s, k] > PROPAGATED:
+            while self.est_count[t, s, k] > limit:
                 self.est_count[t, s, k] *= F32(0.5)
                 self.m2[t, s, k] *= F32(0.5)
 
@@ -833,10 +895,27 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
         self.attempt_node[t], self.attempt_pos[t] = node, 0
         self.best_feature[t], self.best_threshold[t], self.best_entropy[t] = NO_FEATURE, 0, 0
 
+    def _start_revisit(self, t: int, node: int) -> None:
+        """Tree ``t``'s attempt becomes the revisit of the inner ``node``'s split: an empty snapshot that collects
+        the rows through ``node`` (module docstring)."""
+        self.attempt_node[t], self.attempt_pos[t] = node, 0
+        self.best_feature[t], self.best_threshold[t], self.best_entropy[t] = NO_FEATURE, 0, 0
+        for name in ("snap_count", "snap_est", "snap_mean", "snap_m2"):
+            getattr(self, name)[t] = 0
+        self.snap_low[t], self.snap_high[t] = FLT_MAX, -FLT_MAX
+
+    def _collecting(self, t: int) -> bool:
+        """Whether tree ``t``'s attempt is a revisit whose snapshot holds less than the larger of its grace period
+        and ``REVISIT_ROWS`` (at most ``COUNT_LIMIT``) of weight."""
+        node = int(self.attempt_node[t])
+        if node == IDLE or self.feature[t, node] == LEAF:
+            return False
+        return sum_f32(self.snap_count[t][:, None])[0] < min(F32(max(self.grace_period, REVISIT_ROWS)), COUNT_LIMIT)
+
     def _advance(self, t: int) -> int:
         """Tree ``t``'s attempt goes on for at most ``work_per_call`` units (0: to its end): a candidate each,
         then its decision; returns the units done."""
-        if self.attempt_node[t] == IDLE:
+        if self.attempt_node[t] == IDLE or self._collecting(t):
             return 0
         budget = self.work_per_call or self._candidates() + 1
         pos = int(self.attempt_pos[t])
@@ -869,21 +948,41 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
             self.best_feature[t], self.best_threshold[t], self.best_entropy[t] = features[i], thresholds[i], ent[i]
 
     def _decide(self, t: int) -> None:
-        """The Hoeffding test on the snapshot's counts; a split of the live leaf when it passes."""
+        """The Hoeffding test on the snapshot's counts: a split of the live leaf when it passes, or at a revisit a
+        new split of the node when the best candidate beats its split (module docstring)."""
         node = int(self.attempt_node[t])
         self.attempt_node[t] = IDLE
         counts = self.snap_count[t]
         n = sum_f32(counts[:, None])[0]
+        if self.feature[t, node] != LEAF:
+            self._decide_revisit(t, node, n)
+            return
         gain = entropy_f32(counts[:, None], np.array([n], F32))[0] - self.best_entropy[t]
         if self.best_feature[t] == NO_FEATURE or not gain > 0 or self._free_pair(t, node) < 0 \
                 or self.n_leaves[t] >= self.max_leaves:  # a pool is full only in a crafted state
             return
-        config = self._constants
-        r = log_f32(F32(max(2, int((counts > 0).sum()))))[0]
-        eps2 = (r * r) * config["log_inv_delta"] / (n + n)
-        tie = config["tie"]
+        eps2 = self._bound2(counts, n)
+        tie = self._constants["tie"]
         if gain * gain > eps2 or eps2 < tie * tie:
             self._split(t, node, int(self.child[t, node]), int(self.best_feature[t]), self.best_threshold[t])
+
+    def _decide_revisit(self, t: int, node: int, n: np.float32) -> None:
+        """The inner ``node``'s split stands unless the best candidate's entropy on the collected rows is below
+        its own by more than the Hoeffding bound; then its subtree merges into a leaf that splits on the best."""
+        own = split_entropy(self._snapshot(t)[:4], np.array([self.feature[t, node]]),
+                            np.array([self.threshold[t, node]], F32), n)[0][0]
+        better = own - self.best_entropy[t]
+        if self.best_feature[t] == NO_FEATURE or not better > 0 or not better * better > self._bound2(
+                self.snap_count[t], n):
+            return
+        self._merge_subtree(t, node)
+        self._split(t, node, int(self.child[t, node]), int(self.best_feature[t]), self.best_threshold[t])
+
+    def _bound2(self, counts: np.ndarray, n: np.float32) -> np.float32:
+        """The squared Hoeffding bound ``R^2 ln(1/delta) / (2 n)``, ``R = ln C`` of the classes with a positive
+        prior (at least 2)."""
+        r = log_f32(F32(max(2, int((counts > 0).sum()))))[0]
+        return (r * r) * self._constants["log_inv_delta"] / (n + n)
 
     def _split(self, t: int, node: int, s: int, f: int, threshold: np.float32) -> None:
         """Split leaf slot ``s`` as it is now (the rows learned during a spread attempt included)."""
@@ -897,7 +996,7 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
         self.n_nodes[t] = max(int(self.n_nodes[t]), a + 2)
         self.n_leaves[t] += 1
         if self.propagation:
-            self._fade_estimators(t, s)
+            self._fade_estimators(t, s, PROPAGATED)
             for name in ("est_count", "mean", "m2", "low", "high"):
                 getattr(self, name)[t, s2] = getattr(self, name)[t, s]
             self.high[t, s, f] = threshold
