@@ -25,7 +25,7 @@
 #define HT_COUNT_LIMIT 16384.0f   /* a leaf's counts halve when one reaches it (see the specification) */
 #define HT_VALID_COUNT 32768.0f   /* a restored state's counts are below it */
 #define HT_ONE 16777216u          /* an error rate of 1 in the detectors' fixed point */
-#define HT_DOOMED (HT_ONE + 1u)   /* a detector value no state holds: marks a subtree being pruned */
+#define HT_DOOMED (HT_ONE + 1u)   /* a detector value no state holds: marks a subtree being merged */
 #define HT_KEPT_LEVELS 3u         /* a drift keeps this many levels of splits under the node that signals it */
 #define HT_REVISIT_ROWS 512u      /* a revisit collects at least this weight (the slow detectors' window) */
 #define HT_KEPT (HT_DOOMED + 1u)  /* detector values HT_KEPT + depth mark a subtree being adapted, by depth */
@@ -211,7 +211,7 @@ static uint32_t free_pair(const es_hoeffding *model, uint32_t t, uint16_t node)
     return used + 2u <= model->config->max_nodes ? used : HT_NO_PAIR;
 }
 
-/* Halve each class's estimator count and M2 of leaf g until the count is at most HT_PROPAGATED (exact). */
+/* Halve each class's estimator count and M2 of leaf g until the count is at most limit (exact). */
 static void fade_estimators(const es_hoeffding *model, uint32_t g, float limit)
 {
     const uint8_t C = model->config->n_classes, d = model->config->n_features;
@@ -688,7 +688,7 @@ static void restart(const es_hoeffding *model, uint32_t i)
     model->slow[i] = 0;
 }
 
-/* Clear a pruned node of tree t (a free node). */
+/* Clear a merged node (a free node). */
 static void free_node(const es_hoeffding *model, uint32_t i)
 {
     model->feature[i] = HT_FREE;
@@ -697,17 +697,13 @@ static void free_node(const es_hoeffding *model, uint32_t i)
     restart(model, i);
 }
 
-/* Make the inner node of tree t a leaf: its subtree's pairs become free and its leaves merge into one slot, the
- * first in node order (a leaf stays as it is). */
+/* Make the inner node of tree t a leaf: its subtree's pairs become free (their detectors restart) and its leaves
+ * merge into one slot, the first in node order. */
 static void merge_subtree(const es_hoeffding *model, uint32_t t, uint16_t node)
 {
     const es_hoeffding_config *config = model->config;
     const uint32_t base = t * config->max_nodes;
-    uint32_t i, c;
-    if (model->feature[base + node] == HT_LEAF) {
-        return;
-    }
-    c = model->child[base + node];
+    uint32_t i, c = model->child[base + node];
     model->fast[base + c] = HT_DOOMED;
     model->fast[base + c + 1u] = HT_DOOMED;
     model->feature[base + node] = HT_LEAF;
@@ -735,7 +731,7 @@ static void merge_subtree(const es_hoeffding *model, uint32_t t, uint16_t node)
 }
 
 /* A leaf slot g after a drift: with propagation it keeps its class-conditional estimators and priors, faded to
- * HT_PROPAGATED; without it starts empty. */
+ * limit; without it starts empty. */
 static void restart_leaf(const es_hoeffding *model, uint32_t g, float limit)
 {
     const uint32_t C = model->config->n_classes, d = model->config->n_features;
@@ -771,20 +767,18 @@ static void restart_leaf(const es_hoeffding *model, uint32_t g, float limit)
     }
 }
 
-/* Make node one restarted leaf of tree t (its detector restarts): its subtree's pairs become free and its leaves
- * merge into one slot. The tree's split attempt ends (its leaf may have merged or moved). */
-static void prune(const es_hoeffding *model, uint32_t t, uint16_t node)
+/* A leaf node of tree t that signals a drift restarts with its detector; the tree's attempt ends. */
+static void restart_signalled(const es_hoeffding *model, uint32_t t, uint16_t node)
 {
     const uint32_t base = t * model->config->max_nodes;
     model->attempt_node[t] = (uint16_t)HT_IDLE;
     restart(model, base + node);
-    merge_subtree(model, t, node);
     restart_leaf(model, t * model->config->max_leaves + model->child[base + node], HT_PROPAGATED);
 }
 
-/* Adapt the subtree of tree t's inner node to a drift it signalled: its splits HT_KEPT_LEVELS deep stay (the
- * deeper subtrees merge into leaves as a prune merges them), every leaf restarts as a pruned leaf does, every
- * detector restarts, and the tree's attempt becomes the revisit of node's split. */
+/* Adapt the subtree of tree t's inner node to a drift it signalled (see the specification): its splits
+ * HT_KEPT_LEVELS deep stay (the deeper subtrees merge into leaves), every leaf restarts with the limit halved per
+ * level, every detector restarts, and the tree's attempt becomes the revisit of node's split. */
 static void adapt(const es_hoeffding *model, uint32_t t, uint16_t node)
 {
     const uint32_t base = t * model->config->max_nodes;
@@ -897,7 +891,7 @@ static void learn_tree(const es_hoeffding *model, uint32_t t, const float *x, ui
         uint16_t fired;
         if (watch_path(model, t, x, tree_class(model, t, x) != label, &fired)) {
             if (model->feature[t * config->max_nodes + fired] == HT_LEAF) {
-                prune(model, t, fired);
+                restart_signalled(model, t, fired);
             } else {
                 adapt(model, t, fired);
             }
@@ -1089,8 +1083,7 @@ es_status es_hoeffding_predict(const es_hoeffding *model, const float *features,
 }
 
 /* 1 if every tree's attempt is idle or under way at a used node (a leaf; an inner node: a revisit), within its
- * candidates, and names features < d,
- * and the snapshots' counts are valid. */
+ * candidates, and names features < d, and the snapshots' counts are valid. */
 static int valid_attempts(const es_hoeffding *candidate)
 {
     const es_hoeffding_config *config = candidate->config;

@@ -49,7 +49,7 @@ Decisions (the C runtime follows every one of them to the bit):
   slots is refused (``ValueError``, ``ES_ERR_LABEL``).
 * **Pool**: a split takes two nodes (one new leaf slot): the first free pair after the splitting node (children
   point forward), else the pair at ``n_nodes``. When there is none the tree is full: it stops growing (no split is
-  tried), and its leaves keep learning their statistics and predicting, until a drift frees a subtree's nodes.
+  tried), and its leaves keep learning their statistics and predicting, until a drift merges a subtree.
 * **Drift** (``drift_threshold = z``, 0 = off; a fixed-memory cousin of the Hoeffding Adaptive Tree): every node
   has an error detector, two integer averages of its 0/1 errors in units of ``2**-24`` (``fast`` weighs a new row
   ``1/64``, ``slow`` ``1/512``; each a running mean until it holds 64 and 512 rows, ``seen`` counting them). A row
@@ -57,18 +57,46 @@ Decisions (the C runtime follows every one of them to the bit):
   naive Bayes class (argmax of its scores) against the label gives the error, fed to the nodes on the row's path
   from the root down. A node signals a drift once it has seen more than 512 rows and ``(fast - slow)^2 * 127 >
   z^2 p (1 - p)`` with ``p = max(slow, 1/16)`` (the fast average's variance is ``p (1 - p) / 127``; comparing
-  squares of integers needs no square root). The first node that signals restarts its detector and is pruned:
-  its subtree's leaves merge into the first one's slot (priors added, estimators by Chan et al.'s pairwise
-  update, ranges joined), the other slots are released (the last slot in use moves into each), the inner nodes'
-  pairs become free (``feature = 254``) and ``n_nodes`` drops past free pairs at its end. Then the row is learned
-  at the pruned node.
+  squares of integers needs no square root). The first node that signals answers, then the row is learned at its
+  leaf (routed again):
+
+  - a **leaf** restarts (below) with its detector;
+  - an **inner node** *adapts* its subtree and *revisits* its own split. The splits down to ``KEPT_LEVELS = 3``
+    levels below it stay; each subtree rooted deeper merges into one leaf (a *merge*: its leaves merge into the
+    first one's slot, priors added, estimators by Chan et al.'s pairwise update, ranges joined, the other slots
+    released (the last slot in use moves into each), its inner nodes' pairs become free (``feature = 254``) and
+    ``n_nodes`` drops past free pairs at its end). Every leaf under the node restarts with the limit
+    ``PROPAGATED / 2**k`` at ``k`` levels below it (together about what one merged leaf keeps), and every
+    detector under it restarts. The tree's attempt (one under way ends) becomes the revisit: its snapshot starts
+    empty and learns every row through the node, as a leaf there would, until it holds ``max(grace_period,
+    REVISIT_ROWS = 512)`` of weight (at most ``COUNT_LIMIT``); then the features are drawn and the candidates
+    evaluated as in a split attempt (below), and the decision takes the entropy of the node's own split on the
+    snapshot: when it exceeds the best candidate's by ``g > 0`` with ``g^2 > eps^2`` (the split test's bound,
+    without the tie rule: a tie keeps the split), the node's subtree merges into one leaf that splits on the best
+    candidate (a split as below, from the merged live counts); else the split stays.
+
+  Why (measured with ``benchmarks/bench_quality.py``'s streams): pruning the node that signals to one leaf, as
+  this tree did, threw away a partition that often still serves. On Agrawal F1 -> F3 both concepts split age at
+  40 and 60; the root signalled 16 rows after the change, and the re-grown root split at 50 rows on hvalue, a
+  feature with a point mass (88 % of rows at 135,000): the 22 rows of one class all sat there (``M2 = 0``, a
+  step) while the other class's Gaussian put half its weight below its mean where 3 of its 28 rows were. The
+  tree then stayed at 0.81 accuracy, its error steady, so no detector fired again (recovery: never). Keeping
+  the top splits and restarting the leaves lets the naive Bayes leaves learn the new concept within the old
+  partition; the revisit replaces a split the new concept does not use (STAGGER's concepts use other features);
+  its 512 rows of evidence keep point masses from deciding it (on ``grace_period`` rows, 50, the hvalue split won
+  again: up to 8 points lost on Agrawal). Over every configuration of the search grids (the ``HT_VARIANTS`` at 2
+  to 32 leaves, IRF 2 x 2 to 10 x 16 trees x leaves) on the 8 streams at two seeds: Agrawal +3.3 points on
+  average, the other streams +0.04 (elec without propagation -0.6, STAGGER -0.3); one kept level +1.0 on
+  Agrawal, two, three and all levels within 0.1 of each other elsewhere, three the fastest to recover on Agrawal;
+  the deeper levels merged free pool room for the new concept's splits.
 * **Propagation and drift together**: a row of a class new to a leaf is never watched (its estimator is not
-  established), so class increments, which AE handles by propagating estimators, do not read as drift. A pruned
-  leaf (and, at a split, the estimators copied to both children) keeps its class-conditional estimators with
-  every count above ``PROPAGATED = 64`` halved (with its ``M2``) until at most 64, and its priors halved until no
-  class count exceeds 64: the old concept's means and variances survive as a weak start that about 64 new rows
-  per class outweigh, so old classes are still recognised while the new concept takes over. Without propagation
-  a pruned leaf starts empty.
+  established), so class increments, which AE handles by propagating estimators, do not read as drift. A
+  restarted leaf with the limit ``m`` (``PROPAGATED = 64`` for a leaf that signals; a split's estimators copied to
+  both children are faded to 64 alike) keeps its class-conditional estimators with every count above ``m``
+  halved (with its ``M2``) until at most ``m``, and its priors halved until no class count exceeds ``m``: the old
+  concept's means and variances survive as a weak start that about ``m`` new rows per class outweigh, so old
+  classes are still recognised while the new concept takes over. Without propagation a restarted leaf starts
+  empty.
 * **Grace**: per leaf the weight learned since its last attempt (uint32, saturating); an attempt when it reaches
   ``grace_period`` resets it, whether or not the leaf splits (or the pool is full). While its tree has an attempt
   under way a leaf does not start one: its weight keeps counting and it starts at its first row after.
@@ -84,7 +112,8 @@ Decisions (the C runtime follows every one of them to the bit):
   meanwhile, and a split splits the live leaf: its children start from the live priors and estimators (the rows
   learned during the attempt are kept), priors divided by eq. 8 at the chosen threshold with the live ``n``. With
   ``U = 0``, or ``U`` at least the candidates + 1, the attempt ends in the call that starts it and the tree is the
-  unspread one. A drift pruned in a tree cancels its attempt (its leaf may have merged or moved slots).
+  unspread one. A drift in a tree ends its attempt (its leaf may have merged or moved slots). A revisit's
+  candidates and decision are spread alike (the decision one unit, its own split's entropy included).
   ``WORK_DEFAULT`` keeps the worst learn call within 3 times the mean at the 8 KiB plans (measured under QEMU on
   a Cortex-M4F and a Cortex-M0, SEA and hyperplane streams); the rows an attempt takes are
   ``(subspace (split_steps - 1) + 1) / U`` (15 for one tree on 3 features at the defaults).
@@ -150,11 +179,11 @@ RATE_FLOOR = ONE >> 4  # the error rate the test assumes at least (1/16): a node
 ESTABLISHED = F32(32.0)  # a label counts for drift at a leaf once its estimator holds this weight
 MAX_DRIFT = 15
 DRIFT_DEFAULT = 5
-DOOMED = ONE + 1  # a detector value no state holds: marks the nodes of a subtree being pruned
+DOOMED = ONE + 1  # a detector value no state holds: marks the nodes of a subtree being merged
 KEPT_LEVELS = 3  # a drift keeps this many levels of splits under the node that signals it (at most 8 leaves)
 REVISIT_ROWS = 1 << SLOW_SHIFT  # a revisit collects at least this weight (the slow detectors' window)
 KEPT = DOOMED + 1  # detector values KEPT + depth mark the nodes of a subtree being adapted, by depth
-NO_SLOT = 0xFFFF  # a pruned node's leaf slot before its first leaf is met
+NO_SLOT = 0xFFFF  # a merged node's leaf slot before its first leaf is met
 PROPAGATED = F32(64.0)  # estimators handed on (a split's, a drift's merge) keep at most this weight per class
 IDLE = 0xFFFF  # attempt_node of a tree with no split attempt under way
 NO_FEATURE = 255  # best_feature before an attempt has a candidate
@@ -392,7 +421,7 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
     max_classes : class slots on the device (None: the classes of the data); labels beyond are refused.
     var_smoothing : naive Bayes variance floor as a fraction of each feature's variance in the start sample.
     drift_threshold : standard deviations by which a node's recent error must exceed its long-run error for a
-        drift (the node's subtree is then pruned to a fresh leaf), 1..15; 0 = no drift handling.
+        drift (the node's subtree then adapts, module docstring), 1..15; 0 = no drift handling.
     work_per_call : split candidates a learn call evaluates per tree, 1..65535 (the attempt spreads over the
         following calls), or 0: a split attempt runs whole in the call that starts it (module docstring).
     """
@@ -684,7 +713,7 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
             scores = self._leaf_scores(t, s, x[None])[0]
             fired = self._watch_path(t, x, int(np.argmax(scores)) != k)
             if fired >= 0:
-                (self._prune if self.feature[t, fired] == LEAF else self._adapt)(t, fired)
+                (self._restart_signalled if self.feature[t, fired] == LEAF else self._adapt)(t, fired)
                 node = self._leaf_node(t, x)
                 s = int(self.child[t, node])
         count = self._learn_stats(self._leaf(t, s), x, k, w)
@@ -747,7 +776,7 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
             node = int(self.child[t, node]) + (0 if x[self.feature[t, node]] <= self.threshold[t, node] else 1)
 
     def _detect(self, t: int, node: int, value: int) -> bool:
-        """Update a node's error averages (running means until they hold 32 and 256 rows) and test them."""
+        """Update a node's error averages (running means until they hold 64 and 512 rows) and test them."""
         n = min(int(self.seen[t, node]) + 1, 0xFFFF)
         self.seen[t, node] = n
         fast = average(int(self.fast[t, node]), value, n, FAST_SHIFT)
@@ -762,9 +791,9 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
         self.seen[t, node] = self.fast[t, node] = self.slow[t, node] = 0
 
     def _adapt(self, t: int, node: int) -> None:
-        """Adapt the subtree of the inner ``node`` to a drift it signalled: its splits ``KEPT_LEVELS`` deep stay
-        (the deeper subtrees merge into leaves as a prune merges them), every leaf restarts as a pruned leaf does,
-        every detector restarts, and the tree's attempt becomes the revisit of ``node``'s split."""
+        """Adapt the subtree of the inner ``node`` to a drift it signalled (module docstring): its splits
+        ``KEPT_LEVELS`` deep stay (the deeper subtrees merge into leaves), every leaf restarts with the limit halved
+        per level, every detector restarts, and the tree's attempt becomes the revisit of ``node``'s split."""
         fast = self.fast[t]
         fast[node] = KEPT
         i = node
@@ -782,19 +811,15 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
             i += 1
         self._start_revisit(t, node)
 
-    def _prune(self, t: int, node: int) -> None:
-        """Make ``node`` one restarted leaf (its detector restarts): its subtree's pairs become free and its leaves
-        merge into one slot. The tree's split attempt ends (its leaf may have merged or moved)."""
+    def _restart_signalled(self, t: int, node: int) -> None:
+        """A leaf that signals a drift restarts with its detector; the tree's attempt ends."""
         self.attempt_node[t] = IDLE
         self._restart(t, node)
-        self._merge_subtree(t, node)
         self._restart_leaf(t, int(self.child[t, node]), PROPAGATED)
 
     def _merge_subtree(self, t: int, node: int) -> None:
         """Make the inner ``node`` a leaf: its subtree's pairs become free (their detectors restart) and its
-        leaves merge into one slot, the first in node order (a leaf ``node`` stays as it is)."""
-        if self.feature[t, node] == LEAF:
-            return
+        leaves merge into one slot, the first in node order."""
         fast = self.fast[t]
         c = int(self.child[t, node])
         fast[c] = fast[c + 1] = DOOMED
@@ -1130,7 +1155,7 @@ OPTIONS = (
            "class-conditional estimators", const=False),
     Option("--max-classes", "max_classes", int, "class slots on the device (labels 0..N-1)", "N"),
     Option("--var-smoothing", "var_smoothing", float, "naive Bayes variance floor (fraction of the variance)", "X"),
-    Option("--drift-threshold", "drift_threshold", int, "standard deviations of a node's error rise that prune its "
+    Option("--drift-threshold", "drift_threshold", int, "standard deviations of a node's error rise that adapt its "
            f"subtree (1..{MAX_DRIFT}; 0: no drift handling)", "Z"),
     WORK_PER_CALL,
 )
@@ -1166,7 +1191,7 @@ def cost_terms(params: dict, n_features: int, n_classes: int, attempts: bool = T
     leaf is not watched (a one-leaf tree never splits); then a split attempt's units, C each, and its snapshot
     and split, d C: in the mean a whole attempt every ``grace_period`` weight at a leaf, in the worst as many
     units as ``work_per_call`` lets a call run in every tree, every tree learning). ``attempts``: the trees have room to split (a one-leaf tree
-    never has); a full pool attempts nothing until a drift prunes it, so its calls are the row's alone (the
+    never has); a full pool attempts nothing until a drift merges a subtree, so its calls are the row's alone (the
     calibration replays its counts to tell which). The Hoeffding tree and IRF share one model: the same runtime."""
     forest = "n_trees" in params
     trees, weight = params.get("n_trees", 1), params.get("bagging_lambda", 1.0)
