@@ -25,7 +25,10 @@
 #define HT_COUNT_LIMIT 16384.0f   /* a leaf's counts halve when one reaches it (see the specification) */
 #define HT_VALID_COUNT 32768.0f   /* a restored state's counts are below it */
 #define HT_ONE 16777216u          /* an error rate of 1 in the detectors' fixed point */
-#define HT_DOOMED (HT_ONE + 1u)   /* a detector value no state holds: marks a subtree being pruned */
+#define HT_DOOMED (HT_ONE + 1u)   /* a detector value no state holds: marks a subtree being merged */
+#define HT_KEPT_LEVELS 3u         /* a drift keeps this many levels of splits under the node that signals it */
+#define HT_REVISIT_ROWS 512u      /* a revisit collects at least this weight (the slow detectors' window) */
+#define HT_KEPT (HT_DOOMED + 1u)  /* detector values HT_KEPT + depth mark a subtree being adapted, by depth */
 #define HT_FAST_SHIFT 6u
 #define HT_SLOW_SHIFT 9u
 #define HT_FAST_VARIANCE 127u
@@ -208,14 +211,14 @@ static uint32_t free_pair(const es_hoeffding *model, uint32_t t, uint16_t node)
     return used + 2u <= model->config->max_nodes ? used : HT_NO_PAIR;
 }
 
-/* Halve each class's estimator count and M2 of leaf g until the count is at most HT_PROPAGATED (exact). */
-static void fade_estimators(const es_hoeffding *model, uint32_t g)
+/* Halve each class's estimator count and M2 of leaf g until the count is at most limit (exact). */
+static void fade_estimators(const es_hoeffding *model, uint32_t g, float limit)
 {
     const uint8_t C = model->config->n_classes, d = model->config->n_features;
     uint8_t k, j;
     for (k = 0; k < C; k++) {
         float *m2 = model->m2 + (g * C + k) * d;
-        while (model->est_count[g * C + k] > HT_PROPAGATED) {
+        while (model->est_count[g * C + k] > limit) {
             model->est_count[g * C + k] = model->est_count[g * C + k] * 0.5f;
             for (j = 0; j < d; j++) {
                 m2[j] = m2[j] * 0.5f;
@@ -316,7 +319,7 @@ static void split(const es_hoeffding *model, uint32_t t, uint16_t node, uint16_t
     }
     model->n_leaves[t] = (uint16_t)(s2 + 1u);
     if (config->propagate) {
-        fade_estimators(model, g);
+        fade_estimators(model, g, HT_PROPAGATED);
         memcpy(model->est_count + g2 * C, model->est_count + g * C, C * sizeof(float));
         memcpy(model->mean + g2 * C * d, model->mean + g * C * d, (uint32_t)C * d * sizeof(float));
         memcpy(model->m2 + g2 * C * d, model->m2 + g * C * d, (uint32_t)C * d * sizeof(float));
@@ -352,12 +355,10 @@ static void split(const es_hoeffding *model, uint32_t t, uint16_t node, uint16_t
     model->since[g2] = 0;
 }
 
-/* Start tree t's split attempt at leaf node (slot s): draw its features, copy the leaf's statistics. */
-static void start_attempt(const es_hoeffding *model, uint32_t t, uint16_t node, uint16_t s)
+/* Draw tree t's attempt features: 0 .. d-1, the first subspace of them by a partial Fisher-Yates shuffle. */
+static void draw_order(const es_hoeffding *model, uint32_t t)
 {
-    const es_hoeffding_config *config = model->config;
-    const uint8_t C = config->n_classes, d = config->n_features, m = config->subspace;
-    const uint32_t g = t * config->max_leaves + s;
+    const uint8_t d = model->config->n_features, m = model->config->subspace;
     uint8_t *order = model->order + t * d, i;
     for (i = 0; i < d; i++) {
         order[i] = i;
@@ -370,17 +371,67 @@ static void start_attempt(const es_hoeffding *model, uint32_t t, uint16_t node, 
             order[j] = swap;
         }
     }
+}
+
+/* Tree t's attempt is now at node, before its first candidate. */
+static void begin_attempt(const es_hoeffding *model, uint32_t t, uint16_t node)
+{
+    model->attempt_node[t] = node;
+    model->attempt_pos[t] = 0;
+    model->best_feature[t] = HT_NO_FEATURE;
+    model->best_threshold[t] = 0.0f;
+    model->best_entropy[t] = 0.0f;
+}
+
+/* Start tree t's split attempt at leaf node (slot s): draw its features, copy the leaf's statistics. */
+static void start_attempt(const es_hoeffding *model, uint32_t t, uint16_t node, uint16_t s)
+{
+    const es_hoeffding_config *config = model->config;
+    const uint8_t C = config->n_classes, d = config->n_features;
+    const uint32_t g = t * config->max_leaves + s;
+    draw_order(model, t);
     memcpy(model->snap_count + t * C, model->class_count + g * C, C * sizeof(float));
     memcpy(model->snap_est + t * C, model->est_count + g * C, C * sizeof(float));
     memcpy(model->snap_mean + t * C * d, model->mean + g * C * d, (uint32_t)C * d * sizeof(float));
     memcpy(model->snap_m2 + t * C * d, model->m2 + g * C * d, (uint32_t)C * d * sizeof(float));
     memcpy(model->snap_low + t * d, model->low + g * d, d * sizeof(float));
     memcpy(model->snap_high + t * d, model->high + g * d, d * sizeof(float));
-    model->attempt_node[t] = node;
-    model->attempt_pos[t] = 0;
-    model->best_feature[t] = HT_NO_FEATURE;
-    model->best_threshold[t] = 0.0f;
-    model->best_entropy[t] = 0.0f;
+    begin_attempt(model, t, node);
+}
+
+/* Tree t's attempt becomes the revisit of the inner node's split: an empty snapshot that collects the rows
+ * through node (see the specification). */
+static void start_revisit(const es_hoeffding *model, uint32_t t, uint16_t node)
+{
+    const uint32_t C = model->config->n_classes, d = model->config->n_features;
+    uint32_t i;
+    begin_attempt(model, t, node);
+    for (i = 0; i < C; i++) {
+        model->snap_count[t * C + i] = 0.0f;
+        model->snap_est[t * C + i] = 0.0f;
+    }
+    for (i = 0; i < C * d; i++) {
+        model->snap_mean[t * C * d + i] = 0.0f;
+        model->snap_m2[t * C * d + i] = 0.0f;
+    }
+    for (i = 0; i < d; i++) {
+        model->snap_low[t * d + i] = HT_FLT_MAX;
+        model->snap_high[t * d + i] = -HT_FLT_MAX;
+    }
+}
+
+/* 1 if tree t's attempt is a revisit whose snapshot holds less than the grace period (at most HT_COUNT_LIMIT)
+ * of weight. */
+static int collecting(const es_hoeffding *model, uint32_t t)
+{
+    const es_hoeffding_config *config = model->config;
+    const uint16_t node = model->attempt_node[t];
+    const float rows = (float)(config->grace > HT_REVISIT_ROWS ? config->grace : HT_REVISIT_ROWS);
+    const float target = rows < HT_COUNT_LIMIT ? rows : HT_COUNT_LIMIT;
+    if (node == HT_IDLE || model->feature[t * config->max_nodes + node] == HT_LEAF) {
+        return 0;
+    }
+    return prior_sum(model->snap_count + t * config->n_classes, config->n_classes) < target;
 }
 
 /* Candidate pos of tree t's attempt on its snapshot (n: the snapshot's prior sum): feature pos / (steps - 1) of
@@ -409,28 +460,65 @@ static void evaluate(const es_hoeffding *model, uint32_t t, uint32_t pos, float 
     }
 }
 
-/* The Hoeffding test of tree t's finished attempt on its snapshot (n: its prior sum); split when it passes. */
+/* The squared Hoeffding bound R^2 ln(1/delta) / (2 n) of tree t's snapshot (n: its prior sum), R = ln C of the
+ * classes with a positive prior there (at least 2). */
+static float bound2(const es_hoeffding *model, uint32_t t, float n)
+{
+    const uint8_t C = model->config->n_classes;
+    const float *counts = model->snap_count + t * C;
+    uint8_t k, present = 0;
+    float r, eps2;
+    for (k = 0; k < C; k++) {
+        present = (uint8_t)(present + (counts[k] > 0.0f ? 1u : 0u));
+    }
+    r = es_hoeffding_log((float)(present < 2u ? 2u : present));
+    eps2 = r * r;
+    eps2 = eps2 * model->config->log_inv_delta;
+    return eps2 / (n + n);
+}
+
+static void merge_subtree(const es_hoeffding *model, uint32_t t, uint16_t node);
+
+/* The revisit of tree t's inner node (n: the snapshot's prior sum): its split stands unless the best candidate's
+ * entropy on the collected rows is below its own by more than the Hoeffding bound; then its subtree merges into a
+ * leaf that splits on the best. */
+static void decide_revisit(const es_hoeffding *model, uint32_t t, uint16_t node, float n)
+{
+    const es_hoeffding_config *config = model->config;
+    const uint32_t i = t * config->max_nodes + node;
+    leaf_stats leaf = snapshot(model, t);
+    float better = split_entropy(model, &leaf, model->feature[i], model->threshold[i], n);
+    better = better - model->best_entropy[t];
+    if (model->best_feature[t] == HT_NO_FEATURE || !(better > 0.0f)) {
+        return;
+    }
+    better = better * better;
+    if (better > bound2(model, t, n)) {
+        merge_subtree(model, t, node);
+        split(model, t, node, model->child[i], model->best_feature[t], model->best_threshold[t]);
+    }
+}
+
+/* The Hoeffding test of tree t's finished attempt on its snapshot (n: its prior sum): a split of the live leaf
+ * when it passes, or at a revisit (an inner node) its decision. */
 static void decide(const es_hoeffding *model, uint32_t t, float n)
 {
     const es_hoeffding_config *config = model->config;
     const uint8_t C = config->n_classes;
     const float *counts = model->snap_count + t * C;
     const uint16_t node = model->attempt_node[t];
-    uint8_t k, present = 0;
-    float gain, r, eps2, tie2;
+    float gain, eps2, tie2;
     model->attempt_node[t] = (uint16_t)HT_IDLE;
-    for (k = 0; k < C; k++) {
-        present = (uint8_t)(present + (counts[k] > 0.0f ? 1u : 0u));
+    if (model->feature[t * config->max_nodes + node] != HT_LEAF) {
+        decide_revisit(model, t, node, n);
+        return;
     }
     gain = entropy(counts, C, n);
     gain = gain - model->best_entropy[t];
     if (model->best_feature[t] == HT_NO_FEATURE || !(gain > 0.0f)) {
         return;
     }
-    r = es_hoeffding_log((float)(present < 2u ? 2u : present));
-    eps2 = r * r;
-    eps2 = eps2 * config->log_inv_delta;
-    eps2 = eps2 / (n + n);
+    eps2 = bound2(model, t, n);
     tie2 = config->tie * config->tie;
     gain = gain * gain;
     if (gain > eps2 || eps2 < tie2) {
@@ -447,7 +535,7 @@ static void advance(const es_hoeffding *model, uint32_t t)
     const uint32_t budget = config->work_per_call != 0u ? config->work_per_call : total + 1u;
     uint32_t pos = model->attempt_pos[t], done = 0;
     float n;
-    if (model->attempt_node[t] == HT_IDLE) {
+    if (model->attempt_node[t] == HT_IDLE || collecting(model, t)) {
         return;
     }
     n = prior_sum(model->snap_count + t * config->n_classes, config->n_classes);
@@ -506,7 +594,7 @@ static int detect(const es_hoeffding *model, uint32_t i, uint32_t value)
 }
 
 /* Feed a row's error to the detectors of tree t from the root down; 1 and the node in *fired at the first that
- * signals a drift (its detector restarts). */
+ * signals a drift. */
 static int watch_path(const es_hoeffding *model, uint32_t t, const float *x, int error, uint16_t *fired)
 {
     const uint32_t base = t * model->config->max_nodes;
@@ -515,9 +603,6 @@ static int watch_path(const es_hoeffding *model, uint32_t t, const float *x, int
     for (steps = 0; steps < model->config->max_nodes; steps++) {
         const uint32_t i = base + node;
         if (detect(model, i, error ? HT_ONE : 0u)) {
-            model->seen[i] = 0;
-            model->fast[i] = 0;
-            model->slow[i] = 0;
             *fired = node;
             return 1;
         }
@@ -595,71 +680,77 @@ static void release_slot(const es_hoeffding *model, uint32_t t, uint16_t s)
     model->n_leaves[t] = last;
 }
 
-/* Clear a pruned node of tree t (a free node). */
-static void free_node(const es_hoeffding *model, uint32_t i)
+/* Restart the detector of node i. */
+static void restart(const es_hoeffding *model, uint32_t i)
 {
-    model->feature[i] = HT_FREE;
-    model->threshold[i] = 0.0f;
-    model->child[i] = 0;
     model->seen[i] = 0;
     model->fast[i] = 0;
     model->slow[i] = 0;
 }
 
-/* Make node one leaf of tree t: its subtree's pairs become free and its leaves merge into one slot (the first in
- * node order); with propagation the leaf keeps the merged estimators and priors faded to HT_PROPAGATED, without
- * it the leaf starts empty. The tree's split attempt ends (its leaf may have merged or moved). */
-static void prune(const es_hoeffding *model, uint32_t t, uint16_t node)
+/* Clear a merged node (a free node). */
+static void free_node(const es_hoeffding *model, uint32_t i)
+{
+    model->feature[i] = HT_FREE;
+    model->threshold[i] = 0.0f;
+    model->child[i] = 0;
+    restart(model, i);
+}
+
+/* Make the inner node of tree t a leaf: its subtree's pairs become free (their detectors restart) and its leaves
+ * merge into one slot, the first in node order. */
+static void merge_subtree(const es_hoeffding *model, uint32_t t, uint16_t node)
 {
     const es_hoeffding_config *config = model->config;
-    const uint32_t C = config->n_classes, d = config->n_features, base = t * config->max_nodes;
-    uint32_t i, g;
-    uint16_t s;
-    model->attempt_node[t] = (uint16_t)HT_IDLE;
-    if (model->feature[base + node] != HT_LEAF) {
-        uint32_t c = model->child[base + node];
-        model->fast[base + c] = HT_DOOMED;
-        model->fast[base + c + 1u] = HT_DOOMED;
-        model->feature[base + node] = HT_LEAF;
-        model->threshold[base + node] = 0.0f;
-        model->child[base + node] = HT_NO_SLOT;
-        for (i = node + 1u; i < model->n_nodes[t]; i++) {  /* children come after their parents */
-            if (model->fast[base + i] != HT_DOOMED) {
-                continue;
-            }
-            c = model->child[base + i];
-            if (model->feature[base + i] != HT_LEAF) {
-                model->fast[base + c] = HT_DOOMED;
-                model->fast[base + c + 1u] = HT_DOOMED;
-            } else if (model->child[base + node] == HT_NO_SLOT) {
-                model->child[base + node] = (uint16_t)c;
-            } else {
-                merge_slot(model, t * config->max_leaves + model->child[base + node], t * config->max_leaves + c);
-                release_slot(model, t, (uint16_t)c);
-            }
-            free_node(model, base + i);
+    const uint32_t base = t * config->max_nodes;
+    uint32_t i, c = model->child[base + node];
+    model->fast[base + c] = HT_DOOMED;
+    model->fast[base + c + 1u] = HT_DOOMED;
+    model->feature[base + node] = HT_LEAF;
+    model->threshold[base + node] = 0.0f;
+    model->child[base + node] = HT_NO_SLOT;
+    for (i = node + 1u; i < model->n_nodes[t]; i++) {  /* children come after their parents */
+        if (model->fast[base + i] != HT_DOOMED) {
+            continue;
         }
-        while (model->n_nodes[t] > 1u && model->feature[base + model->n_nodes[t] - 1u] == HT_FREE) {
-            model->n_nodes[t] = (uint16_t)(model->n_nodes[t] - 2u);
+        c = model->child[base + i];
+        if (model->feature[base + i] != HT_LEAF) {
+            model->fast[base + c] = HT_DOOMED;
+            model->fast[base + c + 1u] = HT_DOOMED;
+        } else if (model->child[base + node] == HT_NO_SLOT) {
+            model->child[base + node] = (uint16_t)c;
+        } else {
+            merge_slot(model, t * config->max_leaves + model->child[base + node], t * config->max_leaves + c);
+            release_slot(model, t, (uint16_t)c);
         }
+        free_node(model, base + i);
     }
-    s = model->child[base + node];
-    g = t * config->max_leaves + s;
+    while (model->n_nodes[t] > 1u && model->feature[base + model->n_nodes[t] - 1u] == HT_FREE) {
+        model->n_nodes[t] = (uint16_t)(model->n_nodes[t] - 2u);
+    }
+}
+
+/* A leaf slot g after a drift: with propagation it keeps its class-conditional estimators and priors, faded to
+ * limit; without it starts empty. */
+static void restart_leaf(const es_hoeffding *model, uint32_t g, float limit)
+{
+    const uint32_t C = model->config->n_classes, d = model->config->n_features;
+    uint32_t i;
     model->since[g] = 0;
-    if (config->propagate) {
+    if (model->config->propagate) {
         float most;
-        fade_estimators(model, g);
+        fade_estimators(model, g, limit);
         do {
             most = 0.0f;
             for (i = 0; i < C; i++) {
                 most = model->class_count[g * C + i] > most ? model->class_count[g * C + i] : most;
             }
-            if (most > HT_PROPAGATED) {
+            if (most > limit) {
                 for (i = 0; i < C; i++) {
                     model->class_count[g * C + i] = model->class_count[g * C + i] * 0.5f;
                 }
             }
-        } while (most > HT_PROPAGATED);
+        } while (most > limit);
         return;
     }
     for (i = 0; i < C; i++) {
@@ -676,6 +767,46 @@ static void prune(const es_hoeffding *model, uint32_t t, uint16_t node)
     }
 }
 
+/* A leaf node of tree t that signals a drift restarts with its detector; the tree's attempt ends. */
+static void restart_signalled(const es_hoeffding *model, uint32_t t, uint16_t node)
+{
+    const uint32_t base = t * model->config->max_nodes;
+    model->attempt_node[t] = (uint16_t)HT_IDLE;
+    restart(model, base + node);
+    restart_leaf(model, t * model->config->max_leaves + model->child[base + node], HT_PROPAGATED);
+}
+
+/* Adapt the subtree of tree t's inner node to a drift it signalled (see the specification): its splits
+ * HT_KEPT_LEVELS deep stay (the deeper subtrees merge into leaves), every leaf restarts with the limit halved per
+ * level, every detector restarts, and the tree's attempt becomes the revisit of node's split. */
+static void adapt(const es_hoeffding *model, uint32_t t, uint16_t node)
+{
+    const uint32_t base = t * model->config->max_nodes;
+    uint32_t i;
+    model->fast[base + node] = HT_KEPT;
+    for (i = node; i < model->n_nodes[t]; i++) {  /* children come after their parents; a merge may shrink it */
+        const uint32_t mark = model->fast[base + i];
+        uint32_t depth, c;
+        if (mark < HT_KEPT || mark > HT_KEPT + HT_KEPT_LEVELS) {
+            continue;
+        }
+        depth = mark - HT_KEPT;
+        restart(model, base + i);
+        if (model->feature[base + i] != HT_LEAF && depth == HT_KEPT_LEVELS) {
+            merge_subtree(model, t, (uint16_t)i);
+        }
+        if (model->feature[base + i] == HT_LEAF) {
+            restart_leaf(model, t * model->config->max_leaves + model->child[base + i],
+                         HT_PROPAGATED / (float)(1u << depth));
+        } else {
+            c = model->child[base + i];
+            model->fast[base + c] = HT_KEPT + depth + 1u;
+            model->fast[base + c + 1u] = HT_KEPT + depth + 1u;
+        }
+    }
+    start_revisit(model, t, node);
+}
+
 /* The class tree t's leaf predicts for x: the first largest naive Bayes score. */
 static uint8_t tree_class(const es_hoeffding *model, uint32_t t, const float *x)
 {
@@ -689,36 +820,21 @@ static uint8_t tree_class(const es_hoeffding *model, uint32_t t, const float *x)
     return best;
 }
 
-static void learn_tree(const es_hoeffding *model, uint32_t t, const float *x, uint8_t label, uint32_t w)
+/* Learn a row of class k with weight w into a leaf's statistics (Welford): priors and estimator counts per
+ * class, means and M2 per class and feature, lows and highs per feature; returns the estimator count. */
+static float learn_stats(const es_hoeffding *model, float *counts, float *est, float *mean, float *m2, float *low,
+                         float *high, const float *x, uint8_t k, uint32_t w)
 {
-    const es_hoeffding_config *config = model->config;
-    uint8_t C = config->n_classes, d = config->n_features, j;
-    uint16_t node = 0, s;
-    uint32_t g, at;
-    float wf = (float)w, count, r;
-    float *mean, *m2, *low, *high;
-
-    (void)leaf_of(model, t, x, &node);  /* checked by the caller */
-    s = model->child[t * config->max_nodes + node];
-    g = t * config->max_leaves + s;
-    if (config->drift != 0u && model->est_count[g * C + label] >= HT_ESTABLISHED) {
-        uint16_t fired;
-        if (watch_path(model, t, x, tree_class(model, t, x) != label, &fired)) {
-            prune(model, t, fired);
-            node = fired;
-            s = model->child[t * config->max_nodes + node];
-            g = t * config->max_leaves + s;
-        }
-    }
-    at = g * C + label;
-    model->class_count[at] = model->class_count[at] + wf;
-    count = model->est_count[at] + wf;
-    model->est_count[at] = count;
+    const uint8_t d = model->config->n_features;
+    const float wf = (float)w;
+    float count, r;
+    uint8_t j;
+    counts[k] = counts[k] + wf;
+    count = est[k] + wf;
+    est[k] = count;
     r = wf / count;
-    mean = model->mean + at * d;
-    m2 = model->m2 + at * d;
-    low = model->low + g * d;
-    high = model->high + g * d;
+    mean += (uint32_t)k * d;
+    m2 += (uint32_t)k * d;
     for (j = 0; j < d; j++) {
         float mu = mean[j], dd = x[j] - mu, next, v, u;
         next = r * dd;
@@ -739,8 +855,62 @@ static void learn_tree(const es_hoeffding *model, uint32_t t, const float *x, ui
             high[j] = x[j];
         }
     }
-    if (model->class_count[at] >= HT_COUNT_LIMIT || count >= HT_COUNT_LIMIT) {
+    return count;
+}
+
+/* 1 if the row's path in tree t goes through node target. */
+static int passes(const es_hoeffding *model, uint32_t t, const float *x, uint16_t target)
+{
+    const uint32_t base = t * model->config->max_nodes;
+    uint16_t node = 0;
+    uint32_t steps;
+    for (steps = 0; steps < model->config->max_nodes && node != target; steps++) {
+        const uint32_t i = base + node;
+        if (model->feature[i] == HT_LEAF) {
+            return 0;
+        }
+        node = (uint16_t)(model->child[i] + (x[model->feature[i]] > model->threshold[i] ? 1u : 0u));
+    }
+    return node == target;
+}
+
+/* A row of class label in tree t: drift detection on its path, the leaf's statistics, a revisit's collection,
+ * the leaf's grace check. */
+static void learn_tree(const es_hoeffding *model, uint32_t t, const float *x, uint8_t label, uint32_t w)
+{
+    const es_hoeffding_config *config = model->config;
+    const uint32_t C = config->n_classes, d = config->n_features;
+    uint16_t node = 0, s;
+    uint32_t g;
+    float count;
+
+    (void)leaf_of(model, t, x, &node);  /* checked by the caller */
+    s = model->child[t * config->max_nodes + node];
+    g = t * config->max_leaves + s;
+    if (config->drift != 0u && model->est_count[g * C + label] >= HT_ESTABLISHED) {
+        uint16_t fired;
+        if (watch_path(model, t, x, tree_class(model, t, x) != label, &fired)) {
+            if (model->feature[t * config->max_nodes + fired] == HT_LEAF) {
+                restart_signalled(model, t, fired);
+            } else {
+                adapt(model, t, fired);
+            }
+            (void)leaf_of(model, t, x, &node);
+            s = model->child[t * config->max_nodes + node];
+            g = t * config->max_leaves + s;
+        }
+    }
+    count = learn_stats(model, model->class_count + g * C, model->est_count + g * C, model->mean + g * C * d,
+                        model->m2 + g * C * d, model->low + g * d, model->high + g * d, x, label, w);
+    if (model->class_count[g * C + label] >= HT_COUNT_LIMIT || count >= HT_COUNT_LIMIT) {
         halve_leaf(model, g);
+    }
+    if (collecting(model, t) && passes(model, t, x, model->attempt_node[t])) {
+        (void)learn_stats(model, model->snap_count + t * C, model->snap_est + t * C, model->snap_mean + t * C * d,
+                          model->snap_m2 + t * C * d, model->snap_low + t * d, model->snap_high + t * d, x, label, w);
+        if (!collecting(model, t)) {
+            draw_order(model, t);
+        }
     }
     model->since[g] = model->since[g] > 0xFFFFFFFFu - w ? 0xFFFFFFFFu : model->since[g] + w;
     if (model->since[g] >= config->grace && model->attempt_node[t] == HT_IDLE) {
@@ -912,8 +1082,8 @@ es_status es_hoeffding_predict(const es_hoeffding *model, const float *features,
     return ES_OK;
 }
 
-/* 1 if every tree's attempt is idle or under way at a used leaf, within its candidates, and names features < d,
- * and the snapshots' counts are valid. */
+/* 1 if every tree's attempt is idle or under way at a used node (a leaf; an inner node: a revisit), within its
+ * candidates, and names features < d, and the snapshots' counts are valid. */
 static int valid_attempts(const es_hoeffding *candidate)
 {
     const es_hoeffding_config *config = candidate->config;
@@ -923,7 +1093,7 @@ static int valid_attempts(const es_hoeffding *candidate)
         const uint16_t node = candidate->attempt_node[t];
         const uint8_t best = candidate->best_feature[t];
         if ((node != HT_IDLE && (node >= candidate->n_nodes[t]
-                                 || candidate->feature[t * config->max_nodes + node] != HT_LEAF))
+                                 || candidate->feature[t * config->max_nodes + node] == HT_FREE))
             || candidate->attempt_pos[t] > total || (best != HT_NO_FEATURE && best >= d)) {
             return 0;
         }

@@ -1,7 +1,8 @@
 /* Hoeffding trees with class-conditional estimator propagation (HT+AE) and their incremental random forest
  * (IRF+AE), learning on the device in a node pool fixed at generation time. edgestream/learners/hoeffding.py is
  * the specification: the Gaussian estimators, the split search, the Hoeffding test, the propagation rule, the
- * pool-full rule, the naive Bayes leaves, the random stream and the float32 operation order are written there.
+ * pool-full rule, the drift adaptation, the naive Bayes leaves, the random stream and the float32 operation order
+ * are written there.
  * Compile with -ffp-contract=off (no fused multiply-add), so that x86, Cortex-M4F and Cortex-M0 (soft float)
  * compute the same bits. Uses es_f32 (square root, random stream) and es_softmax_q15. */
 #ifndef ES_HOEFFDING_H
@@ -38,9 +39,8 @@ es_status es_hoeffding_predict(const es_hoeffding *model, const float *features,
  * learner accepts: a positive finite variance floor, node and leaf counts within the pool, and in every tree's
  * used nodes, splits on a feature < n_features with children forward to used nodes that are not free, leaves
  * naming a used leaf slot and free nodes in pairs; detector averages at most 1 (2**24); split attempts idle or at a
- * used leaf, within their candidates, naming features < n_features, with valid snapshot counts; ES_ERR_IMAGE
- * otherwise.
- * Reads the candidate only. */
+ * used node (a leaf, or an inner node whose split is revisited), within their candidates, naming features
+ * < n_features, with valid snapshot counts; ES_ERR_IMAGE otherwise. Reads the candidate only. */
 es_status es_hoeffding_validate(const es_hoeffding *candidate);
 
 #endif

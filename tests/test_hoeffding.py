@@ -13,8 +13,10 @@ from hypothesis import strategies as st
 
 from engine_twin import EngineTwin
 from edgestream.export import export_bundle
-from edgestream.learners.hoeffding import (ATTEMPT_ARRAYS, DRIFT_DEFAULT, FREE, IDLE, LEAF, ONE, STATE,
-                                           HoeffdingTreeClassifier, IncrementalRandomForest, erf_f32, log_f32)
+from edgestream.data import make_stream
+from edgestream.learners.hoeffding import (ATTEMPT_ARRAYS, DRIFT_DEFAULT, FREE, IDLE, KEPT_LEVELS, LEAF, ONE,
+                                           PROPAGATED, REVISIT_ROWS, STATE, HoeffdingTreeClassifier,
+                                           IncrementalRandomForest, erf_f32, log_f32)
 from edgestream.modelfile import model_bytes, model_from_bytes
 from edgestream.simulate import RuntimeLearner, load_bundle, runtime
 from edgestream.state import runtime_header_path
@@ -162,10 +164,38 @@ def test_c_equals_python_through_drift(stream, data):
     for t in range(learner.n_trees):
         inner = np.flatnonzero(learner.feature[t, 1:learner.n_nodes[t]] < FREE) + 1
         if len(inner) and data.draw(st.booleans()):  # leave free pairs between used ones
-            learner._prune(t, int(data.draw(st.sampled_from(inner.tolist()))))
+            learner.attempt_node[t] = IDLE
+            learner._merge_subtree(t, int(data.draw(st.sampled_from(inner.tolist()))))
         for node in range(learner.n_nodes[t]):
             learner.seen[t, node], learner.fast[t, node], learner.slow[t, node] = data.draw(detectors)
     learner.est_count[learner.est_count > 0] += np.float32(32.0)  # every seen label is established
+    step_side_by_side(learner, X, y)
+
+
+@given(streams(), st.data())
+@settings(max_examples=120)
+def test_c_equals_python_through_revisits(stream, data):
+    """Drifts adapt inner nodes (deeper subtrees merged, leaves and detectors restarted) and their revisits, their
+    snapshots filled to a drawn weight short of the end of the collection, collect the rows through the node,
+    evaluate and decide (the split kept, or the subtree merged and split anew); the C and the engine follow the
+    specification every step."""
+    params, X, y, n_classes = stream
+    X, y = np.concatenate([X, X, X]), np.concatenate([y, (y + 1) % n_classes, y])
+    params["drift_threshold"] = data.draw(st.sampled_from([1, DRIFT_DEFAULT]))
+    cls = IncrementalRandomForest if "n_trees" in params else HoeffdingTreeClassifier
+    learner = cls(**params).start(X[: max(1, len(X) // 3)], np.arange(n_classes))
+    learner.use_engine = False
+    for x, label in zip(X[:len(X) // 3], y[:len(y) // 3]):
+        learner.learn_encoded(x, int(label))
+    for t in range(learner.n_trees):
+        inner = np.flatnonzero(learner.feature[t, :learner.n_nodes[t]] < FREE)
+        if len(inner) and data.draw(st.booleans()):
+            learner._adapt(t, int(data.draw(st.sampled_from(inner.tolist()))))
+            short = data.draw(st.integers(0, 64))
+            while sum(learner.snap_count[t]) < REVISIT_ROWS - short - 1:  # rows the stream's own rows complete
+                i = data.draw(st.integers(0, len(X) - 1))
+                room = int(REVISIT_ROWS - short - sum(learner.snap_count[t]))
+                learner._learn_stats(learner._snapshot(t), X[i], int(y[i]), min(room, 255))
     step_side_by_side(learner, X, y)
 
 
@@ -268,7 +298,7 @@ def test_a_pruned_subtree_frees_pairs_that_splits_take_again():
                                       propagation=False, work_per_call=0).start(X[:100], [0, 1]).partial_fit(X[:1500], y[:1500])
     assert learner.n_leaves[0] == 8 and learner.feature[0, 4] < FREE  # a full pool, node 4 inner
     subtree = learner.child[0, 4]
-    learner._prune(0, 4)
+    learner._merge_subtree(0, 4)
     assert learner.feature[0, 4] == LEAF and (learner.feature[0] == FREE).sum() == 6 and learner.n_nodes[0] == 15
     learner.use_engine = False
     device = Device(learner)
@@ -293,6 +323,115 @@ def test_a_full_pool_adapts_to_an_abrupt_change(cls):
         accuracy[drift] = correct[-4000:].mean()
     assert full and correct[6000:8000].mean() > 0.9  # the pool filled up on the first concept
     assert accuracy[DRIFT_DEFAULT] > 0.9 and accuracy[DRIFT_DEFAULT] > accuracy[0] + 0.2
+
+
+def depths(learner, t: int = 0) -> dict:
+    """The depth of every node in use in tree ``t``."""
+    found, stack = {}, [(0, 0)]
+    while stack:
+        node, depth = stack.pop()
+        found[node] = depth
+        if learner.feature[t, node] != LEAF:
+            c = int(learner.child[t, node])
+            stack += [(c, depth + 1), (c + 1, depth + 1)]
+    return found
+
+
+def test_a_drift_at_an_inner_node_keeps_its_top_levels_and_restarts_the_rest():
+    X, y = xor_stream(4000)
+    learner = HoeffdingTreeClassifier(max_leaves=32, grace_period=20, tie_threshold=0.2, drift_threshold=0,
+                                      work_per_call=0).start(X[:100], [0, 1]).partial_fit(X, y)
+    assert max(depths(learner).values()) > KEPT_LEVELS + 1 and learner.n_leaves[0] > 8
+    learner.seen[0], learner.fast[0], learner.slow[0] = 600, ONE // 2, ONE // 4
+    learner._adapt(0, 0)
+    assert_consistent_pool(learner)
+    kept = depths(learner)
+    assert max(kept.values()) == KEPT_LEVELS and learner.n_leaves[0] <= 2 ** KEPT_LEVELS
+    for node, depth in kept.items():
+        assert learner.seen[0, node] == learner.fast[0, node] == learner.slow[0, node] == 0
+        if learner.feature[0, node] == LEAF:  # propagated estimators and priors faded by depth
+            assert learner.est_count[0, learner.child[0, node]].max() <= PROPAGATED / 2 ** depth
+            assert learner.class_count[0, learner.child[0, node]].max() <= PROPAGATED / 2 ** depth
+    assert learner.attempt_node[0] == 0 and learner.snap_count[0].sum() == 0  # the root's revisit collects
+
+
+def two_concepts(first, second, n=6000, seed=0):
+    """Two features uniform in [0, 1), labels of ``first`` then of ``second`` (functions of the rows)."""
+    X = np.random.default_rng(seed).random((2 * n, 2)).astype(np.float32)
+    return X, np.concatenate([first(X[:n]), second(X[n:])]).astype(np.int64)
+
+
+@pytest.mark.parametrize("propagation", [False, True])
+def test_a_revisit_replaces_a_split_the_new_concept_does_not_use(propagation):
+    X, y = two_concepts(lambda X: X[:, 0] > 0.5, lambda X: X[:, 1] > 0.5)
+    learner = HoeffdingTreeClassifier(max_leaves=2, grace_period=50, propagation=propagation).start(X[:200], [0, 1])
+    correct = learner.test_then_train(X[:6000], y[:6000]) == y[:6000]
+    assert learner.feature[0, 0] == 0 and correct[-1000:].mean() > 0.95  # a full pool: one split, on x0
+    correct = learner.test_then_train(X[6000:], y[6000:]) == y[6000:]
+    assert learner.feature[0, 0] == 1 and abs(learner.threshold[0, 0] - 0.5) < 0.1  # split anew, on x1
+    assert correct[1500:].mean() > 0.95
+
+
+@pytest.mark.parametrize("propagation", [False, True])
+def test_a_revisit_keeps_a_split_the_new_concept_still_uses(propagation):
+    X, y = two_concepts(lambda X: X[:, 0] > 0.5, lambda X: X[:, 0] <= 0.5)  # the classes swap sides
+    learner = HoeffdingTreeClassifier(max_leaves=2, grace_period=50, propagation=propagation).start(X[:200], [0, 1])
+    learner.test_then_train(X[:6000], y[:6000])
+    split = (learner.feature[0, 0], learner.threshold[0, 0])
+    learner.use_engine = False  # the specification, to see the revisit
+    revisits = []
+    keep = learner._decide_revisit
+    learner._decide_revisit = lambda t, node, n: revisits.append(node) or keep(t, node, n)
+    learner.test_then_train(X[6000:7500], y[6000:7500])
+    assert revisits == [0] and (learner.feature[0, 0], learner.threshold[0, 0]) == split
+    learner.use_engine = True
+    assert (learner.test_then_train(X[7500:], y[7500:]) == y[7500:]).mean() > 0.95
+
+
+def recovery(correct: np.ndarray, change: int, window: int = 500) -> int | None:
+    """Rows after ``change`` until the accuracy of the last ``window`` rows is back within 2 points of the
+    ``window`` rows before it (benchmarks/bench_quality.py's measure)."""
+    level = correct[change - window:change].mean()
+    sums = np.concatenate([[0], np.cumsum(correct[change:])])
+    back = np.flatnonzero((sums[window:] - sums[:-window]) / window >= level - 0.02)
+    return int(back[0]) + window if len(back) else None
+
+
+@pytest.mark.parametrize("propagation", [False, True])
+def test_a_full_pool_keeps_the_partition_that_serves_after_an_abrupt_change(propagation):
+    """Agrawal's loan functions 1 and 3 both split age at 40 and 60: a full 4-leaf tree keeps that partition and
+    recovers, where pruning it to one leaf left the tree stuck on a point-mass split (recovery: never)."""
+    X, y = make_stream("agrawal", 12000, 3, functions=(0, 2))
+    X = X.astype(np.float32)
+    learner = HoeffdingTreeClassifier(max_leaves=4, grace_period=100, propagation=propagation).start(X[:500], [0, 1])
+    correct = learner.test_then_train(X, y) == y
+    assert learner.n_leaves[0] == 4 and correct[5000:6000].mean() > 0.9
+    assert recovery(correct, 6000) < 1500 and correct[8000:].mean() > 0.94
+
+
+def test_a_revisit_in_a_state_is_restored_and_an_attempt_at_a_free_node_refused():
+    X, y = xor_stream(2000)
+    learner = HoeffdingTreeClassifier(max_leaves=8, grace_period=20, tie_threshold=0.2).start(X[:100], [0, 1])
+    learner.partial_fit(X, y)
+    learner.use_engine = False
+    revisiting = copy.deepcopy(learner)
+    revisiting._adapt(0, 0)
+    restored = model_from_bytes(model_bytes(revisiting))
+    device = Device(restored)
+    assert restored.attempt_node[0] == 0 and device.lib.es_hoeffding_validate(device.model) == 0
+    step_side_by_side(restored, X[:40], y[:40])
+    for node in range(1, learner.n_nodes[0]):  # a merge that leaves a free pair between used ones
+        merged = copy.deepcopy(learner)
+        if merged.feature[0, node] < FREE:
+            merged._merge_subtree(0, node)
+            if (merged.feature[0, :merged.n_nodes[0]] == FREE).any():
+                break
+    free = int(np.flatnonzero(merged.feature[0, :merged.n_nodes[0]] == FREE)[0])
+    with pytest.raises(ValueError, match=f"the split attempt is at node {free}, not a used node"):
+        restored.restore_arrays(dict(merged.saved_arrays(), attempt_node=np.array([free], np.uint16)))
+    device = Device(merged)
+    device.regions["attempt_node"][0] = free
+    assert device.lib.es_hoeffding_validate(device.model) != 0
 
 
 # -- memory, model files, bad input ----------------------------------------------------------------------------

@@ -49,7 +49,7 @@ Decisions (the C runtime follows every one of them to the bit):
   slots is refused (``ValueError``, ``ES_ERR_LABEL``).
 * **Pool**: a split takes two nodes (one new leaf slot): the first free pair after the splitting node (children
   point forward), else the pair at ``n_nodes``. When there is none the tree is full: it stops growing (no split is
-  tried), and its leaves keep learning their statistics and predicting, until a drift frees a subtree's nodes.
+  tried), and its leaves keep learning their statistics and predicting, until a drift merges a subtree.
 * **Drift** (``drift_threshold = z``, 0 = off; a fixed-memory cousin of the Hoeffding Adaptive Tree): every node
   has an error detector, two integer averages of its 0/1 errors in units of ``2**-24`` (``fast`` weighs a new row
   ``1/64``, ``slow`` ``1/512``; each a running mean until it holds 64 and 512 rows, ``seen`` counting them). A row
@@ -57,18 +57,46 @@ Decisions (the C runtime follows every one of them to the bit):
   naive Bayes class (argmax of its scores) against the label gives the error, fed to the nodes on the row's path
   from the root down. A node signals a drift once it has seen more than 512 rows and ``(fast - slow)^2 * 127 >
   z^2 p (1 - p)`` with ``p = max(slow, 1/16)`` (the fast average's variance is ``p (1 - p) / 127``; comparing
-  squares of integers needs no square root). The first node that signals restarts its detector and is pruned:
-  its subtree's leaves merge into the first one's slot (priors added, estimators by Chan et al.'s pairwise
-  update, ranges joined), the other slots are released (the last slot in use moves into each), the inner nodes'
-  pairs become free (``feature = 254``) and ``n_nodes`` drops past free pairs at its end. Then the row is learned
-  at the pruned node.
+  squares of integers needs no square root). The first node that signals answers, then the row is learned at its
+  leaf (routed again):
+
+  - a **leaf** restarts (below) with its detector;
+  - an **inner node** *adapts* its subtree and *revisits* its own split. The splits down to ``KEPT_LEVELS = 3``
+    levels below it stay; each subtree rooted deeper merges into one leaf (a *merge*: its leaves merge into the
+    first one's slot, priors added, estimators by Chan et al.'s pairwise update, ranges joined, the other slots
+    released (the last slot in use moves into each), its inner nodes' pairs become free (``feature = 254``) and
+    ``n_nodes`` drops past free pairs at its end). Every leaf under the node restarts with the limit
+    ``PROPAGATED / 2**k`` at ``k`` levels below it (together about what one merged leaf keeps), and every
+    detector under it restarts. The tree's attempt (one under way ends) becomes the revisit: its snapshot starts
+    empty and learns every row through the node, as a leaf there would, until it holds ``max(grace_period,
+    REVISIT_ROWS = 512)`` of weight (at most ``COUNT_LIMIT``); then the features are drawn and the candidates
+    evaluated as in a split attempt (below), and the decision takes the entropy of the node's own split on the
+    snapshot: when it exceeds the best candidate's by ``g > 0`` with ``g^2 > eps^2`` (the split test's bound,
+    without the tie rule: a tie keeps the split), the node's subtree merges into one leaf that splits on the best
+    candidate (a split as below, from the merged live counts); else the split stays.
+
+  Why (measured with ``benchmarks/bench_quality.py``'s streams): pruning the node that signals to one leaf, as
+  this tree did, threw away a partition that often still serves. On Agrawal F1 -> F3 both concepts split age at
+  40 and 60; the root signalled 16 rows after the change, and the re-grown root split at 50 rows on hvalue, a
+  feature with a point mass (88 % of rows at 135,000): the 22 rows of one class all sat there (``M2 = 0``, a
+  step) while the other class's Gaussian put half its weight below its mean where 3 of its 28 rows were. The
+  tree then stayed at 0.81 accuracy, its error steady, so no detector fired again (recovery: never). Keeping
+  the top splits and restarting the leaves lets the naive Bayes leaves learn the new concept within the old
+  partition; the revisit replaces a split the new concept does not use (STAGGER's concepts use other features);
+  its 512 rows of evidence keep point masses from deciding it (on ``grace_period`` rows, 50, the hvalue split won
+  again: up to 8 points lost on Agrawal). Over every configuration of the search grids (the ``HT_VARIANTS`` at 2
+  to 32 leaves, IRF 2 x 2 to 10 x 16 trees x leaves) on the 8 streams at two seeds: Agrawal +3.3 points on
+  average, the other streams +0.04 (elec without propagation -0.6, STAGGER -0.3); one kept level +1.0 on
+  Agrawal, two, three and all levels within 0.1 of each other elsewhere, three the fastest to recover on Agrawal;
+  the deeper levels merged free pool room for the new concept's splits.
 * **Propagation and drift together**: a row of a class new to a leaf is never watched (its estimator is not
-  established), so class increments, which AE handles by propagating estimators, do not read as drift. A pruned
-  leaf (and, at a split, the estimators copied to both children) keeps its class-conditional estimators with
-  every count above ``PROPAGATED = 64`` halved (with its ``M2``) until at most 64, and its priors halved until no
-  class count exceeds 64: the old concept's means and variances survive as a weak start that about 64 new rows
-  per class outweigh, so old classes are still recognised while the new concept takes over. Without propagation
-  a pruned leaf starts empty.
+  established), so class increments, which AE handles by propagating estimators, do not read as drift. A
+  restarted leaf with the limit ``m`` (``PROPAGATED = 64`` for a leaf that signals; a split's estimators copied to
+  both children are faded to 64 alike) keeps its class-conditional estimators with every count above ``m``
+  halved (with its ``M2``) until at most ``m``, and its priors halved until no class count exceeds ``m``: the old
+  concept's means and variances survive as a weak start that about ``m`` new rows per class outweigh, so old
+  classes are still recognised while the new concept takes over. Without propagation a restarted leaf starts
+  empty.
 * **Grace**: per leaf the weight learned since its last attempt (uint32, saturating); an attempt when it reaches
   ``grace_period`` resets it, whether or not the leaf splits (or the pool is full). While its tree has an attempt
   under way a leaf does not start one: its weight keeps counting and it starts at its first row after.
@@ -84,7 +112,8 @@ Decisions (the C runtime follows every one of them to the bit):
   meanwhile, and a split splits the live leaf: its children start from the live priors and estimators (the rows
   learned during the attempt are kept), priors divided by eq. 8 at the chosen threshold with the live ``n``. With
   ``U = 0``, or ``U`` at least the candidates + 1, the attempt ends in the call that starts it and the tree is the
-  unspread one. A drift pruned in a tree cancels its attempt (its leaf may have merged or moved slots).
+  unspread one. A drift in a tree ends its attempt (its leaf may have merged or moved slots). A revisit's
+  candidates and decision are spread alike (the decision one unit, its own split's entropy included).
   ``WORK_DEFAULT`` keeps the worst learn call within 3 times the mean at the 8 KiB plans (measured under QEMU on
   a Cortex-M4F and a Cortex-M0, SEA and hyperplane streams); the rows an attempt takes are
   ``(subspace (split_steps - 1) + 1) / U`` (15 for one tree on 3 features at the defaults).
@@ -150,8 +179,11 @@ RATE_FLOOR = ONE >> 4  # the error rate the test assumes at least (1/16): a node
 ESTABLISHED = F32(32.0)  # a label counts for drift at a leaf once its estimator holds this weight
 MAX_DRIFT = 15
 DRIFT_DEFAULT = 5
-DOOMED = ONE + 1  # a detector value no state holds: marks the nodes of a subtree being pruned
-NO_SLOT = 0xFFFF  # a pruned node's leaf slot before its first leaf is met
+DOOMED = ONE + 1  # a detector value no state holds: marks the nodes of a subtree being merged
+KEPT_LEVELS = 3  # a drift keeps this many levels of splits under the node that signals it (at most 8 leaves)
+REVISIT_ROWS = 1 << SLOW_SHIFT  # a revisit collects at least this weight (the slow detectors' window)
+KEPT = DOOMED + 1  # detector values KEPT + depth mark the nodes of a subtree being adapted, by depth
+NO_SLOT = 0xFFFF  # a merged node's leaf slot before its first leaf is met
 PROPAGATED = F32(64.0)  # estimators handed on (a split's, a drift's merge) keep at most this weight per class
 IDLE = 0xFFFF  # attempt_node of a tree with no split attempt under way
 NO_FEATURE = 255  # best_feature before an attempt has a candidate
@@ -389,7 +421,7 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
     max_classes : class slots on the device (None: the classes of the data); labels beyond are refused.
     var_smoothing : naive Bayes variance floor as a fraction of each feature's variance in the start sample.
     drift_threshold : standard deviations by which a node's recent error must exceed its long-run error for a
-        drift (the node's subtree is then pruned to a fresh leaf), 1..15; 0 = no drift handling.
+        drift (the node's subtree then adapts, module docstring), 1..15; 0 = no drift handling.
     work_per_call : split candidates a learn call evaluates per tree, 1..65535 (the attempt spreads over the
         following calls), or 0: a split attempt runs whole in the call that starts it (module docstring).
     """
@@ -616,12 +648,12 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
         return self.subspace(self.n_features_) * (self.split_steps - 1)
 
     def _check_attempts(self) -> None:
-        """Refuse attempts that are not under way at a used leaf or past their candidates, and features outside
-        the row."""
+        """Refuse attempts that are not under way at a used node (a leaf, or an inner node for a revisit) or past
+        their candidates, and features outside the row."""
         total = self._candidates()
         for t, node in enumerate(self.attempt_node.tolist()):
-            if node != IDLE and (node >= self.n_nodes[t] or self.feature[t, node] != LEAF):
-                raise ValueError(f"tree {t}: the split attempt is at node {node}, not a used leaf")
+            if node != IDLE and (node >= self.n_nodes[t] or self.feature[t, node] == FREE):
+                raise ValueError(f"tree {t}: the split attempt is at node {node}, not a used node")
         if (self.attempt_pos > total).any():
             raise ValueError(f"a split attempt has evaluated more than its {total} candidates")
         if (self.order >= self.n_features_).any() or ((self.best_feature >= self.n_features_)
@@ -681,44 +713,70 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
             scores = self._leaf_scores(t, s, x[None])[0]
             fired = self._watch_path(t, x, int(np.argmax(scores)) != k)
             if fired >= 0:
-                self._prune(t, fired)
-                node, s = fired, int(self.child[t, fired])
-        wf = F32(w)
-        self.class_count[t, s, k] = self.class_count[t, s, k] + wf
-        count = self.est_count[t, s, k] + wf
-        self.est_count[t, s, k] = count
-        mean = self.mean[t, s, k]
-        d = x - mean
-        new_mean = mean + (wf / count) * d
-        m2 = self.m2[t, s, k] + (wf * d) * (x - new_mean)
-        self.m2[t, s, k] = np.where(m2 < 0, F32(0.0), m2)  # rounding never makes it negative
-        self.mean[t, s, k] = new_mean
-        self.low[t, s] = np.where(x < self.low[t, s], x, self.low[t, s])
-        self.high[t, s] = np.where(x > self.high[t, s], x, self.high[t, s])
+                (self._restart_signalled if self.feature[t, fired] == LEAF else self._adapt)(t, fired)
+                node = self._leaf_node(t, x)
+                s = int(self.child[t, node])
+        count = self._learn_stats(self._leaf(t, s), x, k, w)
         if self.class_count[t, s, k] >= COUNT_LIMIT or count >= COUNT_LIMIT:
             self._halve(t, s)
+        if self._collecting(t) and self._passes(t, x, int(self.attempt_node[t])):
+            self._learn_stats(self._snapshot(t), x, k, w)
+            if not self._collecting(t):
+                self.order[t] = self._features(self.n_features_)
         self.since[t, s] = min(int(self.since[t, s]) + w, 0xFFFFFFFF)
         if self.since[t, s] >= self.grace_period and self.attempt_node[t] == IDLE:
             self.since[t, s] = 0
             if self._free_pair(t, node) >= 0:
                 self._start_attempt(t, node, s)
 
+    def _leaf(self, t: int, s: int) -> tuple:
+        """Views of leaf slot ``s``'s priors, estimator counts, means, M2, lows and highs."""
+        return tuple(getattr(self, name)[t, s] for name in ("class_count", "est_count", "mean", "m2", "low", "high"))
+
+    def _snapshot(self, t: int) -> tuple:
+        """Views of tree ``t``'s attempt snapshot, in the order of :meth:`_leaf`."""
+        return tuple(getattr(self, "snap_" + name)[t] for name in ("count", "est", "mean", "m2", "low", "high"))
+
+    @staticmethod
+    def _learn_stats(stats: tuple, x: np.ndarray, k: int, w: int) -> np.float32:
+        """Learn a row of class ``k`` with weight ``w`` into a leaf's statistics (Welford); its estimator count."""
+        counts, est, mean, m2, low, high = stats
+        wf = F32(w)
+        counts[k] = counts[k] + wf
+        count = est[k] + wf
+        est[k] = count
+        d = x - mean[k]
+        new_mean = mean[k] + (wf / count) * d
+        m2k = m2[k] + (wf * d) * (x - new_mean)
+        m2[k] = np.where(m2k < 0, F32(0.0), m2k)  # rounding never makes it negative
+        mean[k] = new_mean
+        low[:] = np.where(x < low, x, low)
+        high[:] = np.where(x > high, x, high)
+        return count
+
+    def _passes(self, t: int, x: np.ndarray, target: int) -> bool:
+        """Whether the row's path in tree ``t`` goes through node ``target``."""
+        feature, threshold, child = self.feature[t], self.threshold[t], self.child[t]
+        node = 0
+        while node != target and feature[node] != LEAF:
+            node = int(child[node]) + (0 if x[feature[node]] <= threshold[node] else 1)
+        return node == target
+
     # -- drift: a detector on every node, pruning, the free pairs of the pool ----------------------------------
 
     def _watch_path(self, t: int, x: np.ndarray, error: bool) -> int:
-        """Feed the row's error to the detectors from the root down; the first node that signals a drift (its
-        detector restarts), else -1."""
+        """Feed the row's error to the detectors from the root down; the first node that signals a drift, else
+        -1."""
         node = 0
         while True:
             if self._detect(t, node, ONE if error else 0):
-                self.seen[t, node] = self.fast[t, node] = self.slow[t, node] = 0
                 return node
             if self.feature[t, node] == LEAF:
                 return -1
             node = int(self.child[t, node]) + (0 if x[self.feature[t, node]] <= self.threshold[t, node] else 1)
 
     def _detect(self, t: int, node: int, value: int) -> bool:
-        """Update a node's error averages (running means until they hold 32 and 256 rows) and test them."""
+        """Update a node's error averages (running means until they hold 64 and 512 rows) and test them."""
         n = min(int(self.seen[t, node]) + 1, 0xFFFF)
         self.seen[t, node] = n
         fast = average(int(self.fast[t, node]), value, n, FAST_SHIFT)
@@ -729,37 +787,66 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
         p = max(slow, RATE_FLOOR)
         return (fast - slow) ** 2 * FAST_VARIANCE > self.drift_threshold ** 2 * p * (ONE - p)
 
-    def _prune(self, t: int, node: int) -> None:
-        """Make ``node`` one leaf: its subtree's pairs become free and its leaves merge into one slot (the first
-        in node order); with propagation the merged leaf keeps its class-conditional estimators and priors, faded
-        to ``PROPAGATED``, without it the leaf starts empty. The tree's split attempt ends (its leaf may have
-        merged or moved)."""
-        self.attempt_node[t] = IDLE
-        if self.feature[t, node] != LEAF:
-            fast = self.fast[t]
-            c = int(self.child[t, node])
-            fast[c] = fast[c + 1] = DOOMED
-            self.feature[t, node], self.threshold[t, node], self.child[t, node] = LEAF, 0, NO_SLOT
-            for i in range(node + 1, int(self.n_nodes[t])):  # children come after their parents
-                if fast[i] != DOOMED:
-                    continue
-                c = int(self.child[t, i])
-                if self.feature[t, i] != LEAF:
-                    fast[c] = fast[c + 1] = DOOMED
-                elif self.child[t, node] == NO_SLOT:
-                    self.child[t, node] = c
+    def _restart(self, t: int, node: int) -> None:
+        self.seen[t, node] = self.fast[t, node] = self.slow[t, node] = 0
+
+    def _adapt(self, t: int, node: int) -> None:
+        """Adapt the subtree of the inner ``node`` to a drift it signalled (module docstring): its splits
+        ``KEPT_LEVELS`` deep stay (the deeper subtrees merge into leaves), every leaf restarts with the limit halved
+        per level, every detector restarts, and the tree's attempt becomes the revisit of ``node``'s split."""
+        fast = self.fast[t]
+        fast[node] = KEPT
+        i = node
+        while i < self.n_nodes[t]:  # children come after their parents; a merge may shrink n_nodes
+            depth = int(fast[i]) - KEPT
+            if 0 <= depth <= KEPT_LEVELS:
+                self._restart(t, i)
+                if self.feature[t, i] != LEAF and depth == KEPT_LEVELS:
+                    self._merge_subtree(t, i)
+                if self.feature[t, i] == LEAF:
+                    self._restart_leaf(t, int(self.child[t, i]), PROPAGATED / F32(1 << depth))
                 else:
-                    self._merge_slot(t, int(self.child[t, node]), c)
-                    self._release_slot(t, c)
-                self.feature[t, i], self.threshold[t, i], self.child[t, i] = FREE, 0, 0
-                self.seen[t, i] = self.fast[t, i] = self.slow[t, i] = 0
-            while self.n_nodes[t] > 1 and self.feature[t, self.n_nodes[t] - 1] == FREE:
-                self.n_nodes[t] -= 2
-        s = int(self.child[t, node])
+                    c = int(self.child[t, i])
+                    fast[c] = fast[c + 1] = KEPT + depth + 1
+            i += 1
+        self._start_revisit(t, node)
+
+    def _restart_signalled(self, t: int, node: int) -> None:
+        """A leaf that signals a drift restarts with its detector; the tree's attempt ends."""
+        self.attempt_node[t] = IDLE
+        self._restart(t, node)
+        self._restart_leaf(t, int(self.child[t, node]), PROPAGATED)
+
+    def _merge_subtree(self, t: int, node: int) -> None:
+        """Make the inner ``node`` a leaf: its subtree's pairs become free (their detectors restart) and its
+        leaves merge into one slot, the first in node order."""
+        fast = self.fast[t]
+        c = int(self.child[t, node])
+        fast[c] = fast[c + 1] = DOOMED
+        self.feature[t, node], self.threshold[t, node], self.child[t, node] = LEAF, 0, NO_SLOT
+        for i in range(node + 1, int(self.n_nodes[t])):  # children come after their parents
+            if fast[i] != DOOMED:
+                continue
+            c = int(self.child[t, i])
+            if self.feature[t, i] != LEAF:
+                fast[c] = fast[c + 1] = DOOMED
+            elif self.child[t, node] == NO_SLOT:
+                self.child[t, node] = c
+            else:
+                self._merge_slot(t, int(self.child[t, node]), c)
+                self._release_slot(t, c)
+            self.feature[t, i], self.threshold[t, i], self.child[t, i] = FREE, 0, 0
+            self._restart(t, i)
+        while self.n_nodes[t] > 1 and self.feature[t, self.n_nodes[t] - 1] == FREE:
+            self.n_nodes[t] -= 2
+
+    def _restart_leaf(self, t: int, s: int, limit: np.float32) -> None:
+        """A leaf after a drift: with propagation it keeps its class-conditional estimators and priors, faded to
+        ``limit``; without it starts empty."""
         self.since[t, s] = 0
         if self.propagation:
-            self._fade_estimators(t, s)
-            while self.class_count[t, s].max() > PROPAGATED:
+            self._fade_estimators(t, s, limit)
+            while self.class_count[t, s].max() > limit:
                 self.class_count[t, s] *= F32(0.5)
             return
         for name in ("class_count", "est_count", "mean", "m2"):
@@ -801,10 +888,10 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
                 return a
         return used if used + 2 <= self.max_nodes else -1
 
-    def _fade_estimators(self, t: int, s: int) -> None:
-        """Halve each class's estimator count and ``M2`` until the count is at most ``PROPAGATED`` (exact)."""
+    def _fade_estimators(self, t: int, s: int, limit: np.float32) -> None:
+        """Halve each class's estimator count and ``M2`` until the count is at most ``limit`` (exact)."""
         for k in range(self.est_count.shape[2]):
-            while self.est_count[t, s, k] > PROPAGATED:
+            while self.est_count[t, s, k] > limit:
                 self.est_count[t, s, k] *= F32(0.5)
                 self.m2[t, s, k] *= F32(0.5)
 
@@ -833,10 +920,27 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
         self.attempt_node[t], self.attempt_pos[t] = node, 0
         self.best_feature[t], self.best_threshold[t], self.best_entropy[t] = NO_FEATURE, 0, 0
 
+    def _start_revisit(self, t: int, node: int) -> None:
+        """Tree ``t``'s attempt becomes the revisit of the inner ``node``'s split: an empty snapshot that collects
+        the rows through ``node`` (module docstring)."""
+        self.attempt_node[t], self.attempt_pos[t] = node, 0
+        self.best_feature[t], self.best_threshold[t], self.best_entropy[t] = NO_FEATURE, 0, 0
+        for name in ("snap_count", "snap_est", "snap_mean", "snap_m2"):
+            getattr(self, name)[t] = 0
+        self.snap_low[t], self.snap_high[t] = FLT_MAX, -FLT_MAX
+
+    def _collecting(self, t: int) -> bool:
+        """Whether tree ``t``'s attempt is a revisit whose snapshot holds less than the larger of its grace period
+        and ``REVISIT_ROWS`` (at most ``COUNT_LIMIT``) of weight."""
+        node = int(self.attempt_node[t])
+        if node == IDLE or self.feature[t, node] == LEAF:
+            return False
+        return sum_f32(self.snap_count[t][:, None])[0] < min(F32(max(self.grace_period, REVISIT_ROWS)), COUNT_LIMIT)
+
     def _advance(self, t: int) -> int:
         """Tree ``t``'s attempt goes on for at most ``work_per_call`` units (0: to its end): a candidate each,
         then its decision; returns the units done."""
-        if self.attempt_node[t] == IDLE:
+        if self.attempt_node[t] == IDLE or self._collecting(t):
             return 0
         budget = self.work_per_call or self._candidates() + 1
         pos = int(self.attempt_pos[t])
@@ -869,21 +973,41 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
             self.best_feature[t], self.best_threshold[t], self.best_entropy[t] = features[i], thresholds[i], ent[i]
 
     def _decide(self, t: int) -> None:
-        """The Hoeffding test on the snapshot's counts; a split of the live leaf when it passes."""
+        """The Hoeffding test on the snapshot's counts: a split of the live leaf when it passes, or at a revisit a
+        new split of the node when the best candidate beats its split (module docstring)."""
         node = int(self.attempt_node[t])
         self.attempt_node[t] = IDLE
         counts = self.snap_count[t]
         n = sum_f32(counts[:, None])[0]
+        if self.feature[t, node] != LEAF:
+            self._decide_revisit(t, node, n)
+            return
         gain = entropy_f32(counts[:, None], np.array([n], F32))[0] - self.best_entropy[t]
         if self.best_feature[t] == NO_FEATURE or not gain > 0 or self._free_pair(t, node) < 0 \
                 or self.n_leaves[t] >= self.max_leaves:  # a pool is full only in a crafted state
             return
-        config = self._constants
-        r = log_f32(F32(max(2, int((counts > 0).sum()))))[0]
-        eps2 = (r * r) * config["log_inv_delta"] / (n + n)
-        tie = config["tie"]
+        eps2 = self._bound2(counts, n)
+        tie = self._constants["tie"]
         if gain * gain > eps2 or eps2 < tie * tie:
             self._split(t, node, int(self.child[t, node]), int(self.best_feature[t]), self.best_threshold[t])
+
+    def _decide_revisit(self, t: int, node: int, n: np.float32) -> None:
+        """The inner ``node``'s split stands unless the best candidate's entropy on the collected rows is below
+        its own by more than the Hoeffding bound; then its subtree merges into a leaf that splits on the best."""
+        own = split_entropy(self._snapshot(t)[:4], np.array([self.feature[t, node]]),
+                            np.array([self.threshold[t, node]], F32), n)[0][0]
+        better = own - self.best_entropy[t]
+        if self.best_feature[t] == NO_FEATURE or not better > 0 or not better * better > self._bound2(
+                self.snap_count[t], n):
+            return
+        self._merge_subtree(t, node)
+        self._split(t, node, int(self.child[t, node]), int(self.best_feature[t]), self.best_threshold[t])
+
+    def _bound2(self, counts: np.ndarray, n: np.float32) -> np.float32:
+        """The squared Hoeffding bound ``R^2 ln(1/delta) / (2 n)``, ``R = ln C`` of the classes with a positive
+        prior (at least 2)."""
+        r = log_f32(F32(max(2, int((counts > 0).sum()))))[0]
+        return (r * r) * self._constants["log_inv_delta"] / (n + n)
 
     def _split(self, t: int, node: int, s: int, f: int, threshold: np.float32) -> None:
         """Split leaf slot ``s`` as it is now (the rows learned during a spread attempt included)."""
@@ -897,7 +1021,7 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
         self.n_nodes[t] = max(int(self.n_nodes[t]), a + 2)
         self.n_leaves[t] += 1
         if self.propagation:
-            self._fade_estimators(t, s)
+            self._fade_estimators(t, s, PROPAGATED)
             for name in ("est_count", "mean", "m2", "low", "high"):
                 getattr(self, name)[t, s2] = getattr(self, name)[t, s]
             self.high[t, s, f] = threshold
@@ -1031,7 +1155,7 @@ OPTIONS = (
            "class-conditional estimators", const=False),
     Option("--max-classes", "max_classes", int, "class slots on the device (labels 0..N-1)", "N"),
     Option("--var-smoothing", "var_smoothing", float, "naive Bayes variance floor (fraction of the variance)", "X"),
-    Option("--drift-threshold", "drift_threshold", int, "standard deviations of a node's error rise that prune its "
+    Option("--drift-threshold", "drift_threshold", int, "standard deviations of a node's error rise that adapt its "
            f"subtree (1..{MAX_DRIFT}; 0: no drift handling)", "Z"),
     WORK_PER_CALL,
 )
@@ -1068,8 +1192,8 @@ def cost_terms(params: dict, n_features: int, n_classes: int, attempts: bool = T
     leaf is not watched (a one-leaf tree never splits); then a split attempt's units, C each, and its snapshot
     and split, d C: in the mean a whole attempt every ``grace_period`` weight at a leaf, in the worst as many
     units as ``work_per_call`` lets a call run in every tree, every tree learning). ``attempts``: the trees have
-    room to split (a one-leaf tree never has); a full pool attempts nothing until a drift prunes it, so its calls
-    are the row's alone. ``watched``: the share of the rows a tree learns whose class its leaf's detector
+    room to split (a one-leaf tree never has); a full pool attempts nothing until a drift merges a subtree, so its
+    calls are the row's alone. ``watched``: the share of the rows a tree learns whose class its leaf's detector
     watches, in the mean (by default all; leaves that start empty watch fewer for a while). The calibration
     replays its counts to tell both. The Hoeffding tree and IRF share one model: the same runtime."""
     forest = "n_trees" in params
