@@ -399,25 +399,33 @@ static void start_attempt(const es_hoeffding *model, uint32_t t, uint16_t node, 
     begin_attempt(model, t, node);
 }
 
+/* Empty one leaf's (or the snapshot's) statistics: C priors and estimator counts, C * d means and M2, d ranges. */
+static void empty_statistics(float *count, float *est, float *mean, float *m2, float *low, float *high, uint32_t C,
+                             uint32_t d)
+{
+    uint32_t i;
+    for (i = 0; i < C; i++) {
+        count[i] = 0.0f;
+        est[i] = 0.0f;
+    }
+    for (i = 0; i < C * d; i++) {
+        mean[i] = 0.0f;
+        m2[i] = 0.0f;
+    }
+    for (i = 0; i < d; i++) {
+        low[i] = HT_FLT_MAX;
+        high[i] = -HT_FLT_MAX;
+    }
+}
+
 /* Tree t's attempt becomes the revisit of the inner node's split: an empty snapshot that collects the rows
  * through node (see the specification). */
 static void start_revisit(const es_hoeffding *model, uint32_t t, uint16_t node)
 {
     const uint32_t C = model->config->n_classes, d = model->config->n_features;
-    uint32_t i;
     begin_attempt(model, t, node);
-    for (i = 0; i < C; i++) {
-        model->snap_count[t * C + i] = 0.0f;
-        model->snap_est[t * C + i] = 0.0f;
-    }
-    for (i = 0; i < C * d; i++) {
-        model->snap_mean[t * C * d + i] = 0.0f;
-        model->snap_m2[t * C * d + i] = 0.0f;
-    }
-    for (i = 0; i < d; i++) {
-        model->snap_low[t * d + i] = HT_FLT_MAX;
-        model->snap_high[t * d + i] = -HT_FLT_MAX;
-    }
+    empty_statistics(model->snap_count + t * C, model->snap_est + t * C, model->snap_mean + t * C * d,
+                     model->snap_m2 + t * C * d, model->snap_low + t * d, model->snap_high + t * d, C, d);
 }
 
 /* 1 if tree t's attempt is a revisit whose snapshot holds less than the grace period (at most HT_COUNT_LIMIT)
@@ -753,25 +761,18 @@ static void restart_leaf(const es_hoeffding *model, uint32_t g, float limit)
         } while (most > limit);
         return;
     }
-    for (i = 0; i < C; i++) {
-        model->class_count[g * C + i] = 0.0f;
-        model->est_count[g * C + i] = 0.0f;
-    }
-    for (i = 0; i < C * d; i++) {
-        model->mean[g * C * d + i] = 0.0f;
-        model->m2[g * C * d + i] = 0.0f;
-    }
-    for (i = 0; i < d; i++) {
-        model->low[g * d + i] = HT_FLT_MAX;
-        model->high[g * d + i] = -HT_FLT_MAX;
-    }
+    empty_statistics(model->class_count + g * C, model->est_count + g * C, model->mean + g * C * d,
+                     model->m2 + g * C * d, model->low + g * d, model->high + g * d, C, d);
 }
 
-/* A leaf node of tree t that signals a drift restarts with its detector; the tree's attempt ends. */
+/* A leaf node of tree t that signals a drift restarts with its detector; an attempt at it ends (its snapshot
+ * holds the old concept), an attempt elsewhere goes on. */
 static void restart_signalled(const es_hoeffding *model, uint32_t t, uint16_t node)
 {
     const uint32_t base = t * model->config->max_nodes;
-    model->attempt_node[t] = (uint16_t)HT_IDLE;
+    if (model->attempt_node[t] == node) {
+        model->attempt_node[t] = (uint16_t)HT_IDLE;
+    }
     restart(model, base + node);
     restart_leaf(model, t * model->config->max_leaves + model->child[base + node], HT_PROPAGATED);
 }

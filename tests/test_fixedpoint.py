@@ -51,7 +51,7 @@ def score_rows(draw):
         spread = draw(st.sampled_from([1, 64, 1024, 8192, 40000]))
         row = [base + d for d in draw(st.lists(st.integers(-spread, spread), min_size=n, max_size=n))]
         if kind == "far":
-            row[draw(st.integers(0, n - 1))] = base + draw(st.integers(spread, 2**30))
+            row[draw(st.integers(0, n - 1))] = base + draw(st.integers(spread, INT32_MAX - base))  # stays int32
     elif kind == "equal":
         row = [draw(int32)] * n
     elif kind == "extreme":

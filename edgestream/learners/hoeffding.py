@@ -60,7 +60,8 @@ Decisions (the C runtime follows every one of them to the bit):
   squares of integers needs no square root). The first node that signals answers, then the row is learned at its
   leaf (routed again):
 
-  - a **leaf** restarts (below) with its detector;
+  - a **leaf** restarts (below) with its detector; an attempt at it ends (its snapshot holds the old concept),
+    one elsewhere in the tree goes on;
   - an **inner node** *adapts* its subtree and *revisits* its own split. The splits down to ``KEPT_LEVELS = 3``
     levels below it stay; each subtree rooted deeper merges into one leaf (a *merge*: its leaves merge into the
     first one's slot, priors added, estimators by Chan et al.'s pairwise update, ranges joined, the other slots
@@ -112,7 +113,7 @@ Decisions (the C runtime follows every one of them to the bit):
   meanwhile, and a split splits the live leaf: its children start from the live priors and estimators (the rows
   learned during the attempt are kept), priors divided by eq. 8 at the chosen threshold with the live ``n``. With
   ``U = 0``, or ``U`` at least the candidates + 1, the attempt ends in the call that starts it and the tree is the
-  unspread one. A drift in a tree ends its attempt (its leaf may have merged or moved slots). A revisit's
+  unspread one. An adaptation ends its tree's attempt (its leaf may have merged or moved slots). A revisit's
   candidates and decision are spread alike (the decision one unit, its own split's entropy included).
   ``WORK_DEFAULT`` keeps the worst learn call within 3 times the mean at the 8 KiB plans (measured under QEMU on
   a Cortex-M4F and a Cortex-M0, SEA and hyperplane streams); the rows an attempt takes are
@@ -355,6 +356,13 @@ def sum_f32(v: np.ndarray) -> np.ndarray:
     for vk in v:
         total = total + vk
     return total
+
+
+def empty_statistics(count, est, mean, m2, low, high) -> None:
+    """Empty one leaf's (or the snapshot's) statistics in place: priors, estimators and ranges."""
+    for part in (count, est, mean, m2):
+        part[...] = 0
+    low[...], high[...] = FLT_MAX, -FLT_MAX
 
 
 def split_entropy(stats: tuple, features: np.ndarray, thresholds: np.ndarray, n: np.float32) -> tuple:
@@ -812,8 +820,10 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
         self._start_revisit(t, node)
 
     def _restart_signalled(self, t: int, node: int) -> None:
-        """A leaf that signals a drift restarts with its detector; the tree's attempt ends."""
-        self.attempt_node[t] = IDLE
+        """A leaf that signals a drift restarts with its detector; an attempt at it ends (its snapshot holds the old
+        concept), an attempt elsewhere goes on."""
+        if self.attempt_node[t] == node:
+            self.attempt_node[t] = IDLE
         self._restart(t, node)
         self._restart_leaf(t, int(self.child[t, node]), PROPAGATED)
 
@@ -849,9 +859,8 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
             while self.class_count[t, s].max() > limit:
                 self.class_count[t, s] *= F32(0.5)
             return
-        for name in ("class_count", "est_count", "mean", "m2"):
-            getattr(self, name)[t, s] = 0
-        self.low[t, s], self.high[t, s] = FLT_MAX, -FLT_MAX
+        empty_statistics(self.class_count[t, s], self.est_count[t, s], self.mean[t, s], self.m2[t, s],
+                         self.low[t, s], self.high[t, s])
 
     def _merge_slot(self, t: int, s: int, other: int) -> None:
         """Add leaf slot ``other``'s priors, estimators (Chan et al.'s pairwise update) and ranges to slot ``s``."""
@@ -925,9 +934,8 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
         the rows through ``node`` (module docstring)."""
         self.attempt_node[t], self.attempt_pos[t] = node, 0
         self.best_feature[t], self.best_threshold[t], self.best_entropy[t] = NO_FEATURE, 0, 0
-        for name in ("snap_count", "snap_est", "snap_mean", "snap_m2"):
-            getattr(self, name)[t] = 0
-        self.snap_low[t], self.snap_high[t] = FLT_MAX, -FLT_MAX
+        empty_statistics(self.snap_count[t], self.snap_est[t], self.snap_mean[t], self.snap_m2[t],
+                         self.snap_low[t], self.snap_high[t])
 
     def _collecting(self, t: int) -> bool:
         """Whether tree ``t``'s attempt is a revisit whose snapshot holds less than the larger of its grace period
