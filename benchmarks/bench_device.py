@@ -32,7 +32,11 @@ of ``--chunk`` rows, each from a bundle exported with the Python state at its fi
 parallel; every device class is checked against Python's test-then-train. Per learner and core: mean and worst
 instructions per learn call and per prediction, beside the cost model's prediction (:mod:`edgestream.costs`), and
 the learn calls' worst/mean ratio. The shrubs run a second time as the budget's search chooses them at 8 KiB on
-SEA (a new shrub every 4 samples, 1 burn-in step, its training spread at the automatic ``work_per_call``). On AVR (simavr) the counts are CPU cycles, measured by the
+SEA (a new shrub every 4 samples, 1 burn-in step, its training spread at the automatic ``work_per_call``). The
+Hoeffding learners run a second time on Agrawal, function 0 then 2 (``make_stream("agrawal", ..., seed=1,
+functions=(0, 2), changes=[6000])``), planned on that stream, the device counting ``DRIFT_STEPS`` rows from
+``DRIFT_BEFORE`` rows before the change: their detectors signal the change and the adaptation of the signalling
+subtree (spread over the calls at the plan's ``work_per_call``) is among the counted calls. On AVR (simavr) the counts are CPU cycles, measured by the
 harness with Timer1 (``targets.count_unit``).
 
 Flash bytes: the model's part of the linked ELF as :class:`edgestream.targets.BuildReport` measures it,
@@ -99,6 +103,10 @@ ONLINE = [spec.name for spec in learners.REGISTRY.values() if spec.online]
 # work_per_call)
 LEARN_VARIANTS = [("shrubs", "edgestream every=4 burnin=1", {"update_every": 4, "burnin": 1})]
 STREAM, STREAM_ROWS = "sea", 6000  # rows enough for every warm-up and its steps
+# the Hoeffding learners again on Agrawal, function 0 then 2, from DRIFT_BEFORE rows before the change on: the calls
+# that adapt a subtree to the change (spread at the plan's work_per_call) among the counted ones
+DRIFT_LEARNERS, DRIFT_EXPORTER = ("hoeffding", "irf"), "edgestream agrawal 0->2"
+DRIFT_CHANGE, DRIFT_BEFORE, DRIFT_STEPS = 6000, 50, 600
 CHUNK = 100
 WORKERS = 2
 TIMEOUT = 900  # seconds for one emulator run
@@ -329,16 +337,20 @@ def learning(root: Path, steps: int | None, chunk: int, names=tuple(ONLINE)) -> 
     """Chunks of device test-then-train after a Python warm-up, for every online learner of ``names`` at its
     ``LEARN_RAM`` plan on each of ``LEARN_BOARDS`` (and their variants of ``LEARN_VARIANTS``), plus the AVR shrub
     bundle of the memory table."""
-    X, y = make_stream(STREAM, STREAM_ROWS, seed=1)
+    sea = make_stream(STREAM, STREAM_ROWS, seed=1)
+    agrawal = make_stream("agrawal", DRIFT_CHANGE + DRIFT_STEPS, seed=1, functions=(0, 2), changes=[DRIFT_CHANGE])
     prepared = Prepared([], {}, [])
     runs = [(n, "edgestream", {}) for n in names] + [variant for variant in LEARN_VARIANTS if variant[0] in names]
+    runs += [(n, DRIFT_EXPORTER, {}) for n in DRIFT_LEARNERS if n in names]
     for name, exporter, params in runs:
+        X, y = agrawal if exporter == DRIFT_EXPORTER else sea
         for board in LEARN_BOARDS:
             planned, learner = online_plan(name, board, X, y, ram=LEARN_RAM, **params)
-            warmup = warmup_rows(name, planned.params)
+            drift = exporter == DRIFT_EXPORTER
+            warmup = DRIFT_CHANGE - DRIFT_BEFORE if drift else warmup_rows(name, planned.params)
             learner.partial_fit(X[:warmup], y[:warmup])
             budget = exact_budget(planned, learner)  # of the state the first chunk's bundle starts from
-            n = steps or STEPS[name]
+            n = steps or (DRIFT_STEPS if drift else STEPS[name])
             first = None
             for start in range(warmup, warmup + n, chunk):
                 rows = slice(start, min(start + chunk, warmup + n))
@@ -352,7 +364,7 @@ def learning(root: Path, steps: int | None, chunk: int, names=tuple(ONLINE)) -> 
                 prepared.jobs.append(Job(name, exporter, board, X[rows], np.array(expected), y[rows], bundle))
             prepared.reports[name, exporter, board] = targets.build(first, board)
             prepared.learners[name, exporter, board] = planned
-            if board == MEMORY_BOARD and not params:
+            if board == MEMORY_BOARD and exporter == "edgestream":
                 prepared.memory.append(memory_row(name, budget, prepared.reports[name, exporter, board]))
     if "shrubs" in names:
         small_plan, small = online_plan("shrubs", SMALL_BOARD, X, y, **SMALL_PLAN)

@@ -11,7 +11,6 @@
 
 #define HT_LEAF 255u
 #define HT_FREE 254u
-#define HT_NO_SLOT 0xFFFFu
 #define HT_NO_PAIR 0xFFFFFFFFu
 #define HT_FLT_MAX 0x1.fffffep+127f
 #define HT_FEATURE_LIMIT 0x1p+50f
@@ -25,10 +24,11 @@
 #define HT_COUNT_LIMIT 16384.0f   /* a leaf's counts halve when one reaches it (see the specification) */
 #define HT_VALID_COUNT 32768.0f   /* a restored state's counts are below it */
 #define HT_ONE 16777216u          /* an error rate of 1 in the detectors' fixed point */
-#define HT_DOOMED (HT_ONE + 1u)   /* a detector value no state holds: marks a subtree being merged */
 #define HT_KEPT_LEVELS 3u         /* a drift keeps this many levels of splits under the node that signals it */
 #define HT_REVISIT_ROWS 512u      /* a revisit collects at least this weight (the slow detectors' window) */
-#define HT_KEPT (HT_DOOMED + 1u)  /* detector values HT_KEPT + depth mark a subtree being adapted, by depth */
+#define HT_KEPT (HT_ONE + 1u)     /* detector values no average reaches, HT_KEPT + depth, mark a subtree adapted */
+#define HT_MERGED_DEPTH (HT_KEPT_LEVELS + 1u) /* the mark's depth of the nodes deeper than the kept levels */
+#define HT_ADAPT_VISITS 16u       /* node visits per unit of an adaptation's passes */
 #define HT_FAST_SHIFT 6u
 #define HT_SLOW_SHIFT 9u
 #define HT_FAST_VARIANCE 127u
@@ -486,6 +486,7 @@ static float bound2(const es_hoeffding *model, uint32_t t, float n)
 }
 
 static void merge_subtree(const es_hoeffding *model, uint32_t t, uint16_t node);
+static void adapt_steps(const es_hoeffding *model, uint32_t t);
 
 /* The revisit of tree t's inner node (n: the snapshot's prior sum): its split stands unless the best candidate's
  * entropy on the collected rows is below its own by more than the Hoeffding bound; then its subtree merges into a
@@ -535,7 +536,8 @@ static void decide(const es_hoeffding *model, uint32_t t, float n)
     }
 }
 
-/* Tree t's attempt goes on for at most work_per_call units (0: to its end): a candidate each, then the decision. */
+/* Tree t's adaptation, else its attempt, goes on for at most work_per_call units (0: to its end): an attempt's
+ * candidate each, then its decision. */
 static void advance(const es_hoeffding *model, uint32_t t)
 {
     const es_hoeffding_config *config = model->config;
@@ -543,6 +545,10 @@ static void advance(const es_hoeffding *model, uint32_t t)
     const uint32_t budget = config->work_per_call != 0u ? config->work_per_call : total + 1u;
     uint32_t pos = model->attempt_pos[t], done = 0;
     float n;
+    if (model->adapt_pos[t] != HT_IDLE) {
+        adapt_steps(model, t);
+        return;
+    }
     if (model->attempt_node[t] == HT_IDLE || collecting(model, t)) {
         return;
     }
@@ -705,34 +711,10 @@ static void free_node(const es_hoeffding *model, uint32_t i)
     restart(model, i);
 }
 
-/* Make the inner node of tree t a leaf: its subtree's pairs become free (their detectors restart) and its leaves
- * merge into one slot, the first in node order. */
-static void merge_subtree(const es_hoeffding *model, uint32_t t, uint16_t node)
+/* Tree t's n_nodes drops past the free pairs at its end. */
+static void drop_free_pairs(const es_hoeffding *model, uint32_t t)
 {
-    const es_hoeffding_config *config = model->config;
-    const uint32_t base = t * config->max_nodes;
-    uint32_t i, c = model->child[base + node];
-    model->fast[base + c] = HT_DOOMED;
-    model->fast[base + c + 1u] = HT_DOOMED;
-    model->feature[base + node] = HT_LEAF;
-    model->threshold[base + node] = 0.0f;
-    model->child[base + node] = HT_NO_SLOT;
-    for (i = node + 1u; i < model->n_nodes[t]; i++) {  /* children come after their parents */
-        if (model->fast[base + i] != HT_DOOMED) {
-            continue;
-        }
-        c = model->child[base + i];
-        if (model->feature[base + i] != HT_LEAF) {
-            model->fast[base + c] = HT_DOOMED;
-            model->fast[base + c + 1u] = HT_DOOMED;
-        } else if (model->child[base + node] == HT_NO_SLOT) {
-            model->child[base + node] = (uint16_t)c;
-        } else {
-            merge_slot(model, t * config->max_leaves + model->child[base + node], t * config->max_leaves + c);
-            release_slot(model, t, (uint16_t)c);
-        }
-        free_node(model, base + i);
-    }
+    const uint32_t base = t * model->config->max_nodes;
     while (model->n_nodes[t] > 1u && model->feature[base + model->n_nodes[t] - 1u] == HT_FREE) {
         model->n_nodes[t] = (uint16_t)(model->n_nodes[t] - 2u);
     }
@@ -777,35 +759,129 @@ static void restart_signalled(const es_hoeffding *model, uint32_t t, uint16_t no
     restart_leaf(model, t * model->config->max_leaves + model->child[base + node], HT_PROPAGATED);
 }
 
-/* Adapt the subtree of tree t's inner node to a drift it signalled (see the specification): its splits
- * HT_KEPT_LEVELS deep stay (the deeper subtrees merge into leaves), every leaf restarts with the limit halved per
- * level, every detector restarts, and the tree's attempt becomes the revisit of node's split. */
+/* Tree t's inner node signalled a drift: its adaptation starts (marked, then merged and restarted by
+ * adapt_steps) and the tree's attempt becomes the revisit of its split (see the specification). */
 static void adapt(const es_hoeffding *model, uint32_t t, uint16_t node)
+{
+    model->fast[t * model->config->max_nodes + node] = HT_KEPT;
+    model->adapt_pos[t] = node;
+    start_revisit(model, t, node);
+}
+
+/* The depth below the adapted node that node i's mark holds, else -1. */
+static int32_t mark_depth(const es_hoeffding *model, uint32_t i)
+{
+    const uint32_t mark = model->fast[i];
+    return mark >= HT_KEPT && mark <= HT_KEPT + HT_MERGED_DEPTH ? (int32_t)(mark - HT_KEPT) : -1;
+}
+
+/* Mark the children of tree t's marked inner node one level deeper (the merged depth at most). */
+static void mark_children(const es_hoeffding *model, uint32_t t, uint16_t node)
+{
+    const uint32_t base = t * model->config->max_nodes;
+    const int32_t depth = mark_depth(model, base + node);
+    if (depth >= 0 && model->feature[base + node] < HT_FREE) {
+        const uint32_t c = model->child[base + node];
+        const uint32_t below = (uint32_t)depth + 1u < HT_MERGED_DEPTH ? (uint32_t)depth + 1u : HT_MERGED_DEPTH;
+        model->fast[base + c] = HT_KEPT + below;
+        model->fast[base + c + 1u] = HT_KEPT + below;
+    }
+}
+
+/* Make tree t's inner node a leaf of its two leaf children's slots merged (the right slot released, the pair
+ * freed); a child that is not a leaf, or two children of one slot, leave it as it is. Returns the units done. */
+static uint32_t merge_children(const es_hoeffding *model, uint32_t t, uint16_t node)
+{
+    const uint32_t base = t * model->config->max_nodes, L = model->config->max_leaves;
+    const uint32_t c = model->child[base + node];
+    const uint16_t left = model->child[base + c], right = model->child[base + c + 1u];
+    if (model->feature[base + c] != HT_LEAF || model->feature[base + c + 1u] != HT_LEAF || left == right) {
+        return 0;
+    }
+    merge_slot(model, t * L + left, t * L + right);
+    model->feature[base + node] = HT_LEAF;
+    model->threshold[base + node] = 0.0f;
+    model->child[base + node] = left;
+    free_node(model, base + c);
+    free_node(model, base + c + 1u);
+    release_slot(model, t, right);
+    return 1;
+}
+
+/* Tree t's node in the merging pass (its descendants done): a kept leaf restarts with the limit halved per level;
+ * an inner node at the kept depth or deeper merges its two leaves and becomes a leaf, restarted at the kept depth;
+ * every node's detector restarts. Returns the units done. */
+static uint32_t adapt_node(const es_hoeffding *model, uint32_t t, uint16_t node)
+{
+    const uint32_t i = t * model->config->max_nodes + node;
+    const int32_t depth = mark_depth(model, i);
+    uint32_t units = 0;
+    if (depth < 0) {
+        return 0;
+    }
+    if (model->feature[i] < HT_FREE && depth >= (int32_t)HT_KEPT_LEVELS) {
+        units = merge_children(model, t, node);
+    }
+    if (model->feature[i] == HT_LEAF && depth <= (int32_t)HT_KEPT_LEVELS) {
+        restart_leaf(model, t * model->config->max_leaves + model->child[i],
+                     HT_PROPAGATED / (float)(1u << (uint32_t)depth));
+        units = 1;
+    }
+    if (depth <= (int32_t)HT_KEPT_LEVELS || model->feature[i] != HT_LEAF) {
+        restart(model, i);
+    }
+    return units;
+}
+
+/* Make tree t's inner node a leaf of its subtree's leaves merged: the adaptation's two passes, run whole, with
+ * every node at the merged depth; the node's detector restarts. */
+static void merge_subtree(const es_hoeffding *model, uint32_t t, uint16_t node)
 {
     const uint32_t base = t * model->config->max_nodes;
     uint32_t i;
-    model->fast[base + node] = HT_KEPT;
-    for (i = node; i < model->n_nodes[t]; i++) {  /* children come after their parents; a merge may shrink it */
-        const uint32_t mark = model->fast[base + i];
-        uint32_t depth, c;
-        if (mark < HT_KEPT || mark > HT_KEPT + HT_KEPT_LEVELS) {
-            continue;
-        }
-        depth = mark - HT_KEPT;
-        restart(model, base + i);
-        if (model->feature[base + i] != HT_LEAF && depth == HT_KEPT_LEVELS) {
-            merge_subtree(model, t, (uint16_t)i);
-        }
-        if (model->feature[base + i] == HT_LEAF) {
-            restart_leaf(model, t * model->config->max_leaves + model->child[base + i],
-                         HT_PROPAGATED / (float)(1u << depth));
-        } else {
-            c = model->child[base + i];
-            model->fast[base + c] = HT_KEPT + depth + 1u;
-            model->fast[base + c + 1u] = HT_KEPT + depth + 1u;
-        }
+    model->fast[base + node] = HT_KEPT + HT_MERGED_DEPTH;
+    for (i = node; i < model->n_nodes[t]; i++) {
+        mark_children(model, t, (uint16_t)i);
     }
-    start_revisit(model, t, node);
+    for (i = model->n_nodes[t]; i-- > node;) {
+        (void)adapt_node(model, t, (uint16_t)i);
+    }
+    restart(model, base + node);
+    drop_free_pairs(model, t);
+}
+
+/* One node of tree t's adaptation: the marking pass goes forward from the node that signalled to the last node in
+ * use, then the merging pass back to it. Returns the units done. */
+static uint32_t adapt_visit(const es_hoeffding *model, uint32_t t)
+{
+    const uint32_t N = model->config->max_nodes, pos = model->adapt_pos[t];
+    const uint32_t first = model->attempt_node[t], last = model->n_nodes[t] - 1u;
+    uint32_t units;
+    if (pos < N) {
+        mark_children(model, t, (uint16_t)pos);
+        model->adapt_pos[t] = (uint16_t)(pos < last ? pos + 1u : N + last);
+        return 0;
+    }
+    units = adapt_node(model, t, (uint16_t)(pos - N));
+    if (pos - N > first) {
+        model->adapt_pos[t] = (uint16_t)(pos - 1u);
+        return units;
+    }
+    model->adapt_pos[t] = (uint16_t)HT_IDLE;
+    drop_free_pairs(model, t);
+    return units;
+}
+
+/* Tree t's adaptation goes on for at most work_per_call units and HT_ADAPT_VISITS node visits per unit (0: to its
+ * end). */
+static void adapt_steps(const es_hoeffding *model, uint32_t t)
+{
+    const uint32_t budget = model->config->work_per_call;
+    uint32_t units = 0, visits = 0;
+    while (model->adapt_pos[t] != HT_IDLE && (budget == 0u || (units < budget && visits < HT_ADAPT_VISITS * budget))) {
+        units += adapt_visit(model, t);
+        visits++;
+    }
 }
 
 /* The class tree t's leaf predicts for x: the first largest naive Bayes score. */
@@ -888,7 +964,7 @@ static void learn_tree(const es_hoeffding *model, uint32_t t, const float *x, ui
     (void)leaf_of(model, t, x, &node);  /* checked by the caller */
     s = model->child[t * config->max_nodes + node];
     g = t * config->max_leaves + s;
-    if (config->drift != 0u && model->est_count[g * C + label] >= HT_ESTABLISHED) {
+    if (config->drift != 0u && model->adapt_pos[t] == HT_IDLE && model->est_count[g * C + label] >= HT_ESTABLISHED) {
         uint16_t fired;
         if (watch_path(model, t, x, tree_class(model, t, x) != label, &fired)) {
             if (model->feature[t * config->max_nodes + fired] == HT_LEAF) {
@@ -1093,9 +1169,15 @@ static int valid_attempts(const es_hoeffding *candidate)
     for (t = 0; t < config->n_trees; t++) {
         const uint16_t node = candidate->attempt_node[t];
         const uint8_t best = candidate->best_feature[t];
+        const uint32_t adapt = candidate->adapt_pos[t], at = adapt % config->max_nodes;
         if ((node != HT_IDLE && (node >= candidate->n_nodes[t]
                                  || candidate->feature[t * config->max_nodes + node] == HT_FREE))
             || candidate->attempt_pos[t] > total || (best != HT_NO_FEATURE && best >= d)) {
+            return 0;
+        }
+        if (adapt != HT_IDLE && (adapt >= 2u * config->max_nodes || node == HT_IDLE
+                                 || candidate->feature[t * config->max_nodes + node] >= HT_FREE || at < node
+                                 || at >= candidate->n_nodes[t])) {
             return 0;
         }
     }
@@ -1156,8 +1238,9 @@ es_status es_hoeffding_validate(const es_hoeffding *candidate)
             }
         }
     }
-    for (j = 0; j < (uint32_t)config->n_trees * config->max_nodes; j++) {
-        if (candidate->fast[j] > HT_ONE || candidate->slow[j] > HT_ONE) {
+    for (j = 0; j < (uint32_t)config->n_trees * config->max_nodes; j++) {  /* marks only in an adaptation */
+        const int marked = candidate->adapt_pos[j / config->max_nodes] != HT_IDLE && mark_depth(candidate, j) >= 0;
+        if ((candidate->fast[j] > HT_ONE && !marked) || candidate->slow[j] > HT_ONE) {
             return ES_ERR_IMAGE;
         }
     }

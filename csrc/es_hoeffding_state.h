@@ -54,6 +54,7 @@ typedef struct {
     uint32_t *sums;                 /* scratch: classes, Q15 sums over trees */
     uint16_t *attempt_node;         /* attempt: per tree, leaf node of the attempt under way; 0xFFFF none */
     uint16_t *attempt_pos;          /* attempt: per tree, candidates evaluated */
+    uint16_t *adapt_pos;            /* attempt: per tree, the drift adaptation under way: marking at node p < max_nodes, merging at max_nodes + p; 0xFFFF none */
     uint8_t *best_feature;          /* attempt: per tree, best candidate's feature; 255 none yet */
     float *best_threshold;          /* attempt: per tree, best candidate's threshold */
     float *best_entropy;            /* attempt: per tree, best candidate's entropy */

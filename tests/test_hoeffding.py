@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from engine_twin import EngineTwin
 from edgestream.export import export_bundle
 from edgestream.data import make_stream
-from edgestream.learners.hoeffding import (ATTEMPT_ARRAYS, DRIFT_DEFAULT, FREE, IDLE, KEPT_LEVELS, LEAF, ONE,
-                                           PROPAGATED, REVISIT_ROWS, STATE, HoeffdingTreeClassifier,
+from edgestream.learners.hoeffding import (ADAPT_VISITS, ATTEMPT_ARRAYS, DRIFT_DEFAULT, FREE, IDLE, KEPT_LEVELS, LEAF,
+                                           ONE, PROPAGATED, REVISIT_ROWS, STATE, HoeffdingTreeClassifier,
                                            IncrementalRandomForest, erf_f32, log_f32)
 from edgestream.modelfile import model_bytes, model_from_bytes
 from edgestream.simulate import RuntimeLearner, load_bundle, runtime
@@ -344,6 +344,7 @@ def test_a_drift_at_an_inner_node_keeps_its_top_levels_and_restarts_the_rest():
     assert max(depths(learner).values()) > KEPT_LEVELS + 1 and learner.n_leaves[0] > 8
     learner.seen[0], learner.fast[0], learner.slow[0] = 600, ONE // 2, ONE // 4
     learner._adapt(0, 0)
+    assert learner._adapt_steps(0) > 0 and learner.adapt_pos[0] == IDLE  # work_per_call 0: to its end
     assert_consistent_pool(learner)
     kept = depths(learner)
     assert max(kept.values()) == KEPT_LEVELS and learner.n_leaves[0] <= 2 ** KEPT_LEVELS
@@ -353,6 +354,37 @@ def test_a_drift_at_an_inner_node_keeps_its_top_levels_and_restarts_the_rest():
             assert learner.est_count[0, learner.child[0, node]].max() <= PROPAGATED / 2 ** depth
             assert learner.class_count[0, learner.child[0, node]].max() <= PROPAGATED / 2 ** depth
     assert learner.attempt_node[0] == 0 and learner.snap_count[0].sum() == 0  # the root's revisit collects
+
+
+@given(st.integers(1, 4), st.integers(0, 2**31))
+@settings(max_examples=20, deadline=None)
+def test_a_spread_adaptation_ends_where_the_whole_one_does(work, seed):
+    """An adaptation spread over calls of at most ``work`` units and ADAPT_VISITS node visits per unit, with no row
+    between them, leaves the state the whole adaptation leaves, and every call keeps to its bound."""
+    X, y = xor_stream(3000, seed=seed % 1000)
+    grown = HoeffdingTreeClassifier(max_leaves=32, grace_period=20, tie_threshold=0.2, drift_threshold=0,
+                                    work_per_call=0).start(X[:100], [0, 1])
+    grown.use_engine = False
+    for x, label in zip(X, y):
+        grown.learn_encoded(x, int(label))
+    inner = np.flatnonzero(grown.feature[0, :grown.n_nodes[0]] < FREE)
+    node = int(inner[seed % len(inner)])
+    whole, spread = copy.deepcopy(grown), copy.deepcopy(grown)
+    spread.work_per_call = work
+    for learner in (whole, spread):
+        learner.attempt_node[0] = IDLE
+        learner._adapt(0, node)
+    whole._adapt_steps(0)
+    calls = 0
+    while spread.adapt_pos[0] != IDLE:
+        before = int(spread.adapt_pos[0])
+        assert spread._adapt_steps(0) <= work
+        calls += 1
+        assert spread.adapt_pos[0] != before or spread.adapt_pos[0] == IDLE
+    assert calls > 1 or grown.n_nodes[0] - node <= ADAPT_VISITS * work
+    spread.work_per_call = 0
+    for name in STATE_REGIONS:
+        assert np.array_equal(getattr(spread, name), getattr(whole, name)), name
 
 
 def two_concepts(first, second, n=6000, seed=0):
@@ -434,6 +466,38 @@ def test_a_revisit_in_a_state_is_restored_and_an_attempt_at_a_free_node_refused(
     assert device.lib.es_hoeffding_validate(device.model) != 0
 
 
+def test_an_adaptation_in_a_state_is_restored_and_one_out_of_place_refused():
+    """A state saved in the middle of a spread adaptation (marks in ``fast``) restores and steps as the
+    specification on the device; an adaptation past the nodes in use or beyond its two passes, and a mark in a tree
+    that does not adapt, are refused by both."""
+    X, y = xor_stream(2000)
+    learner = HoeffdingTreeClassifier(max_leaves=8, grace_period=20, tie_threshold=0.2,
+                                      work_per_call=1).start(X[:100], [0, 1])
+    learner.partial_fit(X, y)
+    learner.use_engine = False
+    learner._adapt(0, 0)
+    learner._adapt_steps(0)
+    assert learner.adapt_pos[0] != IDLE and (learner.fast[0] > ONE).any()
+    restored = model_from_bytes(model_bytes(learner))
+    assert Device(restored).lib.es_hoeffding_validate(Device(restored).model) == 0
+    step_side_by_side(restored, X[:60], y[:60])
+    used = int(learner.n_nodes[0])
+    bad = {"adapt_pos": [np.array([learner.max_nodes + used], np.uint16), np.array([0xFFFE], np.uint16)],
+           "fast": [np.where(np.arange(learner.max_nodes) == 0, ONE + 1, 0).astype(np.uint32)[None]]}
+    for name, values in bad.items():
+        for value in values:
+            arrays = dict(learner.saved_arrays(), **{name: value})
+            if name == "fast":
+                arrays["adapt_pos"] = np.array([IDLE], np.uint16)
+            with pytest.raises(ValueError, match="adaptation|mark outside"):
+                copy.deepcopy(learner).restore_arrays(arrays)
+            device = Device(learner)
+            for region, array in arrays.items():
+                if region in device.regions:
+                    device.regions[region][:] = array.reshape(-1)
+            assert device.lib.es_hoeffding_validate(device.model) != 0, (name, value)
+
+
 # -- memory, model files, bad input ----------------------------------------------------------------------------
 
 def test_header_layout_and_bundle_size(tmp_path):
@@ -446,7 +510,7 @@ def test_header_layout_and_bundle_size(tmp_path):
                 "slow": T * N, "n_nodes": T, "n_leaves": T,
                 "class_count": T * L * C, "est_count": T * L * C, "mean": T * L * C * d, "m2": T * L * C * d,
                 "low": T * L * d, "high": T * L * d, "since": T * L, "left": C, "right": C, "scores": C,
-                "tree_proba": C, "sums": C, "attempt_node": T, "attempt_pos": T, "best_feature": T,
+                "tree_proba": C, "sums": C, "attempt_node": T, "attempt_pos": T, "adapt_pos": T, "best_feature": T,
                 "best_threshold": T, "best_entropy": T, "order": T * d, "snap_count": T * C, "snap_est": T * C,
                 "snap_mean": T * C * d, "snap_m2": T * C * d, "snap_low": T * d, "snap_high": T * d}
     assert {r.name: r.count for r in learner.layout().regions} == expected

@@ -63,12 +63,19 @@ Decisions (the C runtime follows every one of them to the bit):
   - a **leaf** restarts (below) with its detector; an attempt at it ends (its snapshot holds the old concept),
     one elsewhere in the tree goes on;
   - an **inner node** *adapts* its subtree and *revisits* its own split. The splits down to ``KEPT_LEVELS = 3``
-    levels below it stay; each subtree rooted deeper merges into one leaf (a *merge*: its leaves merge into the
-    first one's slot, priors added, estimators by Chan et al.'s pairwise update, ranges joined, the other slots
-    released (the last slot in use moves into each), its inner nodes' pairs become free (``feature = 254``) and
-    ``n_nodes`` drops past free pairs at its end). Every leaf under the node restarts with the limit
-    ``PROPAGATED / 2**k`` at ``k`` levels below it (together about what one merged leaf keeps), and every
-    detector under it restarts. The tree's attempt (one under way ends) becomes the revisit: its snapshot starts
+    levels below it stay; each subtree rooted deeper merges into one leaf. Every leaf under the node restarts
+    with the limit ``PROPAGATED / 2**k`` at ``k`` levels below it (together about what one merged leaf keeps), and
+    every detector under it restarts. The adaptation runs in two passes over the node pool (``adapt_pos``), spread
+    as below: a *marking* pass forward from the node to the last node in use sets each node's ``fast`` to
+    ``KEPT + k`` (``k`` capped at ``MERGED_DEPTH = 4``: deeper, to merge; children come after their parents),
+    then a *merging* pass back to the node handles each marked node after its descendants: a leaf at ``k <= 3``
+    restarts; an inner node at ``k >= 3`` *merges* its two children, leaves by then (the right slot into the left:
+    priors added, estimators by Chan et al.'s pairwise update, ranges joined; the right slot released, the last
+    slot in use moving into it; the pair freed, ``feature = 254``), and at ``k = 3`` the merged leaf restarts;
+    every marked node's detector restarts (a merged node's when its parent frees it). At its end ``n_nodes``
+    drops past free pairs at its end. While a tree adapts, its detectors watch no row (their ``fast`` holds the
+    marks) and its rows are learned where they route. The tree's attempt (one under way ends) becomes the revisit
+    at the signal, before the passes: its snapshot starts
     empty and learns every row through the node, as a leaf there would, until it holds ``max(grace_period,
     REVISIT_ROWS = 512)`` of weight (at most ``COUNT_LIMIT``); then the features are drawn and the candidates
     evaluated as in a split attempt (below), and the decision takes the entropy of the node's own split on the
@@ -114,7 +121,11 @@ Decisions (the C runtime follows every one of them to the bit):
   learned during the attempt are kept), priors divided by eq. 8 at the chosen threshold with the live ``n``. With
   ``U = 0``, or ``U`` at least the candidates + 1, the attempt ends in the call that starts it and the tree is the
   unspread one. An adaptation ends its tree's attempt (its leaf may have merged or moved slots). A revisit's
-  candidates and decision are spread alike (the decision one unit, its own split's entropy included).
+  candidates and decision are spread alike (the decision one unit, its own split's entropy included). An
+  adaptation's passes go on at the end of every learn call before anything else of its tree (its revisit
+  collects meanwhile, and decides only after them): at most ``U`` units (a leaf restarted, or two leaves merged
+  and restarted) and ``ADAPT_VISITS = 16`` node visits per unit, or all with ``U = 0``; a revisit's own merge at
+  its decision (at most the kept levels' 8 leaves) runs in the decision's unit.
   ``WORK_DEFAULT`` keeps the worst learn call within 3 times the mean at the 8 KiB plans (measured under QEMU on
   a Cortex-M4F and a Cortex-M0, SEA and hyperplane streams); the rows an attempt takes are
   ``(subspace (split_steps - 1) + 1) / U`` (15 for one tree on 3 features at the defaults).
@@ -180,11 +191,11 @@ RATE_FLOOR = ONE >> 4  # the error rate the test assumes at least (1/16): a node
 ESTABLISHED = F32(32.0)  # a label counts for drift at a leaf once its estimator holds this weight
 MAX_DRIFT = 15
 DRIFT_DEFAULT = 5
-DOOMED = ONE + 1  # a detector value no state holds: marks the nodes of a subtree being merged
 KEPT_LEVELS = 3  # a drift keeps this many levels of splits under the node that signals it (at most 8 leaves)
 REVISIT_ROWS = 1 << SLOW_SHIFT  # a revisit collects at least this weight (the slow detectors' window)
-KEPT = DOOMED + 1  # detector values KEPT + depth mark the nodes of a subtree being adapted, by depth
-NO_SLOT = 0xFFFF  # a merged node's leaf slot before its first leaf is met
+KEPT = ONE + 1  # detector values no average reaches, KEPT + depth, mark the nodes of a subtree being adapted
+MERGED_DEPTH = KEPT_LEVELS + 1  # the mark's depth of the nodes deeper than the kept levels (merged)
+ADAPT_VISITS = 16  # node visits per unit of an adaptation's passes (a visit is about a fiftieth of a unit's work)
 PROPAGATED = F32(64.0)  # estimators handed on (a split's, a drift's merge) keep at most this weight per class
 IDLE = 0xFFFF  # attempt_node of a tree with no split attempt under way
 NO_FEATURE = 255  # best_feature before an attempt has a candidate
@@ -198,7 +209,7 @@ ERF_COEFFS = tuple(F32(a) for a in (0.0000430638, 0.0002765672, 0.0001520143, 0.
                                     0.0705230784))  # a6 .. a1
 ERF_LIMIT = F32(5.0)
 
-ATTEMPT_ARRAYS = ("attempt_node", "attempt_pos", "best_feature", "best_threshold", "best_entropy", "order",
+ATTEMPT_ARRAYS = ("attempt_node", "attempt_pos", "adapt_pos", "best_feature", "best_threshold", "best_entropy", "order",
                   "snap_count", "snap_est", "snap_mean", "snap_m2", "snap_low", "snap_high")
 STATE_ARRAYS = ("feature", "threshold", "child", "n_nodes", "n_leaves", "class_count", "est_count", "mean", "m2",
                 "low", "high", "since", "seen", "fast", "slow", "var_floor") + ATTEMPT_ARRAYS
@@ -267,6 +278,8 @@ STATE = StateSpec(
         RegionSpec("attempt_node", "attempt", "uint16_t", _trees, "per tree, leaf node of the attempt under way; "
                    "0xFFFF none"),
         RegionSpec("attempt_pos", "attempt", "uint16_t", _trees, "per tree, candidates evaluated"),
+        RegionSpec("adapt_pos", "attempt", "uint16_t", _trees, "per tree, the drift adaptation under way: marking "
+                   "at node p < max_nodes, merging at max_nodes + p; 0xFFFF none"),
         RegionSpec("best_feature", "attempt", "uint8_t", _trees, "per tree, best candidate's feature; 255 none yet"),
         RegionSpec("best_threshold", "attempt", "float", _trees, "per tree, best candidate's threshold"),
         RegionSpec("best_entropy", "attempt", "float", _trees, "per tree, best candidate's entropy"),
@@ -583,6 +596,7 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
         self.slow = np.zeros((T, N), np.uint32)
         self.attempt_node = np.full(T, IDLE, np.uint16)
         self.attempt_pos = np.zeros(T, np.uint16)
+        self.adapt_pos = np.full(T, IDLE, np.uint16)
         self.best_feature = np.full(T, NO_FEATURE, np.uint8)
         self.best_threshold = np.zeros(T, F32)
         self.best_entropy = np.zeros(T, F32)
@@ -636,9 +650,11 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
                     or free[np.minimum(child[inner], used - 1)].any():
                 raise ValueError(f"tree {t}: a node points outside its used nodes or leaves (children must point "
                                  f"forward, to nodes in use)")
-        for name in ("fast", "slow"):
-            if (getattr(self, name) > ONE).any():
-                raise ValueError(f"state {name!r} holds an error average above 1 ({ONE})")
+        marked = (self.fast >= KEPT) & (self.fast <= KEPT + MERGED_DEPTH) & (self.adapt_pos != IDLE)[:, None]
+        for name, values in (("fast", np.where(marked, 0, self.fast)), ("slow", self.slow)):
+            if (values > ONE).any():
+                raise ValueError(f"state {name!r} holds an error average above 1 ({ONE}) (or, in 'fast', a mark "
+                                 f"outside an adaptation)")
         self._check_attempts()
         counts = np.concatenate([self.class_count.reshape(-1), self.est_count.reshape(-1),
                                  self.snap_count.reshape(-1), self.snap_est.reshape(-1)])
@@ -662,6 +678,12 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
         for t, node in enumerate(self.attempt_node.tolist()):
             if node != IDLE and (node >= self.n_nodes[t] or self.feature[t, node] == FREE):
                 raise ValueError(f"tree {t}: the split attempt is at node {node}, not a used node")
+        for t, pos in enumerate(self.adapt_pos.tolist()):
+            node, at = int(self.attempt_node[t]), pos % self.max_nodes
+            if pos != IDLE and (pos >= 2 * self.max_nodes or node == IDLE or self.feature[t, node] >= FREE
+                                or not node <= at < self.n_nodes[t]):
+                raise ValueError(f"tree {t}: the adaptation at {pos} is not between its node (the attempt's, an "
+                                 f"inner node) and the last node in use")
         if (self.attempt_pos > total).any():
             raise ValueError(f"a split attempt has evaluated more than its {total} candidates")
         if (self.order >= self.n_features_).any() or ((self.best_feature >= self.n_features_)
@@ -717,7 +739,7 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
     def _learn_tree(self, t: int, x: np.ndarray, k: int, w: int) -> None:
         node = self._leaf_node(t, x)
         s = int(self.child[t, node])
-        if self.drift_threshold and self.est_count[t, s, k] >= ESTABLISHED:
+        if self.drift_threshold and self.adapt_pos[t] == IDLE and self.est_count[t, s, k] >= ESTABLISHED:
             scores = self._leaf_scores(t, s, x[None])[0]
             fired = self._watch_path(t, x, int(np.argmax(scores)) != k)
             if fired >= 0:
@@ -799,25 +821,83 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
         self.seen[t, node] = self.fast[t, node] = self.slow[t, node] = 0
 
     def _adapt(self, t: int, node: int) -> None:
-        """Adapt the subtree of the inner ``node`` to a drift it signalled (module docstring): its splits
-        ``KEPT_LEVELS`` deep stay (the deeper subtrees merge into leaves), every leaf restarts with the limit halved
-        per level, every detector restarts, and the tree's attempt becomes the revisit of ``node``'s split."""
-        fast = self.fast[t]
-        fast[node] = KEPT
-        i = node
-        while i < self.n_nodes[t]:  # children come after their parents; a merge may shrink n_nodes
-            depth = int(fast[i]) - KEPT
-            if 0 <= depth <= KEPT_LEVELS:
-                self._restart(t, i)
-                if self.feature[t, i] != LEAF and depth == KEPT_LEVELS:
-                    self._merge_subtree(t, i)
-                if self.feature[t, i] == LEAF:
-                    self._restart_leaf(t, int(self.child[t, i]), PROPAGATED / F32(1 << depth))
-                else:
-                    c = int(self.child[t, i])
-                    fast[c] = fast[c + 1] = KEPT + depth + 1
-            i += 1
+        """The inner ``node`` signalled a drift: its adaptation starts (marked, then merged and restarted by
+        :meth:`_adapt_steps`) and the tree's attempt becomes the revisit of its split (module docstring)."""
+        self.fast[t, node] = KEPT
+        self.adapt_pos[t] = node
         self._start_revisit(t, node)
+
+    def _adapt_steps(self, t: int) -> int:
+        """Tree ``t``'s adaptation goes on for at most ``work_per_call`` units and ``ADAPT_VISITS`` node visits per
+        unit (0: to its end); returns the units done."""
+        budget = self.work_per_call
+        units = visits = 0
+        while self.adapt_pos[t] != IDLE and (not budget or (units < budget and visits < ADAPT_VISITS * budget)):
+            units += self._adapt_visit(t)
+            visits += 1
+        return units
+
+    def _adapt_visit(self, t: int) -> int:
+        """One node of the adaptation: the marking pass goes forward from the node that signalled to the last node
+        in use, then the merging pass back to it; returns the units done (1 for a leaf restarted or two merged)."""
+        pos, first = int(self.adapt_pos[t]), int(self.attempt_node[t])
+        if pos < self.max_nodes:
+            self._mark_children(t, pos)
+            last = int(self.n_nodes[t]) - 1
+            self.adapt_pos[t] = pos + 1 if pos < last else self.max_nodes + last
+            return 0
+        i = pos - self.max_nodes
+        units = self._adapt_node(t, i)
+        if i > first:
+            self.adapt_pos[t] = pos - 1
+            return units
+        self.adapt_pos[t] = IDLE
+        self._drop_free_pairs(t)
+        return units
+
+    def _mark(self, t: int, i: int) -> int:
+        """The depth below the adapted node that node ``i``'s mark holds, else -1."""
+        depth = int(self.fast[t, i]) - KEPT
+        return depth if 0 <= depth <= MERGED_DEPTH else -1
+
+    def _mark_children(self, t: int, i: int) -> None:
+        """Mark the children of a marked inner node one level deeper (the merged depth at most)."""
+        depth = self._mark(t, i)
+        if depth >= 0 and self.feature[t, i] < FREE:
+            c = int(self.child[t, i])
+            self.fast[t, c] = self.fast[t, c + 1] = KEPT + min(depth + 1, MERGED_DEPTH)
+
+    def _adapt_node(self, t: int, i: int) -> int:
+        """Node ``i`` in the merging pass (its descendants done): a kept leaf restarts with the limit halved per
+        level; an inner node at the kept depth or deeper merges its two leaves (right into left) and becomes a
+        leaf, restarted at the kept depth; every node's detector restarts; returns the units done."""
+        depth = self._mark(t, i)
+        if depth < 0:
+            return 0
+        units = 0
+        if self.feature[t, i] < FREE and depth >= KEPT_LEVELS:
+            units = self._merge_children(t, i)
+        if self.feature[t, i] == LEAF and depth <= KEPT_LEVELS:
+            self._restart_leaf(t, int(self.child[t, i]), PROPAGATED / F32(1 << depth))
+            units = 1
+        if depth <= KEPT_LEVELS or self.feature[t, i] != LEAF:
+            self._restart(t, i)
+        return units
+
+    def _merge_children(self, t: int, i: int) -> int:
+        """Make inner node ``i`` a leaf of its two leaf children's slots merged (the right slot released, the pair
+        freed); a child that is not a leaf, or two children of one slot, leave it as it is."""
+        c = int(self.child[t, i])
+        left, right = int(self.child[t, c]), int(self.child[t, c + 1])
+        if self.feature[t, c] != LEAF or self.feature[t, c + 1] != LEAF or left == right:
+            return 0
+        self._merge_slot(t, left, right)
+        self.feature[t, i], self.threshold[t, i], self.child[t, i] = LEAF, 0, left
+        for pair in (c, c + 1):
+            self.feature[t, pair], self.threshold[t, pair], self.child[t, pair] = FREE, 0, 0
+            self._restart(t, pair)
+        self._release_slot(t, right)
+        return 1
 
     def _restart_signalled(self, t: int, node: int) -> None:
         """A leaf that signals a drift restarts with its detector; an attempt at it ends (its snapshot holds the old
@@ -828,25 +908,18 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
         self._restart_leaf(t, int(self.child[t, node]), PROPAGATED)
 
     def _merge_subtree(self, t: int, node: int) -> None:
-        """Make the inner ``node`` a leaf: its subtree's pairs become free (their detectors restart) and its
-        leaves merge into one slot, the first in node order."""
-        fast = self.fast[t]
-        c = int(self.child[t, node])
-        fast[c] = fast[c + 1] = DOOMED
-        self.feature[t, node], self.threshold[t, node], self.child[t, node] = LEAF, 0, NO_SLOT
-        for i in range(node + 1, int(self.n_nodes[t])):  # children come after their parents
-            if fast[i] != DOOMED:
-                continue
-            c = int(self.child[t, i])
-            if self.feature[t, i] != LEAF:
-                fast[c] = fast[c + 1] = DOOMED
-            elif self.child[t, node] == NO_SLOT:
-                self.child[t, node] = c
-            else:
-                self._merge_slot(t, int(self.child[t, node]), c)
-                self._release_slot(t, c)
-            self.feature[t, i], self.threshold[t, i], self.child[t, i] = FREE, 0, 0
-            self._restart(t, i)
+        """Make the inner ``node`` a leaf of its subtree's leaves merged: the adaptation's two passes, run whole,
+        with every node at the merged depth; the node's detector restarts."""
+        self.fast[t, node] = KEPT + MERGED_DEPTH
+        for i in range(node, int(self.n_nodes[t])):
+            self._mark_children(t, i)
+        for i in range(int(self.n_nodes[t]) - 1, node - 1, -1):
+            self._adapt_node(t, i)
+        self._restart(t, node)
+        self._drop_free_pairs(t)
+
+    def _drop_free_pairs(self, t: int) -> None:
+        """``n_nodes`` drops past the free pairs at its end."""
         while self.n_nodes[t] > 1 and self.feature[t, self.n_nodes[t] - 1] == FREE:
             self.n_nodes[t] -= 2
 
@@ -946,8 +1019,10 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
         return sum_f32(self.snap_count[t][:, None])[0] < min(F32(max(self.grace_period, REVISIT_ROWS)), COUNT_LIMIT)
 
     def _advance(self, t: int) -> int:
-        """Tree ``t``'s attempt goes on for at most ``work_per_call`` units (0: to its end): a candidate each,
-        then its decision; returns the units done."""
+        """Tree ``t``'s adaptation, else its attempt, goes on for at most ``work_per_call`` units (0: to its end):
+        an attempt's candidate each, then its decision; returns the units done."""
+        if self.adapt_pos[t] != IDLE:
+            return self._adapt_steps(t)
         if self.attempt_node[t] == IDLE or self._collecting(t):
             return 0
         budget = self.work_per_call or self._candidates() + 1
