@@ -17,7 +17,8 @@ from edgestream.simulate import header_cdef
 from edgestream.state import runtime_header_path
 from edgestream.export import export_bundle
 from edgestream.modelfile import load_model, save_model
-from edgestream.learners.shrubs import SPREAD_VARIANT, ShrubEnsemble, fraction_key, simplex_q15
+from edgestream.learners.shrubs import (SPREAD_VARIANT, ShrubEnsemble, fraction_key, job_pieces, most_units_per_call,
+                                       simplex_q15)
 from edgestream.simulate import RuntimeLearner, load_bundle
 from edgestream.tree import LEAF_FEATURE, Q15_ONE
 
@@ -319,6 +320,26 @@ def test_work_per_call_default_and_refusal():
     with pytest.raises(ValueError, match="work_per_call=-1 must be an integer from 0 to 4294967295"):
         ShrubEnsemble(work_per_call=-1)
 
+
+@pytest.mark.parametrize("config", [{"window_size": 16, "max_shrubs": 4, "max_depth": 3, "update_every": 3},
+                                    {"window_size": 64, "max_shrubs": 16, "max_depth": 4, "update_every": 4,
+                                     "burnin": 1},
+                                    {"window_size": 32, "max_shrubs": 8, "max_depth": 3, "update_every": 16,
+                                     "burnin": 1}])
+def test_most_units_per_call_is_the_steady_schedules_largest_call(config):
+    """Random labels grow every shrub to full depth: once the schedule repeats, the largest call runs the units
+    most_units_per_call (the cost model's worst share) tells, below U (whole pieces rarely fill it)."""
+    rng = np.random.default_rng(1)
+    X, y = rng.normal(size=(400, 3)), rng.integers(0, 2, 400)
+    learner = ready(ShrubEnsemble(**config), X)
+    learner.use_engine = False
+    runs = []
+    for row, label in zip(learner.bins_.transform(X), y):
+        learner.learn_bins(row, int(label))
+        runs.append(learner.last_units_)
+    units, budget = learner._units, learner.units_per_call_
+    most = most_units_per_call(units["row"], job_pieces(units, config["max_depth"]), config["update_every"], budget)
+    assert max(runs[200:]) == most < budget
 
 def test_spread_state_saved_mid_job_restores_and_continues(tmp_path):
     """A state saved while a shrub is half grown (its caches replayed on restore) continues

@@ -152,10 +152,41 @@ def piece_units(window_size: int, max_shrubs: int, max_depth: int, burnin: int, 
             "terms": max(b * m * g // 2, 1), "weights": burnin * (m + 1) ** 2}
 
 
+def job_pieces(units: dict, max_depth: int) -> tuple[int, ...]:
+    """Units of a new-shrub job's pieces in order: its ``train`` pieces (one per level, the last two levels in
+    one), its ``terms`` and ``weights``."""
+    return (units["train"],) * max(max_depth, 1) + (units["terms"], units["weights"])
+
+
 def job_units(units: dict, max_depth: int) -> int:
-    """Units of a whole new-shrub job: its ``train`` pieces (one per level, the last two levels in one), its
-    ``terms`` and ``weights``."""
-    return max(max_depth, 1) * units["train"] + units["terms"] + units["weights"]
+    """Units of a whole new-shrub job (:func:`job_pieces`)."""
+    return sum(job_pieces(units, max_depth))
+
+
+@cache
+def most_units_per_call(row: int, job: tuple[int, ...], update_every: int, budget: int) -> int:
+    """The most units a spread learn call (``budget`` U > 0) runs once its schedule repeats: every call queues a
+    row, then runs whole pieces, the job's (units ``job``, in order) before a pending row's (``row``), while the
+    next one fits in what is left of U, and every ``update_every`` rows a job starts. Whole pieces rarely fill U:
+    the most is often well below it."""
+    pending, done, since = 0, len(job), 0  # rows queued, pieces of the job run, rows since the last job
+    first_call, runs = {}, []
+    while (pending, done, since) not in first_call:  # the state before a call repeats: the schedule's period
+        first_call[pending, done, since] = len(runs)
+        pending, run = pending + 1, 0
+        while done < len(job) or pending:
+            piece = job[done] if done < len(job) else row
+            if run + piece > budget:
+                break
+            run += piece
+            if done < len(job):
+                done += 1
+            else:
+                pending, since = pending - 1, since + 1
+                if since == update_every:
+                    done, since = 0, 0
+        runs.append(run)
+    return max(runs[first_call[pending, done, since]:])
 
 
 def _nodes_per_shrub(config: dict) -> int:
@@ -887,10 +918,17 @@ def cost_terms(params: dict, n_features: int, n_classes: int) -> CostTerms:
     division per class and leaf, 2^depth C; its Gram column, B M g; the gradient steps' dot products, ``burnin`` times ``2 ceil((M + 1) / 2) (M + 1)``: the M + 1
     candidates go two at a time, each pair reading its two Gram rows, so an odd count reads one row more),
     amortized over ``update_every`` steps in the mean. A Gram term reads g = 1 leaf value per shrub with 2
-    classes (the two are complementary), C otherwise. A spread call (``work_per_call`` U > 0, the automatic one
-    included) runs at most U of the ``r + J`` units of an unspread worst call (a row and a whole job, "Bounded
-    work per call"): its worst takes that share of the work terms (the units are about proportional to
-    instructions)."""
+    classes (the two are complementary), C otherwise.
+
+    A spread call (``work_per_call`` U > 0, the automatic one included, "Bounded work per call") runs whole pieces
+    while the next one fits: at worst the most units a call of the repeating schedule runs
+    (:func:`most_units_per_call`, often well below U), that share of the ``r + J`` units of an unspread worst
+    call (a row and a whole job). Its worst takes that share of the row's and the CART, leaf and column terms
+    (their units are about proportional to instructions), but the weights piece whole, its dot products and the
+    job's constant (the call's constant term takes it): one call runs the piece, and its units, ``burnin (M +
+    1)^2``, understate it where a 64-bit product is a library call (``ES_NO_MUL64``: four 32-bit products per Gram
+    entry in ``es_split_dot``, every candidate's 64-bit step, the 64-bit divisions of the step's scale and of the
+    projection), on AVR over ten times a CART level's cycles per unit."""
     b, m, depth = params["window_size"], params["max_shrubs"], params["max_depth"]
     d, c, bins = n_features, n_classes, params["max_bins"]
     g = 1 if c == 2 else c
@@ -899,11 +937,13 @@ def cost_terms(params: dict, n_features: int, n_classes: int) -> CostTerms:
     pairs = params["burnin"] * -(-(m + 1) // 2)
     train = [1, d * b * depth, d * min(b, bins) * depth * c, b * depth, 2**depth * c, b * m * g, 2 * pairs * (m + 1)]
     model = ShrubEnsemble(**params)
-    units = model.units(d, c)
-    share = min(model.units_per_call(d, c) / (units["row"] + job_units(units, depth)), 1.0) or 1.0
+    units, budget = model.units(d, c), model.units_per_call(d, c)
+    job = job_pieces(units, depth)
+    share = most_units_per_call(units["row"], job, params["update_every"], budget) / (units["row"] + sum(job)) \
+        if budget else 1.0
     return CostTerms(predict=[1, quantize, m * depth, m * c],
                      learn_mean=step + [t / params["update_every"] for t in train],
-                     learn_worst=step[:2] + [t * share for t in step[2:] + train])
+                     learn_worst=step[:2] + [t * share for t in step[2:] + train[1:-1]] + train[-1:])
 
 
 # The budget's search on data (edgestream.search): sizes (window, shrubs, depth) times how they learn (a new shrub
