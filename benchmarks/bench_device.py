@@ -31,7 +31,9 @@ the calibration learns (``calibrate_cost.warmup_rows``: windows and ensembles fu
 of ``--chunk`` rows, each from a bundle exported with the Python state at its first row, so chunks run in
 parallel; every device class is checked against Python's test-then-train. Per learner and core: mean and worst
 instructions per learn call and per prediction, beside the cost model's prediction (:mod:`edgestream.costs`), and
-the learn calls' worst/mean ratio. The shrubs run a second time as the budget's search chooses them at 8 KiB on
+the learn calls' worst/mean ratio. The Hoeffding learners' predictions take the regime of the counted rows, as
+the calibration's do (``calibrate_cost.hoeffding_regime``: whether a split attempt ran, the share of rows the
+detectors watched); the budget plans on a tree with room to split, every row watched. The shrubs run a second time as the budget's search chooses them at 8 KiB on
 SEA (a new shrub every 4 samples, 1 burn-in step, its training spread at the automatic ``work_per_call``). The
 Hoeffding learners run a second time on Agrawal, function 0 then 2 (``make_stream("agrawal", ..., seed=1,
 functions=(0, 2), changes=[6000])``), planned on that stream, the device counting ``DRIFT_STEPS`` rows from
@@ -75,7 +77,7 @@ from pathlib import Path
 import emlearn
 import numpy as np
 
-from calibrate_cost import STEPS, WARMUP, warmup_rows
+from calibrate_cost import STEPS, WARMUP, hoeffding_regime, warmup_rows
 from bench_foundation import (EDGESTREAM_EXPORTS, edgestream_label, edgestream_leaf_models, emlearn_variants,
                               layout_label, load_data, models)
 from edgestream import convert, learners, targets
@@ -107,6 +109,9 @@ STREAM, STREAM_ROWS = "sea", 6000  # rows enough for every warm-up and its steps
 # that adapt a subtree to the change (spread at the plan's work_per_call) among the counted ones
 DRIFT_LEARNERS, DRIFT_EXPORTER = ("hoeffding", "irf"), "edgestream agrawal 0->2"
 DRIFT_CHANGE, DRIFT_BEFORE, DRIFT_STEPS = 6000, 50, 600
+# predicted in the regime of the counted rows, as the calibration does (split attempts or a full pool, the rows
+# the detectors watch); the budget plans on a tree with room to split and every row watched
+REGIME_LEARNERS = ("hoeffding", "irf")
 CHUNK = 100
 WORKERS = 2
 TIMEOUT = 900  # seconds for one emulator run
@@ -283,6 +288,7 @@ class Prepared:
     reports: dict[tuple[str, str, str], targets.BuildReport]  # (model, exporter, board) -> the build sized
     memory: list[MemoryRow]
     learners: dict[tuple[str, str, str], Budget] = field(default_factory=dict)  # an online learner's plan
+    regimes: dict[tuple[str, str, str], dict] = field(default_factory=dict)  # what the counted rows did
 
 
 def trees(root: Path, rows: int) -> Prepared:
@@ -351,6 +357,9 @@ def learning(root: Path, steps: int | None, chunk: int, names=tuple(ONLINE)) -> 
             learner.partial_fit(X[:warmup], y[:warmup])
             budget = exact_budget(planned, learner)  # of the state the first chunk's bundle starts from
             n = steps or (DRIFT_STEPS if drift else STEPS[name])
+            if name in REGIME_LEARNERS:
+                prepared.regimes[name, exporter, board] = hoeffding_regime(learner, X[warmup:warmup + n],
+                                                                           y[warmup:warmup + n])
             first = None
             for start in range(warmup, warmup + n, chunk):
                 rows = slice(start, min(start + chunk, warmup + n))
@@ -436,7 +445,7 @@ def count_rows(groups: dict, reports) -> list[CountRow]:
     return sorted(rows, key=lambda r: (["tree", "forest"].index(r.model), r.exporter, r.core))
 
 
-def learn_rows(groups: dict, plans: dict[tuple[str, str, str], Budget]) -> list[LearnRow]:
+def learn_rows(groups: dict, plans: dict[tuple[str, str, str], Budget], regimes: dict) -> list[LearnRow]:
     """Table 2: one row per online (learner, exporter, board), the cost model's predictions beside the counts (the
     coefficients as they are when the runs end: a calibration may write them meanwhile)."""
     coefficients.cache_clear()
@@ -446,7 +455,7 @@ def learn_rows(groups: dict, plans: dict[tuple[str, str, str], Budget]) -> list[
             continue
         planned = plans[model, exporter, board]
         cost = call_cost(learners.get(model), planned.params, planned.config["features"], planned.config["classes"],
-                         load_board(board).arch)
+                         load_board(board).arch, **regimes.get((model, exporter, board), {}))
         learn, predict = counts["learn"], counts["predict"]
         rows.append(LearnRow(
             learner=model, exporter=exporter, core=LEARN_BOARDS[board], steps=len(learn),
@@ -515,7 +524,8 @@ def main(argv=None) -> int:
         reports = {key: report for part in parts for key, report in part.reports.items()}
         groups = grouped(run_jobs([job for part in parts for job in part.jobs]))
     counts = count_rows(groups, reports)
-    learned = learn_rows(groups, {k: v for part in parts for k, v in part.learners.items()})
+    learned = learn_rows(groups, {k: v for part in parts for k, v in part.learners.items()},
+                         {k: v for part in parts for k, v in part.regimes.items()})
     memory = [row for part in parts for row in part.memory]
     seconds = time.perf_counter() - start
     if args.json:

@@ -120,6 +120,11 @@ def regime(name: str, stream: str, options: dict, params: dict, steps: int) -> d
     if name not in ("hoeffding", "irf"):
         return {}
     model, X, y, _ = counted_model(name, stream, options, params, steps)
+    return hoeffding_regime(model, X, y)
+
+
+def hoeffding_regime(model, X, y) -> dict:
+    """A Hoeffding learner's :func:`regime` over the rows ``X, y`` from its state now (replayed on a copy)."""
     replay = copy.deepcopy(model)
     replay.use_engine = False
     learned, watched = watched_share(replay)

@@ -86,14 +86,15 @@ def predicted(terms: CostTerms, fitted: dict) -> CallCost:
                     MeanWorst(value["learn_mean"], max(value["learn_worst"], value["learn_mean"])))
 
 
-def call_cost(spec, params: dict, n_features: int, n_classes: int, arch: str) -> CallCost | None:
-    """Predicted instructions of ``spec``'s calls with ``params`` on the core ``arch``; None without a calibration
-    for that learner and core."""
+def call_cost(spec, params: dict, n_features: int, n_classes: int, arch: str, **regime) -> CallCost | None:
+    """Predicted instructions of ``spec``'s calls with ``params`` on the core ``arch`` (``regime``: what the rows
+    did that the configuration does not decide, for the learner's ``cost_terms``; by default its planning
+    assumptions); None without a calibration for that learner and core."""
     cores = coefficients().get(spec.name, {})
     fitted = cores.get(arch, cores.get(BOUNDED_BY.get(arch)))
     if spec.cost_terms is None or fitted is None:
         return None
-    return predicted(spec.cost_terms(params, n_features, n_classes), fitted)
+    return predicted(spec.cost_terms(params, n_features, n_classes, **regime), fitted)
 
 
 def calibrated_cores(learner: str) -> list[str]:
