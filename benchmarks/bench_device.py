@@ -33,12 +33,13 @@ parallel; every device class is checked against Python's test-then-train. Per le
 instructions per learn call and per prediction, beside the cost model's prediction (:mod:`edgestream.costs`), and
 the learn calls' worst/mean ratio. The Hoeffding learners' predictions take the regime of the counted rows, as
 the calibration's do (``calibrate_cost.hoeffding_regime``: whether a split attempt ran, the share of rows the
-detectors watched); the budget plans on a tree with room to split, every row watched. The shrubs run a second time as the budget's search chooses them at 8 KiB on
-SEA (a new shrub every 4 samples, 1 burn-in step, its training spread at the automatic ``work_per_call``). The
-Hoeffding learners run a second time on Agrawal, function 0 then 2 (``make_stream("agrawal", ..., seed=1,
-functions=(0, 2), changes=[6000])``), planned on that stream, the device counting ``DRIFT_STEPS`` rows from
-``DRIFT_BEFORE`` rows before the change: their detectors signal the change and the adaptation of the signalling
-subtree (spread over the calls at the plan's ``work_per_call``) is among the counted calls. On AVR (simavr) the counts are CPU cycles, measured by the
+detectors watched); the budget plans on a tree with room to split, every row watched. The shrubs run a second
+time as the budget's search chooses them at 8 KiB on SEA (a new shrub every 4 samples, 1 burn-in step, its
+training spread at the automatic ``work_per_call``). The Hoeffding learners run a second time on Agrawal,
+function 0 then 2 (``make_stream("agrawal", ..., seed=1, functions=(0, 2), changes=[6000])``), planned on that
+stream, the device counting ``DRIFT_STEPS`` rows from ``DRIFT_BEFORE`` rows before the change: their detectors
+signal the change and the adaptation of the signalling subtree (spread over the calls at the plan's
+``work_per_call``) is among the counted calls. On AVR (simavr) the counts are CPU cycles, measured by the
 harness with Timer1 (``targets.count_unit``).
 
 Flash bytes: the model's part of the linked ELF as :class:`edgestream.targets.BuildReport` measures it,

@@ -21,7 +21,7 @@ typedef struct {
     float tie;                      /* tie threshold tau */
     float exp_neg_lambda;           /* exp(-lambda) of the Poisson weights; 0 = every tree learns every row */
     uint8_t drift;                  /* drift threshold in standard deviations; 0 = no drift handling */
-    uint16_t work_per_call;         /* split candidates per learn call and tree; 0 = an attempt runs whole */
+    uint16_t work_per_call;         /* units (candidates, adapted leaves) per learn call and tree; 0: whole */
 } es_hoeffding_config;
 
 typedef struct {

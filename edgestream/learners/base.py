@@ -55,7 +55,8 @@ INPUT_DTYPE = Option("--input-dtype", "input_dtype", str,
                      choices=("float32", "int32", "int16"))
 TREE_OPTIONS = (MAX_DEPTH, CRITERION, MIN_SAMPLES_LEAF, MAX_BINS, BINNING, INPUT_DTYPE)
 # Every learning learner bounds the work of one learn call the same way: an expensive step (a new member or shrub,
-# a split attempt) is cut into units, and each call does at most this many of them, the rest in the next calls.
+# a split attempt, a drift adaptation) is cut into units, and each call does at most this many of them, the rest in
+# the next calls.
 WORK_PER_CALL = Option("--work-per-call", "work_per_call", int,
                        "units of deferred work per learn call (0: an expensive step runs whole in one call)", "U")
 LEAF_VALUES_OPTION = Option("--leaf-values", "leaf_values", str,

@@ -245,7 +245,7 @@ STATE = StateSpec(
         Field("tie", "float", "tie threshold tau"),
         Field("exp_neg_lambda", "float", "exp(-lambda) of the Poisson weights; 0 = every tree learns every row"),
         Field("drift", "uint8_t", "drift threshold in standard deviations; 0 = no drift handling"),
-        Field("work_per_call", "uint16_t", "split candidates per learn call and tree; 0 = an attempt runs whole"),
+        Field("work_per_call", "uint16_t", "units (candidates, adapted leaves) per learn call and tree; 0: whole"),
     ),
     counters=(
         Field("n_learned", "uint64_t", "rows learned"),
