@@ -122,7 +122,8 @@ def model_from_bytes(data: bytes, source: str = "<bytes>"):
     try:
         return _rebuild(header, _read_npz(payload), source)
     except KeyError as error:
-        raise ModelFileError(f"corrupt model file {source}: missing entry {error}") from None
+        raise ModelFileError(f"model file {source} has no entry {error}: written by an edgestream whose state "
+                             f"for this learner differs (or damaged); train or convert it again") from None
     except (TypeError, ValueError) as error:
         raise ModelFileError(f"invalid model file {source}: {error}") from None
 

@@ -155,6 +155,21 @@ def test_unknown_learner_and_bad_classes(forest):
         model_from_bytes(join_file({**header, "classes": [0, 1, 2, 3]}, payload))
 
 
+def test_a_state_without_a_region_of_this_version_is_refused():
+    """A learning state written before a region existed (here the Hoeffding tree's ``adapt_pos``) is refused,
+    naming the entry."""
+    X, y = toy_data()
+    X = np.nan_to_num(X)  # the Hoeffding tree takes finite features
+    model = learners.get("hoeffding").make(max_leaves=4).start(X[:50], np.unique(y)).partial_fit(X, y)
+    header, payload = split_file(model_bytes(model))
+    with np.load(io.BytesIO(payload), allow_pickle=False) as arrays:
+        kept = {name: arrays[name] for name in arrays.files if name != "adapt_pos"}
+    older = io.BytesIO()
+    np.savez(older, **kept)
+    with pytest.raises(ModelFileError, match="has no entry 'adapt_pos': written by an edgestream whose state"):
+        model_from_bytes(join_file(header, older.getvalue()))
+
+
 def test_payload_needing_pickle_is_refused(forest):
     header, _ = split_file(model_bytes(forest[0]))
     buffer = io.BytesIO()
