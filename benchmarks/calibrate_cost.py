@@ -18,7 +18,8 @@ micro:bit) and AVR6 (``atmega2560`` under simavr), counting every predict and le
 
 Where a run's work depends on more than its configuration, the counted rows are replayed in the specification
 (:func:`regime`) and the count keeps what they did for the learner's ``cost_terms`` (a Hoeffding tree whose pool is
-full attempts no split, and a leaf that starts empty watches no class for a while; an AXGB ensemble emptied by a
+full attempts no split, its trees start fewer attempts than one per grace period of weight, and a leaf that starts
+empty watches no class for a while; an AXGB ensemble emptied by a
 drift walks fewer members, and a count of a few windows meets more or less than their share of the training
 jobs spread over its calls); the cost models predict the steady state of a full model. Per learner, core and
 quantity (mean and worst prediction, mean and worst learn call), non-negative least squares fits the learner's
@@ -124,15 +125,29 @@ def regime(name: str, stream: str, options: dict, params: dict, steps: int) -> d
 
 
 def hoeffding_regime(model, X, y) -> dict:
-    """A Hoeffding learner's :func:`regime` over the rows ``X, y`` from its state now (replayed on a copy)."""
+    """A Hoeffding learner's :func:`regime` over the rows ``X, y`` from its state now (replayed on a copy): also
+    the split attempts and revisits that started per call (``attempt_rate``; trees that fill their pool, wait for
+    a revisit or learn rows of lower weight start fewer than the plan's one per grace period of weight)."""
     replay = copy.deepcopy(model)
     replay.use_engine = False
     learned, watched = watched_share(replay)
+    started = [0]
+    for method in ("_start_attempt", "_start_revisit"):
+        setattr(replay, method, counted(getattr(replay, method), started))
     attempts = False
     for row, label in zip(X, y):
         replay.partial_fit(row[None], [label])
         attempts |= replay.last_units_ > 0
-    return {"attempts": bool(attempts), "watched": watched[0] / learned[0] if learned[0] else 1.0}
+    return {"attempts": bool(attempts), "watched": watched[0] / learned[0] if learned[0] else 1.0,
+            "attempt_rate": started[0] / len(X)}
+
+
+def counted(method, calls: list[int]):
+    """``method``, adding one to ``calls[0]`` at every call."""
+    def wrapper(*args):
+        calls[0] += 1
+        return method(*args)
+    return wrapper
 
 
 def watched_share(tree) -> tuple[list[int], list[int]]:

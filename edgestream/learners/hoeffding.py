@@ -1266,7 +1266,7 @@ RUNTIME = ("es_common", "es_f32", "es_fixed", "es_hoeffding")
 SPREAD_VARIANT = {"max_leaves": 4, "grace_period": 10, "work_per_call": 1}
 
 def cost_terms(params: dict, n_features: int, n_classes: int, attempts: bool = True,
-               watched: float = 1.0) -> CostTerms:
+               watched: float = 1.0, attempt_rate: float | None = None) -> CostTerms:
     """The work terms of a prediction (constant; per tree: the walk, log2 L, and naive Bayes at the leaf, d C and
     C) and of a learn call (per tree, IRF's Poisson draw; per tree that learns the row, with IRF's positive
     weight, ``1 - exp(-lambda)`` of them on average: the walk and its detectors, log2 L, the estimators of the
@@ -1277,8 +1277,10 @@ def cost_terms(params: dict, n_features: int, n_classes: int, attempts: bool = T
     units as ``work_per_call`` lets a call run in every tree, every tree learning). ``attempts``: the trees have
     room to split (a one-leaf tree never has); a full pool attempts nothing until a drift merges a subtree, so its
     calls are the row's alone. ``watched``: the share of the rows a tree learns whose class its leaf's detector
-    watches, in the mean (by default all; leaves that start empty watch fewer for a while). The calibration
-    replays its counts to tell both. The Hoeffding tree and IRF share one model: the same runtime."""
+    watches, in the mean (by default all; leaves that start empty watch fewer for a while). ``attempt_rate``:
+    the split attempts (and revisits) that start per call, by default each growing tree's one per grace period of
+    weight. The calibration replays its counts to tell all three. The Hoeffding tree and IRF share one model: the
+    same runtime."""
     forest = "n_trees" in params
     trees, weight = params.get("n_trees", 1), params.get("bagging_lambda", 1.0)
     d, c, depth = n_features, n_classes, math.log2(params["max_leaves"]) + 1
@@ -1294,7 +1296,7 @@ def cost_terms(params: dict, n_features: int, n_classes: int, attempts: bool = T
     def row(n: float, share: float) -> list[float]:  # the row's work in n trees that learn it, share watched
         return [1, trees * forest, n * depth, n * d] + [n * share * w for w in propagated]
     learning = trees * (1 - math.exp(-weight)) if forest else 1
-    attempted = grows * weight / params["grace_period"]
+    attempted = grows * weight / params["grace_period"] if attempt_rate is None else attempt_rate
     return CostTerms(predict=walk, learn_mean=row(learning, watched) + [attempted * units * c, attempted * d * c],
                      learn_worst=row(trees, 1.0) + [grows * per_call * c, grows * d * c])
 
