@@ -155,16 +155,7 @@ def watched_share(tree) -> tuple[list[int], list[int]]:
     naive Bayes prediction of a row whose class the leaf has established; a leaf that starts empty after a split
     without propagation watches none for a while): its ``_learn_tree`` and ``_watch_path`` count as they run."""
     learned, watched = [0], [0]
-    learn_tree, watch_path = tree._learn_tree, tree._watch_path
-
-    def counted_learn(*args):
-        learned[0] += 1
-        return learn_tree(*args)
-
-    def counted_watch(*args):
-        watched[0] += 1
-        return watch_path(*args)
-    tree._learn_tree, tree._watch_path = counted_learn, counted_watch
+    tree._learn_tree, tree._watch_path = counted(tree._learn_tree, learned), counted(tree._watch_path, watched)
     return learned, watched
 
 

@@ -789,13 +789,15 @@ static void mark_children(const es_hoeffding *model, uint32_t t, uint16_t node)
 }
 
 /* Make tree t's inner node a leaf of its two leaf children's slots merged (the right slot released, the pair
- * freed); a child that is not a leaf, or two children of one slot, leave it as it is. Returns the units done. */
+ * freed); a child that is not a leaf, two children of one slot or a slot not in use (only a crafted image has
+ * them) leave it as it is. Returns the units done. */
 static uint32_t merge_children(const es_hoeffding *model, uint32_t t, uint16_t node)
 {
     const uint32_t base = t * model->config->max_nodes, L = model->config->max_leaves;
     const uint32_t c = model->child[base + node];
     const uint16_t left = model->child[base + c], right = model->child[base + c + 1u];
-    if (model->feature[base + c] != HT_LEAF || model->feature[base + c + 1u] != HT_LEAF || left == right) {
+    if (model->feature[base + c] != HT_LEAF || model->feature[base + c + 1u] != HT_LEAF || left == right
+        || left >= model->n_leaves[t] || right >= model->n_leaves[t]) {
         return 0;
     }
     merge_slot(model, t * L + left, t * L + right);

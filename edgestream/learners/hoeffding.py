@@ -886,10 +886,12 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
 
     def _merge_children(self, t: int, i: int) -> int:
         """Make inner node ``i`` a leaf of its two leaf children's slots merged (the right slot released, the pair
-        freed); a child that is not a leaf, or two children of one slot, leave it as it is."""
+        freed); a child that is not a leaf, two children of one slot or a slot not in use (only a crafted state has
+        them) leave it as it is."""
         c = int(self.child[t, i])
         left, right = int(self.child[t, c]), int(self.child[t, c + 1])
-        if self.feature[t, c] != LEAF or self.feature[t, c + 1] != LEAF or left == right:
+        if self.feature[t, c] != LEAF or self.feature[t, c + 1] != LEAF or left == right \
+                or max(left, right) >= self.n_leaves[t]:
             return 0
         self._merge_slot(t, left, right)
         self.feature[t, i], self.threshold[t, i], self.child[t, i] = LEAF, 0, left
