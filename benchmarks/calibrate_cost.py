@@ -8,7 +8,8 @@ Run from the repository root::
 For each learner with ``cost_terms`` and each core, ``CONFIGS_PER_LEARNER`` configurations spread evenly over
 those of its search grid (sizes and structural options) whose budget fits the core's board within ``FIT_RAM``
 (the 16 KiB of the emulated Cortex-M0; 6 KiB of the ATmega2560's 8 KiB), each on one of ``STREAMS`` in turn (3 to 10
-features, 2 to 4 classes): Python
+features, 2 to 4 classes), and the ``COVERAGE`` sizes with every learning variant of the search on every stream
+(the budget's largest plans, which an even spread of the configurations fitting 16 KiB can miss): Python
 learns ``WARMUP`` rows (bin edges or input scaling from the first ones, as ``fit``; AXGB also the windows that
 fill its ensemble, :func:`warmup_rows`), the model is exported and the emulator test-then-trains the next
 ``--steps`` rows (``STEPS`` per learner by default: enough for a few of its expensive steps, and whole periods of
@@ -60,6 +61,13 @@ from edgestream.online import start_online
 CORES = {"armv7e-m": "stm32f411", "armv6-m": "rp2040", "avr6": "atmega2560"}
 STREAMS = (("sea", {}), ("hyperplane", {}), ("blobs", {"n_features": 6, "n_classes": 4}))
 CONFIGS_PER_LEARNER = 20
+# Beyond the evenly spread configurations: sizes the budget plans whose terms the spread leaves far outside its own
+# (the emulated Cortex-M0's 16 KiB hold few large ensembles, and the spread met none with 16 shrubs there), each
+# with every point of the learner's search grid of that size on every stream (the streams in turn, then again from
+# the next one, ...), within the board's RAM up to FIT_RAM (the ATmega2560's whole 8 KiB, as bench_device's plans),
+# counted at indices from COVERAGE_INDEX (held out by the same rule)
+COVERAGE = {"shrubs": ({"window_size": 64, "max_shrubs": 16, "max_depth": 4},)}
+COVERAGE_INDEX = 100
 HOLD_OUT = 4  # configurations 0, 4, 8, ... are predicted without being fitted on
 FIT_RAM = 16 * 1024  # the emulated Cortex-M0's RAM
 WARMUP = 2000
@@ -86,6 +94,29 @@ def calibration_configs(name: str, arch: str, n: int = CONFIGS_PER_LEARNER) -> l
                                                     grid=spec.search_grid) if b.fits]
         configs.append((stream, options, fitting[round(i * (len(fitting) - 1) / (n - 1))]))
     return configs
+
+
+@functools.cache
+def coverage_configs(name: str, arch: str) -> list[tuple[str, dict, dict]]:
+    """(stream, stream options, parameters) of the ``COVERAGE`` configurations of a learner on a core, those whose
+    budget fits the core's board within ``FIT_RAM``."""
+    spec, board = learners.get(name), load_board(CORES[arch])
+    ram = min(FIT_RAM, board.ram_bytes)
+    points = [point for size in COVERAGE.get(name, ()) for point in spec.search_grid if size.items() <= point.items()]
+    configs = []
+    for i, point in enumerate(points * len(STREAMS)):
+        stream, options = STREAMS[(i + i // len(points)) % len(STREAMS)]
+        X, y = make_stream(stream, 200, seed=1, **options)
+        budgets = configurations(name, board, X.shape[1], len(np.unique(y)), ram=ram, grid=(point,))
+        configs += [(stream, options, b.params) for b in budgets if b.fits]
+    return configs
+
+
+def config_at(name: str, index: int, arch: str, n: int) -> tuple[str, dict, dict]:
+    """The configuration counted at ``index``: one of the ``n`` evenly spread, or of the coverage ones."""
+    if index >= COVERAGE_INDEX:
+        return coverage_configs(name, arch)[index - COVERAGE_INDEX]
+    return calibration_configs(name, arch, n)[index]
 
 
 def warmup_rows(name: str, params: dict) -> int:
@@ -217,7 +248,7 @@ def regime_of(row: dict) -> dict:
 
 def count(name: str, index: int, arch: str, steps: int, n: int) -> dict | None:
     """Exact counts of one configuration of ``n`` on one core (None when it does not fit the emulated machine)."""
-    stream, options, params = calibration_configs(name, arch, n)[index]
+    stream, options, params = config_at(name, index, arch, n)
     model, X, y, warmup = counted_model(name, stream, options, params, steps)
     with tempfile.TemporaryDirectory(prefix="es-cost-") as tmp:
         bundle = export_bundle(model, Path(tmp) / "b", name="m")
@@ -303,8 +334,11 @@ def main(argv=None) -> int:
     else:
         rows = json.loads(args.counts.read_text()) if args.counts and args.counts.exists() else []
         done = {(r["learner"], r["index"], r["arch"]) for r in rows}
-        jobs = [(name, i, arch, args.steps or STEPS[name], args.configs) for name in names for arch in args.cores
-                for i in range(args.configs) if (name, i, arch) not in done]
+        indices = {(name, arch): [*range(args.configs), *range(COVERAGE_INDEX, COVERAGE_INDEX
+                                                                   + len(coverage_configs(name, arch)))]
+                   for name in names for arch in args.cores}
+        jobs = [(name, i, arch, args.steps or STEPS[name], args.configs) for (name, arch), each in indices.items()
+                for i in each if (name, i, arch) not in done]
         with ProcessPoolExecutor(args.workers) as pool:
             futures = [pool.submit(count, *job) for job in jobs]
             for future in tqdm(as_completed(futures), total=len(futures), desc="counting", unit="run"):

@@ -38,6 +38,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -178,6 +179,7 @@ class RunResult:
     proba: np.ndarray  # uint16 [n, n_classes], Q15
     seconds: float  # wall time of the emulator
     instructions: dict[str, np.ndarray] | None = None  # API call -> per row, in count_unit(board)
+    functions: dict[str, dict[str, float]] | None = None  # API call -> function -> mean instructions (by_function)
 
 
 @dataclass(frozen=True)
@@ -442,26 +444,45 @@ def emulator_command(board: Board, elf: Path, options=()) -> list[str]:
             *emulator.args, *options, "-kernel", str(elf)]
 
 
-def count_instructions(trace: Path, name: str) -> dict[str, np.ndarray]:
-    """Executed instructions of every API call, per call, from a QEMU ``-singlestep -d exec,nochain`` log (one
-    line per instruction, ending with the function's symbol): a call is the run of lines from the entry of
-    ``<name>_<call>`` up to the next line in the harness, so it includes every callee."""
+def traced_calls(trace: Path, name: str):
+    """(API call, whether the instruction starts the call, function symbol) of every instruction executed within an
+    API call, from a QEMU ``-singlestep -d exec,nochain`` log (one line per instruction, ending with the function's
+    symbol): a call is the run of lines from the entry of ``<name>_<call>`` up to the next line in the harness, so
+    it includes every callee."""
     entries = {f"{name}_{call}": call for call in API_CALLS}
-    counts = {call: [] for call in API_CALLS}
     current = None
     with trace.open() as log:
         for line in log:
             if not line.startswith("Trace"):
                 continue
             symbol = line.rstrip().rsplit(" ", 1)[-1]
+            started = current is None and symbol in entries
             if symbol in HARNESS_FUNCTIONS:
                 current = None
-            elif current is None and symbol in entries:
+            elif started:
                 current = entries[symbol]
-                counts[current].append(0)
             if current is not None:
-                counts[current][-1] += 1
+                yield current, started, symbol
+
+
+def count_instructions(trace: Path, name: str) -> dict[str, np.ndarray]:
+    """Executed instructions of every API call, per call (:func:`traced_calls`)."""
+    counts = {call: [] for call in API_CALLS}
+    for call, started, _ in traced_calls(trace, name):
+        if started:
+            counts[call].append(0)
+        counts[call][-1] += 1
     return {call: np.array(values, dtype=np.int64) for call, values in counts.items() if values}
+
+
+def instructions_by_function(trace: Path, name: str) -> dict[str, dict[str, float]]:
+    """Per API call, the mean executed instructions per call of each function itself (not its callees), most first
+    (:func:`traced_calls`)."""
+    calls, tally = Counter(), {call: Counter() for call in API_CALLS}
+    for call, started, symbol in traced_calls(trace, name):
+        calls[call] += started
+        tally[call][symbol] += 1
+    return {call: {symbol: n / calls[call] for symbol, n in tally[call].most_common()} for call in calls}
 
 
 def instruction_summary(counts: dict[str, np.ndarray]) -> dict[str, dict]:
@@ -478,11 +499,14 @@ def describe_exit(code: int) -> str:
 
 
 def run(bundle_dir, board, X, y=None, learn: bool = False, timeout: float = 60,
-        instructions: bool = False) -> RunResult:
+        instructions: bool = False, by_function: bool = False) -> RunResult:
     """Run a bundle under ``board``'s emulator: per row class and Q15 probabilities (test-then-train with
     ``learn``, which needs the labels ``y`` of a learning bundle). With ``instructions``, the result counts per API
     call and row the executed instructions (QEMU logs every one: slow, keep the stream short) or, under simavr,
-    the CPU cycles the harness measures (:func:`count_unit`)."""
+    the CPU cycles the harness measures (:func:`count_unit`); with ``by_function`` too (QEMU only), where they go
+    (:func:`instructions_by_function`)."""
+    if by_function and not instructions:
+        raise ValueError("by_function tallies the counted instructions: give instructions=True too")
     board = load_board(board)
     emulator = board.emulator
     check_runnable(board)
@@ -492,6 +516,8 @@ def run(bundle_dir, board, X, y=None, learn: bool = False, timeout: float = 60,
     labels = class_indices(manifest, y, len(rows)) if learn else None
     payload = encode_rows(manifest, rows, labels)
     if board.io == "uart":
+        if by_function:
+            raise TargetError(f"board {board.name}: {emulator.command} counts cycles per call, not per function")
         return run_uart(bundle_dir, board, manifest, payload, len(rows), timeout, instructions, learn)
     fw = check_ram(firmware(bundle_dir, board, emulated=True))
     command = emulator_command(board, fw.elf, ["-singlestep", "-d", "exec,nochain", "-D", TRACE] * instructions)
@@ -501,8 +527,10 @@ def run(bundle_dir, board, X, y=None, learn: bool = False, timeout: float = 60,
         watch = (Path(work) / OUTPUT_FILE, 1 + 2 * manifest["n_classes"], len(rows))
         seconds = execute(command, Path(work), timeout, f"board {board.name}: {where}", watch)
         classes, proba, _ = decode_results(manifest, (Path(work) / OUTPUT_FILE).read_bytes(), len(rows), board)
-        counts = count_instructions(Path(work) / TRACE, manifest["name"]) if instructions else None
-    return RunResult(board.name, where, classes, proba, seconds, counts)
+        trace = Path(work) / TRACE
+        counts = count_instructions(trace, manifest["name"]) if instructions else None
+        functions = instructions_by_function(trace, manifest["name"]) if by_function else None
+    return RunResult(board.name, where, classes, proba, seconds, counts, functions)
 
 
 def check_ram(fw: Firmware) -> Firmware:

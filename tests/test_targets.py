@@ -19,8 +19,8 @@ from edgestream.learners.axgb import AdaptiveXGBoost
 from edgestream import ShrubEnsemble
 from edgestream.targets import (API_CALLS, COMPILE_FLAGS, EmulatorTimeout, TargetError, ToolchainMissing, build,
                                 call_graph, compile_into, count_instructions, decode_results, describe_exit,
-                                emulator_command, encode_rows, execute, read_elf, render_harness, run, uart_results,
-                                worst_stack)
+                                emulator_command, encode_rows, execute, instructions_by_function, read_elf,
+                                render_harness, run, uart_results, worst_stack)
 
 
 def stream(n_rows: int, n_features: int = 4, seed: int = 0):
@@ -84,8 +84,14 @@ def test_instruction_counts_per_call(shrubs):
     assert np.array_equal(first.classes, classes[:20])
     assert set(first.instructions) == {"predict_proba", "predict", "learn"}
     assert all(len(counts) == 20 and (counts > 20).all() for counts in first.instructions.values())
-    again = run(bundle, "stm32f411", X[:20], y[:20], learn=True, instructions=True)
+    again = run(bundle, "stm32f411", X[:20], y[:20], learn=True, instructions=True, by_function=True)
     assert all(np.array_equal(first.instructions[k], again.instructions[k]) for k in first.instructions)
+    for call, counts in first.instructions.items():  # every instruction of a call goes to one function
+        assert sum(again.functions[call].values()) == pytest.approx(counts.mean())
+        assert f"shrubs_{call}" in again.functions[call]
+    assert any(name.startswith("es_") for name in again.functions["learn"])
+    with pytest.raises(ValueError, match="instructions=True"):
+        run(bundle, "stm32f411", X[:2], by_function=True)
 
 
 def test_count_instructions_attributes_runs_to_api_calls(tmp_path):
@@ -95,6 +101,9 @@ def test_count_instructions_attributes_runs_to_api_calls(tmp_path):
     trace.write_text("".join(f"Trace 0: 0x7f00 [00000000/{i:08x}/0/0] {s}\n" for i, s in enumerate(lines)))
     counts = count_instructions(trace, "m")
     assert {k: v.tolist() for k, v in counts.items()} == {"predict_proba": [4], "predict": [2], "learn": [2]}
+    assert instructions_by_function(trace, "m") == {
+        "predict_proba": {"m_predict_proba": 2, "es_quantize_f32": 1, "__aeabi_fcmple": 1},
+        "predict": {"m_predict": 1, "es_argmax": 1}, "learn": {"m_learn": 2}}
 
 
 def test_cortex_m4_build_report(shrubs):
