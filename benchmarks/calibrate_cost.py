@@ -84,14 +84,12 @@ def calibration_configs(name: str, arch: str, n: int = CONFIGS_PER_LEARNER) -> l
     """(stream, stream options, parameters) of the configurations counted for a learner on a core: those of its
     search grid whose budget fits the core's board within ``FIT_RAM``, ``n`` of them evenly spread, each on the
     next stream in turn."""
-    spec, board = learners.get(name), load_board(CORES[arch])
-    ram = min(FIT_RAM, board.ram_bytes * 3 // 4)  # the rest for the harness and the C library
+    spec = learners.get(name)
+    ram = min(FIT_RAM, load_board(CORES[arch]).ram_bytes * 3 // 4)  # the rest for the harness and the C library
     configs = []
     for i in range(n):
         stream, options = STREAMS[i % len(STREAMS)]
-        X, y = make_stream(stream, 200, seed=1, **options)
-        fitting = [b.params for b in configurations(name, board, X.shape[1], len(np.unique(y)), ram=ram,
-                                                    grid=spec.search_grid) if b.fits]
+        fitting = fitting_params(name, arch, stream, ram, spec.search_grid)
         configs.append((stream, options, fitting[round(i * (len(fitting) - 1) / (n - 1))]))
     return configs
 
@@ -99,17 +97,24 @@ def calibration_configs(name: str, arch: str, n: int = CONFIGS_PER_LEARNER) -> l
 @functools.cache
 def coverage_configs(name: str, arch: str) -> list[tuple[str, dict, dict]]:
     """(stream, stream options, parameters) of the ``COVERAGE`` configurations of a learner on a core, those whose
-    budget fits the core's board within ``FIT_RAM``."""
-    spec, board = learners.get(name), load_board(CORES[arch])
-    ram = min(FIT_RAM, board.ram_bytes)
-    points = [point for size in COVERAGE.get(name, ()) for point in spec.search_grid if size.items() <= point.items()]
+    budget fits the core's board within its RAM, at most ``FIT_RAM``."""
+    ram = min(FIT_RAM, load_board(CORES[arch]).ram_bytes)
+    points = [point for size in COVERAGE.get(name, ()) for point in learners.get(name).search_grid
+              if size.items() <= point.items()]
     configs = []
     for i, point in enumerate(points * len(STREAMS)):
         stream, options = STREAMS[(i + i // len(points)) % len(STREAMS)]
-        X, y = make_stream(stream, 200, seed=1, **options)
-        budgets = configurations(name, board, X.shape[1], len(np.unique(y)), ram=ram, grid=(point,))
-        configs += [(stream, options, b.params) for b in budgets if b.fits]
+        configs += [(stream, options, params) for params in fitting_params(name, arch, stream, ram, (point,))]
     return configs
+
+
+def fitting_params(name: str, arch: str, stream: str, ram: int, grid: tuple[dict, ...]) -> list[dict]:
+    """The parameters of the configurations of ``grid`` whose budget for ``stream`` fits the core's board within
+    ``ram``, in the grid's order."""
+    options = dict(STREAMS)[stream]
+    X, y = make_stream(stream, 200, seed=1, **options)
+    return [b.params for b in configurations(name, load_board(CORES[arch]), X.shape[1], len(np.unique(y)), ram=ram,
+                                             grid=grid) if b.fits]
 
 
 def config_at(name: str, index: int, arch: str, n: int) -> tuple[str, dict, dict]:
