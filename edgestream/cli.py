@@ -108,7 +108,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_search_options(budget_options)
     fit.add_argument("--bins-rows", type=BINS_ROWS_RANGE, default=BINS_ROWS, metavar="N",
                      help=f"online learners: fit the bin edges on the first N rows (default {BINS_ROWS})")
+    fit.add_argument("--classes", metavar="A,B,...",
+                     help="online learners: every label the stream may carry, comma-separated (default: the labels "
+                          "of the rows), for rows that do not yet hold all of them")
     fit.add_argument("-o", "--output", required=True, metavar="MODEL")
+    fit.add_argument("--json", action="store_true", help="print one JSON object")
     fit.set_defaults(run=run_fit)
 
     update = commands.add_parser("update", help="add or delete training rows of a saved model in place (learners "
@@ -259,7 +263,7 @@ def _add_learner_options(parser, title: str = "learner options") -> None:
     for option, owners in declared.values():
         owned = "" if len(owners) == len(learners.REGISTRY) else f" ({', '.join(owners)})"
         if option.type is bool:
-            group.add_argument(option.flag, dest=option.dest, action="store_const", const=option.const,
+            group.add_argument(option.flag, dest=option.dest, action=argparse.BooleanOptionalAction,
                                help=option.help + owned)
         else:
             group.add_argument(option.flag, dest=option.dest, type=option.type, choices=option.choices,
@@ -270,17 +274,17 @@ def learner_params(args) -> dict:
     """The chosen learner's options that were given (its own defaults apply to the rest); an option of another
     learner is refused with the list of this one's, and any option with ``--learner auto``."""
     if args.learner == AUTO:
-        given = sorted({o.flag for s in learners.REGISTRY.values() for o in s.options
+        given = sorted({o.shown for s in learners.REGISTRY.values() for o in s.options
                         if getattr(args, o.dest, None) is not None})
         if given:
             raise ValueError(f"{', '.join(given)} need(s) a --learner: {AUTO} searches every online learner's grid")
         return {}
     spec = learners.get(args.learner)
-    mine = {option.flag for option in spec.options}
+    mine = {option.shown for option in spec.options}
     for spec_ in learners.REGISTRY.values():
         for option in spec_.options:
-            if option.flag not in mine and getattr(args, option.dest, None) is not None:
-                raise ValueError(f"{option.flag} does not apply to --learner {spec.name}; its options are "
+            if option.shown not in mine and getattr(args, option.dest, None) is not None:
+                raise ValueError(f"{option.shown} does not apply to --learner {spec.name}; its options are "
                                  f"{', '.join(sorted(mine))}")
     return {option.param: getattr(args, option.dest) for option in spec.options
             if getattr(args, option.dest) is not None}
@@ -344,10 +348,13 @@ def run_fit(args) -> int:
     board = load_board(args.board) if budgeted else None
     trained = train(args.learner, X, y, params, board, args.ram, args.flash, args.bins_rows,
                     progress=sys.stderr.isatty(), rate=args.rate, workers=args.workers, scheduler=args.scheduler,
-                    search_rows=args.search_rows, rate_mean=args.rate_mean)
+                    search_rows=args.search_rows, rate_mean=args.rate_mean, classes=label_list(args.classes, y))
     model = trained.model
     spec = learners.of_model(model)
     save_model(model, args.output)
+    if args.json:
+        print(json.dumps(fit_report(trained, args.output)))
+        return 0
     shape = f"{X.shape[1]} features, {len(model.classes_)} classes: {model.summary()}"
     if spec.online:
         edges_from = "all rows" if trained.bins_rows == len(X) else f"the first {trained.bins_rows} rows"
@@ -363,6 +370,32 @@ def run_fit(args) -> int:
     if trained.search is not None:
         print(trained.search.to_text())
     return 0
+
+
+def label_list(text: str | None, y: np.ndarray):
+    """The labels of ``--classes`` in the labels' type (None without the option)."""
+    if text is None:
+        return None
+    tokens = [token.strip() for token in text.split(",") if token.strip()]
+    try:
+        return np.asarray(tokens).astype(y.dtype)
+    except ValueError:
+        raise ValueError(f"--classes {text!r}: the labels of the data are {y.dtype.name} values "
+                         f"(e.g. {y[0]!r}), not {tokens!r}") from None
+
+
+def fit_report(trained, output) -> dict:
+    """``fit --json``: the learner, its configuration, the prequential run, the budget and the search."""
+    model = trained.model
+    report = {"learner": learners.of_model(model).name, "output": str(output), "params": model.get_params(),
+              "classes": np.asarray(model.classes_).tolist()}
+    if trained.prequential is not None:
+        report["prequential"] = {k: v for k, v in trained.prequential.to_json().items() if k != "correct"}
+    if trained.budget is not None:
+        report["budget"] = trained.budget.to_json()
+    if trained.search is not None:
+        report["search"] = trained.search.to_json()
+    return report
 
 
 def run_update(args) -> int:

@@ -12,13 +12,26 @@ BINS_ROWS = 1000
 BINS_ROWS_RANGE = Range("bins_rows", 1)
 
 
-def check_stream(X, y) -> np.ndarray:
-    """The classes of a labelled table; one row or one class is refused."""
-    classes = np.unique(y)
+def check_stream(X, y, classes=None) -> np.ndarray:
+    """The classes of a labelled table: ``classes`` when given (every label of the rows among them), else the
+    labels of the rows; one row or one class is refused."""
+    labels = np.unique(y)
     if len(X) < 2:
         raise ValueError(f"the data has {len(X)} row(s); training needs at least 2")
+    if classes is None:
+        if len(labels) < 2:
+            raise ValueError(f"the rows hold one class ({labels.tolist()[0]!r}); a classifier needs two classes in "
+                             f"the rows it starts on: give rows of another class too, or --classes with every "
+                             f"label the stream will carry")
+        return labels
+    classes = np.unique(np.asarray(classes))
     if len(classes) < 2:
-        raise ValueError(f"the data has one class ({classes.tolist()[0]!r}); a classifier needs at least 2")
+        raise ValueError(f"--classes gives {len(classes)} class(es) ({', '.join(map(str, classes.tolist()))}); a "
+                         f"classifier needs at least 2")
+    unknown = np.setdiff1d(labels, classes)
+    if len(unknown):
+        raise ValueError(f"label(s) {', '.join(map(repr, unknown[:5].tolist()))} of the rows are not among "
+                         f"--classes {', '.join(map(str, classes.tolist()))}")
     return classes
 
 

@@ -1,6 +1,5 @@
-"""The budget that chooses by accuracy and by time: the most accurate configuration of an online learner, on the
-given rows and after a change of concept, among those that fit a board's RAM and flash and keep up with a sample
-rate.
+"""The budget that chooses by accuracy and by time: the configuration of an online learner that will serve best on
+the device, among those that fit a board's RAM and flash and keep up with a sample rate.
 
 The candidates are the learner's search grid (``LearnerSpec.search_grid``: its ``search`` configurations, else
 its budget ladder), with the parameters the user fixed applied to each. Each gets its exact budget
@@ -9,41 +8,59 @@ its budget ladder), with the parameters the user fixed applied to each. Each get
 learn call, both at their worst (every sample must be done before the next arrives), or with ``rate_mean`` on
 average (a device that buffers the rows arriving during a long call). With ``rate`` (samples per second) a
 candidate keeps up when those fit in ``board.clock_hz / rate`` cycles (one instruction per cycle, a Cortex-M's
-best case: wait states slow it). Every
-candidate that fits and keeps up is trained as ``fit`` trains it (bin edges from the first ``bins_rows`` rows,
-then test-then-train over all rows in file order).
+best case: wait states slow it). Every candidate that fits and keeps up is trained as ``fit`` trains it (bin
+edges from the first ``bins_rows`` rows, then test-then-train over the rows in file order).
 
-The score does not reward a configuration for fitting one concept. A recording often holds one concept, and a
-learner that cannot forget it wins there and fails on the device at the next change. So test-then-train goes on
-past the rows with a **replay** of all of them twice, under two synthetic abrupt changes (:func:`with_changes`):
+**The score** weighs three things a deployed learner is asked for, each an accuracy from 0 to 1:
 
-1. every label becomes the next class (in sorted order, the last becoming the first): a new concept on the same
-   inputs that contradicts the whole of the one just learned (it tests forgetting);
-2. from there, the labels go back to the rows' own except where the feature least related to them (the one whose
-   rows above and below its median hold the most alike class mix) is above its median: the concept changed in a
-   part of the inputs it did not look at, so the learner must keep what still holds, forget what does not and
-   find a boundary the first concept lacked (it tests capacity, which a stream's later concepts often need and
-   its first rows may not show). Features with fewer than a quarter of the rows on one side of their median are
-   passed over; with none left, every label goes back (a recurring concept).
+1. *what it learns now* (``accuracy``): prequential accuracy over the rows it learns, in file order;
+2. *what it keeps* (``kept_accuracy``): the accuracy, at the end of the rows, of the learned model on a reserved
+   sample of all of them (one row in ``RESERVE_EVERY`` of each class, spread over the rows, held out of the
+   learning): a learner that forgot the first classes or concepts, or that fits only its last window, loses here;
+3. *how it recovers* (``replay_accuracy``): test-then-train goes on past the rows with a replay of all of them
+   twice, under two synthetic abrupt changes (:func:`with_changes`), and this is the accuracy over the replays.
+   First every label becomes the next class (in sorted order, the last becoming the first): a new concept that
+   contradicts the whole of the one just learned (it tests forgetting). Then the labels go back to the rows' own
+   except where the feature least related to them (the one whose rows above and below its median hold the most
+   alike class mix) is above its median: the concept changed in a part of the inputs it did not look at, so the
+   learner must keep what still holds, forget what does not and find a boundary the first concept lacked (it
+   tests capacity, which a stream's later concepts often need and its first rows may not show). Features with
+   fewer than a quarter of the rows on one side of their median are passed over; with none left, every label
+   goes back (a recurring concept). Each replay is as long as the rows: a shorter one would weigh the first rows
+   after a change, where a small model that forgets fast always leads, above the longer stretch a stream holds
+   between its changes, where a larger model that recovered does better.
 
-The score is the mean of the prequential accuracy on the rows (``accuracy``) and of the mean accuracy over the two
-replays (``replay_accuracy``): half for learning the concept at hand, half for learning its successors, each
-replay over as many rows as given. A replay of only part of the rows would weigh the first rows after a change,
-where a small model that forgets fast always leads, above the longer stretch a stream holds between its changes,
-where a larger model that recovered does better. On ``benchmarks/bench_quality.py``'s eight streams, scored on
-their first tenth, the configuration this chooses among everything that fits 32 KiB is on average 0.45 point below
-the grid's best over the whole stream (0.79 with the generated streams' seeds + 100), against 1.04 (1.25) with the
-first change alone: it no longer picks a model too small for the concepts that come later (STAGGER, Agrawal,
-Electricity), at the price of noisy streams where a larger tree does slightly worse (SEA with other seeds, the
-rotating hyperplane); ``benchmarks/bench_search.py`` measures it. The highest score wins,
-ties to the smaller RAM, then to the earlier candidate. Everything is deterministic, so ``fit --ram`` and
-``budget --ram`` agree.
+No single part can be trusted on every kind of stream: prequential accuracy rewards forgetting where classes
+arrive one after another (predicting the class of the moment scores well on a class-sorted stream), the replay
+rewards a small window that re-learns fast, and what is kept rewards holding on to a concept that has changed.
+So the search first looks at the rows (:func:`edgestream.stream_kinds.look_at_rows`) and weighs the parts by what it
+sees (``stream_kinds.WEIGHTS``):
+
+* **class increments**: a class whose first row comes later, or whose last row comes earlier, than chance would
+  allow for its share of the rows (probability below ``OUT_OF_TIME`` per class and side). What is kept weighs
+  most, and the learners' options that keep earlier classes (``LearnerSpec.class_increments``, e.g. the Hoeffding
+  trees' estimator propagation) are fixed unless the user fixed them;
+* **no change**: the class mix within each quartile of every feature is the same in the first and the second
+  half of the rows (a G-test of independence of half and class within the quartiles, its p-value at least
+  ``CHANGE_P`` after a Bonferroni correction over the features). What is kept and what is learned weigh most, the
+  replay less: it still stops a learner that could never follow a change;
+* **changes** otherwise: what is learned and how it recovers weigh most, what is kept (which mixes old and new
+  concepts) less.
+
+The highest score wins, ties to the smaller RAM, then to the earlier candidate. A candidate that keeps less than
+the **majority class** scores on the reserved rows (what a single leaf predicts) is never chosen while any other
+is above it. The report compares the choice with **repeating the last label**: where that does about as well on
+the rows (within ``ABOUT_AS_WELL``), the rows are a recording of labels, sorted or in long runs, rather than a
+stream any model learns from, and the report says what to check. Everything is deterministic, so ``fit --ram``
+and ``budget --ram`` agree. ``benchmarks/bench_search.py`` measures the choices on streams of every kind with
+seeds the defaults never saw, against the grid's best over the whole stream and against River's and MOA's
+Hoeffding trees.
 
 Candidates are trained on the compiled engine (whole streams in one call), in parallel worker processes
 (``concurrent.futures``) or on a Dask cluster when a scheduler address is given (``pip install
 edgestream[dask]``). ``search_rows`` scores them on the first rows only (the chosen configuration is then
-trained on all of them by ``fit``). ``learner="auto"`` searches the grid of every online learner at once: the most
-accurate candidate that fits wins, whichever learner it is; with a rate, a learner without a cost model for the
+trained on all of them by ``fit``). ``learner="auto"`` searches the grid of every online learner at once: the
+best scored candidate that fits wins, whichever learner it is; with a rate, a learner without a cost model for the
 board's core cannot show that it keeps up, so its candidates are listed but not evaluated.
 """
 
@@ -65,6 +82,7 @@ from .data import device_input
 from .evaluate import prequential
 from .online import BINS_ROWS, check_stream, start_online
 from .ranges import Range
+from .stream_kinds import ABOUT_AS_WELL, CLASS_INCREMENTS, Head, look_at_rows
 
 WORKERS = Range("workers", 1, 1024)  # local worker processes of a search
 SEARCH_ROWS = Range("search_rows", 2)  # rows the candidates are scored on
@@ -77,14 +95,16 @@ CURVE_BUDGETS = tuple(kib * 1024 for kib in (2, 4, 8, 16, 32))
 
 @dataclass
 class Candidate:
-    """One configuration: its budget, predicted time per learn step and (evaluated ones) accuracy."""
+    """One configuration: its budget, predicted time per learn step and (evaluated ones) its score's parts."""
 
     budget: Budget
     instructions: float | None = None  # predicted per sample on the board's core (None: no cost model)
     keeps_up: bool | None = True  # with a rate: instructions fit the cycles per sample (None: no cost model)
-    accuracy: float | None = None  # prequential accuracy on the rows (None: not evaluated)
+    accuracy: float | None = None  # prequential accuracy on the rows learned (None: not evaluated)
+    kept_accuracy: float | None = None  # on the reserved rows at the end (None: not evaluated or none reserved)
     replay_accuracy: float | None = None  # over the replays after the synthetic changes (module docstring)
     samples_per_second: float | None = None  # host learning speed (the compiled engine)
+    score: float | None = None  # the parts weighed by the kind of the rows (module docstring)
 
     @property
     def eligible(self) -> bool:
@@ -94,21 +114,23 @@ class Candidate:
     def learner(self) -> str:
         return self.budget.learner
 
-    @property
-    def score(self) -> float | None:
-        """What the search ranks by: the mean of the accuracy on the rows and after the synthetic changes."""
-        return None if self.accuracy is None else (self.accuracy + self.replay_accuracy) / 2
+    def weigh(self, weights: tuple[float, float, float]) -> None:
+        """The score: the parts weighed; without reserved rows, what is kept weighs as what is learned."""
+        now, kept, recover = weights
+        kept_accuracy = self.accuracy if self.kept_accuracy is None else self.kept_accuracy
+        self.score = now * self.accuracy + kept * kept_accuracy + recover * self.replay_accuracy
 
     def to_json(self) -> dict:
         return {"learner": self.learner, "config": self.budget.config, "ram_bytes": self.budget.ram_bytes,
                 "flash_bytes": self.budget.flash_bytes, "fits": self.budget.fits, "instructions": self.instructions,
-                "keeps_up": self.keeps_up, "accuracy": self.accuracy, "replay_accuracy": self.replay_accuracy,
-                "score": self.score, "samples_per_second": self.samples_per_second}
+                "keeps_up": self.keeps_up, "accuracy": self.accuracy, "kept_accuracy": self.kept_accuracy,
+                "replay_accuracy": self.replay_accuracy, "score": self.score,
+                "samples_per_second": self.samples_per_second}
 
 
 @dataclass
 class Search:
-    """The candidates of a search and the chosen one."""
+    """The candidates of a search, the chosen one and what the search saw in the rows."""
 
     learner: str
     board: str
@@ -117,6 +139,7 @@ class Search:
     rows: int
     candidates: list[Candidate]
     chosen: int  # index into candidates
+    head: Head
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -124,13 +147,12 @@ class Search:
         return self.candidates[self.chosen]
 
     def best_of_each_learner(self) -> dict[str, Candidate]:
-        """Per learner searched, its most accurate evaluated candidate (else its smallest that fits, else its
-        smallest)."""
+        """Per learner searched, the candidate the search would choose among its own (else its smallest that fits,
+        else its smallest)."""
         best = {}
-        for candidate in self.candidates:
-            held = best.get(candidate.learner)
-            if held is None or _rank(candidate) < _rank(held):
-                best[candidate.learner] = candidate
+        for name in dict.fromkeys(c.learner for c in self.candidates):
+            own = [c for c in self.candidates if c.learner == name]
+            best[name] = choose(own, self.head) or min(own, key=lambda c: (not c.budget.fits, c.budget.ram_bytes))
         return best
 
     @property
@@ -145,37 +167,60 @@ class Search:
         for ram in (ram for ram in budgets if ram <= self.budget.ram_budget):
             fitting = [c for c in evaluated if c.budget.ram_bytes <= ram]
             if fitting:
-                curve[ram] = min(fitting, key=_rank).accuracy
+                curve[ram] = choose(fitting, self.head).accuracy
         return curve
+
+    @property
+    def warnings(self) -> list[str]:
+        """What the user must check before trusting the choice: rows that repeating the last label learns about
+        as well as the chosen model (module docstring)."""
+        best, head = self.best, self.head
+        if best.accuracy is None or head.last_label < best.accuracy - ABOUT_AS_WELL:
+            return []
+        return [f"repeating the last label scores {head.last_label:.4f} on these rows, about as well as the chosen "
+                f"model's {best.accuracy:.4f}: the rows look sorted by label or hold long runs of one label, a "
+                f"recording of labels rather than a stream to learn from. Check the row order (sorted by class or "
+                f"by a column? a time column to order by?); rows that are not in time order should be shuffled "
+                f"before fit, and on a real stream this baseline is the one the device must beat"]
 
     def to_json(self) -> dict:
         return {"rate": self.rate, "rows": self.rows, "clock_hz": self.clock_hz, "chosen": self.chosen,
+                "head": self.head.to_json(), "warnings": self.warnings,
                 "candidates": [c.to_json() for c in self.candidates]}
 
     def to_text(self) -> str:
         evaluated = [c for c in self.candidates if c.accuracy is not None]
-        best = self.best
+        best, head = self.best, self.head
         time = "" if best.instructions is None else (
-            f", {best.instructions:,.0f} instructions per sample predicted "
+            f"; {best.instructions:,.0f} instructions per sample predicted "
             f"({self.clock_hz / best.instructions:,.0f} samples/s at {self.clock_hz / 1e6:g} MHz)")
         rate = f" and keep up with {self.rate:g} samples/s" if self.rate else ""
-        text = (f"chosen by prequential accuracy on {self.rows} rows and after two synthetic changes: "
-                f"{best.learner} {best.accuracy:.4f} on the rows, {best.replay_accuracy:.4f} after the changes{time}; "
-                f"{len(evaluated)} of {len(self.candidates)} candidates fit{rate} and were evaluated")
+        now, kept, recover = head.weights
+        kept_text = "--" if best.kept_accuracy is None else f"{best.kept_accuracy:.4f}"
+        text = (f"the rows: {head.describe()}; baselines: the majority class keeps {head.majority:.4f} of the "
+                f"reserved rows, repeating the last label scores {head.last_label:.4f} on the rows\n"
+                f"chosen: {best.learner}, score {best.score:.4f} = {now:g} x learned now {best.accuracy:.4f} "
+                f"(prequential on {self.rows - head.reserved} rows) + {kept:g} x kept {kept_text} (on "
+                f"{head.reserved} reserved rows) + {recover:g} x recovered {best.replay_accuracy:.4f} (after two "
+                f"synthetic changes){time}; {len(evaluated)} of {len(self.candidates)} candidates fit{rate} and "
+                f"were evaluated")
         if len({c.learner for c in self.candidates}) > 1:
             text += "\n" + self.learners_table()
-        return text + "".join(f"\nnote: {note}" for note in self.notes)
+        return text + "".join(f"\nnote: {note}" for note in self.notes) + \
+            "".join(f"\nwarning: {warning}" for warning in self.warnings)
 
     def learners_table(self) -> str:
-        """The best candidate of each learner: accuracy, bytes, predicted instructions per prediction and per learn
-        call (mean / worst), the sample rate the board sustains at worst and the energy per sample (estimate)."""
-        lines = [f"  {'learner':<10}{'accuracy':>9}{'replay':>8}{'RAM':>9}{'flash':>9}{'predict':>16}{'learn':>18}"
-                 f"{'samples/s':>11}{'µJ/sample':>11}  configuration"]
+        """The best candidate of each learner: the parts of its score, bytes, predicted instructions per
+        prediction and per learn call (mean / worst), the sample rate the board sustains at worst and the energy
+        per sample (estimate)."""
+        lines = [f"  {'learner':<10}{'score':>8}{'now':>8}{'kept':>8}{'replay':>8}{'RAM':>9}{'flash':>9}"
+                 f"{'predict':>16}{'learn':>18}{'samples/s':>11}{'µJ/sample':>11}  configuration"]
         for name, c in self.best_of_each_learner().items():
-            accuracy, replay = (f"{c.accuracy:.4f}", f"{c.replay_accuracy:.4f}") if c.accuracy is not None else "--"
+            parts = (c.score, c.accuracy, c.kept_accuracy, c.replay_accuracy)
+            cells = "".join("      --" if p is None else f"{p:>8.4f}" for p in parts)
             mark = "*" if c is self.best else " "
             config = ", ".join(f"{k}={v}" for k, v in c.budget.config.items())
-            lines.append(f"{mark} {name:<10}{accuracy:>9}{replay:>8}{c.budget.ram_bytes:>9,}"
+            lines.append(f"{mark} {name:<10}{cells}{c.budget.ram_bytes:>9,}"
                          f"{c.budget.flash_bytes:>9,}{_time_cells(c.budget.time)}  {config}")
         return "\n".join(lines)
 
@@ -190,10 +235,20 @@ def _time_cells(time) -> str:
             f"{time.rates()['worst']:>11,.0f}{microjoules:>11}")
 
 
-def _rank(candidate: Candidate) -> tuple:
-    """Order of the candidates: evaluated ones by score (ties to the smaller RAM), then fitting ones."""
-    return (candidate.accuracy is None, -(candidate.score or 0.0), not candidate.budget.fits,
-            candidate.budget.ram_bytes)
+def trivial(candidate: Candidate, head: Head) -> bool:
+    """Below a constant prediction: keeps less than the majority class scores on the reserved rows, or recovers
+    less than the majority class's share of the rows learned (what a constant scores on the first replay)."""
+    return ((candidate.kept_accuracy is not None and candidate.kept_accuracy < head.majority)
+            or candidate.replay_accuracy < head.majority_share)
+
+
+def choose(candidates: list[Candidate], head: Head) -> Candidate | None:
+    """The evaluated candidate the search chooses (module docstring), None if none was evaluated: the highest
+    score among those above the trivial baselines (among all if none is), ties to the smaller RAM, then to the
+    earlier candidate."""
+    evaluated = [c for c in candidates if c.score is not None]
+    passing = [c for c in evaluated if not trivial(c, head)] or evaluated
+    return max(passing, key=lambda c: (c.score, -c.budget.ram_bytes), default=None)
 
 
 def changed_part(X, y, classes) -> np.ndarray:
@@ -225,16 +280,18 @@ def with_changes(X, y, classes) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate([X, X, X]), np.concatenate([y, shifted, np.where(changed_part(X, y, classes), shifted, y)])
 
 
-def _accuracy(learner: str, params: dict, X, y, classes, bins_rows: int) -> tuple[float, float, float]:
-    """Prequential accuracy on the rows and over the replays after the synthetic changes, and samples/s, of one
-    configuration trained as ``fit`` trains it (the rows' part is exactly ``fit``'s prequential run)."""
+def _scores(learner: str, params: dict, X, y, classes, bins_rows: int, reserved) -> tuple:
+    """(learned now, kept, recovered, samples/s) of one configuration trained as ``fit`` trains it on the rows but
+    the ``reserved`` ones (module docstring); kept is None without reserved rows."""
     model = learners.get(learner).make(**params)
     X = device_input(X, model.input_dtype)
-    start_online(model, X, classes, bins_rows)
-    rows, labels = with_changes(X, y, classes)
-    result = prequential(model, rows, labels)
-    hits = result.predictions == labels
-    return float(hits[:len(y)].mean()), float(hits[len(y):].mean()), result.samples_per_second
+    rows, labels = X[~reserved], y[~reserved]
+    start_online(model, rows, classes, bins_rows)
+    now = prequential(model, rows, labels)
+    kept = float(np.mean(model.predict(X[reserved]) == y[reserved])) if reserved.any() else None
+    replays, moved = with_changes(rows, labels, classes)
+    replay = prequential(model, replays[len(rows):], moved[len(rows):])
+    return now.accuracy, kept, replay.accuracy, now.samples_per_second
 
 
 def online_learners() -> list[str]:
@@ -244,11 +301,12 @@ def online_learners() -> list[str]:
 def search(learner: str, board, X, y, ram: int | None = None, flash: int | None = None, rate: float | None = None,
            params: dict | None = None, optimize: str = "speed", bins_rows: int = BINS_ROWS, workers: int | None = None,
            scheduler: str | None = None, progress: bool = False, search_rows: int | None = None,
-           grid: tuple[dict, ...] | None = None, rate_mean: bool = False) -> Search:
+           grid: tuple[dict, ...] | None = None, rate_mean: bool = False, classes=None) -> Search:
     """The best scored configuration (module docstring) of the online ``learner`` (or, with ``"auto"``, of every
     online learner) on rows ``X``, ``y`` (the first ``search_rows`` of them) that fits ``ram`` and ``flash`` on
     ``board`` (the board's by default) and, with ``rate``, learns that many samples per second. ``grid`` replaces
-    the learner's search grid; ``rate_mean`` plans the rate on the mean calls instead of the worst."""
+    the learner's search grid; ``rate_mean`` plans the rate on the mean calls instead of the worst; ``classes``
+    (default: the labels of the rows) are the labels the stream may carry."""
     names = online_learners() if learner == AUTO else [learner]
     if learner == AUTO and (params or grid):
         raise ValueError(f"learner options ({', '.join(sorted(params or {'grid': 0}))}) need a --learner: auto "
@@ -256,7 +314,7 @@ def search(learner: str, board, X, y, ram: int | None = None, flash: int | None 
     if not learners.get(names[0]).online:
         raise ValueError(f"choosing by accuracy needs an online learner; {learner} learns in batch")
     X, y = np.asarray(X), np.asarray(y)
-    classes = check_stream(X, y)
+    classes = check_stream(X, y, classes)
     if search_rows is not None:
         SEARCH_ROWS.check(search_rows)
         needed = min(bins_rows, len(X))
@@ -269,10 +327,13 @@ def search(learner: str, board, X, y, ram: int | None = None, flash: int | None 
         RATE.check(rate)
     if workers is not None:
         WORKERS.check(workers)
+    head, reserved = look_at_rows(X, y, classes)
     candidates, notes = [], []
     for name in names:
+        spec = learners.get(name)
+        fixed = (spec.class_increments if head.kind == CLASS_INCREMENTS else {}) | (params or {})
         budgets = configurations(name, board, n_features, n_classes, ram, flash, optimize,
-                                 grid or learners.get(name).search_grid, **(params or {}))
+                                 grid or spec.search_grid, **fixed)
         own = [Candidate(budget) for budget in budgets]
         if learner != AUTO and not any(c.budget.fits for c in own):
             raise not_fitting(name, board, n_features, n_classes, budgets)
@@ -289,13 +350,19 @@ def search(learner: str, board, X, y, ram: int | None = None, flash: int | None 
     eligible = [c for c in candidates if c.eligible]
     if not eligible:
         raise ValueError(_too_slow(rate, board, [c for c in candidates if c.budget.fits], rate_mean, "candidate"))
-    scores = _run([(c.learner, c.budget.params) for c in eligible], X, y, classes, bins_rows, workers, scheduler,
-                  progress)
-    for candidate, (accuracy, replay, speed) in zip(eligible, scores):
-        candidate.accuracy, candidate.replay_accuracy, candidate.samples_per_second = accuracy, replay, speed
-    order = sorted(range(len(candidates)), key=lambda i: (*_rank(candidates[i]), i))
-    chosen = candidates[order[0]].learner
-    return Search(chosen, board.name, board.clock_hz, rate, len(X), candidates, order[0], notes)
+    scores = _run([(c.learner, c.budget.params) for c in eligible], X, y, classes, bins_rows, reserved, workers,
+                  scheduler, progress)
+    for candidate, (now, kept, replay, speed) in zip(eligible, scores):
+        candidate.accuracy, candidate.kept_accuracy, candidate.replay_accuracy = now, kept, replay
+        candidate.samples_per_second = speed
+        candidate.weigh(head.weights)
+    best = choose(candidates, head)
+    if trivial(best, head):
+        notes.append(f"no candidate does better than a constant class (the majority class keeps {head.majority:.4f} "
+                     f"of the reserved rows; its share of the rows is {head.majority_share:.4f}): the rows may be "
+                     f"too few, or a larger budget may be needed")
+    return Search(best.learner, board.name, board.clock_hz, rate, len(X), candidates, candidates.index(best), head,
+                  notes)
 
 
 def _limits(ram, flash) -> str:
@@ -346,9 +413,10 @@ def _too_slow(rate: float, board, fitting: list[Candidate], rate_mean: bool, wha
             f"per sample {calls}: {board.clock_hz / fastest.instructions:,.0f} samples/s")
 
 
-def _run(configs: list[tuple[str, dict]], X, y, classes, bins_rows: int, workers, scheduler, progress) -> list:
-    """(accuracy, replay accuracy, samples/s) of each (learner, parameters), in order: worker processes, or a Dask
-    cluster."""
+def _run(configs: list[tuple[str, dict]], X, y, classes, bins_rows: int, reserved, workers, scheduler,
+         progress) -> list:
+    """The parts of the score and samples/s (:func:`_scores`) of each (learner, parameters), in order: worker
+    processes, or a Dask cluster."""
     bar = tqdm(total=len(configs), desc="search", unit="config", disable=not progress)
     results: list = [None] * len(configs)
     try:
@@ -358,20 +426,21 @@ def _run(configs: list[tuple[str, dict]], X, y, classes, bins_rows: int, workers
             except ImportError:
                 raise ImportError("--scheduler needs dask.distributed: pip install 'edgestream[dask]'") from None
             with Client(scheduler) as client:
-                data = client.scatter([X, y, classes], broadcast=True)
-                futures = {client.submit(_accuracy, learner, config, *data, bins_rows, pure=False): i
+                X_, y_, classes_, reserved_ = client.scatter([X, y, classes, reserved], broadcast=True)
+                futures = {client.submit(_scores, learner, config, X_, y_, classes_, bins_rows, reserved_,
+                                         pure=False): i
                            for i, (learner, config) in enumerate(configs)}
                 for future in dask_completed(futures):
                     results[futures[future]] = future.result()
                     bar.update()
         elif (workers or os.cpu_count() or 1) <= 1 or len(configs) <= 1:
             for i, (learner, config) in enumerate(configs):
-                results[i] = _accuracy(learner, config, X, y, classes, bins_rows)
+                results[i] = _scores(learner, config, X, y, classes, bins_rows, reserved)
                 bar.update()
         else:
             with ProcessPoolExecutor(min(workers or os.cpu_count(), len(configs)), initializer=_exit_with_parent,
                                      initargs=(os.getpid(),)) as pool:
-                futures = {pool.submit(_accuracy, learner, config, X, y, classes, bins_rows): i
+                futures = {pool.submit(_scores, learner, config, X, y, classes, bins_rows, reserved): i
                            for i, (learner, config) in enumerate(configs)}
                 for future in as_completed(futures):
                     results[futures[future]] = future.result()

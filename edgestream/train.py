@@ -48,23 +48,24 @@ def configured(learner: str, params: dict, n_features: int, n_classes: int, boar
 
 def train(learner: str, X, y, params: dict, board=None, ram=None, flash=None, bins_rows: int = BINS_ROWS,
           progress: bool = False, rate=None, workers=None, scheduler=None, search_rows: int | None = None,
-          rate_mean: bool = False) -> Trained:
+          rate_mean: bool = False, classes=None) -> Trained:
     """Train ``learner`` on the rows. With a budget (``ram``, ``flash`` or, online learners, ``rate``), an online
     learner takes the most accurate configuration that fits (:func:`edgestream.search.search`, scored on the first
     ``search_rows`` rows; ``learner="auto"``: of every online learner; ``rate_mean``: the rate on the mean calls,
     not the worst), a batch learner the largest
-    (:func:`edgestream.budget.plan`)."""
+    (:func:`edgestream.budget.plan`). ``classes``: the labels the stream may carry (default: the rows' own)."""
     budgeted = ram is not None or flash is not None or rate is not None
     if learner == AUTO and not budgeted:
         raise ValueError("--learner auto chooses by accuracy within a budget: give --ram, --flash or --rate")
     spec = learners.get(learner) if learner != AUTO else None
-    classes = check_stream(X, y)
+    given_classes, classes = classes, check_stream(X, y, classes)
     found = None
     if (spec is None or spec.online) and budgeted:
         if board is None:
             raise ValueError("a RAM, flash or rate budget needs a board")
         found = search(learner, board, X, y, ram, flash, rate, params, bins_rows=bins_rows, workers=workers,
-                       scheduler=scheduler, progress=progress, search_rows=search_rows, rate_mean=rate_mean)
+                       scheduler=scheduler, progress=progress, search_rows=search_rows, rate_mean=rate_mean,
+                       classes=classes)
         spec = learners.get(found.learner)
         model, planned = spec.make(**found.budget.params), found.budget
     elif rate is not None:
@@ -72,6 +73,9 @@ def train(learner: str, X, y, params: dict, board=None, ram=None, flash=None, bi
     elif search_rows is not None:
         raise ValueError("--search-rows scores the candidates of a search: give an online learner and a budget")
     else:
+        if given_classes is not None and not spec.online:
+            raise ValueError(f"--classes gives the labels an online learner may meet later; {learner} learns in "
+                             f"batch the classes of its rows")
         model, planned = configured(learner, params, X.shape[1], len(classes), board, ram, flash)
     X = device_input(X, model.input_dtype)
     result = None

@@ -649,7 +649,7 @@ def test_cli_fit_export_simulate(tmp_path, capsys):
         assert report["mismatches"] == 0 and report["n"] == len(X) and report["accuracy"] == report["python_accuracy"]
     assert main(["fit", str(data), "--label", "label", "--learner", "bls", "--no-propagation", "-o",
                  str(tmp_path / "x.esm")]) == 2
-    assert "--no-propagation does not apply to --learner bls" in capsys.readouterr().err
+    assert "--[no-]propagation does not apply to --learner bls" in capsys.readouterr().err
     assert main(["budget", "--learner", "hoeffding", "--board", "stm32f411", "--ram", "8KiB", "--features", "4",
                  "--classes", "4"]) == 0
     assert capsys.readouterr().out.startswith("hoeffding on stm32f411: max_leaves=32, propagation=True, drift_threshold=5, grace_period=100, delta=0.01, features=4, classes=4")

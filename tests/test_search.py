@@ -11,7 +11,9 @@ from edgestream.boards import load_board
 from edgestream.cli import main
 from edgestream.data import make_stream
 from edgestream.evaluate import prequential
-from edgestream.search import changed_part, search, with_changes
+from edgestream.modelfile import load_model
+from edgestream.search import changed_part, search, trivial, with_changes
+from edgestream.stream_kinds import look_at_rows
 from edgestream.train import start_online
 
 BOARD = load_board("stm32f411")
@@ -43,15 +45,25 @@ def test_chosen_has_the_best_score_that_fits_and_keeps_up(sea):
         assert (c.accuracy is not None) == (c.budget.ram_bytes <= 4096 and c.instructions <= cycles)
     evaluated = [c for c in found.candidates if c.accuracy is not None]
     assert len(evaluated) > 5 and any(c.accuracy is None for c in found.candidates)
-    assert found.best.score == max(c.score for c in evaluated)
-    # the accuracy is the prequential accuracy of the configuration trained as fit trains it, and the replay
-    # accuracy that of the same learner going on through the synthetic changes
-    model = start_online(learners.get("shrubs").make(**found.budget.params), X, np.unique(y))
-    assert prequential(model, X, y).accuracy == found.best.accuracy
-    rows, labels = with_changes(X, y, np.unique(y))
-    assert prequential(model, rows[len(X):], labels[len(X):]).accuracy == found.best.replay_accuracy
+    head, best = found.head, found.best
+    for c in evaluated:
+        assert c.score == pytest.approx(np.dot(head.weights, [c.accuracy, c.kept_accuracy, c.replay_accuracy]))
+    top = max(c.score for c in evaluated if not trivial(c, head))
+    assert not trivial(best, head) and best.score == top
+    # the parts are those of the configuration trained as fit trains it, on the rows but the reserved ones: the
+    # prequential accuracy, then the accuracy on the reserved rows, then the same learner going on through the
+    # synthetic changes
+    classes = np.unique(y)
+    _, reserved = look_at_rows(X, y, classes)
+    learned = ~reserved
+    model = start_online(learners.get("shrubs").make(**found.budget.params), X[learned], classes)
+    assert prequential(model, X[learned], y[learned]).accuracy == best.accuracy
+    assert np.mean(model.predict(X[reserved]) == y[reserved]) == best.kept_accuracy
+    rows, labels = with_changes(X[learned], y[learned], classes)
+    n = learned.sum()
+    assert prequential(model, rows[n:], labels[n:]).accuracy == best.replay_accuracy
     # a larger budget never chooses a worse scored configuration on the same rows
-    assert search("shrubs", BOARD, X, y, ram=16384, rate=2000, workers=1).best.score >= found.best.score
+    assert search("shrubs", BOARD, X, y, ram=16384, rate=2000, workers=1).best.score >= best.score
 
 
 def test_the_first_synthetic_change_moves_every_label_the_second_those_of_a_part():
@@ -133,7 +145,8 @@ def test_bad_budgets_name_what_was_needed(capsys, tmp_path, sea, argv, message):
 
 @pytest.mark.parametrize("rows, labels, message", [
     (1, None, "the data has 1 row(s); training needs at least 2"),
-    (50, np.zeros(50, dtype=int), "the data has one class (0); a classifier needs at least 2"),
+    (50, np.zeros(50, dtype=int), "the rows hold one class (0); a classifier needs two classes in the rows it "
+                                  "starts on"),
 ])
 def test_data_with_one_row_or_one_class(capsys, tmp_path, sea, rows, labels, message):
     X, y = sea
@@ -165,7 +178,8 @@ def test_budget_cli_json_text_and_report(capsys, tmp_path, sea):
     assert page.count("data:image/png;base64,") == 3 and "(chosen)" in page and "(too slow)" in page
     code, out, _ = run(capsys, "budget", "--learner", "shrubs", "--board", "stm32f411", "--ram", "4KiB",
                        "--data", path, "--label", "label")
-    assert code == 0 and "chosen by prequential accuracy on 600 rows" in out and "instructions per sample" in out
+    assert code == 0 and "chosen: shrubs, score" in out and "(prequential on 540 rows)" in out
+    assert "(on 60 reserved rows)" in out and "instructions per sample" in out
 
 
 def test_search_on_a_dask_cluster_gives_the_same_answer(sea):
@@ -177,3 +191,75 @@ def test_search_on_a_dask_cluster_gives_the_same_answer(sea):
         remote = search("shrubs", BOARD, X[:300], y[:300], ram=2048, scheduler=cluster.scheduler_address)
     assert [c.accuracy for c in remote.candidates] == [c.accuracy for c in local.candidates]
     assert remote.chosen == local.chosen
+
+
+def test_every_option_the_search_varies_can_be_pinned_from_the_cli_both_ways(capsys, tmp_path):
+    """Each parameter of a search grid is a learner option; a flag pair pins a boolean on and off."""
+    from edgestream.cli import build_parser
+    parser = build_parser()
+    for spec in learners.REGISTRY.values():
+        for param in {key for config in spec.search_grid for key in config}:
+            option = spec.option(param)
+            assert option is not None, f"{spec.name}'s search varies {param}, which no option pins"
+            if option.type is bool:
+                for flag, value in ((option.flag, True), (f"--no-{option.flag[2:]}", False)):
+                    args = parser.parse_args(["fit", "d.csv", "--label", "y", "-o", "m", flag])
+                    assert getattr(args, option.dest) is value
+    X, y = make_stream("blobs", 1200, seed=8, n_classes=3, n_features=3)
+    path = write_csv(tmp_path / "s.csv", X, y)
+    for flag, value in (("--propagation", True), ("--no-propagation", False)):
+        code, out, _ = run(capsys, "fit", path, "--label", "label", "--learner", "hoeffding", "--ram", "16KiB",
+                           "--max-leaves", 4, flag, "--json", "-o", tmp_path / "m.esm")
+        report = json.loads(out)
+        assert code == 0 and report["params"]["propagation"] is value
+        assert {c["config"]["propagation"] for c in report["search"]["candidates"]} == {value}
+
+
+def class_sorted_digits(tmp_path):
+    """scikit-learn's digits split 70/30: the training rows sorted by class (a class-incremental stream), the held-out
+    rows of every class."""
+    from sklearn.datasets import load_digits
+    digits = load_digits()
+    order = np.random.default_rng(5).permutation(len(digits.target))
+    X, y = digits.data[order], digits.target[order]
+    cut = int(0.7 * len(y))
+    train_rows = np.argsort(y[:cut], kind="stable")
+    return write_csv(tmp_path / "sorted.csv", X[:cut][train_rows], y[:cut][train_rows]), X[cut:], y[cut:]
+
+
+@pytest.mark.parametrize("learner", ["hoeffding", "irf"])
+def test_a_class_sorted_stream_keeps_its_earlier_classes(capsys, tmp_path, learner):
+    """Through fit, the Hoeffding learners keep the classes that came first (held-out accuracy far above chance;
+    it was at 0.22 and 0.12 when prequential accuracy and the replay alone chose), and fit says what it saw."""
+    path, X_test, y_test = class_sorted_digits(tmp_path)
+    code, out, _ = run(capsys, "fit", path, "--label", "label", "--learner", learner, "--ram", "64KiB", "--json",
+                       "-o", tmp_path / "m.esm")
+    report = json.loads(out)
+    assert code == 0 and report["search"]["head"]["kind"] == "class increments"
+    assert report["params"]["propagation"] is True
+    assert report["search"]["warnings"] and "repeating the last label" in report["search"]["warnings"][0]
+    model = load_model(tmp_path / "m.esm")
+    assert np.mean(model.predict(X_test.astype(np.float32)) == y_test) > 0.8
+    code, out, _ = run(capsys, "fit", path, "--label", "label", "--learner", learner, "--ram", "64KiB",
+                       "-o", tmp_path / "m.esm")
+    assert "the rows: class increments (class(es) 1, 2, 3" in out and "warning: repeating the last label" in out
+    assert "Check the row order" in out
+
+
+def test_a_head_of_one_class_learns_with_the_classes_given(capsys, tmp_path):
+    X, y = make_stream("blobs", 400, seed=9, n_classes=3, n_features=3)
+    path = write_csv(tmp_path / "one.csv", X[y == 1], y[y == 1])
+    code, _, err = run(capsys, "fit", path, "--label", "label", "--learner", "hoeffding", "--ram", "8KiB",
+                       "-o", tmp_path / "m.esm")
+    assert code == 2 and "a classifier needs two classes in the rows it starts on" in err
+    assert not (tmp_path / "m.esm").exists()
+    code, out, _ = run(capsys, "fit", path, "--label", "label", "--learner", "hoeffding", "--ram", "8KiB",
+                       "--classes", "0,1,2", "--json", "-o", tmp_path / "m.esm")
+    assert code == 0 and json.loads(out)["classes"] == [0, 1, 2]
+    assert load_model(tmp_path / "m.esm").classes_.tolist() == [0, 1, 2]
+    code, _, err = run(capsys, "fit", path, "--label", "label", "--learner", "hoeffding", "--ram", "8KiB",
+                       "--classes", "0,2", "-o", tmp_path / "m.esm")
+    assert code == 2 and "label(s) 1 of the rows are not among --classes 0, 2" in err
+    code, _, err = run(capsys, "fit", path, "--label", "label", "--learner", "hoeffding", "--ram", "8KiB",
+                       "--classes", "a,b", "-o", tmp_path / "m.esm")
+    assert code == 2 and "--classes 'a,b': the labels of the data are int64 values" in err

@@ -8,7 +8,7 @@ learner is one Python module, one ``csrc/es_<name>.c/.h`` pair, one template in 
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
@@ -24,8 +24,8 @@ from .stream import StreamLearner
 @dataclass(frozen=True)
 class Option:
     """A learner parameter as a command-line option (``--max-depth`` -> ``max_depth``). An option of type
-    ``bool`` is a flag without a value: given, it sets the parameter to ``const`` (``--no-propagation`` ->
-    ``propagation=False``)."""
+    ``bool`` is a pair of flags without a value, so that the parameter can be pinned either way
+    (``--propagation`` / ``--no-propagation``)."""
 
     flag: str
     param: str
@@ -33,11 +33,15 @@ class Option:
     help: str
     metavar: str | None = None
     choices: tuple | None = None
-    const: Any = True
 
     @property
     def dest(self) -> str:
         return self.flag.lstrip("-").replace("-", "_")
+
+    @property
+    def shown(self) -> str:
+        """The flag as messages name it (``--[no-]propagation`` for a pair)."""
+        return f"--[no-]{self.flag[2:]}" if self.type is bool else self.flag
 
 
 def step_size(text: str):
@@ -528,8 +532,10 @@ class LearnerSpec:
       puts in flash; exact for a fitted model, the worst case for an unfitted one (its configuration only).
     * ``ladder``: configurations from the largest to the smallest; the budget takes the first that fits. The
       parameters it sets are those the budget chooses unless the user fixes any of them.
-    * ``search``: online learners, the configurations the budget tries on data (:mod:`edgestream.search`: the most
-      accurate of those that fit wins); default the ladder.
+    * ``search``: online learners, the configurations the budget tries on data (:mod:`edgestream.search`: the best
+      scored of those that fit wins); default the ladder.
+    * ``class_increments``: online learners, the parameters the search fixes (unless the user fixed them) where
+      classes arrive over time, those that keep the earlier classes.
     * ``cost_terms(params, n_features, n_classes, **regime)``: online learners, the work terms of a prediction and
       of a learn call (:class:`edgestream.costs.CostTerms`), which :mod:`edgestream.costs` weighs by coefficients
       calibrated on emulator counts per core. ``regime``: keywords for what a run did that the configuration does
@@ -557,6 +563,7 @@ class LearnerSpec:
     state: StateSpec | None = None
     checkpoints: bool = True  # a learning bundle offers state images (its C module has <prefix>_validate)
     search: tuple[dict, ...] = ()
+    class_increments: dict = field(default_factory=dict)
     cost_terms: Callable | None = None
     worst_case: Callable | None = None
     variants: tuple[dict, ...] = ()

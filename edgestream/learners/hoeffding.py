@@ -1236,8 +1236,8 @@ OPTIONS = (
     Option("--delta", "delta", float, "Hoeffding bound confidence", "X"),
     Option("--tie-threshold", "tie_threshold", float, "split anyway when the bound falls below it", "X"),
     Option("--split-steps", "split_steps", int, "candidate thresholds per feature + 1 (split step 1/N)", "N"),
-    Option("--no-propagation", "propagation", bool, "plain Hoeffding tree: children start without the parent's "
-           "class-conditional estimators", const=False),
+    Option("--propagation", "propagation", bool, "children start with their parent's class-conditional "
+           "estimators (HT+AE, the default); --no-propagation: a plain Hoeffding tree"),
     Option("--max-classes", "max_classes", int, "class slots on the device (labels 0..N-1)", "N"),
     Option("--var-smoothing", "var_smoothing", float, "naive Bayes variance floor (fraction of the variance)", "X"),
     Option("--drift-threshold", "drift_threshold", int, "standard deviations of a node's error rise that adapt its "
@@ -1261,6 +1261,8 @@ HT_VARIANTS = (
     {"propagation": False, "drift_threshold": 8, "grace_period": 200, "delta": 0.0001},
 )
 HT_SEARCH = tuple({"max_leaves": n, **variant} for n in (256, 128, 64, 32, 16, 8, 4, 2, 1) for variant in HT_VARIANTS)
+# Where classes arrive over time, children keep their parent's class-conditional estimators (the point of HT+AE).
+KEEP_CLASSES = {"propagation": True}
 IRF_SEARCH = tuple({**rung, **variant} for rung in IRF_LADDER for variant in HT_VARIANTS[:4])
 
 RUNTIME = ("es_common", "es_f32", "es_fixed", "es_hoeffding")
@@ -1308,7 +1310,7 @@ SPEC = LearnerSpec(
     summary="Hoeffding tree with class-conditional estimator propagation (HT+AE), learning in a fixed node pool",
     options=OPTIONS, learning=True, online=True, runtime=RUNTIME, template="hoeffding.c.j2",
     context=state_context, tables=state_tables(STATE), ladder=HT_LADDER, search=HT_SEARCH, state=STATE,
-    variants=(SPREAD_VARIANT,), cost_terms=cost_terms)
+    class_increments=KEEP_CLASSES, variants=(SPREAD_VARIANT,), cost_terms=cost_terms)
 
 IRF_SPEC = LearnerSpec(
     name="irf", cls=IncrementalRandomForest,
@@ -1318,4 +1320,4 @@ IRF_SPEC = LearnerSpec(
                        Option("--seed", "seed", int, "seed of the random stream", "N")),
     learning=True, online=True, runtime=RUNTIME, template="hoeffding.c.j2",
     context=state_context, tables=state_tables(STATE), ladder=IRF_LADDER, search=IRF_SEARCH, state=STATE,
-    variants=(SPREAD_VARIANT,), cost_terms=cost_terms)
+    class_increments=KEEP_CLASSES, variants=(SPREAD_VARIANT,), cost_terms=cost_terms)
