@@ -37,19 +37,21 @@ So the search first looks at the rows (:func:`edgestream.stream_kinds.look_at_ro
 sees (``stream_kinds.WEIGHTS``):
 
 * **class increments**: a class whose first row comes later, or whose last row comes earlier, than chance would
-  allow for its share of the rows (probability below ``OUT_OF_TIME`` per class and side). What is kept weighs
+  allow for its share of the rows (probability below ``OUT_OF_TIME`` over all classes and both ends). What is kept weighs
   most, and the learners' options that keep earlier classes (``LearnerSpec.class_increments``, e.g. the Hoeffding
   trees' estimator propagation) are fixed unless the user fixed them;
 * **no change**: the class mix within each quartile of every feature is the same in the first and the second
   half of the rows (a G-test of independence of half and class within the quartiles, its p-value at least
-  ``CHANGE_P`` after a Bonferroni correction over the features). What is kept and what is learned weigh most, the
-  replay less: it still stops a learner that could never follow a change;
+  ``CHANGE_P`` after a Bonferroni correction over the features). What is learned weighs most (it is measured on the
+  most rows, so it is the least noisy; what is kept is measured on a tenth of them and, without a change, says
+  the same), the replay less: it still stops a learner that could never follow a change;
 * **changes** otherwise: what is learned and how it recovers weigh most, what is kept (which mixes old and new
   concepts) less.
 
-The highest score wins, ties to the smaller RAM, then to the earlier candidate. A candidate that keeps less than
-the **majority class** scores on the reserved rows (what a single leaf predicts) is never chosen while any other
-is above it. The report compares the choice with **repeating the last label**: where that does about as well on
+The highest score wins, ties to the smaller RAM, then to the earlier candidate. A candidate below a constant
+prediction is never chosen while any other is above it (:func:`trivial`): one that keeps less than the **majority
+class** scores on the reserved rows (what a single leaf predicts), or that recovers less than the majority class's
+share of the rows (what a constant scores on the first replay). The report compares the choice with **repeating the last label**: where that does about as well on
 the rows (within ``ABOUT_AS_WELL``), the rows are a recording of labels, sorted or in long runs, rather than a
 stream any model learns from, and the report says what to check. Everything is deterministic, so ``fit --ram``
 and ``budget --ram`` agree. ``benchmarks/bench_search.py`` measures the choices on streams of every kind with
