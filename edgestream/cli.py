@@ -596,8 +596,8 @@ def run_budget(args) -> int:
     if found:
         print(found.to_text())
         if curve:
-            print("prequential accuracy of the choice at each RAM budget: "
-                  + ", ".join(f"{ram // 1024} KiB {accuracy:.4f}" for ram, accuracy in curve.items()))
+            print("score of the choice at each RAM budget: "
+                  + ", ".join(f"{ram // 1024} KiB {score:.4f}" for ram, score in curve.items()))
     if sizes:
         print(sizes_text(sizes))
     if args.html:

@@ -1,4 +1,4 @@
-"""The budget's HTML report: the RAM and flash breakdown against the budget lines, accuracy against RAM budget,
+"""The budget's HTML report: the RAM and flash breakdown against the budget lines, the search's score against RAM budget,
 the accuracy/RAM/time trade-off of a search's candidates with the chosen one marked, and the sizes the cross build
 measured next to the predicted ones (template ``codegen/report.html.j2``)."""
 
@@ -81,7 +81,7 @@ def curve_figure(plt, curve: dict[int, float], chosen: int):
         ax.legend()
     ax.set_xscale("log", base=2)
     ax.set_xlabel("RAM budget (KiB)")
-    ax.set_ylabel("prequential accuracy")
+    ax.set_ylabel("score of the choice")
     ax.grid(True, alpha=0.3)
     fig.tight_layout()
     return fig
@@ -105,7 +105,7 @@ def tradeoff_figure(plt, search):
                 label="chosen")
         ax.set_xscale("log", base=2)
         ax.set_xlabel(label)
-        ax.set_ylabel("prequential accuracy")
+        ax.set_ylabel("score of the choice")
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8)
     if timed:
@@ -120,13 +120,13 @@ def tradeoff_figure(plt, search):
 
 def html_report(budget, path, curve: dict[int, float] | None = None, sizes: dict | None = None,
                 origin: dict[str, str] | None = None, search=None) -> Path:
-    """Write the report of ``budget`` to ``path``; ``curve`` maps RAM budgets to accuracy, ``sizes`` is
+    """Write the report of ``budget`` to ``path``; ``curve`` maps RAM budgets to the search's score, ``sizes`` is
     :func:`edgestream.parity.compare_sizes`, ``origin`` the provenance (default: :func:`provenance` without
     data), ``search`` the :class:`edgestream.search.Search` that chose it."""
     plt = _pyplot()
     figures = [("RAM and flash by group", memory_figure(plt, budget))]
     if curve:
-        figures.append(("accuracy against RAM budget", curve_figure(plt, curve, budget.ram_budget)))
+        figures.append(("the search's score against RAM budget", curve_figure(plt, curve, budget.ram_budget)))
     if search is not None:
         figures.append(("accuracy, RAM and time of the candidates", tradeoff_figure(plt, search)))
     images = []

@@ -162,14 +162,14 @@ class Search:
         return self.best.budget
 
     def curve(self, budgets=CURVE_BUDGETS) -> dict[int, float]:
-        """RAM budget -> the accuracy of what a search at that budget chooses (the best scored candidate that fits
-        it), for the budgets up to this search's where some candidate fits."""
+        """RAM budget -> the score of what a search at that budget chooses (:func:`choose` among the candidates that
+        fit it), for the budgets up to this search's where some candidate fits."""
         evaluated = [c for c in self.candidates if c.accuracy is not None]
         curve = {}
         for ram in (ram for ram in budgets if ram <= self.budget.ram_budget):
             fitting = [c for c in evaluated if c.budget.ram_bytes <= ram]
             if fitting:
-                curve[ram] = choose(fitting, self.head).accuracy
+                curve[ram] = choose(fitting, self.head).score
         return curve
 
     @property

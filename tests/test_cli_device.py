@@ -72,7 +72,7 @@ def test_budget_text_json_and_html(capsys, tmp_path, sea):
                        "--label", "label", "--html", tmp_path / "report.html", "--json")
     report = json.loads(out)
     assert code == 0 and list(report["curve"]) == [str(kib * 1024) for kib in (2, 4, 8, 16, 32)]
-    assert all(0.5 < accuracy <= 1 for accuracy in report["curve"].values())
+    assert all(0.5 < score <= 1 for score in report["curve"].values())
     assert list(report["curve"].values()) == sorted(report["curve"].values())  # a larger budget is never worse
     assert report["config"]["features"] == 3 and report["config"]["classes"] == 2
     page = (tmp_path / "report.html").read_text()
