@@ -75,7 +75,9 @@ typedef struct {
 } es_forest;
 
 /* Q15 probabilities into proba[n_classes] and the class into *class_out (either may be NULL); scratch is
- * caller-provided: n_classes entries, or 2 * n_scores for additive leaves. One function per input type. */
+ * caller-provided: n_classes entries, or 2 * n_scores for additive leaves. One function per input type.
+ * With additive leaves and proba NULL, scratch[0 .. n_scores) holds the sums after the call: a regressor's raw
+ * output is scratch[0] (edgestream/task.py). */
 es_status es_forest_predict_f32(const es_forest *model, const float *x, int32_t *scratch, uint16_t *proba,
                                 uint8_t *class_out);
 es_status es_forest_predict_i32(const es_forest *model, const int32_t *x, int32_t *scratch, uint16_t *proba,

@@ -47,6 +47,7 @@ from .online import BINS_ROWS_RANGE
 from .ranges import Range
 from .targets import TIMEOUT, ToolchainMissing
 from .search import AUTO, RATE, SEARCH_ROWS, WORKERS, search
+from .task import MAX_CLASS_LABELS, REGRESSION, TASKS, output_context, regression_metrics, task_of
 from .train import BINS_ROWS, evaluate_online, parse_row_numbers, predictions, start_online, train, update
 from .tree import CLASSES, FEATURES
 from .units import parse_bytes
@@ -111,6 +112,10 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--classes", metavar="A,B,...",
                      help="online learners: every label the stream may carry, comma-separated (default: the labels "
                           "of the rows), for rows that do not yet hold all of them")
+    fit.add_argument("--task", choices=TASKS,
+                     help="what the label is: a class or a number (default: regression for a numeric label with "
+                          f"fractions or more than {MAX_CLASS_LABELS} values; regressors: "
+                          f"{', '.join(learners.for_task(REGRESSION))})")
     fit.add_argument("-o", "--output", required=True, metavar="MODEL")
     fit.add_argument("--json", action="store_true", help="print one JSON object")
     fit.set_defaults(run=run_fit)
@@ -348,12 +353,19 @@ def run_fit(args) -> int:
     board = load_board(args.board) if budgeted else None
     trained = train(args.learner, X, y, params, board, args.ram, args.flash, args.bins_rows,
                     progress=sys.stderr.isatty(), rate=args.rate, workers=args.workers, scheduler=args.scheduler,
-                    search_rows=args.search_rows, rate_mean=args.rate_mean, classes=label_list(args.classes, y))
+                    search_rows=args.search_rows, rate_mean=args.rate_mean, classes=label_list(args.classes, y),
+                    task=args.task)
     model = trained.model
     spec = learners.of_model(model)
     save_model(model, args.output)
+    metrics = training_metrics(model, X, y) if task_of(model) == REGRESSION else None
     if args.json:
-        print(json.dumps(fit_report(trained, args.output)))
+        print(json.dumps({**fit_report(trained, args.output), **({"training": metrics} if metrics else {})}))
+        return 0
+    if metrics is not None:
+        print(f"trained a {spec.name} regressor on {len(X)} rows, {X.shape[1]} features: {model.summary()}; "
+              f"{metrics_text(metrics)} on the training rows ({metrics['saturated']} targets saturated) -> "
+              f"{args.output}")
         return 0
     shape = f"{X.shape[1]} features, {len(model.classes_)} classes: {model.summary()}"
     if spec.online:
@@ -384,11 +396,26 @@ def label_list(text: str | None, y: np.ndarray):
                          f"(e.g. {y[0]!r}), not {tokens!r}") from None
 
 
+def training_metrics(model, X, y) -> dict:
+    """A regressor's metrics on its training rows, with the rows its target scale saturated."""
+    return {**regression_metrics(y.astype(np.float64), model.predict(device_input(X, model.input_dtype))),
+            "saturated": model.saturated_}
+
+
+def metrics_text(metrics: dict) -> str:
+    return f"MAE {metrics['mae']:.4g}, RMSE {metrics['rmse']:.4g}, R² {metrics['r2']:.4f}"
+
+
 def fit_report(trained, output) -> dict:
-    """``fit --json``: the learner, its configuration, the prequential run, the budget and the search."""
+    """``fit --json``: the learner, its configuration, the prequential run, the budget and the search; a
+    regressor's target scale and training metrics instead of classes."""
     model = trained.model
     report = {"learner": learners.of_model(model).name, "output": str(output), "params": model.get_params(),
-              "classes": np.asarray(model.classes_).tolist()}
+              "task": task_of(model)}
+    if task_of(model) == REGRESSION:
+        report["target"] = output_context(model)["target"]
+    else:
+        report["classes"] = np.asarray(model.classes_).tolist()
     if trained.prequential is not None:
         report["prequential"] = {k: v for k, v in trained.prequential.to_json().items() if k != "correct"}
     if trained.budget is not None:
@@ -491,7 +518,10 @@ def run_simulate(args) -> int:
     if args.json:
         print(json.dumps(report))
         return 0
-    if args.learn:
+    if "r2" in report:
+        print(f"{report['n']} rows, {metrics_text(report)}, {report['mismatches']} raw output mismatches between "
+              f"C and Python ({target.where})")
+    elif args.learn:
         print(f"{report['n']} rows test-then-train, accuracy {report['accuracy']:.4f} in C and "
               f"{report['python_accuracy']:.4f} in Python, {report['mismatches']} prediction mismatches, "
               f"{report['state_bytes']} state bytes ({target.where})")

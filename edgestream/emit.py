@@ -69,6 +69,7 @@ def environment(autoescape: bool = False) -> jinja2.Environment:
     env = jinja2.Environment(loader=loader, undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
                              trim_blocks=True, lstrip_blocks=True, autoescape=autoescape)
     env.filters["c_array"] = c_array
+    env.filters["c_float"] = lambda value: c_literal(value, "float32")
     return env
 
 

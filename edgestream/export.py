@@ -34,6 +34,7 @@ from pathlib import Path
 
 from . import __version__, emit, learners
 from .encoding import OPTIMIZE
+from .task import CLASSIFICATION, REGRESSION, TASKS, TargetScale, output_context, task_of
 
 MANIFEST = "edgestream.json"
 MODEL_COPY = "model.esm"
@@ -50,10 +51,11 @@ def runtime_sources(modules=None) -> list[Path]:
     return [p for p in files if p.stem in modules or p.stem.removesuffix("_state") in modules]
 
 
-def runtime_modules(spec: learners.LearnerSpec) -> tuple[str, ...]:
-    """The csrc/ modules of a learner's bundles: its own, es_flash (the reads of constant tables in flash) and es_image
-    for the state images of a learning state."""
-    return spec.runtime + ("es_flash",) + (("es_image",) if spec.state is not None and spec.checkpoints else ())
+def runtime_modules(spec: learners.LearnerSpec, task: str = CLASSIFICATION) -> tuple[str, ...]:
+    """The csrc/ modules of a learner's bundles of ``task``: its own (and those of its regression form), es_flash
+    (the reads of constant tables in flash) and es_image for the state images of a learning state."""
+    own = spec.runtime + (spec.regressor_runtime if task == REGRESSION else ())
+    return own + ("es_flash",) + (("es_image",) if spec.state is not None and spec.checkpoints else ())
 
 
 def bundle_context(model, name: str, optimize: str = "speed") -> tuple[dict, learners.LearnerSpec]:
@@ -66,9 +68,11 @@ def bundle_context(model, name: str, optimize: str = "speed") -> tuple[dict, lea
     if not learners.is_fitted(model):
         raise ValueError(f"this {type(model).__name__} is not fitted; fit it before exporting")
     input_dtype, n_features = learners.model_input(model)
+    output = output_context(model)
     context = {"name": name, "learner": spec.name, "learning": spec.learning, "input_dtype": input_dtype,
-               "missing_rule": learners.missing_rule(model), "n_features": n_features, "n_classes": len(model.classes_),
-               "extra_files": {}, "manifest": {}, "checkpoint": None, **spec.context(model, name, optimize)}
+               "missing_rule": learners.missing_rule(model), "n_features": n_features, "n_classes": output["n_classes"],
+               "target": output["target"], "extra_files": {}, "manifest": {}, "checkpoint": None,
+               **spec.context(model, name, optimize)}
     if spec.state is not None and spec.checkpoints:
         from .checkpoint import context as checkpoint_context
         context.update(checkpoint_context(model, name))
@@ -90,11 +94,11 @@ def bundle_files(model, name: str = "model", optimize: str = "speed") -> tuple[d
 
     context, spec = bundle_context(model, name, optimize)
     saved = model_bytes(model)
-    runtime = runtime_sources(runtime_modules(spec))
+    runtime = runtime_sources(runtime_modules(spec, task_of(model)))
     headers = sorted({p.name for p in runtime if p.suffix == ".h"} | {f"{name}.h", *context["extra_files"]})
     sources = sorted({p.name for p in runtime if p.suffix == ".c"} | {f"{name}.c"})
     context.update(version=__version__, model_sha256=sha256(saved), headers=headers, sources=sources,
-                   class_names=[emit.c_string(str(label)) for label in model.classes_.tolist()])
+                   class_names=[emit.c_string(label) for label in output_context(model)["class_names"]])
     files = {f"{emit.SOURCE_DIR}/{source.name}": source.read_bytes() for source in runtime}
     files.update({filename: text.encode() for filename, text in emit.render_bundle(context, spec.template).items()})
     files[MODEL_COPY] = saved
@@ -112,7 +116,7 @@ def export_bundle(model, out_dir, name: str = "model", optimize: str = "speed") 
     generated file changed by hand) is refused. Errors name the destination."""
     files, context, spec = bundle_files(model, name, optimize)
     src = emit.SOURCE_DIR
-    sources, class_names = context["sources"], [str(label) for label in model.classes_.tolist()]
+    sources, output = context["sources"], output_context(model)
     manifest = {
         "format_version": BUNDLE_FORMAT_VERSION,
         "name": name,
@@ -120,8 +124,10 @@ def export_bundle(model, out_dir, name: str = "model", optimize: str = "speed") 
         "learning": spec.learning,
         "input_dtype": context["input_dtype"],
         "n_features": context["n_features"],
-        "n_classes": context["n_classes"],
-        "class_names": class_names,
+        "task": output["task"],
+        "n_classes": output["n_classes"],
+        "class_names": output["class_names"],
+        **({"target": output["target"]} if output["target"] else {}),
         "edgestream_version": __version__,
         "model_sha256": context["model_sha256"],
         "sources": [f"{src}/{source}" for source in sources],
@@ -312,10 +318,26 @@ def check_manifest(manifest: dict) -> None:
     if manifest["input_dtype"] not in INPUT_DTYPES:
         raise ValueError(f"manifest input_dtype {manifest['input_dtype']!r} must be one of {', '.join(INPUT_DTYPES)}")
     FEATURES.check(manifest["n_features"], "manifest n_features")
+    task = manifest.get("task", CLASSIFICATION)
+    if task not in TASKS:
+        raise ValueError(f"manifest task {task!r} must be one of {', '.join(TASKS)}")
+    if task == REGRESSION:
+        TargetScale.from_json(manifest.get("target"))
+        divisor = manifest["target"].get("divisor")
+        if not isinstance(divisor, int) or isinstance(divisor, bool) or not 1 <= divisor <= 65535:
+            raise ValueError(f"manifest target divisor {divisor!r} must be an integer from 1 to 65535")
+        if manifest["n_classes"] != 1 or manifest["class_names"]:
+            raise ValueError("a regressor's manifest has n_classes 1 and no class_names")
+        return _check_files(manifest)
     CLASSES.check(manifest["n_classes"], "manifest n_classes")
     names = manifest["class_names"]
     if len(names) != manifest["n_classes"] or not all(isinstance(label, str) for label in names):
         raise ValueError(f"manifest class_names must be {manifest['n_classes']} strings (n_classes), got {names!r}")
+    _check_files(manifest)
+
+
+def _check_files(manifest: dict) -> None:
+    """The manifest's file table, model, sources and include folder: paths inside the bundle, listed files."""
     files = manifest["files"]
     for filename, digest in files.items():
         if not _inside(filename) or not (isinstance(digest, str) and len(digest) == 64):
@@ -350,8 +372,11 @@ def load_bundle_model(manifest: dict):
                          f"(its SHA-256 is not the manifest's model_sha256); export the model again")
     model = load_model(path)
     input_dtype, n_features = learners.model_input(model)
+    output = output_context(model)
     held = {"learner": learners.of_model(model).name, "input_dtype": input_dtype, "n_features": n_features,
-            "n_classes": len(model.classes_), "class_names": [str(label) for label in model.classes_.tolist()]}
+            "task": output["task"], "n_classes": output["n_classes"], "class_names": output["class_names"],
+            "target": output["target"]}
+    manifest = {"task": CLASSIFICATION, "target": None, **manifest}
     differ = [f"{key} {value!r} (manifest {manifest[key]!r})" for key, value in held.items() if value != manifest[key]]
     if differ:
         raise ValueError(f"bundle {directory}: {manifest['model']} holds another model than the bundle's C code: "

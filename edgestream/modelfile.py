@@ -4,7 +4,8 @@ A model file is three parts:
 
 1. the magic line ``EDGESTREAM-MODEL\\n``;
 2. one line of JSON: ``format_version``, ``learner`` (class name), ``params`` (``get_params()``), ``classes``
-   (JSON keeps ints, floats, strings and booleans apart, so labels come back as the kind they were),
+   (JSON keeps ints, floats, strings and booleans apart, so labels come back as the kind they were; a regressor
+   has ``task`` and ``target`` instead: the ``offset`` and ``step`` of :class:`edgestream.task.TargetScale`),
    ``binning`` (``max_bins``, ``strategy``, ``dtype``; null for a learner of raw features), ``n_features``,
    ``feature_names`` (the DataFrame columns the model was fitted on, or null) and ``sha256`` of the payload;
 3. the payload: an ``.npz`` archive of the tree tables and the flat bin edges, read with ``allow_pickle=False``
@@ -41,6 +42,7 @@ from .binning import MAX_EDGES, BinMapper
 from .errors import ModelFileError
 from .learners.skbase import feature_names
 from .scratch import writer_ended
+from .task import REGRESSION, TargetScale, task_of
 
 MAGIC = b"EDGESTREAM-MODEL\n"
 FORMAT_VERSION = 1
@@ -88,7 +90,7 @@ def model_bytes(model) -> bytes:
         "format_version": FORMAT_VERSION,
         "learner": name,
         "params": model.get_params(),
-        "classes": np.asarray(model.classes_).tolist(),
+        **_output_header(model),
         "binning": None if bins is None else {"max_bins": bins.max_bins, "strategy": bins.strategy,
                                               "dtype": bins.dtype},
         "n_features": learners.model_input(model)[1],
@@ -141,8 +143,11 @@ def _rebuild(header: dict, arrays: dict, source: str):
         spec = learners.by_class_name(header["learner"])
     except ValueError as error:
         raise ModelFileError(f"model file {source}: {error}") from None
-    model = spec.make(**header["params"])
-    model.classes_ = _classes(header["classes"])
+    model = spec.make(task_of(learners.class_named(header["learner"])), **header["params"])
+    if task_of(model) == REGRESSION:
+        model.target_ = TargetScale.from_json(header.get("target"))
+    else:
+        model.classes_ = _classes(header["classes"])
     names = header.get("feature_names")
     if names is not None and (not isinstance(names, list) or len(names) != header["n_features"]
                               or not all(isinstance(name, str) for name in names)):
@@ -163,6 +168,13 @@ def _rebuild(header: dict, arrays: dict, source: str):
         raise ValueError(f"bin edges for {model.bins_.n_features} features, header says {header['n_features']}")
     model.restore_arrays(arrays)
     return model
+
+
+def _output_header(model) -> dict:
+    """The header's part that depends on the task: ``classes``, or a regressor's ``task`` and ``target``."""
+    if task_of(model) == REGRESSION:
+        return {"task": REGRESSION, "target": model.target_.to_json()}
+    return {"classes": np.asarray(model.classes_).tolist()}
 
 
 def _classes(labels) -> np.ndarray:

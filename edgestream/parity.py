@@ -20,6 +20,7 @@ from .boards import load_board
 from .evaluate import compare_predictions, prequential
 from .export import load_bundle_model, read_manifest
 from .report import COMPARED
+from .task import REGRESSION, check_target, regression_metrics, task_of
 
 
 class HostTarget:
@@ -45,6 +46,9 @@ class HostTarget:
 
     def outputs(self, X) -> tuple[np.ndarray, np.ndarray]:
         return self.bundle.predict_encoded(X), self.bundle.predict_proba_q15(X)
+
+    def raw_outputs(self, X) -> np.ndarray:
+        return self.bundle.predict_raw(X)
 
     def test_then_train(self, X, y, window: int):
         return prequential(self.bundle, X, y, window, sys.stderr.isatty(), desc="C bundle")
@@ -109,6 +113,9 @@ def target(bundle_dir, where: str = "host", board=None, timeout: float = 60, lea
         raise ValueError(f"--learn needs a learning bundle; {bundle_dir} holds a frozen {manifest['learner']} model")
     if n_features is not None and n_features != manifest["n_features"]:
         raise ValueError(f"the data has {n_features} features, bundle {bundle_dir} takes {manifest['n_features']}")
+    if where != "host" and manifest.get("task") == REGRESSION:
+        raise ValueError(f"bundle {bundle_dir} holds a regressor; regressors run on the host target for now "
+                         "(--target host)")
     if where == "host":
         from .simulate import load_bundle
 
@@ -136,13 +143,27 @@ def emulator_name(board) -> str:
 
 
 def compare(target, X, y) -> dict:
-    """Accuracy of the C predictions against ``y`` and their disagreements with the Python model."""
+    """Accuracy of the C predictions against ``y`` and their disagreements with the Python model; for a
+    regressor, its metrics and the rows whose raw output differs (:func:`compare_regression`)."""
     model = target.model
+    if task_of(model) == REGRESSION:
+        return compare_regression(target, X, y)
     expected = model.predict_encoded(X)  # the Python model checks the feature count first
     predicted, proba = (np.asarray(values) for values in target.outputs(X))
     proba_differs = (proba != model.predict_proba_q15(X)).any(axis=1)
     return {"n": len(X), "accuracy": float(np.mean(predicted == encode_known(model.classes_, y))),
             "mismatches": int((predicted != expected).sum()), "proba_mismatches": int(proba_differs.sum())}
+
+
+def compare_regression(target, X, y) -> dict:
+    """A regressor's MAE, RMSE and R² of the C predictions against ``y`` (decoded from the C's raw outputs) and
+    ``mismatches``: the rows whose raw output differs between C and Python."""
+    model = target.model
+    expected = model.predict_raw(X)  # the Python model checks the feature count first
+    raw = np.asarray(target.raw_outputs(X))
+    values = model.target_.decode(raw, model.output_divisor)
+    return {"n": len(X), **regression_metrics(check_target(y, len(X)), values),
+            "mismatches": int((raw != expected).sum())}
 
 
 def compare_learning(target, X, y, window: int) -> dict:

@@ -32,6 +32,7 @@ from .export import load_bundle_model, read_manifest, runtime_sources
 from .scratch import scratch_dir
 from .frozen import scratch_size
 from .state import C_TYPES as STATE_C_TYPES
+from .task import REGRESSION, task_of
 
 INCLUDE = re.compile(r'^\s*#include\s+"([^"]+)"', re.M)
 INTEGER_DEFINE = re.compile(r"^\s*#define\s+(\w+)\s+(\d+)u?\s*$")
@@ -202,7 +203,21 @@ class Bundle:
             check(predict_proba(self.ffi.from_buffer(f"{C_TYPES[self.input_dtype]}[]", row), out), "predict_proba")
         return proba
 
+    def predict_raw(self, X) -> np.ndarray:
+        """A regressor's int32 raw outputs from its C code (``<name>_predict_raw``)."""
+        rows = self._rows(X)
+        predict_raw = getattr(self.lib, f"{self.name}_predict_raw")
+        out = self.ffi.new("int32_t *")
+        raw = np.empty(len(rows), dtype=np.int32)
+        for i, row in enumerate(rows):
+            check(predict_raw(self.ffi.from_buffer(f"{C_TYPES[self.input_dtype]}[]", row), out), "predict_raw")
+            raw[i] = out[0]
+        return raw
+
     def predict(self, X) -> np.ndarray:
+        """Class labels, or a regressor's values (its raw outputs decoded on the host as the model decodes them)."""
+        if task_of(self.model) == REGRESSION:
+            return self.model.target_.decode(self.predict_raw(X), self.model.output_divisor)
         return self.model.classes_[self.predict_encoded(X)]
 
     def predict_one(self, x):
@@ -281,8 +296,40 @@ def runtime_forest_predict(encoded, X, library=None) -> tuple[np.ndarray, np.nda
     probabilities (the device's class-only path), the probabilities from a call without a class. ``library``:
     another (ffi, lib) declaring ``header_cdef(["es_infer.h"])`` (e.g. es_infer.c compiled with other options)."""
     ffi, lib = library or runtime()
+    model, predict, keep = _forest(ffi, lib, encoded)
+    rows = np.ascontiguousarray(X, dtype=encoded.encoding.input_dtype)
+    scratch = ffi.new("int32_t[]", scratch_size(encoded))
+    classes = np.empty(len(rows), dtype=np.uint8)
+    proba = np.empty((len(rows), encoded.n_classes), dtype=np.uint16)
+    out = ffi.new("uint8_t *")
+    for i, row in enumerate(rows):
+        x = ffi.from_buffer(f"{C_TYPES[encoded.encoding.input_dtype]}[]", row)
+        check(predict(model, x, scratch, ffi.from_buffer("uint16_t[]", proba[i]), ffi.NULL), "es_forest_predict")
+        check(predict(model, x, scratch, ffi.NULL, out), "es_forest_predict")  # the class-only path
+        classes[i] = out[0]
+    return classes, proba
+
+
+def runtime_forest_raw(encoded, X) -> np.ndarray:
+    """int32 raw outputs of a regressor's tables (additive, one score) computed by ``es_forest_predict_*``: the
+    scratch's sum after a call without probabilities, as a bundle's ``<name>_predict_raw`` reads it."""
+    ffi, lib = runtime()
+    model, predict, keep = _forest(ffi, lib, encoded)
+    rows = np.ascontiguousarray(X, dtype=encoded.encoding.input_dtype)
+    scratch = ffi.new("int32_t[]", scratch_size(encoded))
+    out = ffi.new("uint8_t *")
+    raw = np.empty(len(rows), dtype=np.int32)
+    for i, row in enumerate(rows):
+        check(predict(model, ffi.from_buffer(f"{C_TYPES[encoded.encoding.input_dtype]}[]", row), scratch, ffi.NULL,
+                      out), "es_forest_predict")
+        raw[i] = scratch[0]
+    return raw
+
+
+def _forest(ffi, lib, encoded):
+    """(es_forest descriptor of an EncodedModel's tables, the predict function of its input type, the buffers
+    the descriptor points into: keep them alive while it is used)."""
     enc = encoded.encoding
-    ctype = C_TYPES[enc.input_dtype]
     predict = {"float32": lib.es_forest_predict_f32, "int32": lib.es_forest_predict_i32,
                "int16": lib.es_forest_predict_i16}[enc.input_dtype]
 
@@ -300,17 +347,7 @@ def runtime_forest_predict(encoded, X, library=None) -> tuple[np.ndarray, np.nda
         "n_features": encoded.n_features, "n_classes": encoded.n_classes, "n_scores": encoded.n_scores,
         "layout": enc.layout, "leaf_kind": LEAF_CODES[enc.leaves], "depth": enc.depth,
         "score_shift": encoded.score_shift})
-    rows = np.ascontiguousarray(X, dtype=enc.input_dtype)
-    scratch = ffi.new("int32_t[]", scratch_size(encoded))
-    classes = np.empty(len(rows), dtype=np.uint8)
-    proba = np.empty((len(rows), encoded.n_classes), dtype=np.uint16)
-    out = ffi.new("uint8_t *")
-    for i, row in enumerate(rows):
-        x = ffi.from_buffer(f"{ctype}[]", row)
-        check(predict(model, x, scratch, ffi.from_buffer("uint16_t[]", proba[i]), ffi.NULL), "es_forest_predict")
-        check(predict(model, x, scratch, ffi.NULL, out), "es_forest_predict")  # the class-only path
-        classes[i] = out[0]
-    return classes, proba
+    return model, predict, tables
 
 
 NUMPY_TYPES = {"uint8_t": np.uint8, "uint16_t": np.uint16, "int32_t": np.int32, "uint32_t": np.uint32}

@@ -21,6 +21,7 @@ from .evaluate import PrequentialResult, prequential
 from .learners import model_input
 from .online import BINS_ROWS, check_stream, start_online
 from .search import AUTO, search
+from .task import REGRESSION, check_target, check_task, infer_task, task_of
 
 __all__ = ["BINS_ROWS", "Trained", "check_stream", "configured", "evaluate_online", "parse_row_numbers",
            "start_online", "train", "update"]
@@ -48,12 +49,20 @@ def configured(learner: str, params: dict, n_features: int, n_classes: int, boar
 
 def train(learner: str, X, y, params: dict, board=None, ram=None, flash=None, bins_rows: int = BINS_ROWS,
           progress: bool = False, rate=None, workers=None, scheduler=None, search_rows: int | None = None,
-          rate_mean: bool = False, classes=None) -> Trained:
+          rate_mean: bool = False, classes=None, task: str | None = None) -> Trained:
     """Train ``learner`` on the rows. With a budget (``ram``, ``flash`` or, online learners, ``rate``), an online
     learner takes the most accurate configuration that fits (:func:`edgestream.search.search`, scored on the first
     ``search_rows`` rows; ``learner="auto"``: of every online learner; ``rate_mean``: the rate on the mean calls,
     not the worst), a batch learner the largest
-    (:func:`edgestream.budget.plan`). ``classes``: the labels the stream may carry (default: the rows' own)."""
+    (:func:`edgestream.budget.plan`). ``classes``: the labels the stream may carry (default: the rows' own).
+    ``task``: classification or regression (:mod:`edgestream.task`; default: what the labels look like)."""
+    task = check_task(task) if task is not None else infer_task(y)
+    if task != REGRESSION and np.asarray(y).dtype.kind == "f" and infer_task(y) == REGRESSION:
+        raise ValueError(f"--task classification: the label column holds {len(np.unique(y))} distinct numbers with "
+                         "fractions, not class labels; predict them with --task regression")
+    if task == REGRESSION:
+        return _train_regressor(learner, X, y, params, classes, ram is not None or flash is not None or
+                                rate is not None)
     budgeted = ram is not None or flash is not None or rate is not None
     if learner == AUTO and not budgeted:
         raise ValueError("--learner auto chooses by accuracy within a budget: give --ram, --flash or --rate")
@@ -88,6 +97,19 @@ def train(learner: str, X, y, params: dict, board=None, ram=None, flash=None, bi
     if budget is not None and not budget.fits:
         raise ValueError(f"the trained model does not fit the budget:\n{budget.to_text()}")
     return Trained(model, budget, result, min(bins_rows, len(X)) if spec.online else None, found)
+
+
+def _train_regressor(learner: str, X, y, params: dict, classes, budgeted: bool) -> Trained:
+    """A regressor of the learners that have one (:func:`edgestream.learners.for_task`), trained on all rows."""
+    if classes is not None:
+        raise ValueError("--classes lists the labels of a classifier; a regression target has none")
+    if budgeted:
+        raise ValueError("budgets (--ram, --flash, --rate) plan classifiers for now; train the regressor without "
+                         "one and read its sizes from edgestream build")
+    check_target(y, len(X))
+    model = learners.get(learner, REGRESSION).make(REGRESSION, **params)
+    model.fit(device_input(X, model.input_dtype), y)
+    return Trained(model, None, None)
 
 
 def evaluate_online(model, X, y, window: int = 500, progress: bool = False) -> PrequentialResult:
@@ -160,13 +182,18 @@ def update(model, X=None, y=None, delete=None) -> Update:
 
 
 def predictions(model, X, proba: bool = False) -> list[str]:
-    """CSV lines of a model's predictions for the rows ``X``: the class label of each row, or with ``proba`` a
+    """CSV lines of a model's predictions for the rows ``X``: a regressor's value (9 significant digits) or the
+    class label of each row, or with ``proba`` a
     header of the class labels and each row's Q15 probabilities scaled to 1 (``q / 32768``, as the device computes
     them). A row count of columns other than the model's features is refused, naming both counts."""
     n_features = model_input(model)[1]
     if X.shape[1] != n_features:
         raise ValueError(f"the data has {X.shape[1]} feature columns, the model takes {n_features}")
     X = device_input(X, model_input(model)[0])
+    if task_of(model) == REGRESSION:
+        if proba:
+            raise ValueError("--proba gives class probabilities; a regressor predicts one value per row")
+        return [f"{value:.9g}" for value in model.predict(X).tolist()]
     if not proba:
         return [str(label) for label in model.predict(X).tolist()]
     q15 = model.predict_proba_q15(X)

@@ -92,8 +92,10 @@ class TreeEnsemble:
         return len(self.roots)
 
     @classmethod
-    def from_trees(cls, trees, weights, n_features: int, n_classes: int) -> "TreeEnsemble":
-        """Concatenate per-tree (nodes, leaf_values) pairs, shifting child indices into the joint arrays."""
+    def from_trees(cls, trees, weights, n_features: int, n_classes: int, base_score=None) -> "TreeEnsemble":
+        """Concatenate per-tree (nodes, leaf_values) pairs, shifting child indices into the joint arrays: Q15
+        probability rows, or with ``base_score`` (int32, one per score) additive int16 rows of ``n_classes``
+        scores (a regressor's: one score, its leaf codes)."""
         nodes, leaves, roots = [], [], []
         node_offset = leaf_offset = 0
         for tree_nodes, tree_leaves in trees:
@@ -114,8 +116,9 @@ class TreeEnsemble:
             nodes=np.concatenate(nodes),
             roots=np.asarray(roots, dtype=np.uint16),
             weights=np.asarray(weights, dtype=np.uint16),
-            leaf_values=np.concatenate(leaves).reshape(-1, n_classes).astype(np.uint16),
-            n_features=n_features,
+            leaf_values=np.concatenate(leaves).reshape(-1, n_classes).astype(np.uint16 if base_score is None else np.int16),
+            n_features=n_features, leaf_kind="proba" if base_score is None else "additive",
+            base_score=None if base_score is None else np.asarray(base_score, dtype=np.int32),
         )
         ensemble.validate()
         return ensemble
@@ -200,6 +203,11 @@ class TreeEnsemble:
     def predict_proba_q15(self, X_binned: np.ndarray) -> np.ndarray:
         return self.combine_proba_q15(self.apply(X_binned))
 
+    def predict_sums(self, X_binned: np.ndarray) -> np.ndarray:
+        """Additive leaves: the int32 score sums, base score plus every tree's leaf [n_rows, n_scores] (a
+        regressor's raw output is column 0)."""
+        return additive_sums(self.leaf_values, self.base_score, self.apply(X_binned)).astype(np.int32)
+
     def predict(self, X_binned: np.ndarray) -> np.ndarray:
         return self.combine_classes(self.apply(X_binned))
 
@@ -248,6 +256,65 @@ def grow_tree(X_binned, y, weight, n_classes, *, criterion, max_depth, min_sampl
         max_nodes, n_features if max_features is None else max_features, seed)
 
 
+def grow_regression_tree(X_binned, codes, weight, *, max_depth, min_samples_leaf, max_nodes, max_features=None,
+                         seed=0):
+    """One regression tree on binned data, breadth first in the node format of :func:`grow_tree`: the split of
+    each node is the one that most reduces the weighted squared error of the int16 target ``codes`` (variance
+    reduction: the largest ``S_l^2 / n_l + S_r^2 / n_r``, S the sums of codes, n the weights, in float64; the
+    first best in feature then bin order), among ``max_features`` features drawn per node with ``seed``. A node
+    stays a leaf where ``grow_tree`` stops, when its codes are all equal, or when no split lowers the error by
+    more than a billionth. Returns (nodes, int16 leaf codes [n_leaves, 1]): each leaf the weighted mean code,
+    rounded half up."""
+    X_binned = np.ascontiguousarray(X_binned, dtype=np.uint8)
+    n_features = X_binned.shape[1]
+    codes, weight = np.asarray(codes, dtype=np.int64), np.asarray(weight, dtype=np.int64)
+    draws = n_features if max_features is None else min(int(max_features), n_features)
+    rng = np.random.default_rng(seed)
+    nodes = np.zeros(max_nodes, dtype=NODE_DTYPE)
+    members, depths, leaves = [np.flatnonzero(weight)], [0], []
+    node = 0
+    while node < len(members):
+        rows = members[node]
+        w, c = weight[rows], codes[rows]
+        total, s = int(w.sum()), int((w * c).sum())
+        best = None
+        if (depths[node] < max_depth and len(members) + 2 <= max_nodes and total >= 2 * min_samples_leaf
+                and c.min() != c.max()):
+            best = _best_variance_split(X_binned[rows], w, c, total, s, rng, draws, min_samples_leaf)
+        if best is None:
+            nodes[node] = (LEAF_FEATURE, 0, len(leaves))
+            leaves.append((2 * s + total) // (2 * total))  # the mean, rounded half up (floor division)
+        else:
+            feature, threshold = best
+            left = X_binned[rows, feature] <= threshold
+            nodes[node] = (feature, threshold, len(members))
+            members += [rows[left], rows[~left]]
+            depths += [depths[node] + 1] * 2
+        node += 1
+    return nodes[:len(members)].copy(), np.asarray(leaves, dtype=np.int16).reshape(-1, 1)
+
+
+def _best_variance_split(X, w, c, total: int, s: int, rng, draws: int, min_samples_leaf: int):
+    """(feature, bin threshold) of the split of one node's rows that most reduces the squared error, or None."""
+    n_features = X.shape[1]
+    features = np.sort(rng.permutation(n_features)[:draws]) if draws < n_features else range(n_features)
+    parent = s * s / total
+    best, best_gain = None, 1e-9 * max(float((w * c * c).sum()) - parent, 1.0)
+    for feature in features:
+        n_left = np.cumsum(np.bincount(X[:, feature], weights=w, minlength=256))[:255]
+        s_left = np.cumsum(np.bincount(X[:, feature], weights=w * c, minlength=256))[:255]
+        n_right, s_right = total - n_left, s - s_left
+        allowed = (n_left >= min_samples_leaf) & (n_right >= min_samples_leaf)
+        if not allowed.any():
+            continue
+        with np.errstate(divide="ignore", invalid="ignore"):
+            gain = np.where(allowed, s_left**2 / n_left + s_right**2 / n_right - parent, -np.inf)
+        threshold = int(np.argmax(gain))
+        if gain[threshold] > best_gain:
+            best, best_gain = (int(feature), threshold), float(gain[threshold])
+    return best
+
+
 def check_features(X, n_features: int | None = None, dtype: str = "float32") -> np.ndarray:
     """A 2-D array with 1..255 features and at least one row: float (NaN = missing) or, for integer bins, integer."""
     integer = dtype in ("int32", "int16")
@@ -287,4 +354,5 @@ def encode_labels(y, n_rows: int) -> tuple[np.ndarray, np.ndarray]:
     return classes, encoded.astype(np.uint8)
 
 
-__all__ = ["TreeEnsemble", "check_features", "encode_labels", "grow_tree", "impurity_importances", "MISSING_BIN"]
+__all__ = ["TreeEnsemble", "check_features", "encode_labels", "grow_regression_tree", "grow_tree", "impurity_importances",
+           "MISSING_BIN"]

@@ -1,16 +1,18 @@
 """The one table of learners. Everything generic (CLI, model files, export, simulation, targets, budget) reads it.
 
-| name      | estimator               | on the device                                         | runtime modules                       |
-|-----------|-------------------------|-------------------------------------------------------|---------------------------------------|
-| tree      | TreeClassifier          | frozen                                                | es_infer                              |
-| forest    | ForestClassifier        | frozen                                                | es_infer                              |
-| gbdt      | OnlineGBDTClassifier    | frozen (additive leaves; add/delete rows on the host) | es_fixed, es_infer                    |
-| shrubs    | ShrubEnsemble           | keeps learning (window)                               | es_binning, es_tree, es_cart, es_shrubs |
-| bls       | OnlineBLSClassifier     | keeps learning (factor)                               | es_f32, es_fixed, es_bls              |
-| hoeffding | HoeffdingTreeClassifier | keeps learning (node pool)                            | es_f32, es_fixed, es_hoeffding        |
-| irf       | IncrementalRandomForest | keeps learning (node pools)                           | es_f32, es_fixed, es_hoeffding        |
-| axgb      | AdaptiveXGBoost         | keeps learning (tumbling windows, ADWIN)              | es_binning, es_tree, es_fixed, es_adwin, es_axgb |
-| imported  | ImportedClassifier      | frozen (trained elsewhere: edgestream import)         | es_fixed, es_infer                    |
+| name      | classifier              | regressor       | on the device                                   | runtime modules                       |
+|-----------|-------------------------|-----------------|-------------------------------------------------|---------------------------------------|
+| tree      | TreeClassifier          | TreeRegressor   | frozen                                          | es_infer                              |
+| forest    | ForestClassifier        | ForestRegressor | frozen                                          | es_infer                              |
+| gbdt      | OnlineGBDTClassifier    |                 | frozen (additive leaves; add/delete rows on the host) | es_fixed, es_infer              |
+| shrubs    | ShrubEnsemble           |                 | keeps learning (window)                         | es_binning, es_tree, es_cart, es_shrubs |
+| bls       | OnlineBLSClassifier     |                 | keeps learning (factor)                         | es_f32, es_fixed, es_bls              |
+| hoeffding | HoeffdingTreeClassifier |                 | keeps learning (node pool)                      | es_f32, es_fixed, es_hoeffding        |
+| irf       | IncrementalRandomForest |                 | keeps learning (node pools)                     | es_f32, es_fixed, es_hoeffding        |
+| axgb      | AdaptiveXGBoost         |                 | keeps learning (tumbling windows, ADWIN)        | es_binning, es_tree, es_fixed, es_adwin, es_axgb |
+| imported  | ImportedClassifier      |                 | frozen (trained elsewhere: edgestream import)   | es_fixed, es_infer                    |
+
+A regressor (:mod:`edgestream.task`) is the learner's form for the regression task, in the same module and entry.
 """
 
 from __future__ import annotations
@@ -19,13 +21,14 @@ from . import axgb, bls, forest, gbdt, hoeffding, imported, shrubs, tree
 from .axgb import AdaptiveXGBoost
 from .base import LearnerSpec, Option, missing_rule, model_input
 from .bls import OnlineBLSClassifier
-from .forest import ForestClassifier
+from ..task import CLASSIFICATION, check_task
+from .forest import ForestClassifier, ForestRegressor
 from .gbdt import OnlineGBDTClassifier
 from .hoeffding import HoeffdingTreeClassifier, IncrementalRandomForest
 from .imported import ImportedClassifier
 from .shrubs import ShrubEnsemble
 from .stream import is_fitted, register_with_river
-from .tree import BinnedClassifier, TreeClassifier
+from .tree import BinnedClassifier, TreeClassifier, TreeRegressor
 
 REGISTRY: dict[str, LearnerSpec] = {spec.name: spec for spec in (
     tree.SPEC, forest.SPEC, gbdt.SPEC, shrubs.SPEC, bls.SPEC, hoeffding.SPEC, hoeffding.IRF_SPEC, axgb.SPEC,
@@ -34,18 +37,32 @@ TRAINABLE = [name for name, spec in REGISTRY.items() if spec.trainable]
 register_with_river(spec.cls for spec in REGISTRY.values() if spec.online)
 
 
-def get(name: str) -> LearnerSpec:
-    """The learner called ``name``; an unknown name gets an error listing the learners there are."""
+def get(name: str, task: str = CLASSIFICATION) -> LearnerSpec:
+    """The learner called ``name`` with a form for ``task``; an unknown name gets an error listing the learners
+    there are, a learner without the task those that have it."""
     try:
-        return REGISTRY[name]
+        spec = REGISTRY[name]
     except KeyError:
         raise ValueError(f"unknown learner {name!r}; the learners are: {', '.join(REGISTRY)}") from None
+    if task not in spec.tasks:
+        raise ValueError(f"learner {name!r} has no {check_task(task)} form yet; the learners with one: "
+                         f"{', '.join(for_task(task))}")
+    return spec
+
+
+def for_task(task: str) -> list[str]:
+    """The trainable learners with a form for ``task``."""
+    return [name for name, spec in REGISTRY.items() if task in spec.tasks and spec.trainable]
+
+
+def _estimators(spec: LearnerSpec) -> tuple[type, ...]:
+    return (spec.cls,) + ((spec.regressor,) if spec.regressor is not None else ())
 
 
 def of_model(model) -> LearnerSpec:
-    """The learner of a model object (by its class)."""
+    """The learner of a model object (by its class, of either task)."""
     for spec in REGISTRY.values():
-        if type(model) is spec.cls:
+        if type(model) in _estimators(spec):
             return spec
     raise ValueError(f"a {type(model).__name__} is not a registered learner ({names_of_classes()})")
 
@@ -53,16 +70,22 @@ def of_model(model) -> LearnerSpec:
 def by_class_name(class_name: str) -> LearnerSpec:
     """The learner whose estimator class is called ``class_name`` (as model files name them)."""
     for spec in REGISTRY.values():
-        if spec.cls.__name__ == class_name:
+        if class_name in (cls.__name__ for cls in _estimators(spec)):
             return spec
     raise ValueError(f"unknown learner {class_name!r}; known: {names_of_classes()}")
 
 
+def class_named(class_name: str) -> type:
+    """The estimator class called ``class_name``, of either task."""
+    return next(cls for cls in _estimators(by_class_name(class_name)) if cls.__name__ == class_name)
+
+
 def names_of_classes() -> str:
-    return ", ".join(spec.cls.__name__ for spec in REGISTRY.values())
+    return ", ".join(cls.__name__ for spec in REGISTRY.values() for cls in _estimators(spec))
 
 
 __all__ = ["REGISTRY", "TRAINABLE", "AdaptiveXGBoost", "BinnedClassifier", "ForestClassifier",
            "HoeffdingTreeClassifier", "ImportedClassifier", "IncrementalRandomForest", "LearnerSpec", "OnlineBLSClassifier", "OnlineGBDTClassifier", "Option",
-           "ShrubEnsemble", "TreeClassifier", "by_class_name", "get", "is_fitted", "missing_rule", "model_input",
+           "ShrubEnsemble", "TreeClassifier", "ForestRegressor", "TreeRegressor", "by_class_name", "class_named",
+           "for_task", "get", "is_fitted", "missing_rule", "model_input",
            "of_model"]

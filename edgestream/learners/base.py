@@ -17,6 +17,7 @@ from ..binning import BinMapper
 from ..engine import StateEngine
 from ..ranges import Range
 from ..state import StateSpec
+from ..task import CLASSIFICATION, REGRESSION, check_task
 from ..tree import MAX_CLASSES, Q15_ONE, check_features
 from .stream import StreamLearner
 
@@ -545,6 +546,9 @@ class LearnerSpec:
     * ``worst_case(model, n_features, n_classes)``: frozen learners whose bundles for speed walk the trees in inline
       code: the :class:`edgestream.frozen.WorstCase` of an unfitted model's configuration (the largest trees it can
       export), from which the budget bounds that code.
+    * ``regressor``: the estimator of the regression task (:mod:`edgestream.task`), where the learner has one:
+      ``make(task, ...)`` and ``estimator(task)`` pick by task; ``regressor_runtime``: the further ``csrc/``
+      modules its bundles need.
     * ``trainable``: False for models that only come from elsewhere (:mod:`edgestream.importers`): ``fit`` and
       ``budget`` do not offer them.
     """
@@ -568,6 +572,21 @@ class LearnerSpec:
     worst_case: Callable | None = None
     variants: tuple[dict, ...] = ()
     trainable: bool = True  # False: models come from elsewhere (edgestream import), not from fit or budget
+    regressor: type | None = None
+    regressor_runtime: tuple[str, ...] = ()  # csrc/ modules the regression form needs beyond ``runtime``
+
+    @property
+    def tasks(self) -> tuple[str, ...]:
+        """The tasks this learner has an estimator for (:mod:`edgestream.task`)."""
+        return (CLASSIFICATION,) + ((REGRESSION,) if self.regressor is not None else ())
+
+    def estimator(self, task: str = CLASSIFICATION) -> type:
+        """The estimator class of ``task``; a task the learner has no form for gets an error naming those it has."""
+        if check_task(task) == REGRESSION and self.regressor is not None:
+            return self.regressor
+        if task == CLASSIFICATION:
+            return self.cls
+        raise ValueError(f"learner {self.name!r} has no {task} form yet")
 
     @property
     def ladder_params(self) -> tuple[str, ...]:
@@ -580,15 +599,17 @@ class LearnerSpec:
     def option(self, param: str) -> Option | None:
         return next((o for o in self.options if o.param == param), None)
 
-    def make(self, **params):
-        """The estimator with these parameters, checked (``_check_params`` of estimators that check only at fit time,
-        as scikit-learn's do); unknown ones get an error listing the learner's."""
-        known = set(self.cls().get_params())
+    def make(self, task: str = CLASSIFICATION, **params):
+        """The estimator of ``task`` with these parameters, checked (``_check_params`` of estimators that check only
+        at fit time, as scikit-learn's do); unknown ones get an error listing the learner's."""
+        cls = self.estimator(task)
+        known = set(cls().get_params())
         unknown = sorted(set(params) - known)
         if unknown:
-            raise ValueError(f"learner {self.name!r} has no parameter(s) {', '.join(unknown)}; "
+            form = f" ({task})" if task != CLASSIFICATION else ""
+            raise ValueError(f"learner {self.name!r}{form} has no parameter(s) {', '.join(unknown)}; "
                              f"its parameters: {', '.join(sorted(known))}")
-        model = self.cls(**params)
+        model = cls(**params)
         check = getattr(model, "_check_params", None)
         if check is not None:
             check()

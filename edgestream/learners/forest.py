@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..frozen import tree_context, tree_tables, tree_worst_case
-from ..tree import TreeEnsemble, grow_tree
+from ..tree import TreeEnsemble, grow_regression_tree, grow_tree
 from .base import LEAF_VALUES_OPTION, TREE_OPTIONS, LearnerSpec, Option, check_integer
-from .tree import DEPTH_LADDER, BinnedClassifier
+from .tree import DEPTH_LADDER, BinnedClassifier, BinnedRegressor, tree_settings
 
 class ForestClassifier(BinnedClassifier):
     """Random forest on 8-bit bins: bootstrap samples, a random feature subset at every split, soft voting.
@@ -43,19 +43,54 @@ class ForestClassifier(BinnedClassifier):
         super()._check_params()
 
     def _fit_ensemble(self, X_binned, y, n_classes) -> TreeEnsemble:
-        settings = self._tree_settings(X_binned.shape[1])
-        n_features = X_binned.shape[1]
-        max_features = features_per_split(self.max_features, n_features)
-        rng = np.random.default_rng(self.random_state)
-        trees = []
-        for _ in range(self.n_trees):
-            if self.bootstrap:
-                weight = np.bincount(rng.integers(0, len(y), len(y)), minlength=len(y)).astype(np.uint32)
-            else:
-                weight = np.ones(len(y), dtype=np.uint32)
-            seed = int(rng.integers(1, 2**32))
-            trees.append(grow_tree(X_binned, y, weight, n_classes, max_features=max_features, seed=seed, **settings))
-        return TreeEnsemble.from_trees(trees, [1] * self.n_trees, n_features, n_classes)
+        settings = self._tree_settings()
+        max_features = features_per_split(self.max_features, X_binned.shape[1])
+        trees = [grow_tree(X_binned, y, weight, n_classes, max_features=max_features, seed=seed, **settings)
+                 for weight, seed in bagged(self, X_binned, y)]
+        return TreeEnsemble.from_trees(trees, [1] * self.n_trees, X_binned.shape[1], n_classes)
+
+
+def bagged(forest, X_binned, y):
+    """Per tree of ``forest``: (sample multiplicities, seed of its split features), drawn from ``random_state``."""
+    rng = np.random.default_rng(forest.random_state)
+    for _ in range(forest.n_trees):
+        if forest.bootstrap:
+            weight = np.bincount(rng.integers(0, len(y), len(y)), minlength=len(y)).astype(np.uint32)
+        else:
+            weight = np.ones(len(y), dtype=np.uint32)
+        yield weight, int(rng.integers(1, 2**32))
+
+
+class ForestRegressor(BinnedRegressor):
+    """Random forest of binned CART regression trees: bootstrap samples, a random feature subset at every split,
+    the mean of the trees' leaf codes (sum over the trees, divided at decoding).
+
+    Parameters are :class:`ForestClassifier`'s but ``criterion`` and ``leaf_values`` (squared error, int16
+    codes); ``max_features`` defaults to 1.0 (every feature, as scikit-learn's regressor forest)."""
+
+    def __init__(self, n_trees: int = 10, max_depth: int = 8, min_samples_leaf: int = 1,
+                 max_nodes: int | None = None, max_features=1.0, bootstrap: bool = True, max_bins: int = 255,
+                 binning: str = "quantile", input_dtype: str = "float32", random_state: int = 0):
+        self.n_trees = n_trees
+        self.max_depth = max_depth
+        self.min_samples_leaf = min_samples_leaf
+        self.max_nodes = max_nodes
+        self.max_features = max_features
+        self.bootstrap = bootstrap
+        self.max_bins = max_bins
+        self.binning = binning
+        self.input_dtype = input_dtype
+        self.random_state = random_state
+
+    def _check_params(self) -> None:
+        check_integer(self, "n_trees", 1, 255)
+        super()._check_params()
+
+    def _grow(self, X_binned, codes) -> list:
+        max_features = features_per_split(self.max_features, X_binned.shape[1])
+        return [grow_regression_tree(X_binned, codes, weight, max_features=max_features, seed=seed,
+                                     **tree_settings(self))
+                for weight, seed in bagged(self, X_binned, codes)]
 
 
 def features_per_split(max_features, n_features: int) -> int:
@@ -74,7 +109,7 @@ def features_per_split(max_features, n_features: int) -> int:
 
 
 SPEC = LearnerSpec(
-    name="forest", cls=ForestClassifier, summary="a bagged forest of CART trees, soft voting (frozen)",
+    name="forest", cls=ForestClassifier, regressor=ForestRegressor, regressor_runtime=("es_fixed",), summary="a bagged forest of CART trees, soft voting (frozen)",
     options=TREE_OPTIONS + (LEAF_VALUES_OPTION, Option("--n-trees", "n_trees", int, "number of trees (1..255)", "T"),
                             Option("--seed", "random_state", int, "random seed", "S")),
     learning=False, online=False, runtime=("es_common", "es_infer"), template="frozen.c.j2",

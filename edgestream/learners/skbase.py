@@ -1,4 +1,4 @@
-"""The batch learners as scikit-learn classifiers.
+"""The batch learners as scikit-learn classifiers and regressors.
 
 :class:`BatchClassifier` is what ``TreeClassifier``, ``ForestClassifier`` and ``OnlineGBDTClassifier`` share with
 scikit-learn: ``BaseEstimator`` (parameters, clone, repr), ``ClassifierMixin`` (``score``, the classifier tags) and
@@ -6,40 +6,40 @@ scikit-learn's own input validation, so ``check_estimator``, pipelines, ``cross_
 take them. ``fit`` records ``n_features_in_`` and, for a pandas DataFrame, ``feature_names_in_``; ``predict``
 refuses another number of features and columns renamed or reordered (a clear ``ValueError``, never a silent
 permutation); complex features and non-integer labels (a regression target) are refused with an error naming
-them. scikit-learn is a core dependency of edgestream.
+them. :class:`BatchRegressor` is the same for the regressors (``RegressorMixin``: ``score`` is R²), whose target
+must be one finite number per row. scikit-learn is a core dependency of edgestream.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..errors import NotFittedError
+from ..task import REGRESSION, check_target
 from ..tree import check_features
 
 
-class BatchClassifier(ClassifierMixin, BaseEstimator):
-    """scikit-learn's classifier protocol for a learner with an ``input_dtype`` (float32: NaN is a missing value, infinities are values;
-    int32/int16: integer features) and a fitted attribute ``_fitted_attribute``."""
+class BatchEstimator(BaseEstimator):
+    """scikit-learn's input checks for a learner with an ``input_dtype`` (float32: NaN is a missing value,
+    infinities are values; int32/int16: integer features) and a fitted attribute ``_fitted_attribute``."""
 
     _fitted_attribute = "ensemble_"
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = self.input_dtype == "float32"
-        tags.classifier_tags.multi_class = True
         return tags
 
     def _validate_dtype(self):
         return np.float64 if self.input_dtype == "float32" else None
 
-    def _validate_fit(self, X, y) -> tuple[np.ndarray, np.ndarray]:
-        """Features and labels for ``fit``: sets ``n_features_in_`` (and ``feature_names_in_`` for a DataFrame)."""
+    def _validate_rows(self, X, y) -> tuple[np.ndarray, np.ndarray]:
+        """Features and targets for ``fit``: sets ``n_features_in_`` (and ``feature_names_in_`` for a DataFrame)."""
         X, y = validate_data(self, X, y, dtype=self._validate_dtype(), ensure_all_finite=False,
                              accept_sparse=False)
-        check_classification_targets(y)
         return check_features(X, dtype=self.input_dtype), y
 
     def _validate_X(self, X) -> np.ndarray:
@@ -57,10 +57,34 @@ class BatchClassifier(ClassifierMixin, BaseEstimator):
             raise NotFittedError(f"this {type(self).__name__} is not fitted yet; call fit(X, y) first") from None
 
 
+class BatchClassifier(ClassifierMixin, BatchEstimator):
+    """scikit-learn's classifier protocol (``score`` is accuracy, the classifier tags)."""
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = True
+        return tags
+
+    def _validate_fit(self, X, y) -> tuple[np.ndarray, np.ndarray]:
+        X, y = self._validate_rows(X, y)
+        check_classification_targets(y)
+        return X, y
+
+
+class BatchRegressor(RegressorMixin, BatchEstimator):
+    """scikit-learn's regressor protocol (``score`` is R², the regressor tags): one finite number per row."""
+
+    task = REGRESSION
+
+    def _validate_fit(self, X, y) -> tuple[np.ndarray, np.ndarray]:
+        X, y = self._validate_rows(X, check_target(y))  # our message for text, NaN and infinities first
+        return X, y
+
+
 def feature_names(model) -> list[str] | None:
     """The column names a model was fitted on, as a list (None when it was fitted on an array)."""
     names = getattr(model, "feature_names_in_", None)
     return None if names is None else [str(name) for name in names]
 
 
-__all__ = ["BatchClassifier", "feature_names"]
+__all__ = ["BatchClassifier", "BatchEstimator", "BatchRegressor", "feature_names"]

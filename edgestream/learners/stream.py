@@ -25,8 +25,10 @@ import numpy as np
 
 
 def is_fitted(model) -> bool:
-    """The model has its classes and its input (bin edges, or the raw-feature learner's ``n_features_``)."""
-    return hasattr(model, "classes_") and (hasattr(model, "bins_") or hasattr(model, "n_features_"))
+    """The model has its output (classes, or a regressor's target scale) and its input (bin edges, or the
+    raw-feature learner's ``n_features_``)."""
+    return (hasattr(model, "classes_") or hasattr(model, "target_")) and (hasattr(model, "bins_")
+                                                                           or hasattr(model, "n_features_"))
 
 
 class StreamLearner:

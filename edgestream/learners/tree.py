@@ -7,9 +7,11 @@ import numpy as np
 from ..binning import BinMapper
 from ..frozen import tree_context, tree_tables, tree_worst_case
 from ..encoding import LEAF_VALUES, restrict_leaf_values
-from ..tree import CRITERIA, MAX_NODES, TreeEnsemble, encode_labels, grow_tree, impurity_importances
+from ..task import TargetScale
+from ..tree import (CRITERIA, MAX_NODES, TreeEnsemble, encode_labels, grow_regression_tree, grow_tree,
+                    impurity_importances)
 from .base import LEAF_VALUES_OPTION, TREE_OPTIONS, LearnerSpec
-from .skbase import BatchClassifier
+from .skbase import BatchClassifier, BatchRegressor
 
 
 class EnsemblePrediction:
@@ -93,18 +95,75 @@ class BinnedClassifier(EnsemblePrediction, BatchClassifier):
         BinMapper(self.max_bins, self.binning, self.input_dtype)._check_params()
         self._tree_settings()
 
-    def _tree_settings(self, n_features: int | None = None) -> dict:
+    def _tree_settings(self) -> dict:
         if self.criterion not in CRITERIA:
             raise ValueError(f"criterion={self.criterion!r} must be one of {sorted(CRITERIA)}")
-        if not isinstance(self.max_depth, (int, np.integer)) or not 0 <= self.max_depth <= 32:
-            raise ValueError(f"max_depth={self.max_depth!r} must be an integer from 0 to 32")
-        if not isinstance(self.min_samples_leaf, (int, np.integer)) or self.min_samples_leaf < 1:
-            raise ValueError(f"min_samples_leaf={self.min_samples_leaf!r} must be an integer >= 1")
-        max_nodes = self.max_nodes if self.max_nodes is not None else min(MAX_NODES, 2 ** (self.max_depth + 1) - 1)
-        if not isinstance(max_nodes, (int, np.integer)) or not 1 <= max_nodes <= MAX_NODES:
-            raise ValueError(f"max_nodes={max_nodes!r} must be an integer from 1 to {MAX_NODES}")
-        return dict(criterion=CRITERIA[self.criterion], max_depth=int(self.max_depth),
-                    min_samples_leaf=int(self.min_samples_leaf), max_nodes=int(max_nodes))
+        return dict(criterion=CRITERIA[self.criterion], **tree_settings(self))
+
+
+def tree_settings(model) -> dict:
+    """The growth limits every tree learner shares (``max_depth``, ``min_samples_leaf``, ``max_nodes``), checked."""
+    if not isinstance(model.max_depth, (int, np.integer)) or not 0 <= model.max_depth <= 32:
+        raise ValueError(f"max_depth={model.max_depth!r} must be an integer from 0 to 32")
+    if not isinstance(model.min_samples_leaf, (int, np.integer)) or model.min_samples_leaf < 1:
+        raise ValueError(f"min_samples_leaf={model.min_samples_leaf!r} must be an integer >= 1")
+    max_nodes = model.max_nodes if model.max_nodes is not None else min(MAX_NODES, 2 ** (model.max_depth + 1) - 1)
+    if not isinstance(max_nodes, (int, np.integer)) or not 1 <= max_nodes <= MAX_NODES:
+        raise ValueError(f"max_nodes={max_nodes!r} must be an integer from 1 to {MAX_NODES}")
+    return dict(max_depth=int(model.max_depth), min_samples_leaf=int(model.min_samples_leaf), max_nodes=int(max_nodes))
+
+
+class BinnedRegressor(BatchRegressor):
+    """Common base of the tree regressors: the target in fixed point (:class:`edgestream.task.TargetScale`,
+    fitted on the rows; ``saturated_`` counts the rows outside its range), binning, additive leaves of int16
+    codes, and prediction exactly as the exported bundle computes it (:meth:`predict_raw`).
+
+    Subclasses implement ``_grow(X_binned, codes) -> list of (nodes, leaf codes)``; the prediction is the mean of
+    the trees' leaves, ``raw / n_trees`` decoded."""
+
+    def fit(self, X, y):
+        self._check_params()
+        X, y = self._validate_fit(X, y)
+        self.target_ = TargetScale.fit(y)
+        codes, self.saturated_ = self.target_.encode(y)
+        self.bins_ = BinMapper(self.max_bins, self.binning, self.input_dtype).fit(X)
+        X_binned = self.bins_.transform(X)
+        trees = self._grow(X_binned, codes)
+        self.ensemble_ = TreeEnsemble.from_trees(trees, [1] * len(trees), X_binned.shape[1], 1,
+                                                 base_score=np.zeros(1, dtype=np.int32))
+        return self
+
+    @property
+    def output_divisor(self) -> int:
+        """What the raw output is divided by before it is decoded: the number of trees averaged."""
+        return self.ensemble_.n_trees
+
+    def predict_raw(self, X) -> np.ndarray:
+        """int32 raw outputs (the sum of the leaf codes reached) exactly as the device computes them."""
+        X = self._validate_X(X)
+        return self.ensemble_.predict_sums(self.bins_.transform(X))[:, 0]
+
+    def predict(self, X) -> np.ndarray:
+        return self.target_.decode(self.predict_raw(X), self.output_divisor)
+
+    summary = BinnedClassifier.summary
+
+    def saved_arrays(self) -> dict:
+        """The tables a model file stores (see :mod:`edgestream.modelfile`)."""
+        self._check_fitted()
+        return self.ensemble_.arrays()
+
+    def restore_arrays(self, arrays: dict) -> None:
+        """Take the tables of a model file, after ``bins_`` and ``target_`` are set; refuses inconsistent ones."""
+        ensemble = TreeEnsemble.from_arrays(arrays, self.bins_.n_features)
+        if ensemble.leaf_kind != "additive" or ensemble.leaf_values.shape[1] != 1:
+            raise ValueError("a regressor's leaf table holds one int16 code per leaf and a base score")
+        self.ensemble_, self.saturated_ = ensemble, 0
+        self.n_features_in_ = ensemble.n_features
+
+    def _check_params(self) -> None:
+        BinMapper(self.max_bins, self.binning, self.input_dtype)._check_params()
+        tree_settings(self)
 
 
 class TreeClassifier(BinnedClassifier):
@@ -139,14 +198,34 @@ class TreeClassifier(BinnedClassifier):
         self.leaf_values = leaf_values
 
     def _fit_ensemble(self, X_binned, y, n_classes) -> TreeEnsemble:
-        settings = self._tree_settings(X_binned.shape[1])
+        settings = self._tree_settings()
         tree = grow_tree(X_binned, y, np.ones(len(y), dtype=np.uint32), n_classes, **settings)
         return TreeEnsemble.from_trees([tree], [1], X_binned.shape[1], n_classes)
+
+
+class TreeRegressor(BinnedRegressor):
+    """A CART regression tree grown on 8-bit feature bins: splits that most reduce the squared error, leaves
+    holding the mean target in fixed point (:func:`edgestream.tree.grow_regression_tree`).
+
+    Parameters are :class:`TreeClassifier`'s growth and input parameters (``max_depth``, ``min_samples_leaf``,
+    ``max_nodes``, ``max_bins``, ``binning``, ``input_dtype``)."""
+
+    def __init__(self, max_depth: int = 8, min_samples_leaf: int = 1, max_nodes: int | None = None,
+                 max_bins: int = 255, binning: str = "quantile", input_dtype: str = "float32"):
+        self.max_depth = max_depth
+        self.min_samples_leaf = min_samples_leaf
+        self.max_nodes = max_nodes
+        self.max_bins = max_bins
+        self.binning = binning
+        self.input_dtype = input_dtype
+
+    def _grow(self, X_binned, codes) -> list:
+        return [grow_regression_tree(X_binned, codes, np.ones(len(codes), dtype=np.uint32), **tree_settings(self))]
 
 
 DEPTH_LADDER = tuple({"max_depth": depth} for depth in range(12, -1, -1))
 
 SPEC = LearnerSpec(
-    name="tree", cls=TreeClassifier, summary="one CART tree (frozen on the device)",
+    name="tree", cls=TreeClassifier, regressor=TreeRegressor, regressor_runtime=("es_fixed",), summary="one CART tree (frozen on the device)",
     options=TREE_OPTIONS + (LEAF_VALUES_OPTION,), learning=False, online=False, runtime=("es_common", "es_infer"), template="frozen.c.j2",
     context=tree_context, tables=tree_tables, ladder=DEPTH_LADDER, worst_case=tree_worst_case)

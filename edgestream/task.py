@@ -1,0 +1,152 @@
+"""What a model is asked for: a class (``"classification"``) or a number (``"regression"``). Every layer that
+once assumed classes reads the task here: the learners (their spec names an estimator per task), the stream
+checks, the model files, the bundle's API and manifest, simulation, evaluation and the CLI.
+
+**Numbers on the device.** A regressor never sees a float target on the device: the target is encoded in
+fixed point by a :class:`TargetScale` fitted on the first rows, ``code = round((y - offset) / step)`` saturated to
+``-CODE_MAX .. CODE_MAX`` (int16; a row outside the fitted range is saturated and counted, never wrapped). Leaves
+hold codes, a model's output is an int32 sum of leaf codes (``raw``), and ``y = offset + raw * step / divisor``
+decodes it (``divisor``: the trees a forest averages, 1 otherwise). The raw output is what C and Python give to
+the bit; the decoded float is computed from it on the host in float64 (the bundle's ``NAME_decode`` does the
+same in float32 on the device, for display).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+CLASSIFICATION, REGRESSION = "classification", "regression"
+TASKS = (CLASSIFICATION, REGRESSION)
+CODE_MAX = 32767  # int16 codes, symmetric so that negating a code never overflows
+# The fitted range is widened by this share of its width on each side: later rows a little outside the first
+# rows' range still encode without saturating.
+MARGIN = 0.25
+# A numeric label column is a regression target when it holds a fraction, or more distinct values than this.
+MAX_CLASS_LABELS = 32
+
+
+def check_task(task: str) -> str:
+    if task not in TASKS:
+        raise ValueError(f"task={task!r} must be one of {', '.join(TASKS)}")
+    return task
+
+
+def infer_task(y) -> str:
+    """The task a label column asks for: regression for numbers with a fraction or with many distinct values
+    (more than ``MAX_CLASS_LABELS``), classification otherwise (text, booleans, a few integers)."""
+    y = np.asarray(y)
+    if y.dtype.kind not in "iuf":
+        return CLASSIFICATION
+    finite = y[np.isfinite(y)] if y.dtype.kind == "f" else y
+    if y.dtype.kind == "f" and (len(finite) < len(y) or (finite != np.round(finite)).any()):
+        return REGRESSION
+    return REGRESSION if len(np.unique(finite)) > MAX_CLASS_LABELS else CLASSIFICATION
+
+
+def check_target(y, n_rows: int | None = None) -> np.ndarray:
+    """A regression target: one finite number per row (float64); text, NaN and infinities are refused, naming
+    the first bad row (counted from 0)."""
+    y = np.asarray(y)
+    if y.ndim != 1:
+        raise ValueError(f"the target must be 1-dimensional, got shape {y.shape}")
+    if n_rows is not None and len(y) != n_rows:
+        raise ValueError(f"X has {n_rows} rows but the target has {len(y)} values")
+    try:
+        values = y.astype(np.float64)
+    except (TypeError, ValueError):
+        values = y.tolist()
+        bad = next(i for i, v in enumerate(values) if not _is_number(v))
+        raise ValueError(f"the target of row {bad} is {values[bad]!r}, not a number: a regressor needs numbers "
+                         "(--task classification for labels)") from None
+    bad = np.flatnonzero(~np.isfinite(values))
+    if len(bad):
+        raise ValueError(f"the target of row {bad[0]} is {float(values[bad[0]])}; a regressor needs finite numbers "
+                         f"({len(bad)} row(s) are not)")
+    return values
+
+
+def _is_number(value) -> bool:
+    try:
+        float(value)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+@dataclass(frozen=True)
+class TargetScale:
+    """The fixed-point encoding of a regression target (module docstring): ``offset`` and ``step`` in float64."""
+
+    offset: float
+    step: float
+
+    @classmethod
+    def fit(cls, y) -> "TargetScale":
+        """The scale whose codes span the rows' range widened by ``MARGIN`` on each side (a constant target gets
+        a step of one thousandth of its size, or of 1)."""
+        y = check_target(y)
+        low, high = float(y.min()), float(y.max())
+        width = (high - low) * (1 + 2 * MARGIN)
+        if not width > 0:
+            width = max(abs(low), 1.0) * 1e-3 * 2 * CODE_MAX
+        step = width / (2 * CODE_MAX)
+        if not np.isfinite(step) or step <= 0:
+            raise ValueError(f"the target spans {low} .. {high}; its range cannot be encoded")
+        return cls((low + high) / 2, step)
+
+    def encode(self, y) -> tuple[np.ndarray, int]:
+        """(int16 codes, number of rows saturated at ``-CODE_MAX`` or ``CODE_MAX``)."""
+        scaled = np.round((check_target(y) - self.offset) / self.step)
+        saturated = int(np.count_nonzero(np.abs(scaled) > CODE_MAX))
+        return np.clip(scaled, -CODE_MAX, CODE_MAX).astype(np.int16), saturated
+
+    def decode(self, raw, divisor: int = 1) -> np.ndarray:
+        """Targets from raw outputs (sums of codes over ``divisor`` trees), float64."""
+        return self.offset + np.asarray(raw, dtype=np.float64) * (self.step / divisor)
+
+    def to_json(self) -> dict:
+        return {"offset": self.offset, "step": self.step}
+
+    @classmethod
+    def from_json(cls, data) -> "TargetScale":
+        """A scale read from a model file or a manifest: two finite numbers, a positive step."""
+        try:
+            offset, step = float(data["offset"]), float(data["step"])
+        except (TypeError, KeyError, ValueError):
+            raise ValueError(f"a target scale needs numbers 'offset' and 'step', got {data!r}") from None
+        if not (np.isfinite(offset) and np.isfinite(step) and step > 0):
+            raise ValueError(f"target scale offset={offset}, step={step}: both finite, the step positive")
+        return cls(offset, step)
+
+
+def regression_metrics(y_true, y_pred) -> dict:
+    """``mae``, ``rmse`` and ``r2`` (1 - squared error / the target's variance; 0 for a constant target predicted
+    exactly, and negative when worse than predicting the mean)."""
+    y_true, y_pred = np.asarray(y_true, dtype=np.float64), np.asarray(y_pred, dtype=np.float64)
+    error = y_pred - y_true
+    sse = float(np.sum(error**2))
+    sst = float(np.sum((y_true - y_true.mean()) ** 2)) if len(y_true) else 0.0
+    r2 = 1 - sse / sst if sst > 0 else (0.0 if sse == 0 else -np.inf)
+    return {"mae": float(np.mean(np.abs(error))), "rmse": float(np.sqrt(sse / len(y_true))), "r2": float(r2)}
+
+
+def output_context(model) -> dict:
+    """What a bundle and its manifest say about a fitted model's output: ``task``, ``n_classes`` and the class
+    labels (``class_names``), and for a regressor ``target`` (``offset``, ``step`` and ``divisor``; one output,
+    no classes)."""
+    if task_of(model) == REGRESSION:
+        return {"task": REGRESSION, "n_classes": 1, "class_names": [],
+                "target": {**model.target_.to_json(), "divisor": int(model.output_divisor)}}
+    return {"task": CLASSIFICATION, "n_classes": len(model.classes_), "target": None,
+            "class_names": [str(label) for label in np.asarray(model.classes_).tolist()]}
+
+
+def task_of(model) -> str:
+    """The task of an estimator or estimator class: its ``task`` attribute (classifiers have none)."""
+    return getattr(model if isinstance(model, type) else type(model), "task", CLASSIFICATION)
+
+
+__all__ = ["CLASSIFICATION", "CODE_MAX", "REGRESSION", "TASKS", "TargetScale", "check_target", "check_task",
+           "infer_task", "output_context", "regression_metrics", "task_of"]
