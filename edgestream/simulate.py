@@ -184,15 +184,19 @@ class Bundle:
             raise ValueError(f"X must have shape (rows, {self.n_features}), got {X.shape}")
         return np.ascontiguousarray(X, dtype=self.input_dtype)
 
-    def predict_encoded(self, X) -> np.ndarray:
+    def _scalar_outputs(self, X, call: str, c_type: str, dtype) -> np.ndarray:
+        """One value per row from the bundle's ``<name>_<call>(features, &out)``."""
         rows = self._rows(X)
-        predict = getattr(self.lib, f"{self.name}_predict")
-        out = self.ffi.new("uint8_t *")
-        classes = np.empty(len(rows), dtype=np.uint8)
+        function = getattr(self.lib, f"{self.name}_{call}")
+        out = self.ffi.new(f"{c_type} *")
+        values = np.empty(len(rows), dtype=dtype)
         for i, row in enumerate(rows):
-            check(predict(self.ffi.from_buffer(f"{C_TYPES[self.input_dtype]}[]", row), out), "predict")
-            classes[i] = out[0]
-        return classes
+            check(function(self.ffi.from_buffer(f"{C_TYPES[self.input_dtype]}[]", row), out), call)
+            values[i] = out[0]
+        return values
+
+    def predict_encoded(self, X) -> np.ndarray:
+        return self._scalar_outputs(X, "predict", "uint8_t", np.uint8)
 
     def predict_proba_q15(self, X) -> np.ndarray:
         rows = self._rows(X)
@@ -205,14 +209,7 @@ class Bundle:
 
     def predict_raw(self, X) -> np.ndarray:
         """A regressor's int32 raw outputs from its C code (``<name>_predict_raw``)."""
-        rows = self._rows(X)
-        predict_raw = getattr(self.lib, f"{self.name}_predict_raw")
-        out = self.ffi.new("int32_t *")
-        raw = np.empty(len(rows), dtype=np.int32)
-        for i, row in enumerate(rows):
-            check(predict_raw(self.ffi.from_buffer(f"{C_TYPES[self.input_dtype]}[]", row), out), "predict_raw")
-            raw[i] = out[0]
-        return raw
+        return self._scalar_outputs(X, "predict_raw", "int32_t", np.int32)
 
     def predict(self, X) -> np.ndarray:
         """Class labels, or a regressor's values (its raw outputs decoded on the host as the model decodes them)."""
