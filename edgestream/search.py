@@ -42,9 +42,17 @@ sees (``stream_kinds.WEIGHTS``):
   trees' estimator propagation) are fixed unless the user fixed them;
 * **no change**: the class mix within each quartile of every feature is the same in the first and the second
   half of the rows (a G-test of independence of half and class within the quartiles, its p-value at least
-  ``CHANGE_P`` after a Bonferroni correction over the features). What is learned weighs most (it is measured on the
-  most rows, so it is the least noisy; what is kept is measured on a tenth of them and, without a change, says
-  the same), the replay less: it still stops a learner that could never follow a change;
+  ``CHANGE_P`` after a Bonferroni correction over the features). Without a change the rows stand for the longer
+  stream to come, and the first rows of a stream favour the learners that start fast (a single naive Bayes leaf
+  scores above a tree whose splits wait for evidence) over those that end best. So what is learned now counts over
+  the **second half** of the rows only (``stream_kinds.NOW_FROM``: every learner starts once, what counts is where
+  it heads), and the candidates learn the rows **twice** (``stream_kinds.PASSES``) before what is kept is measured:
+  the second pass shows what a learner reaches with more of the same, and the reserved rows, never learned, cannot
+  reward rows learned by heart. What is learned and what is kept weigh alike, the replay less, and only **up to the
+  median** replay of the candidates:
+  it still stops a learner that could never follow a change, but among those that can, recovering faster from a
+  change the rows gave no sign of earns nothing more (a one-leaf learner restarts fastest, and would otherwise win
+  every short head);
 * **changes** otherwise: what is learned and how it recovers weigh most, what is kept (which mixes old and new
   concepts) less.
 
@@ -84,7 +92,7 @@ from .data import device_input
 from .evaluate import prequential
 from .online import BINS_ROWS, check_stream, start_online
 from .ranges import Range
-from .stream_kinds import ABOUT_AS_WELL, CLASS_INCREMENTS, Head, look_at_rows
+from .stream_kinds import ABOUT_AS_WELL, CLASS_INCREMENTS, NO_CHANGE, Head, look_at_rows
 
 WORKERS = Range("workers", 1, 1024)  # local worker processes of a search
 SEARCH_ROWS = Range("search_rows", 2)  # rows the candidates are scored on
@@ -116,11 +124,13 @@ class Candidate:
     def learner(self) -> str:
         return self.budget.learner
 
-    def weigh(self, weights: tuple[float, float, float]) -> None:
-        """The score: the parts weighed; without reserved rows, what is kept weighs as what is learned."""
+    def weigh(self, weights: tuple[float, float, float], replay_cap: float = 1.0) -> None:
+        """The score: the parts weighed, the replay counted up to ``replay_cap``; without reserved rows, what is
+        kept weighs as what is learned."""
         now, kept, recover = weights
         kept_accuracy = self.accuracy if self.kept_accuracy is None else self.kept_accuracy
-        self.score = now * self.accuracy + kept * kept_accuracy + recover * self.replay_accuracy
+        replay = min(self.replay_accuracy, replay_cap)
+        self.score = now * self.accuracy + kept * kept_accuracy + recover * replay
 
     def to_json(self) -> dict:
         return {"learner": self.learner, "config": self.budget.config, "ram_bytes": self.budget.ram_bytes,
@@ -143,6 +153,7 @@ class Search:
     chosen: int  # index into candidates
     head: Head
     notes: list[str] = field(default_factory=list)
+    replay_cap: float = 1.0  # the replay counts up to this in the score (module docstring)
 
     @property
     def best(self) -> Candidate:
@@ -187,6 +198,7 @@ class Search:
 
     def to_json(self) -> dict:
         return {"rate": self.rate, "rows": self.rows, "clock_hz": self.clock_hz, "chosen": self.chosen,
+                "replay_cap": self.replay_cap,
                 "head": self.head.to_json(), "warnings": self.warnings,
                 "candidates": [c.to_json() for c in self.candidates]}
 
@@ -199,12 +211,15 @@ class Search:
         rate = f" and keep up with {self.rate:g} samples/s" if self.rate else ""
         now, kept, recover = head.weights
         kept_text = "--" if best.kept_accuracy is None else f"{best.kept_accuracy:.4f}"
+        passes = f", after {head.passes} passes over the rows" if head.passes > 1 else ""
+        counted = f"the last {1 - head.now_from:.0%} of " if head.now_from else ""
+        cap = f"; counted up to the candidates' median, {self.replay_cap:.4f}" if self.replay_cap < 1 else ""
         text = (f"the rows: {head.describe()}; baselines: the majority class keeps {head.majority:.4f} of the "
                 f"reserved rows, repeating the last label scores {head.last_label:.4f} on the rows\n"
                 f"chosen: {best.learner}, score {best.score:.4f} = {now:g} x learned now {best.accuracy:.4f} "
-                f"(prequential on {self.rows - head.reserved} rows) + {kept:g} x kept {kept_text} (on "
-                f"{head.reserved} reserved rows) + {recover:g} x recovered {best.replay_accuracy:.4f} (after two "
-                f"synthetic changes){time}; {len(evaluated)} of {len(self.candidates)} candidates fit{rate} and "
+                f"(prequential on {counted}{self.rows - head.reserved} rows) + {kept:g} x kept {kept_text} (on "
+                f"{head.reserved} reserved rows{passes}) + {recover:g} x recovered {best.replay_accuracy:.4f} (after two "
+                f"synthetic changes{cap}){time}; {len(evaluated)} of {len(self.candidates)} candidates fit{rate} and "
                 f"were evaluated")
         if len({c.learner for c in self.candidates}) > 1:
             text += "\n" + self.learners_table()
@@ -282,18 +297,24 @@ def with_changes(X, y, classes) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate([X, X, X]), np.concatenate([y, shifted, np.where(changed_part(X, y, classes), shifted, y)])
 
 
-def _scores(learner: str, params: dict, X, y, classes, bins_rows: int, reserved) -> tuple:
+def _scores(learner: str, params: dict, X, y, classes, bins_rows: int, reserved, passes: int = 1,
+            now_from: float = 0.0) -> tuple:
     """(learned now, kept, recovered, samples/s) of one configuration trained as ``fit`` trains it on the rows but
-    the ``reserved`` ones (module docstring); kept is None without reserved rows."""
+    the ``reserved`` ones (module docstring): learned now counts from the share ``now_from`` of the rows on, and
+    what is kept is measured after ``passes`` over them; kept is None without reserved rows."""
     model = learners.get(learner).make(**params)
     X = device_input(X, model.input_dtype)
     rows, labels = X[~reserved], y[~reserved]
     start_online(model, rows, classes, bins_rows)
     now = prequential(model, rows, labels)
+    counted = int(now_from * len(labels))
+    learned_now = float(np.mean(now.predictions[counted:] == labels[counted:]))
+    for _ in range(passes - 1):
+        model.partial_fit(rows, labels)
     kept = float(np.mean(model.predict(X[reserved]) == y[reserved])) if reserved.any() else None
     replays, moved = with_changes(rows, labels, classes)
     replay = prequential(model, replays[len(rows):], moved[len(rows):])
-    return now.accuracy, kept, replay.accuracy, now.samples_per_second
+    return learned_now, kept, replay.accuracy, now.samples_per_second
 
 
 def online_learners() -> list[str]:
@@ -352,19 +373,21 @@ def search(learner: str, board, X, y, ram: int | None = None, flash: int | None 
     eligible = [c for c in candidates if c.eligible]
     if not eligible:
         raise ValueError(_too_slow(rate, board, [c for c in candidates if c.budget.fits], rate_mean, "candidate"))
-    scores = _run([(c.learner, c.budget.params) for c in eligible], X, y, classes, bins_rows, reserved, workers,
-                  scheduler, progress)
+    scores = _run([(c.learner, c.budget.params) for c in eligible], X, y, classes, bins_rows, reserved,
+                  (head.passes, head.now_from), workers, scheduler, progress)
     for candidate, (now, kept, replay, speed) in zip(eligible, scores):
         candidate.accuracy, candidate.kept_accuracy, candidate.replay_accuracy = now, kept, replay
         candidate.samples_per_second = speed
-        candidate.weigh(head.weights)
+    cap = float(np.median([c.replay_accuracy for c in eligible])) if head.kind == NO_CHANGE else 1.0
+    for candidate in eligible:
+        candidate.weigh(head.weights, cap)
     best = choose(candidates, head)
     if trivial(best, head):
         notes.append(f"no candidate does better than a constant class (the majority class keeps {head.majority:.4f} "
                      f"of the reserved rows; its share of the rows is {head.majority_share:.4f}): the rows may be "
                      f"too few, or a larger budget may be needed")
     return Search(best.learner, board.name, board.clock_hz, rate, len(X), candidates, candidates.index(best), head,
-                  notes)
+                  notes, cap)
 
 
 def _limits(ram, flash) -> str:
@@ -415,10 +438,10 @@ def _too_slow(rate: float, board, fitting: list[Candidate], rate_mean: bool, wha
             f"per sample {calls}: {board.clock_hz / fastest.instructions:,.0f} samples/s")
 
 
-def _run(configs: list[tuple[str, dict]], X, y, classes, bins_rows: int, reserved, workers, scheduler,
-         progress) -> list:
-    """The parts of the score and samples/s (:func:`_scores`) of each (learner, parameters), in order: worker
-    processes, or a Dask cluster."""
+def _run(configs: list[tuple[str, dict]], X, y, classes, bins_rows: int, reserved, measure: tuple, workers,
+         scheduler, progress) -> list:
+    """The parts of the score and samples/s (:func:`_scores`, measured as ``measure``: its passes and now_from) of
+    each (learner, parameters), in order: worker processes, or a Dask cluster."""
     bar = tqdm(total=len(configs), desc="search", unit="config", disable=not progress)
     results: list = [None] * len(configs)
     try:
@@ -430,19 +453,19 @@ def _run(configs: list[tuple[str, dict]], X, y, classes, bins_rows: int, reserve
             with Client(scheduler) as client:
                 X_, y_, classes_, reserved_ = client.scatter([X, y, classes, reserved], broadcast=True)
                 futures = {client.submit(_scores, learner, config, X_, y_, classes_, bins_rows, reserved_,
-                                         pure=False): i
+                                         *measure, pure=False): i
                            for i, (learner, config) in enumerate(configs)}
                 for future in dask_completed(futures):
                     results[futures[future]] = future.result()
                     bar.update()
         elif (workers or os.cpu_count() or 1) <= 1 or len(configs) <= 1:
             for i, (learner, config) in enumerate(configs):
-                results[i] = _scores(learner, config, X, y, classes, bins_rows, reserved)
+                results[i] = _scores(learner, config, X, y, classes, bins_rows, reserved, *measure)
                 bar.update()
         else:
             with ProcessPoolExecutor(min(workers or os.cpu_count(), len(configs)), initializer=_exit_with_parent,
                                      initargs=(os.getpid(),)) as pool:
-                futures = {pool.submit(_scores, learner, config, X, y, classes, bins_rows, reserved): i
+                futures = {pool.submit(_scores, learner, config, X, y, classes, bins_rows, reserved, *measure): i
                            for i, (learner, config) in enumerate(configs)}
                 for future in as_completed(futures):
                     results[futures[future]] = future.result()

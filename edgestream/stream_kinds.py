@@ -17,7 +17,11 @@ ABOUT_AS_WELL = 0.02  # accuracy points within which the last label does "about 
 
 CLASS_INCREMENTS, NO_CHANGE, CHANGES = "class increments", "no change", "changes"
 # (what it learns now, what it keeps, how it recovers): search.py's module docstring
-WEIGHTS = {CLASS_INCREMENTS: (0.2, 0.6, 0.2), NO_CHANGE: (0.6, 0.2, 0.2), CHANGES: (0.4, 0.2, 0.4)}
+WEIGHTS = {CLASS_INCREMENTS: (0.2, 0.6, 0.2), NO_CHANGE: (0.4, 0.4, 0.2), CHANGES: (0.4, 0.2, 0.4)}
+# Without a change the rows stand for the longer stream to come (search.py's module docstring): what is learned now
+# counts from this share of the rows on, and what is kept is measured after this many passes over them.
+NOW_FROM = {CLASS_INCREMENTS: 0.0, NO_CHANGE: 0.5, CHANGES: 0.0}
+PASSES = {CLASS_INCREMENTS: 1, NO_CHANGE: 2, CHANGES: 1}
 
 
 @dataclass(frozen=True)
@@ -38,6 +42,14 @@ class Head:
     def weights(self) -> tuple[float, float, float]:
         return WEIGHTS[self.kind]
 
+    @property
+    def passes(self) -> int:
+        return PASSES[self.kind]
+
+    @property
+    def now_from(self) -> float:
+        return NOW_FROM[self.kind]
+
     def describe(self) -> str:
         if self.kind == CLASS_INCREMENTS:
             seen = [f"class(es) {', '.join(map(str, self.arriving))} arrive late" if self.arriving else "",
@@ -48,7 +60,9 @@ class Head:
     def to_json(self) -> dict:
         return {"kind": self.kind, "arriving": [_plain(c) for c in self.arriving],
                 "leaving": [_plain(c) for c in self.leaving], "change_p": self.change_p,
-                "weights": dict(zip(("now", "kept", "recover"), self.weights)), "last_label": self.last_label,
+                "weights": dict(zip(("now", "kept", "recover"), self.weights)), "passes": self.passes,
+                "now_from": self.now_from,
+                "last_label": self.last_label,
                 "majority": None if math.isnan(self.majority) else self.majority,
                 "majority_share": self.majority_share, "rows": self.rows, "reserved": self.reserved}
 
@@ -130,5 +144,6 @@ def look_at_rows(X, y, classes) -> tuple[Head, np.ndarray]:
                 int(reserved.sum())), reserved
 
 
-__all__ = ["ABOUT_AS_WELL", "CHANGES", "CLASS_INCREMENTS", "Head", "NO_CHANGE", "WEIGHTS", "change_p",
+__all__ = ["ABOUT_AS_WELL", "CHANGES", "CLASS_INCREMENTS", "Head", "NO_CHANGE", "NOW_FROM", "PASSES",
+           "WEIGHTS", "change_p",
            "look_at_rows", "out_of_time", "reserved_rows"]

@@ -177,7 +177,7 @@ def test_fit_shrubs_options(capsys, tmp_path, blobs_csv):
                     params=fixed, bins_rows=50, workers=1).budget.config
     assert (model.window_size, model.max_shrubs, model.max_depth, model.step_size, model.burnin,
             model.update_every, model.max_bins) == (16, 4, chosen["max_depth"], 0.25, 3, 2, chosen["max_bins"])
-    assert "(prequential on 360 rows)" in out
+    assert "(prequential on the last 50% of 360 rows)" in out
     first_rows = ShrubEnsemble(max_bins=model.max_bins).fit_bins(X[:50])
     assert np.array_equal(model.bins_.flat_edges()[0], first_rows.bins_.flat_edges()[0])
 
