@@ -125,7 +125,8 @@ class RegressionPrediction:
         return self.ensemble_.predict_sums(self.bins_.transform(X))[:, 0]
 
     def predict(self, X) -> np.ndarray:
-        return self.target_.decode(self.predict_raw(X), self.output_divisor)
+        raw = self.predict_raw(X)  # checks fitted first
+        return self.target_.decode(raw, self.output_divisor)
 
 
 class BinnedRegressor(RegressionPrediction, BatchRegressor):
