@@ -13,10 +13,17 @@ The method (``fit``, ``add`` and ``delete`` each run as one call into :mod:`edge
   (one tree per iteration, ``p = sigmoid(F)``, leaf ``nu * sum r / sum h``): with K = 2 the two trees of robust
   LogitBoost are mirror images and ``F_1 - F_0`` grows by exactly this, so it is the same model at half the cost,
   and it exports as the additive kind's single score.
+* **Squared loss** (:class:`OnlineGBDTRegressor`, the ``regression`` task): the target in int16 codes of a
+  :class:`edgestream.task.TargetScale` fitted at ``fit`` (rows beyond its range saturated and counted); the scores
+  start at the mean code of the ``fit`` rows (rounded half up, then fixed, as the bins are); one tree per iteration
+  on the residuals ``r = code - F`` with hessian 1 (both exact integers), the same split gain (variance reduction),
+  leaf value ``nu * sum r / n`` rounded to an int16 code. The score sum is the device's int32 raw output (divisor
+  1), decoded ``offset + raw * step``. The loss is the one seam between the two (:class:`edgestream._gbdt.Loss`).
 * **Trees**: best first up to ``max_leaves`` leaves and ``max_depth`` levels (the paper grows J-leaf trees).
-* **Statistics**: per tree and row the stored derivatives (int32, 30 fraction bits); per node the sums of
-  gradient, hessian and count, and per internal node the left sums at every split candidate (int64). Integer
-  sums make add-then-delete exact and incremental sums equal sums recomputed from scratch.
+* **Statistics**: per tree and row the stored derivatives (int32: 30 fraction bits for classes, whole codes for
+  numbers); per node the sums of gradient, hessian and count, and per internal node the left sums at every split
+  candidate (int64). Integer sums make add-then-delete exact and incremental sums equal sums recomputed from
+  scratch.
 * **Split-candidate sampling**: ``ceil(split_sample_rate * edges)`` thresholds of every feature, drawn once at
   ``fit`` from ``random_state``; every node of every tree evaluates only these.
 * **Add / delete** (Algorithms 2 and 3): iteration by iteration, the rows' stored derivatives (computed for added
@@ -44,8 +51,9 @@ Where the paper is ambiguous, and what this implementation chose
 * Fixed point: a leaf value is quantized to the int16 Q10 score the device adds (``fixedpoint.quantize_scores``'s
   rule) as soon as it is computed, and the scores ``F`` that derivatives come from are the integer sums of these
   leaves. So the trained model *is* the quantized additive ensemble: ``predict``/``predict_proba`` use it and the
-  export is exact by construction. The derivatives are computed in float64 (then rounded to the stored int32);
-  statistics, gains' inputs and leaf values are integers.
+  export is exact by construction (a regressor's leaves are whole codes, its scores their sums from the base). The
+  classes' derivatives are computed in float64 (then rounded to the stored int32); statistics, gains' inputs and
+  leaf values are integers.
 * Which nodes are checked: Algorithm 3 visits every internal node; a node no added or deleted row reaches keeps
   its sums (hence its ranking), so only the nodes on the rows' paths are checked: the same outcome.
 * Added rows' derivatives at iteration ``m`` come from the model as already updated for iterations ``< m`` in this
