@@ -262,3 +262,24 @@ class ReferenceGBDT:
                 assert tuple(nodes[t, u, [F["G"], F["H"], F["N"]]]) == (G, H, N), (t, u)
                 if self.cand[t][u] >= 0:
                     assert model.slots_[t, nodes[t, u, F["slot"]]].tolist() == [list(s) for s in left], (t, u)
+
+
+def replay_against_reference(model: InPlaceGBDT, X_new, y_new, steps, seed: int) -> None:
+    """Compare ``model`` with a from-scratch reference after its fit and after each step: ``(True, count)`` adds
+    the next ``count`` rows of ``X_new``, ``y_new``; ``(False, count)`` deletes ``count`` random kept rows (at
+    least 2 stay)."""
+    reference = ReferenceGBDT(model).fit()
+    reference.assert_equals(model)
+    rng = np.random.default_rng(seed)
+    taken = 0
+    for adding, count in steps:
+        if adding:
+            rows = model.add(X_new[taken:taken + count], y_new[taken:taken + count])
+            assert np.array_equal(rows, reference.add(X_new[taken:taken + count], y_new[taken:taken + count]))
+            taken += count
+        else:
+            kept = np.flatnonzero(model.rows_alive_[: model.n_rows_])
+            rows = rng.choice(kept, size=min(count, len(kept) - 2), replace=False)
+            model.delete(rows)
+            reference.delete(rows)
+        reference.assert_equals(model)

@@ -18,7 +18,7 @@ from edgestream.modelfile import load_model, model_bytes, model_from_bytes
 from edgestream.simulate import runtime_forest_raw
 from edgestream.task import CODE_MAX
 
-from gbdt_reference import ReferenceGBDT
+from gbdt_reference import replay_against_reference
 from test_gbdt import assert_same_state, state
 
 
@@ -51,21 +51,7 @@ def test_random_add_delete_equals_the_from_scratch_reference(seed, alpha, min_le
     X, y = data(seed, n=50)
     X_new, y_new = data(seed + 1, n=60, shift=3.0)  # partly outside the fitted range: saturated codes too
     model = small(alpha=alpha, min_samples_leaf=min_leaf, learning_rate=learning_rate).fit(X, y)
-    reference = ReferenceGBDT(model).fit()
-    reference.assert_equals(model)
-    rng = np.random.default_rng(seed)
-    taken = 0
-    for adding, count in steps:
-        if adding:
-            rows = model.add(X_new[taken:taken + count], y_new[taken:taken + count])
-            assert np.array_equal(rows, reference.add(X_new[taken:taken + count], y_new[taken:taken + count]))
-            taken += count
-        else:
-            kept = np.flatnonzero(model.rows_alive_[: model.n_rows_])
-            rows = rng.choice(kept, size=min(count, len(kept) - 2), replace=False)
-            model.delete(rows)
-            reference.delete(rows)
-        reference.assert_equals(model)
+    replay_against_reference(model, X_new, y_new, steps, seed)
 
 
 @settings(max_examples=15, deadline=None)
@@ -132,21 +118,6 @@ def test_adding_then_deleting_rows_returns_to_the_model_trained_without_them():
     assert model.last_update_["retrained_nodes"] == 0
     assert_same_state(state(alone), state(model))
     assert np.array_equal(model.predict_raw(X), alone.predict_raw(X))
-
-
-@settings(max_examples=15, deadline=None)
-@given(st.integers(0, 2**31), st.integers(1, 6))
-def test_deleting_just_added_rows_restores_the_model_when_nothing_was_retrained(seed, count):
-    X, y = data(seed, n=70)
-    X_new, y_new = data(seed + 7, n=count)
-    model = small(alpha=0.5).fit(X, y)
-    before, raw = state(model), model.predict_raw(X)
-    rows = model.add(X_new, y_new)
-    if model.last_update_["retrained_nodes"]:
-        return  # a retrain refreshes other rows' residuals: the paper promises no exact undo then
-    model.delete(rows)
-    assert_same_state(before, state(model))
-    assert np.array_equal(model.predict_raw(X), raw)
 
 
 def test_initial_score_leaves_and_saturation():
