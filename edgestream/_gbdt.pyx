@@ -68,7 +68,8 @@ cdef class Loss:
     """What the booster minimizes, one object per task as scikit-learn's loss objects: the labels of the stored
     rows, the initial scores, the stored derivatives of rows from their scores (the negative gradient ``r`` and the
     hessian ``h``, int32) and the unit of a leaf value (a leaf is ``quantize(scale * sum r / sum h)`` in units of
-    ``1 / unit``). Everything else in the booster is the same for every loss."""
+    ``1 / unit``). Everything else in the booster is the same for every loss; the subclasses give
+    :meth:`derivatives_into`."""
 
     cdef readonly double unit
     cdef int64_t[::1] base
@@ -313,8 +314,8 @@ cdef void leaf_values(int64_t[:, :, ::1] nodes, int t, double scale, double unit
 cdef class Booster:
     """The learner's arrays as the kernels see them (views, no copies), its settings and the scratch a subtree's
     growth needs; made per call by :class:`edgestream.learners.gbdt.InPlaceGBDT`, whose row tables are
-    reallocated when they fill up; the loss (:class:`Loss`) holds the rows' labels. :meth:`fit` and :meth:`update` run a whole pass with no Python call per
-    iteration, tree, node or row."""
+    reallocated when they fill up; the loss (:class:`Loss`) holds the rows' labels. :meth:`fit` and :meth:`update`
+    run a whole pass with no Python call per iteration, tree, node or row."""
 
     cdef int64_t[:, :, ::1] nodes
     cdef int64_t[:, :, :, ::1] slots

@@ -416,9 +416,10 @@ class OnlineGBDTClassifier(EnsemblePrediction, InPlaceGBDT, BatchClassifier):
 
 class OnlineGBDTRegressor(RegressionPrediction, InPlaceGBDT, BatchRegressor):
     """Gradient-boosted trees of a number (squared loss) whose training rows can be added and deleted in place;
-    parameters and methods as :class:`InPlaceGBDT`, and ``partial_fit``. The target is encoded by a :class:`edgestream.task.TargetScale` fitted at ``fit`` (``target_``; rows
-    outside its range are saturated and counted in ``saturated_``, at ``fit`` and ``add``); the boosting starts from
-    the mean code of the ``fit`` rows (``base_score_``, fixed afterwards as the bins are); a leaf is
+    parameters and methods as :class:`InPlaceGBDT`, and ``partial_fit``. The target is encoded by a
+    :class:`edgestream.task.TargetScale` fitted at ``fit`` (``target_``; rows outside its range are saturated and
+    counted in ``saturated_``, at ``fit`` and ``add``; a loaded model counts from 0); the boosting starts from the
+    mean code of the ``fit`` rows (``base_score_``, fixed afterwards as the bins are); a leaf is
     ``learning_rate * mean residual`` in int16 codes; the raw output is the int32 sum of the base and the leaves
     (``predict_raw``), decoded by ``target_``."""
 
