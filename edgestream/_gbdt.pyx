@@ -2,7 +2,7 @@
 """The in-place online GBDT's training (:mod:`edgestream.learners.gbdt`): :class:`Booster` fits, adds and
 deletes rows in one call each, and :func:`ensemble_tables` lays the trees out for export.
 
-All statistics are integers: a row's stored derivatives are int32 with ``DERIV_BITS`` fraction bits, and a node
+All statistics are integers: a row's stored derivatives are int32 (the loss's, :class:`Loss`), and a node
 keeps int64 sums of them (totals, and left sums at every split candidate), so adding rows and deleting them again
 gives back the same bits, and sums computed incrementally equal sums recomputed from scratch in any order.
 
@@ -16,7 +16,7 @@ import numpy as np
 
 cimport numpy as cnp
 from libc.math cimport exp, fabs, floor, ceil, nearbyint
-from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint16_t
+from libc.stdint cimport INT32_MAX, int16_t, int32_t, int64_t, uint8_t, uint16_t
 
 cnp.import_array()
 
@@ -53,9 +53,10 @@ cdef inline double split_gain(int64_t GL, int64_t HL, int64_t G, int64_t H) noex
     return (gl * gl) / <double>HL + (gr * gr) / <double>HR - (g * g) / <double>H
 
 
-cdef inline int16_t quantize_score(double v) noexcept nogil:
-    """As :func:`edgestream.fixedpoint.quantize_scores`: round half away from zero to Q10, saturating."""
-    cdef double q = floor(fabs(v) * SCORE_ONE + 0.5)
+cdef inline int16_t quantize_score(double v, double unit) noexcept nogil:
+    """``v`` in int16 units of ``1/unit``, as :func:`edgestream.fixedpoint.quantize_scores` (unit 1024, Q10): round
+    half away from zero, saturating."""
+    cdef double q = floor(fabs(v) * unit + 0.5)
     if q > 32767.0:
         q = 32768.0 if v < 0 else 32767.0
     if v < 0:
@@ -63,45 +64,109 @@ cdef inline int16_t quantize_score(double v) noexcept nogil:
     return <int16_t>q
 
 
-cdef void derivatives_into(const int64_t[:, ::1] F, const uint8_t[::1] y, int32_t[:, ::1] g, int32_t[:, ::1] h,
-                           double[::1] ev) noexcept nogil:
-    """:func:`derivatives` of the rows of ``F`` (labels ``y``) into ``g`` and ``h``; ``ev`` is scratch of one
-    double per score."""
-    cdef Py_ssize_t n = F.shape[0], S = F.shape[1], i, k
-    cdef double mx, total, p, target, hq
-    for i in range(n):
-        if S == 1:
-            p = 1.0 / (1.0 + exp(-(<double>F[i, 0]) / SCORE_ONE))
-            target = 1.0 if y[i] == 1 else 0.0
-            g[i, 0] = <int32_t>nearbyint((target - p) * DERIV_ONE)
-            hq = nearbyint(p * (1.0 - p) * DERIV_ONE)
-            h[i, 0] = <int32_t>(hq if hq >= 1.0 else 1.0)
-            continue
-        mx = <double>F[i, 0]
-        for k in range(1, S):
-            if <double>F[i, k] > mx:
-                mx = <double>F[i, k]
-        total = 0.0
-        for k in range(S):
-            ev[k] = exp((<double>F[i, k] - mx) / SCORE_ONE)
-            total = total + ev[k]
-        for k in range(S):
-            p = ev[k] / total
-            target = 1.0 if y[i] == k else 0.0
-            g[i, k] = <int32_t>nearbyint((target - p) * DERIV_ONE)
-            hq = nearbyint(p * (1.0 - p) * DERIV_ONE)
-            h[i, k] = <int32_t>(hq if hq >= 1.0 else 1.0)
+cdef class Loss:
+    """What the booster minimizes, one object per task as scikit-learn's loss objects: the labels of the stored
+    rows, the initial scores, the stored derivatives of rows from their scores (the negative gradient ``r`` and the
+    hessian ``h``, int32) and the unit of a leaf value (a leaf is ``quantize(scale * sum r / sum h)`` in units of
+    ``1 / unit``). Everything else in the booster is the same for every loss; the subclasses give
+    :meth:`derivatives_into`."""
+
+    cdef readonly double unit
+    cdef int64_t[::1] base
+
+    def __init__(self, double unit, base):
+        self.unit = unit
+        self.base = np.ascontiguousarray(base, dtype=np.int64)
+
+    cdef void start(self, int64_t[:, ::1] F) noexcept:
+        """Every row's scores set to the initial ones."""
+        cdef Py_ssize_t i, k
+        for i in range(F.shape[0]):
+            for k in range(F.shape[1]):
+                F[i, k] = self.base[k]
+
+    cdef void derivatives_into(self, const int64_t[:, ::1] F, const int64_t[::1] rows, int32_t[:, ::1] g,
+                               int32_t[:, ::1] h) noexcept:
+        """The derivatives of the rows ``rows`` (their labels) whose scores are ``F`` (row ``i`` of ``F`` is the
+        row ``rows[i]``) into ``g`` and ``h``."""
+        pass
+
+    def derivatives(self, const int64_t[:, ::1] F, const int64_t[::1] rows):
+        """(g, h) as :meth:`derivatives_into` stores them, as new int32 arrays."""
+        g_out = np.empty((F.shape[0], F.shape[1]), dtype=np.int32)
+        h_out = np.empty((F.shape[0], F.shape[1]), dtype=np.int32)
+        self.derivatives_into(F, rows, g_out, h_out)
+        return g_out, h_out
 
 
-def derivatives(const int64_t[:, ::1] F, const uint8_t[::1] y, int n_classes):
-    """Stored derivatives of rows with score sums ``F`` (Q10, one column per score): the residual
-    ``r = [y == k] - p_k`` and hessian ``p_k (1 - p_k)`` of robust LogitBoost, as int32 with ``DERIV_BITS`` fraction
-    bits (round half to even; a hessian is at least 1 unit so that every row weighs). One score (binary): ``p`` is
-    the sigmoid of ``F``; otherwise the softmax over the scores."""
-    g_out = np.empty((F.shape[0], F.shape[1]), dtype=np.int32)
-    h_out = np.empty((F.shape[0], F.shape[1]), dtype=np.int32)
-    derivatives_into(F, y, g_out, h_out, np.empty(max(F.shape[1], 1), dtype=np.float64))
-    return g_out, h_out
+cdef class LogLoss(Loss):
+    """Robust LogitBoost's (classes, scores in Q10 starting at 0): ``r = [y == k] - p_k`` and ``h = p_k (1 - p_k)``
+    as int32 with ``DERIV_BITS`` fraction bits (computed in float64, rounded half to even; a hessian is at least 1
+    unit so that every row weighs). One score (binary): ``p`` is the sigmoid of ``F``; otherwise the softmax over
+    the scores. ``y``: the class index of every stored row."""
+
+    cdef const uint8_t[::1] y
+    cdef double[::1] ev
+
+    def __init__(self, const uint8_t[::1] y, Py_ssize_t n_scores):
+        super().__init__(SCORE_ONE, np.zeros(n_scores, dtype=np.int64))
+        self.y = y
+        self.ev = np.empty(n_scores, dtype=np.float64)
+
+    cdef void derivatives_into(self, const int64_t[:, ::1] F, const int64_t[::1] rows, int32_t[:, ::1] g,
+                               int32_t[:, ::1] h) noexcept:
+        cdef Py_ssize_t n = F.shape[0], S = F.shape[1], i, k
+        cdef double mx, total, p, target, hq
+        cdef double[::1] ev = self.ev
+        cdef uint8_t label
+        for i in range(n):
+            label = self.y[rows[i]]
+            if S == 1:
+                p = 1.0 / (1.0 + exp(-(<double>F[i, 0]) / SCORE_ONE))
+                target = 1.0 if label == 1 else 0.0
+                g[i, 0] = <int32_t>nearbyint((target - p) * DERIV_ONE)
+                hq = nearbyint(p * (1.0 - p) * DERIV_ONE)
+                h[i, 0] = <int32_t>(hq if hq >= 1.0 else 1.0)
+                continue
+            mx = <double>F[i, 0]
+            for k in range(1, S):
+                if <double>F[i, k] > mx:
+                    mx = <double>F[i, k]
+            total = 0.0
+            for k in range(S):
+                ev[k] = exp((<double>F[i, k] - mx) / SCORE_ONE)
+                total = total + ev[k]
+            for k in range(S):
+                p = ev[k] / total
+                target = 1.0 if label == k else 0.0
+                g[i, k] = <int32_t>nearbyint((target - p) * DERIV_ONE)
+                hq = nearbyint(p * (1.0 - p) * DERIV_ONE)
+                h[i, k] = <int32_t>(hq if hq >= 1.0 else 1.0)
+
+
+cdef class SquaredLoss(Loss):
+    """Half the squared error of a number (one score in target codes, :class:`edgestream.task.TargetScale`,
+    starting at ``base``): ``r = code - F`` and ``h = 1``, both exact integers (``r`` saturated to int32, reached
+    only by a diverging model). ``codes``: the int16 target code of every stored row."""
+
+    cdef const int16_t[::1] codes
+
+    def __init__(self, const int16_t[::1] codes, int64_t base):
+        super().__init__(1.0, np.array([base], dtype=np.int64))
+        self.codes = codes
+
+    cdef void derivatives_into(self, const int64_t[:, ::1] F, const int64_t[::1] rows, int32_t[:, ::1] g,
+                               int32_t[:, ::1] h) noexcept:
+        cdef Py_ssize_t i
+        cdef int64_t r
+        for i in range(F.shape[0]):
+            r = <int64_t>self.codes[rows[i]] - F[i, 0]
+            if r > INT32_MAX:
+                r = INT32_MAX
+            elif r < -INT32_MAX:
+                r = -INT32_MAX
+            g[i, 0] = <int32_t>r
+            h[i, 0] = 1
 
 
 cdef void cand_sums(const uint8_t[:, ::1] Xb, const int64_t[::1] rows, Py_ssize_t lo, Py_ssize_t hi,
@@ -233,28 +298,30 @@ cdef bint keeps(const int64_t[:, :, ::1] nodes, const int64_t[:, :, :, ::1] slot
     return <double>above < allowed
 
 
-cdef void leaf_values(int64_t[:, :, ::1] nodes, int t, double scale) noexcept nogil:
-    """Every leaf's Q10 score ``quantize(scale * G / H)`` in tree ``t`` (0 for an empty leaf)."""
+cdef void leaf_values(int64_t[:, :, ::1] nodes, int t, double scale, double unit) noexcept nogil:
+    """Every leaf's score ``quantize(scale * G / H)`` in units of ``1 / unit`` in tree ``t`` (0 for an empty
+    leaf)."""
     cdef Py_ssize_t u
     for u in range(nodes.shape[1]):
         if nodes[t, u, CAND] == IS_LEAF:
             if nodes[t, u, SUM_H] > 0:
-                nodes[t, u, VALUE] = quantize_score(scale * (<double>nodes[t, u, SUM_G] / <double>nodes[t, u, SUM_H]))
+                nodes[t, u, VALUE] = quantize_score(scale * (<double>nodes[t, u, SUM_G] / <double>nodes[t, u, SUM_H]),
+                                                     unit)
             else:
                 nodes[t, u, VALUE] = 0
 
 
 cdef class Booster:
     """The learner's arrays as the kernels see them (views, no copies), its settings and the scratch a subtree's
-    growth needs; made per call by :class:`edgestream.learners.gbdt.OnlineGBDTClassifier`, whose row tables are
-    reallocated when they fill up. :meth:`fit` and :meth:`update` run a whole pass with no Python call per
-    iteration, tree, node or row."""
+    growth needs; made per call by :class:`edgestream.learners.gbdt.InPlaceGBDT`, whose row tables are
+    reallocated when they fill up; the loss (:class:`Loss`) holds the rows' labels. :meth:`fit` and :meth:`update`
+    run a whole pass with no Python call per iteration, tree, node or row."""
 
     cdef int64_t[:, :, ::1] nodes
     cdef int64_t[:, :, :, ::1] slots
     cdef int64_t[:, ::1] owner
     cdef const uint8_t[:, ::1] Xb
-    cdef const uint8_t[::1] y
+    cdef Loss loss
     cdef const uint8_t[::1] alive
     cdef int32_t[:, ::1] g
     cdef int32_t[:, ::1] h
@@ -271,14 +338,14 @@ cdef class Booster:
     cdef int64_t[:, :, ::1] fr, hist
     cdef int64_t[:, ::1] seg, sums
     cdef int64_t[::1] best, queue, retrain_t, retrain_v
-    cdef double[::1] gains, ev
+    cdef double[::1] gains
     cdef uint8_t[::1] frontier, touched, inside
 
-    def __init__(self, nodes, slots, owner, Xb, y, alive, g, h, leaf, cand_feat, cand_start, cand_thr,
+    def __init__(self, nodes, slots, owner, Xb, Loss loss, alive, g, h, leaf, cand_feat, cand_start, cand_thr,
                  Py_ssize_t n_rows, Py_ssize_t n_scores, double scale, double alpha, int max_leaves, int max_depth,
                  int min_leaf):
         self.nodes, self.slots, self.owner = nodes, slots, owner
-        self.Xb, self.y, self.alive, self.g, self.h, self.leaf = Xb, y, alive, g, h, leaf
+        self.Xb, self.loss, self.alive, self.g, self.h, self.leaf = Xb, loss, alive, g, h, leaf
         self.cand_feat, self.cand_start, self.cand_thr = cand_feat, cand_start, cand_thr
         self.n_rows, self.S, self.M = n_rows, n_scores, nodes.shape[0] // n_scores
         self.P, self.C = nodes.shape[1], cand_thr.shape[0]
@@ -296,7 +363,6 @@ cdef class Booster:
         self.retrain_t = np.empty(n_scores * self.P, dtype=np.int64)
         self.retrain_v = np.empty(n_scores * self.P, dtype=np.int64)
         self.gains = np.empty(self.P, dtype=np.float64)
-        self.ev = np.empty(n_scores, dtype=np.float64)
         self.frontier = np.empty(self.P, dtype=np.uint8)
         self.touched = np.empty(self.P, dtype=np.uint8)
         self.inside = np.empty(self.P, dtype=np.uint8)
@@ -306,11 +372,13 @@ cdef class Booster:
         then per score a tree grown from a single leaf (:meth:`grow`) and its leaf values."""
         cdef Py_ssize_t n = self.n_rows, S = self.S, m, k, i
         cdef int t
-        cdef int64_t[:, ::1] scores = np.zeros((n, S), dtype=np.int64)
+        cdef int64_t[:, ::1] scores = np.empty((n, S), dtype=np.int64)
+        cdef int64_t[::1] all_rows = np.arange(n, dtype=np.int64)
         cdef int32_t[:, ::1] gn = np.empty((n, S), dtype=np.int32)
         cdef int32_t[:, ::1] hn = np.empty((n, S), dtype=np.int32)
+        self.loss.start(scores)
         for m in range(self.M):
-            derivatives_into(scores, self.y[:n], gn, hn, self.ev)
+            self.loss.derivatives_into(scores, all_rows, gn, hn)
             for k in range(S):
                 t = <int>(m * S + k)
                 for i in range(n):
@@ -319,7 +387,7 @@ cdef class Booster:
                     self.sub[i] = i
                 self.reset_tree(t)
                 self.grow(t, 0, n)
-                leaf_values(self.nodes, t, self.scale)
+                leaf_values(self.nodes, t, self.scale, self.loss.unit)
                 for i in range(n):
                     scores[i, k] += self.nodes[t, self.leaf[t, i], VALUE]
 
@@ -331,8 +399,7 @@ cdef class Booster:
         are set. Returns the number of nodes retrained."""
         cdef Py_ssize_t count = rows.shape[0], S = self.S, n = self.n_rows, m, k, i, j, retrains, retrained = 0
         cdef int t
-        cdef int64_t[:, ::1] scores = np.zeros((count if sign > 0 else 0, S), dtype=np.int64)
-        cdef uint8_t[::1] labels = np.empty(count, dtype=np.uint8)
+        cdef int64_t[:, ::1] scores = np.empty((count if sign > 0 else 0, S), dtype=np.int64)
         cdef int32_t[:, ::1] gn = np.empty((count, S), dtype=np.int32)
         cdef int32_t[:, ::1] hn = np.empty((count, S), dtype=np.int32)
         cdef int64_t[:, ::1] pass_scores
@@ -340,11 +407,10 @@ cdef class Booster:
         cdef int32_t[:, ::1] pass_h
         cdef int64_t[::1] all_rows
         cdef bint scored = False
-        for i in range(count):
-            labels[i] = self.y[rows[i]]
+        self.loss.start(scores)
         for m in range(self.M):
             if sign > 0:
-                derivatives_into(scores, labels, gn, hn, self.ev)
+                self.loss.derivatives_into(scores, rows, gn, hn)
                 for k in range(S):
                     for i in range(count):
                         self.g[m * S + k, rows[i]] = gn[i, k]
@@ -353,18 +419,19 @@ cdef class Booster:
             if retrains:
                 if not scored:
                     all_rows = np.arange(n, dtype=np.int64)
-                    pass_scores = np.zeros((n, S), dtype=np.int64)
+                    pass_scores = np.empty((n, S), dtype=np.int64)
+                    self.loss.start(pass_scores)
                     pass_g = np.empty((n, S), dtype=np.int32)
                     pass_h = np.empty((n, S), dtype=np.int32)
                     for t in range(m * S):
                         self.add_leaf_scores(t, all_rows, pass_scores)
                     scored = True
-                derivatives_into(pass_scores, self.y[:n], pass_g, pass_h, self.ev)
+                self.loss.derivatives_into(pass_scores, all_rows, pass_g, pass_h)
                 for j in range(retrains):
                     self.retrain(<int>self.retrain_t[j], self.retrain_v[j], pass_g, pass_h)
                 retrained += retrains
             for t in range(m * S, (m + 1) * S):
-                leaf_values(self.nodes, t, self.scale)
+                leaf_values(self.nodes, t, self.scale, self.loss.unit)
                 if sign > 0:
                     self.add_leaf_scores(t, rows, scores)
                 if scored:

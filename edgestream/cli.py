@@ -47,7 +47,7 @@ from .online import BINS_ROWS_RANGE
 from .ranges import Range
 from .targets import TIMEOUT, ToolchainMissing
 from .search import AUTO, RATE, SEARCH_ROWS, WORKERS, search
-from .task import MAX_CLASS_LABELS, REGRESSION, TASKS, output_context, regression_metrics, task_of
+from .task import CODE_MAX, MAX_CLASS_LABELS, REGRESSION, TASKS, output_context, regression_metrics, task_of
 from .train import BINS_ROWS, evaluate_online, parse_row_numbers, predictions, start_online, train, update
 from .tree import CLASSES, FEATURES
 from .units import parse_bytes
@@ -437,6 +437,9 @@ def run_update(args) -> int:
     save_model(model, args.model)
     added = f"added {len(done.added)} rows (row numbers {done.added[0]}..{done.added[-1]})" if len(done.added) else ""
     deleted = f"deleted {done.deleted} rows" if done.deleted else ""
+    if done.saturated:
+        low, high = model.target_.decode([-CODE_MAX, CODE_MAX])
+        added += f" ({done.saturated} targets outside the model's range {low:.6g} .. {high:.6g}, saturated)"
     print(f"{', '.join(part for part in (deleted, added) if part)}, {done.retrained_nodes} nodes retrained in "
           f"{done.seconds:.3f} s; {model.summary()} -> {args.model}")
     return 0

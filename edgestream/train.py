@@ -136,12 +136,14 @@ def evaluate_online(model, X, y, window: int = 500, progress: bool = False) -> P
 
 @dataclass
 class Update:
-    """What ``update`` did to a model: rows deleted and added (with their new row numbers) and nodes retrained."""
+    """What ``update`` did to a model: rows deleted and added (with their new row numbers), nodes retrained, and
+    for a regressor the added rows whose target its scale saturated."""
 
     deleted: int
     added: np.ndarray
     retrained_nodes: int
     seconds: float
+    saturated: int = 0
 
 
 def parse_row_numbers(text: str) -> np.ndarray:
@@ -174,11 +176,12 @@ def update(model, X=None, y=None, delete=None) -> Update:
         deleted = len(rows)
         retrained += model.last_update_["retrained_nodes"]
         seconds += model.last_update_["seconds"]
+    saturated = getattr(model, "saturated_", 0)
     if X is not None:
         added = model.add(device_input(X, model.input_dtype), y)
         retrained += model.last_update_["retrained_nodes"]
         seconds += model.last_update_["seconds"]
-    return Update(deleted, added, retrained, seconds)
+    return Update(deleted, added, retrained, seconds, getattr(model, "saturated_", 0) - saturated)
 
 
 def predictions(model, X, proba: bool = False) -> list[str]:

@@ -26,7 +26,7 @@ RUNS = {
     "bench_shrubs": ["--rows", "5000"],
     "bench_bls": ["--rows", "5000", "--no-arf", "--no-device"],
     "bench_lifelong": ["--trees", "5", "--no-arf", "--plot", "docs/benchmarks/bench_lifelong.png"],
-    "bench_gbdt": ["--rounds", "20", "--reps", "1", "--datasets", "pendigits"],
+    "bench_gbdt": ["--rounds", "20", "--reps", "1", "--datasets", "pendigits", "friedman8", "friedman12"],
     "bench_axgb": ["--rows", "5000", "--synthetic-rows", "5000", "--no-device"],
     "bench_device": ["--rows", "50"],
     "bench_quality": ["--quick"],

@@ -78,6 +78,8 @@ SECTIONS: dict[str, list[Case]] = {
         c("fit inf_target.csv --label label -o m.esm", 2, "the target of row 7 is inf; a regressor needs finite numbers"),
         c("fit fractions.csv --label label --learner hoeffding -o m.esm", 2,
           "learner 'hoeffding' has no regression form yet; the learners with one: tree, forest"),
+        c("fit fractions.csv --label label --learner gbdt --max-leaves 1 -o m.esm", 2,
+          "max_leaves=1 must be an integer from 2 to 255"),
         c("fit fractions.csv --label label --ram 8KiB -o m.esm", 2,
           "budgets (--ram, --flash, --rate) plan classifiers for now"),
         c("fit semicolon.csv --label label -o m.esm", 2,
@@ -245,6 +247,12 @@ SECTIONS: dict[str, list[Case]] = {
         c("update gbdt.esm --add ints.csv --label label", 2, "X has 1 features, but OnlineGBDTClassifier is "
           "expecting 3 features"),
         c("update gbdt.esm --add other_labels.csv --label label", 2, "label 7 is not a class of this model"),
+        c("update gbdt_reg.esm --add text_target.csv --label label", 2,
+          "the target of row 0 is 'a', not a number: a regressor needs numbers"),
+        c("update gbdt_reg.esm --add inf_target.csv --label label", 2,
+          "the target of row 7 is inf; a regressor needs finite numbers"),
+        c("update gbdt_reg.esm --add good.csv --label label", 2,
+          "X has 3 features, but OnlineGBDTRegressor is expecting 1 features"),
         c("update missing.esm --delete 1", 2, "cannot read model file missing.esm"),
     ],
     "image": [
@@ -403,6 +411,9 @@ ACCEPTED: list[Case] = [
     c("fit missing_values.csv --label label -o m.esm", 0, "trained tree on 4 rows, 2 features, 2 classes"),
     c("import forest.joblib --trust-pickle -o i.esm", 0, "imported 3 features, 2 classes"),
     c("import xgb.json -o i.esm", 0, "imported 3 features, 2 classes"),
+    # a target beyond the range the regressor's scale was fitted on is saturated and counted, never wrapped
+    c("update gbdt_reg.esm --add far_target.csv --label label", 0,
+      "added 2 rows (row numbers 60..61) (1 targets outside the model's range"),
     # simavr traces no instructions: on AVR the firmware measures CPU cycles with Timer1 instead
     c(f"{SIM.format('tree_b')} --target qemu --board atmega328p --instructions", 0,
       "CPU cycles per call, measured by Timer1 under simavr: predict_proba mean"),
@@ -429,6 +440,7 @@ TEXT_FILES = {
     "text_target.csv": "f0,label\n" + "".join(f"{i},{'ab'[i % 2]}\n" for i in range(60)),
     "inf_target.csv": "f0,label\n" + "".join(f"{i},{'inf' if i == 7 else i * 0.5}\n" for i in range(60)),
     "ints.csv": "f0,label\n" + "".join(f"{i},{i % 2}\n" for i in range(60)),
+    "far_target.csv": "f0,label\n3,1.5\n4,1e6\n",
     "headerless.csv": "".join(f"{i}.5,{i % 7},{i % 2}\n" for i in range(60)),
     "bad_board.toml": "",  # made from a built-in profile in prepare()
     "not_toml.toml": "name = [unclosed\n",
@@ -444,6 +456,7 @@ FILE_NOTES = {
     "other_labels.csv": "good.csv with label 7, a class the models do not know, in one row",
     "tree.esm, shrubs.esm, gbdt.esm": "a tree, a shrub ensemble (window 32) and an online GBDT fitted on good.csv "
                                       "(gbdt on its first 100 rows)",
+    "gbdt_reg.esm": "an online GBDT regressor fitted on fractions.csv",
     "corrupt.esm, flipped.esm": "tree.esm cut after 100 bytes; tree.esm with its last byte changed",
     "future.esm, bad_params.esm": "tree.esm whose header says format_version 99; tree.esm whose header says "
                                   "max_depth -3",
@@ -537,7 +550,9 @@ def prepare(directory: Path) -> Path:
     shrubs = learners.get("shrubs").make(window_size=32, max_shrubs=4, max_depth=3)
     shrubs.partial_fit(X.astype(np.float32), y, classes=np.unique(y))
     gbdt = learners.get("gbdt").make(n_estimators=5, max_leaves=4).fit(X[:100], y[:100])
-    for name, model in (("tree", tree), ("shrubs", shrubs), ("gbdt", gbdt)):
+    gbdt_reg = learners.get("gbdt", "regression").make("regression", n_estimators=5, max_leaves=4)
+    gbdt_reg.fit(np.arange(60.0)[:, None], np.arange(60) * 0.37)
+    for name, model in (("tree", tree), ("shrubs", shrubs), ("gbdt", gbdt), ("gbdt_reg", gbdt_reg)):
         save_model(model, d / f"{name}.esm")
     data = (d / "tree.esm").read_bytes()
     (d / "corrupt.esm").write_bytes(data[:100])

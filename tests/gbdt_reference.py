@@ -1,8 +1,8 @@
 """A slow reference of the in-place online GBDT: the same method, but every statistic (node totals and candidate
 left sums) is recomputed from scratch from the kept rows and their stored derivatives whenever it is used, and
 trees are grown in plain Python. It shares with the fast learner only the bins, the candidate sample, the classes
-and the derivative function (the float part); the paper says the statistics must be identical, and here they are
-compared bit for bit."""
+or the target scale, and the classifier's derivative function (the float part; a regressor's integer derivatives are
+computed here); the paper says the statistics must be identical, and here they are compared bit for bit."""
 
 from __future__ import annotations
 
@@ -11,18 +11,23 @@ import math
 import numpy as np
 
 from edgestream import _gbdt
-from edgestream.learners.gbdt import OnlineGBDTClassifier
+from edgestream.learners.gbdt import InPlaceGBDT
+from edgestream.task import REGRESSION, task_of
 
 LEAF, FREE = -1, -2
 
 
 class ReferenceGBDT:
-    def __init__(self, model: OnlineGBDTClassifier):
+    def __init__(self, model: InPlaceGBDT):
         """Take the fitted ``model``'s parameters, bins, candidates and rows (a from-scratch fit is then compared)."""
         self.p = model.get_params()
-        self.K = len(model.classes_)
+        self.regression = task_of(model) == REGRESSION
         self.S = model.n_scores_
-        self.scale = model._scale
+        self.scale = model._leaf_scale
+        self.unit = 1.0 if self.regression else 1024.0
+        self.base = model._base_scores().astype(np.int64)
+        self.encode = (lambda y: model.target_.encode(y)[0]) if self.regression else \
+            (lambda y: np.searchsorted(model.classes_, y))
         self.cf, self.ct = model.cand_feature_.astype(int), model.cand_threshold_.astype(int)
         n = model.n_rows_
         self.Xb = model.rows_binned_[:n].astype(int).copy()
@@ -31,7 +36,6 @@ class ReferenceGBDT:
         self.T = self.p["n_estimators"] * self.S
         self.P = 2 * self.p["max_leaves"] - 1
         self.bins = model.bins_
-        self.classes = model.classes_
 
     # ------------------------------------------------------------------ from-scratch statistics
     def in_subtree(self, t, u):
@@ -131,20 +135,24 @@ class ReferenceGBDT:
                 G, H, _, _ = self.stats(t, self.rows_of(t, u))
                 if H > 0:
                     v = self.scale * (float(G) / float(H))
-                    q = min(math.floor(abs(v) * 1024.0 + 0.5), 32768 if v < 0 else 32767)
+                    q = min(math.floor(abs(v) * self.unit + 0.5), 32768 if v < 0 else 32767)
                     self.value[t][u] = -q if v < 0 else q
                 else:
                     self.value[t][u] = 0
 
     def scores(self, rows, n_trees):
-        F = np.zeros((len(rows), self.S), dtype=np.int64)
+        F = np.tile(self.base, (len(rows), 1))
         for t in range(n_trees):
             F[:, t % self.S] += self.value[t][self.leaf[t][rows]]
         return F
 
     def derivatives(self, rows, n_trees):
-        return _gbdt.derivatives(np.ascontiguousarray(self.scores(rows, n_trees)),
-                                 np.ascontiguousarray(self.y[rows].astype(np.uint8)), self.K)
+        F = self.scores(rows, n_trees)
+        if self.regression:  # squared loss: the residual in codes (saturated to int32), hessian 1
+            limit = 2**31 - 1
+            return np.clip(self.y[rows, None] - F, -limit, limit), np.ones_like(F)
+        loss = _gbdt.LogLoss(np.ascontiguousarray(self.y.astype(np.uint8)), self.S)
+        return loss.derivatives(np.ascontiguousarray(F), np.ascontiguousarray(rows, dtype=np.int64))
 
     # ------------------------------------------------------------------ fit, add, delete
     def fit(self):
@@ -214,7 +222,7 @@ class ReferenceGBDT:
         n = len(self.y)
         Xb = self.bins.transform(X).astype(int)
         self.Xb = np.vstack([self.Xb, Xb])
-        self.y = np.concatenate([self.y, np.searchsorted(self.classes, y)])
+        self.y = np.concatenate([self.y, self.encode(y)])
         self.alive = np.concatenate([self.alive, np.ones(len(X), dtype=bool)])
         for t in range(self.T):
             for name in ("g", "h", "leaf"):
@@ -229,7 +237,7 @@ class ReferenceGBDT:
         self._pass(rows, False)
 
     # ------------------------------------------------------------------ comparison
-    def assert_equals(self, model: OnlineGBDTClassifier):
+    def assert_equals(self, model: InPlaceGBDT):
         """Trees, leaf values, kept rows' derivatives and leaves, and every node's statistics equal the model's."""
         from edgestream.learners.gbdt import F
 
@@ -254,3 +262,24 @@ class ReferenceGBDT:
                 assert tuple(nodes[t, u, [F["G"], F["H"], F["N"]]]) == (G, H, N), (t, u)
                 if self.cand[t][u] >= 0:
                     assert model.slots_[t, nodes[t, u, F["slot"]]].tolist() == [list(s) for s in left], (t, u)
+
+
+def replay_against_reference(model: InPlaceGBDT, X_new, y_new, steps, seed: int) -> None:
+    """Compare ``model`` with a from-scratch reference after its fit and after each step: ``(True, count)`` adds
+    the next ``count`` rows of ``X_new``, ``y_new``; ``(False, count)`` deletes ``count`` random kept rows (at
+    least 2 stay)."""
+    reference = ReferenceGBDT(model).fit()
+    reference.assert_equals(model)
+    rng = np.random.default_rng(seed)
+    taken = 0
+    for adding, count in steps:
+        if adding:
+            rows = model.add(X_new[taken:taken + count], y_new[taken:taken + count])
+            assert np.array_equal(rows, reference.add(X_new[taken:taken + count], y_new[taken:taken + count]))
+            taken += count
+        else:
+            kept = np.flatnonzero(model.rows_alive_[: model.n_rows_])
+            rows = rng.choice(kept, size=min(count, len(kept) - 2), replace=False)
+            model.delete(rows)
+            reference.delete(rows)
+        reference.assert_equals(model)

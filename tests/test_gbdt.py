@@ -19,7 +19,7 @@ from edgestream.modelfile import model_bytes, model_from_bytes
 from edgestream.simulate import runtime_forest_predict
 from edgestream.tree import LEAF_FEATURE, NODE_DTYPE
 
-from gbdt_reference import ReferenceGBDT
+from gbdt_reference import ReferenceGBDT, replay_against_reference
 
 
 def data(seed, n=80, n_features=3, n_classes=3, dtype="float32"):
@@ -57,21 +57,7 @@ def test_random_add_delete_equals_the_from_scratch_reference(seed, n_classes, al
     X, y = data(seed, n=50, n_classes=n_classes)
     X_new, y_new = data(seed + 1, n=60, n_classes=n_classes)
     model = small(alpha=alpha, min_samples_leaf=min_leaf).fit(X, y)
-    reference = ReferenceGBDT(model).fit()
-    reference.assert_equals(model)
-    rng = np.random.default_rng(seed)
-    taken = 0
-    for adding, count in steps:
-        if adding:
-            rows = model.add(X_new[taken:taken + count], y_new[taken:taken + count])
-            assert np.array_equal(rows, reference.add(X_new[taken:taken + count], y_new[taken:taken + count]))
-            taken += count
-        else:
-            kept = np.flatnonzero(model.rows_alive_[: model.n_rows_])
-            rows = rng.choice(kept, size=min(count, len(kept) - 2), replace=False)
-            model.delete(rows)
-            reference.delete(rows)
-        reference.assert_equals(model)
+    replay_against_reference(model, X_new, y_new, steps, seed)
 
 
 def test_retrains_happen_and_match_the_reference():

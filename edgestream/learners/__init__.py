@@ -4,7 +4,7 @@
 |-----------|-------------------------|-----------------|-------------------------------------------------|---------------------------------------|
 | tree      | TreeClassifier          | TreeRegressor   | frozen                                          | es_infer                              |
 | forest    | ForestClassifier        | ForestRegressor | frozen                                          | es_infer                              |
-| gbdt      | OnlineGBDTClassifier    |                 | frozen (additive leaves; add/delete rows on the host) | es_fixed, es_infer              |
+| gbdt      | OnlineGBDTClassifier    | OnlineGBDTRegressor | frozen (additive leaves; add/delete rows on the host) | es_fixed, es_infer          |
 | shrubs    | ShrubEnsemble           |                 | keeps learning (window)                         | es_binning, es_tree, es_cart, es_shrubs |
 | bls       | OnlineBLSClassifier     |                 | keeps learning (factor)                         | es_f32, es_fixed, es_bls              |
 | hoeffding | HoeffdingTreeClassifier |                 | keeps learning (node pool)                      | es_f32, es_fixed, es_hoeffding        |
@@ -23,7 +23,7 @@ from .base import LearnerSpec, Option, missing_rule, model_input
 from .bls import OnlineBLSClassifier
 from ..task import CLASSIFICATION, check_task
 from .forest import ForestClassifier, ForestRegressor
-from .gbdt import OnlineGBDTClassifier
+from .gbdt import OnlineGBDTClassifier, OnlineGBDTRegressor
 from .hoeffding import HoeffdingTreeClassifier, IncrementalRandomForest
 from .imported import ImportedClassifier
 from .shrubs import ShrubEnsemble
@@ -85,7 +85,7 @@ def names_of_classes() -> str:
 
 
 __all__ = ["REGISTRY", "TRAINABLE", "AdaptiveXGBoost", "BinnedClassifier", "ForestClassifier",
-           "HoeffdingTreeClassifier", "ImportedClassifier", "IncrementalRandomForest", "LearnerSpec", "OnlineBLSClassifier", "OnlineGBDTClassifier", "Option",
+           "HoeffdingTreeClassifier", "ImportedClassifier", "IncrementalRandomForest", "LearnerSpec", "OnlineBLSClassifier", "OnlineGBDTClassifier", "OnlineGBDTRegressor", "Option",
            "ShrubEnsemble", "TreeClassifier", "ForestRegressor", "TreeRegressor", "by_class_name", "class_named",
            "for_task", "get", "is_fitted", "missing_rule", "model_input",
            "of_model"]

@@ -13,10 +13,17 @@ The method (``fit``, ``add`` and ``delete`` each run as one call into :mod:`edge
   (one tree per iteration, ``p = sigmoid(F)``, leaf ``nu * sum r / sum h``): with K = 2 the two trees of robust
   LogitBoost are mirror images and ``F_1 - F_0`` grows by exactly this, so it is the same model at half the cost,
   and it exports as the additive kind's single score.
+* **Squared loss** (:class:`OnlineGBDTRegressor`, the ``regression`` task): the target in int16 codes of a
+  :class:`edgestream.task.TargetScale` fitted at ``fit`` (rows beyond its range saturated and counted); the scores
+  start at the mean code of the ``fit`` rows (rounded half up, then fixed, as the bins are); one tree per iteration
+  on the residuals ``r = code - F`` with hessian 1 (both exact integers), the same split gain (variance reduction),
+  leaf value ``nu * sum r / n`` rounded to an int16 code. The score sum is the device's int32 raw output (divisor
+  1), decoded ``offset + raw * step``. The loss is the one seam between the two (:class:`edgestream._gbdt.Loss`).
 * **Trees**: best first up to ``max_leaves`` leaves and ``max_depth`` levels (the paper grows J-leaf trees).
-* **Statistics**: per tree and row the stored derivatives (int32, 30 fraction bits); per node the sums of
-  gradient, hessian and count, and per internal node the left sums at every split candidate (int64). Integer
-  sums make add-then-delete exact and incremental sums equal sums recomputed from scratch.
+* **Statistics**: per tree and row the stored derivatives (int32: 30 fraction bits for classes, whole codes for
+  numbers); per node the sums of gradient, hessian and count, and per internal node the left sums at every split
+  candidate (int64). Integer sums make add-then-delete exact and incremental sums equal sums recomputed from
+  scratch.
 * **Split-candidate sampling**: ``ceil(split_sample_rate * edges)`` thresholds of every feature, drawn once at
   ``fit`` from ``random_state``; every node of every tree evaluates only these.
 * **Add / delete** (Algorithms 2 and 3): iteration by iteration, the rows' stored derivatives (computed for added
@@ -44,8 +51,9 @@ Where the paper is ambiguous, and what this implementation chose
 * Fixed point: a leaf value is quantized to the int16 Q10 score the device adds (``fixedpoint.quantize_scores``'s
   rule) as soon as it is computed, and the scores ``F`` that derivatives come from are the integer sums of these
   leaves. So the trained model *is* the quantized additive ensemble: ``predict``/``predict_proba`` use it and the
-  export is exact by construction. The derivatives are computed in float64 (then rounded to the stored int32);
-  statistics, gains' inputs and leaf values are integers.
+  export is exact by construction (a regressor's leaves are whole codes, its scores their sums from the base). The
+  classes' derivatives are computed in float64 (then rounded to the stored int32); statistics, gains' inputs and
+  leaf values are integers.
 * Which nodes are checked: Algorithm 3 visits every internal node; a node no added or deleted row reaches keeps
   its sums (hence its ranking), so only the nodes on the rows' paths are checked: the same outcome.
 * Added rows' derivatives at iteration ``m`` come from the model as already updated for iterations ``< m`` in this
@@ -71,10 +79,11 @@ from .. import _gbdt
 from ..binning import BinMapper
 from ..encoding import VALUE_BYTES
 from ..frozen import WorstCase, tree_context, tree_tables, without_inline_tables
+from ..task import CODE_MAX, TargetScale, check_target
 from ..tree import LEAF_FEATURE, MAX_NODES, NODE_DTYPE, TreeEnsemble, encode_labels, impurity_importances
 from .base import BINNING, INPUT_DTYPE, MAX_BINS, MAX_DEPTH, MIN_SAMPLES_LEAF, LearnerSpec, Option, check_integer
-from .skbase import BatchClassifier
-from .tree import EnsemblePrediction
+from .skbase import BatchClassifier, BatchRegressor
+from .tree import EnsemblePrediction, RegressionPrediction
 
 F = _gbdt.FIELDS
 LEAF, FREE = _gbdt.LEAF, _gbdt.FREE
@@ -88,12 +97,17 @@ ROW_ARRAYS = ("rows_binned", "rows_label", "rows_alive")  # rows first
 TREE_ROW_ARRAYS = ("rows_grad", "rows_hess", "rows_leaf")  # [tree, row]
 
 
-class OnlineGBDTClassifier(EnsemblePrediction, BatchClassifier):
-    """Gradient-boosted trees whose training rows can be added and deleted in place.
+class InPlaceGBDT:
+    """Gradient-boosted trees whose training rows can be added and deleted in place: what the classifier and the
+    regressor share (parameters, bins, split candidates, row storage, the compiled booster, add and delete, the
+    exported ensemble, the model file's state). A task gives its loss (:class:`edgestream._gbdt.Loss`) and the
+    labels it stores: ``_fit_labels``, ``_labels_of``, ``check_rows``, ``_loss``, ``_leaf_scale``,
+    ``_base_scores``, ``_restore_task`` and ``STATE`` (the stored labels' dtype).
 
     Parameters
     ----------
-    n_estimators : boosting iterations (each adds one tree per class, one tree for a binary model).
+    n_estimators : boosting iterations (each adds one tree per score: per class, one for a binary model or a
+        regressor).
     learning_rate : shrinkage ``nu``.
     max_leaves : leaves per tree (2..255).
     max_depth : depth limit of each tree (1..32).
@@ -109,6 +123,7 @@ class OnlineGBDTClassifier(EnsemblePrediction, BatchClassifier):
     """
 
     _fitted_attribute = "tree_nodes_"
+    STATE = STATE_ARRAYS
 
     def __init__(self, n_estimators: int = 100, learning_rate: float = 0.1, max_leaves: int = 20,
                  max_depth: int = 8, min_samples_leaf: int = 1, max_bins: int = 255, binning: str = "adaptive",
@@ -146,36 +161,31 @@ class OnlineGBDTClassifier(EnsemblePrediction, BatchClassifier):
                                  f"{self.max_leaves} needs up to {nodes} nodes in {trees} trees; the exported format "
                                  f"holds at most {MAX_NODES} nodes and 65535 trees: lower n_estimators or max_leaves")
 
-    @property
-    def _scale(self) -> float:
-        """Leaf value = scale * sum r / sum h (robust LogitBoost's (K-1)/K; 1 for the single binary score)."""
-        K = len(self.classes_)
-        return float(self.learning_rate) * (1.0 if self.n_scores_ == 1 else (K - 1) / K)
-
     # ------------------------------------------------------------------------------------------------- fit
     def fit(self, X, y):
         """Train from scratch on ``X``, ``y``; the rows get the numbers 0..n-1."""
         X, y = self._validate_fit(X, y)
-        classes, y_encoded = encode_labels(y, len(X))
-        n_scores = 1 if len(classes) == 2 else len(classes)
-        self._check_params(n_scores)
+        fitted, labels = self._fit_labels(y)
+        self._check_params(fitted["n_scores_"])
         bins = BinMapper(self.max_bins, self.binning, self.input_dtype).fit(X)
         for name in list(vars(self)):
             if name in ("n_features_in_", "feature_names_in_"):  # just recorded by _validate_fit
                 continue
             if name.endswith("_") or name == "_ensemble":
                 delattr(self, name)
-        self.classes_, self.bins_, self.n_scores_ = classes, bins, n_scores
+        for name, value in fitted.items():
+            setattr(self, name, value)
+        self.bins_ = bins
         self._sample_candidates()
         n = len(X)
-        T, P = self.n_estimators * n_scores, 2 * self.max_leaves - 1
+        T, P = self.n_estimators * self.n_scores_, 2 * self.max_leaves - 1
         self.tree_nodes_ = np.zeros((T, P, _gbdt.NODE_FIELDS), dtype=np.int64)
         self.slots_ = np.zeros((T, self.max_leaves - 1, len(self.cand_threshold_), 3), dtype=np.int64)
         self.slot_owner_ = np.full((T, self.max_leaves - 1), -1, dtype=np.int64)
         self._allocate_rows(n + headroom(n))
         self.n_rows_ = n
         self.rows_binned_[:n] = bins.transform(X)
-        self.rows_label_[:n] = y_encoded
+        self.rows_label_[:n] = labels
         self.rows_alive_[:n] = 1
         self._booster().fit()
         self.last_update_ = {"action": "fit", "rows": n, "retrained_nodes": None}
@@ -199,8 +209,9 @@ class OnlineGBDTClassifier(EnsemblePrediction, BatchClassifier):
     def _allocate_rows(self, capacity: int) -> None:
         """Row storage for ``capacity`` rows (kept rows copied over)."""
         T, n_features = self.tree_nodes_.shape[0], self.bins_.n_features
-        old = {name: getattr(self, name + "_", None) for name in STATE_ARRAYS}
-        new = {"rows_binned": np.zeros((capacity, n_features), np.uint8), "rows_label": np.zeros(capacity, np.uint8),
+        old = {name: getattr(self, name + "_", None) for name in self.STATE}
+        new = {"rows_binned": np.zeros((capacity, n_features), np.uint8),
+               "rows_label": np.zeros(capacity, self.STATE["rows_label"][0]),
                "rows_alive": np.zeros(capacity, np.uint8), "rows_grad": np.zeros((T, capacity), np.int32),
                "rows_hess": np.zeros((T, capacity), np.int32), "rows_leaf": np.zeros((T, capacity), np.int16)}
         for name, array in new.items():
@@ -214,9 +225,9 @@ class OnlineGBDTClassifier(EnsemblePrediction, BatchClassifier):
 
     def _booster(self) -> _gbdt.Booster:
         """The compiled kernels over this model's arrays (made per call: the row tables grow)."""
-        return _gbdt.Booster(self.tree_nodes_, self.slots_, self.slot_owner_, self.rows_binned_, self.rows_label_,
+        return _gbdt.Booster(self.tree_nodes_, self.slots_, self.slot_owner_, self.rows_binned_, self._loss(),
                              self.rows_alive_, self.rows_grad_, self.rows_hess_, self.rows_leaf_, self.cand_feature_,
-                             self.cand_start_, self.cand_threshold_, self.n_rows_, self.n_scores_, self._scale,
+                             self.cand_start_, self.cand_threshold_, self.n_rows_, self.n_scores_, self._leaf_scale,
                              float(self.alpha), self.max_leaves, self.max_depth, self.min_samples_leaf)
 
     # --------------------------------------------------------------------------------------- add and delete
@@ -229,25 +240,12 @@ class OnlineGBDTClassifier(EnsemblePrediction, BatchClassifier):
             self._allocate_rows(n + count + headroom(n + count))
         rows = np.arange(n, n + count, dtype=np.int64)
         self.rows_binned_[rows] = self.bins_.transform(X)
-        self.rows_label_[rows] = np.searchsorted(self.classes_, y)
+        self.rows_label_[rows] = self._labels_of(y)
         self.rows_alive_[rows] = 1
         self.n_rows_ = n + count
         retrained = self._booster().update(rows, 1)
         self._changed("add", count, retrained, started)
         return rows
-
-    def check_rows(self, X, y) -> tuple[np.ndarray, np.ndarray]:
-        """``X`` and ``y`` as ``add`` takes them, after checking the feature count and that every label is a class."""
-        X = self._validate_X(X)
-        y = np.asarray(y)
-        if y.ndim != 1 or len(y) != len(X):
-            raise ValueError(f"X has {len(X)} rows but y has shape {y.shape}; need one label per row")
-        known = set(self.classes_.tolist())
-        unseen = [label for label in np.unique(y).tolist() if label not in known]
-        if unseen:
-            raise ValueError(f"label {unseen[0]!r} is not a class of this model; its classes are "
-                             f"{self.classes_.tolist()}")
-        return X, y
 
     def delete(self, row_numbers) -> None:
         """Remove the rows with these numbers (as ``fit`` and ``add`` gave them) and their effect on the model."""
@@ -297,8 +295,8 @@ class OnlineGBDTClassifier(EnsemblePrediction, BatchClassifier):
 
     @property
     def ensemble_(self) -> TreeEnsemble:
-        """The additive ensemble the model predicts with and exports (int16 Q10 leaves, one score per class or one
-        for a binary model, tree ``t`` adding to score ``t % n_scores``)."""
+        """The additive ensemble the model predicts with and exports (int16 leaves, one score per class or one for
+        a binary model or a regressor, tree ``t`` adding to score ``t % n_scores``)."""
         if "_ensemble" not in self.__dict__:
             if "tree_nodes_" not in self.__dict__:
                 raise AttributeError("ensemble_ (the model is not fitted)")
@@ -312,7 +310,7 @@ class OnlineGBDTClassifier(EnsemblePrediction, BatchClassifier):
         nodes = np.empty(len(feature), dtype=NODE_DTYPE)
         nodes["feature"], nodes["threshold"], nodes["child"] = feature, threshold, child
         ensemble = TreeEnsemble(nodes, roots, np.ones(len(roots), dtype=np.uint16), leaves, self.bins_.n_features,
-                                "additive", np.zeros(S, dtype=np.int32))
+                                "additive", self._base_scores())
         ensemble.validate()
         return ensemble
 
@@ -321,7 +319,7 @@ class OnlineGBDTClassifier(EnsemblePrediction, BatchClassifier):
         """Host memory the learner holds: row storage (bins, labels, per-tree derivatives and leaves, with
         :func:`headroom` spare rows), the tree pools and the candidate sums."""
         self._check_fitted()
-        return int(sum(getattr(self, name + "_").nbytes for name in STATE_ARRAYS))
+        return int(sum(getattr(self, name + "_").nbytes for name in self.STATE))
 
     def summary(self) -> str:
         self._check_fitted()
@@ -332,37 +330,28 @@ class OnlineGBDTClassifier(EnsemblePrediction, BatchClassifier):
                 f"split candidates; {self.n_kept_rows} rows kept ({deleted} deleted, next row number "
                 f"{self.n_rows_}); host memory {self.memory_bytes() / 2**20:.1f} MiB")
 
-    @property
-    def feature_importances_(self) -> np.ndarray:
-        """Impurity decrease of the kept rows' labels over each feature's splits (see
-        :func:`edgestream.tree.impurity_importances`), normalized to sum to 1."""
-        self._check_fitted()
-        kept = np.flatnonzero(self.rows_alive_[: self.n_rows_])
-        return impurity_importances(self.ensemble_, self.rows_binned_[kept], self.rows_label_[kept].astype(np.int64),
-                                    len(self.classes_))
-
     def saved_arrays(self) -> dict:
         """The learner's whole state (rows trimmed to those numbered) and the exported ensemble's tables."""
         self._check_fitted()
         n = self.n_rows_
         arrays = {}
-        for name in STATE_ARRAYS:
+        for name in self.STATE:
             array = getattr(self, name + "_")
             arrays[name] = array[:n] if name in ROW_ARRAYS else array[:, :n] if name in TREE_ROW_ARRAYS else array
         return {**arrays, **self.ensemble_.arrays()}
 
     def restore_arrays(self, arrays: dict) -> None:
-        """Take a model file's state (after ``bins_`` and ``classes_``); refuses inconsistent tables."""
-        for name, (dtype, ndim) in STATE_ARRAYS.items():
+        """Take a model file's state (after ``bins_`` and the task's ``classes_`` or ``target_``); refuses
+        inconsistent tables."""
+        for name, (dtype, ndim) in self.STATE.items():
             table = arrays[name]
             if table.dtype != np.dtype(dtype) or table.ndim != ndim:
                 raise ValueError(f"table {name!r} has dtype {table.dtype} and shape {table.shape}, expected a "
                                  f"{ndim}-D {np.dtype(dtype)} array")
-        K = len(self.classes_)
-        self.n_scores_ = 1 if K == 2 else K
+        labels = self._restore_task(arrays)
         self._check_params(self.n_scores_)
-        validate_state(arrays, self.n_estimators * self.n_scores_, self.max_leaves, self.bins_, K)
-        for name in STATE_ARRAYS:
+        validate_state(arrays, self.n_estimators * self.n_scores_, self.max_leaves, self.bins_, labels)
+        for name in self.STATE:
             setattr(self, name + "_", np.ascontiguousarray(arrays[name]).copy())
         self.n_rows_ = len(arrays["rows_label"])
         self.n_features_in_ = self.bins_.n_features
@@ -372,13 +361,124 @@ class OnlineGBDTClassifier(EnsemblePrediction, BatchClassifier):
             raise ValueError("the stored ensemble does not match the stored trees")
 
 
+class OnlineGBDTClassifier(EnsemblePrediction, InPlaceGBDT, BatchClassifier):
+    """Gradient-boosted trees of classes (robust LogitBoost, the module docstring) whose training rows can be added
+    and deleted in place; parameters and methods as :class:`InPlaceGBDT`."""
+
+    def _fit_labels(self, y) -> tuple[dict, np.ndarray]:
+        """(fitted attributes of the task, the stored label of every row): the classes and their indices."""
+        classes, y_encoded = encode_labels(y, len(y))
+        return {"classes_": classes, "n_scores_": 1 if len(classes) == 2 else len(classes)}, y_encoded
+
+    def _labels_of(self, y) -> np.ndarray:
+        return np.searchsorted(self.classes_, y)
+
+    def check_rows(self, X, y) -> tuple[np.ndarray, np.ndarray]:
+        """``X`` and ``y`` as ``add`` takes them, after checking the feature count and that every label is a class."""
+        X = self._validate_X(X)
+        y = np.asarray(y)
+        if y.ndim != 1 or len(y) != len(X):
+            raise ValueError(f"X has {len(X)} rows but y has shape {y.shape}; need one label per row")
+        known = set(self.classes_.tolist())
+        unseen = [label for label in np.unique(y).tolist() if label not in known]
+        if unseen:
+            raise ValueError(f"label {unseen[0]!r} is not a class of this model; its classes are "
+                             f"{self.classes_.tolist()}")
+        return X, y
+
+    def _loss(self) -> _gbdt.Loss:
+        return _gbdt.LogLoss(self.rows_label_, self.n_scores_)
+
+    @property
+    def _leaf_scale(self) -> float:
+        """Leaf value = scale * sum r / sum h (robust LogitBoost's (K-1)/K; 1 for the single binary score)."""
+        K = len(self.classes_)
+        return float(self.learning_rate) * (1.0 if self.n_scores_ == 1 else (K - 1) / K)
+
+    def _base_scores(self) -> np.ndarray:
+        return np.zeros(self.n_scores_, dtype=np.int32)
+
+    def _restore_task(self, arrays: dict) -> tuple[int, int]:
+        """Sets ``n_scores_`` from the classes; returns the range of the stored labels."""
+        K = len(self.classes_)
+        self.n_scores_ = 1 if K == 2 else K
+        return 0, K - 1
+
+    @property
+    def feature_importances_(self) -> np.ndarray:
+        """Impurity decrease of the kept rows' labels over each feature's splits (see
+        :func:`edgestream.tree.impurity_importances`), normalized to sum to 1."""
+        self._check_fitted()
+        kept = np.flatnonzero(self.rows_alive_[: self.n_rows_])
+        return impurity_importances(self.ensemble_, self.rows_binned_[kept], self.rows_label_[kept].astype(np.int64),
+                                    len(self.classes_))
+
+
+class OnlineGBDTRegressor(RegressionPrediction, InPlaceGBDT, BatchRegressor):
+    """Gradient-boosted trees of a number (squared loss) whose training rows can be added and deleted in place;
+    parameters and methods as :class:`InPlaceGBDT`, and ``partial_fit``. The target is encoded by a
+    :class:`edgestream.task.TargetScale` fitted at ``fit`` (``target_``; rows outside its range are saturated and
+    counted in ``saturated_``, at ``fit`` and ``add``; a loaded model counts from 0); the boosting starts from the
+    mean code of the ``fit`` rows (``base_score_``, fixed afterwards as the bins are); a leaf is
+    ``learning_rate * mean residual`` in int16 codes; the raw output is the int32 sum of the base and the leaves
+    (``predict_raw``), decoded by ``target_``."""
+
+    STATE = {**STATE_ARRAYS, "rows_label": (np.int16, 1)}
+
+    def _fit_labels(self, y) -> tuple[dict, np.ndarray]:
+        """(fitted attributes, the stored label of every row): the target scale, its codes, their rounded mean."""
+        target = TargetScale.fit(y)
+        codes, saturated = target.encode(y)
+        total, n = int(codes.astype(np.int64).sum()), len(codes)
+        base = (2 * total + n) // (2 * n)  # the mean, rounded half up, in exact integers
+        return {"target_": target, "saturated_": saturated, "base_score_": base, "n_scores_": 1}, codes
+
+    def _labels_of(self, y) -> np.ndarray:
+        codes, saturated = self.target_.encode(y)
+        self.saturated_ += saturated
+        return codes
+
+    def check_rows(self, X, y) -> tuple[np.ndarray, np.ndarray]:
+        """``X`` and ``y`` as ``add`` takes them, after checking the feature count and the target's numbers."""
+        X = self._validate_X(X)
+        return X, check_target(y, len(X))
+
+    def partial_fit(self, X, y):
+        """``fit`` on the first call, then ``add`` of the rows (in place)."""
+        if "tree_nodes_" not in vars(self):
+            return self.fit(X, y)
+        self.add(X, y)
+        return self
+
+    def _loss(self) -> _gbdt.Loss:
+        return _gbdt.SquaredLoss(self.rows_label_, self.base_score_)
+
+    @property
+    def _leaf_scale(self) -> float:
+        """Leaf value = learning_rate * sum r / sum h (h = 1: the mean residual)."""
+        return float(self.learning_rate)
+
+    def _base_scores(self) -> np.ndarray:
+        return np.array([self.base_score_], dtype=np.int32)
+
+    def _restore_task(self, arrays: dict) -> tuple[int, int]:
+        """Sets ``n_scores_`` (1), ``base_score_`` from the stored ensemble and ``saturated_`` (not stored: 0);
+        returns the range of the stored codes."""
+        base = arrays["base_score"]
+        if base.dtype != np.int32 or base.shape != (1,) or abs(int(base[0])) > CODE_MAX:
+            raise ValueError(f"a regressor's base_score is one int32 code within ±{CODE_MAX}, got {base!r}")
+        self.n_scores_, self.base_score_, self.saturated_ = 1, int(base[0]), 0
+        return -CODE_MAX, CODE_MAX
+
+
 def headroom(n: int) -> int:
     """Spare rows allocated beyond ``n`` (an eighth, at least 64), so that small adds do not copy the row tables."""
     return max(64, n // 8)
 
 
-def validate_state(arrays: dict, n_trees: int, max_leaves: int, bins: BinMapper, n_classes: int) -> None:
-    """Shapes and every index the kernels follow, before anything indexes with them."""
+def validate_state(arrays: dict, n_trees: int, max_leaves: int, bins: BinMapper, labels: tuple[int, int]) -> None:
+    """Shapes and every index the kernels follow, before anything indexes with them (``labels``: the range of the
+    stored labels)."""
     P, S_slots = 2 * max_leaves - 1, max_leaves - 1
     start, feature, threshold = arrays["cand_start"], arrays["cand_feature"], arrays["cand_threshold"]
     C, n_features = len(threshold), bins.n_features
@@ -398,7 +498,8 @@ def validate_state(arrays: dict, n_trees: int, max_leaves: int, bins: BinMapper,
     if arrays["rows_binned"].shape != (n, n_features) or len(arrays["rows_alive"]) != n or \
             any(arrays[name].shape != (n_trees, n) for name in TREE_ROW_ARRAYS):
         raise ValueError(f"row tables do not all hold {n} rows")
-    if (arrays["rows_label"] >= n_classes).any() or (arrays["rows_alive"] > 1).any():
+    stored = arrays["rows_label"]
+    if (stored < labels[0]).any() or (stored > labels[1]).any() or (arrays["rows_alive"] > 1).any():
         raise ValueError("row labels or alive flags out of range")
     cand = nodes[:, :, F["cand"]]
     if ((cand < FREE) | (cand >= C)).any() or (cand[:, 0] < LEAF).any() or (nodes[:, 0, F["parent"]] != -1).any():
@@ -460,7 +561,7 @@ def gbdt_worst_case(model, n_features: int, n_classes: int) -> WorstCase | None:
 LADDER = tuple({"n_estimators": n} for n in (500, 200, 100, 50, 20, 10, 5, 2, 1))
 
 SPEC = LearnerSpec(
-    name="gbdt", cls=OnlineGBDTClassifier,
+    name="gbdt", cls=OnlineGBDTClassifier, regressor=OnlineGBDTRegressor,
     summary="in-place online GBDT: add and delete training rows on the host (frozen on the device)",
     options=(Option("--n-estimators", "n_estimators", int, "boosting iterations (gbdt)", "M"),
              Option("--learning-rate", "learning_rate", float, "shrinkage", "NU"),

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from ..errors import NotFittedError
 from ..task import REGRESSION, check_target
@@ -77,6 +77,11 @@ class BatchRegressor(RegressorMixin, BatchEstimator):
     task = REGRESSION
 
     def _validate_fit(self, X, y) -> tuple[np.ndarray, np.ndarray]:
+        if y is None:
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
+        y = np.asarray(y)
+        if y.ndim == 2:  # one column: scikit-learn's warning, then as a 1-D target
+            y = column_or_1d(y, warn=True)
         X, y = self._validate_rows(X, check_target(y))  # our message for text, NaN and infinities first
         return X, y
 

@@ -113,7 +113,23 @@ def tree_settings(model) -> dict:
     return dict(max_depth=int(model.max_depth), min_samples_leaf=int(model.min_samples_leaf), max_nodes=int(max_nodes))
 
 
-class BinnedRegressor(BatchRegressor):
+class RegressionPrediction:
+    """Prediction of a :class:`BatchRegressor` that holds ``bins_``, ``target_`` and an additive
+    :class:`TreeEnsemble` ``ensemble_`` of one score: exactly what the exported bundle computes."""
+
+    output_divisor = 1  # what the raw output is divided by before it is decoded
+
+    def predict_raw(self, X) -> np.ndarray:
+        """int32 raw outputs (the base score plus the leaf codes reached) exactly as the device computes them."""
+        X = self._validate_X(X)
+        return self.ensemble_.predict_sums(self.bins_.transform(X))[:, 0]
+
+    def predict(self, X) -> np.ndarray:
+        raw = self.predict_raw(X)  # checks fitted first
+        return self.target_.decode(raw, self.output_divisor)
+
+
+class BinnedRegressor(RegressionPrediction, BatchRegressor):
     """Common base of the tree regressors: the target in fixed point (:class:`edgestream.task.TargetScale`,
     fitted on the rows; ``saturated_`` counts the rows outside its range), binning, additive leaves of int16
     codes, and prediction exactly as the exported bundle computes it (:meth:`predict_raw`).
@@ -137,14 +153,6 @@ class BinnedRegressor(BatchRegressor):
     def output_divisor(self) -> int:
         """What the raw output is divided by before it is decoded: the number of trees averaged."""
         return self.ensemble_.n_trees
-
-    def predict_raw(self, X) -> np.ndarray:
-        """int32 raw outputs (the sum of the leaf codes reached) exactly as the device computes them."""
-        X = self._validate_X(X)
-        return self.ensemble_.predict_sums(self.bins_.transform(X))[:, 0]
-
-    def predict(self, X) -> np.ndarray:
-        return self.target_.decode(self.predict_raw(X), self.output_divisor)
 
     summary = BinnedClassifier.summary
 
