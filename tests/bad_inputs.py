@@ -77,9 +77,18 @@ SECTIONS: dict[str, list[Case]] = {
           "the target of row 0 is 'a', not a number: a regressor needs numbers (--task classification for labels)"),
         c("fit inf_target.csv --label label -o m.esm", 2, "the target of row 7 is inf; a regressor needs finite numbers"),
         c("fit fractions.csv --label label --learner hoeffding -o m.esm", 2,
-          "learner 'hoeffding' has no regression form yet; the learners with one: tree, forest"),
+          "learner 'hoeffding' has no regression form yet; the learners with one: tree, forest, bls"),
         c("fit fractions.csv --label label --ram 8KiB -o m.esm", 2,
-          "budgets (--ram, --flash, --rate) plan classifiers for now"),
+          "budgets of regressors take the largest configuration that fits --ram and --flash, for the online "
+          "regressors (bls) only for now"),
+        c("fit fractions.csv --label label --learner bls --rate 100 --board stm32f411 -o m.esm", 2,
+          "--rate and --learner auto choose by a classifier's score"),
+        c("fit text_target.csv --label label --learner bls --task regression -o m.esm", 2,
+          "the target of row 0 is 'a', not a number: a regressor needs numbers"),
+        c("fit nan_target.csv --label label --learner bls --task regression -o m.esm", 2,
+          "nan_target.csv, line 5: missing label in column 'label'"),
+        c("fit inf_target.csv --label label --learner bls -o m.esm", 2,
+          "the target of row 7 is inf; a regressor needs finite numbers"),
         c("fit semicolon.csv --label label -o m.esm", 2,
           "semicolon.csv has one column when split at ',', but its first row holds ';': give the delimiter"),
         c("fit good.csv --label label --delimiter ab -o m.esm", 2, "delimiter 'ab' must be one character"),
@@ -401,6 +410,8 @@ ACCEPTED: list[Case] = [
     c("fit numeric_only_header.csv --label 3 -o m.esm", 0, "trained tree on 61 rows, 3 features, 3 classes"),
     c("fit headerless.csv --label 2 -o m.esm", 0, "trained tree on 60 rows, 2 features, 2 classes"),
     c("fit missing_values.csv --label label -o m.esm", 0, "trained tree on 4 rows, 2 features, 2 classes"),
+    # a target beyond the range fitted on the first rows saturates, counted, never wrapped
+    c("fit far_target.csv --label label --learner bls --bins-rows 20 -o m.esm", 0, "(36 targets saturated)"),
     c("import forest.joblib --trust-pickle -o i.esm", 0, "imported 3 features, 2 classes"),
     c("import xgb.json -o i.esm", 0, "imported 3 features, 2 classes"),
     # simavr traces no instructions: on AVR the firmware measures CPU cycles with Timer1 instead
@@ -428,6 +439,8 @@ TEXT_FILES = {
     "fractions.csv": "f0,label\n" + "".join(f"{i},{i * 0.37:.2f}\n" for i in range(60)),
     "text_target.csv": "f0,label\n" + "".join(f"{i},{'ab'[i % 2]}\n" for i in range(60)),
     "inf_target.csv": "f0,label\n" + "".join(f"{i},{'inf' if i == 7 else i * 0.5}\n" for i in range(60)),
+    "far_target.csv": "f0,label\n" + "".join(f"{i},{i * 0.5 if i < 40 else 1e6}\n" for i in range(60)),
+    "nan_target.csv": "f0,label\n" + "".join(f"{i},{'nan' if i == 3 else i * 0.5}\n" for i in range(60)),
     "ints.csv": "f0,label\n" + "".join(f"{i},{i % 2}\n" for i in range(60)),
     "headerless.csv": "".join(f"{i}.5,{i % 7},{i % 2}\n" for i in range(60)),
     "bad_board.toml": "",  # made from a built-in profile in prepare()

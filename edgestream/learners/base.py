@@ -400,15 +400,16 @@ class OnlineRegression(RegressorMixin):
 
     def encode_target(self, y) -> int:
         """The int16 code of one target (a saturated one is counted)."""
-        self._check_ready()
-        return int(self.engine_targets([y])[0])
+        if not self._started():
+            self._check_ready()
+        return self.engine_target(y)
 
     def engine_target(self, y) -> int:
-        return self.encode_target(y)
+        return int(self.engine_targets([y])[0])
 
     def engine_targets(self, y) -> np.ndarray:
         codes, saturated = self.target_.encode(np.asarray(y).reshape(-1))
-        self.saturated_ += saturated
+        self.saturated_ = self.__dict__.get("saturated_", 0) + saturated  # counted since start (or a model file)
         return codes
 
     def tested(self, outputs: np.ndarray) -> np.ndarray:
