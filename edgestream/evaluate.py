@@ -80,8 +80,23 @@ def prequential(learner, X, y, window: int = 500, progress: bool = False, desc: 
         raise ValueError("the stream is empty: prequential evaluation needs at least one row")
     WINDOW.check(window)
     if task_of(learner) == REGRESSION:
-        return _prequential_regression(learner, X, check_target(y), window, progress, desc)
-    predictions, hits = [], np.zeros(len(y), dtype=bool)
+        y = check_target(y)
+        outputs, seconds = _test_then_train(learner, X, y, progress, desc, regression=True)
+        values = np.array([0.0 if value is None else value for value in outputs], dtype=np.float64)
+        curve = [regression_metrics(y[i:i + window], values[i:i + window])["rmse"] for i in range(0, len(y), window)]
+        return PrequentialResult(n=len(y), correct=0, window=int(window), curve=curve, predictions=values,
+                                 seconds=seconds, metrics=regression_metrics(y, values))
+    outputs, seconds = _test_then_train(learner, X, y, progress, desc, regression=False)
+    hits = np.array([p is not None and bool(p == label) for p, label in zip(outputs, y.tolist())], dtype=bool)
+    curve = [float(hits[i:i + window].mean()) for i in range(0, len(y), window)]
+    return PrequentialResult(n=len(y), correct=int(hits.sum()), window=int(window), curve=curve,
+                             predictions=_prediction_array(outputs, y.dtype), seconds=seconds)
+
+
+def _test_then_train(learner, X, y, progress: bool, desc, regression: bool) -> tuple[list, float]:
+    """Every row's prediction, made before the row is learned (by compiled chunks once the learner has started:
+    a regressor's raw outputs decoded), and the seconds the predict and learn calls took."""
+    outputs = []
     compiled = getattr(learner, "test_then_train", None)
     start = time.perf_counter()
     with tqdm(total=len(y), desc=desc, disable=not progress, unit="rows") as bar:
@@ -90,44 +105,16 @@ def prequential(learner, X, y, window: int = 500, progress: bool = False, desc: 
             if compiled is not None and is_fitted(learner):
                 stop = min(len(y), i + CHUNK)
                 chunk = compiled(X[i:stop], y[i:stop])
-                hits[i:stop] = chunk == y[i:stop]
-                predictions.extend(chunk.tolist())
+                if regression:
+                    chunk = learner.target_.decode(chunk, learner.output_divisor)
+                outputs.extend(chunk.tolist())
             else:
                 stop = i + 1
-                pred = learner.predict_one(X[i])
-                hits[i] = pred is not None and bool(pred == y[i])
-                predictions.append(pred)
-                learner.learn_one(X[i], y[i])
+                outputs.append(learner.predict_one(X[i]))
+                learner.learn_one(X[i], float(y[i]) if regression else y[i])
             bar.update(stop - i)
             i = stop
-    seconds = time.perf_counter() - start
-    curve = [float(hits[i:i + window].mean()) for i in range(0, len(y), window)]
-    return PrequentialResult(n=len(y), correct=int(hits.sum()), window=int(window), curve=curve,
-                             predictions=_prediction_array(predictions, y.dtype), seconds=seconds)
-
-
-def _prequential_regression(learner, X, y, window: int, progress: bool, desc) -> PrequentialResult:
-    """:func:`prequential` of a regressor (module docstring)."""
-    values = np.empty(len(y))
-    compiled = getattr(learner, "test_then_train", None)
-    start = time.perf_counter()
-    with tqdm(total=len(y), desc=desc, disable=not progress, unit="rows") as bar:
-        i = 0
-        while i < len(y):
-            if compiled is not None and is_fitted(learner):
-                stop = min(len(y), i + CHUNK)
-                values[i:stop] = learner.target_.decode(compiled(X[i:stop], y[i:stop]), learner.output_divisor)
-            else:
-                stop = i + 1
-                value = learner.predict_one(X[i])
-                values[i] = 0.0 if value is None else value
-                learner.learn_one(X[i], float(y[i]))
-            bar.update(stop - i)
-            i = stop
-    seconds = time.perf_counter() - start
-    curve = [regression_metrics(y[i:i + window], values[i:i + window])["rmse"] for i in range(0, len(y), window)]
-    return PrequentialResult(n=len(y), correct=0, window=int(window), curve=curve, predictions=values,
-                             seconds=seconds, metrics=regression_metrics(y, values))
+    return outputs, time.perf_counter() - start
 
 
 def no_prediction(dtype):
