@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine_twin import assert_same_state
-from edgestream import learners
+from edgestream import checkpoint, learners
 from edgestream.cli import main
 from edgestream.evaluate import prequential
 from edgestream.export import export_bundle
@@ -185,6 +185,11 @@ def test_model_file_and_registry():
     assert np.array_equal(copy_.predict_raw(X), learner.predict_raw(X))
     assert np.array_equal(copy_.test_then_train(X[:50], y[:50]), learner.test_then_train(X[:50], y[:50]))
     assert learners.get("bls", "regression").regressor is OnlineBLSRegressor
+    image = checkpoint.write_image(learner)  # a state image: its model hash holds the target scale
+    restored = checkpoint.read_image(copy_, image)
+    assert np.array_equal(restored.predict_raw(X), learner.predict_raw(X))
+    other = OnlineBLSRegressor(feature_nodes=3, enhancement_nodes=5, seed=9).fit(X, y * 2)
+    assert checkpoint.model_hash(other) != checkpoint.model_hash(learner)
     assert learners.of_model(learner) is learners.get("bls")
 
 
