@@ -12,6 +12,7 @@
 #define ES_BLS_TANH_LIMIT 3.0f
 #define ES_BLS_PROBA_SCALE 4096.0f
 #define ES_BLS_SCORE_LIMIT 1073741824.0f
+#define ES_BLS_CODE_MAX 32767 /* target codes are -32767 .. 32767 (edgestream/task.py) */
 
 float es_bls_tanh(float x)
 {
@@ -197,31 +198,29 @@ static void bound_factor(const es_bls *model, uint32_t m)
     }
 }
 
-es_status es_bls_learn(const es_bls *model, const float *features, uint8_t label)
+/* The broad features and the readout (into model->residual) of one row. */
+static es_status prepare(const es_bls *model, const float *features)
 {
-    const es_bls_config *config;
-    uint32_t m, i, size;
-    uint8_t c, n_classes;
-    float refresh;
-
     if (model == NULL || model->config == NULL || features == NULL) {
         return ES_ERR_NULL;
     }
-    config = model->config;
-    n_classes = config->n_classes;
-    m = (uint32_t)config->feature_nodes + config->enhancement_nodes;
-    if (label >= n_classes) {
-        return ES_ERR_LABEL;
-    }
-    if (!finite_row(features, config->n_features)) {
+    if (!finite_row(features, model->config->n_features)) {
         return ES_ERR_INPUT;
     }
     broad(model, features);
     scores(model, model->residual);
-    for (c = 0; c < n_classes; c++) {
-        model->residual[c] = (c == label ? 1.0f : 0.0f) - model->residual[c];
-    }
-    size = m * (m + 1u) / 2u;
+    return ES_OK;
+}
+
+/* The learning step once model->residual holds the error of the readout before it (target minus readout):
+ * forgetting, the rank-one updates of the factor, the weights' solve, the factor's bound. */
+static void update(const es_bls *model)
+{
+    const es_bls_config *config = model->config;
+    uint32_t m = (uint32_t)config->feature_nodes + config->enhancement_nodes, i, size = m * (m + 1u) / 2u;
+    uint8_t c, n_classes = config->n_classes;
+    float refresh = config->refresh_sqrt;
+
     if (config->sqrt_forget != 1.0f) {
         for (i = 0; i < size; i++) {
             model->factor[i] = model->factor[i] * config->sqrt_forget;
@@ -231,7 +230,6 @@ es_status es_bls_learn(const es_bls *model, const float *features, uint8_t label
         model->rotate[i] = model->broad[i];
     }
     rank_one_update(model->factor, model->rotate, m);
-    refresh = config->refresh_sqrt;
     if (refresh != 0.0f) {
         for (i = 0; i < m; i++) {
             model->rotate[i] = 0.0f;
@@ -259,20 +257,81 @@ es_status es_bls_learn(const es_bls *model, const float *features, uint8_t label
     }
     bound_factor(model, m);
     model->counters->n_learned++;
-    return ES_OK;
 }
 
-static es_status prepare(const es_bls *model, const float *features)
+es_status es_bls_learn(const es_bls *model, const float *features, uint8_t label)
 {
+    uint8_t c;
+    es_status status;
+
     if (model == NULL || model->config == NULL || features == NULL) {
         return ES_ERR_NULL;
     }
-    if (!finite_row(features, model->config->n_features)) {
-        return ES_ERR_INPUT;
+    if (label >= model->config->n_classes) {
+        return ES_ERR_LABEL;
     }
-    broad(model, features);
-    scores(model, model->residual);
+    status = prepare(model, features);
+    if (status != ES_OK) {
+        return status;
+    }
+    for (c = 0; c < model->config->n_classes; c++) {
+        model->residual[c] = (c == label ? 1.0f : 0.0f) - model->residual[c];
+    }
+    update(model);
     return ES_OK;
+}
+
+es_status es_bls_learn_target(const es_bls *model, const float *features, int16_t target)
+{
+    es_status status;
+
+    if (model == NULL || model->config == NULL || features == NULL) {
+        return ES_ERR_NULL;
+    }
+    if (model->config->n_classes != 1) {
+        return ES_ERR_MODEL;
+    }
+    if (target < -ES_BLS_CODE_MAX) {
+        return ES_ERR_LABEL;
+    }
+    status = prepare(model, features);
+    if (status != ES_OK) {
+        return status;
+    }
+    model->residual[0] = (float)target - model->residual[0];
+    update(model);
+    return ES_OK;
+}
+
+int32_t es_bls_raw(float readout)
+{
+    if (readout != readout) {
+        return 0;
+    }
+    if (readout > ES_BLS_SCORE_LIMIT) {
+        readout = ES_BLS_SCORE_LIMIT;
+    } else if (readout < -ES_BLS_SCORE_LIMIT) {
+        readout = -ES_BLS_SCORE_LIMIT;
+    }
+    readout = readout >= 0.0f ? readout + 0.5f : readout - 0.5f;
+    return (int32_t)readout; /* truncated toward zero; |readout| <= 2^30 fits */
+}
+
+es_status es_bls_predict_raw(const es_bls *model, const float *features, int32_t *raw_out)
+{
+    es_status status;
+
+    if (raw_out == NULL || model == NULL || model->config == NULL) {
+        return ES_ERR_NULL;
+    }
+    if (model->config->n_classes != 1) {
+        return ES_ERR_MODEL;
+    }
+    status = prepare(model, features);
+    if (status == ES_OK) {
+        *raw_out = es_bls_raw(model->residual[0]);
+    }
+    return status;
 }
 
 es_status es_bls_predict_proba(const es_bls *model, const float *features, uint32_t *work, uint16_t *proba)

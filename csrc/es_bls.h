@@ -18,6 +18,18 @@ float es_bls_tanh(float x);
  * feature ES_ERR_INPUT; either way nothing changes. */
 es_status es_bls_learn(const es_bls *model, const float *features, uint8_t label);
 
+/* Regression (a state of one output: n_classes 1): learn one row of n_features raw features and its target code
+ * (edgestream/task.py: -32767 .. 32767). -32768 gives ES_ERR_LABEL, a state of more outputs ES_ERR_MODEL, a NaN or
+ * infinite feature ES_ERR_INPUT; either way nothing changes. */
+es_status es_bls_learn_target(const es_bls *model, const float *features, int16_t target);
+
+/* Regression: the raw output of one row, es_bls_raw of its readout. Only the scratch regions change. */
+es_status es_bls_predict_raw(const es_bls *model, const float *features, int32_t *raw_out);
+
+/* The readout rounded to an int32: NaN gives 0, the readout is clamped to +-2^30, then rounded half away from
+ * zero as its float32 sum with +-0.5f truncated toward zero. */
+int32_t es_bls_raw(float readout);
+
 /* Q15 class probabilities of one row (they sum to 32768); work is scratch of n_classes. ES_ERR_INPUT for a
  * NaN or infinite feature. Only the scratch regions change. */
 es_status es_bls_predict_proba(const es_bls *model, const float *features, uint32_t *work, uint16_t *proba);

@@ -7,7 +7,7 @@
 
 typedef struct {
     uint8_t n_features;
-    uint8_t n_classes;
+    uint8_t n_classes;              /* readout outputs: the classes, 1 for a regressor */
     uint16_t feature_nodes;         /* F */
     uint16_t enhancement_nodes;     /* E; m = F + E nodes */
     uint32_t seed;                  /* random weights: xorshift32 from this seed */

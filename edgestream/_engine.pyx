@@ -7,6 +7,10 @@ structs' layout, the regions numpy arrays in the description's order, and the ru
 into them. Rows then go through the runtime one at a time (River's protocol) or as whole streams in one call
 (test-then-train, learn only, batch prediction) with no Python call per row and the GIL released.
 
+The task is one seam: a learner's targets reach the runtime as int32 (a class index, or a regressor's int16
+target code) and its one output comes back as int32 (the class, or the regressor's raw output); only
+classifiers have Q15 probabilities.
+
 Rows arrive checked and converted by the learner (its specification's own checks, vectorized): C-contiguous rows
 of ``n_features`` values in the runtime's input type, float32 (or int32 for integer bins). A learner that learns
 on bins has each row quantized here by the runtime's quantizer; ``refuse_missing`` makes a NaN row a refused
@@ -27,16 +31,17 @@ cdef extern from "_engine_learners.h" nogil:
         ES_OK
         ES_ERR_INPUT
         ES_ERR_SIZE
-    ctypedef es_status (*es_engine_learn_fn)(const void *model, const void *row, uint8_t label)
+    ctypedef es_status (*es_engine_learn_fn)(const void *model, const void *row, int32_t target)
     ctypedef es_status (*es_engine_proba_fn)(const void *model, const void *row, uint32_t *work, uint16_t *proba)
-    ctypedef es_status (*es_engine_class_fn)(const void *model, const void *row, uint32_t *work,
-                                             uint16_t *proba, uint8_t *class_out)
+    ctypedef es_status (*es_engine_output_fn)(const void *model, const void *row, uint32_t *work,
+                                              uint16_t *proba, int32_t *out)
     ctypedef struct es_engine_learner:
         const char *prefix
+        const char *task
         size_t model_bytes, config_bytes, counters_bytes
         es_engine_learn_fn learn
         es_engine_proba_fn predict_proba
-        es_engine_class_fn predict
+        es_engine_output_fn predict
     const es_engine_learner es_engine_learners[]
     int ES_ENGINE_N_LEARNERS
 
@@ -52,12 +57,12 @@ cpdef enum:  # how a row reaches the runtime
     BINS_I32 = 2
 
 
-cdef const es_engine_learner *find_learner(bytes prefix) except NULL:
+cdef const es_engine_learner *find_learner(bytes prefix, bytes task) except NULL:
     cdef int i
     for i in range(ES_ENGINE_N_LEARNERS):
-        if strcmp(es_engine_learners[i].prefix, prefix) == 0:
+        if strcmp(es_engine_learners[i].prefix, prefix) == 0 and strcmp(es_engine_learners[i].task, task) == 0:
             return &es_engine_learners[i]
-    raise ValueError(f"no runtime {prefix.decode()!r} in the compiled engine")
+    raise ValueError(f"no runtime {prefix.decode()!r} for {task.decode()} in the compiled engine")
 
 
 cdef void *data_of(cnp.ndarray array, Py_ssize_t nbytes, str what) except NULL:
@@ -82,11 +87,11 @@ cdef class Engine:
     cdef uint32_t[::1] work
     cdef uint16_t[::1] proba
 
-    def __cinit__(self, str prefix, cnp.ndarray config, cnp.ndarray counters, list regions, int n_features,
+    def __cinit__(self, str prefix, str task, cnp.ndarray config, cnp.ndarray counters, list regions, int n_features,
                   int n_classes, int mode=RAW, cnp.ndarray edges=None, cnp.ndarray offsets=None,
                   bint refuse_missing=False):
         cdef Py_ssize_t i, pointers = len(regions) + 2
-        self.entry = find_learner(prefix.encode())
+        self.entry = find_learner(prefix.encode(), task.encode())
         if self.entry.model_bytes != pointers * sizeof(void *):
             raise ValueError(f"{prefix}: the pointer struct has {self.entry.model_bytes} bytes, the description "
                              f"{pointers} pointers")
@@ -133,13 +138,13 @@ cdef class Engine:
         es_quantize_f32(values, <const float *>self.edges, self.offsets, self.n_features, &self.bins[0])
         return &self.bins[0]
 
-    cdef inline es_status learn_at(self, const uint8_t *row, uint8_t label) noexcept nogil:
+    cdef inline es_status learn_at(self, const uint8_t *row, int32_t target) noexcept nogil:
         cdef const void *given = self.input(row)
         if given == NULL:
             return ES_ERR_INPUT
-        return self.entry.learn(self.model, given, label)
+        return self.entry.learn(self.model, given, target)
 
-    cdef inline es_status class_at(self, const uint8_t *row, uint8_t *out) noexcept nogil:
+    cdef inline es_status output_at(self, const uint8_t *row, int32_t *out) noexcept nogil:
         cdef const void *given = self.input(row)
         if given == NULL:
             return ES_ERR_INPUT
@@ -148,33 +153,33 @@ cdef class Engine:
     cdef const uint8_t *rows(self, cnp.ndarray X, Py_ssize_t n) except NULL:
         return <const uint8_t *>data_of(X, n * self.row_bytes, "rows")
 
-    def learn(self, cnp.ndarray row, int label) -> int:
+    def learn(self, cnp.ndarray row, int32_t target) -> int:
         """Status of one learn call (0: ES_OK)."""
-        return self.learn_at(self.rows(row, 1), <uint8_t>label)
+        return self.learn_at(self.rows(row, 1), target)
 
-    def predict_class(self, cnp.ndarray row) -> int:
-        """The class of one row, or minus the status of a refused call."""
-        cdef uint8_t out = 0
-        cdef es_status status = self.class_at(self.rows(row, 1), &out)
-        return out if status == ES_OK else -<int>status
+    def predict_one(self, cnp.ndarray row) -> tuple:
+        """(status, the output of one row: its class or raw output)."""
+        cdef int32_t out = 0
+        cdef es_status status = self.output_at(self.rows(row, 1), &out)
+        return int(status), int(out)
 
-    def learn_rows(self, cnp.ndarray X, const uint8_t[::1] labels) -> tuple:
+    def learn_rows(self, cnp.ndarray X, const int32_t[::1] targets) -> tuple:
         """Learn every row in order: (status, rows learned), stopping at the first refused row."""
-        cdef Py_ssize_t i, done = 0, n = labels.shape[0]
+        cdef Py_ssize_t i, done = 0, n = targets.shape[0]
         cdef const uint8_t *data = self.rows(X, n)
         cdef es_status status = ES_OK
         with nogil:
             for i in range(n):
-                status = self.learn_at(data + i * self.row_bytes, labels[i])
+                status = self.learn_at(data + i * self.row_bytes, targets[i])
                 if status != ES_OK:
                     break
                 done = i + 1
         return int(status), int(done)
 
-    def test_then_train(self, cnp.ndarray X, const uint8_t[::1] labels, uint8_t[::1] predicted) -> tuple:
-        """Predict then learn every row in order (``predicted`` gets each row's class before it is learned):
+    def test_then_train(self, cnp.ndarray X, const int32_t[::1] targets, int32_t[::1] predicted) -> tuple:
+        """Predict then learn every row in order (``predicted`` gets each row's output before it is learned):
         (status, rows done), stopping at the first refused call."""
-        cdef Py_ssize_t i = 0, done = 0, n = labels.shape[0]
+        cdef Py_ssize_t i = 0, done = 0, n = targets.shape[0]
         cdef const uint8_t *data = self.rows(X, n)
         cdef const uint8_t *row
         cdef es_status status = ES_OK
@@ -183,26 +188,28 @@ cdef class Engine:
         with nogil:
             for i in range(n):
                 row = data + i * self.row_bytes
-                status = self.class_at(row, &predicted[i])
+                status = self.output_at(row, &predicted[i])
                 if status == ES_OK:
-                    status = self.learn_at(row, labels[i])
+                    status = self.learn_at(row, targets[i])
                 if status != ES_OK:
                     break
                 done = i + 1
         return int(status), int(done)
 
-    def predict(self, cnp.ndarray X, uint8_t[::1] classes, uint16_t[:, ::1] proba=None) -> tuple:
-        """Classes (and, given ``proba``, Q15 probabilities) of every row: (status, rows done)."""
-        cdef Py_ssize_t i, done = 0, n = classes.shape[0]
+    def predict(self, cnp.ndarray X, int32_t[::1] outputs, uint16_t[:, ::1] proba=None) -> tuple:
+        """Outputs (and, given ``proba``, a classifier's Q15 probabilities) of every row: (status, rows done)."""
+        cdef Py_ssize_t i, done = 0, n = outputs.shape[0]
         cdef const uint8_t *data = self.rows(X, n)
         cdef const void *given
         cdef es_status status = ES_OK
         cdef bint want_proba = proba is not None
         if want_proba and (proba.shape[0] != n or proba.shape[1] != self.proba.shape[0]):
             raise ValueError(f"proba must have shape ({n}, {self.proba.shape[0]})")
+        if want_proba and self.entry.predict_proba == NULL:
+            raise ValueError(f"the {self.entry.task.decode()} runtime has no probabilities")
         with nogil:
             for i in range(n):
-                status = self.class_at(data + i * self.row_bytes, &classes[i])
+                status = self.output_at(data + i * self.row_bytes, &outputs[i])
                 if status == ES_OK and want_proba:
                     given = self.input(data + i * self.row_bytes)
                     status = self.entry.predict_proba(self.model, given, &self.work[0], &proba[i, 0])

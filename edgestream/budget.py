@@ -41,6 +41,7 @@ from .emit import SOURCE_DIR
 from .export import bundle_files, runtime_modules, runtime_sources
 from .scratch import scratch_dir
 from .state import RAM_DESCRIPTORS
+from .task import CLASSIFICATION, REGRESSION, output_context
 from .tree import CLASSES, FEATURES
 from .units import BYTES
 
@@ -463,12 +464,13 @@ def device_time(spec, board, params: dict, n_features: int, n_classes: int, note
 
 
 def plan(learner: str, board, n_features: int, n_classes: int, ram: int | None = None, flash: int | None = None,
-         optimize: str = "speed", **params) -> Budget:
+         optimize: str = "speed", task: str = CLASSIFICATION, **params) -> Budget:
     """The largest configuration of ``learner`` that fits the budgets (the board's RAM and flash by default), as
     exported with ``optimize``. Parameters given (not None) are fixed; the learner's ladder chooses the others,
-    largest first."""
+    largest first. ``task``: the form of the learner planned (a regressor has one output: ``n_classes`` 1)."""
     budgets = []  # the rungs are estimated in order until one fits (a speed estimate may compile code)
-    for budget in each_configuration(learner, board, n_features, n_classes, ram, flash, optimize, **params):
+    for budget in each_configuration(learner, board, n_features, n_classes, ram, flash, optimize, task=task,
+                                     **params):
         if budget.fits:
             return budget
         budgets.append(budget)
@@ -485,11 +487,14 @@ def configurations(learner: str, board, n_features: int, n_classes: int, ram: in
 
 def each_configuration(learner: str, board, n_features: int, n_classes: int, ram: int | None = None,
                        flash: int | None = None, optimize: str = "speed", grid: tuple[dict, ...] | None = None,
-                       **params):
-    """:func:`configurations`, one budget at a time."""
-    spec = learners.get(learner)
+                       task: str = CLASSIFICATION, **params):
+    """:func:`configurations`, one budget at a time (of the learner's form for ``task``)."""
+    spec = learners.get(learner, task)
     FEATURES.check(n_features)
-    CLASSES.check(n_classes)
+    if task == REGRESSION and n_classes != 1:
+        raise ValueError(f"a regressor has one output, not {n_classes} classes")
+    if task != REGRESSION:
+        CLASSES.check(n_classes)
     for name, value in (("ram", ram), ("flash", flash)):
         if value is not None:
             BYTES.check(value, name)
@@ -499,12 +504,12 @@ def each_configuration(learner: str, board, n_features: int, n_classes: int, ram
         if value is not None and limit is not None and value > limit:
             raise ValueError(f"a {name} budget of {value:,} bytes exceeds {board.name}'s {limit:,} bytes")
     fixed = {key: value for key, value in params.items() if value is not None}
-    spec.make(**fixed)  # unknown parameters and bad values are named here
+    spec.make(task, **fixed)  # unknown parameters and bad values are named here
     rungs = [rung | fixed for rung in (spec.ladder if grid is None else grid)] or [fixed]
     given, refused = 0, None
     for config in dict.fromkeys(json.dumps(rung, sort_keys=True) for rung in rungs):
         try:  # a rung that the fixed parameters make invalid (e.g. a window below a fixed minimum) is skipped
-            budget = estimate(spec, board, spec.make(**json.loads(config)), n_features, n_classes, ram, flash,
+            budget = estimate(spec, board, spec.make(task, **json.loads(config)), n_features, n_classes, ram, flash,
                               optimize)
         except ValueError as error:
             refused = error
@@ -528,5 +533,5 @@ def not_fitting(learner: str, board, n_features: int, n_classes: int, budgets: l
 def of_model(model, board, ram: int | None = None, flash: int | None = None, optimize: str = "speed") -> Budget:
     """The exact budget of a fitted model (what its bundle exported with ``optimize`` takes on ``board``)."""
     spec = learners.of_model(model)
-    return estimate(spec, board, model, learners.model_input(model)[1], len(model.classes_),
+    return estimate(spec, board, model, learners.model_input(model)[1], output_context(model)["n_classes"],
                     board.ram_bytes if ram is None else ram, board.flash_bytes if flash is None else flash, optimize)

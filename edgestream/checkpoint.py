@@ -45,6 +45,7 @@ import numpy as np
 from . import learners
 from .ranges import Range
 from .state import C_TYPES, StateLayout, c_scalar
+from .task import output_context
 
 SEQUENCE = Range("sequence", 0, 0xFFFFFFFF)  # an image's sequence number (uint32)
 
@@ -116,6 +117,12 @@ def _learning_spec(model):
     return spec
 
 
+def _output(model) -> dict:
+    """What the hash holds of a model's output: its class labels, or a regressor's target scale."""
+    output = output_context(model)
+    return {"target": output["target"]} if output["target"] else {"classes": output["class_names"]}
+
+
 def model_hash(model) -> int:
     """The 32-bit hash of a model's constants that its bundle bakes into every image (see the module doc)."""
     spec = _learning_spec(model)
@@ -127,7 +134,7 @@ def model_hash(model) -> int:
         "config": [[f.name, c_scalar(layout.config[f.name], f.c_type)] for f in spec.state.config],
         "input_dtype": str(input_dtype),
         "n_features": int(n_features),
-        "classes": [str(c) for c in np.asarray(model.classes_).tolist()],
+        **_output(model),
         "slots": [[s.name, s.c_type, s.count, s.offset] for s in image_layout(layout).slots],
     }
     crc = zlib.crc32(json.dumps(described, sort_keys=True).encode())

@@ -363,25 +363,36 @@ def run_fit(args) -> int:
         print(json.dumps({**fit_report(trained, args.output), **({"training": metrics} if metrics else {})}))
         return 0
     if metrics is not None:
-        print(f"trained a {spec.name} regressor on {len(X)} rows, {X.shape[1]} features: {model.summary()}; "
-              f"{metrics_text(metrics)} on the training rows ({metrics['saturated']} targets saturated) -> "
-              f"{args.output}")
-        return 0
-    shape = f"{X.shape[1]} features, {len(model.classes_)} classes: {model.summary()}"
-    if spec.online:
-        edges_from = "all rows" if trained.bins_rows == len(X) else f"the first {trained.bins_rows} rows"
-        fitted = "bin edges" if getattr(model, "bins_", None) is not None else "input scaling"
-        print(f"learned {spec.name} on {len(X)} rows ({fitted} from {edges_from}), {shape}, prequential accuracy "
-              f"{trained.prequential.accuracy:.4f} -> {args.output}")
+        print(regressor_text(trained, metrics, X, args.output))
     else:
-        accuracy = model.score(device_input(X, model.input_dtype), y)
-        print(f"trained {spec.name} on {len(X)} rows, {shape}, training accuracy {accuracy:.4f} -> {args.output}")
+        shape = f"{X.shape[1]} features, {len(model.classes_)} classes: {model.summary()}"
+        if spec.online:
+            edges_from = "all rows" if trained.bins_rows == len(X) else f"the first {trained.bins_rows} rows"
+            fitted = "bin edges" if getattr(model, "bins_", None) is not None else "input scaling"
+            print(f"learned {spec.name} on {len(X)} rows ({fitted} from {edges_from}), {shape}, prequential accuracy "
+                  f"{trained.prequential.accuracy:.4f} -> {args.output}")
+        else:
+            accuracy = model.score(device_input(X, model.input_dtype), y)
+            print(f"trained {spec.name} on {len(X)} rows, {shape}, training accuracy {accuracy:.4f} -> {args.output}")
     if trained.budget is not None:
         print(f"budget on {trained.budget.board}: {trained.budget.ram_bytes:,} bytes of RAM, "
               f"{trained.budget.flash_bytes:,} bytes of flash")
     if trained.search is not None:
         print(trained.search.to_text())
     return 0
+
+
+def regressor_text(trained, metrics: dict, X, output) -> str:
+    """``fit``'s line for a regressor: its prequential metrics (online) or those on its training rows."""
+    model = trained.model
+    name = learners.of_model(model).name
+    saturated = f"({metrics['saturated']} targets saturated) -> {output}"
+    if trained.prequential is not None:
+        return (f"learned a {name} regressor on {len(X)} rows (input scaling and target scale from the first "
+                f"{trained.bins_rows} rows), {X.shape[1]} features: {model.summary()}; prequential "
+                f"{metrics_text(trained.prequential.metrics)} {saturated}")
+    return (f"trained a {name} regressor on {len(X)} rows, {X.shape[1]} features: {model.summary()}; "
+            f"{metrics_text(metrics)} on the training rows {saturated}")
 
 
 def label_list(text: str | None, y: np.ndarray):
@@ -472,6 +483,11 @@ def run_evaluate(args) -> int:
     report = {key: value for key, value in result.to_json().items() if key != "correct"}
     if args.json:
         print(json.dumps({**report, "model": str(args.model)}))
+        return 0
+    if result.metrics is not None:
+        print(f"n {result.n}, {metrics_text(result.metrics)}, samples_per_second {result.samples_per_second:,.0f} "
+              f"(predict and learn calls of {type(model).__name__})")
+        print(f"RMSE curve ({result.window} rows per point): " + " ".join(f"{a:.4g}" for a in result.curve))
         return 0
     print(f"n {result.n}, accuracy {result.accuracy:.4f}, samples_per_second {result.samples_per_second:,.0f} "
           f"(predict and learn calls of {type(model).__name__})")

@@ -14,6 +14,7 @@ import numpy as np
 
 from . import _engine
 from .state import C_TYPES
+from .task import task_of
 
 MODES = {"float32": _engine.BINS_F32, "int32": _engine.BINS_I32, "int16": _engine.BINS_I32}
 ROW_DTYPES = {_engine.RAW: np.float32, _engine.BINS_F32: np.float32, _engine.BINS_I32: np.int32}
@@ -34,8 +35,9 @@ def struct_record(fields, values: dict) -> np.ndarray:
 class StateEngine:
     """One learner's state run by the compiled runtime (see the module docstring).
 
-    ``learner`` gives ``state_spec``, ``layout()``, ``device_state()`` and ``classes_``; a learner on bins
-    (``input_type`` uint8_t) also ``bins_`` and ``allow_missing``."""
+    ``learner`` gives ``state_spec``, ``layout()`` and ``device_state()``; a learner on bins (``input_type``
+    uint8_t) also ``bins_`` and ``allow_missing``. Its task (:func:`edgestream.task.task_of`) picks the runtime's
+    calls: targets are int32 class indices or target codes, the one output an int32 class or raw output."""
 
     def __init__(self, learner):
         spec = learner.state_spec
@@ -60,7 +62,8 @@ class StateEngine:
                 "refuse_missing": learner.bins_.dtype == "float32" and not learner.allow_missing}
         self.row_dtype = ROW_DTYPES[setup["mode"]]
         self.n_features, self.n_classes = n_features, n_classes
-        self._engine = _engine.Engine(spec.prefix, self.config, self.counters, list(self.regions.values()),
+        self.task = task_of(learner)
+        self._engine = _engine.Engine(spec.prefix, self.task, self.config, self.counters, list(self.regions.values()),
                                       n_features, n_classes, **setup)
 
     def device_state(self) -> tuple[dict, dict]:
@@ -72,29 +75,30 @@ class StateEngine:
         """Checked rows (the learner's checks) as the engine takes them: C-contiguous, float32 or int32."""
         return np.ascontiguousarray(X, dtype=self.row_dtype)
 
-    def learn(self, row: np.ndarray, label: int) -> int:
-        """Status of one learn call (0: ES_OK) on one row of ``row_dtype`` (the runtime's own checks only)."""
-        return self._engine.learn(row, label)
+    def learn(self, row: np.ndarray, target: int) -> int:
+        """Status of one learn call (0: ES_OK) on one row of ``row_dtype`` and its target (a class index or a
+        target code; the runtime's own checks only)."""
+        return self._engine.learn(row, target)
 
-    def predict_class(self, row: np.ndarray) -> int:
-        """The class index of one row of ``row_dtype``, or minus the status of a refused call."""
-        return self._engine.predict_class(row)
+    def predict_one(self, row: np.ndarray) -> tuple[int, int]:
+        """(status, output) of one row of ``row_dtype``: its class index or raw output."""
+        return self._engine.predict_one(row)
 
-    def learn_rows(self, X: np.ndarray, labels: np.ndarray) -> tuple[int, int]:
+    def learn_rows(self, X: np.ndarray, targets: np.ndarray) -> tuple[int, int]:
         """(status, rows learned): every row in order, up to the first refused call."""
-        return self._engine.learn_rows(self.rows(X), np.ascontiguousarray(labels, dtype=np.uint8))
+        return self._engine.learn_rows(self.rows(X), np.ascontiguousarray(targets, dtype=np.int32))
 
-    def test_then_train(self, X: np.ndarray, labels: np.ndarray) -> tuple[int, int, np.ndarray]:
-        """(status, rows done, class index predicted for each row before it was learned)."""
-        predicted = np.zeros(len(labels), dtype=np.uint8)
-        status, done = self._engine.test_then_train(self.rows(X), np.ascontiguousarray(labels, dtype=np.uint8),
+    def test_then_train(self, X: np.ndarray, targets: np.ndarray) -> tuple[int, int, np.ndarray]:
+        """(status, rows done, int32 output predicted for each row before it was learned)."""
+        predicted = np.zeros(len(targets), dtype=np.int32)
+        status, done = self._engine.test_then_train(self.rows(X), np.ascontiguousarray(targets, dtype=np.int32),
                                                     predicted)
         return status, done, predicted
 
     def predict(self, X: np.ndarray, proba: bool = False) -> tuple[int, np.ndarray, np.ndarray | None]:
-        """(status, class indices, Q15 probabilities or None) of checked rows."""
+        """(status, int32 outputs, a classifier's Q15 probabilities or None) of checked rows."""
         rows = self.rows(X)
-        classes = np.zeros(len(rows), dtype=np.uint8)
+        outputs = np.zeros(len(rows), dtype=np.int32)
         q15 = np.zeros((len(rows), self.n_classes), dtype=np.uint16) if proba else None
-        status, _ = self._engine.predict(rows, classes, q15)
-        return status, classes, q15
+        status, _ = self._engine.predict(rows, outputs, q15)
+        return status, outputs, q15

@@ -11,6 +11,11 @@ A learner may answer ``None`` before it has learned anything (River does). Such 
 prediction is stored as ``no_prediction(dtype)``: NaN for float labels, the smallest value of the dtype for
 signed integers, the largest for unsigned integers, ``""`` for string labels. For any other label dtype
 (bool, object) the predictions are an object array holding ``None`` itself.
+
+A regressor (:mod:`edgestream.task`) is scored by MAE, RMSE and R² (``metrics``) instead of accuracy, its curve
+is the RMSE of each window and its predictions are the values (float64) it gave; an edgestream regressor's
+compiled chunks give raw outputs, decoded as the learner decodes them. A regressor answering ``None`` is scored
+as predicting 0.0 (what River's regressors answer before they learn).
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from tqdm import tqdm
 
 from .learners.stream import is_fitted
 from .ranges import Range
+from .task import CLASSIFICATION, REGRESSION, check_target, regression_metrics, task_of
 
 WINDOW = Range("window", 1)  # rows per point of an accuracy curve
 CHUNK = 8192  # rows per compiled test-then-train call (and per progress bar update)
@@ -41,9 +47,12 @@ class PrequentialResult:
     curve: list[float]  # accuracy of each window of ``window`` rows; the last one may be shorter
     predictions: np.ndarray  # one per row, see the module docstring for rows without a prediction
     seconds: float  # wall time of the predict + learn calls (adapter conversions included)
+    metrics: dict | None = None  # a regressor's mae, rmse and r2 (its curve: the RMSE of each window)
 
     @property
     def accuracy(self) -> float:
+        if self.metrics is not None:
+            raise ValueError("a regressor's prequential result has mae, rmse and r2, not an accuracy")
         return self.correct / self.n
 
     @property
@@ -52,6 +61,9 @@ class PrequentialResult:
 
     def to_json(self) -> dict:
         """The scores as plain JSON types; predictions are left out (compare them with ``compare_predictions``)."""
+        if self.metrics is not None:
+            return {"n": self.n, **self.metrics, "window": self.window, "curve": self.curve, "seconds": self.seconds,
+                    "samples_per_second": self.samples_per_second}
         return {"n": self.n, "accuracy": self.accuracy, "correct": self.correct, "window": self.window,
                 "curve": self.curve, "seconds": self.seconds, "samples_per_second": self.samples_per_second}
 
@@ -67,7 +79,24 @@ def prequential(learner, X, y, window: int = 500, progress: bool = False, desc: 
     if len(y) == 0:
         raise ValueError("the stream is empty: prequential evaluation needs at least one row")
     WINDOW.check(window)
-    predictions, hits = [], np.zeros(len(y), dtype=bool)
+    if task_of(learner) == REGRESSION:
+        y = check_target(y)
+        outputs, seconds = _test_then_train(learner, X, y, progress, desc, regression=True)
+        values = np.array([0.0 if value is None else value for value in outputs], dtype=np.float64)
+        curve = [regression_metrics(y[i:i + window], values[i:i + window])["rmse"] for i in range(0, len(y), window)]
+        return PrequentialResult(n=len(y), correct=0, window=int(window), curve=curve, predictions=values,
+                                 seconds=seconds, metrics=regression_metrics(y, values))
+    outputs, seconds = _test_then_train(learner, X, y, progress, desc, regression=False)
+    hits = np.array([p is not None and bool(p == label) for p, label in zip(outputs, y.tolist())], dtype=bool)
+    curve = [float(hits[i:i + window].mean()) for i in range(0, len(y), window)]
+    return PrequentialResult(n=len(y), correct=int(hits.sum()), window=int(window), curve=curve,
+                             predictions=_prediction_array(outputs, y.dtype), seconds=seconds)
+
+
+def _test_then_train(learner, X, y, progress: bool, desc, regression: bool) -> tuple[list, float]:
+    """Every row's prediction, made before the row is learned (by compiled chunks once the learner has started:
+    a regressor's raw outputs decoded), and the seconds the predict and learn calls took."""
+    outputs = []
     compiled = getattr(learner, "test_then_train", None)
     start = time.perf_counter()
     with tqdm(total=len(y), desc=desc, disable=not progress, unit="rows") as bar:
@@ -76,20 +105,16 @@ def prequential(learner, X, y, window: int = 500, progress: bool = False, desc: 
             if compiled is not None and is_fitted(learner):
                 stop = min(len(y), i + CHUNK)
                 chunk = compiled(X[i:stop], y[i:stop])
-                hits[i:stop] = chunk == y[i:stop]
-                predictions.extend(chunk.tolist())
+                if regression:
+                    chunk = learner.target_.decode(chunk, learner.output_divisor)
+                outputs.extend(chunk.tolist())
             else:
                 stop = i + 1
-                pred = learner.predict_one(X[i])
-                hits[i] = pred is not None and bool(pred == y[i])
-                predictions.append(pred)
-                learner.learn_one(X[i], y[i])
+                outputs.append(learner.predict_one(X[i]))
+                learner.learn_one(X[i], float(y[i]) if regression else y[i])
             bar.update(stop - i)
             i = stop
-    seconds = time.perf_counter() - start
-    curve = [float(hits[i:i + window].mean()) for i in range(0, len(y), window)]
-    return PrequentialResult(n=len(y), correct=int(hits.sum()), window=int(window), curve=curve,
-                             predictions=_prediction_array(predictions, y.dtype), seconds=seconds)
+    return outputs, time.perf_counter() - start
 
 
 def no_prediction(dtype):
@@ -146,6 +171,13 @@ class RiverAdapter:
 
     def learn_one(self, x, y) -> None:
         self.model.learn_one(self._features(x), y.item() if isinstance(y, np.generic) else y)
+
+    @property
+    def task(self) -> str:
+        """A River regressor's task is regression (:func:`edgestream.task.task_of`)."""
+        from river import base
+
+        return REGRESSION if isinstance(self.model, base.Regressor) else CLASSIFICATION
 
     def state_bytes(self) -> int:
         """River's own measure of the model's memory (``_raw_memory_usage``), else a deep ``sys.getsizeof``."""

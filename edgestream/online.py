@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from .ranges import Range
+from .task import REGRESSION, task_of
 
 BINS_ROWS = 1000
 BINS_ROWS_RANGE = Range("bins_rows", 1)
@@ -37,9 +38,12 @@ def check_stream(X, y, classes=None) -> np.ndarray:
 
 def start_online(model, X, classes, bins_rows: int = BINS_ROWS):
     """Bin edges (or, for a learner with ``start``, its input setup) from the first rows and the classes, before
-    the first learning step."""
+    the first learning step. A regressor (:mod:`edgestream.task`) takes the rows' targets for ``classes``: its
+    target scale is fitted on the first rows' ones."""
     BINS_ROWS_RANGE.check(bins_rows)
     sample = X[: min(bins_rows, len(X))]
+    if task_of(model) == REGRESSION:
+        return model.start(sample, np.asarray(classes)[: len(sample)])
     if hasattr(model, "start"):
         return model.start(sample, classes)
     return model.fit_bins(sample).set_classes(classes)

@@ -50,6 +50,9 @@ class HostTarget:
     def raw_outputs(self, X) -> np.ndarray:
         return self.bundle.predict_raw(X)
 
+    def test_then_train_raw(self, X, y) -> np.ndarray:
+        return self.bundle.test_then_train_raw(X, y)
+
     def test_then_train(self, X, y, window: int):
         return prequential(self.bundle, X, y, window, sys.stderr.isatty(), desc="C bundle")
 
@@ -171,11 +174,27 @@ def compare_learning(target, X, y, window: int) -> dict:
     if not target.learning:
         raise ValueError(f"--learn needs a learning bundle; {target.directory} holds a frozen "
                          f"{type(target.model).__name__}")
+    if task_of(target.model) == REGRESSION:
+        return compare_learning_regression(target, X, y)
     python = target.python_copy()
     device = target.test_then_train(X, y, window)
     host = prequential(python, X, y, window, sys.stderr.isatty(), desc="Python")
     return {"n": device.n, "accuracy": device.accuracy, "python_accuracy": host.accuracy,
             "mismatches": compare_predictions(device, host), "window": device.window, "curve": device.curve,
+            "state_bytes": target.state_bytes()}
+
+
+def compare_learning_regression(target, X, y) -> dict:
+    """Test-then-train of a learning regressor on the bundle's C code and on its Python model, both from the
+    exported state: the metrics of the C's values, Python's R², the targets saturated and ``mismatches``, the rows
+    whose raw output differs between C and Python."""
+    y = check_target(y, len(X))
+    python = target.python_copy()
+    raw = target.test_then_train_raw(X, y)
+    expected = python.test_then_train(X, y)
+    return {"n": len(X), **regression_metrics(y, python.target_.decode(raw)),
+            "python_r2": regression_metrics(y, python.target_.decode(expected))["r2"],
+            "saturated": python.saturated_, "mismatches": int((raw != expected).sum()),
             "state_bytes": target.state_bytes()}
 
 

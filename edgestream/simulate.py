@@ -171,6 +171,7 @@ class Bundle:
         self.n_features = self.manifest["n_features"]
         self.n_classes = self.manifest["n_classes"]
         self.model = load_bundle_model(self.manifest)
+        self.task = task_of(self.model)
         self.learning = self.manifest["learning"]
         include = Path(self.manifest["include_directory"])
         cdef = header_cdef([f"{self.name}.h"], include)
@@ -221,17 +222,28 @@ class Bundle:
         return self.predict(np.asarray(x).reshape(1, -1))[0]
 
     def learn_encoded(self, x, label: int) -> int:
-        """es_status of the bundle's learn function for one row and a class index (no checks on the host)."""
+        """es_status of the bundle's learn function for one row and a class index or a regressor's target code
+        (no checks on the host)."""
         row = self._rows(np.asarray(x).reshape(1, -1))[0]
         return getattr(self.lib, f"{self.name}_learn")(self.ffi.from_buffer(f"{C_TYPES[self.input_dtype]}[]", row),
                                                        label)
 
     def learn_one(self, x, y) -> "Bundle":
-        """Learn one row on the device code; the label must be one of the model's classes."""
+        """Learn one row on the device code; the label must be one of the model's classes (a regressor's target
+        is encoded by the model's target scale, as the host's model encodes it)."""
         if not self.learning:
             raise ValueError(f"bundle {self.directory} holds a frozen {self.manifest['learner']} model; it cannot learn")
-        check(self.learn_encoded(x, self.model.encode_label(y)), "learn")
+        encoded = self.model.encode_target(y) if self.task == REGRESSION else self.model.encode_label(y)
+        check(self.learn_encoded(x, encoded), "learn")
         return self
+
+    def test_then_train_raw(self, X, y) -> np.ndarray:
+        """A learning regressor's raw output of every row before it learns the row, from its C code."""
+        raw = np.empty(len(X), dtype=np.int32)
+        for i, (row, target) in enumerate(zip(self._rows(X), y)):
+            raw[i] = self.predict_raw(row[None])[0]
+            self.learn_one(row, target)
+        return raw
 
     def state_size(self) -> int:
         return int(getattr(self.lib, f"{self.name}_state_size")())
@@ -363,7 +375,8 @@ class RuntimeLearner:
             raise ValueError(f"learner {spec.name!r} keeps no state on the device")
         self.ffi, self.lib = runtime()
         self.state = spec.state
-        self.n_classes = len(learner.classes_)
+        self.task = task_of(learner)
+        self.n_classes = 1 if self.task == REGRESSION else len(learner.classes_)
         layout = learner.layout()
         self.config = self.ffi.new(f"{self.state.config_type} *", layout.config)
         self.regions = layout.zeros()
@@ -372,7 +385,7 @@ class RuntimeLearner:
         self.counters = self.ffi.new(f"{self.state.counters_type} *")
         self.model = self.ffi.new(f"{self.state.prefix} *", {"config": self.config, "counters": self.counters,
                                                               **fields})
-        self._learn = getattr(self.lib, f"{self.state.prefix}_learn")
+        self._learn = getattr(self.lib, self.state.call(self.task, 0))
         self._predict_proba = getattr(self.lib, f"{self.state.prefix}_predict_proba")
         self._acc = self.ffi.new("uint32_t[]", self.n_classes)
         self._row_type = f"{self.state.input_type}[]"
@@ -390,7 +403,7 @@ class RuntimeLearner:
 
     def learn(self, row: np.ndarray, label: int) -> int:
         """Status of the runtime's learn call (0 = ES_OK) on one row: bins or raw features, as the runtime takes
-        them (the state description's ``input_type``)."""
+        them (the state description's ``input_type``), and its class index or target code (a regressor's)."""
         row = np.ascontiguousarray(row, dtype=self._row_dtype)
         return self._learn(self.model, self.ffi.from_buffer(self._row_type, row), label)
 
@@ -406,6 +419,14 @@ class RuntimeLearner:
         for i, row in enumerate(rows):
             check(self.predict_proba_status(row, proba[i]), "predict_proba")
         return proba
+
+    def predict_raw_status(self, row: np.ndarray) -> tuple[int, int]:
+        """A regressor's (status, raw output) of one row from the runtime's predict_raw call."""
+        row = np.ascontiguousarray(row, dtype=self._row_dtype)
+        out = self.ffi.new("int32_t *")
+        status = getattr(self.lib, self.state.call(REGRESSION, 1))(self.model, self.ffi.from_buffer(self._row_type, row),
+                                                                   out)
+        return status, int(out[0])
 
     def counter_values(self) -> dict:
         return {field.name: getattr(self.counters, field.name) for field in self.state.counters}

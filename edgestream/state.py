@@ -24,6 +24,7 @@ from typing import Callable
 import numpy as np
 
 from .adwin import ADWIN_DTYPE
+from .task import CLASSIFICATION, REGRESSION
 from .tree import NODE_DTYPE
 
 # The bundle objects <name>_config and <name>_model (as a learner's ``tables`` names them): plain const data that
@@ -45,6 +46,12 @@ C_TYPES = {
 }
 # The runtime header that declares a struct type used in a state (the generated header includes it).
 TYPE_HEADERS = {"es_node": "es_tree.h", "es_adwin": "es_adwin.h"}
+# Per task, the C type of the target a runtime's learn call takes and the runtime's learn and predict calls: a
+# classifier learns a class index and predicts a class (``<prefix>_learn``, ``<prefix>_predict``), a regressor
+# learns an int16 target code (:class:`edgestream.task.TargetScale`) and predicts an int32 raw output
+# (``<prefix>_learn_target``, ``<prefix>_predict_raw(model, row, int32_t *raw_out)``).
+TARGET_TYPES = {CLASSIFICATION: "uint8_t", REGRESSION: "int16_t"}
+RUNTIME_CALLS = {CLASSIFICATION: ("learn", "predict"), REGRESSION: ("learn_target", "predict_raw")}
 
 
 @dataclass(frozen=True)
@@ -96,7 +103,9 @@ class StateSpec:
     ``input_type`` is the C type of the row the runtime's ``<prefix>_learn`` and ``<prefix>_predict_proba``
     take: ``uint8_t`` bins (quantized by the bundle) or ``float`` raw features. ``predict_scratch``: the
     runtime's ``<prefix>_predict`` takes the ``work`` and ``proba`` scratch before ``class_out`` (else only the
-    row and ``class_out``)."""
+    row and ``class_out``). ``tasks``: those the runtime serves; each names the type of the target its learn call
+    takes and its calls (:data:`TARGET_TYPES`, :data:`RUNTIME_CALLS`). A regressor's state has one output: its
+    config's ``n_classes`` is 1."""
 
     prefix: str
     title: str
@@ -105,6 +114,18 @@ class StateSpec:
     regions: tuple[RegionSpec, ...]
     input_type: str = "uint8_t"
     predict_scratch: bool = True
+    tasks: tuple[str, ...] = (CLASSIFICATION,)
+
+    def target_type(self, task: str) -> str:
+        """The C type of the target ``<prefix>_learn`` (or ``_learn_target``) takes for ``task``."""
+        if task not in self.tasks:
+            raise ValueError(f"the {self.prefix} runtime serves {', '.join(self.tasks)}, not {task}")
+        return TARGET_TYPES[task]
+
+    def call(self, task: str, kind: int) -> str:
+        """The runtime function of ``task``: kind 0 learns, 1 predicts (the class or the raw output)."""
+        self.target_type(task)
+        return f"{self.prefix}_{RUNTIME_CALLS[task][kind]}"
 
     @property
     def config_type(self) -> str:
@@ -306,36 +327,53 @@ def engine_header_path() -> Path:
 
 def engine_header(specs) -> str:
     """``edgestream/_engine_learners.h``: the table through which the compiled host engine (``_engine.pyx``)
-    calls every learning runtime: per state prefix, ``sizeof`` its pointer, config and counters structs, and its
-    learn, predict_proba and predict calls behind one signature each (generated, never edited by hand)."""
+    calls every learning runtime: per state prefix and task, ``sizeof`` its pointer, config and counters structs,
+    and its learn, predict_proba (classifiers) and predict calls behind one signature each: the target an int32
+    (a class index or a target code), the one output an int32 (the class or the raw output). Generated, never
+    edited by hand."""
     specs = list({spec.prefix: spec for spec in specs}.values())
     includes = "".join(f'#include "{spec.prefix}.h"\n' for spec in specs)
     wrappers, entries = [], []
     for spec in specs:
-        p, row = spec.prefix, f"const {spec.input_type} *"
-        scratch = "work, proba, " if spec.predict_scratch else ""
-        unused = "" if spec.predict_scratch else "    (void)work;\n    (void)proba;\n"
-        wrappers.append(
-            f"static es_status {p}_engine_learn(const void *model, const void *row, uint8_t label)\n"
-            f"{{\n    return {p}_learn((const {p} *)model, ({row})row, label);\n}}\n\n"
-            f"static es_status {p}_engine_proba(const void *model, const void *row, uint32_t *work, uint16_t *proba)\n"
-            f"{{\n    return {p}_predict_proba((const {p} *)model, ({row})row, work, proba);\n}}\n\n"
-            f"static es_status {p}_engine_class(const void *model, const void *row, uint32_t *work, uint16_t *proba,\n"
-            f"                                  uint8_t *class_out)\n"
-            f"{{\n{unused}"
-            f"    return {p}_predict((const {p} *)model, ({row})row, {scratch}class_out);\n}}\n")
-        entries.append(f'    {{ "{p}", sizeof({p}), sizeof({p}_config), sizeof({p}_counters), {p}_engine_learn, '
-                       f"{p}_engine_proba, {p}_engine_class }},")
+        for task in spec.tasks:
+            wrapper, entry = _engine_wrappers(spec, task)
+            wrappers.append(wrapper)
+            entries.append(entry)
     return ("/* The compiled host engine's table of learning runtimes. Generated from edgestream's state descriptions "
             "(edgestream.state);\n * regenerate with `python scripts/generate_headers.py`, never edit by hand. */\n"
             "#ifndef ES_ENGINE_LEARNERS_H\n#define ES_ENGINE_LEARNERS_H\n\n#include <stddef.h>\n" + includes +
-            "\ntypedef es_status (*es_engine_learn_fn)(const void *model, const void *row, uint8_t label);\n"
+            "\ntypedef es_status (*es_engine_learn_fn)(const void *model, const void *row, int32_t target);\n"
             "typedef es_status (*es_engine_proba_fn)(const void *model, const void *row, uint32_t *work, "
             "uint16_t *proba);\n"
-            "typedef es_status (*es_engine_class_fn)(const void *model, const void *row, uint32_t *work, "
-            "uint16_t *proba,\n                                         uint8_t *class_out);\n\n"
-            "typedef struct {\n    const char *prefix;\n    size_t model_bytes, config_bytes, counters_bytes;\n"
-            "    es_engine_learn_fn learn;\n    es_engine_proba_fn predict_proba;\n    es_engine_class_fn predict;\n"
-            "} es_engine_learner;\n\n" + "\n".join(wrappers) +
+            "typedef es_status (*es_engine_output_fn)(const void *model, const void *row, uint32_t *work, "
+            "uint16_t *proba,\n                                          int32_t *out);\n\n"
+            "typedef struct {\n    const char *prefix;\n    const char *task;\n"
+            "    size_t model_bytes, config_bytes, counters_bytes;\n"
+            "    es_engine_learn_fn learn;\n    es_engine_proba_fn predict_proba; /* NULL: a regressor */\n"
+            "    es_engine_output_fn predict;\n} es_engine_learner;\n\n" + "\n".join(wrappers) +
             "\nstatic const es_engine_learner es_engine_learners[] = {\n" + "\n".join(entries) + "\n};\n\n"
-            f"#define ES_ENGINE_N_LEARNERS {len(specs)}\n\n#endif\n")
+            f"#define ES_ENGINE_N_LEARNERS {len(entries)}\n\n#endif\n")
+
+
+def _engine_wrappers(spec: StateSpec, task: str) -> tuple[str, str]:
+    """The engine's wrappers of one runtime's calls for ``task``, and its table entry."""
+    p, row, target = spec.prefix, f"const {spec.input_type} *", spec.target_type(task)
+    tag = "" if task == CLASSIFICATION else f"_{task}"
+    learn = (f"static es_status {p}_engine_learn{tag}(const void *model, const void *row, int32_t target)\n"
+             f"{{\n    return {spec.call(task, 0)}((const {p} *)model, ({row})row, ({target})target);\n}}\n\n")
+    output = (f"static es_status {p}_engine_output{tag}(const void *model, const void *row, uint32_t *work, "
+              f"uint16_t *proba,\n                                  int32_t *out)\n{{\n")
+    scratch = task == CLASSIFICATION and spec.predict_scratch
+    unused = "" if scratch else "    (void)work;\n    (void)proba;\n"
+    if task == CLASSIFICATION:
+        output += (f"    uint8_t class_out = 0;\n    es_status status;\n{unused}"
+                   f"    status = {p}_predict((const {p} *)model, ({row})row, {'work, proba, ' if scratch else ''}"
+                   f"&class_out);\n    *out = class_out;\n    return status;\n}}\n")
+        proba = (f"static es_status {p}_engine_proba(const void *model, const void *row, uint32_t *work, "
+                 f"uint16_t *proba)\n{{\n    return {p}_predict_proba((const {p} *)model, ({row})row, work, proba);\n}}\n\n")
+    else:
+        output += f"{unused}    return {spec.call(task, 1)}((const {p} *)model, ({row})row, out);\n}}\n"
+        proba = ""
+    entry = (f'    {{ "{p}", "{task}", sizeof({p}), sizeof({p}_config), sizeof({p}_counters), {p}_engine_learn{tag}, '
+             f"{p + '_engine_proba' if proba else 'NULL'}, {p}_engine_output{tag} }},")
+    return learn + proba + output, entry

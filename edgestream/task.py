@@ -144,8 +144,9 @@ def output_context(model) -> dict:
 
 
 def task_of(model) -> str:
-    """The task of an estimator or estimator class: its ``task`` attribute (classifiers have none)."""
-    return getattr(model if isinstance(model, type) else type(model), "task", CLASSIFICATION)
+    """The task of an estimator or estimator class (or of a bundle, a wrapped River model): its ``task``
+    attribute (classifiers have none)."""
+    return getattr(model, "task", CLASSIFICATION)
 
 
 __all__ = ["CLASSIFICATION", "CODE_MAX", "REGRESSION", "TASKS", "TargetScale", "check_target", "check_task",

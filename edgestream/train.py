@@ -21,7 +21,7 @@ from .evaluate import PrequentialResult, prequential
 from .learners import model_input
 from .online import BINS_ROWS, check_stream, start_online
 from .search import AUTO, search
-from .task import REGRESSION, check_target, check_task, infer_task, task_of
+from .task import CLASSIFICATION, REGRESSION, check_target, check_task, infer_task, task_of
 
 __all__ = ["BINS_ROWS", "Trained", "check_stream", "configured", "evaluate_online", "parse_row_numbers",
            "start_online", "train", "update"]
@@ -36,15 +36,16 @@ class Trained:
     search: object | None = None  # the edgestream.search.Search that chose the configuration (online learners)
 
 
-def configured(learner: str, params: dict, n_features: int, n_classes: int, board=None, ram=None, flash=None):
-    """The estimator to train: as given, or the largest that fits the budget (then also its plan)."""
-    spec = learners.get(learner)
+def configured(learner: str, params: dict, n_features: int, n_classes: int, board=None, ram=None, flash=None,
+               task: str = CLASSIFICATION):
+    """The estimator of ``task`` to train: as given, or the largest that fits the budget (then also its plan)."""
+    spec = learners.get(learner, task)
     if ram is None and flash is None:
-        return spec.make(**params), None
+        return spec.make(task, **params), None
     if board is None:
         raise ValueError("a RAM or flash budget needs a board")
-    budget = plan(learner, board, n_features, n_classes, ram=ram, flash=flash, **params)
-    return spec.make(**budget.params), budget
+    budget = plan(learner, board, n_features, n_classes, ram=ram, flash=flash, task=task, **params)
+    return spec.make(task, **budget.params), budget
 
 
 def train(learner: str, X, y, params: dict, board=None, ram=None, flash=None, bins_rows: int = BINS_ROWS,
@@ -61,8 +62,7 @@ def train(learner: str, X, y, params: dict, board=None, ram=None, flash=None, bi
         raise ValueError(f"--task classification: the label column holds {len(np.unique(y))} distinct numbers with "
                          "fractions, not class labels; predict them with --task regression")
     if task == REGRESSION:
-        return _train_regressor(learner, X, y, params, classes, ram is not None or flash is not None or
-                                rate is not None)
+        return _train_regressor(learner, X, y, params, classes, board, ram, flash, rate, bins_rows, progress)
     budgeted = ram is not None or flash is not None or rate is not None
     if learner == AUTO and not budgeted:
         raise ValueError("--learner auto chooses by accuracy within a budget: give --ram, --flash or --rate")
@@ -99,17 +99,35 @@ def train(learner: str, X, y, params: dict, board=None, ram=None, flash=None, bi
     return Trained(model, budget, result, min(bins_rows, len(X)) if spec.online else None, found)
 
 
-def _train_regressor(learner: str, X, y, params: dict, classes, budgeted: bool) -> Trained:
-    """A regressor of the learners that have one (:func:`edgestream.learners.for_task`), trained on all rows."""
+def _train_regressor(learner: str, X, y, params: dict, classes, board, ram, flash, rate, bins_rows: int,
+                     progress: bool) -> Trained:
+    """A regressor of the learners that have one (:func:`edgestream.learners.for_task`), trained on all rows: an
+    online one in file order, started on the first ``bins_rows`` rows (its input setup and target scale) and
+    scored prequentially; with a RAM or flash budget, an online regressor is the largest configuration of its
+    ladder that fits (:func:`edgestream.budget.plan`; no search by score yet)."""
     if classes is not None:
         raise ValueError("--classes lists the labels of a classifier; a regression target has none")
-    if budgeted:
-        raise ValueError("budgets (--ram, --flash, --rate) plan classifiers for now; train the regressor without "
-                         "one and read its sizes from edgestream build")
-    check_target(y, len(X))
-    model = learners.get(learner, REGRESSION).make(REGRESSION, **params)
-    model.fit(device_input(X, model.input_dtype), y)
-    return Trained(model, None, None)
+    spec = learners.get(learner, REGRESSION) if learner != AUTO else None
+    budgeted = ram is not None or flash is not None
+    if rate is not None or spec is None or (budgeted and not spec.online):
+        online = ", ".join(name for name in learners.for_task(REGRESSION) if learners.get(name).online)
+        raise ValueError("budgets of regressors take the largest configuration that fits --ram and --flash, for the "
+                         f"online regressors ({online}) only for now; --rate and --learner auto choose by a "
+                         "classifier's score: train the regressor without them and read its sizes from "
+                         "edgestream build")
+    y = check_target(y, len(X))
+    model, planned = configured(learner, params, X.shape[1], 1, board, ram, flash, task=REGRESSION)
+    X = device_input(X, model.input_dtype)
+    if not spec.online:
+        return Trained(model.fit(X, y), None, None)
+    if len(X) < 2:
+        raise ValueError(f"the data has {len(X)} row(s); training needs at least 2")
+    start_online(model, X, y, bins_rows)
+    result = prequential(model, X, y, progress=progress, desc="learning")
+    budget = of_model(model, board, planned.ram_budget, planned.flash_budget) if planned else None
+    if budget is not None and not budget.fits:
+        raise ValueError(f"the trained model does not fit the budget:\n{budget.to_text()}")
+    return Trained(model, budget, result, min(bins_rows, len(X)))
 
 
 def evaluate_online(model, X, y, window: int = 500, progress: bool = False) -> PrequentialResult:
@@ -126,6 +144,9 @@ def evaluate_online(model, X, y, window: int = 500, progress: bool = False) -> P
     n_features = model_input(model)[1]
     if X.shape[1] != n_features:
         raise ValueError(f"the data has {X.shape[1]} features, the model takes {n_features}")
+    if task_of(model) == REGRESSION:
+        return prequential(model, device_input(X, model.input_dtype), check_target(y, len(X)), window=window,
+                           progress=progress, desc="test-then-train")
     unknown = sorted(set(np.unique(y).tolist()) - set(model.classes_.tolist()), key=str)
     if unknown:
         raise ValueError(f"label(s) {', '.join(map(repr, unknown[:5]))} are not among the model's classes "

@@ -6,7 +6,7 @@
 | forest    | ForestClassifier        | ForestRegressor | frozen                                          | es_infer                              |
 | gbdt      | OnlineGBDTClassifier    | OnlineGBDTRegressor | frozen (additive leaves; add/delete rows on the host) | es_fixed, es_infer          |
 | shrubs    | ShrubEnsemble           |                 | keeps learning (window)                         | es_binning, es_tree, es_cart, es_shrubs |
-| bls       | OnlineBLSClassifier     |                 | keeps learning (factor)                         | es_f32, es_fixed, es_bls              |
+| bls       | OnlineBLSClassifier     | OnlineBLSRegressor | keeps learning (factor)                      | es_f32, es_fixed, es_bls            |
 | hoeffding | HoeffdingTreeClassifier |                 | keeps learning (node pool)                      | es_f32, es_fixed, es_hoeffding        |
 | irf       | IncrementalRandomForest |                 | keeps learning (node pools)                     | es_f32, es_fixed, es_hoeffding        |
 | axgb      | AdaptiveXGBoost         |                 | keeps learning (tumbling windows, ADWIN)        | es_binning, es_tree, es_fixed, es_adwin, es_axgb |
@@ -20,7 +20,7 @@ from __future__ import annotations
 from . import axgb, bls, forest, gbdt, hoeffding, imported, shrubs, tree
 from .axgb import AdaptiveXGBoost
 from .base import LearnerSpec, Option, missing_rule, model_input
-from .bls import OnlineBLSClassifier
+from .bls import OnlineBLSClassifier, OnlineBLSRegressor
 from ..task import CLASSIFICATION, check_task
 from .forest import ForestClassifier, ForestRegressor
 from .gbdt import OnlineGBDTClassifier, OnlineGBDTRegressor
@@ -34,7 +34,8 @@ REGISTRY: dict[str, LearnerSpec] = {spec.name: spec for spec in (
     tree.SPEC, forest.SPEC, gbdt.SPEC, shrubs.SPEC, bls.SPEC, hoeffding.SPEC, hoeffding.IRF_SPEC, axgb.SPEC,
     imported.SPEC)}
 TRAINABLE = [name for name, spec in REGISTRY.items() if spec.trainable]
-register_with_river(spec.cls for spec in REGISTRY.values() if spec.online)
+register_with_river([spec.cls for spec in REGISTRY.values() if spec.online],
+                    [spec.regressor for spec in REGISTRY.values() if spec.online and spec.regressor is not None])
 
 
 def get(name: str, task: str = CLASSIFICATION) -> LearnerSpec:
@@ -85,7 +86,8 @@ def names_of_classes() -> str:
 
 
 __all__ = ["REGISTRY", "TRAINABLE", "AdaptiveXGBoost", "BinnedClassifier", "ForestClassifier",
-           "HoeffdingTreeClassifier", "ImportedClassifier", "IncrementalRandomForest", "LearnerSpec", "OnlineBLSClassifier", "OnlineGBDTClassifier", "OnlineGBDTRegressor", "Option",
+           "HoeffdingTreeClassifier", "ImportedClassifier", "IncrementalRandomForest", "LearnerSpec",
+           "OnlineBLSClassifier", "OnlineBLSRegressor", "OnlineGBDTClassifier", "OnlineGBDTRegressor", "Option",
            "ShrubEnsemble", "TreeClassifier", "ForestRegressor", "TreeRegressor", "by_class_name", "class_named",
            "for_task", "get", "is_fitted", "missing_rule", "model_input",
            "of_model"]

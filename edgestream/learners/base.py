@@ -12,12 +12,13 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
+from sklearn.base import RegressorMixin
 
 from ..binning import BinMapper
 from ..engine import StateEngine
 from ..ranges import Range
 from ..state import StateSpec
-from ..task import CLASSIFICATION, REGRESSION, check_task
+from ..task import CLASSIFICATION, REGRESSION, TargetScale, check_target, check_task
 from ..tree import MAX_CLASSES, Q15_ONE, check_features
 from .stream import StreamLearner
 
@@ -223,66 +224,81 @@ class CompiledSteps(DeviceState):
             raise ValueError(f"label {bad!r} is not one of the classes {self.classes_.tolist()}")
         return np.array(indices, dtype=np.uint8)
 
+    # The task's seam (a classifier's here; :class:`OnlineRegression` has the regressor's): the engine's target of
+    # labels, and what test_then_train returns of the engine's int32 outputs.
+
+    def engine_target(self, y) -> int:
+        """The engine's target of one label: its class index."""
+        cached = self.__dict__.get("_label_lookup")
+        index = cached[1].get(y) if cached is not None and cached[0] is self.classes_ else None
+        return int(self._label_indices([y])[0]) if index is None else index
+
+    def engine_targets(self, y) -> np.ndarray:
+        return self._label_indices(y)
+
+    def tested(self, outputs: np.ndarray) -> np.ndarray:
+        """test_then_train's answer for the int32 outputs: the labels predicted."""
+        return self.classes_[outputs]
+
     def _checked(self, status: int, what: str) -> None:
         if status != 0:
             raise RuntimeError(f"the runtime refused {what} with status {status} (the state is unchanged)")
 
-    def _engine_learn_row(self, x, y) -> None:
-        """One row on the engine: the runtime checks the row (a refused one gets the specification's error)."""
-        engine = self.__dict__.get("_state_engine") or self._take_engine()
-        cached = self.__dict__.get("_label_lookup")
-        label = cached[1].get(y) if cached is not None and cached[0] is self.classes_ else None
-        if label is None:
-            label = int(self._label_indices([y])[0])
+    def _engine_row(self, engine: StateEngine, x) -> np.ndarray:
         row = np.ascontiguousarray(x, dtype=engine.row_dtype)
         if row.shape != (engine.n_features,) or engine.row_dtype is not np.float32:
             row = self.engine_rows(row.reshape(1, -1) if row.ndim == 1 else row)[0]
-        status = engine.learn(row, label)
+        return row
+
+    def _engine_learn_row(self, x, y) -> None:
+        """One row on the engine: the runtime checks the row (a refused one gets the specification's error)."""
+        engine = self.__dict__.get("_state_engine") or self._take_engine()
+        status = engine.learn(self._engine_row(engine, x), self.engine_target(y))
         if status != 0:
             self.engine_rows(np.asarray(x).reshape(1, -1))  # the specification's error for a refused row
             self._checked(status, "the row")
 
-    def _engine_predict_row(self, x):
+    def _engine_output_row(self, x) -> int:
+        """The engine's output of one row: its class index or raw output."""
         engine = self.__dict__.get("_state_engine") or self._take_engine()
-        row = np.ascontiguousarray(x, dtype=engine.row_dtype)
-        if row.shape != (engine.n_features,) or engine.row_dtype is not np.float32:
-            row = self.engine_rows(row.reshape(1, -1) if row.ndim == 1 else row)[0]
-        index = engine.predict_class(row)
-        if index < 0:
+        status, output = engine.predict_one(self._engine_row(engine, x))
+        if status != 0:
             self.engine_rows(np.asarray(x).reshape(1, -1))
-            self._checked(-index, "the row")
-        return self.classes_[index]
+            self._checked(status, "the row")
+        return output
 
     def _engine_learn(self, X, y) -> None:
-        rows, labels = self.engine_rows(X), self._label_indices(y)
-        if len(labels) != len(rows):
-            raise ValueError(f"X has {len(rows)} rows but y has {len(labels)} labels")
-        status, done = self._take_engine().learn_rows(rows, labels)
+        rows, targets = self.engine_rows(X), self.engine_targets(y)
+        if len(targets) != len(rows):
+            raise ValueError(f"X has {len(rows)} rows but y has {len(targets)} labels")
+        status, done = self._take_engine().learn_rows(rows, targets)
         self._checked(status, f"row {done}")
 
     def _engine_predict(self, X, proba: bool = False) -> tuple[np.ndarray, np.ndarray | None]:
-        status, classes, q15 = self._take_engine().predict(self.engine_rows(X), proba)
+        """(int32 outputs: class indices or raw outputs, a classifier's Q15 probabilities or None)."""
+        status, outputs, q15 = self._take_engine().predict(self.engine_rows(X), proba)
         self._checked(status, "a prediction")
-        return classes, q15
+        return outputs, q15
 
     def test_then_train(self, X, y) -> np.ndarray:
         """Predict every row, then learn it, in order, in one call on the engine (the specification's
-        ``predict_one`` then ``learn_one`` per row when ``use_engine`` is false): the labels predicted. Every
-        row and label is checked first; a refused one raises before anything is learned."""
+        ``predict_encoded`` then ``learn_row`` per row when ``use_engine`` is false): the labels predicted (a
+        regressor's int32 raw outputs). Every row and target is checked first; a refused one raises before
+        anything is learned."""
         if not self._started():
             raise RuntimeError("start the learner (start, partial_fit or its warm-up) before test_then_train")
         if not self.use_engine:
-            predicted = []
-            for row, label in zip(np.asarray(X), np.asarray(y)):
-                predicted.append(self.predict_row(row))
-                self.learn_row(row, label)
-            return np.array(predicted, dtype=self.classes_.dtype)
-        rows, labels = self.engine_rows(X), self._label_indices(y)
-        if len(labels) != len(rows):
-            raise ValueError(f"X has {len(rows)} rows but y has {len(labels)} labels")
-        status, done, predicted = self._take_engine().test_then_train(rows, labels)
+            outputs = []
+            for row, target in zip(np.asarray(X), np.asarray(y)):
+                outputs.append(self.predict_encoded(np.asarray(row).reshape(1, -1))[0])
+                self.learn_row(row, target)
+            return self.tested(np.array(outputs, dtype=np.int32))
+        rows, targets = self.engine_rows(X), self.engine_targets(y)
+        if len(targets) != len(rows):
+            raise ValueError(f"X has {len(rows)} rows but y has {len(targets)} labels")
+        status, done, predicted = self._take_engine().test_then_train(rows, targets)
         self._checked(status, f"row {done}")
-        return self.classes_[predicted]
+        return self.tested(predicted)
 
 
 class OnlineStateLearner(StreamLearner, Estimator, CompiledSteps):
@@ -308,6 +324,10 @@ class OnlineStateLearner(StreamLearner, Estimator, CompiledSteps):
     def engine_rows(self, X) -> np.ndarray:
         return self._rows(X)
 
+    def _input_rows(self, X) -> np.ndarray:
+        """Rows as ``partial_fit`` takes them before the learner has started."""
+        return self._rows(X)
+
     def learn_row(self, x, y):  # learn_one (dict rows, cold start): StreamLearner
         if self.use_engine:
             self._engine_learn_row(x, y)
@@ -317,7 +337,7 @@ class OnlineStateLearner(StreamLearner, Estimator, CompiledSteps):
 
     def partial_fit(self, X, y, classes=None):
         """Learn rows in order; the first call starts on X and takes ``classes`` (or y's labels)."""
-        X = self._rows(X)
+        X = self._input_rows(X)
         if not self._started():
             self.start(X, np.unique(y) if classes is None else classes)
         if self.use_engine:
@@ -346,7 +366,7 @@ class OnlineStateLearner(StreamLearner, Estimator, CompiledSteps):
 
     def predict_row(self, x):
         if self.use_engine:
-            return self._engine_predict_row(x)
+            return self.classes_[self._engine_output_row(x)]
         return self.predict(np.asarray(x).reshape(1, -1))[0]
 
     def predict_proba_row(self, x) -> dict:
@@ -355,6 +375,84 @@ class OnlineStateLearner(StreamLearner, Estimator, CompiledSteps):
 
     def score(self, X, y) -> float:
         return float(np.mean(self.predict(X) == np.asarray(y)))
+
+
+class OnlineRegression(RegressorMixin):
+    """The regression task of an online learner (:mod:`edgestream.task`), mixed in before the learner's shared
+    base: the target in the int16 codes of a :class:`~edgestream.task.TargetScale` fitted on the first rows when
+    the learner starts (``target_``; ``saturated_`` counts the targets learned outside its range, saturated, never
+    wrapped), the engine and the device learning codes and giving int32 raw outputs (``predict_raw``), decoded on
+    the host (``predict``). River's regressor protocol (``learn_one(x, y: float)``, ``predict_one(x) -> float``)
+    comes from :class:`~edgestream.learners.stream.StreamLearner`, ``score`` (R²) from scikit-learn's
+    ``RegressorMixin``.
+
+    The learner gives ``start(X_sample, y_sample)`` (which calls :meth:`set_target`), ``learn_encoded(x, code)``
+    and ``predict_encoded(X)`` (int32 raw outputs): its specification."""
+
+    task = REGRESSION
+    output_divisor = 1  # the raw output is the target code itself
+    _output_attribute = "target_"
+
+    def set_target(self, y_sample) -> None:
+        """The target scale from the first rows' targets (:meth:`TargetScale.fit`); nothing saturated yet."""
+        self.target_ = TargetScale.fit(y_sample)
+        self.saturated_ = 0
+
+    def encode_target(self, y) -> int:
+        """The int16 code of one target (a saturated one is counted)."""
+        if not self._started():
+            self._check_ready()
+        return self.engine_target(y)
+
+    def engine_target(self, y) -> int:
+        return int(self.engine_targets([y])[0])
+
+    def engine_targets(self, y) -> np.ndarray:
+        codes, saturated = self.target_.encode(np.asarray(y).reshape(-1))
+        self.saturated_ = self.__dict__.get("saturated_", 0) + saturated  # counted since start (or a model file)
+        return codes
+
+    def tested(self, outputs: np.ndarray) -> np.ndarray:
+        return outputs.astype(np.int32)  # raw outputs: decode them with target_.decode
+
+    def learn_row(self, x, y):
+        if self.use_engine:
+            self._engine_learn_row(x, y)
+        else:
+            self.learn_encoded(x, self.encode_target(y))
+        return self
+
+    def partial_fit(self, X, y):
+        """Learn rows in order; the first call starts on X and y (the input setup and the target scale)."""
+        X = self._input_rows(X)
+        check_target(y, len(X))
+        if not self._started():
+            self.start(X, y)
+        if self.use_engine:
+            self._engine_learn(X, y)
+            return self
+        for row, code in zip(X, self.engine_targets(y)):
+            self.learn_encoded(row, int(code))
+        return self
+
+    def fit(self, X, y):
+        self._drop_engine()
+        for attribute in self.fitted_attributes:
+            self.__dict__.pop(attribute, None)
+        return self.partial_fit(X, y)
+
+    def predict_raw(self, X) -> np.ndarray:
+        """int32 raw outputs, exactly as the device computes them."""
+        if self.use_engine:
+            return self._engine_predict(X)[0]
+        return self.predict_encoded(X)
+
+    def predict(self, X) -> np.ndarray:
+        return self.target_.decode(self.predict_raw(X))
+
+    def predict_row(self, x) -> float:
+        raw = self._engine_output_row(x) if self.use_engine else self.predict_encoded(np.asarray(x).reshape(1, -1))[0]
+        return float(self.target_.decode(raw))
 
 
 def restore_regions(owner, names, arrays: dict) -> None:
@@ -451,9 +549,13 @@ class BinnedOnlineLearner(StreamLearner, CompiledSteps):
         """Raw rows checked as :meth:`transform` checks them, as the device takes them (float32 or int32)."""
         return self.bins_.as_input(self._checked_rows(X))
 
+    def _input_rows(self, X) -> np.ndarray:
+        """Rows as ``partial_fit`` takes them before the bins are fitted."""
+        return check_features(X, dtype=self.input_dtype)
+
     def partial_fit(self, X, y, classes=None) -> "BinnedOnlineLearner":
         """Learn rows in order; the first call fits the bins on X and takes ``classes`` (or y's labels)."""
-        X = check_features(X, dtype=self.input_dtype)
+        X = self._input_rows(X)
         if not hasattr(self, "bins_"):
             self.fit_bins(X)
         if not hasattr(self, "classes_"):
@@ -507,7 +609,7 @@ class BinnedOnlineLearner(StreamLearner, CompiledSteps):
 
     def predict_row(self, x):
         if self.use_engine:
-            return self._engine_predict_row(x)
+            return self.classes_[self._engine_output_row(x)]
         return self.predict(np.asarray(x).reshape(1, -1))[0]
 
 

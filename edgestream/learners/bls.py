@@ -62,6 +62,13 @@ Decisions (the C runtime follows every one of them to the bit):
 * **Prediction**: scores ``s = W^T a`` (sums in node order); the class is the first index of the largest score.
   Probabilities are the exact integer softmax of :mod:`edgestream.fixedpoint` (``es_softmax_q15``) of the Q10
   scores ``trunc(clamp(s * 4096, +-2**30))`` (a gain of 4 on the one-hot regression outputs); they sum to 32768.
+* **Regression** (:class:`OnlineBLSRegressor`): the readout has one output (``C = 1``) and learns the target's
+  int16 code (:class:`edgestream.task.TargetScale`, fitted on the first rows when the learner starts; a target
+  outside its range saturates and is counted in ``saturated_``) as the float32 ``y = code``, with the update
+  above. The raw output is the readout ``s`` rounded to an int32 (:func:`raw_output`, ``es_bls_raw``): NaN gives
+  0, ``s`` is clamped to ``+-2**30``, then ``s + 0.5`` (``s - 0.5`` below 0) in float32 truncated toward zero,
+  i.e. rounded half away from zero up to the float32 rounding of that sum. The host decodes it,
+  ``offset + raw * step``. A code of -32768 is refused on the device (``ES_ERR_LABEL``): codes are symmetric.
 * **Bad input**: NaN or infinite features are refused (``ValueError`` here, ``ES_ERR_INPUT`` on the device),
   labels outside the classes too (``ES_ERR_LABEL``); either way the state is unchanged.
 * **Parameters** (the defaults and their reasons: :class:`OnlineBLSClassifier`) must keep
@@ -79,8 +86,10 @@ import numpy as np
 from ..costs import CostTerms
 from ..fixedpoint import softmax_q15
 from ..state import Field, RegionSpec, StateSpec
+from ..task import CLASSIFICATION, CODE_MAX, REGRESSION
 from ..tree import MAX_CLASSES
-from .base import LearnerSpec, OnlineStateLearner, Option, check_integer, class_index, state_context, state_tables
+from .base import (LearnerSpec, OnlineRegression, OnlineStateLearner, Option, check_integer, class_index,
+                   state_context, state_tables)
 
 F32 = np.float32
 MAX_FEATURE_NODES = 1024
@@ -104,8 +113,9 @@ STATE = StateSpec(
     title="Online broad learning system",
     input_type="float",
     predict_scratch=False,
+    tasks=(CLASSIFICATION, REGRESSION),
     config=(
-        Field("n_features", "uint8_t"), Field("n_classes", "uint8_t"),
+        Field("n_features", "uint8_t"), Field("n_classes", "uint8_t", "readout outputs: the classes, 1 for a regressor"),
         Field("feature_nodes", "uint16_t", "F"), Field("enhancement_nodes", "uint16_t", "E; m = F + E nodes"),
         Field("seed", "uint32_t", "random weights: xorshift32 from this seed"),
         Field("feature_scale", "float", "sqrt(3 / d)"), Field("enhance_scale", "float", "sqrt(3 / F)"),
@@ -161,6 +171,14 @@ def tanh_approx(x: np.ndarray) -> np.ndarray:
     den = F32(27.0) + F32(9.0) * x2
     out = num / den
     return np.where(x >= TANH_LIMIT, F32(1.0), np.where(x <= -TANH_LIMIT, F32(-1.0), out)).astype(F32)
+
+
+def raw_output(readout: np.ndarray) -> np.ndarray:
+    """int32 raw outputs of float32 readouts, as ``es_bls_raw`` rounds them (module docstring, "Regression")."""
+    s = np.asarray(readout, dtype=F32)
+    s = np.where(np.isnan(s), F32(0.0), np.clip(s, -SCORE_LIMIT, SCORE_LIMIT)).astype(F32)
+    s = np.where(s >= 0, s + F32(0.5), s - F32(0.5)).astype(F32)
+    return np.trunc(s).astype(np.int32)
 
 
 def column_offsets(m: int) -> np.ndarray:
@@ -220,45 +238,10 @@ def solve(factor: np.ndarray, rhs: np.ndarray, m: int) -> None:
             rhs[:i] = rhs[:i] - factor[rows[i], None] * rhs[i][None, :]
 
 
-class OnlineBLSClassifier(OnlineStateLearner):
-    """Online broad learning system: random feature and enhancement nodes, a ridge readout kept exact per sample
-    through its Cholesky factor, learning on the device in fixed memory (see the module docstring).
-
-    Parameters
-    ----------
-    feature_nodes : linear random feature nodes (F), 1..1024; keep F >= the number of features, or the linear
-        part cannot span the inputs (on the 10-feature hyperplane stream 8 + 24 nodes score 70 %, 16 + 48 88 %).
-    enhancement_nodes : tanh enhancement nodes (E), 0..1024.
-    regularization : ridge lambda, 1e-6..1e6.
-    forgetting : the factor mu in (0.5, 1]; 1 learns without forgetting.
-    seed : the random weights' seed (uint32).
-
-    Defaults (16 + 48 nodes, lambda 1, mu 0.998), and why they differ from the paper's (100 + 1000 nodes,
-    lambda 1e-8, mu 0.99 on every drifting stream):
-
-    * **mu = 0.998**: the readout is a ridge fit on an effective window of ``1 / (1 - mu)`` = 500 recent samples,
-      about 8 per node of the default 64. With the paper's 0.99 the window is 100 samples for 64 weights per class:
-      on streams with label noise between drifts the fit mostly follows the noise (SEA, 10 % noise: 84.9 % with
-      0.99 against 86.8 % with 0.998; rotating hyperplane: 84.4 % against 88.8 %). Faster forgetting pays on
-      strongly autocorrelated streams (elec: 85.9 % with 0.99, 82.5 % with 0.998, both above River's Hoeffding
-      tree, 77.3 %); pass ``forgetting=0.99`` there. 1 (no forgetting) cannot follow abrupt drift (SEA 83.9 %).
-    * **lambda = 1**: the broad features have about unit variance (the input standardization and the scale
-      factors below), so lambda = 1 is a prior worth one sample per node: negligible against the 500-sample
-      window, but it damps the weights of nodes the recent samples barely excite, and keeps the factor's diagonal
-      at least ``sqrt(lambda mu^m)`` (0.94 here) away from float32 underflow. The paper's 1e-8 assumes float64
-      and 1100 nodes.
-    * **16 + 48 nodes**: the update costs O(m^2) (about 200k instructions on a Cortex-M4F, 4.1M on a soft-float
-      Cortex-M0 at m = 64); twice the nodes with mu = 0.998 gain less than a point on SEA and lose on the
-      hyperplane (more weights for the same window). The budget manager picks fewer for small RAM budgets.
-    * **tanh** enhancement nodes as the original BLS (the rational approximation above), linear feature nodes
-      (``phi`` the identity), inputs standardized on the first rows of the stream.
-
-    Measured in ``benchmarks/bench_bls.py`` (table in ``benchmarks/results_bls.md``) on five streams against
-    River's HT and ARF; two of them, River's RandomRBFDrift and a drifting Agrawal stream, were not used to choose
-    these values. The defaults beat the HT on four (RBF drift: 70.1 % against 51.3 %) but not on Agrawal (75.5 %
-    against 90.6 %): its concepts are thresholds on single raw features, which trees represent exactly and a
-    readout of 64 random projections only approximates.
-    """
+class OnlineBLS(OnlineStateLearner):
+    """What the Online-BLS classifier and regressor share: the parameters, the random nodes, the input
+    standardization, the factor and its update towards a target per output (module docstring); a subclass gives
+    ``_n_outputs()`` (the readout's outputs: its classes, or 1) and its task's steps."""
 
     input_dtype = "float32"
 
@@ -266,7 +249,6 @@ class OnlineBLSClassifier(OnlineStateLearner):
     state_arrays = STATE_ARRAYS
     ready_attribute = "factor"
     engine_state = STATE_ARRAYS + ("n_learned", "refresh")
-    fitted_attributes = ("center_", "classes_", "factor", "_random", "_constants")
 
     def __init__(self, feature_nodes: int = 16, enhancement_nodes: int = 48, regularization: float = 1.0,
                  forgetting: float = 0.998, seed: int = 1):
@@ -302,7 +284,7 @@ class OnlineBLSClassifier(OnlineStateLearner):
         d = self.n_features_ if n_features is None else n_features
         mu, lam, m = float(self.forgetting), float(self.regularization), self.n_nodes
         return {
-            "n_features": d, "n_classes": len(self.classes_) if n_classes is None else n_classes,
+            "n_features": d, "n_classes": self._n_outputs() if n_classes is None else n_classes,
             "feature_nodes": self.feature_nodes, "enhancement_nodes": self.enhancement_nodes, "seed": self.seed,
             "feature_scale": F32(math.sqrt(3.0 / d)), "enhance_scale": F32(math.sqrt(3.0 / self.feature_nodes)),
             "sqrt_forget": F32(math.sqrt(mu)),
@@ -319,32 +301,26 @@ class OnlineBLSClassifier(OnlineStateLearner):
 
     # -- setup -----------------------------------------------------------------------------------------------
 
-    def start(self, X_sample, classes) -> "OnlineBLSClassifier":
-        """Fix the input standardization from a sample of the stream and the class labels (2..255), and reset."""
+    def _start_inputs(self, X_sample) -> None:
+        """Fix the input standardization from a sample of the stream."""
         X = self._rows(X_sample)
         if len(X) == 0:
             raise ValueError("the standardization sample is empty")
-        classes = np.unique(np.asarray(classes))
-        if not 2 <= len(classes) <= MAX_CLASSES:
-            raise ValueError(f"{len(classes)} classes given, Online-BLS needs 2 to {MAX_CLASSES}")
         values = X.astype(np.float64)
         std = values.std(axis=0)
         self.center_ = values.mean(axis=0).astype(F32)
         self.scale_ = np.where(std > 0, 1.0 / np.where(std > 0, std, 1.0), 1.0).astype(F32)
-        self.classes_ = classes
-        self.reset()
-        return self
 
     @property
     def n_features_(self) -> int:
         return len(self.center_)
 
     def reset(self) -> None:
-        """Factor ``sqrt(lambda) I``, weights 0; the standardization and classes stay."""
+        """Factor ``sqrt(lambda) I``, weights 0; the standardization and the output (classes or target) stay."""
         self._drop_engine()
         self.__dict__.pop("_random", None)
         self.__dict__.pop("_constants", None)
-        m, c = self.n_nodes, len(self.classes_)
+        m, c = self.n_nodes, self._n_outputs()
         self.center = np.array(self.center_, dtype=F32)
         self.scale = np.array(self.scale_, dtype=F32)
         self.factor = np.zeros(m * (m + 1) // 2, dtype=F32)
@@ -376,7 +352,7 @@ class OnlineBLSClassifier(OnlineStateLearner):
         return {name: getattr(self, name) for name in STATE_ARRAYS} | {"counters": counters}
 
     def restore_arrays(self, arrays: dict) -> None:
-        """Take a saved state (after ``classes_`` is set); refuses arrays of the wrong layout or a factor whose
+        """Take a saved state (after ``classes_`` or ``target_`` is set); refuses arrays of the wrong layout or a factor whose
         diagonal is not positive and finite."""
         center = arrays["center"]
         if center.dtype != F32 or center.ndim != 1 or not 1 <= len(center) <= MAX_FEATURES:
@@ -440,17 +416,13 @@ class OnlineBLSClassifier(OnlineStateLearner):
             s = s + a[i] * self.weights[i]
         return s
 
-    def learn_encoded(self, x, label: int) -> None:
-        """One learning step on a float32 row and an encoded label (the device's ``es_bls_learn``)."""
-        self._check_ready()
-        if not 0 <= int(label) < len(self.classes_):
-            raise ValueError(f"label index {label} is outside 0..{len(self.classes_) - 1}")
+    def _learn_towards(self, x, target: np.ndarray) -> None:
+        """One learning step of a float32 row towards ``target`` (float32, one per output): the device's update
+        (``es_bls_learn``, ``es_bls_learn_target``)."""
         x = self._rows(np.asarray(x).reshape(1, -1))[0]
         config = self._constants
         m = self.n_nodes
         a = self.broad(x)
-        target = np.zeros(len(self.classes_), dtype=F32)
-        target[int(label)] = 1
         residual = target - self.scores(a)
         if config["sqrt_forget"] != 1:
             self.factor *= config["sqrt_forget"]
@@ -478,17 +450,83 @@ class OnlineBLSClassifier(OnlineStateLearner):
             self.factor *= F32(0.5)
             self.factor[diagonal] = np.maximum(self.factor[diagonal], config["diag_floor"])
 
+    def decision_function(self, X) -> np.ndarray:
+        """float32 readouts (rows, outputs), as the device computes them."""
+        self._check_ready()
+        rows = self._rows(X)
+        return np.array([self.scores(self.broad(row)) for row in rows], dtype=F32).reshape(len(rows), -1)
+
+
+class OnlineBLSClassifier(OnlineBLS):
+    """Online broad learning system: random feature and enhancement nodes, a ridge readout kept exact per sample
+    through its Cholesky factor, learning on the device in fixed memory (see the module docstring).
+
+    Parameters
+    ----------
+    feature_nodes : linear random feature nodes (F), 1..1024; keep F >= the number of features, or the linear
+        part cannot span the inputs (on the 10-feature hyperplane stream 8 + 24 nodes score 70 %, 16 + 48 88 %).
+    enhancement_nodes : tanh enhancement nodes (E), 0..1024.
+    regularization : ridge lambda, 1e-6..1e6.
+    forgetting : the factor mu in (0.5, 1]; 1 learns without forgetting.
+    seed : the random weights' seed (uint32).
+
+    Defaults (16 + 48 nodes, lambda 1, mu 0.998), and why they differ from the paper's (100 + 1000 nodes,
+    lambda 1e-8, mu 0.99 on every drifting stream):
+
+    * **mu = 0.998**: the readout is a ridge fit on an effective window of ``1 / (1 - mu)`` = 500 recent samples,
+      about 8 per node of the default 64. With the paper's 0.99 the window is 100 samples for 64 weights per class:
+      on streams with label noise between drifts the fit mostly follows the noise (SEA, 10 % noise: 84.9 % with
+      0.99 against 86.8 % with 0.998; rotating hyperplane: 84.4 % against 88.8 %). Faster forgetting pays on
+      strongly autocorrelated streams (elec: 85.9 % with 0.99, 82.5 % with 0.998, both above River's Hoeffding
+      tree, 77.3 %); pass ``forgetting=0.99`` there. 1 (no forgetting) cannot follow abrupt drift (SEA 83.9 %).
+    * **lambda = 1**: the broad features have about unit variance (the input standardization and the scale
+      factors below), so lambda = 1 is a prior worth one sample per node: negligible against the 500-sample
+      window, but it damps the weights of nodes the recent samples barely excite, and keeps the factor's diagonal
+      at least ``sqrt(lambda mu^m)`` (0.94 here) away from float32 underflow. The paper's 1e-8 assumes float64
+      and 1100 nodes.
+    * **16 + 48 nodes**: the update costs O(m^2) (about 200k instructions on a Cortex-M4F, 4.1M on a soft-float
+      Cortex-M0 at m = 64); twice the nodes with mu = 0.998 gain less than a point on SEA and lose on the
+      hyperplane (more weights for the same window). The budget manager picks fewer for small RAM budgets.
+    * **tanh** enhancement nodes as the original BLS (the rational approximation above), linear feature nodes
+      (``phi`` the identity), inputs standardized on the first rows of the stream.
+
+    Measured in ``benchmarks/bench_bls.py`` (table in ``benchmarks/results_bls.md``) on five streams against
+    River's HT and ARF; two of them, River's RandomRBFDrift and a drifting Agrawal stream, were not used to choose
+    these values. The defaults beat the HT on four (RBF drift: 70.1 % against 51.3 %) but not on Agrawal (75.5 %
+    against 90.6 %): its concepts are thresholds on single raw features, which trees represent exactly and a
+    readout of 64 random projections only approximates.
+    """
+
+    fitted_attributes = ("center_", "classes_", "factor", "_random", "_constants")
+
+    def start(self, X_sample, classes) -> "OnlineBLSClassifier":
+        """Fix the input standardization from a sample of the stream and the class labels (2..255), and reset."""
+        classes = np.unique(np.asarray(classes))
+        if not 2 <= len(classes) <= MAX_CLASSES:
+            raise ValueError(f"{len(classes)} classes given, Online-BLS needs 2 to {MAX_CLASSES}")
+        self._start_inputs(X_sample)
+        self.classes_ = classes
+        self.reset()
+        return self
+
+    def _n_outputs(self) -> int:
+        return len(self.classes_)
+
+    def learn_encoded(self, x, label: int) -> None:
+        """One learning step on a float32 row and an encoded label (the device's ``es_bls_learn``): towards its
+        one-hot target."""
+        self._check_ready()
+        if not 0 <= int(label) < len(self.classes_):
+            raise ValueError(f"label index {label} is outside 0..{len(self.classes_) - 1}")
+        target = np.zeros(len(self.classes_), dtype=F32)
+        target[int(label)] = 1
+        self._learn_towards(x, target)
+
     def encode_label(self, label) -> int:
         self._check_ready()
         return class_index(self.classes_, label)
 
     # -- prediction ------------------------------------------------------------------------------------------
-
-    def decision_function(self, X) -> np.ndarray:
-        """float32 scores (rows, classes), as the device computes them."""
-        self._check_ready()
-        rows = self._rows(X)
-        return np.array([self.scores(self.broad(row)) for row in rows], dtype=F32).reshape(len(rows), -1)
 
     def predict_proba_q15(self, X) -> np.ndarray:
         s = self.decision_function(X)
@@ -498,6 +536,36 @@ class OnlineBLSClassifier(OnlineStateLearner):
 
     def predict_encoded(self, X) -> np.ndarray:
         return np.argmax(self.decision_function(X), axis=1).astype(np.uint8)
+
+
+class OnlineBLSRegressor(OnlineRegression, OnlineBLS):
+    """Online-BLS for a number: the ridge readout of :class:`OnlineBLSClassifier` with one output, learning the
+    target's int16 code (:class:`~edgestream.task.TargetScale` fitted on the first rows, module docstring
+    "Regression"). The parameters, their defaults and the forgetting factor for drift are the classifier's."""
+
+    fitted_attributes = ("center_", "target_", "saturated_", "factor", "_random", "_constants")
+
+    def start(self, X_sample, y_sample) -> "OnlineBLSRegressor":
+        """Fix the input standardization from a sample of the stream and the target scale from its targets, and
+        reset."""
+        self._start_inputs(X_sample)
+        self.set_target(y_sample)
+        self.reset()
+        return self
+
+    def _n_outputs(self) -> int:
+        return 1
+
+    def learn_encoded(self, x, code: int) -> None:
+        """One learning step on a float32 row and a target code (the device's ``es_bls_learn_target``)."""
+        self._check_ready()
+        if not -CODE_MAX <= int(code) <= CODE_MAX:
+            raise ValueError(f"target code {code} is outside -{CODE_MAX}..{CODE_MAX}")
+        self._learn_towards(x, np.array([code], dtype=F32))
+
+    def predict_encoded(self, X) -> np.ndarray:
+        """int32 raw outputs: the readout rounded as the device rounds it (:func:`raw_output`)."""
+        return raw_output(self.decision_function(X)[:, 0])
 
 
 BLS_LADDER = tuple({"feature_nodes": f, "enhancement_nodes": e} for f, e in (
@@ -522,7 +590,7 @@ def cost_terms(params: dict, n_features: int, n_classes: int) -> CostTerms:
 
 
 SPEC = LearnerSpec(
-    name="bls", cls=OnlineBLSClassifier,
+    name="bls", cls=OnlineBLSClassifier, regressor=OnlineBLSRegressor,
     summary="Online broad learning system: random nodes, ridge readout updated by Givens rotations, on the device",
     options=(
         Option("--feature-nodes", "feature_nodes", int, "linear random feature nodes", "N"),

@@ -12,6 +12,8 @@
   that buffer exactly as ``start(X_warm, classes)`` would, and learns the buffered rows in order. Until then it
   predicts the most frequent label seen (``None`` before any). Labels that first appear after the warm-up are
   refused as the learner refuses them (fix ``max_classes`` on the Hoeffding learners to leave room).
+  A regressor starts on its first ``warm_up`` rows (its target scale from their targets) and predicts their mean
+  until then (0.0 before any row, as River's regressors).
 
 With River installed, the online learners are registered as ``river.base.Classifier`` (a virtual subclass), so
 ``river.evaluate.progressive_val_score(dataset, model, metric)`` takes them unchanged.
@@ -38,6 +40,7 @@ class StreamLearner:
 
     warm_up = 100
     _supervised = True  # River's flag: learn_one takes a label
+    _output_attribute = "classes_"  # set when the learner has started (a regressor's: target_)
 
     def _stream_row(self, x) -> np.ndarray:
         integer = getattr(self, "input_dtype", "float32") in ("int32", "int16")
@@ -72,7 +75,7 @@ class StreamLearner:
         return row
 
     def learn_one(self, x, y, **kwargs):
-        if "classes_" in self.__dict__ and type(x) is np.ndarray:  # the hot path: a started learner, array rows
+        if self._output_attribute in self.__dict__ and type(x) is np.ndarray:  # the hot path: started, array rows
             return self.learn_row(x, y)
         row = self._stream_row(x)
         if is_fitted(self):
@@ -80,9 +83,10 @@ class StreamLearner:
         rows, labels = self.__dict__.setdefault("_warm_rows", []), self.__dict__.setdefault("_warm_labels", [])
         rows.append(row)
         labels.append(y)
-        if len(rows) >= self.warm_up and len(set(labels)) >= 2:
+        regression = self._output_attribute == "target_"
+        if len(rows) >= self.warm_up and (regression or len(set(labels)) >= 2):
             del self._warm_rows, self._warm_labels
-            self.start(np.asarray(rows), np.unique(np.asarray(labels)))
+            self.start(np.asarray(rows), np.asarray(labels) if regression else np.unique(np.asarray(labels)))
             for row, label in zip(rows, labels):
                 self.learn_row(row, label)
         return self
@@ -91,6 +95,9 @@ class StreamLearner:
         return Counter(self.__dict__.get("_warm_labels", ()))
 
     def predict_one(self, x, **kwargs):
+        if not is_fitted(self) and self._output_attribute == "target_":
+            targets = self.__dict__.get("_warm_labels")
+            return float(np.mean(targets)) if targets else 0.0
         if not is_fitted(self):
             counts = self._warm_counts()
             return counts.most_common(1)[0][0] if counts else None
@@ -104,14 +111,17 @@ class StreamLearner:
         return self.predict_proba_row(self._stream_row(x))
 
 
-def register_with_river(classes) -> None:
-    """Make ``isinstance(model, river.base.Classifier)`` true for these classes when River is installed."""
+def register_with_river(classes, regressors=()) -> None:
+    """Make ``isinstance(model, river.base.Classifier)`` (``river.base.Regressor`` for ``regressors``) true for
+    these classes when River is installed."""
     try:
         from river import base
     except ImportError:
         return
     for cls in classes:
         base.Classifier.register(cls)
+    for cls in regressors:
+        base.Regressor.register(cls)
 
 
 __all__ = ["StreamLearner", "is_fitted", "register_with_river"]
