@@ -479,10 +479,12 @@ def plan(learner: str, board, n_features: int, n_classes: int, ram: int | None =
 
 def configurations(learner: str, board, n_features: int, n_classes: int, ram: int | None = None,
                    flash: int | None = None, optimize: str = "speed", grid: tuple[dict, ...] | None = None,
-                   **params) -> list[Budget]:
-    """The budget of every distinct configuration of ``grid`` (default: the learner's ladder), in its order, the
-    parameters given (not None) fixed; budgets larger than the board's are refused."""
-    return list(each_configuration(learner, board, n_features, n_classes, ram, flash, optimize, grid, **params))
+                   task: str = CLASSIFICATION, **params) -> list[Budget]:
+    """The budget of every distinct configuration of ``grid`` (default: the learner's ladder) of the learner's
+    form for ``task``, in its order, the parameters given (not None) fixed; budgets larger than the board's are
+    refused."""
+    return list(each_configuration(learner, board, n_features, n_classes, ram, flash, optimize, grid, task,
+                                   **params))
 
 
 def each_configuration(learner: str, board, n_features: int, n_classes: int, ram: int | None = None,

@@ -47,7 +47,8 @@ from .online import BINS_ROWS_RANGE
 from .ranges import Range
 from .targets import TIMEOUT, ToolchainMissing
 from .search import AUTO, RATE, SEARCH_ROWS, WORKERS, search
-from .task import CODE_MAX, MAX_CLASS_LABELS, REGRESSION, TASKS, output_context, regression_metrics, task_of
+from .task import (CLASSIFICATION, CODE_MAX, MAX_CLASS_LABELS, REGRESSION, TASKS, infer_task, output_context,
+                   regression_metrics, task_of)
 from .train import BINS_ROWS, evaluate_online, parse_row_numbers, predictions, start_online, train, update
 from .tree import CLASSES, FEATURES
 from .units import parse_bytes
@@ -612,7 +613,8 @@ def run_budget(args) -> int:
     if args.bundle:
         read_manifest(args.bundle)  # a bad bundle before any work
     X, y = load_data(args, args.data)[:2] if args.data else (None, None)
-    n_features, n_classes = budget_shape(args, X, y)
+    task = infer_task(y) if y is not None else CLASSIFICATION
+    n_features, n_classes = budget_shape(args, X, y, task)
     params = learner_params(args)
     found = None
     if args.learner == AUTO and X is None:
@@ -620,14 +622,14 @@ def run_budget(args) -> int:
     if X is not None and (args.learner == AUTO or learners.get(args.learner).online):
         found = search(args.learner, board, X, y, args.ram, args.flash, args.rate, params, args.optimize,
                        args.bins_rows, args.workers, args.scheduler, sys.stderr.isatty(), args.search_rows,
-                       rate_mean=args.rate_mean)
+                       rate_mean=args.rate_mean, task=task)
         budget = found.budget
     elif args.rate is not None:
         raise ValueError("--rate chooses among configurations by their accuracy on data: give an online learner and "
                          "--data with --label")
     else:
         budget = plan(args.learner, board, n_features, n_classes, ram=args.ram, flash=args.flash,
-                      optimize=args.optimize, **params)
+                      optimize=args.optimize, task=task, **params)
     sizes = None
     if args.bundle:
         model, optimize = bundle_model(budget, args.bundle)
@@ -654,15 +656,16 @@ def run_budget(args) -> int:
     return 0
 
 
-def budget_shape(args, X, y) -> tuple[int, int]:
-    """Features and classes: as given, or the stream's (which must agree with what is given)."""
+def budget_shape(args, X, y, task: str) -> tuple[int, int]:
+    """Features and classes: as given, or the stream's (which must agree with what is given; a regression
+    target has one output)."""
     given = {"features": args.features, "classes": args.classes}
     if X is None:
         missing = [f"--{key}" for key, value in given.items() if value is None]
         if missing:
             raise ValueError(f"{' and '.join(missing)} needed (or --data and --label to take them from a stream)")
         return args.features, args.classes
-    found = {"features": X.shape[1], "classes": len(np.unique(y))}
+    found = {"features": X.shape[1], "classes": 1 if task == REGRESSION else len(np.unique(y))}
     for key, value in given.items():
         if value is not None and value != found[key]:
             raise ValueError(f"--{key} {value} disagrees with {args.data}, which has {found[key]} {key}")
