@@ -183,18 +183,18 @@ def test_cli_import_export_simulate_predict(tmp_path, capsys):
     assert abs(sum(float(p) for p in lines[1].split(",")) - 1) < 1e-3
 
 
-@pytest.mark.parametrize("source, trust", [("forest.joblib", False), ("regressor.joblib", True),
-                                           ("lgb_regression.txt", False), ("torn.json", False)])
+@pytest.mark.parametrize("source, trust", [("forest.joblib", False), ("quantile.joblib", True),
+                                           ("lgb_huber.txt", False), ("torn.json", False)])
 def test_refused_import_writes_no_model(tmp_path, capsys, source, trust):
     import joblib
-    from sklearn.tree import DecisionTreeRegressor
+    from sklearn.ensemble import GradientBoostingRegressor
 
     X, y, _ = dataset(2)
     X = np.nan_to_num(X)
     joblib.dump(RandomForestClassifier(2, max_depth=2).fit(X, y), tmp_path / "forest.joblib")
-    joblib.dump(DecisionTreeRegressor(max_depth=2).fit(X, y), tmp_path / "regressor.joblib")
-    lightgbm.train({"objective": "regression", "verbose": -1}, lightgbm.Dataset(X, y), 2).save_model(
-        tmp_path / "lgb_regression.txt")
+    joblib.dump(GradientBoostingRegressor(loss="quantile", n_estimators=2).fit(X, y), tmp_path / "quantile.joblib")
+    lightgbm.train({"objective": "huber", "verbose": -1}, lightgbm.Dataset(X, y), 2).save_model(
+        tmp_path / "lgb_huber.txt")
     (tmp_path / "torn.json").write_text('{"learner": {"attributes"')
     output = tmp_path / "out.esm"
     code = cli.main(["import", str(tmp_path / source), "-o", str(output)] + (["--trust-pickle"] if trust else []))
