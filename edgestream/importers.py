@@ -271,16 +271,17 @@ def regression_ensemble(source: SourceModel, nodes, roots, leaf_of) -> tuple[Tre
     if not (np.isfinite(base) and all(np.isfinite(v).all() for v in values)):
         raise ValueError(f"{source.estimator}: a leaf value or the base score is not a finite number")
     lows, highs = np.array([v.min() for v in values]), np.array([v.max() for v in values])
-    middles, halves = lows / 2 + highs / 2, highs / 2 - lows / 2  # halved first: no overflow
+    middles = lows / 2 + highs / 2  # halved first: no overflow
     n_trees = len(roots)
     divisor = n_trees if source.kind == "forest" else 1
     offset = base + float(np.sum(middles)) / divisor
-    step = float(halves.max()) / CODE_MAX
+    deviations = np.concatenate([v - middle for v, middle in zip(values, middles)])
+    if not (np.isfinite(offset) and np.isfinite(deviations).all()):
+        raise ValueError(f"{source.estimator}: its leaf values span more than float64 holds")
+    step = float(np.abs(deviations).max()) / CODE_MAX  # the half ranges, as the float64 differences give them
     if not step > 0:  # every tree is constant: every code is 0, any step decodes it exactly
         step = max(abs(offset), 1.0) * 2.0**-30
-    if not np.isfinite(offset):
-        raise ValueError(f"{source.estimator}: its outputs reach {offset}; edgestream takes finite ones")
-    codes = np.concatenate([np.floor((v - middle) / step + 0.5) for v, middle in zip(values, middles)])
+    codes = np.floor(deviations / step + 0.5)
     if np.abs(codes).max() > CODE_MAX:  # by the choice of step it cannot be: never wrap a code
         raise ValueError(f"{source.estimator}: a leaf code leaves int16")
     largest = np.abs(np.concatenate([lows, highs])).reshape(2, -1).max(axis=0)
