@@ -53,9 +53,13 @@ DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
 def load(name: str) -> harness.Dataset:
-    if name == "digits":
-        X, y = load_digits(return_X_y=True)
+    """A data set by name: digits, pendigits (classes); diabetes, friedman (regression)."""
+    if name in ("digits", "diabetes"):
+        X, y = (load_digits if name == "digits" else load_diabetes)(return_X_y=True)
         X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.3, random_state=42)
+    elif name == "friedman":
+        X_train, y_train = make_friedman1(2000, noise=1.0, random_state=0)
+        X_test, y_test = make_friedman1(1000, noise=1.0, random_state=1)
     else:
         train, test = (np.loadtxt(DATA / f"{name}.{part}.csv", delimiter=",") for part in ("train", "test"))
         X_train, y_train, X_test, y_test = train[:, 1:], train[:, 0].astype(int), test[:, 1:], test[:, 0].astype(int)
@@ -147,17 +151,6 @@ class RegressionRow:
     notes: list[str] = dataclasses.field(default_factory=list)
 
 
-def load_regression(name: str) -> harness.Dataset:
-    if name == "diabetes":
-        X, y = load_diabetes(return_X_y=True)
-        X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.3, random_state=42)
-    else:
-        X_train, y_train = make_friedman1(2000, noise=1.0, random_state=0)
-        X_test, y_test = make_friedman1(1000, noise=1.0, random_state=1)
-    return harness.Dataset(X_train.astype(np.float32), np.ascontiguousarray(X_test, dtype=np.float32), y_train,
-                           y_test)
-
-
 def regression_sources():
     import lightgbm
     import xgboost
@@ -237,7 +230,7 @@ def measure_values(found, source_values: np.ndarray, X: np.ndarray, includes, ar
 
 
 def regression_rows(dataset: str, root: Path, includes, arm: bool) -> list[RegressionRow]:
-    data = load_regression(dataset)
+    data = load(dataset)
     rows = []
     for source in regression_sources():
         source.fit(data.X_train, data.y_train)
@@ -311,7 +304,7 @@ def main(argv=None) -> int:
         print("\n* agreement / mismatch: C class vs the source model's predict on the held-out rows (float32).")
         print(footer)
     if regression:
-        print("\nRegressors: " + ", ".join(f"{d}: {len(load_regression(d).X_test)} held-out rows"
+        print("\nRegressors: " + ", ".join(f"{d}: {len(load(d).X_test)} held-out rows"
                                           for d in regression_sets) + "\n")
         print(format_regression_table(regression))
         print("\n* max |diff|: largest |C prediction - source predict| over the held-out rows (float32 inputs); "

@@ -284,8 +284,7 @@ def regression_ensemble(source: SourceModel, nodes, roots, leaf_of) -> tuple[Tre
     codes = np.floor(deviations / step + 0.5)
     if np.abs(codes).max() > CODE_MAX:  # by the choice of step it cannot be: never wrap a code
         raise ValueError(f"{source.estimator}: a leaf code leaves int16")
-    largest = np.abs(np.concatenate([lows, highs])).reshape(2, -1).max(axis=0)
-    reach = abs(base) + float(largest.sum()) / divisor  # the largest magnitude a partial sum can reach
+    reach = abs(base) + float(np.maximum(np.abs(lows), np.abs(highs)).sum()) / divisor  # the largest magnitude a partial sum can reach
     bound = n_trees * step / (2 * divisor) + (n_trees + 8) * (source.roundoff + 2.0**-53) * reach
     ensemble = TreeEnsemble(nodes, roots, np.ones(n_trees, dtype=np.uint16), codes.astype(np.int16).reshape(-1, 1),
                             source.n_features, "additive", np.zeros(1, dtype=np.int32))

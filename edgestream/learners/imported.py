@@ -140,7 +140,7 @@ class ImportedRegressor(ImportedTrees, BatchRegressor):
 
     ``rounding_bound_`` is the stated bound on ``|predict(X) - source.predict(X)|`` for every row: ``n_trees *
     step / 2`` for sums, ``step / 2`` for averages (each leaf rounded to its code, by at most half a step), plus the
-    floating-point rounding of the source's own sum and of the decoding (``(n_trees + 4) * (u + 2**-53) * M``, u
+    floating-point rounding of the source's own sum and of the decoding (``(n_trees + 8) * (u + 2**-53) * M``, u
     the unit roundoff of the source's arithmetic: ``2**-24`` for XGBoost's float32, ``2**-53`` for the others; M
     the largest magnitude a partial sum can reach).
 
