@@ -140,12 +140,12 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--json", action="store_true", help="print one JSON object")
     evaluate.set_defaults(run=run_evaluate)
 
-    importer = commands.add_parser("import", help="convert a classifier trained with scikit-learn, LightGBM or "
-                                   "XGBoost into a model file that predicts what it predicts")
+    importer = commands.add_parser("import", help="convert a classifier or regressor trained with scikit-learn, "
+                                   "LightGBM or XGBoost into a model file that predicts what it predicts")
     importer.add_argument("source", metavar="SOURCE",
                           help="a LightGBM model text file, an XGBoost JSON or UBJSON model file, or (with "
                                "--trust-pickle) a pickle or joblib file of a fitted scikit-learn, LightGBM or XGBoost "
-                               "classifier")
+                               "classifier or regressor")
     importer.add_argument("-o", "--output", required=True, metavar="MODEL")
     importer.add_argument("--trust-pickle", action="store_true",
                           help="load a pickle or joblib file: loading one RUNS CODE from it, give this only for a "
@@ -462,7 +462,9 @@ def run_import(args) -> int:
 
     model = convert(load_source(args.source, args.trust_pickle))
     save_model(model, args.output)
-    print(f"imported {model.n_features_} features, {len(model.classes_)} classes: {model.summary()} -> {args.output}")
+    output = (f"a regressor within {model.rounding_bound_:.3g} of its source" if task_of(model) == REGRESSION
+              else f"{len(model.classes_)} classes")
+    print(f"imported {model.n_features_} features, {output}: {model.summary()} -> {args.output}")
     return 0
 
 

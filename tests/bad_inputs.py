@@ -339,8 +339,10 @@ SECTIONS: dict[str, list[Case]] = {
         c("import missing.txt -o i.esm", 2, "cannot read missing.txt: No such file or directory"),
         c("import good.csv -o i.esm", 2, "good.csv is not a model file edgestream imports (a LightGBM model text file"),
         c("import forest.joblib -o i.esm", 2, "forest.joblib is a pickle or joblib file, and loading one runs code"),
-        c("import regressor.joblib -o i.esm --trust-pickle", 2,
-          "DecisionTreeRegressor is a regressor; edgestream imports classifiers: scikit-learn DecisionTreeClassifier"),
+        c("import quantile.joblib -o i.esm --trust-pickle", 2,
+          "GradientBoostingRegressor loss 'quantile': edgestream imports regressors of loss squared_error"),
+        c("import poisson.joblib -o i.esm --trust-pickle", 2,
+          "HistGradientBoostingRegressor loss 'poisson': edgestream imports regressors of loss squared_error"),
         c("import logistic.joblib -o i.esm --trust-pickle", 2,
           "cannot import a sklearn.linear_model._logistic.LogisticRegression; supported: scikit-learn"),
         c("import categorical.joblib -o i.esm --trust-pickle", 2,
@@ -350,9 +352,11 @@ SECTIONS: dict[str, list[Case]] = {
         c("import many_classes.joblib -o i.esm --trust-pickle", 2,
           "DecisionTreeClassifier has 300 classes; edgestream takes 2 to 255"),
         c("import lgb_linear.txt -o i.esm", 2, "LightGBM model with linear trees: edgestream imports constant leaves"),
-        c("import lgb_regression.txt -o i.esm", 2,
-          "LightGBM objective 'regression': edgestream imports binary, multiclass, multiclassova"),
-        c("import xgb_regression.json -o i.esm", 2, "XGBoost objective 'reg:squarederror': edgestream imports"),
+        c("import lgb_huber.txt -o i.esm", 2,
+          "LightGBM objective 'huber': edgestream imports binary, multiclass, multiclassova, regression"),
+        c("import xgb_poisson.json -o i.esm", 2,
+          "XGBoost objective 'count:poisson': edgestream imports binary:logistic, binary:logitraw, multi:softprob, "
+          "multi:softmax, reg:squarederror"),
         c("import torn_xgb.json -o i.esm", 2, "torn_xgb.json looks like an XGBoost model but cannot be read"),
         c("predict tree.esm good.csv", 2, "the data has 4 feature columns, the model takes 3"),
         c("predict tree.esm good.csv --label nope", 2, "label column 'nope' does not exist in good.csv"),
@@ -424,6 +428,8 @@ ACCEPTED: list[Case] = [
     # a target beyond the range the regressor's scale was fitted on is saturated and counted, never wrapped
     c("update gbdt_reg.esm --add far_rows.csv --label label", 0,
       "added 2 rows (row numbers 60..61) (1 targets outside the model's range"),
+    c("import regressor.joblib --trust-pickle -o i.esm", 0, "imported 3 features, a regressor within"),
+    c("import xgb_regression.json -o i.esm", 0, "imported 3 features, a regressor within"),
     # simavr traces no instructions: on AVR the firmware measures CPU cycles with Timer1 instead
     c(f"{SIM.format('tree_b')} --target qemu --board atmega328p --instructions", 0,
       "CPU cycles per call, measured by Timer1 under simavr: predict_proba mean"),
@@ -483,10 +489,13 @@ FILE_NOTES = {
     "no_io.toml": "stm32f411's profile with io = \"none\" (a board that can be built, not run)",
     "forest.joblib, regressor.joblib, logistic.joblib": "scikit-learn models fitted on good.csv, saved with joblib: a "
                                                         "random forest, a regression tree, a logistic regression",
+    "quantile.joblib, poisson.joblib": "scikit-learn regressors fitted on good.csv: gradient boosting of the quantile "
+                                       "loss, histogram gradient boosting of the Poisson loss",
     "categorical.joblib": "a HistGradientBoostingClassifier fitted on good.csv with f0 as a categorical feature",
     "wide.joblib, many_classes.joblib": "decision trees fitted on 300 features; on many_classes.csv",
-    "lgb_linear.txt, lgb_regression.txt": "LightGBM model text files: linear trees; a regression",
-    "xgb_regression.json, torn_xgb.json": "an XGBoost regression model; an XGBoost classifier's JSON cut in half",
+    "lgb_linear.txt, lgb_huber.txt": "LightGBM model text files: linear trees; a regression of the Huber loss",
+    "xgb_regression.json, xgb_poisson.json, torn_xgb.json": "XGBoost regression models (reg:squarederror, "
+                                                            "count:poisson); an XGBoost classifier's JSON cut in half",
 }
 
 
@@ -495,7 +504,8 @@ def _foreign_models(d: Path, X, y) -> None:
     import joblib
     import lightgbm
     import xgboost
-    from sklearn.ensemble import HistGradientBoostingClassifier, RandomForestClassifier
+    from sklearn.ensemble import (GradientBoostingRegressor, HistGradientBoostingClassifier,
+                                  HistGradientBoostingRegressor, RandomForestClassifier)
     from sklearn.linear_model import LogisticRegression
     from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
@@ -504,15 +514,18 @@ def _foreign_models(d: Path, X, y) -> None:
     for name, model, rows, targets in (
             ("forest", RandomForestClassifier(3, max_depth=3), X, y), ("regressor", DecisionTreeRegressor(), X, y),
             ("logistic", LogisticRegression(), X, y),
+            ("quantile", GradientBoostingRegressor(loss="quantile", n_estimators=2), X, y),
+            ("poisson", HistGradientBoostingRegressor(loss="poisson", max_iter=2), X, y),
             ("categorical", HistGradientBoostingClassifier(max_iter=2, categorical_features=[0]),
              np.c_[np.floor(X[:, :1]), X[:, 1:]], y),
             ("wide", DecisionTreeClassifier(max_depth=2), rng.normal(size=(50, 300)), np.arange(50) % 2),
             ("many_classes", DecisionTreeClassifier(max_depth=2), rng.normal(size=(600, 2)), labels)):
         joblib.dump(model.fit(rows, targets), d / f"{name}.joblib")
     for name, params in (("lgb_linear", dict(objective="binary", linear_tree=True)),
-                         ("lgb_regression", dict(objective="regression"))):
+                         ("lgb_huber", dict(objective="huber"))):
         lightgbm.train({**params, "verbose": -1, "num_leaves": 4}, lightgbm.Dataset(X, y), 2).save_model(d / f"{name}.txt")
     xgboost.XGBRegressor(n_estimators=2).fit(X, y).save_model(d / "xgb_regression.json")
+    xgboost.XGBRegressor(n_estimators=2, objective="count:poisson").fit(X, y).save_model(d / "xgb_poisson.json")
     xgboost.XGBClassifier(n_estimators=2).fit(X, y).save_model(d / "xgb.json")
     text = (d / "xgb.json").read_bytes()
     (d / "torn_xgb.json").write_bytes(text[:len(text) // 2])

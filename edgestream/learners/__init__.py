@@ -10,7 +10,7 @@
 | hoeffding | HoeffdingTreeClassifier |                 | keeps learning (node pool)                      | es_f32, es_fixed, es_hoeffding        |
 | irf       | IncrementalRandomForest |                 | keeps learning (node pools)                     | es_f32, es_fixed, es_hoeffding        |
 | axgb      | AdaptiveXGBoost         |                 | keeps learning (tumbling windows, ADWIN)        | es_binning, es_tree, es_fixed, es_adwin, es_axgb |
-| imported  | ImportedClassifier      |                 | frozen (trained elsewhere: edgestream import)   | es_fixed, es_infer                    |
+| imported  | ImportedClassifier      | ImportedRegressor | frozen (trained elsewhere: edgestream import) | es_fixed, es_infer                    |
 
 A regressor (:mod:`edgestream.task`) is the learner's form for the regression task, in the same module and entry.
 """
@@ -25,7 +25,7 @@ from ..task import CLASSIFICATION, check_task
 from .forest import ForestClassifier, ForestRegressor
 from .gbdt import OnlineGBDTClassifier, OnlineGBDTRegressor
 from .hoeffding import HoeffdingTreeClassifier, IncrementalRandomForest
-from .imported import ImportedClassifier
+from .imported import ImportedClassifier, ImportedRegressor
 from .shrubs import ShrubEnsemble
 from .stream import is_fitted, register_with_river
 from .tree import BinnedClassifier, TreeClassifier, TreeRegressor
@@ -86,8 +86,9 @@ def names_of_classes() -> str:
 
 
 __all__ = ["REGISTRY", "TRAINABLE", "AdaptiveXGBoost", "BinnedClassifier", "ForestClassifier",
-           "HoeffdingTreeClassifier", "ImportedClassifier", "IncrementalRandomForest", "LearnerSpec",
-           "OnlineBLSClassifier", "OnlineBLSRegressor", "OnlineGBDTClassifier", "OnlineGBDTRegressor", "Option",
+           "HoeffdingTreeClassifier", "ImportedClassifier", "ImportedRegressor", "IncrementalRandomForest",
+           "LearnerSpec", "OnlineBLSClassifier", "OnlineBLSRegressor", "OnlineGBDTClassifier", "OnlineGBDTRegressor",
+           "Option",
            "ShrubEnsemble", "TreeClassifier", "ForestRegressor", "TreeRegressor", "by_class_name", "class_named",
            "for_task", "get", "is_fitted", "missing_rule", "model_input",
            "of_model"]
