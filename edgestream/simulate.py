@@ -32,7 +32,7 @@ from .export import load_bundle_model, read_manifest, runtime_sources
 from .scratch import scratch_dir
 from .frozen import scratch_size
 from .state import C_TYPES as STATE_C_TYPES
-from .task import REGRESSION, task_of
+from .task import CLASSIFICATION, REGRESSION, task_of
 
 INCLUDE = re.compile(r'^\s*#include\s+"([^"]+)"', re.M)
 INTEGER_DEFINE = re.compile(r"^\s*#define\s+(\w+)\s+(\d+)u?\s*$")
@@ -376,7 +376,7 @@ class RuntimeLearner:
         self.ffi, self.lib = runtime()
         self.state = spec.state
         self.task = task_of(learner)
-        self.n_classes = 1 if self.task == REGRESSION else len(learner.classes_)
+        self.n_classes = len(learner.classes_) if self.task == CLASSIFICATION else 1
         layout = learner.layout()
         self.config = self.ffi.new(f"{self.state.config_type} *", layout.config)
         self.regions = layout.zeros()
@@ -386,7 +386,7 @@ class RuntimeLearner:
         self.model = self.ffi.new(f"{self.state.prefix} *", {"config": self.config, "counters": self.counters,
                                                               **fields})
         self._learn = getattr(self.lib, self.state.call(self.task, 0))
-        self._predict_proba = getattr(self.lib, f"{self.state.prefix}_predict_proba")
+        self._predict_proba = getattr(self.lib, f"{self.state.prefix}_predict_proba", None)  # classifiers
         self._acc = self.ffi.new("uint32_t[]", self.n_classes)
         self._row_type = f"{self.state.input_type}[]"
         self._row_dtype = STATE_C_TYPES[self.state.input_type][2]
@@ -405,7 +405,8 @@ class RuntimeLearner:
         """Status of the runtime's learn call (0 = ES_OK) on one row: bins or raw features, as the runtime takes
         them (the state description's ``input_type``), and its class index or target code (a regressor's)."""
         row = np.ascontiguousarray(row, dtype=self._row_dtype)
-        return self._learn(self.model, self.ffi.from_buffer(self._row_type, row), label)
+        target = () if self.state.target_type(self.task) is None else (label,)  # a detector learns rows alone
+        return self._learn(self.model, self.ffi.from_buffer(self._row_type, row), *target)
 
     def predict_proba_status(self, row: np.ndarray, proba: np.ndarray) -> int:
         """Status of the runtime's predict_proba call on one row, writing ``proba`` (uint16, n_classes)."""
@@ -421,11 +422,12 @@ class RuntimeLearner:
         return proba
 
     def predict_raw_status(self, row: np.ndarray) -> tuple[int, int]:
-        """A regressor's (status, raw output) of one row from the runtime's predict_raw call."""
+        """A regressor's or detector's (status, int32 output) of one row from the runtime's predict_raw (score)
+        call."""
         row = np.ascontiguousarray(row, dtype=self._row_dtype)
         out = self.ffi.new("int32_t *")
-        status = getattr(self.lib, self.state.call(REGRESSION, 1))(self.model, self.ffi.from_buffer(self._row_type, row),
-                                                                   out)
+        status = getattr(self.lib, self.state.call(self.task, 1))(self.model, self.ffi.from_buffer(self._row_type, row),
+                                                                  out)
         return status, int(out[0])
 
     def counter_values(self) -> dict:

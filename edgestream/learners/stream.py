@@ -111,9 +111,9 @@ class StreamLearner:
         return self.predict_proba_row(self._stream_row(x))
 
 
-def register_with_river(classes, regressors=()) -> None:
-    """Make ``isinstance(model, river.base.Classifier)`` (``river.base.Regressor`` for ``regressors``) true for
-    these classes when River is installed."""
+def register_with_river(classes, regressors=(), detectors=()) -> None:
+    """Make ``isinstance(model, river.base.Classifier)`` (``river.base.Regressor`` for ``regressors``,
+    ``river.anomaly.base.AnomalyDetector`` for ``detectors``) true for these classes when River is installed."""
     try:
         from river import base
     except ImportError:
@@ -122,6 +122,8 @@ def register_with_river(classes, regressors=()) -> None:
         base.Classifier.register(cls)
     for cls in regressors:
         base.Regressor.register(cls)
+    for cls in detectors:
+        base.AnomalyDetector.register(cls)
 
 
 __all__ = ["StreamLearner", "is_fitted", "register_with_river"]
