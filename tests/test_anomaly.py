@@ -83,3 +83,23 @@ def test_the_state_is_bounded_by_the_configuration_whatever_the_stream(stream):
     assert learner.state_bytes() == HalfSpaceTrees(**params).start(X[:start]).state_bytes()
     assert max(arrays["reference"].max(), arrays["latest"].max()) <= params["window"]
     assert counters["filled"] < params["window"] and counters["n_learned"] == 3 * len(X)
+
+
+@settings(max_examples=4, deadline=None)
+@given(streams(max_rows=40))
+def test_a_bundle_scores_as_python_and_its_state_is_sizeof(tmp_path_factory, stream):
+    """Property: a generated bundle compiled with cffi gives Python's score and flag on every row of a
+    test-then-train run from the exported state, and its state takes the bytes the description says."""
+    from edgestream.export import export_bundle
+    from edgestream.simulate import load_bundle
+
+    params, X, start = stream
+    learner = HalfSpaceTrees(**params).start(X[:start])
+    learner.partial_fit(X[: len(X) // 2])
+    learner.calibrate(learner.score_samples(X))
+    bundle = load_bundle(export_bundle(learner, tmp_path_factory.mktemp("bundle") / "b", name="hstb"))
+    assert bundle.state_size() == learner.state_bytes()
+    assert int(bundle.lib.hstb_threshold()) == learner.threshold
+    outputs = bundle.test_then_train_raw(X)
+    assert np.array_equal(outputs, learner.test_then_train(X))
+    assert np.array_equal(bundle.predict_raw(X), learner.predict_raw(X))

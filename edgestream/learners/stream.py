@@ -27,9 +27,10 @@ import numpy as np
 
 
 def is_fitted(model) -> bool:
-    """The model has its output (classes, or a regressor's target scale) and its input (bin edges, or the
-    raw-feature learner's ``n_features_``)."""
-    return (hasattr(model, "classes_") or hasattr(model, "target_")) and (hasattr(model, "bins_")
+    """The model has its output (classes, or a regressor's target scale; a detector has none) and its input (bin
+    edges, or the raw-feature learner's ``n_features_``)."""
+    output = hasattr(model, "classes_") or hasattr(model, "target_") or getattr(model, "task", "") == "anomaly"
+    return output and (hasattr(model, "bins_")
                                                                            or hasattr(model, "n_features_"))
 
 
