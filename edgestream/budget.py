@@ -491,9 +491,9 @@ def each_configuration(learner: str, board, n_features: int, n_classes: int, ram
     """:func:`configurations`, one budget at a time (of the learner's form for ``task``)."""
     spec = learners.get(learner, task)
     FEATURES.check(n_features)
-    if task == REGRESSION and n_classes != 1:
-        raise ValueError(f"a regressor has one output, not {n_classes} classes")
-    if task != REGRESSION:
+    if task != CLASSIFICATION and n_classes != 1:
+        raise ValueError(f"a {task} model has one output, not {n_classes} classes")
+    if task == CLASSIFICATION:
         CLASSES.check(n_classes)
     for name, value in (("ram", ram), ("flash", flash)):
         if value is not None:

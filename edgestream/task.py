@@ -172,15 +172,16 @@ def roc_auc(labels, scores) -> float:
 
 
 def anomaly_metrics(labels, outputs) -> dict:
-    """A detector's ``roc_auc`` of its scores, ``precision`` of its flags (NaN when nothing is flagged),
-    ``false_alarms_per_1000`` (flags per 1,000 normal rows), ``flagged`` and ``rows``."""
+    """A detector's ``roc_auc`` of its scores (None without both normal rows and anomalies), ``precision`` of its
+    flags (None when nothing is flagged), ``false_alarms_per_1000`` (flags per 1,000 normal rows; None without
+    normal rows), ``flagged`` and ``rows``."""
     labels = check_anomaly_labels(labels)
     scores, flags = split_output(outputs)
-    normal = int((~labels).sum())
-    flagged = int(flags.sum())
-    return {"roc_auc": roc_auc(labels, scores),
-            "precision": float((flags & labels).sum() / flagged) if flagged else float("nan"),
-            "false_alarms_per_1000": float(1000.0 * (flags & ~labels).sum() / normal) if normal else float("nan"),
+    normal, flagged = int((~labels).sum()), int(flags.sum())
+    auc = roc_auc(labels, scores)
+    return {"roc_auc": None if np.isnan(auc) else auc,
+            "precision": float((flags & labels).sum() / flagged) if flagged else None,
+            "false_alarms_per_1000": float(1000.0 * (flags & ~labels).sum() / normal) if normal else None,
             "flagged": flagged, "rows": int(len(labels))}
 
 

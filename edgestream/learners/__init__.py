@@ -42,14 +42,14 @@ register_with_river([spec.cls for spec in REGISTRY.values() if spec.online and s
                     [spec.detector for spec in REGISTRY.values() if spec.online and spec.detector is not None])
 
 
-def get(name: str, task: str = CLASSIFICATION) -> LearnerSpec:
-    """The learner called ``name`` with a form for ``task``; an unknown name gets an error listing the learners
-    there are, a learner without the task those that have it."""
+def get(name: str, task: str | None = None) -> LearnerSpec:
+    """The learner called ``name`` with a form for ``task`` (None: any); an unknown name gets an error listing the
+    learners there are, a learner without the task those that have it."""
     try:
         spec = REGISTRY[name]
     except KeyError:
         raise ValueError(f"unknown learner {name!r}; the learners are: {', '.join(REGISTRY)}") from None
-    if task not in spec.tasks:
+    if task is not None and task not in spec.tasks:
         raise ValueError(f"learner {name!r} has no {check_task(task)} form yet; the learners with one: "
                          f"{', '.join(for_task(task))}")
     return spec
