@@ -103,3 +103,158 @@ def test_a_bundle_scores_as_python_and_its_state_is_sizeof(tmp_path_factory, str
     outputs = bundle.test_then_train_raw(X)
     assert np.array_equal(outputs, learner.test_then_train(X))
     assert np.array_equal(bundle.predict_raw(X), learner.predict_raw(X))
+
+
+def point_anomalies(n: int, seed: int, d: int = 4, rate: float = 0.02):
+    """Three Gaussian clusters of normal rows and, after the first 300 rows, about ``rate`` of rows drawn
+    uniformly from a box twice as wide (point anomalies); labels True for them."""
+    rng = np.random.default_rng(seed)
+    centers = rng.uniform(-3, 3, size=(3, d))
+    X = centers[rng.integers(3, size=n)] + rng.normal(scale=0.5, size=(n, d))
+    y = rng.random(n) < rate
+    y[:300] = False
+    X[y] = rng.uniform(-6, 6, size=(int(y.sum()), d))
+    return X, y
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_roc_auc_on_point_anomalies_is_at_least_rivers(seed):
+    """Score first, then learn, over the whole stream, beside River's HalfSpaceTrees (min-max scaled, the same
+    trees, height and window). Measured on 6,000 rows: 0.996 / 0.997 against River's 0.980 / 0.990; the margin
+    allowed below River's is 0.01. Samples/s of both are printed (about 10x and more on the host)."""
+    import time
+
+    from river import anomaly, compose, preprocessing
+
+    X, y = point_anomalies(6000, seed)
+    ours = HalfSpaceTrees(n_trees=10, height=8, window=250, seed=seed).start(X[:250])
+    began = time.perf_counter()
+    outputs = ours.test_then_train(X)
+    our_rate = len(X) / (time.perf_counter() - began)
+    river = compose.Pipeline(preprocessing.MinMaxScaler(),
+                             anomaly.HalfSpaceTrees(n_trees=10, height=8, window_size=250, seed=seed))
+    rows = [dict(enumerate(x)) for x in X]
+    began, scores = time.perf_counter(), []
+    for x in rows:
+        scores.append(river.score_one(x))
+        river.learn_one(x)
+    river_rate = len(X) / (time.perf_counter() - began)
+    ours_auc, river_auc = roc_auc(y, split_output(outputs)[0]), roc_auc(y, scores)
+    print(f"seed {seed}: ROC-AUC {ours_auc:.4f} ({our_rate:,.0f} rows/s), River {river_auc:.4f} ({river_rate:,.0f} rows/s)")
+    assert ours_auc >= river_auc - 0.01 and ours_auc > 0.95
+
+
+def test_roc_auc_and_the_metrics_agree_with_their_definitions():
+    from sklearn.metrics import roc_auc_score
+
+    rng = np.random.default_rng(3)
+    labels, scores = rng.random(400) < 0.1, rng.integers(0, 30, 400)  # many ties
+    assert roc_auc(labels, scores) == pytest.approx(roc_auc_score(labels, scores), abs=1e-12)
+    metrics = anomaly_metrics([0, 1, 0, 1, 0], np.array([5, 7 | FLAG, 3 | FLAG, 2, 1]))
+    assert metrics["precision"] == 0.5 and metrics["false_alarms_per_1000"] == pytest.approx(1000 / 3)
+    assert anomaly_metrics([0, 0], np.array([1, 2]))["roc_auc"] is None  # no anomaly: no ROC-AUC
+    assert anomaly_metrics([0, 0], np.array([1, 2]))["precision"] is None  # nothing flagged
+    with pytest.raises(ValueError, match="the anomaly label of row 1 is 2"):
+        anomaly_metrics([0, 2], np.array([1, 2]))
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.integers(0, 32767), min_size=1, max_size=300), st.sampled_from([0.001, 0.01, 0.1, 0.3, 0.49]))
+def test_the_calibrated_threshold_is_the_smallest_that_keeps_the_false_alarm_rate(scores, rate):
+    """Property: the host's threshold flags at most round(65536 rate) / 65536 of the scores, and one less would
+    flag more."""
+    alarm = max(1, round(rate * 65536))
+    threshold = calibrated_threshold(scores, rate)
+    scores = np.array(scores)
+    assert np.count_nonzero(scores >= threshold) * 65536 <= alarm * len(scores)
+    if threshold > 0:
+        assert np.count_nonzero(scores >= threshold - 1) * 65536 > alarm * len(scores)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.integers(0, 2000), min_size=HISTOGRAM_BINS, max_size=HISTOGRAM_BINS),
+       st.sampled_from([1, 655, 6554, 32767]))
+def test_the_device_threshold_is_the_smallest_bin_edge_that_keeps_the_rate(counts, alarm):
+    """Property: the histogram's threshold flags at most the rate of the counted scores (each bin's scores at or
+    above its edge), and the edge one bin lower would flag more; an empty histogram keeps the threshold."""
+    histogram = np.array(counts, dtype=np.uint16)
+    threshold = histogram_threshold(histogram, alarm, 1234)
+    total = int(histogram.sum())
+    if total == 0:
+        assert threshold == 1234
+        return
+    above = int(histogram[threshold >> 8:].sum())
+    assert above * 65536 <= alarm * total
+    if threshold > 0:
+        assert int(histogram[(threshold >> 8) - 1:].sum()) * 65536 > alarm * total
+
+
+def test_the_device_threshold_follows_a_drifting_normal():
+    """After the normal operating point shifts, the masses follow within two windows and the threshold (from the
+    halving histogram) brings the flags back near the target rate: the last 2,000 rows of the shifted stream
+    flag under twice the target of 5 %."""
+    rng = np.random.default_rng(5)
+    X = np.concatenate([rng.normal(size=(3000, 3)), rng.normal(size=(4000, 3)) * 2 + 3])
+    learner = HalfSpaceTrees(n_trees=8, height=6, window=200, false_alarms=0.05).start(X[:200])
+    flags = split_output(learner.test_then_train(X))[1]
+    assert flags[3000:3400].mean() > 0.2  # the shift is noticed
+    assert flags[-2000:].mean() < 0.1
+    assert learner.threshold < NEVER
+
+
+def test_nan_and_infinity_are_refused_everywhere_with_the_state_unchanged():
+    X, _ = point_anomalies(400, 4)
+    spec = HalfSpaceTrees(n_trees=3, height=4, window=20).start(X[:50])
+    spec.use_engine = False
+    spec.partial_fit(X[:100])
+    engine = copy.deepcopy(spec)
+    engine.use_engine = True
+    device = RuntimeLearner(spec).load_export(spec)
+    for bad in (np.nan, np.inf, -np.inf):
+        row = X[0].copy()
+        row[2] = bad
+        before = spec.device_state()
+        for learner in (spec, engine):
+            with pytest.raises(ValueError, match=f"feature 2 of row 0 is {bad!r}.*refuse NaN and infinite"):
+                learner.learn_row(row)
+            with pytest.raises(ValueError, match="refuse NaN and infinite"):
+                learner.predict_raw(row[None])
+        assert device.learn(row, 0) == ES_ERR_INPUT and device.predict_raw_status(row)[0] == ES_ERR_INPUT
+        assert_same_state(engine, spec)
+        assert all(np.array_equal(before[0][k], device.regions[k]) for k in ("reference", "latest", "histogram"))
+        assert device.counter_values() == before[1]
+
+
+@pytest.mark.parametrize("rows, message", [
+    ([[1.0, 2.0]], "1 row\\(s\\) given: a work range needs at least 2 rows"),
+    ([[1.0, 2.0], [1.0, 3.0]], "feature 0 is constant \\(1.0\\) over the 2 rows given"),
+    ([[1.0, np.nan], [2.0, 3.0]], "feature 1 of row 0 is nan"),
+])
+def test_a_work_range_that_cannot_be_fitted_is_refused(rows, message):
+    with pytest.raises(ValueError, match=message):
+        HalfSpaceTrees().start(np.array(rows))
+
+
+@pytest.mark.parametrize("rate", [0, 0.5, -0.1, 1.0, True])
+def test_a_false_alarm_rate_outside_the_open_interval_is_refused(rate):
+    with pytest.raises(ValueError, match=f"false-alarm rate {rate!r} is outside \\(0, 0.5\\)"):
+        HalfSpaceTrees(false_alarms=rate)
+
+
+def test_model_files_keep_the_detector_and_river_takes_it():
+    from river import base
+
+    from edgestream.modelfile import model_bytes, model_from_bytes
+
+    X, _ = point_anomalies(800, 6)
+    learner = HalfSpaceTrees(n_trees=4, height=5, window=50).fit(X)
+    again = model_from_bytes(model_bytes(learner))
+    assert np.array_equal(again.predict_raw(X), learner.predict_raw(X))
+    assert again.threshold == learner.threshold
+    assert learners.of_model(learner).tasks == (ANOMALY,)
+    cold = HalfSpaceTrees(n_trees=4, height=5, window=50)
+    assert isinstance(cold, base.AnomalyDetector)
+    for x in X[:150]:
+        cold.score_one(dict(enumerate(x)))
+        cold.learn_one(dict(enumerate(x)))
+    assert cold.n_learned == 150 and 0 <= cold.score_one(dict(enumerate(X[0]))) < 1

@@ -188,7 +188,7 @@ class HalfSpaceTrees(OnlineAnomaly, OnlineStateLearner):
         constant = np.flatnonzero(high <= low)
         if len(constant):
             j = int(constant[0])
-            raise ValueError(f"feature {j} is constant ({low[j]!r}) over the {len(X)} rows given: a work range "
+            raise ValueError(f"feature {j} is constant ({float(low[j])!r}) over the {len(X)} rows given: a work range "
                              "needs at least 2 values per feature")
         self.low_, self.width_ = low, high - low
         self._draw_trees()
@@ -277,8 +277,10 @@ class HalfSpaceTrees(OnlineAnomaly, OnlineStateLearner):
         bad = ~np.isfinite(X32)
         if bad.any():
             row, feature = np.argwhere(bad)[0]
-            raise ValueError(f"feature {feature} of row {row} is {X[row, feature]!r} (as float32: "
-                             f"{X32[row, feature]!r}); Half-Space Trees refuse NaN and infinite features")
+            value = float(X[row, feature])
+            shown = value if not np.isfinite(value) else f"{value!r} (float32: {float(X32[row, feature])})"
+            raise ValueError(f"feature {feature} of row {row} is {shown}; Half-Space Trees refuse NaN and infinite "
+                             "features")
         return X32
 
     def paths(self, x: np.ndarray) -> np.ndarray:
@@ -358,4 +360,5 @@ SPEC = LearnerSpec(
         Option("--false-alarms", "false_alarms", float, "target false-alarm rate in (0, 0.5)", "RATE"),
         Option("--seed", "seed", int, "seed of the random trees", "N")),
     learning=True, online=True, runtime=("es_common", "es_hst"), template="hst.c.j2",
-    context=state_context, tables=state_tables(STATE), ladder=HST_LADDER, state=STATE, checkpoints=False)
+    context=state_context, tables=state_tables(STATE), ladder=HST_LADDER, state=STATE, checkpoints=False,
+    variants=({"window": 10},))

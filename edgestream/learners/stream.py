@@ -114,7 +114,7 @@ class StreamLearner:
 
 def register_with_river(classes, regressors=(), detectors=()) -> None:
     """Make ``isinstance(model, river.base.Classifier)`` (``river.base.Regressor`` for ``regressors``,
-    ``river.anomaly.base.AnomalyDetector`` for ``detectors``) true for these classes when River is installed."""
+    ``river.base.AnomalyDetector`` for ``detectors``) true for these classes when River is installed."""
     try:
         from river import base
     except ImportError:
