@@ -91,6 +91,7 @@ from .costs import calibrated_cores
 from .data import device_input
 from .evaluate import prequential
 from .online import BINS_ROWS, check_stream, start_online
+from .task import CLASSIFICATION
 from .ranges import Range
 from .stream_kinds import ABOUT_AS_WELL, CLASS_INCREMENTS, NO_CHANGE, Head, look_at_rows
 
@@ -318,7 +319,8 @@ def _scores(learner: str, params: dict, X, y, classes, bins_rows: int, reserved,
 
 
 def online_learners() -> list[str]:
-    return [spec.name for spec in learners.REGISTRY.values() if spec.online]
+    """The online classifiers (the search scores by accuracy)."""
+    return [name for name in learners.for_task(CLASSIFICATION) if learners.get(name).online]
 
 
 def search(learner: str, board, X, y, ram: int | None = None, flash: int | None = None, rate: float | None = None,

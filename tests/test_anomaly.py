@@ -258,3 +258,45 @@ def test_model_files_keep_the_detector_and_river_takes_it():
         cold.score_one(dict(enumerate(x)))
         cold.learn_one(dict(enumerate(x)))
     assert cold.n_learned == 150 and 0 <= cold.score_one(dict(enumerate(X[0]))) < 1
+
+
+def test_the_cli_fits_evaluates_exports_and_simulates_a_detector(tmp_path, capsys):
+    """End to end: fit on unlabelled rows, fit with a 0/1 label column (only scoring), evaluate, export and host
+    simulate (scores and flags of C and Python equal, also learning); bad input answers exit 2 with nothing
+    written."""
+    import json
+
+    from edgestream.cli import main
+
+    X, y = point_anomalies(2000, 7)
+    header = "f0,f1,f2,f3"
+    unlabelled, labelled = tmp_path / "u.csv", tmp_path / "a.csv"
+    np.savetxt(unlabelled, X, delimiter=",", header=header, comments="")
+    np.savetxt(labelled, np.column_stack([X, y]), delimiter=",", header=header + ",anomaly", comments="",
+               fmt=["%.9g"] * 4 + ["%d"])
+    model, scored = tmp_path / "u.esm", tmp_path / "a.esm"
+    assert main(["fit", str(unlabelled), "--task", "anomaly", "--n-trees", "6", "--height", "6", "--window", "100",
+                 "-o", str(model)]) == 0
+    assert "learned hst on 2000 rows" in capsys.readouterr().out
+    assert main(["fit", str(labelled), "--label", "anomaly", "--learner", "hst", "--false-alarms", "0.05",
+                 "--window", "100", "-o", str(scored), "--json"]) == 0
+    fitted = json.loads(capsys.readouterr().out)
+    assert fitted["task"] == "anomaly" and fitted["prequential"]["roc_auc"] > 0.95 and 0 < fitted["threshold"] < 32768
+    assert main(["evaluate", str(scored), str(labelled), "--label", "anomaly", "--json"]) == 0
+    evaluated = json.loads(capsys.readouterr().out)
+    assert evaluated["roc_auc"] > 0.95 and {"precision", "false_alarms_per_1000"} <= set(evaluated)
+    bundle = tmp_path / "bundle"
+    assert main(["export", str(scored), "-o", str(bundle), "--name", "det"]) == 0
+    capsys.readouterr()
+    for extra in ([], ["--learn"]):
+        assert main(["simulate", str(bundle), str(labelled), "--label", "anomaly", "--json", *extra]) == 0
+        simulated = json.loads(capsys.readouterr().out)
+        assert simulated["mismatches"] == 0 and simulated["flag_mismatches"] == 0 and simulated["n"] == 2000
+        assert simulated["roc_auc"] > 0.95
+    header_text = next(bundle.rglob("det.h")).read_text()
+    assert "es_status det_score(const float *features, uint16_t *score_out, uint8_t *flag_out);" in header_text
+    for argv, fragment in ((["--false-alarms", "0.5"], "false-alarm rate 0.5 is outside (0, 0.5)"),
+                           (["--window", "3"], "window=3 must be an integer from 10 to 32767")):
+        out = tmp_path / "bad.esm"
+        assert main(["fit", str(unlabelled), "--task", "anomaly", *argv, "-o", str(out)]) == 2
+        assert fragment in capsys.readouterr().err and not out.exists()
