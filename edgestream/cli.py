@@ -352,7 +352,7 @@ def run_fit(args) -> int:
     budgeted = args.ram is not None or args.flash is not None or args.rate is not None
     if args.label is None and args.task != ANOMALY:
         raise ValueError("fit needs --label COL (only a detector, --task anomaly, learns from unlabelled rows)")
-    args.learner = args.learner or (AUTO if budgeted else "hst" if args.task == ANOMALY else "tree")
+    args.learner = args.learner or ("hst" if args.task == ANOMALY else AUTO if budgeted else "tree")
     if args.task is None and args.learner != AUTO and learners.get(args.learner).tasks == (ANOMALY,):
         args.task = ANOMALY  # a learner that only detects anomalies
     params = learner_params(args)
