@@ -367,7 +367,7 @@ def compiled_inline(board, worst, n_trees: int) -> InlineCode | None:
 
     context = {"name": "model", "learner": "", "learning": False, "input_dtype": worst.input_dtype,
                "missing_rule": "", "n_features": worst.n_features, "n_classes": worst.n_classes, "checkpoint": None,
-               "target": None,
+               "task": "classification", "target": None,
                "version": "", "model_sha256": "", "class_names": [],
                **device_context(worst.device(n_trees), "model", "speed")}
     files = {p.name: p.read_text() for p in runtime_sources() if p.suffix == ".h"}
@@ -493,9 +493,9 @@ def each_configuration(learner: str, board, n_features: int, n_classes: int, ram
     """:func:`configurations`, one budget at a time (of the learner's form for ``task``)."""
     spec = learners.get(learner, task)
     FEATURES.check(n_features)
-    if task == REGRESSION and n_classes != 1:
-        raise ValueError(f"a regressor has one output, not {n_classes} classes")
-    if task != REGRESSION:
+    if task != CLASSIFICATION and n_classes != 1:
+        raise ValueError(f"a {task} model has one output, not {n_classes} classes")
+    if task == CLASSIFICATION:
         CLASSES.check(n_classes)
     for name, value in (("ram", ram), ("flash", flash)):
         if value is not None:

@@ -47,8 +47,8 @@ from .online import BINS_ROWS_RANGE
 from .ranges import Range
 from .targets import TIMEOUT, ToolchainMissing
 from .search import AUTO, RATE, SEARCH_ROWS, WORKERS, search
-from .task import (CLASSIFICATION, CODE_MAX, MAX_CLASS_LABELS, REGRESSION, TASKS, infer_task, output_context,
-                   regression_metrics, task_of)
+from .task import (ANOMALY, CLASSIFICATION, CODE_MAX, MAX_CLASS_LABELS, REGRESSION, TASKS, infer_task,
+                   output_context, regression_metrics, task_of)
 from .train import BINS_ROWS, evaluate_online, parse_row_numbers, predictions, start_online, train, update
 from .tree import CLASSES, FEATURES
 from .units import parse_bytes
@@ -96,7 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     fit = commands.add_parser("fit", help="train a model on a CSV file and save it")
     fit.add_argument("data", metavar="DATA.csv")
-    _add_label_options(fit)
+    _add_label_options(fit, required=False)  # required but for a detector (run_fit)
     fit.add_argument("--learner", choices=[*names, AUTO], metavar="LEARNER",
                      help="; ".join(f"{name}: {learners.get(name).summary}" for name in names) +
                      f"; {AUTO}: the most accurate online learner within the budget (the default with --ram, --flash "
@@ -116,7 +116,9 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--task", choices=TASKS,
                      help="what the label is: a class or a number (default: regression for a numeric label with "
                           f"fractions or more than {MAX_CLASS_LABELS} values; regressors: "
-                          f"{', '.join(learners.for_task(REGRESSION))})")
+                          f"{', '.join(learners.for_task(REGRESSION))}); anomaly: learn normal from unlabelled "
+                          "rows, a 0/1 --label column only scores the detector (detectors: "
+                          f"{', '.join(learners.for_task(ANOMALY))})")
     fit.add_argument("-o", "--output", required=True, metavar="MODEL")
     fit.add_argument("--json", action="store_true", help="print one JSON object")
     fit.set_defaults(run=run_fit)
@@ -348,7 +350,11 @@ def check_rate_mean(args) -> None:
 def run_fit(args) -> int:
     check_rate_mean(args)
     budgeted = args.ram is not None or args.flash is not None or args.rate is not None
-    args.learner = args.learner or (AUTO if budgeted else "tree")
+    if args.label is None and args.task != ANOMALY:
+        raise ValueError("fit needs --label COL (only a detector, --task anomaly, learns from unlabelled rows)")
+    args.learner = args.learner or ("hst" if args.task == ANOMALY else AUTO if budgeted else "tree")
+    if args.task is None and args.learner != AUTO and learners.get(args.learner).tasks == (ANOMALY,):
+        args.task = ANOMALY  # a learner that only detects anomalies
     params = learner_params(args)
     X, y, _ = load_data(args, args.data)
     board = load_board(args.board) if budgeted else None
@@ -365,6 +371,8 @@ def run_fit(args) -> int:
         return 0
     if metrics is not None:
         print(regressor_text(trained, metrics, X, args.output))
+    elif task_of(model) == ANOMALY:
+        print(detector_text(trained, X, args.output))
     else:
         shape = f"{X.shape[1]} features, {len(model.classes_)} classes: {model.summary()}"
         if spec.online:
@@ -394,6 +402,24 @@ def regressor_text(trained, metrics: dict, X, output) -> str:
                 f"{metrics_text(trained.prequential.metrics)} {saturated}")
     return (f"trained a {name} regressor on {len(X)} rows, {X.shape[1]} features: {model.summary()}; "
             f"{metrics_text(metrics)} on the training rows {saturated}")
+
+
+def detector_text(trained, X, output) -> str:
+    """``fit``'s line for a detector: what it learned, its threshold, and with labels its prequential scores."""
+    model, result = trained.model, trained.prequential
+    scored = (f", prequential {anomaly_text(result.metrics)}" if "roc_auc" in result.metrics
+              else f", {result.metrics['flagged']} rows flagged while learning")
+    return (f"learned {learners.of_model(model).name} on {len(X)} rows (work range from the first "
+            f"{trained.bins_rows} rows), {X.shape[1]} features: {model.summary()}; threshold {model.threshold} "
+            f"(Q15, for {model.false_alarms:g} false alarms){scored} -> {output}")
+
+
+def anomaly_text(metrics: dict) -> str:
+    def shown(value, digits: int) -> str:
+        return "-" if value is None else f"{value:.{digits}f}"
+
+    return (f"ROC-AUC {shown(metrics['roc_auc'], 4)}, precision {shown(metrics['precision'], 4)}, "
+            f"{shown(metrics['false_alarms_per_1000'], 2)} false alarms per 1,000 normal rows")
 
 
 def label_list(text: str | None, y: np.ndarray):
@@ -426,6 +452,8 @@ def fit_report(trained, output) -> dict:
               "task": task_of(model)}
     if task_of(model) == REGRESSION:
         report["target"] = output_context(model)["target"]
+    elif task_of(model) == ANOMALY:
+        report["threshold"] = model.threshold
     else:
         report["classes"] = np.asarray(model.classes_).tolist()
     if trained.prequential is not None:
@@ -487,6 +515,10 @@ def run_evaluate(args) -> int:
     if args.json:
         print(json.dumps({**report, "model": str(args.model)}))
         return 0
+    if task_of(model) == ANOMALY:
+        print(f"n {result.n}, {anomaly_text(result.metrics)}, samples_per_second {result.samples_per_second:,.0f} "
+              f"(score and learn calls of {type(model).__name__})")
+        return 0
     if result.metrics is not None:
         print(f"n {result.n}, {metrics_text(result.metrics)}, samples_per_second {result.samples_per_second:,.0f} "
               f"(predict and learn calls of {type(model).__name__})")
@@ -543,6 +575,10 @@ def run_simulate(args) -> int:
     if "r2" in report:
         print(f"{report['n']} rows, {metrics_text(report)}, {report['mismatches']} raw output mismatches between "
               f"C and Python ({target.where})")
+    elif "roc_auc" in report:
+        print(f"{report['n']} rows{' test-then-train' if args.learn else ''}, {anomaly_text(report)}, "
+              f"{report['mismatches']} score and {report['flag_mismatches']} flag mismatches between C and Python "
+              f"({target.where})")
     elif args.learn:
         print(f"{report['n']} rows test-then-train, accuracy {report['accuracy']:.4f} in C and "
               f"{report['python_accuracy']:.4f} in Python, {report['mismatches']} prediction mismatches, "

@@ -34,7 +34,7 @@ from pathlib import Path
 
 from . import __version__, emit, learners
 from .encoding import OPTIMIZE
-from .task import CLASSIFICATION, REGRESSION, TASKS, TargetScale, output_context, task_of
+from .task import ANOMALY, CLASSIFICATION, REGRESSION, TASKS, TargetScale, output_context, task_of
 
 MANIFEST = "edgestream.json"
 MODEL_COPY = "model.esm"
@@ -71,7 +71,7 @@ def bundle_context(model, name: str, optimize: str = "speed") -> tuple[dict, lea
     output = output_context(model)
     context = {"name": name, "learner": spec.name, "learning": spec.learning, "input_dtype": input_dtype,
                "missing_rule": learners.missing_rule(model), "n_features": n_features, "n_classes": output["n_classes"],
-               "target": output["target"], "extra_files": {}, "manifest": {}, "checkpoint": None,
+               "task": output["task"], "target": output["target"], "extra_files": {}, "manifest": {}, "checkpoint": None,
                **spec.context(model, name, optimize)}
     if spec.state is not None and spec.checkpoints:
         from .checkpoint import context as checkpoint_context
@@ -314,13 +314,17 @@ def check_manifest(manifest: dict) -> None:
     except ValueError:
         raise ValueError(f"manifest name {manifest['name']!r} is not a C identifier edgestream writes (lowercase, "
                          f"not a C keyword, not 'main', not starting with 'es_')") from None
-    learners.get(manifest["learner"])
     if manifest["input_dtype"] not in INPUT_DTYPES:
         raise ValueError(f"manifest input_dtype {manifest['input_dtype']!r} must be one of {', '.join(INPUT_DTYPES)}")
     FEATURES.check(manifest["n_features"], "manifest n_features")
     task = manifest.get("task", CLASSIFICATION)
     if task not in TASKS:
         raise ValueError(f"manifest task {task!r} must be one of {', '.join(TASKS)}")
+    learners.get(manifest["learner"], task)
+    if task == ANOMALY:
+        if manifest["n_classes"] != 1 or manifest["class_names"]:
+            raise ValueError("a detector's manifest has n_classes 1 and no class_names")
+        return _check_files(manifest)
     if task == REGRESSION:
         TargetScale.from_json(manifest.get("target"))
         divisor = manifest["target"].get("divisor")

@@ -42,7 +42,7 @@ from .binning import MAX_EDGES, BinMapper
 from .errors import ModelFileError
 from .learners.skbase import feature_names
 from .scratch import writer_ended
-from .task import REGRESSION, TargetScale, task_of
+from .task import ANOMALY, REGRESSION, TargetScale, task_of
 
 MAGIC = b"EDGESTREAM-MODEL\n"
 FORMAT_VERSION = 1
@@ -146,7 +146,7 @@ def _rebuild(header: dict, arrays: dict, source: str):
     model = spec.make(task_of(learners.class_named(header["learner"])), **header["params"])
     if task_of(model) == REGRESSION:
         model.target_ = TargetScale.from_json(header.get("target"))
-    else:
+    elif task_of(model) != ANOMALY:  # a detector has no output description
         model.classes_ = _classes(header["classes"])
     names = header.get("feature_names")
     if names is not None and (not isinstance(names, list) or len(names) != header["n_features"]
@@ -174,6 +174,8 @@ def _output_header(model) -> dict:
     """The header's part that depends on the task: ``classes``, or a regressor's ``task`` and ``target``."""
     if task_of(model) == REGRESSION:
         return {"task": REGRESSION, "target": model.target_.to_json()}
+    if task_of(model) == ANOMALY:
+        return {"task": ANOMALY}
     return {"classes": np.asarray(model.classes_).tolist()}
 
 

@@ -21,7 +21,8 @@ from .evaluate import PrequentialResult, prequential
 from .learners import model_input
 from .online import BINS_ROWS, check_stream, start_online
 from .search import AUTO, search
-from .task import CLASSIFICATION, REGRESSION, check_target, check_task, infer_task, task_of
+from .task import (ANOMALY, CLASSIFICATION, REGRESSION, check_anomaly_labels, check_target, check_task, infer_task,
+                   split_output, task_of)
 
 __all__ = ["BINS_ROWS", "Trained", "check_stream", "configured", "evaluate_online", "parse_row_numbers",
            "start_online", "train", "update"]
@@ -59,6 +60,8 @@ def train(learner: str, X, y, params: dict, board=None, ram=None, flash=None, bi
     default: what the labels look like); a regressor's online learners start on the first ``bins_rows`` rows'
     targets too (its target scale)."""
     task = check_task(task) if task is not None else infer_task(y)
+    if task == ANOMALY:
+        return _train_detector(learner, X, y, params, classes, board, ram, flash, rate, bins_rows)
     if task != REGRESSION and np.asarray(y).dtype.kind == "f" and infer_task(y) == REGRESSION:
         raise ValueError(f"--task classification: the label column holds {len(np.unique(y))} distinct numbers with "
                          "fractions, not class labels; predict them with --task regression")
@@ -107,6 +110,29 @@ def train(learner: str, X, y, params: dict, board=None, ram=None, flash=None, bi
     return Trained(model, budget, result, min(bins_rows, len(X)) if spec.online else None, found)
 
 
+def _train_detector(learner: str, X, y, params: dict, classes, board, ram, flash, rate, bins_rows: int) -> Trained:
+    """An anomaly detector learning every row in file order (``y``: None, or 0/1 labels that only score it),
+    started on the first ``bins_rows`` rows (its work range); its threshold calibrated on its prequential scores of
+    the rows after its first window (they are 0 before), for its target false-alarm rate. With a RAM or flash
+    budget: the largest configuration of its ladder that fits (:func:`edgestream.budget.plan`)."""
+    if classes is not None:
+        raise ValueError("--classes lists the labels of a classifier; a detector learns unlabelled rows")
+    if rate is not None or learner == AUTO:
+        raise ValueError("--rate and --learner auto choose by a classifier's score; detectors take the largest "
+                         f"configuration within --ram and --flash ({', '.join(learners.for_task(ANOMALY))})")
+    if y is not None:
+        check_anomaly_labels(y)
+    model, planned = configured(learner, params, X.shape[1], 1, board, ram, flash, task=ANOMALY)
+    X = device_input(X, model.input_dtype)
+    model.start(X[:bins_rows])
+    result = prequential(model, X, y)
+    model.calibrate(split_output(result.predictions)[0][model.window:])
+    budget = of_model(model, board, planned.ram_budget, planned.flash_budget) if planned else None
+    if budget is not None and not budget.fits:
+        raise ValueError(f"the trained model does not fit the budget:\n{budget.to_text()}")
+    return Trained(model, budget, result, min(bins_rows, len(X)))
+
+
 def evaluate_online(model, X, y, window: int = 500, progress: bool = False) -> PrequentialResult:
     """Prequential evaluation of a saved online model over rows in file order, on the compiled engine: each row is
     predicted, scored, then learned (the model keeps what it learns). Rows of another width, labels the model was
@@ -124,6 +150,8 @@ def evaluate_online(model, X, y, window: int = 500, progress: bool = False) -> P
     if task_of(model) == REGRESSION:
         return prequential(model, device_input(X, model.input_dtype), check_target(y, len(X)), window=window,
                            progress=progress, desc="test-then-train")
+    if task_of(model) == ANOMALY:
+        return prequential(model, device_input(X, model.input_dtype), y, window=window)
     unknown = sorted(set(np.unique(y).tolist()) - set(model.classes_.tolist()), key=str)
     if unknown:
         raise ValueError(f"label(s) {', '.join(map(repr, unknown[:5]))} are not among the model's classes "

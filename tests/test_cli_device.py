@@ -278,7 +278,8 @@ def test_every_model_byte_of_the_elf_is_predicted(bundles, kind, board):
     assert (sizes["image_flash"]["measured"] > 0) == (kind == "shrubs")  # the shrubs have learned 40 rows
 
 
-@pytest.mark.parametrize("learner", [name for name, spec in edgestream.learners.REGISTRY.items() if spec.learning])
+@pytest.mark.parametrize("learner", [name for name, spec in edgestream.learners.REGISTRY.items()
+                                     if spec.learning and spec.cls is not None])  # classifiers (accuracy)
 def test_every_learning_learner_learns_on_avr_as_in_python(capsys, tmp_path, sea, learner):
     """Planned for the Arduino Uno's ATmega328P (16-bit int, soft float, tables in flash), fitted, exported and run
     test-then-train under simavr: every prediction equals the Python model's (a 16-bit int promotion in the C
