@@ -89,6 +89,12 @@ class EmulatedTarget:
         result = self._run(X, y, learn=True)
         return prequential(Replay(self.model.classes_[result.classes]), X, y, window)
 
+    def raw_outputs(self, X) -> np.ndarray:
+        return self._run(X).raw
+
+    def test_then_train_raw(self, X, y) -> np.ndarray:
+        return self._run(X, y, learn=True).raw
+
     def _run(self, X, y=None, learn: bool = False) -> targets.RunResult:
         result = targets.run(self.directory, self.board, X, y, learn=learn, timeout=self.timeout,
                              instructions=self.instructions)
@@ -116,9 +122,6 @@ def target(bundle_dir, where: str = "host", board=None, timeout: float = 60, lea
         raise ValueError(f"--learn needs a learning bundle; {bundle_dir} holds a frozen {manifest['learner']} model")
     if n_features is not None and n_features != manifest["n_features"]:
         raise ValueError(f"the data has {n_features} features, bundle {bundle_dir} takes {manifest['n_features']}")
-    if where != "host" and manifest.get("task") == REGRESSION:
-        raise ValueError(f"bundle {bundle_dir} holds a regressor; regressors run on the host target for now "
-                         "(--target host)")
     if where == "host":
         from .simulate import load_bundle
 
