@@ -1,6 +1,6 @@
 """Run a bundle's C code next to its Python model and compare them: on the host (cffi) or under a board's
-emulator (QEMU), for frozen models (every class and Q15 probability) and for learning ones (test-then-train from
-the exported state, both sides learning every row).
+emulator (QEMU or simavr), for frozen models (every class and Q15 probability, or a regressor's int32 raw output)
+and for learning ones (test-then-train from the exported state, both sides learning every row).
 
 A *target* is where the C runs: :class:`HostTarget` (a bundle compiled for this machine) or
 :class:`EmulatedTarget` (cross-compiled for a board, all rows in one emulator run). :func:`compare` and
@@ -165,10 +165,11 @@ def compare_regression(target, X, y) -> dict:
     """A regressor's MAE, RMSE and R² of the C predictions against ``y`` (decoded from the C's raw outputs) and
     ``mismatches``: the rows whose raw output differs between C and Python."""
     model = target.model
+    y = check_target(y, len(X))  # before an emulator runs
     expected = model.predict_raw(X)  # the Python model checks the feature count first
     raw = np.asarray(target.raw_outputs(X))
     values = model.target_.decode(raw, model.output_divisor)
-    return {"n": len(X), **regression_metrics(check_target(y, len(X)), values),
+    return {"n": len(X), **regression_metrics(y, values),
             "mismatches": int((raw != expected).sum())}
 
 
