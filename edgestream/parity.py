@@ -1,6 +1,6 @@
 """Run a bundle's C code next to its Python model and compare them: on the host (cffi) or under a board's
-emulator (QEMU), for frozen models (every class and Q15 probability) and for learning ones (test-then-train from
-the exported state, both sides learning every row).
+emulator (QEMU or simavr), for frozen models (every class and Q15 probability, or a regressor's int32 raw output)
+and for learning ones (test-then-train from the exported state, both sides learning every row).
 
 A *target* is where the C runs: :class:`HostTarget` (a bundle compiled for this machine) or
 :class:`EmulatedTarget` (cross-compiled for a board, all rows in one emulator run). :func:`compare` and
@@ -89,6 +89,12 @@ class EmulatedTarget:
         result = self._run(X, y, learn=True)
         return prequential(Replay(self.model.classes_[result.classes]), X, y, window)
 
+    def raw_outputs(self, X) -> np.ndarray:
+        return self._run(X).raw
+
+    def test_then_train_raw(self, X, y) -> np.ndarray:
+        return self._run(X, y, learn=True).raw
+
     def _run(self, X, y=None, learn: bool = False) -> targets.RunResult:
         result = targets.run(self.directory, self.board, X, y, learn=learn, timeout=self.timeout,
                              instructions=self.instructions)
@@ -116,9 +122,9 @@ def target(bundle_dir, where: str = "host", board=None, timeout: float = 60, lea
         raise ValueError(f"--learn needs a learning bundle; {bundle_dir} holds a frozen {manifest['learner']} model")
     if n_features is not None and n_features != manifest["n_features"]:
         raise ValueError(f"the data has {n_features} features, bundle {bundle_dir} takes {manifest['n_features']}")
-    if where != "host" and manifest.get("task") in (REGRESSION, ANOMALY):
-        raise ValueError(f"bundle {bundle_dir} holds a {manifest['task']} model; those run on the host target for "
-                         "now (--target host)")
+    if where != "host" and manifest.get("task") == ANOMALY:
+        raise ValueError(f"bundle {bundle_dir} holds an anomaly detector; detectors run on the host target for now "
+                         "(--target host)")
     if where == "host":
         from .simulate import load_bundle
 
@@ -164,10 +170,11 @@ def compare_regression(target, X, y) -> dict:
     """A regressor's MAE, RMSE and R² of the C predictions against ``y`` (decoded from the C's raw outputs) and
     ``mismatches``: the rows whose raw output differs between C and Python."""
     model = target.model
+    y = check_target(y, len(X))  # before an emulator runs
     expected = model.predict_raw(X)  # the Python model checks the feature count first
     raw = np.asarray(target.raw_outputs(X))
     values = model.target_.decode(raw, model.output_divisor)
-    return {"n": len(X), **regression_metrics(check_target(y, len(X)), values),
+    return {"n": len(X), **regression_metrics(y, values),
             "mismatches": int((raw != expected).sum())}
 
 

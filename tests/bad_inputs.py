@@ -251,6 +251,10 @@ SECTIONS: dict[str, list[Case]] = {
         c(f"{SIM.format('tree_b')} --timeout -1", 2, "argument --timeout: '-1' is not a number > 0"),
         c(f"{SIM.format('tree_b')} --timeout 1e9", 2, "argument --timeout: '1e9' is not a number > 0 and <= 86400"),
         c(f"{SIM.format('shrubs_b')} --learn --window 0", 2, "argument --window: '0' is not an integer >= 1"),
+        c("simulate gbdt_reg_b text_target.csv --label label --target qemu --board stm32f411", 2,
+          "the target of row 0 is 'a', not a number: a regressor needs numbers"),
+        c("simulate gbdt_reg_b fractions.csv --label label --learn --target qemu --board stm32f411", 2,
+          "--learn needs a learning bundle; gbdt_reg_b holds a frozen gbdt model"),
     ],
     "evaluate": [
         c("evaluate tree.esm good.csv --label label", 2, "a tree model does not learn row by row; test-then-train "
@@ -497,7 +501,7 @@ FILE_NOTES = {
     "corrupt.esm, flipped.esm": "tree.esm cut after 100 bytes; tree.esm with its last byte changed",
     "future.esm, bad_params.esm": "tree.esm whose header says format_version 99; tree.esm whose header says "
                                   "max_depth -3",
-    "tree_b, shrubs_b": "the bundles of tree.esm and shrubs.esm",
+    "tree_b, shrubs_b, gbdt_reg_b": "the bundles of tree.esm, shrubs.esm and gbdt_reg.esm",
     "b_*": "copies of tree_b, each broken in one way its name tells (b_other_model: model.esm of shrubs_b; "
            "_rehashed: with its hash in files; _relabelled: also with its SHA-256 as model_sha256)",
     "shrubs.img, other.img, other_size.img": "a state image of shrubs.esm; one of a shrub model of the same size "
@@ -612,6 +616,7 @@ def prepare(directory: Path) -> Path:
 
     export_bundle(tree, d / "tree_b")
     export_bundle(shrubs, d / "shrubs_b")
+    export_bundle(gbdt_reg, d / "gbdt_reg_b")
     image = checkpoint.write_image(shrubs, 1)
     (d / "shrubs.img").write_bytes(image)
     (d / "torn.img").write_bytes(image[:100])

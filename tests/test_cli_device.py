@@ -14,6 +14,7 @@ from edgestream import ForestClassifier, ShrubEnsemble, TreeClassifier, simulate
 from edgestream.boards import board_names, load_board
 from edgestream.data import make_stream
 from edgestream.budget import of_model
+from edgestream.cli import main
 from edgestream.export import export_bundle
 from edgestream.modelfile import load_model
 from edgestream.parity import compare_sizes
@@ -308,3 +309,78 @@ def test_the_runtime_tables_a_bundle_reads_are_predicted_as_code(capsys, tmp_pat
     assert sizes["stack"]["predicted"] == sizes["stack"]["measured"]
     _, symbols = targets.read_elf(build.elf)
     assert symbols["es_erf_coeffs"][0] == "OBJECT"  # linked, and counted on both sides
+
+
+# -- regressors on the emulated boards ------------------------------------------------------------------------
+
+REGRESSION_KEYS = {"n", "mae", "rmse", "r2", "mismatches", "bundle", "target", "board"}
+
+
+@pytest.fixture(scope="module")
+def friedman(tmp_path_factory):
+    """40 rows of Friedman #1 (5 features) and a forest and a BLS regressor fitted and exported through the CLI."""
+    from sklearn.datasets import make_friedman1
+
+    X, y = make_friedman1(40, n_features=5, noise=1.0, random_state=4)
+    out = tmp_path_factory.mktemp("friedman")
+    path = write_csv(out / "friedman.csv", X, y)
+    bundles = {}
+    for learner, options in (("forest", ["--n-trees", 3, "--max-depth", 4]),
+                             ("bls", ["--task", "regression", "--feature-nodes", 4, "--enhancement-nodes", 6])):
+        model = out / f"{learner}.esm"
+        assert main([str(arg) for arg in ("fit", path, "--label", "label", "--learner", learner, *options, "-o",
+                                          model)]) == 0
+        assert main(["export", str(model), "-o", str(out / learner), "--name", learner]) == 0
+        bundles[learner] = out / learner
+    return X, y, path, bundles
+
+
+@pytest.mark.parametrize("board, where", [("stm32f411", "qemu-system-arm mps2-an386"),
+                                          ("rp2040", "qemu-system-arm microbit"), ("atmega2560", "simavr")])
+def test_simulate_a_forest_regressor_on_the_boards(capsys, friedman, board, where):
+    """Cortex-M4F, Cortex-M0 and AVR: every raw output of the C equals Python's (0 mismatches), and the metrics
+    of the decoded values are the host's."""
+    _, _, path, bundles = friedman
+    host = json.loads(run(capsys, "simulate", bundles["forest"], path, "--label", "label", "--json")[1])
+    argv = ["simulate", bundles["forest"], path, "--label", "label", "--target", "qemu", "--board", board]
+    code, out, _ = run(capsys, *argv, "--json")
+    report = json.loads(out)
+    assert code == 0 and set(report) == REGRESSION_KEYS and report["board"] == board and report["n"] == 40
+    assert report["mismatches"] == 0 and {k: report[k] for k in ("mae", "rmse", "r2")} == {
+        k: host[k] for k in ("mae", "rmse", "r2")}
+    code, out, _ = run(capsys, *argv)
+    assert code == 0 and "0 raw output mismatches between C and Python" in out and f"under {where}" in out
+
+
+@pytest.mark.parametrize("board", ["stm32f411", "rp2040", "atmega2560"])
+def test_simulate_a_bls_regressor_learning_on_the_boards(capsys, friedman, board):
+    """Test-then-train from the exported state on Cortex-M4F (FPU), Cortex-M0 and AVR (soft float32): the C
+    learns every row's int16 target code and predicts Python's raw output on every row."""
+    _, _, path, bundles = friedman
+    argv = ["simulate", bundles["bls"], path, "--label", "label", "--learn", "--json"]
+    host = json.loads(run(capsys, *argv)[1])
+    code, out, _ = run(capsys, *argv, "--target", "qemu", "--board", board)
+    report = json.loads(out)
+    assert code == 0 and report["mismatches"] == 0 and report["n"] == 40
+    assert report["r2"] == report["python_r2"] == host["r2"] and report["rmse"] == host["rmse"]
+    assert report["saturated"] == host["saturated"] and report["state_bytes"] > 0
+
+
+@pytest.mark.parametrize("board, unit", [("stm32f411", "instructions"), ("atmega2560", "cycles")])
+def test_simulate_counts_a_regressors_calls(capsys, friedman, board, unit):
+    """--instructions on a learning regressor counts its predict_raw and learn calls (predictions only: no
+    learn), as targets.run does."""
+    X, y, path, bundles = friedman
+    argv = ["simulate", bundles["bls"], path, "--label", "label", "--target", "qemu", "--board", board,
+            "--instructions"]
+    code, out, _ = run(capsys, *argv, "--learn", "--json")
+    report = json.loads(out)
+    assert code == 0 and report["unit"] == unit and report["mismatches"] == 0
+    per_call = targets.run(bundles["bls"], board, X, y, learn=True, instructions=True).instructions
+    assert set(report["instructions"]) == set(per_call) == {"predict_raw", "learn"}
+    for call, figures in report["instructions"].items():
+        assert 0 < figures["mean"] <= figures["worst"]
+        assert figures == {"mean": per_call[call].mean(), "worst": per_call[call].max()}
+    code, out, _ = run(capsys, *argv)
+    last = out.splitlines()[-1]
+    assert code == 0 and "predict_raw mean " in last and "learn" not in last
