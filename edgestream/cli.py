@@ -32,11 +32,11 @@ from pathlib import Path
 
 import numpy as np
 
-from . import __version__, learners, parity, targets
+from . import __version__, learners, missing, parity, targets
 from .boards import list_boards, load_board
 from .budget import of_model, plan
 from .checkpoint import SEQUENCE
-from .data import N_SAMPLES, STREAMS, device_input, load_table, make_stream
+from .data import N_SAMPLES, STREAMS, device_input, load_table, make_stream, write_csv
 from .encoding import OPTIMIZE
 from .evaluate import WINDOW, prequential
 from .export import load_bundle_model, read_manifest
@@ -58,6 +58,7 @@ DEMO_LEARNER = "shrubs"
 DEMO_STREAMS = ("sea", "hyperplane")
 DEMO_WINDOW = 500
 QEMU_ROWS = Range("qemu_rows", 1)
+SEED = Range("seed", 0)
 EXIT_FAILURE = 1
 EXIT_MISMATCH = 1
 EXIT_USAGE = 2
@@ -202,6 +203,15 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.add_argument("--json", action="store_true", help="print one JSON object")
     simulate.set_defaults(run=run_simulate)
 
+    stream = commands.add_parser("stream", help="write a built-in drifting stream as a CSV file (features x0, x1, "
+                                 "..., label y): data to try every command on")
+    stream.add_argument("name", choices=sorted(STREAMS), metavar="STREAM",
+                        help=f"one of {', '.join(sorted(STREAMS))} (edgestream.data.make_stream)")
+    stream.add_argument("--n-samples", type=N_SAMPLES, default=3000, metavar="N", help="rows (default 3000)")
+    stream.add_argument("--seed", type=SEED, default=1, metavar="N", help="random seed (default 1)")
+    stream.add_argument("-o", "--output", required=True, metavar="DATA.csv")
+    stream.set_defaults(run=run_stream)
+
     boards = commands.add_parser("boards", help="list the built-in board profiles")
     boards.add_argument("--json", action="store_true", help="print the full profiles as one JSON array")
     boards.set_defaults(run=run_boards)
@@ -323,10 +333,12 @@ def _add_label_options(parser, required: bool = True) -> None:
                              "as such (pip install 'edgestream[parquet]')")
 
 
-def load_data(args, path):
-    """``(X, y, feature_names)`` of a CSV or Parquet data file given on the command line."""
+def load_data(args, path, with_cells: bool = False):
+    """``(X, y, feature_names)`` of a CSV or Parquet data file given on the command line (``with_cells``: and
+    ``where(row, feature)``, the name of a cell as the file counts it)."""
     delimiter = {"tab": "\t", "\\t": "\t"}.get(args.delimiter, args.delimiter)
-    return load_table(path, args.label, no_header=args.no_header, delimiter=delimiter, header=args.header)
+    return load_table(path, args.label, no_header=args.no_header, delimiter=delimiter, header=args.header,
+                      with_cells=with_cells)
 
 
 def _add_board_option(parser) -> None:
@@ -350,7 +362,8 @@ def run_fit(args) -> int:
     budgeted = args.ram is not None or args.flash is not None or args.rate is not None
     args.learner = args.learner or (AUTO if budgeted else "tree")
     params = learner_params(args)
-    X, y, _ = load_data(args, args.data)
+    X, y, _, where = load_data(args, args.data, with_cells=True)
+    missing_values = missing.check(args.learner, params, X, where, args.task or infer_task(y))
     board = load_board(args.board) if budgeted else None
     trained = train(args.learner, X, y, params, board, args.ram, args.flash, args.bins_rows,
                     progress=sys.stderr.isatty(), rate=args.rate, workers=args.workers, scheduler=args.scheduler,
@@ -361,7 +374,8 @@ def run_fit(args) -> int:
     save_model(model, args.output)
     metrics = training_metrics(model, X, y) if task_of(model) == REGRESSION else None
     if args.json:
-        print(json.dumps({**fit_report(trained, args.output), **({"training": metrics} if metrics else {})}))
+        print(json.dumps({**fit_report(trained, args.output), **({"training": metrics} if metrics else {}),
+                          **({"missing": missing_values} if missing_values else {})}))
         return 0
     if metrics is not None:
         print(regressor_text(trained, metrics, X, args.output))
@@ -375,12 +389,24 @@ def run_fit(args) -> int:
         else:
             accuracy = model.score(device_input(X, model.input_dtype), y)
             print(f"trained {spec.name} on {len(X)} rows, {shape}, training accuracy {accuracy:.4f} -> {args.output}")
+    if missing_values:
+        print(missing_values)
+    if not spec.learning:
+        print(frozen_note(spec, task_of(model)))
     if trained.budget is not None:
         print(f"budget on {trained.budget.board}: {trained.budget.ram_bytes:,} bytes of RAM, "
               f"{trained.budget.flash_bytes:,} bytes of flash")
     if trained.search is not None:
         print(trained.search.to_text())
     return 0
+
+
+def frozen_note(spec, task: str) -> str:
+    """What a model that does not learn on the device is, and how to make one that does."""
+    online = ", ".join(name for name in learners.for_task(task) if learners.get(name, task).learning)
+    return (f"a frozen model: {spec.name} predicts on the device but does not learn there; for a model that keeps "
+            f"learning give a RAM budget (--ram 8KiB: the most accurate learning model that fits) or --learner one "
+            f"of {online}")
 
 
 def regressor_text(trained, metrics: dict, X, output) -> str:
@@ -469,8 +495,10 @@ def run_import(args) -> int:
 
 
 def run_predict(args) -> int:
-    X = load_data(args, args.data)[0]
-    lines = predictions(load_model(args.model), X, args.proba)
+    X, _, _, where = load_data(args, args.data, with_cells=True)
+    model = load_model(args.model)
+    missing.check_model(model, X, where)
+    lines = predictions(model, X, args.proba)
     text = "\n".join(lines) + "\n"
     if args.output is None:
         sys.stdout.write(text)
@@ -480,8 +508,9 @@ def run_predict(args) -> int:
 
 
 def run_evaluate(args) -> int:
-    X, y, _ = load_data(args, args.data)
+    X, y, _, where = load_data(args, args.data, with_cells=True)
     model = load_model(args.model)
+    missing.check_model(model, X, where)
     result = evaluate_online(model, X, y, args.window, progress=sys.stderr.isatty())
     report = {key: value for key, value in result.to_json().items() if key != "correct"}
     if args.json:
@@ -528,9 +557,10 @@ def run_image(args) -> int:
 
 
 def run_simulate(args) -> int:
-    X, y, _ = load_data(args, args.data)  # data errors before compiling
+    X, y, _, where = load_data(args, args.data, with_cells=True)  # data errors before compiling
     target = parity.target(args.bundle, args.target, args.board, args.timeout, args.learn, X.shape[1],
                            args.instructions)
+    missing.check_model(target.model, X, where)
     X = device_input(X, target.model.input_dtype)
     scores = compare_learning(target, X, y, args.window) if args.learn else compare(target, X, y)
     report = {**scores, "bundle": str(args.bundle), **target.report_fields}
@@ -574,6 +604,14 @@ def run_cache(args) -> int:
     else:
         print(f"cache {root}: {len(cache.entries(root))} entries, {cache.size(root):,} bytes "
               f"(limit {cache.limit():,}; set EDGESTREAM_CACHE_LIMIT to change it)")
+    return 0
+
+
+def run_stream(args) -> int:
+    X, y = make_stream(args.name, args.n_samples, seed=args.seed)
+    write_csv(args.output, X, y)
+    print(f"{args.name}: {STREAMS[args.name].__doc__.splitlines()[0].rstrip('.')}; {len(X)} rows, {X.shape[1]} "
+          f"features x0..x{X.shape[1] - 1}, label y ({len(np.unique(y))} classes) -> {args.output}")
     return 0
 
 

@@ -45,10 +45,28 @@ def test_fit_tree_prints_summary_and_saves(capsys, tmp_path, blobs_csv):
                        "-o", tmp_path / "m.esm")
     model = load_model(tmp_path / "m.esm")
     assert code == 0 and "400 rows" in out and "3 classes" in out and f"{len(model.ensemble_.nodes)} nodes" in out
-    assert "training accuracy" in out and len(out.splitlines()) == 1
+    assert "training accuracy" in out and len(out.splitlines()) == 2
+    assert out.splitlines()[1].startswith("a frozen model: tree predicts on the device but does not learn there; "
+                                          "for a model that keeps learning give a RAM budget (--ram 8KiB")
     assert (model.max_depth, model.criterion, model.min_samples_leaf, model.max_bins, model.binning) == \
         (3, "entropy", 2, 32, "adaptive")
     assert model.bins_.strategy == "adaptive" and model.classes_.tolist() == ["blue", "green", "red"]
+
+
+def test_stream_writes_a_file_that_a_learning_model_learns(capsys, tmp_path):
+    """The first model of getting started: a built-in stream as a CSV, a shrub ensemble that learns it (no frozen
+    note), its bundle learning it in C with no mismatch."""
+    code, out, _ = run(capsys, "stream", "sea", "--n-samples", 600, "--seed", 3, "-o", tmp_path / "sea.csv")
+    X, y = make_stream("sea", 600, seed=3)
+    assert code == 0 and out.endswith(f"600 rows, 3 features x0..x2, label y (2 classes) -> {tmp_path / 'sea.csv'}\n")
+    assert (tmp_path / "sea.csv").read_text().splitlines()[:2] == [
+        "x0,x1,x2,y", ",".join([*(f"{value:.6g}" for value in X[0]), str(y[0])])]
+    code, out, _ = run(capsys, "fit", tmp_path / "sea.csv", "--label", "y", "--learner", "shrubs", "-o",
+                       tmp_path / "m.esm")
+    assert code == 0 and out.startswith("learned shrubs on 600 rows") and "frozen" not in out
+    assert run(capsys, "export", tmp_path / "m.esm", "-o", tmp_path / "b")[0] == 0
+    code, out, _ = run(capsys, "simulate", tmp_path / "b", tmp_path / "sea.csv", "--label", "y", "--learn", "--json")
+    assert code == 0 and json.loads(out)["mismatches"] == 0
 
 
 def test_fit_forest_options(capsys, tmp_path, blobs_csv):

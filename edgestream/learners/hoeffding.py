@@ -704,7 +704,7 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
         bad = ~(np.abs(X32) <= FEATURE_LIMIT)
         if bad.any():
             row, feature = np.argwhere(bad)[0]
-            raise ValueError(f"feature {feature} of row {row} is {X[row, feature]!r}; the Hoeffding tree takes "
+            raise ValueError(f"feature {feature} of row {row} is {float(X[row, feature])}; the Hoeffding tree takes "
                              f"finite features within +-2**50 (no NaN)")
         return X32
 
