@@ -128,6 +128,14 @@ SECTIONS: dict[str, list[Case]] = {
         c("stream sea --seed -1 -o s.csv", 2, "argument --seed: '-1' is not an integer >= 0"),
         c("stream sea -o /nonexistent/s.csv", 1, "/nonexistent/s.csv: No such file or directory"),
     ],
+    "a bundle given for a model file": [
+        c("predict shrubs_b good.csv --label label", 2,
+          "shrubs_b is a C bundle, not a model file: its model file is shrubs_b/model.esm; to run the bundle's C code "
+          "on a data file: edgestream simulate shrubs_b DATA.csv --label COL"),
+        c("evaluate shrubs_b good.csv --label label", 2, "shrubs_b is a C bundle, not a model file"),
+        c("export tree_b -o again_b", 2, "tree_b is a C bundle, not a model file: its model file is tree_b/model.esm"),
+        c("image shrubs_b --to s.img", 2, "shrubs_b is a C bundle, not a model file"),
+    ],
     "fit: the label column and the header": [
         c("fit good.csv --label nope -o m.esm", 2,
           "label column 'nope' does not exist in good.csv; columns: 'f0', 'f1', 'f2', 'label'"),

@@ -208,6 +208,9 @@ def test_the_site_builds_strictly(tmp_path):
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "site" / "reference" / "cli" / "index.html").is_file()
+    for page in (tmp_path / "site").rglob("index.html"):  # a Markdown list that rendered as text
+        literal = re.search(r"^\* <strong>[^<]*</strong>", page.read_text(), re.MULTILINE)
+        assert literal is None, f"{page.relative_to(tmp_path / 'site')}: a list item shown as text: {literal[0]}"
 
 
 def docs_hooks():

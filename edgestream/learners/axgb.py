@@ -983,7 +983,7 @@ SPEC = LearnerSpec(
              Option("--window-max", "window_max", int, "largest window size", "N"),
              Option("--strategy", "strategy", str, "ensemble update", choices=tuple(STRATEGIES)),
              Option("--drift-detection", "drift_detection", bool,
-                    "ADWIN on the error stream resets the window on a change (the default)"),
+                    "ADWIN on the error stream resets the window on a change"),
              Option("--learning-rate", "learning_rate", float, "eta, scales every leaf", "X"),
              Option("--adwin-delta", "delta", float, "ADWIN's confidence: larger detects changes sooner", "X"),
              ALLOW_MISSING, WORK_PER_CALL),

@@ -66,10 +66,10 @@ TREE_OPTIONS = (MAX_DEPTH, CRITERION, MIN_SAMPLES_LEAF, MAX_BINS, BINNING, INPUT
 WORK_PER_CALL = Option("--work-per-call", "work_per_call", int,
                        "units of deferred work per learn call (0: an expensive step runs whole in one call)", "U")
 ALLOW_MISSING = Option("--allow-missing", "allow_missing", bool,
-                       "learn NaN features as missing values, in their own bin on the host and the device (default: "
-                       "refused)")
+                       "learn NaN features as missing values, in their own bin on the host and the device, instead "
+                       "of refusing them")
 LEAF_VALUES_OPTION = Option("--leaf-values", "leaf_values", str,
-                     "leaf probabilities in Q15 (default), rounded to 8 bits, or a hard vote (a class per leaf)",
+                     "leaf probabilities in Q15, rounded to 8 bits, or a hard vote (a class per leaf)",
                      choices=("q15", "q8", "vote"))
 
 

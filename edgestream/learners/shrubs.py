@@ -972,7 +972,7 @@ SPEC = LearnerSpec(
     options=TREE_OPTIONS + (
              Option("--window", "window_size", int, "samples in the sliding window", "N"),
              Option("--shrubs", "max_shrubs", int, "shrubs kept in the ensemble", "M"),
-             Option("--step-size", "step_size", step_size, "gradient step (default adaptive)", "X|adaptive"),
+             Option("--step-size", "step_size", step_size, "gradient step", "X|adaptive"),
              Option("--burnin", "burnin", int, "gradient steps after each new shrub", "N"),
              Option("--update-every", "update_every", int, "a new shrub every N samples", "N"),
              ALLOW_MISSING, WORK_PER_CALL),
