@@ -176,6 +176,19 @@ def test_the_pages_that_run_have_examples():
         assert any(language in ("sh", "python") for language, *_ in steps(page)), page
 
 
+ELIDED_FIGURE = re.compile(r"\.\.\. (?:state )?bytes|\.\.\. (?:instructions|µJ|samples/s at)|"
+                           r"\b(?:text|data|bss|flash|peak|code|state|mean|worst|stack|main|learn|predict) \.\.\.")
+
+
+def test_the_pages_show_the_figures_of_the_device():
+    """The bytes, instructions and cycles a firmware engineer reads are shown, not elided with ``...`` (they are
+    deterministic: the same data, toolchain and emulators give the same figures)."""
+    for page in RUN_PAGES:
+        for language, title, body, line, expected in steps(page):
+            for text in () if expected is None else expected.splitlines():
+                assert ELIDED_FIGURE.search(text) is None, f"{page.name}:{line}: a figure elided: {text}"
+
+
 def test_a_changed_output_fails(tmp_path):
     """The output check can fail: a page whose shown output is not what its command prints."""
     page = tmp_path / "page.md"
