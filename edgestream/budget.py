@@ -368,7 +368,7 @@ def compiled_inline(board, worst, n_trees: int) -> InlineCode | None:
     context = {"name": "model", "learner": "", "learning": False, "input_dtype": worst.input_dtype,
                "missing_rule": "", "n_features": worst.n_features, "n_classes": worst.n_classes, "checkpoint": None,
                "task": "classification", "target": None,
-               "version": "", "model_sha256": "", "class_names": [],
+               "version": "", "model_sha256": "", "class_names": [], "feature_names": None,
                **device_context(worst.device(n_trees), "model", "speed")}
     files = {p.name: p.read_text() for p in runtime_sources() if p.suffix == ".h"}
     files.update(emit.render_files(context, {"model.c": "frozen.c.j2", "model.h": "model.h.j2",

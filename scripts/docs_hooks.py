@@ -299,8 +299,9 @@ def bundle_api() -> str:
                                      lstrip_blocks=True, undefined=jinja2.StrictUndefined)
     context = {"name": "model", "NAME": "MODEL", "version": "VERSION", "checkpoint": {"payload_bytes": 1000,
                "exported": True}, "n_features": "D", "n_classes": "C", "model_sha256": "...",
-               "class_names": ['"a"', '"b"'], "missing_rule": "NaN refused with ES_ERR_INPUT", "learning": True,
-               "input_type": "float", "task": "classification", "target": None}
+               "class_names": ['"a"', '"b"'], "feature_names": ['"temperature"', '"current"'],
+               "missing_rule": "NaN refused with ES_ERR_INPUT", "learning": True, "input_type": "float",
+               "task": "classification", "target": None}
     text = environment.get_template("model.h.j2").render(**context)
     return f"```c\n{text.strip()}\n```"
 

@@ -114,6 +114,46 @@ SECTIONS: dict[str, list[Case]] = {
         c("fit good.csv --task anomaly --rate 100 --board stm32f411 -o m.esm", 2,
           "--rate and --learner auto choose by a classifier's score; detectors take the largest configuration"),
     ],
+    "fit, predict, evaluate, simulate: missing values": [
+        c("fit missing_values.csv --label label --learner hoeffding -o m.esm", 2,
+          "missing_values.csv, line 2, column 'f1': a missing value (NaN); hoeffding refuses missing values (the "
+          "device too: ES_ERR_INPUT); learners that take them: tree, forest, gbdt (NaN = missing, goes right at "
+          "every split) or shrubs and axgb with --allow-missing (NaN = missing, its own bin)"),
+        c("fit missing_values.csv --label label --learner bls -o m.esm", 2,
+          "missing_values.csv, line 2, column 'f1': a missing value (NaN); bls refuses missing values"),
+        c("fit missing_values.csv --label label --learner shrubs -o m.esm", 2,
+          "missing_values.csv, line 2, column 'f1': a missing value (NaN); shrubs refuses missing values unless fit "
+          "with --allow-missing"),
+        c("fit missing_values.csv --label label --learner axgb --no-allow-missing -o m.esm", 2,
+          "axgb refuses missing values unless fit with --allow-missing"),
+        c("fit missing_values.csv --label label --ram 8KiB -o m.esm", 2,
+          "missing_values.csv, line 2, column 'f1': a missing value (NaN); --learner auto searches learners that "
+          "refuse missing values: give --learner tree, forest, gbdt"),
+        c("fit missing_values.csv --label label --learner tree --input-dtype int32 -o m.esm", 2,
+          "the model takes integer input (int32), which has no missing value"),
+        c("fit missing_values.csv --label label --learner hoeffding --allow-missing -o m.esm", 2,
+          "--[no-]allow-missing does not apply to --learner hoeffding"),
+        c("predict shrubs.esm gaps.csv --label label", 2,
+          "gaps.csv, line 4, column 'f1': a missing value (NaN); shrubs refuses missing values unless fit with "
+          "--allow-missing"),
+        c("evaluate shrubs.esm gaps.csv --label label", 2, "gaps.csv, line 4, column 'f1': a missing value (NaN)"),
+        c("simulate shrubs_b gaps.csv --label label --learn", 2,
+          "gaps.csv, line 4, column 'f1': a missing value (NaN)"),
+    ],
+    "stream": [
+        c("stream nosuch -o s.csv", 2, "argument STREAM: invalid choice: 'nosuch' (choose from 'agrawal', 'blobs'"),
+        c("stream sea --n-samples 0 -o s.csv", 2, "argument --n-samples: '0' is not an integer from 1 to 1000000000"),
+        c("stream sea --seed -1 -o s.csv", 2, "argument --seed: '-1' is not an integer >= 0"),
+        c("stream sea -o /nonexistent/s.csv", 1, "/nonexistent/s.csv: No such file or directory"),
+    ],
+    "a bundle given for a model file": [
+        c("predict shrubs_b good.csv --label label", 2,
+          "shrubs_b is a C bundle, not a model file: its model file is shrubs_b/model.esm; to run the bundle's C code "
+          "on a data file: edgestream simulate shrubs_b DATA.csv --label COL"),
+        c("evaluate shrubs_b good.csv --label label", 2, "shrubs_b is a C bundle, not a model file"),
+        c("export tree_b -o again_b", 2, "tree_b is a C bundle, not a model file: its model file is tree_b/model.esm"),
+        c("image shrubs_b --to s.img", 2, "shrubs_b is a C bundle, not a model file"),
+    ],
     "fit: the label column and the header": [
         c("fit good.csv --label nope -o m.esm", 2,
           "label column 'nope' does not exist in good.csv; columns: 'f0', 'f1', 'f2', 'label'"),
@@ -443,6 +483,14 @@ ACCEPTED: list[Case] = [
     c("fit numeric_only_header.csv --label 3 -o m.esm", 0, "trained tree on 61 rows, 3 features, 3 classes"),
     c("fit headerless.csv --label 2 -o m.esm", 0, "trained tree on 60 rows, 2 features, 2 classes"),
     c("fit missing_values.csv --label label -o m.esm", 0, "trained tree on 4 rows, 2 features, 2 classes"),
+    c("stream sea --n-samples 10 -o s.csv", 0, "10 rows, 3 features x0..x2, label y (2 classes) -> s.csv"),
+    c("fit missing_values.csv --label label --learner forest -o m.esm", 0,
+      "3 missing values in 3 rows: NaN = missing, goes right at every split (on the host and the device)"),
+    c("fit missing_values.csv --label label --learner shrubs --allow-missing -o m.esm", 0,
+      "3 missing values in 3 rows: NaN = missing, its own bin (on the host and the device)"),
+    c("fit good.csv --label label --learner forest --n-trees 2 -o m.esm", 0,
+      "a frozen model: forest predicts on the device but does not learn there; for a model that keeps learning give "
+      "a RAM budget (--ram 8KiB"),
     # a target beyond the range fitted on the first rows saturates, counted, never wrapped
     c("fit far_target.csv --label label --learner bls --bins-rows 20 -o m.esm", 0, "(36 targets saturated)"),
     c("import forest.joblib --trust-pickle -o i.esm", 0, "imported 3 features, 2 classes"),
@@ -473,6 +521,7 @@ TEXT_FILES = {
     "constant.csv": "f0,f1\n1,5\n2,5\n3,5\n",
     "missing_label.csv": "f0,label\n1,0\n2,\n",
     "missing_values.csv": "f0,f1,label\n1,,0\n?,2,1\n3,NA,0\n4,5,1\n",
+    "gaps.csv": "f0,f1,f2,label\n1,2,3,0\n4,5,6,1\n7,,9,0\n",
     "semicolon.csv": "f0;f1;label\n1;2;0\n3;4;1\n",
     "many_classes.csv": "f0,label\n" + "".join(f"{i},{i % 300}\n" for i in range(600)),
     "fractions.csv": "f0,label\n" + "".join(f"{i},{i * 0.37:.2f}\n" for i in range(60)),

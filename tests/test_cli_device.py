@@ -110,7 +110,7 @@ def test_a_missing_report_dependency_stops_budget_before_any_work(capsys, tmp_pa
      "a RAM budget of 4,096 bytes exceeds atmega328p's 2,048 bytes"),
     (["--board", "stm32f411", "--features", 3], "--classes needed (or --data and --label"),
     (["--board", "stm32f411", "--features", 3, "--classes", 2, "--n-trees", 3],
-     "--n-trees does not apply to --learner shrubs; its options are --binning"),
+     "--n-trees does not apply to --learner shrubs; its options are --[no-]allow-missing, --binning"),
 ])
 def test_budget_user_errors(capsys, argv, message):
     code, _, err = run(capsys, "budget", "--learner", "shrubs", *argv)

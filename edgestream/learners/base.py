@@ -65,8 +65,11 @@ TREE_OPTIONS = (MAX_DEPTH, CRITERION, MIN_SAMPLES_LEAF, MAX_BINS, BINNING, INPUT
 # the next calls.
 WORK_PER_CALL = Option("--work-per-call", "work_per_call", int,
                        "units of deferred work per learn call (0: an expensive step runs whole in one call)", "U")
+ALLOW_MISSING = Option("--allow-missing", "allow_missing", bool,
+                       "learn NaN features as missing values, in their own bin on the host and the device, instead "
+                       "of refusing them")
 LEAF_VALUES_OPTION = Option("--leaf-values", "leaf_values", str,
-                     "leaf probabilities in Q15 (default), rounded to 8 bits, or a hard vote (a class per leaf)",
+                     "leaf probabilities in Q15, rounded to 8 bits, or a hard vote (a class per leaf)",
                      choices=("q15", "q8", "vote"))
 
 
@@ -79,13 +82,19 @@ def model_input(model) -> tuple[str, int]:
     return model.input_dtype, model.n_features_
 
 
+REFUSED = "NaN refused with ES_ERR_INPUT"
+FROZEN_MISSING = "NaN = missing, goes right at every split"
+
+
 def missing_rule(model) -> str:
-    """What the device does with a NaN feature, for the bundle header: the model's ``missing_rule`` when it
-    declares one, else the frozen trees' rule for float inputs (NaN is a missing value; integer inputs have none)."""
+    """What the host and the device do with a NaN feature (the bundle header states it; fitted or not): the
+    model's ``missing_rule`` when it declares one, else the frozen trees' rule for float inputs (NaN is a missing
+    value, in the bin above every threshold); integer inputs have none ("")."""
     rule = getattr(model, "missing_rule", None)
     if rule is not None:
         return rule
-    return "NaN = missing" if model_input(model)[0] == "float32" else ""
+    bins = getattr(model, "bins_", None)
+    return FROZEN_MISSING if (bins.dtype if bins is not None else model.input_dtype) == "float32" else ""
 
 
 class Estimator:
@@ -311,7 +320,7 @@ class OnlineStateLearner(StreamLearner, Estimator, CompiledSteps):
     ``fit``) and ``device_counters()``; the rest follows here once for all of them."""
 
     state_arrays: tuple[str, ...] = ()
-    missing_rule = "NaN refused with ES_ERR_INPUT"  # see missing_rule()
+    missing_rule = REFUSED  # see missing_rule()
     ready_attribute: str = ""
     fitted_attributes: tuple[str, ...] = ()
 
@@ -584,6 +593,13 @@ class BinnedOnlineLearner(StreamLearner, CompiledSteps):
     ``allow_missing``, keeps a ``window_bins`` region and implements ``reset`` and ``learn_bins``."""
 
     ready_attribute = "window_bins"
+
+    @property
+    def missing_rule(self) -> str:
+        """NaN in its own bin with ``allow_missing``, else refused (see :func:`missing_rule`)."""
+        if self.input_dtype != "float32":
+            return ""
+        return "NaN = missing, its own bin" if self.allow_missing else REFUSED
 
     def fit_bins(self, X_sample) -> "BinnedOnlineLearner":
         """Fix the quantization edges from a sample of the stream (the device ships with these edges)."""

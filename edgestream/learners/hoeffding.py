@@ -97,6 +97,7 @@ Decisions (the C runtime follows every one of them to the bit):
   average, the other streams +0.04 (elec without propagation -0.6, STAGGER -0.3); one kept level +1.0 on
   Agrawal, two, three and all levels within 0.1 of each other elsewhere, three the fastest to recover on Agrawal;
   the deeper levels merged free pool room for the new concept's splits.
+
 * **Propagation and drift together**: a row of a class new to a leaf is never watched (its estimator is not
   established), so class increments, which AE handles by propagating estimators, do not read as drift. A
   restarted leaf with the limit ``m`` (``PROPAGATED = 64`` for a leaf that signals; a split's estimators copied to
@@ -704,7 +705,7 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
         bad = ~(np.abs(X32) <= FEATURE_LIMIT)
         if bad.any():
             row, feature = np.argwhere(bad)[0]
-            raise ValueError(f"feature {feature} of row {row} is {X[row, feature]!r}; the Hoeffding tree takes "
+            raise ValueError(f"feature {feature} of row {row} is {float(X[row, feature])}; the Hoeffding tree takes "
                              f"finite features within +-2**50 (no NaN)")
         return X32
 
@@ -1237,7 +1238,7 @@ OPTIONS = (
     Option("--tie-threshold", "tie_threshold", float, "split anyway when the bound falls below it", "X"),
     Option("--split-steps", "split_steps", int, "candidate thresholds per feature + 1 (split step 1/N)", "N"),
     Option("--propagation", "propagation", bool, "children start with their parent's class-conditional "
-           "estimators (HT+AE, the default); --no-propagation: a plain Hoeffding tree"),
+           "estimators (HT+AE); --no-propagation: a plain Hoeffding tree"),
     Option("--max-classes", "max_classes", int, "class slots on the device (labels 0..N-1)", "N"),
     Option("--var-smoothing", "var_smoothing", float, "naive Bayes variance floor (fraction of the variance)", "X"),
     Option("--drift-threshold", "drift_threshold", int, "standard deviations of a node's error rise that adapt its "

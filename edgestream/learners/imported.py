@@ -31,6 +31,7 @@ class ImportedTrees:
     directions, the device tables and the model file's tables."""
 
     input_dtype = "float32"
+    missing_rule = "NaN = missing, each node's direction from the source"
 
     def __init__(self, library: str = "", library_version: str = "", estimator: str = "", objective: str = ""):
         self.library = library
