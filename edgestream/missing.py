@@ -30,13 +30,13 @@ def takes_missing(rule: str) -> bool:
 
 def has_flag(spec) -> bool:
     """The learner takes NaN only when asked to (an ``allow_missing`` parameter)."""
-    return "allow_missing" in inspect.signature(spec.cls).parameters
+    return "allow_missing" in inspect.signature(spec.estimators[0]).parameters
 
 
 def takers() -> str:
     """The trainable learners that take missing values, and how."""
     def rule_of(name, **params):
-        return learners.missing_rule(learners.get(name).cls(**params))
+        return learners.missing_rule(learners.get(name).estimators[0](**params))
 
     frozen = [name for name in learners.TRAINABLE if takes_missing(rule_of(name)) and not has_flag(learners.get(name))]
     flagged = [name for name in learners.TRAINABLE if has_flag(learners.get(name))]
