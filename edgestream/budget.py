@@ -391,7 +391,7 @@ def pointer_bytes(board) -> int:
 def size_config(spec, model, n_features: int, n_classes: int) -> dict:
     """The parameters that set the model's size, as the budget reports them."""
     params = model.get_params()
-    keys = list(spec.ladder_params) + [k for k in ("n_trees", "max_bins") if k in params]
+    keys = [k for k in spec.ladder_params if k in params] + [k for k in ("n_trees", "max_bins") if k in params]
     return {**{key: params[key] for key in keys}, "features": n_features, "classes": n_classes}
 
 

@@ -1326,10 +1326,10 @@ def cost_terms(params: dict, n_features: int, n_classes: int, attempts: bool = T
     d, c, depth = n_features, n_classes, math.log2(params["max_leaves"]) + 1
     model = (IncrementalRandomForest if forest else HoeffdingTreeClassifier)(**params)
     units = model.subspace(d) * (params["split_steps"] - 1) + 1
-    per_call = min(units, params["work_per_call"] or units)
+    per_call = min(units, params.get("work_per_call", 0) or units)  # a regressor's attempts run whole
     grows = trees * (params["max_leaves"] > 1 and attempts)
     watch = d * c * (params["drift_threshold"] > 0)
-    resets = params["max_leaves"] > 1 and not params["propagation"]  # one leaf never splits: never starts empty
+    resets = params["max_leaves"] > 1 and not params.get("propagation", False)  # one leaf never splits: never starts empty
     propagated = [watch * (not resets), watch * resets]
     walk = [1, trees, trees * depth, trees * d * c, trees * c]
 
