@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine_twin import assert_same_state
+from test_regression_online import Device, friedman
 from edgestream import learners
 from edgestream.cli import main
 from edgestream.evaluate import prequential
@@ -24,13 +25,6 @@ from edgestream.simulate import RuntimeLearner, load_bundle, runtime
 from edgestream.task import CODE_MAX
 
 ES_ERR_MODEL, ES_ERR_LABEL, ES_ERR_INPUT = 2, 3, 5
-
-
-def friedman(n: int, seed: int = 0):
-    from sklearn.datasets import make_friedman1
-
-    X, y = make_friedman1(n, noise=1.0, random_state=seed)
-    return X.astype(np.float32), y
 
 
 def flipped(n: int = 6000, at: int = 3000, seed: int = 0):
@@ -58,19 +52,6 @@ def streams(draw):
         params.update(n_trees=draw(st.integers(1, 3)), bagging_lambda=draw(st.sampled_from([1.0, 5.0])),
                       seed=draw(st.integers(0, 2**32 - 1)))
     return cls, params, X, y
-
-
-class Device:
-    """The compile-once C runtime on a regressor's exported state."""
-
-    def __init__(self, learner):
-        self.runtime = RuntimeLearner(learner).load_export(learner)
-
-    def raw(self, x) -> tuple[int, int]:
-        return self.runtime.predict_raw_status(np.asarray(x, dtype=np.float32))
-
-    def learn(self, x, code: int) -> int:
-        return self.runtime.learn(np.asarray(x, dtype=np.float32), code)
 
 
 @settings(max_examples=12, deadline=None)

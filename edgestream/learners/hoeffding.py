@@ -513,6 +513,17 @@ class NodePool:
             go_right = X[rows[inner], f] > threshold[nodes[inner]]
             nodes[inner] = child[nodes[inner]].astype(np.int64) + go_right
 
+    def _watch_path(self, t: int, x: np.ndarray, value: int) -> int:
+        """Feed the row's error (``value``) to the detectors from the root down (``_detect``); the first node that
+        signals a drift, else -1."""
+        node = 0
+        while True:
+            if self._detect(t, node, value):
+                return node
+            if self.feature[t, node] == LEAF:
+                return -1
+            node = int(self.child[t, node]) + (0 if x[self.feature[t, node]] <= self.threshold[t, node] else 1)
+
     def _drop_free_pairs(self, t: int) -> None:
         """``n_nodes`` drops past the free pairs at its end."""
         while self.n_nodes[t] > 1 and self.feature[t, self.n_nodes[t] - 1] == FREE:
@@ -825,7 +836,7 @@ class HoeffdingTreeClassifier(NodePool, OnlineStateLearner):
         s = int(self.child[t, node])
         if self.drift_threshold and self.adapt_pos[t] == IDLE and self.est_count[t, s, k] >= ESTABLISHED:
             scores = self._leaf_scores(t, s, x[None])[0]
-            fired = self._watch_path(t, x, int(np.argmax(scores)) != k)
+            fired = self._watch_path(t, x, ONE if int(np.argmax(scores)) != k else 0)
             if fired >= 0:
                 (self._restart_signalled if self.feature[t, fired] == LEAF else self._adapt)(t, fired)
                 node = self._leaf_node(t, x)
@@ -877,17 +888,6 @@ class HoeffdingTreeClassifier(NodePool, OnlineStateLearner):
         return node == target
 
     # -- drift: a detector on every node, pruning, the free pairs of the pool ----------------------------------
-
-    def _watch_path(self, t: int, x: np.ndarray, error: bool) -> int:
-        """Feed the row's error to the detectors from the root down; the first node that signals a drift, else
-        -1."""
-        node = 0
-        while True:
-            if self._detect(t, node, ONE if error else 0):
-                return node
-            if self.feature[t, node] == LEAF:
-                return -1
-            node = int(self.child[t, node]) + (0 if x[self.feature[t, node]] <= self.threshold[t, node] else 1)
 
     def _detect(self, t: int, node: int, value: int) -> bool:
         """Update a node's error averages (running means until they hold 64 and 512 rows) and test them."""

@@ -49,8 +49,10 @@ regression statistics.
   and ``g > 8 z max(m, 1)``: the errors rose by ``8 z`` times their mean in sum. The first node that signals
   (from the root) *collapses*: a leaf keeps its mean on a weight of at most ``RESTART = 16`` rows (``n`` and ``s``
   halved until ``n <= 16``) and empties its bins; an inner node becomes such a leaf of its subtree's leaves merged
-  (rows and sums added, then faded alike; its range the union of theirs), its descendants' nodes and slots freed
-  as the classifier frees them (a freed slot takes the last slot in use). Its detector restarts, and the row is
+  (rows and sums added, then faded alike; its range the union of theirs) in the slot of the subtree's last leaf
+  in node order, its descendants' nodes and the other slots freed as the classifier frees them (a freed slot
+  takes the last slot in use). Its descendants are marked in ``fast`` first (``MARK``, which no mean error
+  reaches), forward from the node, as children come after their parents. Its detector restarts, and the row is
   learned where it routes then. This is the classifier's adaptation kept simple: the whole subtree goes (no kept
   levels, no revisit), since a regression leaf's bins cannot be merged across different ranges.
 * **Forest** (IRF): the classifier's online bagging (Poisson(``bagging_lambda``) weights from the one xorshift32
@@ -394,16 +396,6 @@ class HoeffdingTreeRegressor(OnlineRegression, NodePool, OnlineStateLearner):
             self.bin_n[t, slot], self.bin_sum[t, slot], self.since[t, slot] = 0, 0, 0
 
     # -- drift -------------------------------------------------------------------------------------------------
-
-    def _watch_path(self, t: int, x: np.ndarray, error: int) -> int:
-        """Feed the row's error to the detectors from the root down; the first node that signals, else -1."""
-        node = 0
-        while True:
-            if self._detect(t, node, error):
-                return node
-            if self.feature[t, node] == LEAF:
-                return -1
-            node = int(self.child[t, node]) + (0 if x[self.feature[t, node]] <= self.threshold[t, node] else 1)
 
     def _detect(self, t: int, node: int, error: int) -> bool:
         """Page-Hinkley: the mean error and the gap of a node (module docstring), then the test."""
