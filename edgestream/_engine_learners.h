@@ -99,6 +99,19 @@ static es_status es_hoeffding_engine_output(const void *model, const void *row, 
     return status;
 }
 
+static es_status es_hoeffding_engine_learn_regression(const void *model, const void *row, int32_t target)
+{
+    return es_hoeffding_learn_target((const es_hoeffding *)model, (const float *)row, (int16_t)target);
+}
+
+static es_status es_hoeffding_engine_output_regression(const void *model, const void *row, uint32_t *work, uint16_t *proba,
+                                  int32_t *out)
+{
+    (void)work;
+    (void)proba;
+    return es_hoeffding_predict_raw((const es_hoeffding *)model, (const float *)row, out);
+}
+
 static es_status es_axgb_engine_learn(const void *model, const void *row, int32_t target)
 {
     return es_axgb_learn((const es_axgb *)model, (const uint8_t *)row, (uint8_t)target);
@@ -140,6 +153,7 @@ static const es_engine_learner es_engine_learners[] = {
     { "es_bls", "classification", sizeof(es_bls), sizeof(es_bls_config), sizeof(es_bls_counters), es_bls_engine_learn, es_bls_engine_proba, es_bls_engine_output },
     { "es_bls", "regression", sizeof(es_bls), sizeof(es_bls_config), sizeof(es_bls_counters), es_bls_engine_learn_regression, NULL, es_bls_engine_output_regression },
     { "es_hoeffding", "classification", sizeof(es_hoeffding), sizeof(es_hoeffding_config), sizeof(es_hoeffding_counters), es_hoeffding_engine_learn, es_hoeffding_engine_proba, es_hoeffding_engine_output },
+    { "es_hoeffding", "regression", sizeof(es_hoeffding), sizeof(es_hoeffding_config), sizeof(es_hoeffding_counters), es_hoeffding_engine_learn_regression, NULL, es_hoeffding_engine_output_regression },
     { "es_axgb", "classification", sizeof(es_axgb), sizeof(es_axgb_config), sizeof(es_axgb_counters), es_axgb_engine_learn, es_axgb_engine_proba, es_axgb_engine_output },
     { "es_hst", "anomaly", sizeof(es_hst), sizeof(es_hst_config), sizeof(es_hst_counters), es_hst_engine_learn_anomaly, NULL, es_hst_engine_output_anomaly },
 };

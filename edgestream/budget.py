@@ -41,7 +41,7 @@ from .emit import SOURCE_DIR
 from .export import bundle_files, runtime_modules, runtime_sources
 from .scratch import scratch_dir
 from .state import RAM_DESCRIPTORS
-from .task import CLASSIFICATION, REGRESSION, output_context
+from .task import CLASSIFICATION, REGRESSION, output_context, task_of
 from .tree import CLASSES, FEATURES
 from .units import BYTES
 
@@ -233,19 +233,23 @@ def reachable(calls: dict[str, set[str]], roots) -> set[str]:
 API_DECLARATION = re.compile(r"\b(es_\w+)\s*\(")
 
 
-def compiled_runtime(spec, board, n_features: int, n_classes: int) -> Runtime | None:
+def compiled_runtime(spec, board, n_features: int, n_classes: int, task: str = CLASSIFICATION) -> Runtime | None:
     """A configuration not trained yet: the code its runtime's public functions reach (every variant of the
-    runtime: an upper bound; the state-image ones, ``*_validate`` and ``es_image.h``, apart) and their deepest call
-    chain under a bound of the wrapper's frame."""
-    runtime = runtime_sources(runtime_modules(spec))
+    runtime: an upper bound; the state-image ones, ``*_validate`` and ``es_image.h``, apart; the learn and predict
+    calls of the state's other tasks left out) and their deepest call chain under a bound of the wrapper's
+    frame."""
+    runtime = runtime_sources(runtime_modules(spec, task))
     sources = [p.name for p in runtime if p.suffix == ".c"]
-    key = hashlib.sha256(json.dumps([board.name, board.toolchain.cc, board.toolchain.cflags, sources]).encode()
+    others = {spec.state.call(other, kind) for other in spec.state.tasks if other != task
+              for kind in (0, 1)} if spec.state is not None else set()
+    key = hashlib.sha256(json.dumps([board.name, board.toolchain.cc, board.toolchain.cflags, sources,
+                                     sorted(others)]).encode()
                          + b"".join(p.read_bytes() for p in runtime_sources())).hexdigest()
     if key not in _RUNTIME_CACHE:
         declared = {p.name: set(API_DECLARATION.findall(p.read_text())) for p in runtime if p.suffix == ".h"}
         images = declared.pop("es_image.h", set()) | {f for names in declared.values() for f in names
                                                       if f.endswith("_validate")}
-        roots = set().union(*declared.values()) - images
+        roots = set().union(*declared.values()) - images - others
         files = {p.name: p.read_text() for p in runtime_sources()}
         built = compiled(board, files, sources, roots)
         if built is None:
@@ -391,7 +395,7 @@ def pointer_bytes(board) -> int:
 def size_config(spec, model, n_features: int, n_classes: int) -> dict:
     """The parameters that set the model's size, as the budget reports them."""
     params = model.get_params()
-    keys = list(spec.ladder_params) + [k for k in ("n_trees", "max_bins") if k in params]
+    keys = [k for k in spec.ladder_params if k in params] + [k for k in ("n_trees", "max_bins") if k in params]
     return {**{key: params[key] for key in keys}, "features": n_features, "classes": n_classes}
 
 
@@ -427,7 +431,7 @@ def estimate(spec, board, model, n_features: int, n_classes: int, ram: int, flas
     if fitted:
         runtime = compiled_bundle(model, board, optimize)
     else:
-        runtime = compiled_runtime(spec, board, n_features, n_classes)
+        runtime = compiled_runtime(spec, board, n_features, n_classes, task_of(model))
         notes.append("code is what the runtime's public functions reach in every variant of the runtime; an "
                      "exported model links only its own")
         worst = spec.worst_case(model, n_features, n_classes) if spec.worst_case and optimize == "speed" else None

@@ -7,8 +7,8 @@
 | gbdt      | OnlineGBDTClassifier    | OnlineGBDTRegressor | frozen (additive leaves; add/delete rows on the host) | es_fixed, es_infer          |
 | shrubs    | ShrubEnsemble           |                 | keeps learning (window)                         | es_binning, es_tree, es_cart, es_shrubs |
 | bls       | OnlineBLSClassifier     | OnlineBLSRegressor | keeps learning (factor)                      | es_f32, es_fixed, es_bls            |
-| hoeffding | HoeffdingTreeClassifier |                 | keeps learning (node pool)                      | es_f32, es_fixed, es_hoeffding        |
-| irf       | IncrementalRandomForest |                 | keeps learning (node pools)                     | es_f32, es_fixed, es_hoeffding        |
+| hoeffding | HoeffdingTreeClassifier | HoeffdingTreeRegressor | keeps learning (node pool)                      | es_f32, es_fixed, es_hoeffding        |
+| irf       | IncrementalRandomForest | IncrementalRandomForestRegressor | keeps learning (node pools)                     | es_f32, es_fixed, es_hoeffding        |
 | axgb      | AdaptiveXGBoost         |                 | keeps learning (tumbling windows, ADWIN)        | es_binning, es_tree, es_fixed, es_adwin, es_axgb |
 | imported  | ImportedClassifier      | ImportedRegressor | frozen (trained elsewhere: edgestream import) | es_fixed, es_infer                    |
 | hst       | (anomaly: HalfSpaceTrees) |               | keeps learning (two windows of masses)          | es_hst                                |
@@ -19,13 +19,14 @@ anomaly task, in the same module and entry.
 
 from __future__ import annotations
 
-from . import axgb, bls, forest, gbdt, hoeffding, hst, imported, shrubs, tree
+from . import axgb, bls, forest, gbdt, hoeffding, hoeffding_regression, hst, imported, shrubs, tree
 from .axgb import AdaptiveXGBoost
 from .base import LearnerSpec, Option, missing_rule, model_input
 from .bls import OnlineBLSClassifier, OnlineBLSRegressor
 from ..task import CLASSIFICATION, check_task
 from .forest import ForestClassifier, ForestRegressor
 from .gbdt import OnlineGBDTClassifier, OnlineGBDTRegressor
+from .hoeffding_regression import HoeffdingTreeRegressor, IncrementalRandomForestRegressor
 from .hoeffding import HoeffdingTreeClassifier, IncrementalRandomForest
 from .hst import HalfSpaceTrees
 from .imported import ImportedClassifier, ImportedRegressor
@@ -34,8 +35,8 @@ from .stream import is_fitted, register_with_river
 from .tree import BinnedClassifier, TreeClassifier, TreeRegressor
 
 REGISTRY: dict[str, LearnerSpec] = {spec.name: spec for spec in (
-    tree.SPEC, forest.SPEC, gbdt.SPEC, shrubs.SPEC, bls.SPEC, hoeffding.SPEC, hoeffding.IRF_SPEC, axgb.SPEC,
-    imported.SPEC, hst.SPEC)}
+    tree.SPEC, forest.SPEC, gbdt.SPEC, shrubs.SPEC, bls.SPEC, hoeffding_regression.HT_SPEC,
+    hoeffding_regression.FOREST_SPEC, axgb.SPEC, imported.SPEC, hst.SPEC)}
 TRAINABLE = [name for name, spec in REGISTRY.items() if spec.trainable]
 register_with_river([spec.cls for spec in REGISTRY.values() if spec.online and spec.cls is not None],
                     [spec.regressor for spec in REGISTRY.values() if spec.online and spec.regressor is not None],
@@ -86,9 +87,9 @@ def names_of_classes() -> str:
 
 
 __all__ = ["REGISTRY", "TRAINABLE", "AdaptiveXGBoost", "BinnedClassifier", "ForestClassifier",
-           "HalfSpaceTrees", "HoeffdingTreeClassifier", "ImportedClassifier", "ImportedRegressor",
-           "IncrementalRandomForest", "LearnerSpec", "OnlineBLSClassifier", "OnlineBLSRegressor", "OnlineGBDTClassifier",
-           "OnlineGBDTRegressor", "Option",
+           "HalfSpaceTrees", "HoeffdingTreeClassifier", "HoeffdingTreeRegressor", "ImportedClassifier",
+           "ImportedRegressor", "IncrementalRandomForest", "IncrementalRandomForestRegressor", "LearnerSpec",
+           "OnlineBLSClassifier", "OnlineBLSRegressor", "OnlineGBDTClassifier", "OnlineGBDTRegressor", "Option",
            "ShrubEnsemble", "TreeClassifier", "ForestRegressor", "TreeRegressor", "by_class_name", "class_named",
            "for_task", "get", "is_fitted", "missing_rule", "model_input",
            "of_model"]
