@@ -158,6 +158,6 @@ static const es_engine_learner es_engine_learners[] = {
     { "es_hst", "anomaly", sizeof(es_hst), sizeof(es_hst_config), sizeof(es_hst_counters), es_hst_engine_learn_anomaly, NULL, es_hst_engine_output_anomaly },
 };
 
-#define ES_ENGINE_N_LEARNERS 6
+#define ES_ENGINE_N_LEARNERS 7
 
 #endif

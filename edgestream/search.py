@@ -402,7 +402,7 @@ def search(learner: str, board, X, y, ram: int | None = None, flash: int | None 
         spec = learners.get(name, task)
         fixed = (spec.class_increments if head.kind == CLASS_INCREMENTS else {}) | (params or {})
         budgets = configurations(name, board, n_features, n_classes, ram, flash, optimize,
-                                 grid or spec.search_grid, task=task, **fixed)
+                                 grid or spec.task_grid(task), task=task, **fixed)
         own = [Candidate(budget) for budget in budgets]
         if learner != AUTO and not any(c.budget.fits for c in own):
             raise not_fitting(name, board, n_features, n_classes, budgets)

@@ -811,6 +811,13 @@ class LearnerSpec:
     def search_grid(self) -> tuple[dict, ...]:
         return self.search or self.ladder
 
+    def task_grid(self, task: str = CLASSIFICATION) -> tuple[dict, ...]:
+        """The search grid of ``task``'s form: the parameters of each configuration that the form takes (a
+        classifier's own options dropped for a regressor), each distinct configuration once, in order."""
+        known = set(self.estimator(task)().get_params())
+        kept = dict.fromkeys(tuple((k, v) for k, v in config.items() if k in known) for config in self.search_grid)
+        return tuple(dict(items) for items in kept)
+
     def option(self, param: str) -> Option | None:
         return next((o for o in self.options if o.param == param), None)
 
