@@ -222,14 +222,15 @@ def edgestream(capsys, *argv):
 @pytest.mark.parametrize("learner", ["hoeffding", "irf"])
 def test_cli_fit_export_simulate(capsys, tmp_path, learner):
     """End to end: fit a regressor (prequential MAE/RMSE/R²), export it, and the bundle's C learns the rows with
-    Python's raw output on every one (0 mismatches); ``--ram 8KiB`` takes a rung that fits."""
+    Python's raw output on every one (0 mismatches); ``--ram 8KiB`` with the leaves pinned: the search's choice
+    fits."""
     X, y = friedman(600)
     data = tmp_path / "friedman.csv"
     np.savetxt(data, np.column_stack([X, y]), delimiter=",", comments="",
                header=",".join([f"x{j}" for j in range(X.shape[1])] + ["y"]))
     model, bundle = tmp_path / "m.esm", tmp_path / "bundle"
     code, out = edgestream(capsys, "fit", data, "--label", "y", "--learner", learner, "--task", "regression",
-                           "--ram", "8KiB", "-o", model, "--json")
+                           "--ram", "8KiB", "--max-leaves", 8, "-o", model, "--json")
     report = json.loads(out)
     assert code == 0 and report["task"] == "regression" and report["prequential"]["r2"] > 0.2
     fitted = model_from_bytes(model.read_bytes())
