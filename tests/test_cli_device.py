@@ -318,7 +318,8 @@ REGRESSION_KEYS = {"n", "mae", "rmse", "r2", "mismatches", "bundle", "target", "
 
 @pytest.fixture(scope="module")
 def friedman(tmp_path_factory):
-    """40 rows of Friedman #1 (5 features) and a forest and a BLS regressor fitted and exported through the CLI."""
+    """40 rows of Friedman #1 (5 features) and a forest, a BLS and an AXGB regressor fitted and exported through the
+    CLI."""
     from sklearn.datasets import make_friedman1
 
     X, y = make_friedman1(40, n_features=5, noise=1.0, random_state=4)
@@ -326,7 +327,9 @@ def friedman(tmp_path_factory):
     path = write_csv(out / "friedman.csv", X, y)
     bundles = {}
     for learner, options in (("forest", ["--n-trees", 3, "--max-depth", 4]),
-                             ("bls", ["--task", "regression", "--feature-nodes", 4, "--enhancement-nodes", 6])):
+                             ("bls", ["--task", "regression", "--feature-nodes", 4, "--enhancement-nodes", 6]),
+                             ("axgb", ["--task", "regression", "--members", 3, "--window-min", 4, "--window-max", 8,
+                                       "--max-depth", 2, "--max-bins", 8])):
         model = out / f"{learner}.esm"
         assert main([str(arg) for arg in ("fit", path, "--label", "label", "--learner", learner, *options, "-o",
                                           model)]) == 0
@@ -364,6 +367,21 @@ def test_simulate_a_bls_regressor_learning_on_the_boards(capsys, friedman, board
     assert code == 0 and report["mismatches"] == 0 and report["n"] == 40
     assert report["r2"] == report["python_r2"] == host["r2"] and report["rmse"] == host["rmse"]
     assert report["saturated"] == host["saturated"] and report["state_bytes"] > 0
+
+
+@pytest.mark.parametrize("board", ["stm32f411", "rp2040", "atmega2560"])
+def test_simulate_an_axgb_regressor_learning_on_the_boards(capsys, friedman, board):
+    """Test-then-train from the exported state on Cortex-M4F, Cortex-M0 and AVR: the C buffers every row's int16
+    target code, trains members on its windows (spread over the calls) and predicts Python's raw output on every
+    row."""
+    _, _, path, bundles = friedman
+    assert load_model(path.parent / "axgb.esm").n_members > 0  # the exported state has members
+    argv = ["simulate", bundles["axgb"], path, "--label", "label", "--learn", "--json"]
+    host = json.loads(run(capsys, *argv)[1])
+    code, out, _ = run(capsys, *argv, "--target", "qemu", "--board", board)
+    report = json.loads(out)
+    assert code == 0 and report["mismatches"] == 0 and report["n"] == 40
+    assert report["r2"] == report["python_r2"] == host["r2"] and report["rmse"] == host["rmse"]
 
 
 @pytest.mark.parametrize("board, unit", [("stm32f411", "instructions"), ("atmega2560", "cycles")])
