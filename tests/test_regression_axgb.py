@@ -16,7 +16,7 @@ from engine_twin import assert_same_state
 from test_axgb import Device, host_accepts, mutations, state_differences
 from test_regression_hoeffding import flipped, river_r2
 from test_regression_online import friedman
-from edgestream import learners
+from edgestream import checkpoint, learners
 from edgestream.cli import main
 from edgestream.evaluate import prequential
 from edgestream.export import export_bundle
@@ -200,6 +200,12 @@ def test_river_protocol_model_file_and_registry():
     assert np.array_equal(copy_.predict_raw(X), model.predict_raw(X))
     assert np.array_equal(copy_.test_then_train(X[:50], y[:50]), model.test_then_train(X[:50], y[:50]))
     assert learners.get("axgb", "regression").regressor is AdaptiveXGBoostRegressor
+    model.learn_one(rows[0], float(y[0]))
+    assert model.phase != IDLE  # a state image in the middle of a spread job: it continues alike
+    restored = checkpoint.read_image(copy_, checkpoint.write_image(model))
+    assert np.array_equal(restored.test_then_train(X[:80], y[:80]), model.test_then_train(X[:80], y[:80]))
+    other = AdaptiveXGBoostRegressor(members=4, window_max=64).fit(X, y * 2)
+    assert checkpoint.model_hash(other) != checkpoint.model_hash(model)
     assert model.score(X, y) == pytest.approx(1 - np.sum((model.predict(X) - y) ** 2) / np.sum((y - y.mean()) ** 2))
     base = pytest.importorskip("river.base")
     assert isinstance(model, base.Regressor)
