@@ -547,36 +547,41 @@ es_status es_axgb_learn_target(const es_axgb *model, const uint8_t *bins, int16_
     return es_axgb_step(model, bins, wrong, target);
 }
 
+/* The score sums of every member into model->scores, after es_axgb_check. */
+static es_status es_axgb_scores(const es_axgb *model, const uint8_t *bins, const void *out, uint8_t regression)
+{
+    es_status status = es_axgb_check(model, bins, out, regression);
+    if (status == ES_OK) {
+        es_axgb_sums(model, bins, model->counters->n_members);
+    }
+    return status;
+}
+
 es_status es_axgb_predict_raw(const es_axgb *model, const uint8_t *bins, int32_t *raw_out)
 {
-    es_status status = es_axgb_check(model, bins, raw_out, 1u);
-    if (status != ES_OK) {
-        return status;
+    es_status status = es_axgb_scores(model, bins, raw_out, 1u);
+    if (status == ES_OK) {
+        *raw_out = model->scores[0];
     }
-    es_axgb_sums(model, bins, model->counters->n_members);
-    *raw_out = model->scores[0];
-    return ES_OK;
+    return status;
 }
 
 es_status es_axgb_predict_proba(const es_axgb *model, const uint8_t *bins, uint32_t *work, uint16_t *proba)
 {
-    es_status status = es_axgb_check(model, bins, work, 0u);
-    if (status != ES_OK || proba == 0) {
-        return status != ES_OK ? status : ES_ERR_NULL;
+    es_status status = es_axgb_scores(model, bins, proba == 0 ? 0 : work, 0u);
+    if (status != ES_OK) {
+        return status;
     }
-    es_axgb_sums(model, bins, model->counters->n_members);
     return es_additive_proba(model->scores, model->config->n_outputs, work, proba);
 }
 
 es_status es_axgb_predict(const es_axgb *model, const uint8_t *bins, uint8_t *class_out)
 {
-    es_status status = es_axgb_check(model, bins, class_out, 0u);
-    if (status != ES_OK) {
-        return status;
+    es_status status = es_axgb_scores(model, bins, class_out, 0u);
+    if (status == ES_OK) {
+        *class_out = es_additive_argmax(model->scores, model->config->n_outputs);
     }
-    es_axgb_sums(model, bins, model->counters->n_members);
-    *class_out = es_additive_argmax(model->scores, model->config->n_outputs);
-    return ES_OK;
+    return status;
 }
 
 /* -- validation of a state (images) ------------------------------------------------------------------------ */

@@ -335,6 +335,7 @@ def friedman(tmp_path_factory):
                                           model)]) == 0
         assert main(["export", str(model), "-o", str(out / learner), "--name", learner]) == 0
         bundles[learner] = out / learner
+    assert load_model(out / "axgb.esm").n_members > 0  # the exported AXGB state has members
     return X, y, path, bundles
 
 
@@ -356,32 +357,19 @@ def test_simulate_a_forest_regressor_on_the_boards(capsys, friedman, board, wher
 
 
 @pytest.mark.parametrize("board", ["stm32f411", "rp2040", "atmega2560"])
-def test_simulate_a_bls_regressor_learning_on_the_boards(capsys, friedman, board):
+@pytest.mark.parametrize("learner", ["bls", "axgb"])
+def test_simulate_a_learning_regressor_on_the_boards(capsys, friedman, board, learner):
     """Test-then-train from the exported state on Cortex-M4F (FPU), Cortex-M0 and AVR (soft float32): the C
-    learns every row's int16 target code and predicts Python's raw output on every row."""
+    learns every row's int16 target code (AXGB: buffers it and trains members on its windows, spread over the
+    calls) and predicts Python's raw output on every row."""
     _, _, path, bundles = friedman
-    argv = ["simulate", bundles["bls"], path, "--label", "label", "--learn", "--json"]
+    argv = ["simulate", bundles[learner], path, "--label", "label", "--learn", "--json"]
     host = json.loads(run(capsys, *argv)[1])
     code, out, _ = run(capsys, *argv, "--target", "qemu", "--board", board)
     report = json.loads(out)
     assert code == 0 and report["mismatches"] == 0 and report["n"] == 40
     assert report["r2"] == report["python_r2"] == host["r2"] and report["rmse"] == host["rmse"]
     assert report["saturated"] == host["saturated"] and report["state_bytes"] > 0
-
-
-@pytest.mark.parametrize("board", ["stm32f411", "rp2040", "atmega2560"])
-def test_simulate_an_axgb_regressor_learning_on_the_boards(capsys, friedman, board):
-    """Test-then-train from the exported state on Cortex-M4F, Cortex-M0 and AVR: the C buffers every row's int16
-    target code, trains members on its windows (spread over the calls) and predicts Python's raw output on every
-    row."""
-    _, _, path, bundles = friedman
-    assert load_model(path.parent / "axgb.esm").n_members > 0  # the exported state has members
-    argv = ["simulate", bundles["axgb"], path, "--label", "label", "--learn", "--json"]
-    host = json.loads(run(capsys, *argv)[1])
-    code, out, _ = run(capsys, *argv, "--target", "qemu", "--board", board)
-    report = json.loads(out)
-    assert code == 0 and report["mismatches"] == 0 and report["n"] == 40
-    assert report["r2"] == report["python_r2"] == host["r2"] and report["rmse"] == host["rmse"]
 
 
 @pytest.mark.parametrize("board, unit", [("stm32f411", "instructions"), ("atmega2560", "cycles")])
