@@ -502,7 +502,8 @@ static es_status es_axgb_step(const es_axgb *model, const uint8_t *bins, uint8_t
     return ES_OK;
 }
 
-/* A call of the task's API on a state of the other task (or without one) gets ES_ERR_MODEL. */
+/* ES_ERR_NULL for a missing pointer (out: the call's output; a learn call has none and passes its row), and a call
+ * of the task's API on a state of the other task gets ES_ERR_MODEL. */
 static es_status es_axgb_check(const es_axgb *model, const uint8_t *bins, const void *out, uint8_t regression)
 {
     if (model == 0 || bins == 0 || model->config == 0 || model->counters == 0 || out == 0) {
