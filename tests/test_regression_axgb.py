@@ -49,7 +49,7 @@ def streams(draw):
     saturates) halfway, small windows and ensembles, either strategy, drift detection on or off, training whole
     or spread over the calls."""
     d = draw(st.integers(1, 3))
-    n = draw(st.integers(60, 200))
+    n = draw(st.integers(60, 160))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     X = rng.uniform(-1, 1, size=(n, d)).astype(np.float32)
     y = np.where(X[:, 0] > 0, 10.0, -10.0) + X[:, -1] + rng.normal(0, 0.5, n)
@@ -71,7 +71,7 @@ def started(params, X, y) -> AdaptiveXGBoostRegressor:
     return learner.start(X[:20], y[:20])
 
 
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=8, deadline=None)
 @given(streams())
 def test_engine_and_c_give_the_specifications_raw_output_after_every_step(stream):
     """Property: after every learning step the raw output of the Python specification, the compiled engine and
