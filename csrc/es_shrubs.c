@@ -19,6 +19,8 @@
 #define ES_ST_BEST_HI 7u
 #define ES_ST_BEST_DEN 8u
 #define ES_ST_CHOICE 9u                     /* feature << 8 | threshold */
+#define ES_ST_SUM 1u                        /* a regressor's node: the sum of its codes */
+#define ES_ST_LEFT_SUM 3u                   /* a regressor's node: the sum of the codes left of the scan */
 #define ES_JOB_IDLE 0u                      /* counters->phase: the new-shrub job's next piece */
 #define ES_JOB_TRAIN 1u
 #define ES_JOB_TERMS 2u
@@ -35,6 +37,43 @@
 static uint32_t es_nodes_per_shrub(const es_shrubs_config *config)
 {
     return (2u << config->max_depth) - 1u;
+}
+
+/* A regressor's state has one value per leaf (n_classes 1): int16 target codes (es_shrubs_learn_target). */
+static int es_regressor(const es_shrubs_config *config)
+{
+    return config->n_classes == 1u;
+}
+
+/* The int16 code stored (two's complement) in a uint16. */
+static int32_t es_code(uint32_t stored)
+{
+    return stored >= 0x8000u ? (int32_t)stored - 65536 : (int32_t)stored;
+}
+
+/* The int32 a uint32 sum holds (two's complement; a plain conversion would be implementation-defined). */
+static int32_t es_as_int32(uint32_t v)
+{
+    return v >= 0x80000000u ? (int32_t)(v - 0x80000000u) - (int32_t)0x7FFFFFFF - 1 : (int32_t)v;
+}
+
+/* A regressor's target code of window (or queue) row `row`: two bytes, low first. */
+static int32_t es_row_code(const uint8_t *targets, uint32_t row)
+{
+    return es_code((uint32_t)targets[2u * row] | ((uint32_t)targets[2u * row + 1u] << 8));
+}
+
+/* A regressor's Gram or label term floor(a b / 2^15) of two codes, as a uint32 (|a b| < 2^30: the sum with 2^30
+ * is non-negative, so the shift floors). */
+static uint32_t es_code_term(int32_t a, int32_t b)
+{
+    return (((uint32_t)(a * b) + 0x40000000u) >> 15) - 0x8000u;
+}
+
+static int64_t es_floor_div(int64_t a, int64_t b)
+{
+    const int64_t q = a / b;
+    return (a % b != 0 && a < 0) ? q - 1 : q;
 }
 
 static uint64_t es_xlog2x_u(uint64_t c)
@@ -110,6 +149,47 @@ static ES_NOINLINE void es_pair_update(const es_shrubs *model, uint32_t row, con
             gram_a[b] += t;
             gram_col[b * slots] += t;
         }
+    }
+}
+
+/* es_pair_update of a regressor: the terms of codes (es_code_term); old_y is the old row's code. */
+static ES_NOINLINE void es_pair_update_codes(const es_shrubs *model, uint32_t row, const int32_t *new_leaf,
+                                             int has_old, const int32_t *old_leaf, int32_t old_y)
+{
+    const uint32_t slots = model->config->max_shrubs + 1u;
+    const uint32_t n = model->counters->n_shrubs;
+    const uint16_t *leaf_values = model->leaf_values;
+    const uint8_t *cand_slot = model->cand_slot;
+    uint32_t *gram = model->gram;
+    const int32_t y = es_row_code(model->window_labels, row);
+    uint32_t i;
+    uint32_t j;
+    for (i = 0; i < n; i++) {
+        const uint32_t a = cand_slot[i];
+        const int32_t ha = es_code(leaf_values[new_leaf[i]]);
+        const int32_t oa = has_old ? es_code(leaf_values[old_leaf[i]]) : 0;
+        model->label_sum[a] += es_code_term(ha, y) - es_code_term(oa, old_y);
+        for (j = i; j < n; j++) {
+            const uint32_t b = cand_slot[j];
+            const uint32_t t = es_code_term(ha, es_code(leaf_values[new_leaf[j]])) -
+                               (has_old ? es_code_term(oa, es_code(leaf_values[old_leaf[j]])) : 0u);
+            gram[a * slots + b] += t;
+            if (b != a) {
+                gram[b * slots + a] += t;
+            }
+        }
+    }
+}
+
+/* Window row `row` changed: its terms move from the old row (leaf rows old_leaf, target old_target) to the new one,
+ * by the task's terms. */
+static void es_pair_move(const es_shrubs *model, uint32_t row, const int32_t *new_leaf, int has_old,
+                         const int32_t *old_leaf, int32_t old_target)
+{
+    if (es_regressor(model->config)) {
+        es_pair_update_codes(model, row, new_leaf, has_old, old_leaf, old_target);
+    } else {
+        es_pair_update(model, row, new_leaf, has_old, old_leaf, (uint32_t)old_target);
     }
 }
 
@@ -322,6 +402,73 @@ static ES_NOINLINE void es_scan_feature(const es_scan *scan, uint32_t f, uint32_
     }
 }
 
+/* A regressor's candidate (split `choice` of the node of stats st, the rows scanned so far on its left): kept if
+ * its variance key beats the best so far (edgestream/learners/shrubs_regressor.py). */
+static void es_score_variance(const es_scan *scan, uint32_t *st, uint32_t choice)
+{
+    const uint32_t n_left = st[ES_STATS];
+    const uint32_t n_right = st[ES_ST_N_TOTAL] - n_left;
+    int32_t s_left;
+    uint64_t key;
+    if (n_left < scan->min_leaf || n_right < scan->min_leaf) {
+        return;
+    }
+    s_left = es_as_int32(st[ES_ST_LEFT_SUM]);
+    key = es_variance_key(s_left, n_left) + es_variance_key(es_as_int32(st[ES_ST_SUM]) - s_left, n_right);
+    if (key > (((uint64_t)st[ES_ST_BEST_HI] << 32) | st[ES_ST_BEST_LO])) {
+        es_keep_best(st, key, 0u, choice);
+    }
+}
+
+/* A regressor's scan of one feature: every threshold between two runs of a node's rows is a candidate. */
+static ES_NOINLINE void es_scan_variance(const es_scan *scan, uint32_t f, uint32_t level_size)
+{
+    const uint32_t stride = scan->stride;
+    const uint16_t *list = &scan->sorted_rows[f * scan->window];
+    const uint16_t *end = list + scan->count;
+    uint32_t v;
+    f <<= 8;
+    for (v = 0; v < level_size * stride; v += stride) {
+        scan->stats[v + ES_ST_LAST] = ES_NONE;
+        scan->stats[v + ES_ST_LEFT_SUM] = 0;
+        scan->stats[v + ES_STATS] = 0;
+    }
+    while (list != end) {
+        const uint32_t row = *list++;
+        const uint32_t tag = scan->node_of[row];
+        const uint32_t bin = scan->bins[row * scan->d + (f >> 8)];
+        uint32_t *st;
+        if (tag >= ES_PARKED) {
+            continue;
+        }
+        st = &scan->stats[(tag >> 8) * stride];
+        if (bin != st[ES_ST_LAST]) {
+            if (st[ES_ST_LAST] != ES_NONE) {
+                es_score_variance(scan, st, f | st[ES_ST_LAST]);
+            }
+            st[ES_ST_LAST] = bin;
+        }
+        st[ES_STATS]++;
+        st[ES_ST_LEFT_SUM] += (uint32_t)es_row_code(scan->labels, row);
+    }
+}
+
+/* A regressor's level: the sum of the codes of every node's rows, in split_stats word `at` of every `stride`. */
+static void es_node_sums(const es_shrubs *model, uint32_t level_size, uint32_t stride, uint32_t at)
+{
+    uint32_t *stats = model->split_stats;
+    uint32_t s;
+    for (s = 0; s < level_size; s++) {
+        stats[s * stride + at] = 0;
+    }
+    for (s = 0; s < model->counters->count; s++) {
+        const uint32_t tag = model->node_of[s];
+        if (tag != ES_NONE) {
+            stats[((tag >> 8) & 0x7Fu) * stride + at] += (uint32_t)es_row_code(model->window_labels, s);
+        }
+    }
+}
+
 /* es_scan_feature for the root alone (every row in node 0): the running state in locals. */
 static ES_NOINLINE void es_scan_root(const es_scan *scan, uint32_t f)
 {
@@ -389,12 +536,17 @@ static ES_NOINLINE void es_level_setup(const es_shrubs *model, uint32_t level_si
             total += counts[k];
             n_present += counts[k] > 0u ? 1u : 0u;
         }
+        if (es_regressor(config)) {
+            n_present = 2u; /* equal codes never split: no candidate beats the parent */
+        }
         if (n_present > 1u && total >= 2u * (uint32_t)config->min_samples_leaf) {
             uint64_t cost = 0;
             st[ES_ST_CHOICE] = ES_NONE;
             st[ES_ST_N_TOTAL] = total;
             st[ES_ST_BEST_DEN] = total;
-            if (config->criterion == ES_GINI) {
+            if (es_regressor(config)) {
+                cost = es_variance_key(es_as_int32(st[ES_ST_SUM]), total);
+            } else if (config->criterion == ES_GINI) {
                 for (k = 0; k < n_classes; k++) {
                     cost += (uint64_t)counts[k] * counts[k];
                 }
@@ -500,7 +652,7 @@ static void es_start_shrub(const es_shrubs *model, uint32_t slot)
         split_counts[s] = 0;
     }
     for (s = 0; s < counters->count; s++) {
-        const uint32_t y = model->window_labels[s];
+        const uint32_t y = es_regressor(model->config) ? 0u : model->window_labels[s]; /* a regressor's tag: node 0 */
         model->node_of[s] = (uint16_t)y;
         split_counts[y]++;
     }
@@ -535,7 +687,9 @@ static ES_NOINLINE void es_scan_level(const es_shrubs *model, uint32_t level)
                  : config->n_classes == 2u ? es_score_gini2 : es_score_gini;
     es_level_setup(model, level_size);
     for (f = 0; f < config->n_features; f++) {
-        if (level > 0u) {
+        if (es_regressor(config)) {
+            es_scan_variance(&scan, f, level_size);
+        } else if (level > 0u) {
             es_scan_feature(&scan, f, level_size);
         } else if (model->split_stats[ES_ST_CHOICE] != ES_LEAF_MARK) {
             es_scan_root(&scan, f);
@@ -579,8 +733,14 @@ static ES_NOINLINE uint32_t es_place_level(const es_shrubs *model, uint32_t slot
             node->feature = (uint8_t)ES_LEAF;
             node->threshold = 0;
             node->child = (uint16_t)(leaf_base + n_leaves);
-            own += es_make_leaf(&model->split_counts[v * n_classes], n_classes, &leaves[n_leaves * n_classes],
-                                &label_sum);
+            if (es_regressor(config)) { /* the mean code, rounded half up; its terms come with the column */
+                const int64_t total = model->split_counts[v];
+                const int32_t sum = es_as_int32(split_stats[last ? v : v * stride + ES_ST_SUM]);
+                leaves[n_leaves] = (uint16_t)es_floor_div(2 * (int64_t)sum + total, 2 * total);
+            } else {
+                own += es_make_leaf(&model->split_counts[v * n_classes], n_classes, &leaves[n_leaves * n_classes],
+                                    &label_sum);
+            }
             n_leaves++;
         }
     }
@@ -602,6 +762,9 @@ static void es_train_level(const es_shrubs *model, uint32_t slot)
     uint32_t next_size;
     if (level == 0u) {
         es_start_shrub(model, slot);
+    }
+    if (es_regressor(model->config)) { /* the last level's sums packed (its nodes may outnumber the stats') */
+        es_node_sums(model, counters->level_size, last ? 1u : ES_STATS + 1u, last ? 0u : ES_ST_SUM);
     }
     if (!last) {
         es_scan_level(model, level);
@@ -699,6 +862,40 @@ static ES_NOINLINE void es_column_terms(const es_shrubs *model, uint32_t own, co
     sums[1] = sum1;
 }
 
+/* A regressor's new shrub (pool slot `slot`): its Gram diagonal entry and label sum, and its Gram row and column
+ * against the active shrubs (slots in cand_slot), over the window's rows. */
+static ES_NOINLINE void es_new_shrub_terms_codes(const es_shrubs *model, uint32_t slot)
+{
+    const uint32_t slots = model->config->max_shrubs + 1u;
+    const uint32_t n = model->counters->n_shrubs;
+    const uint32_t count = model->counters->count;
+    const uint32_t depth = model->config->max_depth;
+    const uint16_t *leaf_values = model->leaf_values;
+    const uint8_t *row = model->leaf_index;
+    uint32_t own = 0;
+    uint32_t label = 0;
+    uint32_t i;
+    uint32_t s;
+    for (i = 0; i < n; i++) {
+        model->gram[slot * slots + model->cand_slot[i]] = 0;
+    }
+    for (s = 0; s < count; s++, row += slots) {
+        const int32_t h = es_code(leaf_values[(slot << depth) + row[slot]]);
+        own += es_code_term(h, h);
+        label += es_code_term(h, es_row_code(model->window_labels, s));
+        for (i = 0; i < n; i++) {
+            const uint32_t b = model->cand_slot[i];
+            model->gram[slot * slots + b] += es_code_term(h, es_code(leaf_values[(b << depth) + row[b]]));
+        }
+    }
+    for (i = 0; i < n; i++) {
+        const uint32_t b = model->cand_slot[i];
+        model->gram[b * slots + slot] = model->gram[slot * slots + b];
+    }
+    model->gram[slot * slots + slot] = own;
+    model->label_sum[slot] = label;
+}
+
 /* The new shrub's (pool slot `slot`) Gram row and column against the active shrubs, two at a time (the last one
  * twice if their number is odd). With 2 classes its class-0 leaf value of every row goes to node_of (scratch free
  * after the training) and its share of the terms, sum_rows 32768 - a0, is counted once for all columns. */
@@ -746,8 +943,9 @@ static ES_NOINLINE void es_new_shrub_terms(const es_shrubs *model, uint32_t slot
 #endif
 
 #ifdef ES_NO_MUL64
-/* m + sum_j w[j] * g[j] in 32-bit products: g < 2^28 in four 7-bit parts, so |w[j] * part| < 2^24 (|w| <= 2^17)
- * and the sums of n <= 65 of them stay below 2^31. */
+/* m + sum_j w[j] * g[j] (g read as int32) in 32-bit products: |g| < 2^28 in three 7-bit parts and a signed top
+ * part (bits 21.., |top| < 2^7), so |w[j] * part| < 2^24 (|w| <= 2^17) and the sums of n <= 65 of them stay below
+ * 2^31. */
 static ES_NOINLINE int64_t es_split_dot(const uint32_t *g, const int32_t *w, uint32_t n, int64_t m)
 {
     int32_t s0 = 0;
@@ -761,7 +959,7 @@ static ES_NOINLINE int64_t es_split_dot(const uint32_t *g, const int32_t *w, uin
         s0 += x * (int32_t)(a & 0x7Fu);
         s1 += x * (int32_t)((a >> 7) & 0x7Fu);
         s2 += x * (int32_t)((a >> 14) & 0x7Fu);
-        s3 += x * (int32_t)(a >> 21);
+        s3 += x * ((int32_t)(a >> 21) - (a >> 31 != 0u ? 2048 : 0));
     }
     return m + s0 + (int64_t)s1 * 128 + (int64_t)s2 * 16384 + (int64_t)s3 * 2097152;
 }
@@ -780,8 +978,8 @@ static ES_NOINLINE void es_gram_dots(const uint32_t *g0, const uint32_t *g1, con
     int64_t m1 = m[1];
     while (w != end) {
         const int64_t x = *w++;
-        m0 += x * (int32_t)*g0++;
-        m1 += x * (int32_t)*g1++;
+        m0 += x * es_as_int32(*g0++);
+        m1 += x * es_as_int32(*g1++);
     }
     m[0] = m0;
     m[1] = m1;
@@ -830,8 +1028,8 @@ static ES_NOINLINE const int32_t *es_gradient_steps(const es_shrubs *model, uint
             const uint32_t a = cand_slot[k];
             const uint32_t b = k + 1u < n_candidates ? cand_slot[k + 1u] : a;
             int64_t m[2];
-            m[0] = -(int64_t)label_sum[a] * 32768;
-            m[1] = -(int64_t)label_sum[b] * 32768;
+            m[0] = -(int64_t)es_as_int32(label_sum[a]) * 32768;
+            m[1] = -(int64_t)es_as_int32(label_sum[b]) * 32768;
             es_gram_dots(&gram[a * slots], &gram[b * slots], w, used, m);
             next_w[a] = es_step_weight(w[a], m[0], scale);
             next_w[b] = es_step_weight(w[b], m[1], scale);
@@ -844,12 +1042,6 @@ static ES_NOINLINE const int32_t *es_gradient_steps(const es_shrubs *model, uint
         next_w[k] = w[cand_slot[k]];
     }
     return next_w;
-}
-
-static int64_t es_floor_div(int64_t a, int64_t b)
-{
-    const int64_t q = a / b;
-    return (a % b != 0 && a < 0) ? q - 1 : q;
 }
 
 /* Hard-L0 prox, integer simplex projection of the non-zero kept weights, and pruning of zero weights. */
@@ -941,7 +1133,8 @@ static void es_learn_oldest(const es_shrubs *model)
     const uint32_t head = counters->head;
     const uint32_t count = counters->count;
     const uint32_t at = counters->queue_head;
-    const uint32_t old_label = model->window_labels[head];
+    const int regressor = es_regressor(config);
+    const int32_t old_target = regressor ? es_row_code(model->window_labels, head) : (int32_t)model->window_labels[head];
     const uint32_t per_shrub = es_nodes_per_shrub(config);
     uint32_t i;
     for (i = 0; i < counters->n_shrubs; i++) { /* the active shrubs' pool slots, the leaf rows of the row replaced */
@@ -952,7 +1145,9 @@ static void es_learn_oldest(const es_shrubs *model)
     for (i = 0; i < d; i++) {
         model->window_bins[head * d + i] = model->queue_bins[at * d + i];
     }
-    model->window_labels[head] = model->queue_labels[at];
+    for (i = 0; i < (regressor ? 2u : 1u); i++) {
+        model->window_labels[(regressor ? 2u : 1u) * head + i] = model->queue_labels[(regressor ? 2u : 1u) * at + i];
+    }
     counters->queue_head = (uint16_t)(at + 1u == config->queue_size ? 0u : at + 1u);
     counters->pending--;
     es_insert_row(model, head, count);
@@ -961,8 +1156,8 @@ static void es_learn_oldest(const es_shrubs *model)
     if (count < config->window_size) {
         counters->count = (uint16_t)(count + 1u);
     }
-    es_pair_update(model, head, &model->work_weights[slots], count == config->window_size, model->work_weights,
-                   old_label);
+    es_pair_move(model, head, &model->work_weights[slots], count == config->window_size, model->work_weights,
+                 old_target);
     counters->since_update++;
     if (counters->since_update == config->update_every) {
         counters->since_update = 0;
@@ -983,7 +1178,11 @@ static void es_job_piece(const es_shrubs *model)
     }
     es_active_slots(model);
     if (counters->phase == ES_JOB_TERMS) {
-        es_new_shrub_terms(model, slot);
+        if (es_regressor(model->config)) {
+            es_new_shrub_terms_codes(model, slot);
+        } else {
+            es_new_shrub_terms(model, slot);
+        }
         counters->phase = ES_JOB_WEIGHTS;
     } else {
         model->cand_slot[n_active] = (uint8_t)slot;
@@ -1009,27 +1208,23 @@ static uint32_t es_next_units(const es_shrubs *model)
     }
 }
 
-es_status es_shrubs_learn(const es_shrubs *model, const uint8_t *bins, uint8_t label)
+/* A checked row (bins and its target's `n_bytes` bytes) joins the queue, then pieces of pending work run while they
+ * fit in the budget. */
+static void es_learn_row(const es_shrubs *model, const uint8_t *bins, const uint8_t *target, uint32_t n_bytes)
 {
-    const es_shrubs_config *config;
-    es_shrubs_counters *counters;
+    const es_shrubs_config *config = model->config;
+    es_shrubs_counters *counters = model->counters;
     uint32_t budget;
     uint32_t i;
-    if (model == 0 || bins == 0 || model->config == 0 || model->counters == 0) {
-        return ES_ERR_NULL;
-    }
-    config = model->config;
-    counters = model->counters;
-    if (label >= config->n_classes) {
-        return ES_ERR_LABEL;
-    }
     if (counters->pending < config->queue_size) { /* a full queue (only a crafted state holds one) drops the row */
         const uint32_t at = (uint32_t)counters->queue_head + counters->pending;
         const uint32_t place = at >= config->queue_size ? at - config->queue_size : at;
         for (i = 0; i < config->n_features; i++) {
             model->queue_bins[place * config->n_features + i] = bins[i];
         }
-        model->queue_labels[place] = label;
+        for (i = 0; i < n_bytes; i++) {
+            model->queue_labels[place * n_bytes + i] = target[i];
+        }
         counters->pending++;
     }
     budget = config->work_per_call;
@@ -1045,6 +1240,57 @@ es_status es_shrubs_learn(const es_shrubs *model, const uint8_t *bins, uint8_t l
             es_job_piece(model);
         }
     }
+}
+
+es_status es_shrubs_learn(const es_shrubs *model, const uint8_t *bins, uint8_t label)
+{
+    if (model == 0 || bins == 0 || model->config == 0 || model->counters == 0) {
+        return ES_ERR_NULL;
+    }
+    if (es_regressor(model->config)) {
+        return ES_ERR_MODEL;
+    }
+    if (label >= model->config->n_classes) {
+        return ES_ERR_LABEL;
+    }
+    es_learn_row(model, bins, &label, 1u);
+    return ES_OK;
+}
+
+es_status es_shrubs_learn_target(const es_shrubs *model, const uint8_t *bins, int16_t target)
+{
+    uint8_t bytes[2];
+    if (model == 0 || bins == 0 || model->config == 0 || model->counters == 0) {
+        return ES_ERR_NULL;
+    }
+    if (!es_regressor(model->config)) {
+        return ES_ERR_MODEL;
+    }
+    if (target < -32767) {
+        return ES_ERR_LABEL;
+    }
+    bytes[0] = (uint8_t)((uint16_t)target & 0xFFu);
+    bytes[1] = (uint8_t)((uint16_t)target >> 8);
+    es_learn_row(model, bins, bytes, 2u);
+    return ES_OK;
+}
+
+es_status es_shrubs_predict_raw(const es_shrubs *model, const uint8_t *bins, int32_t *raw_out)
+{
+    const es_shrubs_counters *counters;
+    int32_t raw = 0;
+    uint32_t i;
+    if (model == 0 || model->config == 0 || model->counters == 0 || bins == 0 || raw_out == 0) {
+        return ES_ERR_NULL;
+    }
+    if (!es_regressor(model->config)) {
+        return ES_ERR_MODEL;
+    }
+    counters = model->counters;
+    for (i = 0; i < counters->n_shrubs; i++) { /* |raw| <= 65535 * 32767 < 2^31 */
+        raw += (int32_t)model->weights[i] * es_code(model->leaf_values[es_tree_leaf(model->nodes, model->roots[i], bins)]);
+    }
+    *raw_out = raw;
     return ES_OK;
 }
 
@@ -1054,6 +1300,9 @@ es_status es_shrubs_predict_proba(const es_shrubs *model, const uint8_t *bins, u
     uint8_t k;
     if (model == 0 || model->config == 0 || model->counters == 0 || proba == 0) {
         return ES_ERR_NULL;
+    }
+    if (es_regressor(model->config)) {
+        return ES_ERR_MODEL;
     }
     if (model->counters->n_shrubs == 0) {
         for (k = 0; k < model->config->n_classes; k++) {
@@ -1109,7 +1358,8 @@ static int es_valid_shrub(const es_shrubs *model, uint32_t slot)
             const uint32_t leaf = 2u * (uint32_t)node->child; /* its values' index with 2 classes */
             if (node->child < first_leaf || node->child >= first_leaf + (1u << config->max_depth)
                 || (config->n_classes == 2u
-                    && (uint32_t)model->leaf_values[leaf] + model->leaf_values[leaf + 1u] != ES_Q15_ONE)) {
+                    && (uint32_t)model->leaf_values[leaf] + model->leaf_values[leaf + 1u] != ES_Q15_ONE)
+                || (es_regressor(config) && model->leaf_values[node->child] == 0x8000u)) {
                 return 0; /* (2 classes: es_column_terms2 needs complementary leaves, as learned ones are) */
             }
             continue;
@@ -1155,12 +1405,14 @@ es_status es_shrubs_validate(const es_shrubs *candidate)
         return ES_ERR_IMAGE;
     }
     for (i = 0; i < window; i++) {
-        if (candidate->window_labels[i] >= config->n_classes) {
+        if (es_regressor(config) ? es_row_code(candidate->window_labels, i) < -32767
+                                 : candidate->window_labels[i] >= config->n_classes) {
             return ES_ERR_IMAGE;
         }
     }
     for (i = 0; i < config->queue_size; i++) {
-        if (candidate->queue_labels[i] >= config->n_classes) {
+        if (es_regressor(config) ? es_row_code(candidate->queue_labels, i) < -32767
+                                 : candidate->queue_labels[i] >= config->n_classes) {
             return ES_ERR_IMAGE;
         }
     }
@@ -1183,7 +1435,7 @@ es_status es_shrubs_validate(const es_shrubs *candidate)
     if (counters->n_shrubs > 0u && (total == 0u || total > 65535u)) {
         return ES_ERR_IMAGE;
     }
-    for (i = 0; counters->n_shrubs > 0u && i < (slots << config->max_depth) * config->n_classes; i++) {
+    for (i = 0; counters->n_shrubs > 0u && !es_regressor(config) && i < (slots << config->max_depth) * config->n_classes; i++) {
         if (candidate->leaf_values[i] > ES_Q15_ONE) {  /* as TreeEnsemble.validate: Q15 probabilities */
             return ES_ERR_IMAGE;
         }
@@ -1242,7 +1494,7 @@ void es_shrubs_rebuild(const es_shrubs *model)
         counters->count = (uint16_t)row;
         es_insert_row(model, row, row);
         es_row_leaves(model, row, &model->work_weights[slots]);
-        es_pair_update(model, row, &model->work_weights[slots], 0, model->work_weights, 0u);
+        es_pair_move(model, row, &model->work_weights[slots], 0, model->work_weights, 0);
     }
     counters->count = (uint16_t)n;
     es_replay_job(model);

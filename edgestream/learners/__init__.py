@@ -5,7 +5,7 @@
 | tree      | TreeClassifier          | TreeRegressor   | frozen                                          | es_infer                              |
 | forest    | ForestClassifier        | ForestRegressor | frozen                                          | es_infer                              |
 | gbdt      | OnlineGBDTClassifier    | OnlineGBDTRegressor | frozen (additive leaves; add/delete rows on the host) | es_fixed, es_infer          |
-| shrubs    | ShrubEnsemble           |                 | keeps learning (window)                         | es_binning, es_tree, es_cart, es_shrubs |
+| shrubs    | ShrubEnsemble           | ShrubRegressor  | keeps learning (window)                         | es_binning, es_tree, es_cart, es_shrubs |
 | bls       | OnlineBLSClassifier     | OnlineBLSRegressor | keeps learning (factor)                      | es_f32, es_fixed, es_bls            |
 | hoeffding | HoeffdingTreeClassifier |                 | keeps learning (node pool)                      | es_f32, es_fixed, es_hoeffding        |
 | irf       | IncrementalRandomForest |                 | keeps learning (node pools)                     | es_f32, es_fixed, es_hoeffding        |
@@ -13,11 +13,12 @@
 | imported  | ImportedClassifier      |                 | frozen (trained elsewhere: edgestream import)   | es_fixed, es_infer                    |
 
 A regressor (:mod:`edgestream.task`) is the learner's form for the regression task, in the same module and entry.
+(The shrubs' regressor is in its own module, :mod:`.shrubs_regressor`, which gives the entry.)
 """
 
 from __future__ import annotations
 
-from . import axgb, bls, forest, gbdt, hoeffding, imported, shrubs, tree
+from . import axgb, bls, forest, gbdt, hoeffding, imported, shrubs_regressor, tree
 from .axgb import AdaptiveXGBoost
 from .base import LearnerSpec, Option, missing_rule, model_input
 from .bls import OnlineBLSClassifier, OnlineBLSRegressor
@@ -27,11 +28,12 @@ from .gbdt import OnlineGBDTClassifier, OnlineGBDTRegressor
 from .hoeffding import HoeffdingTreeClassifier, IncrementalRandomForest
 from .imported import ImportedClassifier
 from .shrubs import ShrubEnsemble
+from .shrubs_regressor import ShrubRegressor
 from .stream import is_fitted, register_with_river
 from .tree import BinnedClassifier, TreeClassifier, TreeRegressor
 
 REGISTRY: dict[str, LearnerSpec] = {spec.name: spec for spec in (
-    tree.SPEC, forest.SPEC, gbdt.SPEC, shrubs.SPEC, bls.SPEC, hoeffding.SPEC, hoeffding.IRF_SPEC, axgb.SPEC,
+    tree.SPEC, forest.SPEC, gbdt.SPEC, shrubs_regressor.SPEC, bls.SPEC, hoeffding.SPEC, hoeffding.IRF_SPEC, axgb.SPEC,
     imported.SPEC)}
 TRAINABLE = [name for name, spec in REGISTRY.items() if spec.trainable]
 register_with_river([spec.cls for spec in REGISTRY.values() if spec.online],
@@ -88,6 +90,6 @@ def names_of_classes() -> str:
 __all__ = ["REGISTRY", "TRAINABLE", "AdaptiveXGBoost", "BinnedClassifier", "ForestClassifier",
            "HoeffdingTreeClassifier", "ImportedClassifier", "IncrementalRandomForest", "LearnerSpec",
            "OnlineBLSClassifier", "OnlineBLSRegressor", "OnlineGBDTClassifier", "OnlineGBDTRegressor", "Option",
-           "ShrubEnsemble", "TreeClassifier", "ForestRegressor", "TreeRegressor", "by_class_name", "class_named",
+           "ShrubEnsemble", "ShrubRegressor", "TreeClassifier", "ForestRegressor", "TreeRegressor", "by_class_name", "class_named",
            "for_task", "get", "is_fitted", "missing_rule", "model_input",
            "of_model"]

@@ -448,11 +448,11 @@ class OnlineRegression(RegressorMixin):
         return self.predict_encoded(X)
 
     def predict(self, X) -> np.ndarray:
-        return self.target_.decode(self.predict_raw(X))
+        return self.target_.decode(self.predict_raw(X), self.output_divisor)
 
     def predict_row(self, x) -> float:
         raw = self._engine_output_row(x) if self.use_engine else self.predict_encoded(np.asarray(x).reshape(1, -1))[0]
-        return float(self.target_.decode(raw))
+        return float(self.target_.decode(raw, self.output_divisor))
 
 
 def restore_regions(owner, names, arrays: dict) -> None:

@@ -120,6 +120,7 @@ import numpy as np
 
 from ..costs import CostTerms
 from ..state import Field, RegionSpec, StateSpec
+from ..task import CLASSIFICATION, REGRESSION
 from ..tree import CRITERIA, LEAF_FEATURE, Q15_ONE, TreeEnsemble, tree_in_slot
 from .base import (TREE_OPTIONS, WORK_PER_CALL, BinnedOnlineLearner, DeviceState, Estimator, LearnerSpec, Option,
                    check_integer, restore_regions, step_size)
@@ -197,12 +198,18 @@ def _slots(config: dict) -> int:
     return config["max_shrubs"] + 1
 
 
+def _target_bytes(config: dict) -> int:
+    """Bytes of a row's target: a label, or a regressor's (one value per leaf) int16 code."""
+    return 2 if config["n_classes"] == 1 else 1
+
+
 STATE = StateSpec(
     prefix="es_shrubs",
     title="Shrub Ensembles",
+    tasks=(CLASSIFICATION, REGRESSION),
     config=(
-        Field("n_features", "uint8_t"), Field("n_classes", "uint8_t"), Field("max_depth", "uint8_t"),
-        Field("criterion", "uint8_t", "ES_GINI or ES_ENTROPY"), Field("window_size", "uint16_t", "B"),
+        Field("n_features", "uint8_t"), Field("n_classes", "uint8_t", "values per leaf: the classes, 1 for a regressor"),
+        Field("max_depth", "uint8_t"), Field("criterion", "uint8_t", "ES_GINI or ES_ENTROPY (a regressor: unused)"), Field("window_size", "uint16_t", "B"),
         Field("max_shrubs", "uint16_t", "M; the pool has M + 1 slots"), Field("min_samples_leaf", "uint16_t"),
         Field("burnin", "uint16_t", "gradient steps per new shrub"), Field("update_every", "uint16_t"),
         Field("step_q16", "uint32_t", "gradient step in Q16; 0 = adaptive, 65536 / (shrubs + 1)"),
@@ -229,10 +236,12 @@ STATE = StateSpec(
     ),
     regions=(
         RegionSpec("window_bins", "window", "uint8_t", lambda c: c["window_size"] * c["n_features"], "B x features"),
-        RegionSpec("window_labels", "window", "uint8_t", lambda c: c["window_size"], "B"),
+        RegionSpec("window_labels", "window", "uint8_t", lambda c: c["window_size"] * _target_bytes(c),
+                   "B (a regressor: 2 B, int16 target codes, low byte first)"),
         RegionSpec("queue_bins", "queue", "uint8_t", lambda c: c["queue_size"] * c["n_features"],
                    "queue x features: rows waiting to be learned"),
-        RegionSpec("queue_labels", "queue", "uint8_t", lambda c: c["queue_size"], "queue"),
+        RegionSpec("queue_labels", "queue", "uint8_t", lambda c: c["queue_size"] * _target_bytes(c),
+                   "queue (a regressor: 2 x queue)"),
         RegionSpec("sorted_rows", "window", "uint16_t", lambda c: c["n_features"] * c["window_size"],
                    "features x B: window rows by (bin, row)"),
         RegionSpec("nodes", "node pool", "es_node", lambda c: _slots(c) * _nodes_per_shrub(c),
@@ -633,7 +642,7 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
                 and since_update < self.update_every and (count == self.window_size or head == count)):
             raise ValueError(f"inconsistent counters head={head} count={count} shrubs={n_shrubs} "
                              f"since_update={since_update}")
-        queue = len(self.queue_labels)
+        queue = len(self.queue_targets)
         if not (pending < queue and queue_head < queue and phase <= WEIGHTS
                 and (phase == IDLE or count > 0)
                 and job_level < (max(self.max_depth, 1) if phase == TRAIN else 1)):
@@ -883,7 +892,7 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
 
     def _enqueue(self, bins: np.ndarray, label: int) -> None:
         """The row waits at the queue's end (a queue kept full, which only a crafted state can hold, drops it)."""
-        size = len(self.queue_labels)
+        size = len(self.queue_targets)
         if self.pending == size:
             return
         at = (self.queue_head + self.pending) % size
@@ -910,7 +919,7 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
     def _learn_oldest(self, active: np.ndarray) -> None:
         """The oldest pending row enters the window (the caches follow); every ``update_every`` rows a new-shrub
         job starts."""
-        at, size = self.queue_head, len(self.queue_labels)
+        at, size = self.queue_head, len(self.queue_targets)
         bins, label = self.queue_bins[at].copy(), int(self.queue_targets[at])
         self._set(pending=self.pending - 1, queue_head=(at + 1) % size)
         head = self.head
