@@ -121,13 +121,13 @@ def test_classification_asked_of_many_fractions_is_refused():
 
 def test_a_learner_without_a_regression_form_names_those_with_one():
     X, y = friedman(100)
-    with pytest.raises(ValueError, match="'hoeffding' has no regression form yet; the learners with one: tree, forest, bls"):
+    with pytest.raises(ValueError, match="'hoeffding' has no regression form yet; the learners with one: tree, forest, gbdt, shrubs, bls"):
         train("hoeffding", X, y, {})
 
 
 def test_classifier_and_regressor_share_one_registry_entry():
     assert learners.of_model(TreeRegressor()) is learners.of_model(TreeClassifier()) is learners.get("tree")
-    assert learners.for_task("regression") == ["tree", "forest", "gbdt", "bls"]
+    assert learners.for_task("regression") == ["tree", "forest", "gbdt", "shrubs", "bls"]
 
 
 def edgestream(capsys, *argv):
