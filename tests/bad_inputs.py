@@ -77,7 +77,7 @@ SECTIONS: dict[str, list[Case]] = {
           "the target of row 0 is 'a', not a number: a regressor needs numbers (--task classification for labels)"),
         c("fit inf_target.csv --label label -o m.esm", 2, "the target of row 7 is inf; a regressor needs finite numbers"),
         c("fit fractions.csv --label label --learner hoeffding -o m.esm", 2,
-          "learner 'hoeffding' has no regression form yet; the learners with one: tree, forest, gbdt, bls"),
+          "learner 'hoeffding' has no regression form yet; the learners with one: tree, forest, gbdt, shrubs, bls"),
         c("fit fractions.csv --label label --learner gbdt --max-leaves 1 -o m.esm", 2,
           "max_leaves=1 must be an integer from 2 to 255"),
         c("fit fractions.csv --label label --ram 8KiB -o m.esm", 2,
