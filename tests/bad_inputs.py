@@ -82,7 +82,7 @@ SECTIONS: dict[str, list[Case]] = {
           "max_leaves=1 must be an integer from 2 to 255"),
         c("fit fractions.csv --label label --ram 8KiB -o m.esm", 2,
           "budgets of regressors take the largest configuration that fits --ram and --flash, for the online "
-          "regressors (bls) only for now"),
+          "regressors (shrubs, bls) only for now"),
         c("fit fractions.csv --label label --learner bls --rate 100 --board stm32f411 -o m.esm", 2,
           "--rate and --learner auto choose by a classifier's score"),
         c("fit text_target.csv --label label --learner bls --task regression -o m.esm", 2,
