@@ -22,9 +22,3 @@ uint32_t es_log2_q16(uint64_t x)
     return result;
 }
 
-
-uint64_t es_variance_key(int32_t sum, uint32_t n)
-{
-    const uint64_t magnitude = sum < 0 ? (uint64_t)(-(int64_t)sum) : (uint64_t)sum;
-    return magnitude * magnitude / n;
-}

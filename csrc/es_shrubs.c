@@ -1,4 +1,5 @@
 #include "es_shrubs.h"
+#include "es_flash.h"
 
 /* The learning step follows edgestream/learners/shrubs.py, the specification, to the bit; its docstring states
  * the algorithm and every rounding point. Loops keep the region pointers in locals:
@@ -34,6 +35,18 @@
 #define ES_INLINE inline
 #endif
 
+/* The steps that differ between the tasks, one table of them per task in flash: each task's entry points pass their
+ * own down, so that a firmware links the steps of its task alone. */
+typedef void es_pair_step(const es_shrubs *model, uint32_t row, const int32_t *new_leaf, int has_old,
+                          const int32_t *old_leaf, int32_t old_target);
+typedef void es_level_step(const es_shrubs *model, uint32_t level, uint32_t last);
+typedef void es_slot_step(const es_shrubs *model, uint32_t slot);
+typedef struct {
+    es_pair_step *pair_update;     /* window row `row` changed: its terms move from the old row to the new one */
+    es_level_step *scan_level;     /* the best split of every node of the level being trained */
+    es_slot_step *new_shrub_terms; /* the new shrub's Gram row and column and its label sum */
+} es_shrubs_task;
+
 static uint32_t es_nodes_per_shrub(const es_shrubs_config *config)
 {
     return (2u << config->max_depth) - 1u;
@@ -68,6 +81,14 @@ static int32_t es_row_code(const uint8_t *targets, uint32_t row)
 static uint32_t es_code_term(int32_t a, int32_t b)
 {
     return (((uint32_t)(a * b) + 0x40000000u) >> 15) - 0x8000u;
+}
+
+/* The variance-reduction score of one side of a regression split (as the frozen regression trees score it):
+ * floor(sum^2 / n) of the sum of its n >= 1 int16 target codes (|sum| < 2^27). */
+static uint64_t es_variance_key(int32_t sum, uint32_t n)
+{
+    const uint64_t magnitude = sum < 0 ? (uint64_t)(-(int64_t)sum) : (uint64_t)sum;
+    return magnitude * magnitude / n;
 }
 
 static int64_t es_floor_div(int64_t a, int64_t b)
@@ -118,7 +139,7 @@ static ES_NOINLINE void es_pair_terms2(const uint16_t *leaf_values, const uint16
  * cand_slot[0..n_shrubs)) move from the old row (leaf rows old_leaf[i], label old_label; none if !has_old) to
  * the new one (leaf rows new_leaf[i], label in window_labels). Unsigned arithmetic: every sum stays below 2^32. */
 static ES_NOINLINE void es_pair_update(const es_shrubs *model, uint32_t row, const int32_t *new_leaf, int has_old,
-                                       const int32_t *old_leaf, uint32_t old_label)
+                                       const int32_t *old_leaf, int32_t old_label)
 {
     const uint32_t n_classes = model->config->n_classes;
     const uint32_t slots = model->config->max_shrubs + 1u;
@@ -178,18 +199,6 @@ static ES_NOINLINE void es_pair_update_codes(const es_shrubs *model, uint32_t ro
                 gram[b * slots + a] += t;
             }
         }
-    }
-}
-
-/* Window row `row` changed: its terms move from the old row (leaf rows old_leaf, target old_target) to the new one,
- * by the task's terms. */
-static void es_pair_move(const es_shrubs *model, uint32_t row, const int32_t *new_leaf, int has_old,
-                         const int32_t *old_leaf, int32_t old_target)
-{
-    if (es_regressor(model->config)) {
-        es_pair_update_codes(model, row, new_leaf, has_old, old_leaf, old_target);
-    } else {
-        es_pair_update(model, row, new_leaf, has_old, old_leaf, (uint32_t)old_target);
     }
 }
 
@@ -513,19 +522,30 @@ static ES_NOINLINE void es_scan_root(const es_scan *scan, uint32_t f)
     }
 }
 
-/* Which nodes of the level may split (their parent score to beat); the rows of those that may not are parked
- * (out of the scans, their node kept for their leaf). */
+/* The rows of the level's nodes that may not split (ES_LEAF_MARK) are parked: out of the scans, their node kept
+ * for their leaf. Below the last level a tag is node << 8 | label with node < 128. */
+static void es_park_rows(const es_shrubs *model, uint32_t stride)
+{
+    const uint32_t n = model->counters->count;
+    uint16_t *node_of = model->node_of;
+    uint32_t s;
+    for (s = 0; s < n; s++) {
+        const uint32_t v = node_of[s];
+        if (v != ES_NONE && model->split_stats[(v >> 8) * stride + ES_ST_CHOICE] == ES_LEAF_MARK) {
+            node_of[s] = (uint16_t)(v | ES_PARKED);
+        }
+    }
+}
+
+/* Which nodes of the level may split (their parent score to beat); the rows of those that may not are parked. */
 static ES_NOINLINE void es_level_setup(const es_shrubs *model, uint32_t level_size)
 {
     const es_shrubs_config *config = model->config;
     const uint32_t n_classes = config->n_classes;
     const uint32_t stride = ES_STATS + n_classes;
-    const uint32_t n = model->counters->count;
-    uint16_t *node_of = model->node_of;
     uint32_t *split_stats = model->split_stats;
     uint32_t parked = 0;
     uint32_t v;
-    uint32_t s;
     uint32_t k;
     for (v = 0; v < level_size; v++) {
         const uint16_t *counts = &model->split_counts[v * n_classes];
@@ -536,17 +556,12 @@ static ES_NOINLINE void es_level_setup(const es_shrubs *model, uint32_t level_si
             total += counts[k];
             n_present += counts[k] > 0u ? 1u : 0u;
         }
-        if (es_regressor(config)) {
-            n_present = 2u; /* equal codes never split: no candidate beats the parent */
-        }
         if (n_present > 1u && total >= 2u * (uint32_t)config->min_samples_leaf) {
             uint64_t cost = 0;
             st[ES_ST_CHOICE] = ES_NONE;
             st[ES_ST_N_TOTAL] = total;
             st[ES_ST_BEST_DEN] = total;
-            if (es_regressor(config)) {
-                cost = es_variance_key(es_as_int32(st[ES_ST_SUM]), total);
-            } else if (config->criterion == ES_GINI) {
+            if (config->criterion == ES_GINI) {
                 for (k = 0; k < n_classes; k++) {
                     cost += (uint64_t)counts[k] * counts[k];
                 }
@@ -563,11 +578,32 @@ static ES_NOINLINE void es_level_setup(const es_shrubs *model, uint32_t level_si
             parked = 1;
         }
     }
-    for (s = 0; parked && s < n; s++) { /* below the last level a tag is node << 8 | label with node < 128 */
-        v = node_of[s];
-        if (v != ES_NONE && split_stats[(v >> 8) * stride + ES_ST_CHOICE] == ES_LEAF_MARK) {
-            node_of[s] = (uint16_t)(v | ES_PARKED);
+    if (parked) {
+        es_park_rows(model, stride);
+    }
+}
+
+/* es_level_setup of a regressor: a node of enough rows may split (equal codes never do: no candidate beats the
+ * parent), its parent's variance key to beat. */
+static ES_NOINLINE void es_level_setup_codes(const es_shrubs *model, uint32_t level_size)
+{
+    const uint32_t min_leaf = model->config->min_samples_leaf;
+    const uint32_t stride = ES_STATS + 1u;
+    uint32_t parked = 0;
+    uint32_t v;
+    for (v = 0; v < level_size; v++) {
+        const uint32_t total = model->split_counts[v];
+        uint32_t *st = &model->split_stats[v * stride];
+        if (total >= 2u * min_leaf) {
+            st[ES_ST_N_TOTAL] = total;
+            es_keep_best(st, es_variance_key(es_as_int32(st[ES_ST_SUM]), total), total, ES_NONE);
+        } else {
+            st[ES_ST_CHOICE] = ES_LEAF_MARK;
+            parked = 1;
         }
+    }
+    if (parked) {
+        es_park_rows(model, stride);
     }
 }
 
@@ -664,36 +700,63 @@ static void es_start_shrub(const es_shrubs *model, uint32_t slot)
     model->gram[slot * (model->config->max_shrubs + 1u) + slot] = 0;
 }
 
-/* The best split of every node of the level (split_stats' choices), over the sorted lists. */
-static ES_NOINLINE void es_scan_level(const es_shrubs *model, uint32_t level)
+/* What the scans of the level read (the scores apart). */
+static void es_scan_init(const es_shrubs *model, es_scan *scan)
+{
+    const es_shrubs_config *config = model->config;
+    scan->sorted_rows = model->sorted_rows;
+    scan->bins = model->window_bins;
+    scan->labels = model->window_labels;
+    scan->node_of = model->node_of;
+    scan->stats = model->split_stats;
+    scan->counts = model->split_counts;
+    scan->window = config->window_size;
+    scan->count = model->counters->count;
+    scan->d = config->n_features;
+    scan->n_classes = config->n_classes;
+    scan->stride = ES_STATS + config->n_classes;
+    scan->min_leaf = config->min_samples_leaf;
+}
+
+/* The best split of every node of the level (split_stats' choices), over the sorted lists; none at the last. */
+static ES_NOINLINE void es_scan_level(const es_shrubs *model, uint32_t level, uint32_t last)
 {
     const es_shrubs_config *config = model->config;
     const uint32_t level_size = model->counters->level_size;
     es_scan scan;
     uint32_t f;
-    scan.sorted_rows = model->sorted_rows;
-    scan.bins = model->window_bins;
-    scan.labels = model->window_labels;
-    scan.node_of = model->node_of;
-    scan.stats = model->split_stats;
-    scan.counts = model->split_counts;
-    scan.window = config->window_size;
-    scan.count = model->counters->count;
-    scan.d = config->n_features;
-    scan.n_classes = config->n_classes;
-    scan.stride = ES_STATS + config->n_classes;
-    scan.min_leaf = config->min_samples_leaf;
+    if (last) {
+        return;
+    }
+    es_scan_init(model, &scan);
     scan.score = config->criterion != ES_GINI ? es_score_entropy
                  : config->n_classes == 2u ? es_score_gini2 : es_score_gini;
     es_level_setup(model, level_size);
     for (f = 0; f < config->n_features; f++) {
-        if (es_regressor(config)) {
-            es_scan_variance(&scan, f, level_size);
-        } else if (level > 0u) {
+        if (level > 0u) {
             es_scan_feature(&scan, f, level_size);
         } else if (model->split_stats[ES_ST_CHOICE] != ES_LEAF_MARK) {
             es_scan_root(&scan, f);
         }
+    }
+}
+
+/* es_scan_level of a regressor: the sums of its nodes' codes first (the last level's packed: its nodes may
+ * outnumber the stats'), for its splits or its leaves. */
+static ES_NOINLINE void es_scan_level_codes(const es_shrubs *model, uint32_t level, uint32_t last)
+{
+    const uint32_t level_size = model->counters->level_size;
+    es_scan scan;
+    uint32_t f;
+    (void)level;
+    es_node_sums(model, level_size, last ? 1u : ES_STATS + 1u, last ? 0u : ES_ST_SUM);
+    if (last) {
+        return;
+    }
+    es_scan_init(model, &scan);
+    es_level_setup_codes(model, level_size);
+    for (f = 0; f < model->config->n_features; f++) {
+        es_scan_variance(&scan, f, level_size);
     }
 }
 
@@ -753,22 +816,19 @@ static ES_NOINLINE uint32_t es_place_level(const es_shrubs *model, uint32_t slot
 /* One level of CART on the window into pool slot `slot`: the level's nodes and leaves, its leaf rows' leaf in
  * leaf_index; then the next level's rows (node_of) and class totals (split_counts). The counters carry the level
  * from one call to the next; the shrub done, the job goes on to its Gram column. */
-static void es_train_level(const es_shrubs *model, uint32_t slot)
+static void es_train_level(const es_shrubs *model, const es_shrubs_task *task, uint32_t slot)
 {
     es_shrubs_counters *counters = model->counters;
     const uint32_t level = counters->job_level;
     const uint32_t last = level == model->config->max_depth;
     const uint32_t first_leaf = level == 0u ? 0u : counters->n_leaves;
+    es_level_step *scan_level;
     uint32_t next_size;
     if (level == 0u) {
         es_start_shrub(model, slot);
     }
-    if (es_regressor(model->config)) { /* the last level's sums packed (its nodes may outnumber the stats') */
-        es_node_sums(model, counters->level_size, last ? 1u : ES_STATS + 1u, last ? 0u : ES_ST_SUM);
-    }
-    if (!last) {
-        es_scan_level(model, level);
-    }
+    es_flash_copy(&scan_level, &task->scan_level, sizeof scan_level);
+    scan_level(model, level, last);
     next_size = es_place_level(model, slot, last);
     if (last) {
         es_last_level_leaves(model, first_leaf, slot);
@@ -790,11 +850,11 @@ static void es_train_level(const es_shrubs *model, uint32_t slot)
 }
 
 /* A piece of training: a level, and the last level too when it comes next (its nodes are all leaves). */
-static void es_train_piece(const es_shrubs *model, uint32_t slot)
+static void es_train_piece(const es_shrubs *model, const es_shrubs_task *task, uint32_t slot)
 {
-    es_train_level(model, slot);
+    es_train_level(model, task, slot);
     if (model->counters->phase == ES_JOB_TRAIN && model->counters->job_level == model->config->max_depth) {
-        es_train_level(model, slot);
+        es_train_level(model, task, slot);
     }
 }
 
@@ -1124,7 +1184,7 @@ static void es_active_slots(const es_shrubs *model)
 }
 
 /* The oldest pending row enters the window (the caches follow); every update_every rows a new-shrub job starts. */
-static void es_learn_oldest(const es_shrubs *model)
+static void es_learn_oldest(const es_shrubs *model, const es_shrubs_task *task)
 {
     const es_shrubs_config *config = model->config;
     es_shrubs_counters *counters = model->counters;
@@ -1136,6 +1196,7 @@ static void es_learn_oldest(const es_shrubs *model)
     const int regressor = es_regressor(config);
     const int32_t old_target = regressor ? es_row_code(model->window_labels, head) : (int32_t)model->window_labels[head];
     const uint32_t per_shrub = es_nodes_per_shrub(config);
+    es_pair_step *pair_update;
     uint32_t i;
     for (i = 0; i < counters->n_shrubs; i++) { /* the active shrubs' pool slots, the leaf rows of the row replaced */
         model->cand_slot[i] = (uint8_t)(model->roots[i] / per_shrub);
@@ -1156,8 +1217,9 @@ static void es_learn_oldest(const es_shrubs *model)
     if (count < config->window_size) {
         counters->count = (uint16_t)(count + 1u);
     }
-    es_pair_move(model, head, &model->work_weights[slots], count == config->window_size, model->work_weights,
-                 old_target);
+    es_flash_copy(&pair_update, &task->pair_update, sizeof pair_update);
+    pair_update(model, head, &model->work_weights[slots], count == config->window_size, model->work_weights,
+                old_target);
     counters->since_update++;
     if (counters->since_update == config->update_every) {
         counters->since_update = 0;
@@ -1167,22 +1229,20 @@ static void es_learn_oldest(const es_shrubs *model)
 }
 
 /* The new-shrub job's next piece (the Gram column and the weights read the active shrubs' slots). */
-static void es_job_piece(const es_shrubs *model)
+static void es_job_piece(const es_shrubs *model, const es_shrubs_task *task)
 {
     es_shrubs_counters *counters = model->counters;
     const uint32_t n_active = counters->n_shrubs;
     const uint32_t slot = counters->job_slot;
     if (counters->phase == ES_JOB_TRAIN) {
-        es_train_piece(model, slot);
+        es_train_piece(model, task, slot);
         return;
     }
     es_active_slots(model);
     if (counters->phase == ES_JOB_TERMS) {
-        if (es_regressor(model->config)) {
-            es_new_shrub_terms_codes(model, slot);
-        } else {
-            es_new_shrub_terms(model, slot);
-        }
+        es_slot_step *new_shrub_terms;
+        es_flash_copy(&new_shrub_terms, &task->new_shrub_terms, sizeof new_shrub_terms);
+        new_shrub_terms(model, slot);
         counters->phase = ES_JOB_WEIGHTS;
     } else {
         model->cand_slot[n_active] = (uint8_t)slot;
@@ -1210,7 +1270,8 @@ static uint32_t es_next_units(const es_shrubs *model)
 
 /* A checked row (bins and its target's `n_bytes` bytes) joins the queue, then pieces of pending work run while they
  * fit in the budget. */
-static void es_learn_row(const es_shrubs *model, const uint8_t *bins, const uint8_t *target, uint32_t n_bytes)
+static ES_INLINE void es_learn_row(const es_shrubs *model, const es_shrubs_task *task, const uint8_t *bins,
+                         const uint8_t *target, uint32_t n_bytes)
 {
     const es_shrubs_config *config = model->config;
     es_shrubs_counters *counters = model->counters;
@@ -1235,12 +1296,16 @@ static void es_learn_row(const es_shrubs *model, const uint8_t *bins, const uint
         }
         budget -= config->work_per_call != 0u ? units : 0u;
         if (counters->phase == ES_JOB_IDLE) {
-            es_learn_oldest(model);
+            es_learn_oldest(model, task);
         } else {
-            es_job_piece(model);
+            es_job_piece(model, task);
         }
     }
 }
+
+static const es_shrubs_task es_classifier_steps ES_FLASH = { es_pair_update, es_scan_level, es_new_shrub_terms };
+static const es_shrubs_task es_regressor_steps ES_FLASH = { es_pair_update_codes, es_scan_level_codes,
+                                                            es_new_shrub_terms_codes };
 
 es_status es_shrubs_learn(const es_shrubs *model, const uint8_t *bins, uint8_t label)
 {
@@ -1253,7 +1318,7 @@ es_status es_shrubs_learn(const es_shrubs *model, const uint8_t *bins, uint8_t l
     if (label >= model->config->n_classes) {
         return ES_ERR_LABEL;
     }
-    es_learn_row(model, bins, &label, 1u);
+    es_learn_row(model, &es_classifier_steps, bins, &label, 1u);
     return ES_OK;
 }
 
@@ -1271,7 +1336,7 @@ es_status es_shrubs_learn_target(const es_shrubs *model, const uint8_t *bins, in
     }
     bytes[0] = (uint8_t)((uint16_t)target & 0xFFu);
     bytes[1] = (uint8_t)((uint16_t)target >> 8);
-    es_learn_row(model, bins, bytes, 2u);
+    es_learn_row(model, &es_regressor_steps, bins, bytes, 2u);
     return ES_OK;
 }
 
@@ -1445,7 +1510,7 @@ es_status es_shrubs_validate(const es_shrubs *candidate)
 
 /* A job under way: its pieces run again from its start up to where it was (the window and the ensemble are those
  * it started from), so that the caches are what they computed (ShrubEnsemble._replay_job). */
-static void es_replay_job(const es_shrubs *model)
+static void es_replay_job(const es_shrubs *model, const es_shrubs_task *task)
 {
     es_shrubs_counters *counters = model->counters;
     const uint32_t phase = counters->phase;
@@ -1456,19 +1521,20 @@ static void es_replay_job(const es_shrubs *model)
     counters->phase = ES_JOB_TRAIN;
     counters->job_level = 0;
     while (counters->phase == ES_JOB_TRAIN && (phase > ES_JOB_TRAIN || counters->job_level < levels)) {
-        es_job_piece(model);
+        es_job_piece(model, task);
     }
     if (phase == ES_JOB_WEIGHTS && counters->phase == ES_JOB_TERMS) {
-        es_job_piece(model);
+        es_job_piece(model, task);
     }
 }
 
-void es_shrubs_rebuild(const es_shrubs *model)
+static void es_rebuild(const es_shrubs *model, const es_shrubs_task *task)
 {
     const es_shrubs_config *config = model->config;
     es_shrubs_counters *counters = model->counters;
     const uint32_t slots = config->max_shrubs + 1u;
     const uint32_t window = config->window_size, n = counters->count;
+    es_pair_step *pair_update;
     uint32_t i, row;
     for (i = 0; i < (uint32_t)config->n_features * window; i++) {
         model->sorted_rows[i] = 0;
@@ -1494,8 +1560,19 @@ void es_shrubs_rebuild(const es_shrubs *model)
         counters->count = (uint16_t)row;
         es_insert_row(model, row, row);
         es_row_leaves(model, row, &model->work_weights[slots]);
-        es_pair_move(model, row, &model->work_weights[slots], 0, model->work_weights, 0);
+        es_flash_copy(&pair_update, &task->pair_update, sizeof pair_update);
+        pair_update(model, row, &model->work_weights[slots], 0, model->work_weights, 0);
     }
     counters->count = (uint16_t)n;
-    es_replay_job(model);
+    es_replay_job(model, task);
+}
+
+void es_shrubs_rebuild(const es_shrubs *model)
+{
+    es_rebuild(model, &es_classifier_steps);
+}
+
+void es_shrubs_rebuild_target(const es_shrubs *model)
+{
+    es_rebuild(model, &es_regressor_steps);
 }

@@ -41,7 +41,9 @@ es_status es_shrubs_validate(const es_shrubs *candidate);
 
 /* Recompute the cache regions (sorted lists, cached leaves, Gram and label sums) from the window and the shrubs
  * of a valid state (and those of the pieces a new-shrub job under way has run), as ShrubEnsemble.restore_arrays
- * does: after a restore, since images hold no caches. */
+ * does: after a restore, since images hold no caches. es_shrubs_rebuild for a classifier's state,
+ * es_shrubs_rebuild_target for a regressor's (each links its own task's steps alone). */
 void es_shrubs_rebuild(const es_shrubs *model);
+void es_shrubs_rebuild_target(const es_shrubs *model);
 
 #endif

@@ -41,7 +41,7 @@ from .emit import SOURCE_DIR
 from .export import bundle_files, runtime_modules, runtime_sources
 from .scratch import scratch_dir
 from .state import RAM_DESCRIPTORS
-from .task import CLASSIFICATION, REGRESSION, output_context
+from .task import CLASSIFICATION, REGRESSION, output_context, task_of
 from .tree import CLASSES, FEATURES
 from .units import BYTES
 
@@ -205,16 +205,17 @@ def compiled(board, files: dict[str, str], sources: list[str], roots,
                 subprocess.run([board.toolchain.cc, *targets.COMPILE_FLAGS, *board.toolchain.cflags, "-I", tmp, "-c",
                                 str(Path(tmp) / source), "-o", str(obj)], check=True, capture_output=True)
                 calls.update(targets.call_graph(targets.tool(board, "objdump", "-dr", "--no-show-raw-insn", obj)))
+                calls.update(targets.table_references(targets.tool(board, "objdump", "-r", obj)))
                 for name, (kind, size, _) in targets.read_elf(obj)[1].items():
                     if kind == "FUNC" or name.startswith("es_"):  # functions and the runtime's constant tables
                         functions[name], where[name] = size, source
         except (OSError, subprocess.CalledProcessError, targets.ToolchainMissing):
             return None
         frames = {usage.function: usage.bytes for usage in targets.stack_usage(Path(tmp), functions)}
-    for caller, callees in (indirect or {}).items():
-        if caller in calls:
-            calls[caller] |= callees & set(functions)
     reached = reachable(calls, functions if roots is None else roots) & set(functions)
+    for caller, callees in (indirect or {}).items():  # the callees the roots reach (through a table or a pointer)
+        if caller in calls:
+            calls[caller] |= callees & reached
     code = {source: sum(functions[f] for f in reached if where[f] == source) for source in sources}
     stack = max(targets.worst_stack(calls, frames, functions if roots is None else roots).values(), default=0)
     return code, stack, calls, functions, frames
@@ -231,23 +232,33 @@ def reachable(calls: dict[str, set[str]], roots) -> set[str]:
 
 
 API_DECLARATION = re.compile(r"\b(es_\w+)\s*\(")
+TASK_CALLS = {CLASSIFICATION: ("learn", "predict_proba", "predict", "rebuild"),
+              REGRESSION: ("learn_target", "predict_raw", "rebuild_target")}
 
 
-def compiled_runtime(spec, board, n_features: int, n_classes: int) -> Runtime | None:
-    """A configuration not trained yet: the code its runtime's public functions reach (every variant of the
-    runtime: an upper bound; the state-image ones, ``*_validate`` and ``es_image.h``, apart) and their deepest call
-    chain under a bound of the wrapper's frame."""
+def task_roots(roots: set[str], task: str) -> set[str]:
+    """The public functions that bundles of ``task`` may call: a module with the entry points of both tasks
+    (``<module>_learn`` and ``<module>_learn_target``) keeps those of ``task``."""
+    other = TASK_CALLS[REGRESSION if task == CLASSIFICATION else CLASSIFICATION]
+    both = {f.removesuffix("_learn_target") for f in roots if f.endswith("_learn_target")}
+    return roots - {f"{module}_{call}" for module in both for call in other}
+
+
+def compiled_runtime(spec, board, n_features: int, n_classes: int, task: str = CLASSIFICATION) -> Runtime | None:
+    """A configuration not trained yet: the code its runtime's public functions for ``task`` reach (every variant
+    of the runtime: an upper bound; the state-image ones, ``*_validate`` and ``es_image.h``, apart) and their
+    deepest call chain under a bound of the wrapper's frame."""
     runtime = runtime_sources(runtime_modules(spec))
     sources = [p.name for p in runtime if p.suffix == ".c"]
-    key = hashlib.sha256(json.dumps([board.name, board.toolchain.cc, board.toolchain.cflags, sources]).encode()
+    key = hashlib.sha256(json.dumps([board.name, board.toolchain.cc, board.toolchain.cflags, sources, task]).encode()
                          + b"".join(p.read_bytes() for p in runtime_sources())).hexdigest()
     if key not in _RUNTIME_CACHE:
         declared = {p.name: set(API_DECLARATION.findall(p.read_text())) for p in runtime if p.suffix == ".h"}
         images = declared.pop("es_image.h", set()) | {f for names in declared.values() for f in names
                                                       if f.endswith("_validate")}
-        roots = set().union(*declared.values()) - images
+        roots = task_roots(set().union(*declared.values()) - images, task)
         files = {p.name: p.read_text() for p in runtime_sources()}
-        built = compiled(board, files, sources, roots)
+        built = compiled(board, files, sources, roots, targets.indirect_calls("model"))
         if built is None:
             _RUNTIME_CACHE[key] = None
         else:
@@ -427,7 +438,7 @@ def estimate(spec, board, model, n_features: int, n_classes: int, ram: int, flas
     if fitted:
         runtime = compiled_bundle(model, board, optimize)
     else:
-        runtime = compiled_runtime(spec, board, n_features, n_classes)
+        runtime = compiled_runtime(spec, board, n_features, n_classes, task_of(model))
         notes.append("code is what the runtime's public functions reach in every variant of the runtime; an "
                      "exported model links only its own")
         worst = spec.worst_case(model, n_features, n_classes) if spec.worst_case and optimize == "speed" else None
