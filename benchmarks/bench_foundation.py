@@ -80,20 +80,20 @@ REFERENCE_FIGURES = [
 ]
 
 HARNESS_C = """\
-int bench_predict(const float *x);
+{out} bench_predict(const float *x);
 
-long long bench_run(const float *X, int n_rows, int n_features, int repeats, int *out)
-{
+long long bench_run(const float *X, int n_rows, int n_features, int repeats, {out} *out)
+{{
     long long checksum = 0;
-    for (int r = 0; r < repeats; r++) {
-        for (int i = 0; i < n_rows; i++) {
+    for (int r = 0; r < repeats; r++) {{
+        for (int i = 0; i < n_rows; i++) {{
             out[i] = bench_predict(X + (long)i * n_features);
-            checksum += out[i];
-        }
-    }
+            checksum += (long long)out[i];
+        }}
+    }}
     return checksum;
-}
-"""
+}}
+"""  # {out}: int (a class index) or double (a regressor's value)
 
 WRAPPER_C = """\
 #include <stdint.h>
@@ -105,7 +105,8 @@ int bench_predict(const float *x)
 }}
 """
 
-CDEF = "long long bench_run(const float *X, int n_rows, int n_features, int repeats, int *out);"
+CDEF = "long long bench_run(const float *X, int n_rows, int n_features, int repeats, {out} *out);"
+OUT_DTYPES = {"int": np.intc, "double": np.float64}
 
 
 @dataclass
@@ -128,6 +129,7 @@ class Variant:
     wrapper: str  # wrapper.c text defining bench_predict
     own_classes: np.ndarray  # class indices the exporting Python model predicts on the test set
     true_classes: np.ndarray  # class indices of the test labels
+    out: str = "int"  # what bench_predict returns: "int" (a class index) or "double" (a regressor's value)
 
 
 @dataclass
@@ -191,7 +193,8 @@ def object_size(variant: Variant, cc: list[str], flags: list[str], size_tool: st
 
 
 def build_library(variant: Variant, includes: list[Path]) -> Path:
-    harness, wrapper = write_sources(variant.directory, {"harness.c": HARNESS_C, "wrapper.c": variant.wrapper})
+    harness, wrapper = write_sources(variant.directory, {"harness.c": HARNESS_C.format(out=variant.out),
+                                                         "wrapper.c": variant.wrapper})
     library = variant.directory / "libbench.so"
     sources = [str(p) for p in (harness, wrapper, *variant.sources)]
     run([*HOST_CC, *HOST_LIB_FLAGS, *include_flags(variant, includes), *sources, "-o", str(library), "-lm"],
@@ -199,14 +202,14 @@ def build_library(variant: Variant, includes: list[Path]) -> Path:
     return library
 
 
-def time_library(library: Path, X: np.ndarray) -> tuple[np.ndarray, float]:
-    """(classes predicted by the C code, median ns per inference)."""
+def time_library(library: Path, X: np.ndarray, out_type: str = "int") -> tuple[np.ndarray, float]:
+    """(classes, or values, predicted by the C code, median ns per inference)."""
     ffi = cffi.FFI()
-    ffi.cdef(CDEF)
+    ffi.cdef(CDEF.format(out=out_type))
     lib = ffi.dlopen(str(library))
     n_rows, n_features = X.shape
-    out = np.full(n_rows, -1, dtype=np.intc)
-    X_buffer, out_buffer = ffi.from_buffer("float[]", X), ffi.from_buffer("int[]", out)
+    out = np.full(n_rows, -1, dtype=OUT_DTYPES[out_type])
+    X_buffer, out_buffer = ffi.from_buffer("float[]", X), ffi.from_buffer(f"{out_type}[]", out)
 
     def timed(repeats: int) -> int:
         start = time.perf_counter_ns()
@@ -215,9 +218,9 @@ def time_library(library: Path, X: np.ndarray) -> tuple[np.ndarray, float]:
 
     repeats = max(1, TARGET_RUN_NS // max(1, timed(1)))
     median_ns = statistics.median(timed(repeats) for _ in range(RUNS))
-    classes = out.astype(np.int64)
+    outputs = out.astype(np.int64) if out_type == "int" else out.copy()
     ffi.dlclose(lib)
-    return classes, median_ns / (repeats * n_rows)
+    return outputs, median_ns / (repeats * n_rows)
 
 
 def measure(variant: Variant, X: np.ndarray, includes: list[Path], arm: bool) -> Row:

@@ -677,10 +677,18 @@ static void release_slot(const es_hoeffding *model, uint32_t t, uint16_t s)
     const uint32_t h = t * L + last;
     uint32_t i;
     if (s != last) {
-        memcpy(model->class_count + g * C, model->class_count + h * C, C * sizeof(float));
-        memcpy(model->est_count + g * C, model->est_count + h * C, C * sizeof(float));
-        memcpy(model->mean + g * C * d, model->mean + h * C * d, C * d * sizeof(float));
-        memcpy(model->m2 + g * C * d, model->m2 + h * C * d, C * d * sizeof(float));
+        if (C == 1u) {  /* a regressor's slot (its statistics: es_hoeffding_learn_target) */
+            const uint32_t bins = d * config->split_steps;
+            model->leaf_n[g] = model->leaf_n[h];
+            model->leaf_sum[g] = model->leaf_sum[h];
+            memcpy(model->bin_n + g * bins, model->bin_n + h * bins, bins * sizeof(uint32_t));
+            memcpy(model->bin_sum + g * bins, model->bin_sum + h * bins, bins * sizeof(int32_t));
+        } else {
+            memcpy(model->class_count + g * C, model->class_count + h * C, C * sizeof(float));
+            memcpy(model->est_count + g * C, model->est_count + h * C, C * sizeof(float));
+            memcpy(model->mean + g * C * d, model->mean + h * C * d, C * d * sizeof(float));
+            memcpy(model->m2 + g * C * d, model->m2 + h * C * d, C * d * sizeof(float));
+        }
         memcpy(model->low + g * d, model->low + h * d, d * sizeof(float));
         memcpy(model->high + g * d, model->high + h * d, d * sizeof(float));
         model->since[g] = model->since[h];
@@ -1000,15 +1008,17 @@ static void learn_tree(const es_hoeffding *model, uint32_t t, const float *x, ui
     }
 }
 
-/* Row and state checks shared by learning and prediction. */
-static es_status check(const es_hoeffding *model, const float *features)
+/* Row and state checks shared by learning and prediction; a call of the other task (a regressor's state has one
+ * output, a classifier's at least 2 class slots) gets ES_ERR_MODEL. */
+static es_status check(const es_hoeffding *model, const float *features, int regression)
 {
     uint32_t t;
     uint16_t node;
     if (model == NULL || model->config == NULL || features == NULL) {
         return ES_ERR_NULL;
     }
-    if (model->config->n_trees == 0 || model->config->n_classes == 0) {
+    if (model->config->n_trees == 0 || model->config->n_classes == 0
+        || (model->config->n_classes == 1u) != (regression != 0)) {
         return ES_ERR_MODEL;
     }
     if (!valid_row(features, model->config->n_features)) {
@@ -1029,7 +1039,7 @@ es_status es_hoeffding_learn(const es_hoeffding *model, const float *features, u
     if (model != NULL && model->config != NULL && label >= model->config->n_classes) {
         return ES_ERR_LABEL;
     }
-    status = check(model, features);
+    status = check(model, features, 0);
     if (status != ES_OK) {
         return status;
     }
@@ -1115,7 +1125,7 @@ es_status es_hoeffding_predict_proba(const es_hoeffding *model, const float *fea
     if (work == NULL || proba == NULL) {
         return ES_ERR_NULL;
     }
-    status = check(model, features);
+    status = check(model, features, 0);
     if (status != ES_OK) {
         return status;
     }
@@ -1197,14 +1207,52 @@ static int valid_attempts(const es_hoeffding *candidate)
     return 1;
 }
 
+/* 1 if every tree's node and leaf counts are within the pool and its used nodes split on a feature < n_features
+ * with children forward to used nodes that are not free, leaves name a used leaf slot and free nodes come in
+ * pairs. */
+static int valid_nodes(const es_hoeffding *candidate)
+{
+    const es_hoeffding_config *config = candidate->config;
+    uint32_t t, node;
+    for (t = 0; t < config->n_trees; t++) {
+        const uint32_t base = t * config->max_nodes;
+        const uint16_t n_nodes = candidate->n_nodes[t], n_leaves = candidate->n_leaves[t];
+        if (n_nodes < 1u || n_nodes > config->max_nodes || n_leaves < 1u || n_leaves > config->max_leaves) {
+            return 0;
+        }
+        if ((n_nodes & 1u) == 0u || candidate->feature[base] == HT_FREE) {
+            return 0;
+        }
+        for (node = 0; node < n_nodes; node++) {  /* children point forward to used nodes; free nodes in pairs */
+            const uint8_t f = candidate->feature[base + node];
+            const uint16_t child = candidate->child[base + node];
+            if (f == HT_FREE) {
+                if (candidate->feature[base + (node & 1u ? node + 1u : node - 1u)] != HT_FREE) {
+                    return 0;
+                }
+            } else if (f == HT_LEAF ? child >= n_leaves
+                                    : f >= config->n_features || child <= node || (uint32_t)child + 1u >= n_nodes
+                                          || candidate->feature[base + child] == HT_FREE) {
+                return 0;
+            }
+        }
+    }
+    return 1;
+}
+
+static es_status validate_regression(const es_hoeffding *candidate);
+
 es_status es_hoeffding_validate(const es_hoeffding *candidate)
 {
     const es_hoeffding_config *config;
-    uint32_t t, node, j;
+    uint32_t j;
     if (candidate == 0 || candidate->config == 0 || candidate->counters == 0) {
         return ES_ERR_NULL;
     }
     config = candidate->config;
+    if (config->n_classes == 1u) {
+        return validate_regression(candidate);
+    }
     for (j = 0; j < config->n_features; j++) {
         float floor = candidate->var_floor[j];
         if (!(floor > 0.0f && floor <= HT_FLT_MAX)) {
@@ -1217,28 +1265,8 @@ es_status es_hoeffding_validate(const es_hoeffding *candidate)
             return ES_ERR_IMAGE;
         }
     }
-    for (t = 0; t < config->n_trees; t++) {
-        const uint32_t base = t * config->max_nodes;
-        const uint16_t n_nodes = candidate->n_nodes[t], n_leaves = candidate->n_leaves[t];
-        if (n_nodes < 1u || n_nodes > config->max_nodes || n_leaves < 1u || n_leaves > config->max_leaves) {
-            return ES_ERR_IMAGE;
-        }
-        if ((n_nodes & 1u) == 0u || candidate->feature[base] == HT_FREE) {
-            return ES_ERR_IMAGE;
-        }
-        for (node = 0; node < n_nodes; node++) {  /* children point forward to used nodes; free nodes in pairs */
-            const uint8_t f = candidate->feature[base + node];
-            const uint16_t child = candidate->child[base + node];
-            if (f == HT_FREE) {
-                if (candidate->feature[base + (node & 1u ? node + 1u : node - 1u)] != HT_FREE) {
-                    return ES_ERR_IMAGE;
-                }
-            } else if (f == HT_LEAF ? child >= n_leaves
-                                    : f >= config->n_features || child <= node || (uint32_t)child + 1u >= n_nodes
-                                          || candidate->feature[base + child] == HT_FREE) {
-                return ES_ERR_IMAGE;
-            }
-        }
+    if (!valid_nodes(candidate)) {
+        return ES_ERR_IMAGE;
     }
     for (j = 0; j < (uint32_t)config->n_trees * config->max_nodes; j++) {  /* marks only in an adaptation */
         const int marked = candidate->adapt_pos[j / config->max_nodes] != HT_IDLE && mark_depth(candidate, j) >= 0;
@@ -1247,4 +1275,423 @@ es_status es_hoeffding_validate(const es_hoeffding *candidate)
         }
     }
     return valid_attempts(candidate) ? ES_OK : ES_ERR_IMAGE;
+}
+
+/* -- Regression (edgestream/learners/hoeffding_regression.py): binned integer statistics of the target codes,
+ * variance reduction under the Hoeffding bound on the ratio of the best two features, mean-code leaves and
+ * Page-Hinkley on every node. A regressor's state has one output (n_classes 1). */
+
+#define HTR_CODE_MAX 32767
+#define HTR_COUNT_LIMIT 32768u   /* a leaf's counts halve when its rows reach it */
+#define HTR_VALID_COUNT 65536u   /* a restored state's counts are below it */
+#define HTR_ESTABLISHED 32u      /* a leaf's rows before its errors are watched */
+#define HTR_PH_ROWS 64u          /* rows a detector sees before it may signal */
+#define HTR_PH_SCALE 8u          /* the gap that signals, in mean errors per unit of drift */
+#define HTR_GAP_CAP 1073741824u
+#define HTR_ERROR_MAX 65534u     /* the largest absolute error of a code */
+#define HTR_RESTART 16u          /* the weight a collapsed leaf's mean keeps */
+#define HTR_MARK 0xFFFFFFFFu     /* in fast: a node of the subtree being collapsed */
+
+/* s / n rounded half away from zero; 0 when n is 0. */
+static int32_t mean_code(uint32_t n, int64_t s)
+{
+    uint64_t magnitude, q;
+    if (n == 0u) {
+        return 0;
+    }
+    magnitude = (uint64_t)(s < 0 ? -s : s);
+    q = (2u * magnitude + n) / (2u * (uint64_t)n);
+    return s < 0 ? -(int32_t)q : (int32_t)q;
+}
+
+/* c^2 / n in float32 of a centred sum c over n rows. */
+static float spread_term(int64_t c, uint32_t n)
+{
+    float f = (float)c;
+    return (f * f) / (float)n;
+}
+
+/* Threshold k (1 .. split_steps - 1) of feature j at leaf slot g. */
+static float bin_threshold(const es_hoeffding *model, uint32_t g, uint32_t j, uint32_t k)
+{
+    const uint32_t d = model->config->n_features;
+    const float low = model->low[g * d + j], step = (model->high[g * d + j] - low) * model->config->split_step;
+    return low + (float)k * step;
+}
+
+/* The bin of x in feature j at leaf slot g: the largest k with x > t_k, else 0. */
+static uint32_t bin_of(const es_hoeffding *model, uint32_t g, uint32_t j, float x)
+{
+    uint32_t k, bin = 0;
+    for (k = 1; k < model->config->split_steps; k++) {
+        if (x > bin_threshold(model, g, j, k)) {
+            bin = k;
+        }
+    }
+    return bin;
+}
+
+static int32_t halved(int32_t v)
+{
+    return v / 2; /* truncated toward zero */
+}
+
+static void halve_slot(const es_hoeffding *model, uint32_t g)
+{
+    const uint32_t bins = (uint32_t)model->config->n_features * model->config->split_steps;
+    uint32_t i;
+    model->leaf_n[g] >>= 1;
+    model->leaf_sum[g] = halved(model->leaf_sum[g]);
+    for (i = g * bins; i < (g + 1u) * bins; i++) {
+        model->bin_n[i] >>= 1;
+        model->bin_sum[i] = halved(model->bin_sum[i]);
+    }
+}
+
+/* A leaf slot's statistics restart at (n, s) with empty bins (its range stays as set by the caller). */
+static void restart_slot(const es_hoeffding *model, uint32_t g, uint32_t n, int64_t s)
+{
+    const uint32_t bins = (uint32_t)model->config->n_features * model->config->split_steps;
+    while (n > HTR_RESTART) {
+        n >>= 1;
+        s /= 2;
+    }
+    model->leaf_n[g] = n;
+    model->leaf_sum[g] = (int32_t)s;
+    memset(model->bin_n + g * bins, 0, bins * sizeof(uint32_t));
+    memset(model->bin_sum + g * bins, 0, bins * sizeof(int32_t));
+    model->since[g] = 0;
+}
+
+/* Page-Hinkley of node i: the mean error (fast) and the gap (slow); 1 if it signals. */
+static int detect_error(const es_hoeffding *model, uint32_t i, uint32_t error)
+{
+    uint32_t n = model->seen[i] == 0xFFFFu ? 0xFFFFu : model->seen[i] + 1u, mean, gap, allowance;
+    model->seen[i] = (uint16_t)n;
+    mean = average(model->fast[i], error, n, HT_SLOW_SHIFT);
+    gap = model->slow[i] + error;
+    allowance = mean + (mean >> 3);
+    gap = gap > allowance ? gap - allowance : 0u;
+    if (gap > HTR_GAP_CAP) {
+        gap = HTR_GAP_CAP;
+    }
+    model->fast[i] = mean;
+    model->slow[i] = gap;
+    return n > HTR_PH_ROWS && gap > HTR_PH_SCALE * (uint32_t)model->config->drift * (mean > 1u ? mean : 1u);
+}
+
+/* Feed the row's error to tree t's detectors from the root down; 1 and the node in *fired at the first that
+ * signals. */
+static int watch_errors(const es_hoeffding *model, uint32_t t, const float *x, uint32_t error, uint16_t *fired)
+{
+    const uint32_t base = t * model->config->max_nodes;
+    uint16_t node = 0;
+    for (;;) {
+        const uint8_t f = model->feature[base + node];
+        if (detect_error(model, base + node, error)) {
+            *fired = node;
+            return 1;
+        }
+        if (f == HT_LEAF) {
+            return 0;
+        }
+        node = (uint16_t)(model->child[base + node] + (x[f] > model->threshold[base + node] ? 1u : 0u));
+    }
+}
+
+/* The node that signalled becomes a leaf: a leaf keeps its faded mean; an inner node's subtree merges into one
+ * leaf in the slot of its last leaf in node order (its rows, sums and range gathered there), the other slots and
+ * the descendants' nodes freed. */
+static void collapse(const es_hoeffding *model, uint32_t t, uint16_t node)
+{
+    const es_hoeffding_config *config = model->config;
+    const uint32_t base = t * config->max_nodes, d = config->n_features, L = config->max_leaves;
+    uint32_t i, j, n = 0, keep = HT_NO_PAIR;
+    int64_t s = 0;
+    restart(model, base + node);
+    if (model->feature[base + node] == HT_LEAF) {
+        const uint32_t g = t * L + model->child[base + node];
+        restart_slot(model, g, model->leaf_n[g], model->leaf_sum[g]);
+        return;
+    }
+    model->fast[base + node] = HTR_MARK;
+    for (i = node; i < model->n_nodes[t]; i++) {
+        if (model->fast[base + i] == HTR_MARK && model->feature[base + i] < HT_FREE) {
+            const uint32_t c = model->child[base + i];
+            model->fast[base + c] = HTR_MARK;
+            model->fast[base + c + 1u] = HTR_MARK;
+        }
+    }
+    for (i = model->n_nodes[t] - 1u; i > node; i--) {  /* gather into the kept slot */
+        if (model->fast[base + i] == HTR_MARK && model->feature[base + i] == HT_LEAF) {
+            const uint32_t h = t * L + model->child[base + i];
+            n += model->leaf_n[h];
+            s += model->leaf_sum[h];
+            if (keep == HT_NO_PAIR) {
+                keep = model->child[base + i];
+                continue;
+            }
+            for (j = 0; j < d; j++) {
+                const uint32_t k = (t * L + keep) * d + j;
+                model->low[k] = model->low[h * d + j] < model->low[k] ? model->low[h * d + j] : model->low[k];
+                model->high[k] = model->high[h * d + j] > model->high[k] ? model->high[h * d + j] : model->high[k];
+            }
+        }
+    }
+    for (i = model->n_nodes[t] - 1u; i > node; i--) {  /* free the rest */
+        if (model->fast[base + i] != HTR_MARK) {
+            continue;
+        }
+        if (model->feature[base + i] == HT_LEAF && model->child[base + i] != keep) {
+            const uint16_t slot = model->child[base + i];
+            model->feature[base + i] = HT_FREE;
+            if (keep == model->n_leaves[t] - 1u) {
+                keep = slot;  /* the last slot moves into the released one */
+            }
+            release_slot(model, t, slot);
+        }
+        free_node(model, base + i);
+    }
+    model->feature[base + node] = HT_LEAF;
+    model->threshold[base + node] = 0.0f;
+    model->child[base + node] = (uint16_t)keep;
+    model->fast[base + node] = 0;
+    restart_slot(model, t * L + keep, n, s);
+    drop_free_pairs(model, t);
+}
+
+/* The best candidate of feature j at leaf slot g: 1 and (*merit, *best_k) when one has rows on both sides. */
+static int best_candidate(const es_hoeffding *model, uint32_t g, uint32_t j, float *merit, uint32_t *best_k)
+{
+    const uint32_t S = model->config->split_steps, at = (g * model->config->n_features + j) * S;
+    uint32_t k, n = 0, n_left = 0;
+    int64_t total = 0, m, centred, c_left = 0;
+    float whole;
+    int found = 0;
+    for (k = 0; k < S; k++) {
+        n += model->bin_n[at + k];
+        total += model->bin_sum[at + k];
+    }
+    if (n == 0u) {
+        return 0;
+    }
+    m = total / (int64_t)n;  /* truncated toward zero */
+    centred = total - (int64_t)n * m;
+    whole = spread_term(centred, n);
+    for (k = 1; k < S; k++) {
+        float value;
+        n_left += model->bin_n[at + k - 1u];
+        c_left += model->bin_sum[at + k - 1u] - (int64_t)model->bin_n[at + k - 1u] * m;
+        if (n_left == 0u || n_left == n) {
+            continue;
+        }
+        value = spread_term(c_left, n_left) + spread_term(centred - c_left, n - n_left);
+        value = value - whole;
+        if (!found || value > *merit) {
+            *merit = value;
+            *best_k = k;
+            found = 1;
+        }
+    }
+    return found;
+}
+
+/* Split leaf slot s of node in tree t at candidate k of feature f: the children start from the rows of their
+ * side, empty bins, narrowed ranges and empty detectors. */
+static void split_regression(const es_hoeffding *model, uint32_t t, uint16_t node, uint16_t s, uint32_t f,
+                             uint32_t k)
+{
+    const es_hoeffding_config *config = model->config;
+    const uint32_t base = t * config->max_nodes, d = config->n_features, L = config->max_leaves;
+    const uint32_t S = config->split_steps, g = t * L + s, at = (g * d + f) * S;
+    const uint32_t a = free_pair(model, t, node);
+    const uint16_t s2 = model->n_leaves[t];
+    const uint32_t g2 = t * L + s2;
+    const float threshold = bin_threshold(model, g, f, k);
+    uint32_t i, n_left = 0, n_right = 0;
+    int64_t sum_left = 0, sum_right = 0;
+    for (i = 0; i < S; i++) {
+        if (i < k) {
+            n_left += model->bin_n[at + i];
+            sum_left += model->bin_sum[at + i];
+        } else {
+            n_right += model->bin_n[at + i];
+            sum_right += model->bin_sum[at + i];
+        }
+    }
+    model->feature[base + node] = (uint8_t)f;
+    model->threshold[base + node] = threshold;
+    model->child[base + node] = (uint16_t)a;
+    for (i = a; i < a + 2u; i++) {
+        model->feature[base + i] = HT_LEAF;
+        model->threshold[base + i] = 0.0f;
+        model->child[base + i] = i == a ? s : s2;
+        restart(model, base + i);
+    }
+    if (a + 2u > model->n_nodes[t]) {
+        model->n_nodes[t] = (uint16_t)(a + 2u);
+    }
+    model->n_leaves[t] = (uint16_t)(s2 + 1u);
+    memcpy(model->low + g2 * d, model->low + g * d, d * sizeof(float));
+    memcpy(model->high + g2 * d, model->high + g * d, d * sizeof(float));
+    model->high[g * d + f] = threshold;
+    model->low[g2 * d + f] = threshold;
+    model->leaf_n[g] = n_left;
+    model->leaf_sum[g] = (int32_t)sum_left;
+    model->leaf_n[g2] = n_right;
+    model->leaf_sum[g2] = (int32_t)sum_right;
+    memset(model->bin_n + g * d * S, 0, d * S * sizeof(uint32_t));
+    memset(model->bin_sum + g * d * S, 0, d * S * sizeof(int32_t));
+    memset(model->bin_n + g2 * d * S, 0, d * S * sizeof(uint32_t));
+    memset(model->bin_sum + g2 * d * S, 0, d * S * sizeof(int32_t));
+    model->since[g] = 0;
+    model->since[g2] = 0;
+}
+
+/* A split attempt at leaf slot s of node: every candidate of the drawn features, then the Hoeffding test on the
+ * ratio of the best two features' merits. */
+static void attempt_regression(const es_hoeffding *model, uint32_t t, uint16_t node, uint16_t s)
+{
+    const es_hoeffding_config *config = model->config;
+    const uint32_t g = t * config->max_leaves + s;
+    const uint8_t *order = model->order + t * config->n_features;
+    uint32_t i, best_f = 0, best_k = 0, k;
+    float b1 = 0.0f, b2 = 0.0f, merit = 0.0f, u, n, eps2;
+    int found = 0;
+    draw_order(model, t);
+    for (i = 0; i < config->subspace; i++) {
+        if (!best_candidate(model, g, order[i], &merit, &k)) {
+            continue;
+        }
+        if (!found || merit > b1) {
+            if (found && b1 > b2) {
+                b2 = b1;
+            }
+            b1 = merit;
+            best_f = order[i];
+            best_k = k;
+            found = 1;
+        } else if (merit > b2) {
+            b2 = merit;
+        }
+    }
+    if (!found || !(b1 > 0.0f)) {
+        return;
+    }
+    u = 1.0f - b2 / b1;
+    n = (float)model->leaf_n[g];
+    eps2 = config->log_inv_delta / (n + n);
+    if (eps2 < u * u || eps2 < config->tie * config->tie) {
+        split_regression(model, t, node, s, best_f, best_k);
+    }
+}
+
+static void learn_tree_target(const es_hoeffding *model, uint32_t t, const float *x, int32_t code, uint32_t w)
+{
+    const es_hoeffding_config *config = model->config;
+    const uint32_t d = config->n_features, S = config->split_steps, L = config->max_leaves;
+    uint16_t node = 0, fired;
+    uint32_t g, j;
+    (void)leaf_of(model, t, x, &node);  /* checked by the caller */
+    g = t * L + model->child[t * config->max_nodes + node];
+    if (config->drift != 0u && model->leaf_n[g] >= HTR_ESTABLISHED) {
+        int32_t error = code - mean_code(model->leaf_n[g], model->leaf_sum[g]);
+        if (watch_errors(model, t, x, (uint32_t)(error < 0 ? -error : error), &fired)) {
+            collapse(model, t, fired);
+            (void)leaf_of(model, t, x, &node);
+            g = t * L + model->child[t * config->max_nodes + node];
+        }
+    }
+    model->leaf_n[g] += w;
+    model->leaf_sum[g] += (int32_t)w * code;
+    for (j = 0; j < d; j++) {
+        const uint32_t at = (g * d + j) * S + bin_of(model, g, j, x[j]);
+        model->bin_n[at] += w;
+        model->bin_sum[at] += (int32_t)w * code;
+    }
+    if (model->leaf_n[g] >= HTR_COUNT_LIMIT) {
+        halve_slot(model, g);
+    }
+    model->since[g] = model->since[g] > 0xFFFFFFFFu - w ? 0xFFFFFFFFu : model->since[g] + w;
+    if (model->since[g] >= config->grace) {
+        model->since[g] = 0;
+        if (free_pair(model, t, node) != HT_NO_PAIR) {
+            attempt_regression(model, t, node, (uint16_t)(g - t * L));
+        }
+    }
+}
+
+es_status es_hoeffding_learn_target(const es_hoeffding *model, const float *features, int16_t target)
+{
+    uint32_t t;
+    es_status status = check(model, features, 1);
+    if (status != ES_OK) {
+        return status;
+    }
+    if (target < -HTR_CODE_MAX) {
+        return ES_ERR_LABEL;
+    }
+    for (t = 0; t < model->config->n_trees; t++) {
+        uint32_t w = model->config->exp_neg_lambda > 0.0f
+                         ? poisson(&model->counters->random, model->config->exp_neg_lambda) : 1u;
+        if (w != 0u) {
+            learn_tree_target(model, t, features, target, w);
+        }
+    }
+    model->counters->n_learned++;
+    return ES_OK;
+}
+
+es_status es_hoeffding_predict_raw(const es_hoeffding *model, const float *features, int32_t *raw_out)
+{
+    uint32_t t;
+    int32_t raw = 0;
+    uint16_t node = 0;
+    es_status status;
+    if (raw_out == NULL) {
+        return ES_ERR_NULL;
+    }
+    status = check(model, features, 1);
+    if (status != ES_OK) {
+        return status;
+    }
+    for (t = 0; t < model->config->n_trees; t++) {
+        uint32_t g;
+        (void)leaf_of(model, t, features, &node);
+        g = t * model->config->max_leaves + model->child[t * model->config->max_nodes + node];
+        raw += mean_code(model->leaf_n[g], model->leaf_sum[g]);
+    }
+    *raw_out = raw;
+    return ES_OK;
+}
+
+/* A regressor's state: the node tables, the features drawn, counts below HTR_VALID_COUNT with sums within
+ * count x 32767, detectors' mean errors at most HTR_ERROR_MAX and gaps at most HTR_GAP_CAP. */
+static es_status validate_regression(const es_hoeffding *candidate)
+{
+    const es_hoeffding_config *config = candidate->config;
+    const uint32_t slots = (uint32_t)config->n_trees * config->max_leaves;
+    const uint32_t bins = slots * config->n_features * config->split_steps;
+    uint32_t j;
+    if (!valid_nodes(candidate)) {
+        return ES_ERR_IMAGE;
+    }
+    for (j = 0; j < (uint32_t)config->n_trees * config->n_features; j++) {
+        if (candidate->order[j] >= config->n_features) {
+            return ES_ERR_IMAGE;
+        }
+    }
+    for (j = 0; j < slots + bins; j++) {
+        const uint32_t n = j < slots ? candidate->leaf_n[j] : candidate->bin_n[j - slots];
+        const int64_t s = j < slots ? candidate->leaf_sum[j] : candidate->bin_sum[j - slots];
+        if (n >= HTR_VALID_COUNT || (s < 0 ? -s : s) > (int64_t)n * HTR_CODE_MAX) {
+            return ES_ERR_IMAGE;
+        }
+    }
+    for (j = 0; j < (uint32_t)config->n_trees * config->max_nodes; j++) {
+        if (candidate->fast[j] > HTR_ERROR_MAX || candidate->slow[j] > HTR_GAP_CAP) {
+            return ES_ERR_IMAGE;
+        }
+    }
+    return ES_OK;
 }

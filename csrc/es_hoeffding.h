@@ -22,9 +22,17 @@ float es_hoeffding_erf(float x);
 
 /* Learn one row of n_features raw features, then advance every tree's split attempt under way by at most
  * config->work_per_call candidates (0: to its end; the specification's "Bounded work per call"). ES_ERR_LABEL for a label >= n_classes, ES_ERR_INPUT for a NaN,
- * infinite or out-of-range (|x| > 2**50) feature, ES_ERR_MODEL for a state whose nodes point outside the pool;
+ * infinite or out-of-range (|x| > 2**50) feature, ES_ERR_MODEL for a regressor's state or nodes that point outside the pool;
  * nothing changes then. */
 es_status es_hoeffding_learn(const es_hoeffding *model, const float *features, uint8_t label);
+
+/* Regression (a state of one output: n_classes 1; edgestream/learners/hoeffding_regression.py): learn one row and
+ * its target code (-32767 .. 32767). ES_ERR_LABEL for -32768, ES_ERR_INPUT for a NaN, infinite or out-of-range
+ * feature, ES_ERR_MODEL for a classifier's state or nodes that point outside the pool; nothing changes then. */
+es_status es_hoeffding_learn_target(const es_hoeffding *model, const float *features, int16_t target);
+
+/* Regression: the raw output of one row, the sum over the trees of their leaf's mean code. */
+es_status es_hoeffding_predict_raw(const es_hoeffding *model, const float *features, int32_t *raw_out);
 
 /* Q15 class probabilities of one row (the trees' average); work is scratch of n_classes. Only the scratch
  * regions change. */

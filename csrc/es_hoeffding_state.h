@@ -65,6 +65,10 @@ typedef struct {
     float *snap_m2;                 /* attempt: trees x classes x d */
     float *snap_low;                /* attempt: trees x d */
     float *snap_high;               /* attempt: trees x d */
+    uint32_t *leaf_n;               /* leaves: slots, regression: rows (weighted) */
+    int32_t *leaf_sum;              /* leaves: slots, regression: sum of target codes */
+    uint32_t *bin_n;                /* leaves: slots x d x split_steps, regression: rows */
+    int32_t *bin_sum;               /* leaves: slots x d x split_steps, regression: codes */
     es_hoeffding_counters *counters;
 } es_hoeffding;
 

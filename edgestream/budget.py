@@ -232,31 +232,34 @@ def reachable(calls: dict[str, set[str]], roots) -> set[str]:
 
 
 API_DECLARATION = re.compile(r"\b(es_\w+)\s*\(")
-TASK_CALLS = {CLASSIFICATION: ("learn", "predict_proba", "predict", "rebuild"),
-              REGRESSION: ("learn_target", "predict_raw", "rebuild_target")}
+REBUILD_CALLS = {CLASSIFICATION: "rebuild", REGRESSION: "rebuild_target"}
 
 
-def task_roots(roots: set[str], task: str) -> set[str]:
-    """The public functions that bundles of ``task`` may call: a module with the entry points of both tasks
-    (``<module>_learn`` and ``<module>_learn_target``) keeps those of ``task``."""
-    other = TASK_CALLS[REGRESSION if task == CLASSIFICATION else CLASSIFICATION]
-    both = {f.removesuffix("_learn_target") for f in roots if f.endswith("_learn_target")}
-    return roots - {f"{module}_{call}" for module in both for call in other}
+def other_task_calls(state, task: str) -> set[str]:
+    """The runtime functions of ``state``'s tasks other than ``task``: their learn and predict calls, and the
+    rebuild of a runtime with one per task (``<prefix>_rebuild`` / ``<prefix>_rebuild_target``, each reaching its
+    own task's steps alone)."""
+    others = [other for other in state.tasks if other != task]
+    return ({state.call(other, kind) for other in others for kind in (0, 1)}
+            | {f"{state.prefix}_{REBUILD_CALLS[other]}" for other in others if other in REBUILD_CALLS})
 
 
 def compiled_runtime(spec, board, n_features: int, n_classes: int, task: str = CLASSIFICATION) -> Runtime | None:
-    """A configuration not trained yet: the code its runtime's public functions for ``task`` reach (every variant
-    of the runtime: an upper bound; the state-image ones, ``*_validate`` and ``es_image.h``, apart) and their
-    deepest call chain under a bound of the wrapper's frame."""
-    runtime = runtime_sources(runtime_modules(spec))
+    """A configuration not trained yet: the code its runtime's public functions reach (every variant of the
+    runtime: an upper bound; the state-image ones, ``*_validate`` and ``es_image.h``, apart; the learn, predict and
+    rebuild calls of the state's other tasks left out) and their deepest call chain under a bound of the wrapper's
+    frame."""
+    runtime = runtime_sources(runtime_modules(spec, task))
     sources = [p.name for p in runtime if p.suffix == ".c"]
-    key = hashlib.sha256(json.dumps([board.name, board.toolchain.cc, board.toolchain.cflags, sources, task]).encode()
+    others = other_task_calls(spec.state, task) if spec.state is not None else set()
+    key = hashlib.sha256(json.dumps([board.name, board.toolchain.cc, board.toolchain.cflags, sources,
+                                     sorted(others)]).encode()
                          + b"".join(p.read_bytes() for p in runtime_sources())).hexdigest()
     if key not in _RUNTIME_CACHE:
         declared = {p.name: set(API_DECLARATION.findall(p.read_text())) for p in runtime if p.suffix == ".h"}
         images = declared.pop("es_image.h", set()) | {f for names in declared.values() for f in names
                                                       if f.endswith("_validate")}
-        roots = task_roots(set().union(*declared.values()) - images, task)
+        roots = set().union(*declared.values()) - images - others
         files = {p.name: p.read_text() for p in runtime_sources()}
         built = compiled(board, files, sources, roots, targets.indirect_calls("model"))
         if built is None:
@@ -378,8 +381,8 @@ def compiled_inline(board, worst, n_trees: int) -> InlineCode | None:
 
     context = {"name": "model", "learner": "", "learning": False, "input_dtype": worst.input_dtype,
                "missing_rule": "", "n_features": worst.n_features, "n_classes": worst.n_classes, "checkpoint": None,
-               "target": None,
-               "version": "", "model_sha256": "", "class_names": [],
+               "task": "classification", "target": None,
+               "version": "", "model_sha256": "", "class_names": [], "feature_names": None,
                **device_context(worst.device(n_trees), "model", "speed")}
     files = {p.name: p.read_text() for p in runtime_sources() if p.suffix == ".h"}
     files.update(emit.render_files(context, {"model.c": "frozen.c.j2", "model.h": "model.h.j2",
@@ -402,7 +405,7 @@ def pointer_bytes(board) -> int:
 def size_config(spec, model, n_features: int, n_classes: int) -> dict:
     """The parameters that set the model's size, as the budget reports them."""
     params = model.get_params()
-    keys = list(spec.ladder_params) + [k for k in ("n_trees", "max_bins") if k in params]
+    keys = [k for k in spec.ladder_params if k in params] + [k for k in ("n_trees", "max_bins") if k in params]
     return {**{key: params[key] for key in keys}, "features": n_features, "classes": n_classes}
 
 
@@ -490,10 +493,12 @@ def plan(learner: str, board, n_features: int, n_classes: int, ram: int | None =
 
 def configurations(learner: str, board, n_features: int, n_classes: int, ram: int | None = None,
                    flash: int | None = None, optimize: str = "speed", grid: tuple[dict, ...] | None = None,
-                   **params) -> list[Budget]:
-    """The budget of every distinct configuration of ``grid`` (default: the learner's ladder), in its order, the
-    parameters given (not None) fixed; budgets larger than the board's are refused."""
-    return list(each_configuration(learner, board, n_features, n_classes, ram, flash, optimize, grid, **params))
+                   task: str = CLASSIFICATION, **params) -> list[Budget]:
+    """The budget of every distinct configuration of ``grid`` (default: the learner's ladder) of the learner's
+    form for ``task``, in its order, the parameters given (not None) fixed; budgets larger than the board's are
+    refused."""
+    return list(each_configuration(learner, board, n_features, n_classes, ram, flash, optimize, grid, task,
+                                   **params))
 
 
 def each_configuration(learner: str, board, n_features: int, n_classes: int, ram: int | None = None,
@@ -502,9 +507,9 @@ def each_configuration(learner: str, board, n_features: int, n_classes: int, ram
     """:func:`configurations`, one budget at a time (of the learner's form for ``task``)."""
     spec = learners.get(learner, task)
     FEATURES.check(n_features)
-    if task == REGRESSION and n_classes != 1:
-        raise ValueError(f"a regressor has one output, not {n_classes} classes")
-    if task != REGRESSION:
+    if task != CLASSIFICATION and n_classes != 1:
+        raise ValueError(f"a {task} model has one output, not {n_classes} classes")
+    if task == CLASSIFICATION:
         CLASSES.check(n_classes)
     for name, value in (("ram", ram), ("flash", flash)):
         if value is not None:

@@ -24,6 +24,7 @@ smallest configuration's table below it) and no traceback:
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import os
 import sys
@@ -32,14 +33,14 @@ from pathlib import Path
 
 import numpy as np
 
-from . import __version__, learners, parity, targets
+from . import __version__, learners, missing, parity, targets
 from .boards import list_boards, load_board
 from .budget import of_model, plan
 from .checkpoint import SEQUENCE
-from .data import N_SAMPLES, STREAMS, device_input, load_table, make_stream
+from .data import N_SAMPLES, STREAMS, device_input, load_table, make_stream, write_csv
 from .encoding import OPTIMIZE
 from .evaluate import WINDOW, prequential
-from .export import load_bundle_model, read_manifest
+from .export import MANIFEST, MODEL_COPY, load_bundle_model, read_manifest
 from .modelfile import load_model, save_model
 from .parity import compare, compare_learning, compare_sizes, emulator_name, sizes_text
 from .report import check_dependencies, html_report, provenance
@@ -47,7 +48,8 @@ from .online import BINS_ROWS_RANGE
 from .ranges import Range
 from .targets import TIMEOUT, ToolchainMissing
 from .search import AUTO, RATE, SEARCH_ROWS, WORKERS, search
-from .task import CODE_MAX, MAX_CLASS_LABELS, REGRESSION, TASKS, output_context, regression_metrics, task_of
+from .task import (ANOMALY, CLASSIFICATION, CODE_MAX, MAX_CLASS_LABELS, REGRESSION, TASKS, infer_task,
+                   output_context, regression_metrics, task_of)
 from .train import BINS_ROWS, evaluate_online, parse_row_numbers, predictions, start_online, train, update
 from .tree import CLASSES, FEATURES
 from .units import parse_bytes
@@ -57,10 +59,23 @@ DEMO_LEARNER = "shrubs"
 DEMO_STREAMS = ("sea", "hyperplane")
 DEMO_WINDOW = 500
 QEMU_ROWS = Range("qemu_rows", 1)
+SEED = Range("seed", 0)
 EXIT_FAILURE = 1
 EXIT_MISMATCH = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+
+
+DESCRIPTION = """Train, budget, export and run learning models on microcontrollers: fit a model on a
+CSV file, plan it for a board's RAM and flash, export it as C, and check the C
+against Python on the host or an emulated board, learning as the device would."""
+EXAMPLE = """a first model that keeps learning on the device, on a built-in stream:
+  edgestream stream sea -o sea.csv
+  edgestream fit sea.csv --label y --learner shrubs --ram 8KiB -o sea.esm
+  edgestream export sea.esm -o sea_bundle --name sea
+  edgestream simulate sea_bundle sea.csv --label y --learn --target qemu --board stm32f411
+
+edgestream COMMAND --help shows the options of a command."""
 
 
 def main(argv=None) -> int:
@@ -86,7 +101,8 @@ def exit_status(error: Exception) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="edgestream", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="edgestream", description=DESCRIPTION, epilog=EXAMPLE,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"edgestream {__version__}")
     parser.add_argument("--debug", action="store_true",
                         help="print the traceback of an unexpected error (also EDGESTREAM_DEBUG=1)")
@@ -95,11 +111,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     fit = commands.add_parser("fit", help="train a model on a CSV file and save it")
     fit.add_argument("data", metavar="DATA.csv")
-    _add_label_options(fit)
+    _add_label_options(fit, required=False)  # required but for a detector (run_fit)
+    frozen = [name for name in names if not learners.get(name).learning]
     fit.add_argument("--learner", choices=[*names, AUTO], metavar="LEARNER",
-                     help="; ".join(f"{name}: {learners.get(name).summary}" for name in names) +
-                     f"; {AUTO}: the most accurate online learner within the budget (the default with --ram, --flash "
-                     "or --rate; tree otherwise)")
+                     help=f"{', '.join(frozen)} (frozen on the device), "
+                          f"{', '.join(name for name in names if name not in frozen)} "
+                          f"(learning on the device; their options below), or {AUTO}: the most accurate learning "
+                          "model within the budget (the default with --ram, --flash or --rate; tree otherwise)")
     _add_learner_options(fit)
     budget_options = fit.add_argument_group("budget (the budget manager chooses the learner's size)")
     budget_options.add_argument("--ram", type=byte_size, metavar="SIZE", help="RAM budget, e.g. 8KiB")
@@ -115,7 +133,9 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--task", choices=TASKS,
                      help="what the label is: a class or a number (default: regression for a numeric label with "
                           f"fractions or more than {MAX_CLASS_LABELS} values; regressors: "
-                          f"{', '.join(learners.for_task(REGRESSION))})")
+                          f"{', '.join(learners.for_task(REGRESSION))}); anomaly: learn normal from unlabelled "
+                          "rows, a 0/1 --label column only scores the detector (detectors: "
+                          f"{', '.join(learners.for_task(ANOMALY))})")
     fit.add_argument("-o", "--output", required=True, metavar="MODEL")
     fit.add_argument("--json", action="store_true", help="print one JSON object")
     fit.set_defaults(run=run_fit)
@@ -139,12 +159,12 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--json", action="store_true", help="print one JSON object")
     evaluate.set_defaults(run=run_evaluate)
 
-    importer = commands.add_parser("import", help="convert a classifier trained with scikit-learn, LightGBM or "
-                                   "XGBoost into a model file that predicts what it predicts")
+    importer = commands.add_parser("import", help="convert a classifier or regressor trained with scikit-learn, "
+                                   "LightGBM or XGBoost into a model file that predicts what it predicts")
     importer.add_argument("source", metavar="SOURCE",
                           help="a LightGBM model text file, an XGBoost JSON or UBJSON model file, or (with "
                                "--trust-pickle) a pickle or joblib file of a fitted scikit-learn, LightGBM or XGBoost "
-                               "classifier")
+                               "classifier or regressor")
     importer.add_argument("-o", "--output", required=True, metavar="MODEL")
     importer.add_argument("--trust-pickle", action="store_true",
                           help="load a pickle or joblib file: loading one RUNS CODE from it, give this only for a "
@@ -190,16 +210,27 @@ def build_parser() -> argparse.ArgumentParser:
                           help="with --learn: rows per point of the accuracy curve (default 500)")
     simulate.add_argument("--target", choices=["host", "qemu"], default="host",
                           help="host: compiled for this machine with cffi (default); qemu: cross-compiled for "
-                               "--board and run under its emulator")
+                               "--board and run under its emulator (classifiers and regressors: a regressor's raw "
+                               "outputs are compared with Python's)")
     simulate.add_argument("--board", metavar="BOARD", help="with --target qemu: a board name or board .toml file")
     simulate.add_argument("--timeout", type=TIMEOUT, default=60.0, metavar="S",
                           help="with --target qemu: seconds before the emulator is stopped (default 60)")
     simulate.add_argument("--instructions", action="store_true",
-                          help="with --target qemu: count every predict and learn call: executed instructions, "
-                               "exactly, under QEMU (it logs each one: slow, keep the stream short); CPU cycles on "
-                               "AVR boards, measured by the firmware with Timer1 under simavr")
+                          help="with --target qemu: count every predict (a regressor's predict_raw) and learn "
+                               "call: executed instructions, exactly, under QEMU (it logs each one: slow, keep the "
+                               "stream short); CPU cycles on AVR boards, measured by the firmware with Timer1 under "
+                               "simavr")
     simulate.add_argument("--json", action="store_true", help="print one JSON object")
     simulate.set_defaults(run=run_simulate)
+
+    stream = commands.add_parser("stream", help="write a built-in drifting stream as a CSV file (features x0, x1, "
+                                 "..., label y): data to try every command on")
+    stream.add_argument("name", choices=sorted(STREAMS), metavar="STREAM",
+                        help=f"one of {', '.join(sorted(STREAMS))} (edgestream.data.make_stream)")
+    stream.add_argument("--n-samples", type=N_SAMPLES, default=3000, metavar="N", help="rows (default 3000)")
+    stream.add_argument("--seed", type=SEED, default=1, metavar="N", help="random seed (default 1)")
+    stream.add_argument("-o", "--output", required=True, metavar="DATA.csv")
+    stream.set_defaults(run=run_stream)
 
     boards = commands.add_parser("boards", help="list the built-in board profiles")
     boards.add_argument("--json", action="store_true", help="print the full profiles as one JSON array")
@@ -216,7 +247,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the encoding the model will be exported with (frozen models; default speed)")
     budget.add_argument("--features", type=FEATURES, metavar="D", help="features per row (or taken from --data)")
     budget.add_argument("--classes", type=CLASSES, metavar="C", help="number of classes (or taken from --data)")
-    _add_learner_options(budget, "configuration (what is not given is the largest that fits)")
+    _add_learner_options(budget, "options of several learners (what is not given is the largest that fits)",
+                         defaults=False)
     budget.add_argument("--json", action="store_true", help="print one JSON object")
     budget.add_argument("--html", metavar="FILE",
                         help="write a report with plots (needs matplotlib: the report extra; checked before any work)")
@@ -258,21 +290,47 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _add_learner_options(parser, title: str = "learner options") -> None:
-    """Every option of every learner, once; which learners take it is in its help."""
-    group = parser.add_argument_group(title)
+def _add_learner_options(parser, title: str = "options of several learners", defaults: bool = True) -> None:
+    """Every option of every learner, once, with its default for each learner that takes it (``defaults``): the
+    options of one learner, or of the same few learners (three options or more), in a group of their own, the
+    others in one group whose options name their learners."""
     declared = {}
     for spec in learners.REGISTRY.values():
         for option in spec.options:
-            declared.setdefault(option.flag, (option, []))[1].append(spec.name)
+            declared.setdefault(option.flag, (option, []))[1].append((spec, option.param))
+    by_owners: dict[tuple, list] = {}
     for option, owners in declared.values():
-        owned = "" if len(owners) == len(learners.REGISTRY) else f" ({', '.join(owners)})"
-        if option.type is bool:
-            group.add_argument(option.flag, dest=option.dest, action=argparse.BooleanOptionalAction,
-                               help=option.help + owned)
-        else:
-            group.add_argument(option.flag, dest=option.dest, type=option.type, choices=option.choices,
-                               metavar=option.metavar, help=option.help + owned)
+        by_owners.setdefault(tuple(spec.name for spec, _ in owners), []).append((option, owners))
+    shared = parser.add_argument_group(title)
+    for names, options in by_owners.items():
+        group = shared
+        if len(names) == 1:
+            group = parser.add_argument_group(f"{names[0]} options ({learners.get(names[0]).summary})")
+        elif len(options) >= 3:
+            group = parser.add_argument_group(f"{', '.join(names[:-1])} and {names[-1]} options")
+        for option, owners in options:
+            text = option.help + option_defaults(owners, defaults, named=group is shared)
+            if option.type is bool:
+                group.add_argument(option.flag, dest=option.dest, action=argparse.BooleanOptionalAction, help=text)
+            else:
+                group.add_argument(option.flag, dest=option.dest, type=option.type, choices=option.choices,
+                                   metavar=option.metavar, help=text)
+
+
+def option_defaults(owners: list, defaults: bool, named: bool) -> str:
+    """The default of an option for each learner that takes it (``owners``: each learner and its parameter), as
+    `` (default 8)`` or `` (default tree, forest 8; shrubs 4)``; ``named``: always with the learners (without
+    ``defaults``: the learners only)."""
+    if not defaults:
+        return f" ({', '.join(spec.name for spec, _ in owners)})" if named else ""
+    by_value: dict[str, list[str]] = {}
+    for spec, param in owners:
+        value = inspect.signature(spec.estimators[0]).parameters[param].default
+        shown = "automatic" if value is None else ("on" if value else "off") if isinstance(value, bool) else value
+        by_value.setdefault(str(shown), []).append(spec.name)
+    if len(by_value) == 1 and not named:
+        return f" (default {next(iter(by_value))})"
+    return " (default " + "; ".join(f"{', '.join(names)} {value}" for value, names in by_value.items()) + ")"
 
 
 def learner_params(args) -> dict:
@@ -322,10 +380,12 @@ def _add_label_options(parser, required: bool = True) -> None:
                              "as such (pip install 'edgestream[parquet]')")
 
 
-def load_data(args, path):
-    """``(X, y, feature_names)`` of a CSV or Parquet data file given on the command line."""
+def load_data(args, path, with_cells: bool = False):
+    """``(X, y, feature_names)`` of a CSV or Parquet data file given on the command line (``with_cells``: and
+    ``where(row, feature)``, the name of a cell as the file counts it)."""
     delimiter = {"tab": "\t", "\\t": "\t"}.get(args.delimiter, args.delimiter)
-    return load_table(path, args.label, no_header=args.no_header, delimiter=delimiter, header=args.header)
+    return load_table(path, args.label, no_header=args.no_header, delimiter=delimiter, header=args.header,
+                      with_cells=with_cells)
 
 
 def _add_board_option(parser) -> None:
@@ -347,23 +407,32 @@ def check_rate_mean(args) -> None:
 def run_fit(args) -> int:
     check_rate_mean(args)
     budgeted = args.ram is not None or args.flash is not None or args.rate is not None
-    args.learner = args.learner or (AUTO if budgeted else "tree")
+    if args.label is None and args.task != ANOMALY:
+        raise ValueError("fit needs --label COL (only a detector, --task anomaly, learns from unlabelled rows)")
+    args.learner = args.learner or ("hst" if args.task == ANOMALY else AUTO if budgeted else "tree")
+    if args.task is None and args.learner != AUTO and learners.get(args.learner).tasks == (ANOMALY,):
+        args.task = ANOMALY  # a learner that only detects anomalies
     params = learner_params(args)
-    X, y, _ = load_data(args, args.data)
+    X, y, columns, where = load_data(args, args.data, with_cells=True)
+    missing_values = missing.check(args.learner, params, X, where, args.task or infer_task(y))
     board = load_board(args.board) if budgeted else None
     trained = train(args.learner, X, y, params, board, args.ram, args.flash, args.bins_rows,
                     progress=sys.stderr.isatty(), rate=args.rate, workers=args.workers, scheduler=args.scheduler,
                     search_rows=args.search_rows, rate_mean=args.rate_mean, classes=label_list(args.classes, y),
                     task=args.task)
     model = trained.model
+    model.columns_ = columns  # the bundle header names the features in order
     spec = learners.of_model(model)
     save_model(model, args.output)
     metrics = training_metrics(model, X, y) if task_of(model) == REGRESSION else None
     if args.json:
-        print(json.dumps({**fit_report(trained, args.output), **({"training": metrics} if metrics else {})}))
+        print(json.dumps({**fit_report(trained, args.output), **({"training": metrics} if metrics else {}),
+                          **({"missing": missing_values} if missing_values else {})}))
         return 0
     if metrics is not None:
         print(regressor_text(trained, metrics, X, args.output))
+    elif task_of(model) == ANOMALY:
+        print(detector_text(trained, X, args.output))
     else:
         shape = f"{X.shape[1]} features, {len(model.classes_)} classes: {model.summary()}"
         if spec.online:
@@ -374,12 +443,24 @@ def run_fit(args) -> int:
         else:
             accuracy = model.score(device_input(X, model.input_dtype), y)
             print(f"trained {spec.name} on {len(X)} rows, {shape}, training accuracy {accuracy:.4f} -> {args.output}")
+    if missing_values:
+        print(missing_values)
+    if not spec.learning:
+        print(frozen_note(spec, task_of(model)))
     if trained.budget is not None:
         print(f"budget on {trained.budget.board}: {trained.budget.ram_bytes:,} bytes of RAM, "
               f"{trained.budget.flash_bytes:,} bytes of flash")
     if trained.search is not None:
         print(trained.search.to_text())
     return 0
+
+
+def frozen_note(spec, task: str) -> str:
+    """What a model that does not learn on the device is, and how to make one that does."""
+    online = ", ".join(name for name in learners.for_task(task) if learners.get(name, task).learning)
+    return (f"a frozen model: {spec.name} predicts on the device but does not learn there; for a model that keeps "
+            f"learning give a RAM budget (--ram 8KiB: the most accurate learning model that fits) or --learner one "
+            f"of {online}")
 
 
 def regressor_text(trained, metrics: dict, X, output) -> str:
@@ -393,6 +474,24 @@ def regressor_text(trained, metrics: dict, X, output) -> str:
                 f"{metrics_text(trained.prequential.metrics)} {saturated}")
     return (f"trained a {name} regressor on {len(X)} rows, {X.shape[1]} features: {model.summary()}; "
             f"{metrics_text(metrics)} on the training rows {saturated}")
+
+
+def detector_text(trained, X, output) -> str:
+    """``fit``'s line for a detector: what it learned, its threshold, and with labels its prequential scores."""
+    model, result = trained.model, trained.prequential
+    scored = (f", prequential {anomaly_text(result.metrics)}" if "roc_auc" in result.metrics
+              else f", {result.metrics['flagged']} rows flagged while learning")
+    return (f"learned {learners.of_model(model).name} on {len(X)} rows (work range from the first "
+            f"{trained.bins_rows} rows), {X.shape[1]} features: {model.summary()}; threshold {model.threshold} "
+            f"(Q15, for {model.false_alarms:g} false alarms){scored} -> {output}")
+
+
+def anomaly_text(metrics: dict) -> str:
+    def shown(value, digits: int) -> str:
+        return "-" if value is None else f"{value:.{digits}f}"
+
+    return (f"ROC-AUC {shown(metrics['roc_auc'], 4)}, precision {shown(metrics['precision'], 4)}, "
+            f"{shown(metrics['false_alarms_per_1000'], 2)} false alarms per 1,000 normal rows")
 
 
 def label_list(text: str | None, y: np.ndarray):
@@ -425,6 +524,8 @@ def fit_report(trained, output) -> dict:
               "task": task_of(model)}
     if task_of(model) == REGRESSION:
         report["target"] = output_context(model)["target"]
+    elif task_of(model) == ANOMALY:
+        report["threshold"] = model.threshold
     else:
         report["classes"] = np.asarray(model.classes_).tolist()
     if trained.prequential is not None:
@@ -443,7 +544,7 @@ def run_update(args) -> int:
         raise ValueError("nothing to do: give --add DATA.csv --label COL and/or --delete ROWS")
     X, y = load_data(args, args.add)[:2] if args.add else (None, None)
     rows = parse_row_numbers(args.delete) if args.delete is not None else None
-    model = load_model(args.model)
+    model = read_model(args.model)
     done = update(model, X, y, rows)
     save_model(model, args.model)
     added = f"added {len(done.added)} rows (row numbers {done.added[0]}..{done.added[-1]})" if len(done.added) else ""
@@ -461,13 +562,25 @@ def run_import(args) -> int:
 
     model = convert(load_source(args.source, args.trust_pickle))
     save_model(model, args.output)
-    print(f"imported {model.n_features_} features, {len(model.classes_)} classes: {model.summary()} -> {args.output}")
+    output = (f"a regressor within {model.rounding_bound_:.3g} of its source" if task_of(model) == REGRESSION
+              else f"{len(model.classes_)} classes")
+    print(f"imported {model.n_features_} features, {output}: {model.summary()} -> {args.output}")
     return 0
 
 
+def read_model(path):
+    """A model file given on the command line; a bundle given for one gets how to use it."""
+    if (Path(path) / MANIFEST).is_file():
+        raise ValueError(f"{path} is a C bundle, not a model file: its model file is {Path(path) / MODEL_COPY}; to "
+                         f"run the bundle's C code on a data file: edgestream simulate {path} DATA.csv --label COL")
+    return load_model(path)
+
+
 def run_predict(args) -> int:
-    X = load_data(args, args.data)[0]
-    lines = predictions(load_model(args.model), X, args.proba)
+    X, _, _, where = load_data(args, args.data, with_cells=True)
+    model = read_model(args.model)
+    missing.check_model(model, X, where)
+    lines = predictions(model, X, args.proba)
     text = "\n".join(lines) + "\n"
     if args.output is None:
         sys.stdout.write(text)
@@ -477,12 +590,17 @@ def run_predict(args) -> int:
 
 
 def run_evaluate(args) -> int:
-    X, y, _ = load_data(args, args.data)
-    model = load_model(args.model)
+    X, y, _, where = load_data(args, args.data, with_cells=True)
+    model = read_model(args.model)
+    missing.check_model(model, X, where)
     result = evaluate_online(model, X, y, args.window, progress=sys.stderr.isatty())
     report = {key: value for key, value in result.to_json().items() if key != "correct"}
     if args.json:
         print(json.dumps({**report, "model": str(args.model)}))
+        return 0
+    if task_of(model) == ANOMALY:
+        print(f"n {result.n}, {anomaly_text(result.metrics)}, samples_per_second {result.samples_per_second:,.0f} "
+              f"(score and learn calls of {type(model).__name__})")
         return 0
     if result.metrics is not None:
         print(f"n {result.n}, {metrics_text(result.metrics)}, samples_per_second {result.samples_per_second:,.0f} "
@@ -498,7 +616,7 @@ def run_evaluate(args) -> int:
 def run_export(args) -> int:
     from .export import export_bundle
 
-    model = load_model(args.model)
+    model = read_model(args.model)
     out = export_bundle(model, args.output, name=args.name, optimize=args.optimize)
     print(f"exported {type(model).__name__} as bundle {args.name!r} -> {out}")
     return 0
@@ -511,7 +629,7 @@ def run_image(args) -> int:
         raise ValueError("nothing to do: give --from IMAGE -o MODEL2 and/or --to IMAGE")
     if (args.source is None) != (args.output is None):
         raise ValueError("--from IMAGE and -o MODEL2 go together")
-    model = load_model(args.model)
+    model = read_model(args.model)
     if args.source is not None:
         model, data = checkpoint.load_image(model, args.source)
         save_model(model, args.output)
@@ -525,9 +643,10 @@ def run_image(args) -> int:
 
 
 def run_simulate(args) -> int:
-    X, y, _ = load_data(args, args.data)  # data errors before compiling
+    X, y, _, where = load_data(args, args.data, with_cells=True)  # data errors before compiling
     target = parity.target(args.bundle, args.target, args.board, args.timeout, args.learn, X.shape[1],
                            args.instructions)
+    missing.check_model(target.model, X, where)
     X = device_input(X, target.model.input_dtype)
     scores = compare_learning(target, X, y, args.window) if args.learn else compare(target, X, y)
     report = {**scores, "bundle": str(args.bundle), **target.report_fields}
@@ -540,6 +659,10 @@ def run_simulate(args) -> int:
     if "r2" in report:
         print(f"{report['n']} rows, {metrics_text(report)}, {report['mismatches']} raw output mismatches between "
               f"C and Python ({target.where})")
+    elif "roc_auc" in report:
+        print(f"{report['n']} rows{' test-then-train' if args.learn else ''}, {anomaly_text(report)}, "
+              f"{report['mismatches']} score and {report['flag_mismatches']} flag mismatches between C and Python "
+              f"({target.where})")
     elif args.learn:
         print(f"{report['n']} rows test-then-train, accuracy {report['accuracy']:.4f} in C and "
               f"{report['python_accuracy']:.4f} in Python, {report['mismatches']} prediction mismatches, "
@@ -571,6 +694,14 @@ def run_cache(args) -> int:
     else:
         print(f"cache {root}: {len(cache.entries(root))} entries, {cache.size(root):,} bytes "
               f"(limit {cache.limit():,}; set EDGESTREAM_CACHE_LIMIT to change it)")
+    return 0
+
+
+def run_stream(args) -> int:
+    X, y = make_stream(args.name, args.n_samples, seed=args.seed)
+    write_csv(args.output, X, y)
+    print(f"{args.name}: {STREAMS[args.name].__doc__.splitlines()[0].rstrip('.')}; {len(X)} rows, {X.shape[1]} "
+          f"features x0..x{X.shape[1] - 1}, label y ({len(np.unique(y))} classes) -> {args.output}")
     return 0
 
 
@@ -612,7 +743,8 @@ def run_budget(args) -> int:
     if args.bundle:
         read_manifest(args.bundle)  # a bad bundle before any work
     X, y = load_data(args, args.data)[:2] if args.data else (None, None)
-    n_features, n_classes = budget_shape(args, X, y)
+    task = infer_task(y) if y is not None else CLASSIFICATION
+    n_features, n_classes = budget_shape(args, X, y, task)
     params = learner_params(args)
     found = None
     if args.learner == AUTO and X is None:
@@ -620,14 +752,14 @@ def run_budget(args) -> int:
     if X is not None and (args.learner == AUTO or learners.get(args.learner).online):
         found = search(args.learner, board, X, y, args.ram, args.flash, args.rate, params, args.optimize,
                        args.bins_rows, args.workers, args.scheduler, sys.stderr.isatty(), args.search_rows,
-                       rate_mean=args.rate_mean)
+                       rate_mean=args.rate_mean, task=task)
         budget = found.budget
     elif args.rate is not None:
         raise ValueError("--rate chooses among configurations by their accuracy on data: give an online learner and "
                          "--data with --label")
     else:
         budget = plan(args.learner, board, n_features, n_classes, ram=args.ram, flash=args.flash,
-                      optimize=args.optimize, **params)
+                      optimize=args.optimize, task=task, **params)
     sizes = None
     if args.bundle:
         model, optimize = bundle_model(budget, args.bundle)
@@ -654,15 +786,16 @@ def run_budget(args) -> int:
     return 0
 
 
-def budget_shape(args, X, y) -> tuple[int, int]:
-    """Features and classes: as given, or the stream's (which must agree with what is given)."""
+def budget_shape(args, X, y, task: str) -> tuple[int, int]:
+    """Features and classes: as given, or the stream's (which must agree with what is given; a regression
+    target has one output)."""
     given = {"features": args.features, "classes": args.classes}
     if X is None:
         missing = [f"--{key}" for key, value in given.items() if value is None]
         if missing:
             raise ValueError(f"{' and '.join(missing)} needed (or --data and --label to take them from a stream)")
         return args.features, args.classes
-    found = {"features": X.shape[1], "classes": len(np.unique(y))}
+    found = {"features": X.shape[1], "classes": 1 if task == REGRESSION else len(np.unique(y))}
     for key, value in given.items():
         if value is not None and value != found[key]:
             raise ValueError(f"--{key} {value} disagrees with {args.data}, which has {found[key]} {key}")

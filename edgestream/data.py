@@ -21,17 +21,26 @@ MISSING = frozenset({"", "?", "na", "nan"})  # compared case-insensitively
 PARQUET_MAGIC = b"PAR1"
 
 
-def load_table(path, label, no_header: bool = False, delimiter: str = ",", header: bool = False
-               ) -> tuple[np.ndarray, np.ndarray, list[str]]:
+def load_table(path, label, no_header: bool = False, delimiter: str = ",", header: bool = False,
+               with_cells: bool = False) -> tuple:
     """``(X, y, feature_names)`` of a data file: Parquet (by its ``PAR1`` magic, read through pyarrow, the
     ``parquet`` extra) or else CSV with this ``delimiter`` (see :func:`load_csv`). ``label`` None: every column is
-    a feature and ``y`` is None."""
+    a feature and ``y`` is None. ``with_cells``: a fourth item, ``where(row, feature)``, names a cell as the file
+    counts it (a CSV's line number, a Parquet file's row from 1) for messages."""
     try:
         with open(path, "rb") as handle:
             parquet = handle.read(4) == PARQUET_MAGIC
     except OSError as error:
         raise DataError(f"cannot read {path}: {error.strerror or error}") from None
-    return load_parquet(path, label) if parquet else load_csv(path, label, no_header, delimiter, header)
+    if parquet:
+        X, y, names = load_parquet(path, label)
+        lines, unit = np.arange(1, len(X) + 1), "row"
+    else:
+        X, y, names, lines = load_csv(path, label, no_header, delimiter, header, with_lines=True)
+        unit = "line"
+    if not with_cells:
+        return X, y, names
+    return X, y, names, lambda row, feature: f"{path}, {unit} {lines[row]}, column {names[feature]!r}"
 
 
 def load_parquet(path, label) -> tuple[np.ndarray, np.ndarray, list[str]]:
@@ -70,9 +79,10 @@ def load_parquet(path, label) -> tuple[np.ndarray, np.ndarray, list[str]]:
     return X, y, [names[j] for j in features]
 
 
-def load_csv(path, label, no_header: bool = False, delimiter: str = ",", header: bool = False
-             ) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    """Read a CSV file (cells separated by ``delimiter``) into ``(X, y, feature_names)``.
+def load_csv(path, label, no_header: bool = False, delimiter: str = ",", header: bool = False,
+             with_lines: bool = False) -> tuple:
+    """Read a CSV file (cells separated by ``delimiter``) into ``(X, y, feature_names)`` (and, ``with_lines``, the
+    file's line number of each row).
 
     ``label`` is a column name or a 0-based index; a string of digits is an index unless it is a header name; None
     makes every column a feature (``y`` is then None).
@@ -116,7 +126,8 @@ def load_csv(path, label, no_header: bool = False, delimiter: str = ",", header:
                 raise DataError(f"{path}, line {line}: missing label in column {names[column]!r}")
             labels.append(cells[column])
         X[i] = [_feature_value(cells[j], path, line, names[j]) for j in features]
-    return X, None if column is None else _label_array(labels), [names[j] for j in features]
+    table = X, None if column is None else _label_array(labels), [names[j] for j in features]
+    return (*table, [line for line, _ in rows]) if with_lines else table
 
 
 def _read_rows(path, delimiter: str = ",") -> list[tuple[int, list[str]]]:
@@ -219,6 +230,15 @@ def make_stream(name: str, n_samples: int = 1000, seed: int = 0, **options) -> t
         raise ValueError(f"unknown stream {name!r}; available: {', '.join(sorted(STREAMS))}")
     N_SAMPLES.check(n_samples)
     return STREAMS[name](int(n_samples), np.random.default_rng(seed), **options)
+
+
+def write_csv(path, X: np.ndarray, y: np.ndarray) -> None:
+    """Write rows as a CSV file that :func:`load_csv` reads back: a header ``x0,...,y``, features to 6 significant
+    digits (what a sensor log holds), the label last."""
+    header = ",".join([*(f"x{j}" for j in range(X.shape[1])), "y"])
+    label_format = "%d" if np.asarray(y).dtype.kind in "iub" else "%.6g"
+    np.savetxt(path, np.column_stack([X, y]), delimiter=",", header=header, comments="",
+               fmt=["%.6g"] * X.shape[1] + [label_format])
 
 
 def rotating_hyperplane(n_samples: int, rng, n_features: int = 10, n_drift_features: int = 2,
@@ -485,4 +505,4 @@ def _flip_labels(y: np.ndarray, noise: float, n_classes: int, rng) -> np.ndarray
 STREAMS = {"hyperplane": rotating_hyperplane, "blobs": gaussian_blobs, "sea": sea_concepts, "agrawal": agrawal,
            "stagger": stagger, "led": led, "rbf": random_rbf}
 
-__all__ = ["DataError", "STREAMS", "load_csv", "load_parquet", "load_table", "make_stream"]
+__all__ = ["DataError", "STREAMS", "load_csv", "load_parquet", "load_table", "make_stream", "write_csv"]

@@ -16,6 +16,11 @@ A regressor (:mod:`edgestream.task`) is scored by MAE, RMSE and R² (``metrics``
 is the RMSE of each window and its predictions are the values (float64) it gave; an edgestream regressor's
 compiled chunks give raw outputs, decoded as the learner decodes them. A regressor answering ``None`` is scored
 as predicting 0.0 (what River's regressors answer before they learn).
+
+A detector (an anomaly task) learns unlabelled rows; a 0/1 label column, where given, only scores it:
+:func:`edgestream.task.anomaly_metrics` of its outputs (ROC-AUC of the scores, precision and false alarms per
+1,000 normal rows of the flags) in ``metrics``; its curve is the share of rows flagged in each window, its
+predictions its int32 outputs (Q15 score and flag). A detector is started (its input setup) before it is scored.
 """
 
 from __future__ import annotations
@@ -31,7 +36,8 @@ from tqdm import tqdm
 
 from .learners.stream import is_fitted
 from .ranges import Range
-from .task import CLASSIFICATION, REGRESSION, check_target, regression_metrics, task_of
+from .task import (ANOMALY, CLASSIFICATION, REGRESSION, anomaly_metrics, check_target, regression_metrics,
+                   split_output, task_of)
 
 WINDOW = Range("window", 1)  # rows per point of an accuracy curve
 CHUNK = 8192  # rows per compiled test-then-train call (and per progress bar update)
@@ -72,7 +78,10 @@ def prequential(learner, X, y, window: int = 500, progress: bool = False, desc: 
     """Test-then-train over the rows of ``X`` in order: ``predict_one(X[i])``, score it, ``learn_one(X[i], y[i])``.
 
     ``window`` is the number of rows per point of the accuracy curve; ``progress`` shows a tqdm bar titled ``desc``.
+    A detector's ``y`` may be None (no labels: no ROC-AUC).
     """
+    if task_of(learner) == ANOMALY:
+        return _prequential_detector(learner, np.asarray(X), y, window)
     X, y = np.asarray(X), np.asarray(y)
     if X.ndim != 2 or y.ndim != 1 or len(X) != len(y):
         raise ValueError(f"need X of shape (n, d) and y of shape (n,); got {X.shape} and {y.shape}")
@@ -91,6 +100,22 @@ def prequential(learner, X, y, window: int = 500, progress: bool = False, desc: 
     curve = [float(hits[i:i + window].mean()) for i in range(0, len(y), window)]
     return PrequentialResult(n=len(y), correct=int(hits.sum()), window=int(window), curve=curve,
                              predictions=_prediction_array(outputs, y.dtype), seconds=seconds)
+
+
+def _prequential_detector(learner, X, y, window: int) -> PrequentialResult:
+    """A started detector's test-then-train (module docstring), in compiled chunks."""
+    if X.ndim != 2 or len(X) == 0 or (y is not None and len(y) != len(X)):
+        raise ValueError(f"need X of shape (n, d), n > 0, and labels of shape (n,); got {X.shape} and "
+                         f"{None if y is None else np.shape(y)}")
+    WINDOW.check(window)
+    start = time.perf_counter()
+    outputs = np.concatenate([learner.test_then_train(X[i:i + CHUNK]) for i in range(0, len(X), CHUNK)])
+    seconds = time.perf_counter() - start
+    flags = split_output(outputs)[1]
+    metrics = anomaly_metrics(y, outputs) if y is not None else {"flagged": int(flags.sum()), "rows": len(X)}
+    curve = [float(flags[i:i + window].mean()) for i in range(0, len(X), window)]
+    return PrequentialResult(n=len(X), correct=0, window=int(window), curve=curve, predictions=outputs,
+                             seconds=seconds, metrics=metrics)
 
 
 def _test_then_train(learner, X, y, progress: bool, desc, regression: bool) -> tuple[list, float]:

@@ -4,7 +4,8 @@
 learner's template and the shared header, example and build files, see :mod:`edgestream.emit`), a copy of the
 model and a manifest, ``edgestream.json``, that says what the bundle holds:
 ``format_version``, ``name``, ``learner`` (a registry name), ``learning``, ``input_dtype``, ``n_features``,
-``n_classes``, ``class_names`` (the label of each class index), ``edgestream_version``, ``model_sha256`` (of the
+``n_classes``, ``class_names`` (the label of each class index), ``feature_names`` (the name of each feature, in
+the order of the input rows, or null), ``edgestream_version``, ``model_sha256`` (of the
 model copy), ``sources`` (paths of the C files to compile), ``include_dir``, ``model`` and ``files`` (the SHA-256 of
 every file the export wrote, checked by every tool that reads the bundle), plus what the learner adds (a frozen tree
 model: ``optimize`` and its ``encoding``; a learning state: ``image_bytes`` and ``model_hash`` of its state images).
@@ -34,7 +35,8 @@ from pathlib import Path
 
 from . import __version__, emit, learners
 from .encoding import OPTIMIZE
-from .task import CLASSIFICATION, REGRESSION, TASKS, TargetScale, output_context, task_of
+from .learners.skbase import feature_names
+from .task import ANOMALY, CLASSIFICATION, REGRESSION, TASKS, TargetScale, output_context, task_of
 
 MANIFEST = "edgestream.json"
 MODEL_COPY = "model.esm"
@@ -71,7 +73,7 @@ def bundle_context(model, name: str, optimize: str = "speed") -> tuple[dict, lea
     output = output_context(model)
     context = {"name": name, "learner": spec.name, "learning": spec.learning, "input_dtype": input_dtype,
                "missing_rule": learners.missing_rule(model), "n_features": n_features, "n_classes": output["n_classes"],
-               "target": output["target"], "extra_files": {}, "manifest": {}, "checkpoint": None,
+               "task": output["task"], "target": output["target"], "extra_files": {}, "manifest": {}, "checkpoint": None,
                **spec.context(model, name, optimize)}
     if spec.state is not None and spec.checkpoints:
         from .checkpoint import context as checkpoint_context
@@ -97,12 +99,20 @@ def bundle_files(model, name: str = "model", optimize: str = "speed") -> tuple[d
     runtime = runtime_sources(runtime_modules(spec, task_of(model)))
     headers = sorted({p.name for p in runtime if p.suffix == ".h"} | {f"{name}.h", *context["extra_files"]})
     sources = sorted({p.name for p in runtime if p.suffix == ".c"} | {f"{name}.c"})
+    names = column_names(model)
     context.update(version=__version__, model_sha256=sha256(saved), headers=headers, sources=sources,
-                   class_names=[emit.c_string(label) for label in output_context(model)["class_names"]])
+                   class_names=[emit.c_string(label) for label in output_context(model)["class_names"]],
+                   feature_names=None if names is None else [emit.c_string(name) for name in names])
     files = {f"{emit.SOURCE_DIR}/{source.name}": source.read_bytes() for source in runtime}
     files.update({filename: text.encode() for filename, text in emit.render_bundle(context, spec.template).items()})
     files[MODEL_COPY] = saved
     return files, context, spec
+
+
+def column_names(model) -> list[str] | None:
+    """The names of a model's features in the order the device takes them: the DataFrame's columns it was fitted
+    on, or the data file's that ``edgestream fit`` learned from (None when neither is known)."""
+    return feature_names(model) or getattr(model, "columns_", None)
 
 
 def export_bundle(model, out_dir, name: str = "model", optimize: str = "speed") -> Path:
@@ -127,6 +137,7 @@ def export_bundle(model, out_dir, name: str = "model", optimize: str = "speed") 
         "task": output["task"],
         "n_classes": output["n_classes"],
         "class_names": output["class_names"],
+        "feature_names": column_names(model),
         **({"target": output["target"]} if output["target"] else {}),
         "edgestream_version": __version__,
         "model_sha256": context["model_sha256"],
@@ -314,13 +325,17 @@ def check_manifest(manifest: dict) -> None:
     except ValueError:
         raise ValueError(f"manifest name {manifest['name']!r} is not a C identifier edgestream writes (lowercase, "
                          f"not a C keyword, not 'main', not starting with 'es_')") from None
-    learners.get(manifest["learner"])
     if manifest["input_dtype"] not in INPUT_DTYPES:
         raise ValueError(f"manifest input_dtype {manifest['input_dtype']!r} must be one of {', '.join(INPUT_DTYPES)}")
     FEATURES.check(manifest["n_features"], "manifest n_features")
     task = manifest.get("task", CLASSIFICATION)
     if task not in TASKS:
         raise ValueError(f"manifest task {task!r} must be one of {', '.join(TASKS)}")
+    learners.get(manifest["learner"], task)
+    if task == ANOMALY:
+        if manifest["n_classes"] != 1 or manifest["class_names"]:
+            raise ValueError("a detector's manifest has n_classes 1 and no class_names")
+        return _check_files(manifest)
     if task == REGRESSION:
         TargetScale.from_json(manifest.get("target"))
         divisor = manifest["target"].get("divisor")

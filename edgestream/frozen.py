@@ -23,6 +23,7 @@ from dataclasses import replace
 
 from .emit import C_TYPES, c_literal
 from .encoding import LEAF_CODES, VALUE_BYTES, EncodedModel, _leaf_depths, descriptor_bytes, encode, node_edges
+from .task import REGRESSION, task_of
 from .tree import LEAF_FEATURE, MAX_NODES, NODE_DTYPE, Q15_ONE, TreeEnsemble
 
 
@@ -249,7 +250,8 @@ def tree_tables(model, n_features: int, n_classes: int, pointer_bytes: int, pack
                 optimize: str = "speed") -> list[tuple[str, int]]:
     """Flash objects of a frozen bundle: exact for a fitted model (its encoding's tables), else the worst case of
     full trees of max_depth in the fastest encoding (for speed, trees in inline code: the descriptor alone, the
-    budget counts the code, see :func:`edgestream.budget.inline_code_bound`)."""
+    budget counts the code, see :func:`edgestream.budget.inline_code_bound`). A regressor's leaves are one int16
+    code each, summed from an int32 base score."""
     if hasattr(model, "ensemble_"):
         return device_tables(DeviceModel.from_model(model), pointer_bytes, packed, optimize)
     n_trees = getattr(model, "n_trees", 1)
@@ -257,11 +259,12 @@ def tree_tables(model, n_features: int, n_classes: int, pointer_bytes: int, pack
     leaves = n_trees * 2**model.max_depth
     per_tree = 2**model.max_depth - 1 + 2**model.max_depth
     child_bytes = 1 if per_tree < 256 else 2
-    leaf_bytes = {"q15": 2 * n_classes, "q8": n_classes, "vote": 0}[model.leaf_values] * leaves
+    regressor = task_of(model) == REGRESSION
+    leaf_bytes = 2 if regressor else {"q15": 2 * n_classes, "q8": n_classes, "vote": 0}[model.leaf_values]
     tables = [("descriptor", descriptor_bytes(pointer_bytes, packed)),
               ("feature", max(internal, 1)), ("threshold", max(internal, 1) * VALUE_BYTES[model.input_dtype]),
               ("children", max(2 * internal, 1) * child_bytes), ("tree_base", 2 * (n_trees + 1)),
-              ("leaves", leaf_bytes)]
+              ("leaves", leaf_bytes * leaves), *([("base_score", 4)] if regressor else [])]
     return without_inline_tables(tables, optimize, model.max_depth)
 
 
@@ -275,10 +278,14 @@ def without_inline_tables(tables: list[tuple[str, int]], optimize: str, max_dept
 
 def tree_worst_case(model, n_features: int, n_classes: int) -> WorstCase | None:
     """The largest trees of an unfitted tree or forest configuration: ``max_depth`` levels, at most ``max_nodes``
-    nodes each (and the format's 65,535), leaf rows of ``leaf_values`` with every class non-zero."""
+    nodes each (and the format's 65,535), leaf rows of ``leaf_values`` with every class non-zero (a regressor's:
+    one int16 code)."""
     if hasattr(model, "ensemble_"):
         return None
-    leaves = min(2 ** model.max_depth, (model._tree_settings()["max_nodes"] + 1) // 2, (MAX_NODES + 1) // 2)
+    leaves = min(2 ** model.max_depth, ((model.max_nodes or MAX_NODES) + 1) // 2, (MAX_NODES + 1) // 2)
+    if task_of(model) == REGRESSION:
+        return WorstCase(getattr(model, "n_trees", 1), model.max_depth, leaves, n_features, 1, "additive", 1,
+                         model.input_dtype)
     kind = {"q15": "q15", "q8": "q8", "vote": "class"}[model.leaf_values]
     return WorstCase(getattr(model, "n_trees", 1), model.max_depth, leaves, n_features, n_classes, kind,
                      1 if kind == "class" else n_classes, model.input_dtype)

@@ -26,6 +26,7 @@ import numpy as np
 
 from . import data, learners
 from .export import export_bundle, read_manifest
+from .task import ANOMALY
 
 SANITIZERS = "-fsanitize=fuzzer,address,undefined"
 FLAGS = ["-std=c99", "-g", "-ffp-contract=off", "-fno-sanitize-recover=all", SANITIZERS]
@@ -80,8 +81,11 @@ def small_model(name: str):
         from .importers import convert
 
         return convert(GradientBoostingClassifier(n_estimators=8, max_depth=3).fit(X, y)), X.astype(np.float32), y
-    model = spec.make(**{**(spec.ladder[-1] if spec.ladder else {}), **(spec.variants[0] if spec.variants else {})})
-    if spec.online:
+    model = spec.make(spec.tasks[0], **{**(spec.ladder[-1] if spec.ladder else {}),
+                                        **(spec.variants[0] if spec.variants else {})})
+    if spec.tasks == (ANOMALY,):
+        model.partial_fit(X.astype(np.float32))
+    elif spec.online:
         model.partial_fit(X.astype(np.float32), y, classes=np.unique(y))
     else:
         model.fit(X.astype(np.float32), y)
@@ -115,6 +119,8 @@ def build_bundle_target(learner: str, out: Path) -> Target:
     input_type = INPUT_TYPES[manifest["input_dtype"]]
     defines = [f"-DFZ_INPUT={input_type}"]
     learning = spec.state is not None and spec.checkpoints  # learn sequences reset and restore through images
+    if manifest["task"] == ANOMALY:
+        defines.append("-DFZ_DETECTOR")
     if learning:
         image = write_image(model)
         defines += ["-DFZ_LEARNING", f"-DFZ_IMAGE_BYTES={len(image)}"]
@@ -124,6 +130,9 @@ def build_bundle_target(learner: str, out: Path) -> Target:
     corpus.mkdir(parents=True, exist_ok=True)
     rows = np.ascontiguousarray(X[:4], dtype=manifest["input_dtype"]).tobytes()
     (corpus / "predict").write_bytes(b"\0" + rows)
+    if manifest["task"] == ANOMALY:
+        (corpus / "learn").write_bytes(b"\x01" + b"".join(b"\0" + row.tobytes() for row in np.ascontiguousarray(
+            X[:40], dtype=manifest["input_dtype"])))
     if learning:
         records = b"".join(bytes([int(model.encode_label(label))]) + row.tobytes()
                            for row, label in zip(np.ascontiguousarray(X[:8], dtype=manifest["input_dtype"]), y[:8]))

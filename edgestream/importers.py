@@ -6,9 +6,11 @@ what is taken:
 | library      | models                                                                 | leaves              |
 |--------------|------------------------------------------------------------------------|---------------------|
 | scikit-learn | DecisionTreeClassifier, RandomForestClassifier, ExtraTreesClassifier  | Q15 probability rows, averaged |
+| scikit-learn | DecisionTreeRegressor, RandomForestRegressor, ExtraTreesRegressor     | target codes, averaged |
 | scikit-learn | GradientBoostingClassifier, HistGradientBoostingClassifier             | additive scores     |
-| lightgbm     | Booster, LGBMClassifier (objective binary, multiclass, multiclassova); model text file | additive scores |
-| xgboost      | Booster, XGBClassifier (binary:logistic, binary:logitraw, multi:softprob, multi:softmax); JSON or UBJSON file | additive scores |
+| scikit-learn | GradientBoostingRegressor, HistGradientBoostingRegressor (loss squared_error) | target codes, summed |
+| lightgbm     | Booster, LGBMClassifier, LGBMRegressor (objective binary, multiclass, multiclassova, regression); model text file | additive scores, target codes |
+| xgboost      | Booster, XGBClassifier, XGBRegressor (binary:logistic, binary:logitraw, multi:softprob, multi:softmax, reg:squarederror); JSON or UBJSON file | additive scores, target codes |
 
 Every source's trees are first read into :class:`SourceTree` (children, feature, threshold and NaN direction per
 node, a value per leaf), then converted once, the same way for all.
@@ -32,6 +34,17 @@ are scaled by ``2**(10 + score_shift)``, with the largest ``score_shift`` (0..20
 and every sum in int32: the fixed-point sums then differ from the source's double (or float32) sums by at most
 ``(n_trees + 1) / 2`` units of ``2**-(10 + score_shift)``, so the class differs only for rows whose source margin
 is that close to a tie. A binary model has one score (class 1 when it is > 0), a multi-class one a score per class.
+
+**Regressors** (:class:`edgestream.learners.imported.ImportedRegressor`) keep one int16 code per leaf of one
+:class:`edgestream.task.TargetScale`: each tree's leaf values are centred on the midpoint of their range, the
+step is the largest half range over the trees divided by ``CODE_MAX`` (so every code fits int16 and nothing
+saturates), the code is ``floor((value - midpoint) / step + 1/2)``, and the offset carries the base score (or
+init prediction) plus the midpoints (their mean for an averaging forest). The raw output is the int32 sum of the
+codes reached, decoded ``offset + raw * step / divisor`` (divisor: the trees a forest averages, 1 for boosting).
+Each leaf is off by at most ``step / 2``, so the prediction is within ``n_trees * step / 2`` of the source's for
+sums and ``step / 2`` for averages (``rounding_bound_`` adds the floating-point rounding of both sides). The bound
+grows with the number of trees and the widest tree's range, not with depth: a boosted model of T trees whose
+widest tree spans ``2 * h`` is within ``T * h / 65534``.
 """
 
 from __future__ import annotations
@@ -44,7 +57,8 @@ from typing import Callable
 import numpy as np
 
 from .fixedpoint import SCORE_FRAC_BITS
-from .learners.imported import ImportedClassifier
+from .learners.imported import ImportedClassifier, ImportedRegressor
+from .task import CLASSIFICATION, CODE_MAX, REGRESSION, TargetScale
 from .tree import LEAF_FEATURE, MAX_CLASSES, MAX_FEATURES, MAX_NODES, MAX_SCORE_SHIFT, NODE_DTYPE, TreeEnsemble
 
 INT16_MAX = 2**15 - 1
@@ -81,6 +95,8 @@ class SourceModel:
     n_features: int
     base: np.ndarray = field(default_factory=lambda: np.zeros(1))  # boosting: one margin per score
     feature_names: list[str] | None = None
+    task: str = CLASSIFICATION  # a regressor has no classes and one output
+    roundoff: float = 2.0**-53  # unit roundoff of the source's own sums: 2**-24 where it predicts in float32
 
 
 @dataclass(frozen=True)
@@ -117,8 +133,9 @@ EDGES = {"le64": edge_below_or_at, "lt32": edge_below}
 
 # ------------------------------------------------------------------------------------------------ conversion
 
-def convert(model) -> ImportedClassifier:
-    """An edgestream model of a fitted scikit-learn, LightGBM or XGBoost classifier (see :data:`SUPPORTED`)."""
+def convert(model) -> ImportedClassifier | ImportedRegressor:
+    """An edgestream model of a fitted scikit-learn, LightGBM or XGBoost classifier or regressor (see
+    :data:`SUPPORTED`)."""
     return to_edgestream(read_source(model))
 
 
@@ -129,8 +146,6 @@ def read_source(model) -> SourceModel:
     for importer in SUPPORTED:
         if module == importer.module and kind.__name__ in importer.names:
             return importer.read(model)
-    if kind.__name__.endswith("Regressor") or getattr(model, "_estimator_type", None) == "regressor":
-        raise ValueError(f"{kind.__name__} is a regressor; edgestream imports classifiers: {supported_names()}")
     raise ValueError(f"cannot import a {kind.__module__}.{kind.__name__}; supported: {supported_names()}")
 
 
@@ -138,10 +153,10 @@ def supported_names() -> str:
     return "; ".join(f"{importer.library} {', '.join(importer.names)}" for importer in SUPPORTED)
 
 
-def to_edgestream(source: SourceModel) -> ImportedClassifier:
+def to_edgestream(source: SourceModel) -> ImportedClassifier | ImportedRegressor:
     """The converted model: nodes laid out as edgestream's tree format, edges, NaN directions and leaves."""
     n_classes = len(source.classes)
-    if not 2 <= n_classes <= MAX_CLASSES:
+    if source.task == CLASSIFICATION and not 2 <= n_classes <= MAX_CLASSES:
         raise ValueError(f"{source.estimator} has {n_classes} classes; edgestream takes 2 to {MAX_CLASSES}")
     if not 1 <= source.n_features <= MAX_FEATURES:
         raise ValueError(f"{source.estimator} has {source.n_features} features; edgestream takes 1 to {MAX_FEATURES}")
@@ -153,15 +168,19 @@ def to_edgestream(source: SourceModel) -> ImportedClassifier:
         raise ValueError(f"{source.estimator} has {len(source.trees)} trees; edgestream takes 1 to {MAX_NODES}")
     layouts = [layout_tree(tree) for tree in source.trees]
     nodes, roots, edges, nan_left, leaf_of = join_trees(layouts, source)
+    info = {"library": source.library, "library_version": source.library_version, "estimator": source.estimator,
+            "objective": source.objective}
+    if source.task == REGRESSION:
+        ensemble, fitted, tables = regression_ensemble(source, nodes, roots, leaf_of)
+        return ImportedRegressor.from_tables(info, ensemble, edges, nan_left, fitted, tables, source.feature_names)
     if source.kind == "forest":
         rows = np.concatenate([q15_rows(tree.value[leaves]) for tree, (_, leaves) in zip(source.trees, leaf_of)])
         ensemble = TreeEnsemble(nodes, roots, np.ones(len(roots), dtype=np.uint16), rows, source.n_features)
     else:
         ensemble = additive_ensemble(source, nodes, roots, leaf_of)
     ensemble.validate()
-    info = {"library": source.library, "library_version": source.library_version, "estimator": source.estimator,
-            "objective": source.objective}
-    return ImportedClassifier.from_tables(info, ensemble, edges, nan_left, source.classes, source.feature_names)
+    return ImportedClassifier.from_tables(info, ensemble, edges, nan_left, {"classes_": np.asarray(source.classes)},
+                                          feature_names=source.feature_names)
 
 
 def layout_tree(tree: SourceTree) -> tuple[list[int], list[int]]:
@@ -244,6 +263,36 @@ def score_shift(half_range: float, base: float, n_trees: int, estimator: str) ->
                      f"hold at most +-{INT16_MAX / 2**SCORE_FRAC_BITS:.4g} per tree")
 
 
+def regression_ensemble(source: SourceModel, nodes, roots, leaf_of) -> tuple[TreeEnsemble, dict, dict]:
+    """A regressor's int16 leaf codes, its target scale, divisor and rounding bound (the module docstring's
+    Regressors): (ensemble, fitted attributes, further tables) of :meth:`ImportedRegressor.from_tables`."""
+    values = [tree.value[leaves].astype(np.float64) for tree, leaves in leaf_of]
+    base = float(source.base[0]) if source.kind == "boosting" else 0.0
+    if not (np.isfinite(base) and all(np.isfinite(v).all() for v in values)):
+        raise ValueError(f"{source.estimator}: a leaf value or the base score is not a finite number")
+    lows, highs = np.array([v.min() for v in values]), np.array([v.max() for v in values])
+    middles = lows / 2 + highs / 2  # halved first: no overflow
+    n_trees = len(roots)
+    divisor = n_trees if source.kind == "forest" else 1
+    offset = base + float(np.sum(middles)) / divisor
+    deviations = np.concatenate([v - middle for v, middle in zip(values, middles)])
+    if not (np.isfinite(offset) and np.isfinite(deviations).all()):
+        raise ValueError(f"{source.estimator}: its leaf values span more than float64 holds")
+    step = float(np.abs(deviations).max()) / CODE_MAX  # the half ranges, as the float64 differences give them
+    if not step > 0:  # every tree is constant: every code is 0, any step decodes it exactly
+        step = max(abs(offset), 1.0) * 2.0**-30
+    codes = np.floor(deviations / step + 0.5)
+    if np.abs(codes).max() > CODE_MAX:  # by the choice of step it cannot be: never wrap a code
+        raise ValueError(f"{source.estimator}: a leaf code leaves int16")
+    reach = abs(base) + float(np.maximum(np.abs(lows), np.abs(highs)).sum()) / divisor  # the largest magnitude a partial sum can reach
+    bound = n_trees * step / (2 * divisor) + (n_trees + 8) * (source.roundoff + 2.0**-53) * reach
+    ensemble = TreeEnsemble(nodes, roots, np.ones(n_trees, dtype=np.uint16), codes.astype(np.int16).reshape(-1, 1),
+                            source.n_features, "additive", np.zeros(1, dtype=np.int32))
+    ensemble.validate()
+    return ensemble, {"target_": TargetScale(offset, step)}, {
+        "output_divisor": np.asarray([divisor], dtype=np.uint16), "rounding_bound": np.asarray([bound])}
+
+
 # ------------------------------------------------------------------------------------------------ scikit-learn
 
 def _sklearn_version() -> str:
@@ -258,11 +307,15 @@ def _sklearn_tree(tree, value: np.ndarray, output: int = 0) -> SourceTree:
                       np.asarray(nan_left).astype(bool), value, output)
 
 
-def _sklearn_check(model) -> None:
-    if not hasattr(model, "classes_"):
+def _sklearn_check(model) -> bool:
+    """Refuse an unfitted or multi-output model; True for a regressor."""
+    from sklearn.base import is_regressor
+
+    if not hasattr(model, "n_features_in_"):
         raise ValueError(f"this {type(model).__name__} is not fitted; fit it before importing")
     if getattr(model, "n_outputs_", 1) != 1:
         raise ValueError(f"{type(model).__name__} has {model.n_outputs_} outputs; edgestream imports one")
+    return is_regressor(model)
 
 
 def _sklearn_feature_names(model) -> list[str] | None:
@@ -270,83 +323,105 @@ def _sklearn_feature_names(model) -> list[str] | None:
     return None if names is None else [str(name) for name in names]
 
 
+def _sklearn_model(model, kind: str, trees, objective: str, regressor: bool, base=None) -> SourceModel:
+    """The SourceModel of a scikit-learn estimator (a regressor has no classes)."""
+    classes = np.zeros(0) if regressor else np.asarray(model.classes_)
+    return SourceModel("scikit-learn", _sklearn_version(), type(model).__name__, objective, kind, "le64", trees,
+                       classes, int(model.n_features_in_), np.zeros(1) if base is None else base,
+                       _sklearn_feature_names(model), REGRESSION if regressor else CLASSIFICATION)
+
+
+SKLEARN_REGRESSION_LOSSES = ("squared_error",)
+
+
+def _sklearn_loss(model, regressor: bool) -> str:
+    """The boosting's loss; a regressor's must have the identity link of ``SKLEARN_REGRESSION_LOSSES``."""
+    loss = str(model.loss)
+    if regressor and loss not in SKLEARN_REGRESSION_LOSSES:
+        raise ValueError(f"{type(model).__name__} loss {loss!r}: edgestream imports regressors of loss "
+                         f"{', '.join(SKLEARN_REGRESSION_LOSSES)}")
+    return loss
+
+
 def read_sklearn_forest(model) -> SourceModel:
-    """DecisionTree-, RandomForest-, ExtraTreesClassifier: per-tree class probabilities, averaged."""
-    _sklearn_check(model)
+    """DecisionTree-, RandomForest-, ExtraTreesClassifier (per-tree class probabilities) and -Regressor (per-tree
+    leaf values), averaged."""
+    regressor = _sklearn_check(model)
     estimators = getattr(model, "estimators_", [model])
-    trees = [_sklearn_tree(e.tree_, e.tree_.value[:, 0, :]) for e in estimators]
-    return SourceModel("scikit-learn", _sklearn_version(), type(model).__name__, "", "forest", "le64", trees,
-                       np.asarray(model.classes_), int(model.n_features_in_),
-                       feature_names=_sklearn_feature_names(model))
+    trees = [_sklearn_tree(e.tree_, e.tree_.value[:, 0, 0] if regressor else e.tree_.value[:, 0, :])
+             for e in estimators]
+    return _sklearn_model(model, "forest", trees, str(model.criterion) if regressor else "", regressor)
 
 
 def read_sklearn_gradient_boosting(model) -> SourceModel:
-    """GradientBoostingClassifier: init + learning_rate * tree values per class score."""
-    _sklearn_check(model)
+    """GradientBoostingClassifier and -Regressor: init + learning_rate * tree values per score."""
+    regressor = _sklearn_check(model)
+    loss = _sklearn_loss(model, regressor)
     init = model.init_
-    if not (init == "zero" or type(init).__name__ == "DummyClassifier"):
-        raise ValueError(f"GradientBoostingClassifier with init={type(init).__name__}: edgestream takes the default "
+    if not (init == "zero" or type(init).__name__ in ("DummyClassifier", "DummyRegressor")):
+        raise ValueError(f"{type(model).__name__} with init={type(init).__name__}: edgestream takes the default "
                          "(prior) or 'zero' init")
     base = np.asarray(model._raw_predict_init(np.zeros((1, model.n_features_in_), dtype=np.float32)))[0]
     trees = [_sklearn_tree(e.tree_, model.learning_rate * e.tree_.value[:, 0, 0], k)
              for stage in model.estimators_ for k, e in enumerate(stage)]
-    return SourceModel("scikit-learn", _sklearn_version(), "GradientBoostingClassifier", model.loss, "boosting",
-                       "le64", trees, np.asarray(model.classes_), int(model.n_features_in_), base,
-                       _sklearn_feature_names(model))
+    return _sklearn_model(model, "boosting", trees, loss, regressor, base)
 
 
 def read_sklearn_hist_gradient_boosting(model) -> SourceModel:
-    """HistGradientBoostingClassifier: baseline + leaf values per class score (numerical splits only)."""
-    _sklearn_check(model)
+    """HistGradientBoostingClassifier and -Regressor: baseline + leaf values per score (numerical splits only)."""
+    regressor = _sklearn_check(model)
+    name = type(model).__name__
     if getattr(model, "_preprocessor", None) is not None or getattr(model, "is_categorical_", None) is not None \
             and np.any(model.is_categorical_):
-        raise ValueError("HistGradientBoostingClassifier with categorical features: edgestream imports numerical "
-                         "splits only")
+        raise ValueError(f"{name} with categorical features: edgestream imports numerical splits only")
+    loss = _sklearn_loss(model, regressor)
     trees = []
     for iteration in model._predictors:
         for k, predictor in enumerate(iteration):
             n = predictor.nodes
             if n["is_categorical"].any():
-                raise ValueError("HistGradientBoostingClassifier with categorical splits: edgestream imports "
-                                 "numerical splits only")
+                raise ValueError(f"{name} with categorical splits: edgestream imports numerical splits only")
             leaf = n["is_leaf"].astype(bool)
             left = np.where(leaf, -1, n["left"].astype(np.int64))
             right = np.where(leaf, -1, n["right"].astype(np.int64))
             trees.append(SourceTree(left, right, n["feature_idx"].astype(np.int64), n["num_threshold"],
                                     n["missing_go_to_left"].astype(bool), n["value"].astype(np.float64), k))
-    return SourceModel("scikit-learn", _sklearn_version(), "HistGradientBoostingClassifier", str(model.loss),
-                       "boosting", "le64", trees, np.asarray(model.classes_), int(model.n_features_in_),
-                       np.asarray(model._baseline_prediction, dtype=np.float64).reshape(-1),
-                       _sklearn_feature_names(model))
+    base = np.asarray(model._baseline_prediction, dtype=np.float64).reshape(-1)
+    return _sklearn_model(model, "boosting", trees, loss, regressor, base)
 
 
 # ------------------------------------------------------------------------------------------------ LightGBM
 
 LIGHTGBM_OBJECTIVES = ("binary", "multiclass", "multiclassova")
+LIGHTGBM_REGRESSION = "regression"  # L2: the prediction is the sum of the leaves (not with reg_sqrt)
 
 
 def read_lightgbm(model) -> SourceModel:
-    """LightGBM Booster or LGBMClassifier: additive leaf values (the average is folded into the first trees)."""
+    """LightGBM Booster, LGBMClassifier or LGBMRegressor: additive leaf values (the average is folded into the
+    first trees)."""
     import lightgbm
 
     booster = model.booster_ if hasattr(model, "booster_") else model
     dump = booster.dump_model()
     objective = str(dump.get("objective", "")).split()
     name = objective[0] if objective else ""
-    if name not in LIGHTGBM_OBJECTIVES:
-        raise ValueError(f"LightGBM objective {name or 'none'!r}: edgestream imports {', '.join(LIGHTGBM_OBJECTIVES)}")
+    regression = objective == [LIGHTGBM_REGRESSION]
+    if name not in LIGHTGBM_OBJECTIVES and not regression:
+        raise ValueError(f"LightGBM objective {' '.join(objective) or 'none'!r}: edgestream imports "
+                         f"{', '.join(LIGHTGBM_OBJECTIVES + (LIGHTGBM_REGRESSION,))}")
     if dump.get("average_output"):
         raise ValueError("LightGBM random forest mode (boosting=rf): edgestream imports boosted trees")
     sigmoid = next((float(part.split(":")[1]) for part in objective if part.startswith("sigmoid:")), 1.0)
     n_scores = int(dump["num_tree_per_iteration"])
     factor = sigmoid if name == "binary" else 1.0
     trees = [_lightgbm_tree(info, info["tree_index"] % n_scores, factor) for info in dump["tree_info"]]
-    classes = np.asarray(model.classes_) if hasattr(model, "classes_") else np.arange(max(n_scores, 2))
+    classes = np.zeros(0) if regression else np.asarray(model.classes_) if hasattr(model, "classes_") else \
+        np.arange(max(n_scores, 2))
     names = [str(n) for n in dump.get("feature_names", [])]
     default = [f"Column_{j}" for j in range(len(names))]
     return SourceModel("lightgbm", lightgbm.__version__, type(model).__name__, " ".join(objective), "boosting",
                        "le64", trees, classes, int(dump["max_feature_idx"]) + 1, np.zeros(n_scores),
-                       None if names == default else names)
+                       None if names == default else names, REGRESSION if regression else CLASSIFICATION)
 
 
 def _lightgbm_tree(info: dict, output: int, factor: float) -> SourceTree:
@@ -383,23 +458,32 @@ def _lightgbm_tree(info: dict, output: int, factor: float) -> SourceTree:
 # ------------------------------------------------------------------------------------------------ XGBoost
 
 XGBOOST_OBJECTIVES = ("binary:logistic", "binary:logitraw", "multi:softprob", "multi:softmax")
+XGBOOST_REGRESSION = "reg:squarederror"  # the identity link: the prediction is base_score plus the leaves
 
 
 def read_xgboost(model) -> SourceModel:
-    """XGBoost Booster or XGBClassifier (gbtree): float32 ``x < t`` splits, default directions, base margins."""
+    """XGBoost Booster, XGBClassifier or XGBRegressor (gbtree): float32 ``x < t`` splits, default directions, base
+    margins."""
     import xgboost
 
     booster = model.get_booster() if hasattr(model, "get_booster") else model
     learner = json.loads(booster.save_raw("json"))["learner"]
     objective = learner["objective"]["name"]
-    if objective not in XGBOOST_OBJECTIVES:
-        raise ValueError(f"XGBoost objective {objective!r}: edgestream imports {', '.join(XGBOOST_OBJECTIVES)}")
+    if objective not in XGBOOST_OBJECTIVES + (XGBOOST_REGRESSION,):
+        raise ValueError(f"XGBoost objective {objective!r}: edgestream imports "
+                         f"{', '.join(XGBOOST_OBJECTIVES + (XGBOOST_REGRESSION,))}")
     gbm = learner["gradient_booster"]
     if gbm["name"] != "gbtree":
         raise ValueError(f"XGBoost booster {gbm['name']!r}: edgestream imports gbtree")
     params = learner["learner_model_param"]
     n_features, n_classes = int(params["num_feature"]), int(params["num_class"])
     trees = [_xgboost_tree(tree, int(k)) for tree, k in zip(gbm["model"]["trees"], gbm["model"]["tree_info"])]
+    if objective == XGBOOST_REGRESSION:
+        if int(params.get("num_target", "1")) != 1:
+            raise ValueError(f"XGBoost model with {params['num_target']} targets: edgestream imports one")
+        return SourceModel("xgboost", xgboost.__version__, type(model).__name__, objective, "boosting", "lt32",
+                           trees, np.zeros(0), n_features, _xgboost_base_score(params), booster.feature_names,
+                           REGRESSION, roundoff=2.0**-24)
     n_scores = max(n_classes, 1)
     base = _xgboost_base(booster, trees, n_features, n_scores)
     classes = np.asarray(model.classes_) if hasattr(model, "classes_") else np.arange(max(n_classes, 2))
@@ -419,6 +503,15 @@ def _xgboost_tree(tree: dict, output: int) -> SourceTree:
                       conditions.astype(np.float64), output)
 
 
+def _xgboost_base_score(params: dict) -> np.ndarray:
+    """A regression's base score, the float32 of the model file (``"[5E-1]"`` since XGBoost 3, ``"5E-1"`` before)."""
+    text = str(params.get("base_score", "0")).strip("[] ")
+    try:
+        return np.asarray([np.float32(text)], dtype=np.float64)
+    except ValueError:
+        raise ValueError(f"XGBoost base_score {params.get('base_score')!r} is not one number") from None
+
+
 def _xgboost_base(booster, trees, n_features: int, n_scores: int) -> np.ndarray:
     """The base margin of every score: XGBoost's margin of an all-zero row less its trees' leaves there."""
     import xgboost
@@ -434,12 +527,15 @@ def _xgboost_base(booster, trees, n_features: int, n_scores: int) -> np.ndarray:
 
 
 SUPPORTED = (
-    Importer("scikit-learn", "sklearn", ("DecisionTreeClassifier", "RandomForestClassifier", "ExtraTreesClassifier"),
+    Importer("scikit-learn", "sklearn", ("DecisionTreeClassifier", "RandomForestClassifier", "ExtraTreesClassifier",
+                                         "DecisionTreeRegressor", "RandomForestRegressor", "ExtraTreesRegressor"),
              read_sklearn_forest),
-    Importer("scikit-learn", "sklearn", ("GradientBoostingClassifier",), read_sklearn_gradient_boosting),
-    Importer("scikit-learn", "sklearn", ("HistGradientBoostingClassifier",), read_sklearn_hist_gradient_boosting),
-    Importer("lightgbm", "lightgbm", ("Booster", "LGBMClassifier"), read_lightgbm),
-    Importer("xgboost", "xgboost", ("Booster", "XGBClassifier"), read_xgboost),
+    Importer("scikit-learn", "sklearn", ("GradientBoostingClassifier", "GradientBoostingRegressor"),
+             read_sklearn_gradient_boosting),
+    Importer("scikit-learn", "sklearn", ("HistGradientBoostingClassifier", "HistGradientBoostingRegressor"),
+             read_sklearn_hist_gradient_boosting),
+    Importer("lightgbm", "lightgbm", ("Booster", "LGBMClassifier", "LGBMRegressor"), read_lightgbm),
+    Importer("xgboost", "xgboost", ("Booster", "XGBClassifier", "XGBRegressor"), read_xgboost),
 )
 
 

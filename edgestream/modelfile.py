@@ -7,7 +7,8 @@ A model file is three parts:
    (JSON keeps ints, floats, strings and booleans apart, so labels come back as the kind they were; a regressor
    has ``task`` and ``target`` instead: the ``offset`` and ``step`` of :class:`edgestream.task.TargetScale`),
    ``binning`` (``max_bins``, ``strategy``, ``dtype``; null for a learner of raw features), ``n_features``,
-   ``feature_names`` (the DataFrame columns the model was fitted on, or null) and ``sha256`` of the payload;
+   ``feature_names`` (the DataFrame columns the model was fitted on, or null), ``columns`` (the data file's
+   feature columns ``edgestream fit`` learned from, in order, or null) and ``sha256`` of the payload;
 3. the payload: an ``.npz`` archive of the tree tables and the flat bin edges, read with ``allow_pickle=False``
    so that loading a file never runs code from it.
 
@@ -42,7 +43,7 @@ from .binning import MAX_EDGES, BinMapper
 from .errors import ModelFileError
 from .learners.skbase import feature_names
 from .scratch import writer_ended
-from .task import REGRESSION, TargetScale, task_of
+from .task import ANOMALY, REGRESSION, TargetScale, task_of
 
 MAGIC = b"EDGESTREAM-MODEL\n"
 FORMAT_VERSION = 1
@@ -70,6 +71,15 @@ def load_model(path):
     return model_from_bytes(data, str(path))
 
 
+def _names(header: dict, key: str) -> list[str] | None:
+    """A header's list of one name per feature (or None)."""
+    names = header.get(key)
+    if names is not None and (not isinstance(names, list) or len(names) != header["n_features"]
+                              or not all(isinstance(name, str) for name in names)):
+        raise ValueError(f"{key} must be a list of {header['n_features']} strings")
+    return names
+
+
 def model_bytes(model) -> bytes:
     """The complete file contents for a fitted model."""
     name = type(model).__name__
@@ -95,6 +105,7 @@ def model_bytes(model) -> bytes:
                                               "dtype": bins.dtype},
         "n_features": learners.model_input(model)[1],
         "feature_names": feature_names(model),
+        "columns": getattr(model, "columns_", None),
         "sha256": hashlib.sha256(payload).hexdigest(),
     }
     try:
@@ -146,14 +157,13 @@ def _rebuild(header: dict, arrays: dict, source: str):
     model = spec.make(task_of(learners.class_named(header["learner"])), **header["params"])
     if task_of(model) == REGRESSION:
         model.target_ = TargetScale.from_json(header.get("target"))
-    else:
+    elif task_of(model) != ANOMALY:  # a detector has no output description
         model.classes_ = _classes(header["classes"])
-    names = header.get("feature_names")
-    if names is not None and (not isinstance(names, list) or len(names) != header["n_features"]
-                              or not all(isinstance(name, str) for name in names)):
-        raise ValueError(f"feature_names must be a list of {header['n_features']} strings")
+    names, columns = (_names(header, key) for key in ("feature_names", "columns"))
     if names is not None:
         model.feature_names_in_ = np.asarray(names, dtype=object)
+    if columns is not None:
+        model.columns_ = columns
     binning = header["binning"]
     if binning is None:  # a learner of raw features: its arrays carry the input description
         model.restore_arrays(arrays)
@@ -174,6 +184,8 @@ def _output_header(model) -> dict:
     """The header's part that depends on the task: ``classes``, or a regressor's ``task`` and ``target``."""
     if task_of(model) == REGRESSION:
         return {"task": REGRESSION, "target": model.target_.to_json()}
+    if task_of(model) == ANOMALY:
+        return {"task": ANOMALY}
     return {"classes": np.asarray(model.classes_).tolist()}
 
 

@@ -1,6 +1,6 @@
 """Run a bundle's C code next to its Python model and compare them: on the host (cffi) or under a board's
-emulator (QEMU), for frozen models (every class and Q15 probability) and for learning ones (test-then-train from
-the exported state, both sides learning every row).
+emulator (QEMU or simavr), for frozen models (every class and Q15 probability, or a regressor's int32 raw output)
+and for learning ones (test-then-train from the exported state, both sides learning every row).
 
 A *target* is where the C runs: :class:`HostTarget` (a bundle compiled for this machine) or
 :class:`EmulatedTarget` (cross-compiled for a board, all rows in one emulator run). :func:`compare` and
@@ -20,7 +20,7 @@ from .boards import load_board
 from .evaluate import compare_predictions, prequential
 from .export import load_bundle_model, read_manifest
 from .report import COMPARED
-from .task import REGRESSION, check_target, regression_metrics, task_of
+from .task import ANOMALY, REGRESSION, anomaly_metrics, check_target, regression_metrics, split_output, task_of
 
 
 class HostTarget:
@@ -89,6 +89,12 @@ class EmulatedTarget:
         result = self._run(X, y, learn=True)
         return prequential(Replay(self.model.classes_[result.classes]), X, y, window)
 
+    def raw_outputs(self, X) -> np.ndarray:
+        return self._run(X).raw
+
+    def test_then_train_raw(self, X, y) -> np.ndarray:
+        return self._run(X, y, learn=True).raw
+
     def _run(self, X, y=None, learn: bool = False) -> targets.RunResult:
         result = targets.run(self.directory, self.board, X, y, learn=learn, timeout=self.timeout,
                              instructions=self.instructions)
@@ -116,8 +122,8 @@ def target(bundle_dir, where: str = "host", board=None, timeout: float = 60, lea
         raise ValueError(f"--learn needs a learning bundle; {bundle_dir} holds a frozen {manifest['learner']} model")
     if n_features is not None and n_features != manifest["n_features"]:
         raise ValueError(f"the data has {n_features} features, bundle {bundle_dir} takes {manifest['n_features']}")
-    if where != "host" and manifest.get("task") == REGRESSION:
-        raise ValueError(f"bundle {bundle_dir} holds a regressor; regressors run on the host target for now "
+    if where != "host" and manifest.get("task") == ANOMALY:
+        raise ValueError(f"bundle {bundle_dir} holds an anomaly detector; detectors run on the host target for now "
                          "(--target host)")
     if where == "host":
         from .simulate import load_bundle
@@ -151,6 +157,8 @@ def compare(target, X, y) -> dict:
     model = target.model
     if task_of(model) == REGRESSION:
         return compare_regression(target, X, y)
+    if task_of(model) == ANOMALY:
+        return compare_detector(target, X, y, model.predict_raw(X), np.asarray(target.raw_outputs(X)))
     expected = model.predict_encoded(X)  # the Python model checks the feature count first
     predicted, proba = (np.asarray(values) for values in target.outputs(X))
     proba_differs = (proba != model.predict_proba_q15(X)).any(axis=1)
@@ -162,10 +170,11 @@ def compare_regression(target, X, y) -> dict:
     """A regressor's MAE, RMSE and R² of the C predictions against ``y`` (decoded from the C's raw outputs) and
     ``mismatches``: the rows whose raw output differs between C and Python."""
     model = target.model
+    y = check_target(y, len(X))  # before an emulator runs
     expected = model.predict_raw(X)  # the Python model checks the feature count first
     raw = np.asarray(target.raw_outputs(X))
     values = model.target_.decode(raw, model.output_divisor)
-    return {"n": len(X), **regression_metrics(check_target(y, len(X)), values),
+    return {"n": len(X), **regression_metrics(y, values),
             "mismatches": int((raw != expected).sum())}
 
 
@@ -176,6 +185,10 @@ def compare_learning(target, X, y, window: int) -> dict:
                          f"{type(target.model).__name__}")
     if task_of(target.model) == REGRESSION:
         return compare_learning_regression(target, X, y)
+    if task_of(target.model) == ANOMALY:
+        outputs = target.test_then_train_raw(X, None)
+        return {**compare_detector(target, X, y, target.python_copy().test_then_train(X), outputs),
+                "state_bytes": target.state_bytes()}
     python = target.python_copy()
     device = target.test_then_train(X, y, window)
     host = prequential(python, X, y, window, sys.stderr.isatty(), desc="Python")
@@ -196,6 +209,16 @@ def compare_learning_regression(target, X, y) -> dict:
             "python_r2": regression_metrics(y, python.target_.decode(expected))["r2"],
             "saturated": python.saturated_, "mismatches": int((raw != expected).sum()),
             "state_bytes": target.state_bytes()}
+
+
+def compare_detector(target, X, y, expected: np.ndarray, outputs: np.ndarray) -> dict:
+    """A detector's outputs from C against Python's: ``mismatches`` counts the rows whose score differs,
+    ``flag_mismatches`` those whose flag does; with 0/1 labels (``y`` not None) the C outputs' anomaly metrics."""
+    scores, flags = split_output(outputs)
+    python_scores, python_flags = split_output(expected)
+    metrics = anomaly_metrics(y, outputs) if y is not None else {"flagged": int(flags.sum()), "rows": len(X)}
+    return {"n": len(X), **metrics, "mismatches": int((scores != python_scores).sum()),
+            "flag_mismatches": int((flags != python_flags).sum())}
 
 
 def encode_known(classes, y) -> np.ndarray:

@@ -30,6 +30,13 @@ edges from the first ``bins_rows`` rows, then test-then-train over the rows in f
    after a change, where a small model that forgets fast always leads, above the longer stretch a stream holds
    between its changes, where a larger model that recovered does better.
 
+**A regressor** is scored the same way, its parts **skills** instead of accuracies: ``1 - RMSE / sd``, the sd of
+the rows' targets, so that 0 is what predicting the mean scores (the constant, as the majority class is for
+classes) and ranking by a skill is ranking by RMSE. Its synthetic changes mirror the targets about their mean,
+first all of them, then those in the changed part (found with the target's quartiles standing for classes);
+nothing arrives as classes do, so its rows are of no change or of changes
+(:func:`edgestream.stream_kinds.look_at_targets`).
+
 No single part can be trusted on every kind of stream: prequential accuracy rewards forgetting where classes
 arrive one after another (predicting the class of the moment scores well on a class-sorted stream), the replay
 rewards a small window that re-learns fast, and what is kept rewards holding on to a concept that has changed.
@@ -92,7 +99,9 @@ from .data import device_input
 from .evaluate import prequential
 from .online import BINS_ROWS, check_stream, start_online
 from .ranges import Range
-from .stream_kinds import ABOUT_AS_WELL, CLASS_INCREMENTS, NO_CHANGE, Head, look_at_rows
+from .stream_kinds import (ABOUT_AS_WELL, CLASS_INCREMENTS, NO_CHANGE, Head, look_at_rows, look_at_targets, skill,
+                           target_quartiles)
+from .task import CLASSIFICATION, REGRESSION, check_target
 
 WORKERS = Range("workers", 1, 1024)  # local worker processes of a search
 SEARCH_ROWS = Range("search_rows", 2)  # rows the candidates are scored on
@@ -105,7 +114,8 @@ CURVE_BUDGETS = tuple(kib * 1024 for kib in (2, 4, 8, 16, 32))
 
 @dataclass
 class Candidate:
-    """One configuration: its budget, predicted time per learn step and (evaluated ones) its score's parts."""
+    """One configuration: its budget, predicted time per learn step and (evaluated ones) its score's parts: each
+    an accuracy for a classifier, a skill (``1 - RMSE / sd``, :mod:`edgestream.stream_kinds`) for a regressor."""
 
     budget: Budget
     instructions: float | None = None  # predicted per sample on the board's core (None: no cost model)
@@ -190,6 +200,12 @@ class Search:
         best, head = self.best, self.head
         if best.accuracy is None or head.last_label < best.accuracy - ABOUT_AS_WELL:
             return []
+        if head.target_sd is not None:
+            return [f"repeating the last target scores a skill of {head.last_label:.4f} on these rows, about as well "
+                    f"as the chosen model's {best.accuracy:.4f}: the target moves slowly from row to row (or the "
+                    f"rows are sorted by it), so the previous value predicts it. Check the row order (sorted by the "
+                    f"target or by a column?); on a real stream this baseline is the one the device must beat, and "
+                    f"the last value itself may be a feature worth giving the model"]
         return [f"repeating the last label scores {head.last_label:.4f} on these rows, about as well as the chosen "
                 f"model's {best.accuracy:.4f}: the rows look sorted by label or hold long runs of one label, a "
                 f"recording of labels rather than a stream to learn from. Check the row order (sorted by class or "
@@ -210,15 +226,22 @@ class Search:
             f"({self.clock_hz / best.instructions:,.0f} samples/s at {self.clock_hz / 1e6:g} MHz)")
         rate = f" and keep up with {self.rate:g} samples/s" if self.rate else ""
         now, kept, recover = head.weights
-        kept_text = "--" if best.kept_accuracy is None else f"{best.kept_accuracy:.4f}"
+        sd = head.target_sd
+        part = (lambda value: f"{value:.4f}") if sd is None else (
+            lambda value: f"{value:.4f} (RMSE {(1 - value) * sd:.4g})")
+        kept_text = "--" if best.kept_accuracy is None else part(best.kept_accuracy)
         passes = f", after {head.passes} passes over the rows" if head.passes > 1 else ""
         counted = f"the last {1 - head.now_from:.0%} of " if head.now_from else ""
         cap = f"; counted up to the candidates' median, {self.replay_cap:.4f}" if self.replay_cap < 1 else ""
-        text = (f"the rows: {head.describe()}; baselines: the majority class keeps {head.majority:.4f} of the "
-                f"reserved rows, repeating the last label scores {head.last_label:.4f} on the rows\n"
-                f"chosen: {best.learner}, score {best.score:.4f} = {now:g} x learned now {best.accuracy:.4f} "
+        baselines = (f"the majority class keeps {head.majority:.4f} of the reserved rows, repeating the last label "
+                     f"scores {head.last_label:.4f} on the rows" if sd is None else
+                     f"scores are skills, 1 - RMSE / {sd:.4g} (the target's standard deviation): the learned rows' "
+                     f"mean scores {part(head.majority)} on the reserved rows, repeating the last target "
+                     f"{part(head.last_label)} on the rows")
+        text = (f"the rows: {head.describe()}; baselines: {baselines}\n"
+                f"chosen: {best.learner}, score {best.score:.4f} = {now:g} x learned now {part(best.accuracy)} "
                 f"(prequential on {counted}{self.rows - head.reserved} rows) + {kept:g} x kept {kept_text} (on "
-                f"{head.reserved} reserved rows{passes}) + {recover:g} x recovered {best.replay_accuracy:.4f} (after two "
+                f"{head.reserved} reserved rows{passes}) + {recover:g} x recovered {part(best.replay_accuracy)} (after two "
                 f"synthetic changes{cap}){time}; {len(evaluated)} of {len(self.candidates)} candidates fit{rate} and "
                 f"were evaluated")
         if len({c.learner for c in self.candidates}) > 1:
@@ -297,47 +320,70 @@ def with_changes(X, y, classes) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate([X, X, X]), np.concatenate([y, shifted, np.where(changed_part(X, y, classes), shifted, y)])
 
 
+def with_target_changes(X, y) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`with_changes` for a regression target: the first change mirrors every target about the rows' mean
+    (what was high becomes low), the second mirrors those of :func:`changed_part` only, the target's quartiles
+    standing for classes."""
+    mirrored = 2 * np.mean(y) - y
+    part = changed_part(X, target_quartiles(y), np.arange(4))
+    return np.concatenate([X, X, X]), np.concatenate([y, mirrored, np.where(part, mirrored, y)])
+
+
 def _scores(learner: str, params: dict, X, y, classes, bins_rows: int, reserved, passes: int = 1,
-            now_from: float = 0.0) -> tuple:
+            now_from: float = 0.0, target_sd: float | None = None) -> tuple:
     """(learned now, kept, recovered, samples/s) of one configuration trained as ``fit`` trains it on the rows but
     the ``reserved`` ones (module docstring): learned now counts from the share ``now_from`` of the rows on, and
-    what is kept is measured after ``passes`` over them; kept is None without reserved rows."""
-    model = learners.get(learner).make(**params)
+    what is kept is measured after ``passes`` over them; kept is None without reserved rows. With ``target_sd``
+    the learner is a regressor and the parts are skills (:func:`edgestream.stream_kinds.skill`), else accuracies."""
+    task = CLASSIFICATION if target_sd is None else REGRESSION
+
+    def score(truth, predicted) -> float:
+        return float(np.mean(predicted == truth)) if target_sd is None else skill(truth, predicted, target_sd)
+
+    model = learners.get(learner, task).make(task, **params)
     X = device_input(X, model.input_dtype)
     rows, labels = X[~reserved], y[~reserved]
-    start_online(model, rows, classes, bins_rows)
+    start_online(model, rows, classes if target_sd is None else labels, bins_rows)
     now = prequential(model, rows, labels)
     counted = int(now_from * len(labels))
-    learned_now = float(np.mean(now.predictions[counted:] == labels[counted:]))
+    learned_now = score(labels[counted:], now.predictions[counted:])
     for _ in range(passes - 1):
         model.partial_fit(rows, labels)
-    kept = float(np.mean(model.predict(X[reserved]) == y[reserved])) if reserved.any() else None
-    replays, moved = with_changes(rows, labels, classes)
+    kept = score(y[reserved], model.predict(X[reserved])) if reserved.any() else None
+    replays, moved = (with_changes(rows, labels, classes) if target_sd is None
+                      else with_target_changes(rows, labels))
     replay = prequential(model, replays[len(rows):], moved[len(rows):])
-    return learned_now, kept, replay.accuracy, now.samples_per_second
+    return learned_now, kept, score(moved[len(rows):], replay.predictions), now.samples_per_second
 
 
-def online_learners() -> list[str]:
-    return [spec.name for spec in learners.REGISTRY.values() if spec.online]
+def online_learners(task: str = CLASSIFICATION) -> list[str]:
+    return [spec.name for spec in learners.REGISTRY.values() if spec.online and task in spec.tasks]
 
 
 def search(learner: str, board, X, y, ram: int | None = None, flash: int | None = None, rate: float | None = None,
            params: dict | None = None, optimize: str = "speed", bins_rows: int = BINS_ROWS, workers: int | None = None,
            scheduler: str | None = None, progress: bool = False, search_rows: int | None = None,
-           grid: tuple[dict, ...] | None = None, rate_mean: bool = False, classes=None) -> Search:
+           grid: tuple[dict, ...] | None = None, rate_mean: bool = False, classes=None,
+           task: str = CLASSIFICATION) -> Search:
     """The best scored configuration (module docstring) of the online ``learner`` (or, with ``"auto"``, of every
-    online learner) on rows ``X``, ``y`` (the first ``search_rows`` of them) that fits ``ram`` and ``flash`` on
-    ``board`` (the board's by default) and, with ``rate``, learns that many samples per second. ``grid`` replaces
-    the learner's search grid; ``rate_mean`` plans the rate on the mean calls instead of the worst; ``classes``
-    (default: the labels of the rows) are the labels the stream may carry."""
-    names = online_learners() if learner == AUTO else [learner]
+    online learner with a form for ``task``) on rows ``X``, ``y`` (the first ``search_rows`` of them) that fits
+    ``ram`` and ``flash`` on ``board`` (the board's by default) and, with ``rate``, learns that many samples per
+    second. ``grid`` replaces the learner's search grid; ``rate_mean`` plans the rate on the mean calls instead of
+    the worst; ``classes`` (default: the labels of the rows) are the labels the stream may carry; a regressor
+    (``task``) has none."""
+    names = online_learners(task) if learner == AUTO else [learner]
     if learner == AUTO and (params or grid):
         raise ValueError(f"learner options ({', '.join(sorted(params or {'grid': 0}))}) need a --learner: auto "
                          f"searches every online learner's grid")
-    if not learners.get(names[0]).online:
+    if not learners.get(names[0], task).online:
         raise ValueError(f"choosing by accuracy needs an online learner; {learner} learns in batch")
     X, y = np.asarray(X), np.asarray(y)
-    classes = check_stream(X, y, classes)
+    if task == REGRESSION:
+        if len(X) < 2:
+            raise ValueError(f"the data has {len(X)} row(s); training needs at least 2")
+        y, classes = check_target(y, len(X)), None
+    else:
+        classes = check_stream(X, y, classes)
     if search_rows is not None:
         SEARCH_ROWS.check(search_rows)
         needed = min(bins_rows, len(X))
@@ -345,18 +391,18 @@ def search(learner: str, board, X, y, ram: int | None = None, flash: int | None 
             raise ValueError(f"--search-rows {search_rows} is below the {needed} rows the learners start on "
                              f"(--bins-rows {bins_rows}): score on at least {needed} rows")
         X, y = X[:search_rows], y[:search_rows]
-    n_features, n_classes = X.shape[1], len(classes)
+    n_features, n_classes = X.shape[1], 1 if task == REGRESSION else len(classes)
     if rate is not None:
         RATE.check(rate)
     if workers is not None:
         WORKERS.check(workers)
-    head, reserved = look_at_rows(X, y, classes)
+    head, reserved = look_at_targets(X, y) if task == REGRESSION else look_at_rows(X, y, classes)
     candidates, notes = [], []
     for name in names:
-        spec = learners.get(name)
+        spec = learners.get(name, task)
         fixed = (spec.class_increments if head.kind == CLASS_INCREMENTS else {}) | (params or {})
         budgets = configurations(name, board, n_features, n_classes, ram, flash, optimize,
-                                 grid or spec.search_grid, **fixed)
+                                 grid or spec.task_grid(task), task=task, **fixed)
         own = [Candidate(budget) for budget in budgets]
         if learner != AUTO and not any(c.budget.fits for c in own):
             raise not_fitting(name, board, n_features, n_classes, budgets)
@@ -374,7 +420,7 @@ def search(learner: str, board, X, y, ram: int | None = None, flash: int | None 
     if not eligible:
         raise ValueError(_too_slow(rate, board, [c for c in candidates if c.budget.fits], rate_mean, "candidate"))
     scores = _run([(c.learner, c.budget.params) for c in eligible], X, y, classes, bins_rows, reserved,
-                  (head.passes, head.now_from), workers, scheduler, progress)
+                  (head.passes, head.now_from, head.target_sd), workers, scheduler, progress)
     for candidate, (now, kept, replay, speed) in zip(eligible, scores):
         candidate.accuracy, candidate.kept_accuracy, candidate.replay_accuracy = now, kept, replay
         candidate.samples_per_second = speed
@@ -383,9 +429,11 @@ def search(learner: str, board, X, y, ram: int | None = None, flash: int | None 
         candidate.weigh(head.weights, cap)
     best = choose(candidates, head)
     if trivial(best, head):
-        notes.append(f"no candidate does better than a constant class (the majority class keeps {head.majority:.4f} "
-                     f"of the reserved rows; its share of the rows is {head.majority_share:.4f}): the rows may be "
-                     f"too few, or a larger budget may be needed")
+        constant = (f"a constant class (the majority class keeps {head.majority:.4f} of the reserved rows; its share "
+                    f"of the rows is {head.majority_share:.4f})" if task == CLASSIFICATION else
+                    f"predicting the mean (a skill of {head.majority:.4f} on the reserved rows, 0 on the replays)")
+        notes.append(f"no candidate does better than {constant}: the rows may be too few, or a larger budget may be "
+                     f"needed")
     return Search(best.learner, board.name, board.clock_hz, rate, len(X), candidates, candidates.index(best), head,
                   notes, cap)
 
@@ -440,8 +488,8 @@ def _too_slow(rate: float, board, fitting: list[Candidate], rate_mean: bool, wha
 
 def _run(configs: list[tuple[str, dict]], X, y, classes, bins_rows: int, reserved, measure: tuple, workers,
          scheduler, progress) -> list:
-    """The parts of the score and samples/s (:func:`_scores`, measured as ``measure``: its passes and now_from) of
-    each (learner, parameters), in order: worker processes, or a Dask cluster."""
+    """The parts of the score and samples/s (:func:`_scores`, measured as ``measure``: its passes, now_from and
+    target_sd) of each (learner, parameters), in order: worker processes, or a Dask cluster."""
     bar = tqdm(total=len(configs), desc="search", unit="config", disable=not progress)
     results: list = [None] * len(configs)
     try:

@@ -32,7 +32,7 @@ from .export import load_bundle_model, read_manifest, runtime_sources
 from .scratch import scratch_dir
 from .frozen import scratch_size
 from .state import C_TYPES as STATE_C_TYPES
-from .task import REGRESSION, task_of
+from .task import ANOMALY, CLASSIFICATION, FLAG, REGRESSION, split_output, task_of
 
 INCLUDE = re.compile(r'^\s*#include\s+"([^"]+)"', re.M)
 INTEGER_DEFINE = re.compile(r"^\s*#define\s+(\w+)\s+(\d+)u?\s*$")
@@ -209,13 +209,24 @@ class Bundle:
         return proba
 
     def predict_raw(self, X) -> np.ndarray:
-        """A regressor's int32 raw outputs from its C code (``<name>_predict_raw``)."""
-        return self._scalar_outputs(X, "predict_raw", "int32_t", np.int32)
+        """A regressor's int32 raw outputs from its C code (``<name>_predict_raw``); a detector's outputs (Q15
+        score and flag, :func:`edgestream.task.split_output`) from its ``<name>_score``."""
+        if self.task != ANOMALY:
+            return self._scalar_outputs(X, "predict_raw", "int32_t", np.int32)
+        rows, score = self._rows(X), getattr(self.lib, f"{self.name}_score")
+        out, flag = self.ffi.new("uint16_t *"), self.ffi.new("uint8_t *")
+        values = np.empty(len(rows), dtype=np.int32)
+        for i, row in enumerate(rows):
+            check(score(self.ffi.from_buffer(f"{C_TYPES[self.input_dtype]}[]", row), out, flag), "score")
+            values[i] = out[0] | (FLAG if flag[0] else 0)
+        return values
 
     def predict(self, X) -> np.ndarray:
         """Class labels, or a regressor's values (its raw outputs decoded on the host as the model decodes them)."""
         if task_of(self.model) == REGRESSION:
             return self.model.target_.decode(self.predict_raw(X), self.model.output_divisor)
+        if task_of(self.model) == ANOMALY:
+            return split_output(self.predict_raw(X))[1].astype(np.int32)
         return self.model.classes_[self.predict_encoded(X)]
 
     def predict_one(self, x):
@@ -225,22 +236,25 @@ class Bundle:
         """es_status of the bundle's learn function for one row and a class index or a regressor's target code
         (no checks on the host)."""
         row = self._rows(np.asarray(x).reshape(1, -1))[0]
+        target = () if self.task == ANOMALY else (label,)  # a detector learns rows alone
         return getattr(self.lib, f"{self.name}_learn")(self.ffi.from_buffer(f"{C_TYPES[self.input_dtype]}[]", row),
-                                                       label)
+                                                       *target)
 
-    def learn_one(self, x, y) -> "Bundle":
+    def learn_one(self, x, y=None) -> "Bundle":
         """Learn one row on the device code; the label must be one of the model's classes (a regressor's target
         is encoded by the model's target scale, as the host's model encodes it)."""
         if not self.learning:
             raise ValueError(f"bundle {self.directory} holds a frozen {self.manifest['learner']} model; it cannot learn")
-        encoded = self.model.encode_target(y) if self.task == REGRESSION else self.model.encode_label(y)
+        encoded = (self.model.encode_target(y) if self.task == REGRESSION else
+                   None if self.task == ANOMALY else self.model.encode_label(y))
         check(self.learn_encoded(x, encoded), "learn")
         return self
 
-    def test_then_train_raw(self, X, y) -> np.ndarray:
-        """A learning regressor's raw output of every row before it learns the row, from its C code."""
+    def test_then_train_raw(self, X, y=None) -> np.ndarray:
+        """A learning regressor's raw output (a detector's score and flag) of every row before it learns the row,
+        from its C code."""
         raw = np.empty(len(X), dtype=np.int32)
-        for i, (row, target) in enumerate(zip(self._rows(X), y)):
+        for i, (row, target) in enumerate(zip(self._rows(X), np.zeros(len(X)) if y is None else y)):
             raw[i] = self.predict_raw(row[None])[0]
             self.learn_one(row, target)
         return raw
@@ -376,7 +390,7 @@ class RuntimeLearner:
         self.ffi, self.lib = runtime()
         self.state = spec.state
         self.task = task_of(learner)
-        self.n_classes = 1 if self.task == REGRESSION else len(learner.classes_)
+        self.n_classes = len(learner.classes_) if self.task == CLASSIFICATION else 1
         layout = learner.layout()
         self.config = self.ffi.new(f"{self.state.config_type} *", layout.config)
         self.regions = layout.zeros()
@@ -386,7 +400,7 @@ class RuntimeLearner:
         self.model = self.ffi.new(f"{self.state.prefix} *", {"config": self.config, "counters": self.counters,
                                                               **fields})
         self._learn = getattr(self.lib, self.state.call(self.task, 0))
-        self._predict_proba = getattr(self.lib, f"{self.state.prefix}_predict_proba")
+        self._predict_proba = getattr(self.lib, f"{self.state.prefix}_predict_proba", None)  # classifiers
         self._acc = self.ffi.new("uint32_t[]", self.n_classes)
         self._row_type = f"{self.state.input_type}[]"
         self._row_dtype = STATE_C_TYPES[self.state.input_type][2]
@@ -405,7 +419,8 @@ class RuntimeLearner:
         """Status of the runtime's learn call (0 = ES_OK) on one row: bins or raw features, as the runtime takes
         them (the state description's ``input_type``), and its class index or target code (a regressor's)."""
         row = np.ascontiguousarray(row, dtype=self._row_dtype)
-        return self._learn(self.model, self.ffi.from_buffer(self._row_type, row), label)
+        target = () if self.state.target_type(self.task) is None else (label,)  # a detector learns rows alone
+        return self._learn(self.model, self.ffi.from_buffer(self._row_type, row), *target)
 
     def predict_proba_status(self, row: np.ndarray, proba: np.ndarray) -> int:
         """Status of the runtime's predict_proba call on one row, writing ``proba`` (uint16, n_classes)."""
@@ -421,11 +436,12 @@ class RuntimeLearner:
         return proba
 
     def predict_raw_status(self, row: np.ndarray) -> tuple[int, int]:
-        """A regressor's (status, raw output) of one row from the runtime's predict_raw call."""
+        """A regressor's or detector's (status, int32 output) of one row from the runtime's predict_raw (score)
+        call."""
         row = np.ascontiguousarray(row, dtype=self._row_dtype)
         out = self.ffi.new("int32_t *")
-        status = getattr(self.lib, self.state.call(REGRESSION, 1))(self.model, self.ffi.from_buffer(self._row_type, row),
-                                                                   out)
+        status = getattr(self.lib, self.state.call(self.task, 1))(self.model, self.ffi.from_buffer(self._row_type, row),
+                                                                  out)
         return status, int(out[0])
 
     def counter_values(self) -> dict:

@@ -24,7 +24,7 @@ from typing import Callable
 import numpy as np
 
 from .adwin import ADWIN_DTYPE
-from .task import CLASSIFICATION, REGRESSION
+from .task import ANOMALY, CLASSIFICATION, REGRESSION
 from .tree import NODE_DTYPE
 
 # The bundle objects <name>_config and <name>_model (as a learner's ``tables`` names them): plain const data that
@@ -49,9 +49,12 @@ TYPE_HEADERS = {"es_node": "es_tree.h", "es_adwin": "es_adwin.h"}
 # Per task, the C type of the target a runtime's learn call takes and the runtime's learn and predict calls: a
 # classifier learns a class index and predicts a class (``<prefix>_learn``, ``<prefix>_predict``), a regressor
 # learns an int16 target code (:class:`edgestream.task.TargetScale`) and predicts an int32 raw output
-# (``<prefix>_learn_target``, ``<prefix>_predict_raw(model, row, int32_t *raw_out)``).
-TARGET_TYPES = {CLASSIFICATION: "uint8_t", REGRESSION: "int16_t"}
-RUNTIME_CALLS = {CLASSIFICATION: ("learn", "predict"), REGRESSION: ("learn_target", "predict_raw")}
+# (``<prefix>_learn_target``, ``<prefix>_predict_raw(model, row, int32_t *raw_out)``), a detector learns a row
+# alone (no target: ``<prefix>_learn(model, row)``) and scores it (``<prefix>_score(model, row, int32_t *out)``:
+# the Q15 score and the flag, edgestream.task.split_output).
+TARGET_TYPES = {CLASSIFICATION: "uint8_t", REGRESSION: "int16_t", ANOMALY: None}
+RUNTIME_CALLS = {CLASSIFICATION: ("learn", "predict"), REGRESSION: ("learn_target", "predict_raw"),
+                 ANOMALY: ("learn", "score")}
 
 
 @dataclass(frozen=True)
@@ -116,8 +119,8 @@ class StateSpec:
     predict_scratch: bool = True
     tasks: tuple[str, ...] = (CLASSIFICATION,)
 
-    def target_type(self, task: str) -> str:
-        """The C type of the target ``<prefix>_learn`` (or ``_learn_target``) takes for ``task``."""
+    def target_type(self, task: str) -> str | None:
+        """The C type of the target ``<prefix>_learn`` (or ``_learn_target``) takes for ``task`` (None: none)."""
         if task not in self.tasks:
             raise ValueError(f"the {self.prefix} runtime serves {', '.join(self.tasks)}, not {task}")
         return TARGET_TYPES[task]
@@ -359,8 +362,10 @@ def _engine_wrappers(spec: StateSpec, task: str) -> tuple[str, str]:
     """The engine's wrappers of one runtime's calls for ``task``, and its table entry."""
     p, row, target = spec.prefix, f"const {spec.input_type} *", spec.target_type(task)
     tag = "" if task == CLASSIFICATION else f"_{task}"
+    given, ignored = (f", ({target})target", "") if target else ("", "    (void)target;\n")
     learn = (f"static es_status {p}_engine_learn{tag}(const void *model, const void *row, int32_t target)\n"
-             f"{{\n    return {spec.call(task, 0)}((const {p} *)model, ({row})row, ({target})target);\n}}\n\n")
+             f"{{\n{ignored}"
+             f"    return {spec.call(task, 0)}((const {p} *)model, ({row})row{given});\n}}\n\n")
     output = (f"static es_status {p}_engine_output{tag}(const void *model, const void *row, uint32_t *work, "
               f"uint16_t *proba,\n                                  int32_t *out)\n{{\n")
     scratch = task == CLASSIFICATION and spec.predict_scratch

@@ -1,6 +1,11 @@
 """What the rows of a stream look like before anything learns them: whether classes arrive over time, whether the
 concept changes, and the trivial baselines a learned model must beat. :mod:`edgestream.search` weighs its score by
-what this finds and reports it (its module docstring says why)."""
+what this finds and reports it (its module docstring says why).
+
+A regression target (:func:`look_at_targets`) is looked at through its quartiles, which stand for classes in the
+halves test; its scores are **skills**, ``1 - RMSE / sd`` (``sd``: the standard deviation of the rows' targets),
+so that they read as accuracies do: higher is better, 1 is exact, and 0 is what predicting the rows' mean
+scores (the regression form of the majority class)."""
 
 from __future__ import annotations
 
@@ -37,6 +42,7 @@ class Head:
     majority_share: float  # the majority class's share of the rows learned
     rows: int
     reserved: int  # rows held out for what is kept
+    target_sd: float | None = None  # a regression target's standard deviation (its scores are skills); None: classes
 
     @property
     def weights(self) -> tuple[float, float, float]:
@@ -64,7 +70,8 @@ class Head:
                 "now_from": self.now_from,
                 "last_label": self.last_label,
                 "majority": None if math.isnan(self.majority) else self.majority,
-                "majority_share": self.majority_share, "rows": self.rows, "reserved": self.reserved}
+                "majority_share": self.majority_share, "rows": self.rows, "reserved": self.reserved,
+                "target_sd": self.target_sd}
 
 
 def _plain(value):
@@ -129,6 +136,36 @@ def change_p(X, y, classes) -> float:
     return min(1.0, smallest * X.shape[1])
 
 
+def skill(y_true, y_pred, sd: float) -> float:
+    """``1 - RMSE / sd`` of predictions of a regression target (module docstring)."""
+    error = np.asarray(y_pred, dtype=np.float64) - np.asarray(y_true, dtype=np.float64)
+    return float(1 - np.sqrt(np.mean(error**2)) / sd)
+
+
+def target_quartiles(y) -> np.ndarray:
+    """The quartile (0..3) of each target among the rows': the classes a regression target stands for."""
+    y = np.asarray(y, dtype=np.float64)
+    return np.searchsorted(np.quantile(y, [0.25, 0.5, 0.75]), y, side="right")
+
+
+def look_at_targets(X, y) -> tuple[Head, np.ndarray]:
+    """:func:`look_at_rows` for a regression target: no classes to arrive, the change test on its quartiles,
+    the reserved rows every ``RESERVE_EVERY``-th from the ``RESERVE_EVERY // 2``-th, and the baselines as skills:
+    the learned rows' mean on the reserved rows (``majority``; on the replays, ``majority_share``, 0: their targets
+    keep the rows' spread) and repeating the last target over the rows (``last_label``, the first row predicted
+    by itself)."""
+    y = np.asarray(y, dtype=np.float64)
+    reserved = np.zeros(len(y), dtype=bool)
+    reserved[RESERVE_EVERY // 2::RESERVE_EVERY] = True
+    sd = float(np.std(y)) or 1.0
+    p = change_p(X, target_quartiles(y), np.arange(4))
+    kind = NO_CHANGE if p >= CHANGE_P else CHANGES
+    mean = float(np.mean(y[~reserved]))
+    majority = skill(y[reserved], np.full(reserved.sum(), mean), sd) if reserved.any() else math.nan
+    last = skill(y, np.concatenate([y[:1], y[:-1]]), sd)
+    return Head(kind, (), (), p, last, majority, 0.0, len(y), int(reserved.sum()), sd), reserved
+
+
 def look_at_rows(X, y, classes) -> tuple[Head, np.ndarray]:
     """The kind of the rows and their baselines (:class:`Head`), and the mask of the reserved rows."""
     y = np.asarray(y)
@@ -146,4 +183,4 @@ def look_at_rows(X, y, classes) -> tuple[Head, np.ndarray]:
 
 __all__ = ["ABOUT_AS_WELL", "CHANGES", "CLASS_INCREMENTS", "Head", "NO_CHANGE", "NOW_FROM", "PASSES",
            "WEIGHTS", "change_p",
-           "look_at_rows", "out_of_time", "reserved_rows"]
+           "look_at_rows", "look_at_targets", "out_of_time", "reserved_rows", "skill", "target_quartiles"]

@@ -8,8 +8,10 @@ function (``-fstack-usage``). Bare-metal boards are linked with picolibc at the 
 :func:`run` links the same code at the emulated machine's memory map and runs it under QEMU (semihosting files on
 Cortex-M, plain files under qemu-user). The harness reads ``rows.bin`` from its working directory: one mode byte
 (0 = predict, 1 = test-then-train), then per row the features as little-endian float32/int32/int16, followed in mode 1 by
-a uint8 class index. For every row it calls predict_proba, then predict, then (mode 1) learn, and writes to
-``results.bin`` the uint8 class and the uint16 Q15 probabilities. The exit status of the firmware is QEMU's. AVR has
+the target: a classifier's uint8 class index, a regressor's int16 target code. The bundle's manifest says the task, and
+the task the calls (:data:`CALLS`): per row a classifier's harness calls predict_proba, then predict, then (mode 1)
+learn, and writes to ``results.bin`` the uint8 class and the uint16 Q15 probabilities; a regressor's calls
+predict_raw, then (mode 1) learn, and writes the int32 raw output. The exit status of the firmware is QEMU's. AVR has
 no files under simavr: the same input is a table in the firmware's flash, and the same results come back as hex
 text lines on USART0 (``io = "uart"``, :func:`uart_results`).
 
@@ -50,6 +52,7 @@ from .scratch import scratch_dir
 from .emit import C_TYPES, environment
 from .export import load_bundle_model, read_manifest
 from .simulate import cache_dir
+from .task import CLASSIFICATION, REGRESSION, check_target
 
 COMPILE_FLAGS = ("-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-Os", "-ffunction-sections",
                  "-fdata-sections", "-fstack-usage", "-ffp-contract=off")
@@ -58,8 +61,10 @@ HARNESS = "firmware_main.c"
 ELF = "firmware.elf"
 INPUT_FILE, OUTPUT_FILE = "rows.bin", "results.bin"
 EXIT_STATUS = {2: "a file could not be opened or written", 3: "the input file is malformed"}
-EXIT_CALLS = {16: "predict_proba", 32: "predict", 48: "learn"}
-API_CALLS = ("predict_proba", "predict", "learn")  # in the harness's order
+EXIT_CALLS = {16: "predict_proba", 32: "predict", 48: "learn", 64: "predict_raw"}
+# The API calls of a bundle of each task, in the harness's order (learn last), and all of them.
+CALLS = {CLASSIFICATION: ("predict_proba", "predict", "learn"), REGRESSION: ("predict_raw", "learn")}
+API_CALLS = ("predict_proba", "predict", "predict_raw", "learn")
 HARNESS_FUNCTIONS = {"main", "step"}
 TRACE = "trace.log"
 
@@ -175,9 +180,10 @@ class BuildReport:
 class RunResult:
     board: str
     emulator: str
-    classes: np.ndarray  # uint8 [n], class indices
-    proba: np.ndarray  # uint16 [n, n_classes], Q15
+    classes: np.ndarray | None  # uint8 [n], class indices (a classifier's)
+    proba: np.ndarray | None  # uint16 [n, n_classes], Q15 (a classifier's)
     seconds: float  # wall time of the emulator
+    raw: np.ndarray | None = None  # int32 [n], a regressor's raw outputs
     instructions: dict[str, np.ndarray] | None = None  # API call -> per row, in count_unit(board)
     functions: dict[str, dict[str, float]] | None = None  # API call -> function -> mean instructions (by_function)
 
@@ -209,15 +215,26 @@ def tool(board: Board, name: str, *args) -> str:
     return subprocess.run(command, check=True, capture_output=True, text=True).stdout
 
 
+def task_of_manifest(manifest: dict) -> str:
+    return manifest.get("task", CLASSIFICATION)
+
+
+def api_calls(manifest: dict) -> tuple[str, ...]:
+    """The API calls the harness makes on the bundle's rows, in order (:data:`CALLS`)."""
+    return CALLS[task_of_manifest(manifest)]
+
+
 def render_harness(manifest: dict, board: Board, rows: bytes | None = None, count: bool = False) -> str:
-    """The firmware's main: file I/O, the input ``rows`` in flash with results on the UART (with ``count``, and
-    the cycles of every call), or (builds, and boards that cannot run) one row from a volatile buffer."""
+    """The firmware's main for the bundle's task: file I/O, the input ``rows`` in flash with results on the UART
+    (with ``count``, and the cycles of every call), or (builds, and boards that cannot run) one row from a
+    volatile buffer."""
     name = manifest["name"]
     io = "none" if board.io == "none" else ("uart" if rows is not None else "none") if board.io == "uart" else "file"
     return environment().get_template("firmware_main.c.j2").render(
         name=name, NAME=name.upper(), input_type=C_TYPES[manifest["input_dtype"]],
         learning=manifest["learning"], io=io, input_file=INPUT_FILE, output_file=OUTPUT_FILE,
-        rows=list(rows or b""), count=count)
+        rows=list(rows or b""), count=count, regression=task_of_manifest(manifest) == REGRESSION,
+        calls=api_calls(manifest))
 
 
 def compile_commands(manifest: dict, board: Board, emulated: bool, out: Path) -> list[list[str]]:
@@ -423,14 +440,15 @@ def worst_stack(calls: dict[str, set[str]], frames: dict[str, int], functions) -
 
 
 def encode_rows(manifest: dict, X, labels) -> bytes:
-    """The harness input: mode byte, then per row the features (and the class index when learning)."""
+    """The harness input: mode byte, then per row the features (and, when learning, the class index or the
+    regressor's target code, :func:`learn_targets`)."""
     rows = np.asarray(X)
     n_features = manifest["n_features"]
     if rows.ndim != 2 or rows.shape[1] != n_features:
         raise ValueError(f"X must have shape (rows, {n_features}), got {rows.shape}")
     fields = [("x", {"float32": "<f4", "int32": "<i4", "int16": "<i2"}[manifest["input_dtype"]], (n_features,))]
     if labels is not None:
-        fields.append(("label", "u1"))
+        fields.append(("label", "<i2" if task_of_manifest(manifest) == REGRESSION else "u1"))
     records = np.zeros(len(rows), dtype=fields)
     records["x"] = rows
     if labels is not None:
@@ -438,26 +456,38 @@ def encode_rows(manifest: dict, X, labels) -> bytes:
     return bytes([labels is not None]) + records.tobytes()
 
 
+def output_fields(manifest: dict) -> list[tuple]:
+    """The harness's results of one row (little-endian): a classifier's class and Q15 probabilities, a
+    regressor's int32 raw output."""
+    if task_of_manifest(manifest) == REGRESSION:
+        return [("raw", "<i4")]
+    return [("class", "u1"), ("proba", "<u2", (manifest["n_classes"],))]
+
+
 def decode_results(manifest: dict, raw: bytes, n_rows: int, board: Board,
-                   calls=()) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
-    """Classes, Q15 probabilities and, per API call in ``calls``, the uint32 counts that follow them in a row."""
-    record = np.dtype([("class", "u1"), ("proba", "<u2", (manifest["n_classes"],)), *((c, "<u4") for c in calls)])
+                   calls=()) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """The outputs of every row (a classifier's ``class`` and Q15 ``proba``, a regressor's int32 ``raw``) and, per
+    API call in ``calls``, the uint32 counts that follow them in a row."""
+    record = np.dtype([*output_fields(manifest), *((c, "<u4") for c in calls)])
     if len(raw) != n_rows * record.itemsize:
         raise TargetError(f"{board.name}: the firmware wrote {len(raw)} bytes of results, expected "
                           f"{n_rows * record.itemsize} ({n_rows} rows of {record.itemsize} bytes)")
     results = np.frombuffer(raw, dtype=record)
-    return (results["class"].copy(), results["proba"].astype(np.uint16),
+    return ({name: results[name].astype(record[name].base.newbyteorder("=")) for name, *_ in output_fields(manifest)},
             {call: results[call].astype(np.int64) for call in calls})
 
 
-def class_indices(manifest: dict, y, n_rows: int) -> np.ndarray:
-    """Labels of the model's classes -> class indices, for a learning bundle."""
+def learn_targets(manifest: dict, y, n_rows: int) -> np.ndarray:
+    """What a learning bundle learns of each row: labels of the model's classes -> class indices, a regressor's
+    targets -> int16 codes of its target scale (saturated as the model saturates them)."""
     if not manifest["learning"]:
         raise ValueError(f"bundle {manifest['directory']} holds a frozen {manifest['learner']} model; it cannot learn")
     if y is None or len(y) != n_rows:
         raise ValueError(f"learning needs one label per row: {n_rows} rows, "
                          f"{'no labels' if y is None else f'{len(y)} labels'}")
     model = load_bundle_model(manifest)
+    if task_of_manifest(manifest) == REGRESSION:
+        return model.target_.encode(check_target(y, n_rows))[0].astype(np.int16)
     return np.array([model.encode_label(label) for label in y], dtype=np.uint8)
 
 
@@ -528,8 +558,8 @@ def describe_exit(code: int) -> str:
 
 def run(bundle_dir, board, X, y=None, learn: bool = False, timeout: float = 60,
         instructions: bool = False, by_function: bool = False) -> RunResult:
-    """Run a bundle under ``board``'s emulator: per row class and Q15 probabilities (test-then-train with
-    ``learn``, which needs the labels ``y`` of a learning bundle). With ``instructions``, the result counts per API
+    """Run a bundle under ``board``'s emulator: per row class and Q15 probabilities, or a regressor's raw output
+    (test-then-train with ``learn``, which needs the labels or targets ``y`` of a learning bundle). With ``instructions``, the result counts per API
     call and row the executed instructions (QEMU logs every one: slow, keep the stream short) or, under simavr,
     the CPU cycles the harness measures (:func:`count_unit`); with ``by_function`` too (QEMU only), where they go
     (:func:`instructions_by_function`)."""
@@ -541,7 +571,7 @@ def run(bundle_dir, board, X, y=None, learn: bool = False, timeout: float = 60,
     TIMEOUT.check(timeout)
     manifest = read_manifest(bundle_dir)
     rows = np.asarray(X)
-    labels = class_indices(manifest, y, len(rows)) if learn else None
+    labels = learn_targets(manifest, y, len(rows)) if learn else None
     payload = encode_rows(manifest, rows, labels)
     if board.io == "uart":
         if by_function:
@@ -552,13 +582,19 @@ def run(bundle_dir, board, X, y=None, learn: bool = False, timeout: float = 60,
     where = f"{emulator.command} {emulator.machine}".strip()
     with scratch_dir("edgestream-run-") as work:
         (Path(work) / INPUT_FILE).write_bytes(payload)
-        watch = (Path(work) / OUTPUT_FILE, 1 + 2 * manifest["n_classes"], len(rows))
+        watch = (Path(work) / OUTPUT_FILE, np.dtype(output_fields(manifest)).itemsize, len(rows))
         seconds = execute(command, Path(work), timeout, f"board {board.name}: {where}", watch)
-        classes, proba, _ = decode_results(manifest, (Path(work) / OUTPUT_FILE).read_bytes(), len(rows), board)
+        outputs, _ = decode_results(manifest, (Path(work) / OUTPUT_FILE).read_bytes(), len(rows), board)
         trace = Path(work) / TRACE
         counts = count_instructions(trace, manifest["name"]) if instructions else None
         functions = instructions_by_function(trace, manifest["name"]) if by_function else None
-    return RunResult(board.name, where, classes, proba, seconds, counts, functions)
+    return run_result(board.name, where, outputs, seconds, counts, functions)
+
+
+def run_result(board: str, emulator: str, outputs: dict[str, np.ndarray], seconds: float, counts=None,
+               functions=None) -> RunResult:
+    return RunResult(board, emulator, outputs.get("class"), outputs.get("proba"), seconds, outputs.get("raw"),
+                     counts, functions)
 
 
 def check_ram(fw: Firmware) -> Firmware:
@@ -590,9 +626,9 @@ def run_uart(bundle_dir, board: Board, manifest: dict, payload: bytes, n_rows: i
         seconds = execute(emulator_command(board, fw.elf), Path(work), timeout, f"board {board.name}: "
                           f"{board.emulator.command}")
         text = "".join((Path(work) / f"emulator.{stream}").read_text(errors="replace") for stream in ("out", "err"))
-    calls = API_CALLS[:3 if learn else 2] if count else ()
-    classes, proba, counts = decode_results(manifest, uart_results(text, board), n_rows, board, calls)
-    return RunResult(board.name, board.emulator.command, classes, proba, seconds, counts if count else None)
+    calls = api_calls(manifest)[:None if learn else -1] if count else ()
+    outputs, counts = decode_results(manifest, uart_results(text, board), n_rows, board, calls)
+    return run_result(board.name, board.emulator.command, outputs, seconds, counts if count else None)
 
 
 ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")

@@ -1,4 +1,5 @@
-"""What a model is asked for: a class (``"classification"``) or a number (``"regression"``). Every layer that
+"""What a model is asked for: a class (``"classification"``), a number (``"regression"``) or how unusual a row is
+(``"anomaly"``). Every layer that
 once assumed classes reads the task here: the learners (their spec names an estimator per task), the stream
 checks, the model files, the bundle's API and manifest, simulation, evaluation and the CLI.
 
@@ -17,8 +18,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-CLASSIFICATION, REGRESSION = "classification", "regression"
-TASKS = (CLASSIFICATION, REGRESSION)
+CLASSIFICATION, REGRESSION, ANOMALY = "classification", "regression", "anomaly"
+TASKS = (CLASSIFICATION, REGRESSION, ANOMALY)
+FLAG = 1 << 16  # an anomaly detector's output: the flag bit above the Q15 score
+NEVER = 32768  # a detector's threshold that flags no score
 CODE_MAX = 32767  # int16 codes, symmetric so that negating a code never overflows
 # The fitted range is widened by this share of its width on each side: later rows a little outside the first
 # rows' range still encode without saturating.
@@ -132,10 +135,62 @@ def regression_metrics(y_true, y_pred) -> dict:
     return {"mae": float(np.mean(np.abs(error))), "rmse": float(np.sqrt(sse / len(y_true))), "r2": float(r2)}
 
 
+def split_output(outputs) -> tuple[np.ndarray, np.ndarray]:
+    """(Q15 scores as int32, flags as bool) of a detector's int32 outputs."""
+    outputs = np.asarray(outputs, dtype=np.int32)
+    return outputs & (FLAG - 1), (outputs & FLAG) != 0
+
+
+def check_false_alarms(rate) -> float:
+    """A target false-alarm rate: a number in (0, 0.5) (the share of normal rows a threshold may flag)."""
+    if isinstance(rate, bool) or not isinstance(rate, (int, float, np.floating)) or not 0 < rate < 0.5:
+        raise ValueError(f"false-alarm rate {rate!r} is outside (0, 0.5)")
+    return float(rate)
+
+
+def check_anomaly_labels(y) -> np.ndarray:
+    """An evaluation column of a detector: 0 (normal) or 1 (anomaly) per row, as bool; anything else is refused,
+    naming the first bad row."""
+    values = np.asarray(y).reshape(-1).tolist()
+    bad = next((i for i, v in enumerate(values) if not _is_number(v) or float(v) not in (0.0, 1.0)), None)
+    if bad is not None:
+        raise ValueError(f"the anomaly label of row {bad} is {values[bad]!r}; a detector's --label column holds "
+                         "0 (normal) or 1 (anomaly)")
+    return np.array([float(v) == 1.0 for v in values], dtype=bool)
+
+
+def roc_auc(labels, scores) -> float:
+    """The area under the ROC curve of ``scores`` for the bool ``labels`` (ties count one half): the chance that
+    a random anomaly scores above a random normal row; NaN without both kinds."""
+    labels, scores = np.asarray(labels, dtype=bool), np.asarray(scores, dtype=np.float64)
+    positives, negatives = int(labels.sum()), int((~labels).sum())
+    if not positives or not negatives:
+        return float("nan")
+    _, inverse, counts = np.unique(scores, return_inverse=True, return_counts=True)
+    ranks = (np.cumsum(counts) - (counts - 1) / 2.0)[inverse]  # average ranks, 1-based
+    return float((ranks[labels].sum() - positives * (positives + 1) / 2.0) / (positives * negatives))
+
+
+def anomaly_metrics(labels, outputs) -> dict:
+    """A detector's ``roc_auc`` of its scores (None without both normal rows and anomalies), ``precision`` of its
+    flags (None when nothing is flagged), ``false_alarms_per_1000`` (flags per 1,000 normal rows; None without
+    normal rows), ``flagged`` and ``rows``."""
+    labels = check_anomaly_labels(labels)
+    scores, flags = split_output(outputs)
+    normal, flagged = int((~labels).sum()), int(flags.sum())
+    auc = roc_auc(labels, scores)
+    return {"roc_auc": None if np.isnan(auc) else auc,
+            "precision": float((flags & labels).sum() / flagged) if flagged else None,
+            "false_alarms_per_1000": float(1000.0 * (flags & ~labels).sum() / normal) if normal else None,
+            "flagged": flagged, "rows": int(len(labels))}
+
+
 def output_context(model) -> dict:
     """What a bundle and its manifest say about a fitted model's output: ``task``, ``n_classes`` and the class
     labels (``class_names``), and for a regressor ``target`` (``offset``, ``step`` and ``divisor``; one output,
     no classes)."""
+    if task_of(model) == ANOMALY:
+        return {"task": ANOMALY, "n_classes": 1, "class_names": [], "target": None}
     if task_of(model) == REGRESSION:
         return {"task": REGRESSION, "n_classes": 1, "class_names": [],
                 "target": {**model.target_.to_json(), "divisor": int(model.output_divisor)}}
@@ -149,5 +204,6 @@ def task_of(model) -> str:
     return getattr(model, "task", CLASSIFICATION)
 
 
-__all__ = ["CLASSIFICATION", "CODE_MAX", "REGRESSION", "TASKS", "TargetScale", "check_target", "check_task",
-           "infer_task", "output_context", "regression_metrics", "task_of"]
+__all__ = ["ANOMALY", "CLASSIFICATION", "CODE_MAX", "FLAG", "NEVER", "REGRESSION", "TASKS", "TargetScale",
+           "anomaly_metrics", "check_anomaly_labels", "check_false_alarms", "check_target", "check_task",
+           "infer_task", "output_context", "regression_metrics", "roc_auc", "split_output", "task_of"]

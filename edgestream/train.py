@@ -21,7 +21,8 @@ from .evaluate import PrequentialResult, prequential
 from .learners import model_input
 from .online import BINS_ROWS, check_stream, start_online
 from .search import AUTO, search
-from .task import CLASSIFICATION, REGRESSION, check_target, check_task, infer_task, task_of
+from .task import (ANOMALY, CLASSIFICATION, REGRESSION, check_anomaly_labels, check_target, check_task, infer_task,
+                   split_output, task_of)
 
 __all__ = ["BINS_ROWS", "Trained", "check_stream", "configured", "evaluate_online", "parse_row_numbers",
            "start_online", "train", "update"]
@@ -52,31 +53,40 @@ def train(learner: str, X, y, params: dict, board=None, ram=None, flash=None, bi
           progress: bool = False, rate=None, workers=None, scheduler=None, search_rows: int | None = None,
           rate_mean: bool = False, classes=None, task: str | None = None) -> Trained:
     """Train ``learner`` on the rows. With a budget (``ram``, ``flash`` or, online learners, ``rate``), an online
-    learner takes the most accurate configuration that fits (:func:`edgestream.search.search`, scored on the first
+    learner takes the best scored configuration that fits (:func:`edgestream.search.search`, scored on the first
     ``search_rows`` rows; ``learner="auto"``: of every online learner; ``rate_mean``: the rate on the mean calls,
-    not the worst), a batch learner the largest
-    (:func:`edgestream.budget.plan`). ``classes``: the labels the stream may carry (default: the rows' own).
-    ``task``: classification or regression (:mod:`edgestream.task`; default: what the labels look like)."""
+    not the worst), a batch learner the largest (:func:`edgestream.budget.plan`). ``classes``: the labels the
+    stream may carry (default: the rows' own). ``task``: classification or regression (:mod:`edgestream.task`;
+    default: what the labels look like); a regressor's online learners start on the first ``bins_rows`` rows'
+    targets too (its target scale)."""
     task = check_task(task) if task is not None else infer_task(y)
+    if task == ANOMALY:
+        return _train_detector(learner, X, y, params, classes, board, ram, flash, rate, bins_rows)
     if task != REGRESSION and np.asarray(y).dtype.kind == "f" and infer_task(y) == REGRESSION:
         raise ValueError(f"--task classification: the label column holds {len(np.unique(y))} distinct numbers with "
                          "fractions, not class labels; predict them with --task regression")
-    if task == REGRESSION:
-        return _train_regressor(learner, X, y, params, classes, board, ram, flash, rate, bins_rows, progress)
     budgeted = ram is not None or flash is not None or rate is not None
     if learner == AUTO and not budgeted:
         raise ValueError("--learner auto chooses by accuracy within a budget: give --ram, --flash or --rate")
-    spec = learners.get(learner) if learner != AUTO else None
-    given_classes, classes = classes, check_stream(X, y, classes)
+    spec = learners.get(learner, task) if learner != AUTO else None
+    given_classes = classes
+    if task == REGRESSION:
+        if classes is not None:
+            raise ValueError("--classes lists the labels of a classifier; a regression target has none")
+        if len(X) < 2:
+            raise ValueError(f"the data has {len(X)} row(s); training needs at least 2")
+        y = check_target(y, len(X))
+    else:
+        classes = check_stream(X, y, classes)
     found = None
     if (spec is None or spec.online) and budgeted:
         if board is None:
             raise ValueError("a RAM, flash or rate budget needs a board")
         found = search(learner, board, X, y, ram, flash, rate, params, bins_rows=bins_rows, workers=workers,
                        scheduler=scheduler, progress=progress, search_rows=search_rows, rate_mean=rate_mean,
-                       classes=classes)
-        spec = learners.get(found.learner)
-        model, planned = spec.make(**found.budget.params), found.budget
+                       classes=classes, task=task)
+        spec = learners.get(found.learner, task)
+        model, planned = spec.make(task, **found.budget.params), found.budget
     elif rate is not None:
         raise ValueError(f"--rate applies to online learners; {learner} learns in batch")
     elif search_rows is not None:
@@ -85,11 +95,12 @@ def train(learner: str, X, y, params: dict, board=None, ram=None, flash=None, bi
         if given_classes is not None and not spec.online:
             raise ValueError(f"--classes gives the labels an online learner may meet later; {learner} learns in "
                              f"batch the classes of its rows")
-        model, planned = configured(learner, params, X.shape[1], len(classes), board, ram, flash)
+        n_outputs = 1 if task == REGRESSION else len(classes)
+        model, planned = configured(learner, params, X.shape[1], n_outputs, board, ram, flash, task=task)
     X = device_input(X, model.input_dtype)
     result = None
     if spec.online:
-        start_online(model, X, classes, bins_rows)
+        start_online(model, X, y if task == REGRESSION else classes, bins_rows)
         result = prequential(model, X, y, progress=progress, desc="learning")
     else:
         model.fit(X, y)
@@ -99,31 +110,23 @@ def train(learner: str, X, y, params: dict, board=None, ram=None, flash=None, bi
     return Trained(model, budget, result, min(bins_rows, len(X)) if spec.online else None, found)
 
 
-def _train_regressor(learner: str, X, y, params: dict, classes, board, ram, flash, rate, bins_rows: int,
-                     progress: bool) -> Trained:
-    """A regressor of the learners that have one (:func:`edgestream.learners.for_task`), trained on all rows: an
-    online one in file order, started on the first ``bins_rows`` rows (its input setup and target scale) and
-    scored prequentially; with a RAM or flash budget, an online regressor is the largest configuration of its
-    ladder that fits (:func:`edgestream.budget.plan`; no search by score yet)."""
+def _train_detector(learner: str, X, y, params: dict, classes, board, ram, flash, rate, bins_rows: int) -> Trained:
+    """An anomaly detector learning every row in file order (``y``: None, or 0/1 labels that only score it),
+    started on the first ``bins_rows`` rows (its work range); its threshold calibrated on its prequential scores of
+    the rows after its first window (they are 0 before), for its target false-alarm rate. With a RAM or flash
+    budget: the largest configuration of its ladder that fits (:func:`edgestream.budget.plan`)."""
     if classes is not None:
-        raise ValueError("--classes lists the labels of a classifier; a regression target has none")
-    spec = learners.get(learner, REGRESSION) if learner != AUTO else None
-    budgeted = ram is not None or flash is not None
-    if rate is not None or spec is None or (budgeted and not spec.online):
-        online = ", ".join(name for name in learners.for_task(REGRESSION) if learners.get(name).online)
-        raise ValueError("budgets of regressors take the largest configuration that fits --ram and --flash, for the "
-                         f"online regressors ({online}) only for now; --rate and --learner auto choose by a "
-                         "classifier's score: train the regressor without them and read its sizes from "
-                         "edgestream build")
-    y = check_target(y, len(X))
-    model, planned = configured(learner, params, X.shape[1], 1, board, ram, flash, task=REGRESSION)
+        raise ValueError("--classes lists the labels of a classifier; a detector learns unlabelled rows")
+    if rate is not None or learner == AUTO:
+        raise ValueError("--rate and --learner auto choose by a classifier's score; detectors take the largest "
+                         f"configuration within --ram and --flash ({', '.join(learners.for_task(ANOMALY))})")
+    if y is not None:
+        check_anomaly_labels(y)
+    model, planned = configured(learner, params, X.shape[1], 1, board, ram, flash, task=ANOMALY)
     X = device_input(X, model.input_dtype)
-    if not spec.online:
-        return Trained(model.fit(X, y), None, None)
-    if len(X) < 2:
-        raise ValueError(f"the data has {len(X)} row(s); training needs at least 2")
-    start_online(model, X, y, bins_rows)
-    result = prequential(model, X, y, progress=progress, desc="learning")
+    model.start(X[:bins_rows])
+    result = prequential(model, X, y)
+    model.calibrate(split_output(result.predictions)[0][model.window:])
     budget = of_model(model, board, planned.ram_budget, planned.flash_budget) if planned else None
     if budget is not None and not budget.fits:
         raise ValueError(f"the trained model does not fit the budget:\n{budget.to_text()}")
@@ -147,6 +150,8 @@ def evaluate_online(model, X, y, window: int = 500, progress: bool = False) -> P
     if task_of(model) == REGRESSION:
         return prequential(model, device_input(X, model.input_dtype), check_target(y, len(X)), window=window,
                            progress=progress, desc="test-then-train")
+    if task_of(model) == ANOMALY:
+        return prequential(model, device_input(X, model.input_dtype), y, window=window)
     unknown = sorted(set(np.unique(y).tolist()) - set(model.classes_.tolist()), key=str)
     if unknown:
         raise ValueError(f"label(s) {', '.join(map(repr, unknown[:5]))} are not among the model's classes "

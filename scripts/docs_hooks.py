@@ -132,9 +132,14 @@ def learners_table() -> str:
     rows = []
     for spec in learners.REGISTRY.values():
         device = "keeps learning" if spec.learning else "frozen"
-        rows.append((f"[`{spec.name}`]({link(f'learners/{spec.name}.md')})", f"`{spec.cls.__name__}`", spec.summary, device,
+        rows.append((f"[`{spec.name}`]({link(f'learners/{spec.name}.md')})", f"`{estimator_of(spec).__name__}`", spec.summary, device,
                      "yes" if spec.online else "batch", ", ".join(f"`{m}`" for m in spec.runtime)))
     return table(("learner", "estimator", "what", "on the device", "learns online", "runtime modules"), rows)
+
+
+def estimator_of(spec):
+    """The estimator of the learner's first task (its classifier, or a detector's)."""
+    return spec.estimator(spec.tasks[0])
 
 
 def learner_parameters(name: str) -> str:
@@ -145,7 +150,7 @@ def learner_parameters(name: str) -> str:
     spec = learners.get(name)
     chosen = set(spec.ladder_params)
     rows = []
-    for parameter in inspect.signature(spec.cls.__init__).parameters.values():
+    for parameter in inspect.signature(estimator_of(spec).__init__).parameters.values():
         if parameter.name == "self":
             continue
         option = spec.option(parameter.name)
@@ -158,7 +163,7 @@ def learner_parameters(name: str) -> str:
         default = "" if parameter.default is inspect.Parameter.empty else f"`{parameter.default!r}`"
         rows.append((f"`{parameter.name}`", default, flag, budget, what))
     header = ("parameter", "default", "option of `fit` and `budget`", "budget chooses", "what")
-    return f"`{spec.cls.__name__}` ({spec.cls.__module__}):\n\n" + table(header, rows)
+    return f"`{estimator_of(spec).__name__}` ({estimator_of(spec).__module__}):\n\n" + table(header, rows)
 
 
 def learner_state(name: str) -> str:
@@ -173,7 +178,7 @@ def learner_state(name: str) -> str:
     config = ", ".join(f"`{f.name}`" for f in state.config)
     counters = ", ".join(f"`{f.name}`" for f in state.counters)
     rows = [(f"`{r.name}`", r.group, f"`{r.c_type}`", r.comment) for r in state.regions]
-    return (f"The state of `{state.prefix}` ({state.title}), from its description in `{spec.cls.__module__}`: "
+    return (f"The state of `{state.prefix}` ({state.title}), from its description in `{estimator_of(spec).__module__}`: "
             f"configuration {config} (constant, in flash); counters {counters}; and these regions "
             "(arrays sized at generation):\n\n" + table(("region", "group", "C type", "elements"), rows))
 
@@ -186,8 +191,9 @@ def learner_ladder(name: str) -> str:
     if not spec.ladder:
         return f"`{name}` has no ladder: the budget takes its parameters as given."
     board = boards.load_board("stm32f411")
-    features, classes = 8, 2
-    plans = budget.configurations(name, board, features, classes)
+    task = spec.tasks[0]
+    features, classes = 8, 2 if task == "classification" else 1
+    plans = budget.configurations(name, board, features, classes, task=task)
     timed = all(plan.time for plan in plans)
     rows = [(", ".join(f"{k}={v}" for k, v in plan.config.items() if k not in ("features", "classes")),
              f"{plan.state_bytes:,}", f"{plan.ram_bytes:,}", f"{plan.flash_bytes:,}",
@@ -293,8 +299,9 @@ def bundle_api() -> str:
                                      lstrip_blocks=True, undefined=jinja2.StrictUndefined)
     context = {"name": "model", "NAME": "MODEL", "version": "VERSION", "checkpoint": {"payload_bytes": 1000,
                "exported": True}, "n_features": "D", "n_classes": "C", "model_sha256": "...",
-               "class_names": ['"a"', '"b"'], "missing_rule": "NaN refused with ES_ERR_INPUT", "learning": True,
-               "input_type": "float", "target": None}
+               "class_names": ['"a"', '"b"'], "feature_names": ['"temperature"', '"current"'],
+               "missing_rule": "NaN refused with ES_ERR_INPUT", "learning": True, "input_type": "float",
+               "task": "classification", "target": None}
     text = environment.get_template("model.h.j2").render(**context)
     return f"```c\n{text.strip()}\n```"
 

@@ -43,7 +43,9 @@ SECTIONS: dict[str, list[Case]] = {
         c("", 2, "the following arguments are required: COMMAND"),
         c("nosuchcommand", 2, "invalid choice: 'nosuchcommand'"),
         c("--debug", 2, "the following arguments are required: COMMAND"),
-        c("fit", 2, "the following arguments are required: DATA.csv, --label, -o/--output"),
+        c("fit", 2, "the following arguments are required: DATA.csv, -o/--output"),
+        c("fit good.csv -o m.esm", 2, "fit needs --label COL (only a detector, --task anomaly, learns from unlabelled "
+          "rows)"),
     ],
     "fit: data files": [
         c("fit missing.csv --label label -o m.esm", 2, "cannot read missing.csv: No such file or directory"),
@@ -76,26 +78,88 @@ SECTIONS: dict[str, list[Case]] = {
         c("fit text_target.csv --label label --task regression -o m.esm", 2,
           "the target of row 0 is 'a', not a number: a regressor needs numbers (--task classification for labels)"),
         c("fit inf_target.csv --label label -o m.esm", 2, "the target of row 7 is inf; a regressor needs finite numbers"),
-        c("fit fractions.csv --label label --learner hoeffding -o m.esm", 2,
-          "learner 'hoeffding' has no regression form yet; the learners with one: tree, forest, gbdt, shrubs, bls"),
+        c("fit fractions.csv --label label --learner axgb -o m.esm", 2,
+          "learner 'axgb' has no regression form yet; the learners with one: tree, forest, gbdt, shrubs, bls, hoeffding, irf"),
         c("fit fractions.csv --label label --learner gbdt --max-leaves 1 -o m.esm", 2,
           "max_leaves=1 must be an integer from 2 to 255"),
-        c("fit fractions.csv --label label --ram 8KiB -o m.esm", 2,
-          "budgets of regressors take the largest configuration that fits --ram and --flash, for the online "
-          "regressors (shrubs, bls) only for now"),
-        c("fit fractions.csv --label label --learner bls --rate 100 --board stm32f411 -o m.esm", 2,
-          "--rate and --learner auto choose by a classifier's score"),
+        c("fit fractions.csv --label label --learner bls --ram 8KiB --classes 1,2 -o m.esm", 2,
+          "--classes lists the labels of a classifier; a regression target has none"),
+        c("fit fractions.csv --label label --learner auto -o m.esm", 2,
+          "--learner auto chooses by accuracy within a budget: give --ram, --flash or --rate"),
         c("fit text_target.csv --label label --learner bls --task regression -o m.esm", 2,
           "the target of row 0 is 'a', not a number: a regressor needs numbers"),
         c("fit nan_target.csv --label label --learner bls --task regression -o m.esm", 2,
           "nan_target.csv, line 5: missing label in column 'label'"),
         c("fit inf_target.csv --label label --learner bls -o m.esm", 2,
           "the target of row 7 is inf; a regressor needs finite numbers"),
+        c("fit text_target.csv --label label --learner hoeffding --task regression -o m.esm", 2,
+          "the target of row 0 is 'a', not a number: a regressor needs numbers"),
+        c("fit inf_target.csv --label label --learner irf -o m.esm", 2,
+          "the target of row 7 is inf; a regressor needs finite numbers"),
+        c("fit fractions.csv --label label --learner hoeffding --propagation -o m.esm", 2,
+          "learner 'hoeffding' (regression) has no parameter(s) propagation"),
         c("fit semicolon.csv --label label -o m.esm", 2,
           "semicolon.csv has one column when split at ',', but its first row holds ';': give the delimiter"),
         c("fit good.csv --label label --delimiter ab -o m.esm", 2, "delimiter 'ab' must be one character"),
         c("fit good.csv --label label --input-dtype int16 -o m.esm", 2,
           "input dtype int16 needs whole-number features; the data has missing or fractional values"),
+    ],
+    "fit: anomaly detection": [
+        c("fit good.csv --task anomaly --false-alarms 0.5 -o m.esm", 2, "false-alarm rate 0.5 is outside (0, 0.5)"),
+        c("fit good.csv --task anomaly --false-alarms 0 -o m.esm", 2, "false-alarm rate 0.0 is outside (0, 0.5)"),
+        c("fit constant.csv --task anomaly -o m.esm", 2,
+          "feature 1 is constant (5.0) over the 3 rows given: a work range needs at least 2 values per feature"),
+        c("fit one_row.csv --task anomaly -o m.esm", 2, "1 row(s) given: a work range needs at least 2 rows"),
+        c("fit missing_values.csv --label label --task anomaly -o m.esm", 2,
+          "missing_values.csv, line 2, column 'f1': a missing value (NaN); hst refuses missing values (the device too: "
+          "ES_ERR_INPUT)"),
+        c("fit many_classes.csv --label label --task anomaly -o m.esm", 2,
+          "the anomaly label of row 2 is 2; a detector's --label column holds 0 (normal) or 1 (anomaly)"),
+        c("fit good.csv --task anomaly --learner tree -o m.esm", 2,
+          "learner 'tree' has no anomaly form yet; the learners with one: hst"),
+        c("fit good.csv --task anomaly --window 5 -o m.esm", 2, "window=5 must be an integer from 10 to 32767"),
+        c("fit good.csv --task anomaly --rate 100 --board stm32f411 -o m.esm", 2,
+          "--rate and --learner auto choose by a classifier's score; detectors take the largest configuration"),
+    ],
+    "fit, predict, evaluate, simulate: missing values": [
+        c("fit missing_values.csv --label label --learner hoeffding -o m.esm", 2,
+          "missing_values.csv, line 2, column 'f1': a missing value (NaN); hoeffding refuses missing values (the "
+          "device too: ES_ERR_INPUT); learners that take them: tree, forest, gbdt (NaN = missing, goes right at "
+          "every split) or shrubs and axgb with --allow-missing (NaN = missing, its own bin)"),
+        c("fit missing_values.csv --label label --learner bls -o m.esm", 2,
+          "missing_values.csv, line 2, column 'f1': a missing value (NaN); bls refuses missing values"),
+        c("fit missing_values.csv --label label --learner shrubs -o m.esm", 2,
+          "missing_values.csv, line 2, column 'f1': a missing value (NaN); shrubs refuses missing values unless fit "
+          "with --allow-missing"),
+        c("fit missing_values.csv --label label --learner axgb --no-allow-missing -o m.esm", 2,
+          "axgb refuses missing values unless fit with --allow-missing"),
+        c("fit missing_values.csv --label label --ram 8KiB -o m.esm", 2,
+          "missing_values.csv, line 2, column 'f1': a missing value (NaN); --learner auto searches learners that "
+          "refuse missing values: give --learner tree, forest, gbdt"),
+        c("fit missing_values.csv --label label --learner tree --input-dtype int32 -o m.esm", 2,
+          "the model takes integer input (int32), which has no missing value"),
+        c("fit missing_values.csv --label label --learner hoeffding --allow-missing -o m.esm", 2,
+          "--[no-]allow-missing does not apply to --learner hoeffding"),
+        c("predict shrubs.esm gaps.csv --label label", 2,
+          "gaps.csv, line 4, column 'f1': a missing value (NaN); shrubs refuses missing values unless fit with "
+          "--allow-missing"),
+        c("evaluate shrubs.esm gaps.csv --label label", 2, "gaps.csv, line 4, column 'f1': a missing value (NaN)"),
+        c("simulate shrubs_b gaps.csv --label label --learn", 2,
+          "gaps.csv, line 4, column 'f1': a missing value (NaN)"),
+    ],
+    "stream": [
+        c("stream nosuch -o s.csv", 2, "argument STREAM: invalid choice: 'nosuch' (choose from 'agrawal', 'blobs'"),
+        c("stream sea --n-samples 0 -o s.csv", 2, "argument --n-samples: '0' is not an integer from 1 to 1000000000"),
+        c("stream sea --seed -1 -o s.csv", 2, "argument --seed: '-1' is not an integer >= 0"),
+        c("stream sea -o /nonexistent/s.csv", 1, "/nonexistent/s.csv: No such file or directory"),
+    ],
+    "a bundle given for a model file": [
+        c("predict shrubs_b good.csv --label label", 2,
+          "shrubs_b is a C bundle, not a model file: its model file is shrubs_b/model.esm; to run the bundle's C code "
+          "on a data file: edgestream simulate shrubs_b DATA.csv --label COL"),
+        c("evaluate shrubs_b good.csv --label label", 2, "shrubs_b is a C bundle, not a model file"),
+        c("export tree_b -o again_b", 2, "tree_b is a C bundle, not a model file: its model file is tree_b/model.esm"),
+        c("image shrubs_b --to s.img", 2, "shrubs_b is a C bundle, not a model file"),
     ],
     "fit: the label column and the header": [
         c("fit good.csv --label nope -o m.esm", 2,
@@ -234,6 +298,10 @@ SECTIONS: dict[str, list[Case]] = {
         c(f"{SIM.format('tree_b')} --timeout -1", 2, "argument --timeout: '-1' is not a number > 0"),
         c(f"{SIM.format('tree_b')} --timeout 1e9", 2, "argument --timeout: '1e9' is not a number > 0 and <= 86400"),
         c(f"{SIM.format('shrubs_b')} --learn --window 0", 2, "argument --window: '0' is not an integer >= 1"),
+        c("simulate gbdt_reg_b text_target.csv --label label --target qemu --board stm32f411", 2,
+          "the target of row 0 is 'a', not a number: a regressor needs numbers"),
+        c("simulate gbdt_reg_b fractions.csv --label label --learn --target qemu --board stm32f411", 2,
+          "--learn needs a learning bundle; gbdt_reg_b holds a frozen gbdt model"),
     ],
     "evaluate": [
         c("evaluate tree.esm good.csv --label label", 2, "a tree model does not learn row by row; test-then-train "
@@ -340,8 +408,10 @@ SECTIONS: dict[str, list[Case]] = {
         c("import missing.txt -o i.esm", 2, "cannot read missing.txt: No such file or directory"),
         c("import good.csv -o i.esm", 2, "good.csv is not a model file edgestream imports (a LightGBM model text file"),
         c("import forest.joblib -o i.esm", 2, "forest.joblib is a pickle or joblib file, and loading one runs code"),
-        c("import regressor.joblib -o i.esm --trust-pickle", 2,
-          "DecisionTreeRegressor is a regressor; edgestream imports classifiers: scikit-learn DecisionTreeClassifier"),
+        c("import quantile.joblib -o i.esm --trust-pickle", 2,
+          "GradientBoostingRegressor loss 'quantile': edgestream imports regressors of loss squared_error"),
+        c("import poisson.joblib -o i.esm --trust-pickle", 2,
+          "HistGradientBoostingRegressor loss 'poisson': edgestream imports regressors of loss squared_error"),
         c("import logistic.joblib -o i.esm --trust-pickle", 2,
           "cannot import a sklearn.linear_model._logistic.LogisticRegression; supported: scikit-learn"),
         c("import categorical.joblib -o i.esm --trust-pickle", 2,
@@ -351,9 +421,11 @@ SECTIONS: dict[str, list[Case]] = {
         c("import many_classes.joblib -o i.esm --trust-pickle", 2,
           "DecisionTreeClassifier has 300 classes; edgestream takes 2 to 255"),
         c("import lgb_linear.txt -o i.esm", 2, "LightGBM model with linear trees: edgestream imports constant leaves"),
-        c("import lgb_regression.txt -o i.esm", 2,
-          "LightGBM objective 'regression': edgestream imports binary, multiclass, multiclassova"),
-        c("import xgb_regression.json -o i.esm", 2, "XGBoost objective 'reg:squarederror': edgestream imports"),
+        c("import lgb_huber.txt -o i.esm", 2,
+          "LightGBM objective 'huber': edgestream imports binary, multiclass, multiclassova, regression"),
+        c("import xgb_poisson.json -o i.esm", 2,
+          "XGBoost objective 'count:poisson': edgestream imports binary:logistic, binary:logitraw, multi:softprob, "
+          "multi:softmax, reg:squarederror"),
         c("import torn_xgb.json -o i.esm", 2, "torn_xgb.json looks like an XGBoost model but cannot be read"),
         c("predict tree.esm good.csv", 2, "the data has 4 feature columns, the model takes 3"),
         c("predict tree.esm good.csv --label nope", 2, "label column 'nope' does not exist in good.csv"),
@@ -418,6 +490,14 @@ ACCEPTED: list[Case] = [
     c("fit numeric_only_header.csv --label 3 -o m.esm", 0, "trained tree on 61 rows, 3 features, 3 classes"),
     c("fit headerless.csv --label 2 -o m.esm", 0, "trained tree on 60 rows, 2 features, 2 classes"),
     c("fit missing_values.csv --label label -o m.esm", 0, "trained tree on 4 rows, 2 features, 2 classes"),
+    c("stream sea --n-samples 10 -o s.csv", 0, "10 rows, 3 features x0..x2, label y (2 classes) -> s.csv"),
+    c("fit missing_values.csv --label label --learner forest -o m.esm", 0,
+      "3 missing values in 3 rows: NaN = missing, goes right at every split (on the host and the device)"),
+    c("fit missing_values.csv --label label --learner shrubs --allow-missing -o m.esm", 0,
+      "3 missing values in 3 rows: NaN = missing, its own bin (on the host and the device)"),
+    c("fit good.csv --label label --learner forest --n-trees 2 -o m.esm", 0,
+      "a frozen model: forest predicts on the device but does not learn there; for a model that keeps learning give "
+      "a RAM budget (--ram 8KiB"),
     # a target beyond the range fitted on the first rows saturates, counted, never wrapped
     c("fit far_target.csv --label label --learner bls --bins-rows 20 -o m.esm", 0, "(36 targets saturated)"),
     c("import forest.joblib --trust-pickle -o i.esm", 0, "imported 3 features, 2 classes"),
@@ -425,6 +505,8 @@ ACCEPTED: list[Case] = [
     # a target beyond the range the regressor's scale was fitted on is saturated and counted, never wrapped
     c("update gbdt_reg.esm --add far_rows.csv --label label", 0,
       "added 2 rows (row numbers 60..61) (1 targets outside the model's range"),
+    c("import regressor.joblib --trust-pickle -o i.esm", 0, "imported 3 features, a regressor within"),
+    c("import xgb_regression.json -o i.esm", 0, "imported 3 features, a regressor within"),
     # simavr traces no instructions: on AVR the firmware measures CPU cycles with Timer1 instead
     c(f"{SIM.format('tree_b')} --target qemu --board atmega328p --instructions", 0,
       "CPU cycles per call, measured by Timer1 under simavr: predict_proba mean"),
@@ -443,8 +525,10 @@ TEXT_FILES = {
     "one_column.csv": "label\n0\n1\n",
     "one_class.csv": "f0,label\n1,0\n2,0\n",
     "one_row.csv": "f0,label\n1,0\n",
+    "constant.csv": "f0,f1\n1,5\n2,5\n3,5\n",
     "missing_label.csv": "f0,label\n1,0\n2,\n",
     "missing_values.csv": "f0,f1,label\n1,,0\n?,2,1\n3,NA,0\n4,5,1\n",
+    "gaps.csv": "f0,f1,f2,label\n1,2,3,0\n4,5,6,1\n7,,9,0\n",
     "semicolon.csv": "f0;f1;label\n1;2;0\n3;4;1\n",
     "many_classes.csv": "f0,label\n" + "".join(f"{i},{i % 300}\n" for i in range(600)),
     "fractions.csv": "f0,label\n" + "".join(f"{i},{i * 0.37:.2f}\n" for i in range(60)),
@@ -473,7 +557,7 @@ FILE_NOTES = {
     "corrupt.esm, flipped.esm": "tree.esm cut after 100 bytes; tree.esm with its last byte changed",
     "future.esm, bad_params.esm": "tree.esm whose header says format_version 99; tree.esm whose header says "
                                   "max_depth -3",
-    "tree_b, shrubs_b": "the bundles of tree.esm and shrubs.esm",
+    "tree_b, shrubs_b, gbdt_reg_b": "the bundles of tree.esm, shrubs.esm and gbdt_reg.esm",
     "b_*": "copies of tree_b, each broken in one way its name tells (b_other_model: model.esm of shrubs_b; "
            "_rehashed: with its hash in files; _relabelled: also with its SHA-256 as model_sha256)",
     "shrubs.img, other.img, other_size.img": "a state image of shrubs.esm; one of a shrub model of the same size "
@@ -484,10 +568,13 @@ FILE_NOTES = {
     "no_io.toml": "stm32f411's profile with io = \"none\" (a board that can be built, not run)",
     "forest.joblib, regressor.joblib, logistic.joblib": "scikit-learn models fitted on good.csv, saved with joblib: a "
                                                         "random forest, a regression tree, a logistic regression",
+    "quantile.joblib, poisson.joblib": "scikit-learn regressors fitted on good.csv: gradient boosting of the quantile "
+                                       "loss, histogram gradient boosting of the Poisson loss",
     "categorical.joblib": "a HistGradientBoostingClassifier fitted on good.csv with f0 as a categorical feature",
     "wide.joblib, many_classes.joblib": "decision trees fitted on 300 features; on many_classes.csv",
-    "lgb_linear.txt, lgb_regression.txt": "LightGBM model text files: linear trees; a regression",
-    "xgb_regression.json, torn_xgb.json": "an XGBoost regression model; an XGBoost classifier's JSON cut in half",
+    "lgb_linear.txt, lgb_huber.txt": "LightGBM model text files: linear trees; a regression of the Huber loss",
+    "xgb_regression.json, xgb_poisson.json, torn_xgb.json": "XGBoost regression models (reg:squarederror, "
+                                                            "count:poisson); an XGBoost classifier's JSON cut in half",
 }
 
 
@@ -496,7 +583,8 @@ def _foreign_models(d: Path, X, y) -> None:
     import joblib
     import lightgbm
     import xgboost
-    from sklearn.ensemble import HistGradientBoostingClassifier, RandomForestClassifier
+    from sklearn.ensemble import (GradientBoostingRegressor, HistGradientBoostingClassifier,
+                                  HistGradientBoostingRegressor, RandomForestClassifier)
     from sklearn.linear_model import LogisticRegression
     from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
@@ -505,15 +593,18 @@ def _foreign_models(d: Path, X, y) -> None:
     for name, model, rows, targets in (
             ("forest", RandomForestClassifier(3, max_depth=3), X, y), ("regressor", DecisionTreeRegressor(), X, y),
             ("logistic", LogisticRegression(), X, y),
+            ("quantile", GradientBoostingRegressor(loss="quantile", n_estimators=2), X, y),
+            ("poisson", HistGradientBoostingRegressor(loss="poisson", max_iter=2), X, y),
             ("categorical", HistGradientBoostingClassifier(max_iter=2, categorical_features=[0]),
              np.c_[np.floor(X[:, :1]), X[:, 1:]], y),
             ("wide", DecisionTreeClassifier(max_depth=2), rng.normal(size=(50, 300)), np.arange(50) % 2),
             ("many_classes", DecisionTreeClassifier(max_depth=2), rng.normal(size=(600, 2)), labels)):
         joblib.dump(model.fit(rows, targets), d / f"{name}.joblib")
     for name, params in (("lgb_linear", dict(objective="binary", linear_tree=True)),
-                         ("lgb_regression", dict(objective="regression"))):
+                         ("lgb_huber", dict(objective="huber"))):
         lightgbm.train({**params, "verbose": -1, "num_leaves": 4}, lightgbm.Dataset(X, y), 2).save_model(d / f"{name}.txt")
     xgboost.XGBRegressor(n_estimators=2).fit(X, y).save_model(d / "xgb_regression.json")
+    xgboost.XGBRegressor(n_estimators=2, objective="count:poisson").fit(X, y).save_model(d / "xgb_poisson.json")
     xgboost.XGBClassifier(n_estimators=2).fit(X, y).save_model(d / "xgb.json")
     text = (d / "xgb.json").read_bytes()
     (d / "torn_xgb.json").write_bytes(text[:len(text) // 2])
@@ -581,6 +672,7 @@ def prepare(directory: Path) -> Path:
 
     export_bundle(tree, d / "tree_b")
     export_bundle(shrubs, d / "shrubs_b")
+    export_bundle(gbdt_reg, d / "gbdt_reg_b")
     image = checkpoint.write_image(shrubs, 1)
     (d / "shrubs.img").write_bytes(image)
     (d / "torn.img").write_bytes(image[:100])

@@ -155,3 +155,37 @@ def test_a_plan_is_never_below_the_cross_built_elf(tmp_path, name, board):
     stack = max(size for function, size in built.stack_max.items() if function != "main")
     assert (built.state_bytes or 0) + built.tables_in_ram + stack <= planned.ram_bytes
     assert built.tables_bytes + built.state_image_bytes + built.code_bytes <= planned.flash_bytes
+
+
+@pytest.mark.parametrize("name,board,limits", [("forest", "stm32f411", {"flash": 12 * 1024}),
+                                               ("bls", "atmega2560", {"ram": 4096})])
+def test_a_regressors_plan_is_never_below_the_cross_built_elf(tmp_path, name, board, limits):
+    """A frozen and an online regressor planned for 4 features (one output) within a flash or a RAM limit, trained
+    on Friedman #1 and exported: the linked ELF's model bytes (the harness calls NAME_predict_raw and NAME_learn
+    with target codes) are the exported model's budget exactly, and at most the plan's."""
+    from sklearn.datasets import make_friedman1
+
+    from edgestream import budget, targets
+    from edgestream.parity import compare_sizes
+    from edgestream.task import REGRESSION
+
+    board = load_board(board)
+    planned = budget.plan(name, board, 4, 1, task=REGRESSION, **limits)
+    X, y = make_friedman1(300, n_features=5, noise=0.5, random_state=0)
+    X = X[:, :4].astype(np.float32)
+    spec = learners.get(name, REGRESSION)
+    model = spec.make(REGRESSION, **planned.params)
+    if spec.online:
+        model.start(X[:20], y[:20]).test_then_train(X[20:], y[20:])
+    else:
+        model.fit(X, y)
+    exported = budget.of_model(model, board, planned.ram_budget, planned.flash_budget)
+    built = targets.build(export_bundle(model, tmp_path / "bundle", name="m"), board)
+    assert "m_predict_raw" in built.stack_max and ("m_learn" in built.stack_max) == spec.online
+    sizes = compare_sizes(exported, built)
+    for key in ("state_ram", "tables_ram", "tables_flash", "image_flash", "code_flash", "stack"):
+        assert sizes[key]["predicted"] == sizes[key]["measured"], key
+    stack = max(size for function, size in built.stack_max.items() if function != "main")
+    assert (built.state_bytes or 0) + built.tables_in_ram + stack <= exported.ram_bytes <= planned.ram_bytes
+    assert built.tables_bytes + built.state_image_bytes + built.code_bytes <= exported.flash_bytes \
+        <= planned.flash_bytes

@@ -1,4 +1,5 @@
 import json
+import re
 import subprocess
 import sys
 
@@ -45,10 +46,75 @@ def test_fit_tree_prints_summary_and_saves(capsys, tmp_path, blobs_csv):
                        "-o", tmp_path / "m.esm")
     model = load_model(tmp_path / "m.esm")
     assert code == 0 and "400 rows" in out and "3 classes" in out and f"{len(model.ensemble_.nodes)} nodes" in out
-    assert "training accuracy" in out and len(out.splitlines()) == 1
+    assert "training accuracy" in out and len(out.splitlines()) == 2
+    assert out.splitlines()[1].startswith("a frozen model: tree predicts on the device but does not learn there; "
+                                          "for a model that keeps learning give a RAM budget (--ram 8KiB")
     assert (model.max_depth, model.criterion, model.min_samples_leaf, model.max_bins, model.binning) == \
         (3, "entropy", 2, 32, "adaptive")
     assert model.bins_.strategy == "adaptive" and model.classes_.tolist() == ["blue", "green", "red"]
+
+
+def test_stream_writes_a_file_that_a_learning_model_learns(capsys, tmp_path):
+    """The first model of getting started: a built-in stream as a CSV, a shrub ensemble that learns it (no frozen
+    note), its bundle learning it in C with no mismatch."""
+    code, out, _ = run(capsys, "stream", "sea", "--n-samples", 600, "--seed", 3, "-o", tmp_path / "sea.csv")
+    X, y = make_stream("sea", 600, seed=3)
+    assert code == 0 and out.endswith(f"600 rows, 3 features x0..x2, label y (2 classes) -> {tmp_path / 'sea.csv'}\n")
+    assert (tmp_path / "sea.csv").read_text().splitlines()[:2] == [
+        "x0,x1,x2,y", ",".join([*(f"{value:.6g}" for value in X[0]), str(y[0])])]
+    code, out, _ = run(capsys, "fit", tmp_path / "sea.csv", "--label", "y", "--learner", "shrubs", "-o",
+                       tmp_path / "m.esm")
+    assert code == 0 and out.startswith("learned shrubs on 600 rows") and "frozen" not in out
+    assert run(capsys, "export", tmp_path / "m.esm", "-o", tmp_path / "b")[0] == 0
+    code, out, _ = run(capsys, "simulate", tmp_path / "b", tmp_path / "sea.csv", "--label", "y", "--learn", "--json")
+    assert code == 0 and json.loads(out)["mismatches"] == 0
+
+
+def test_the_bundle_header_names_the_features_in_order(capsys, tmp_path):
+    """fit records the file's feature columns (the label taken out), export puts them in the header as a C
+    initializer in the order of the input rows, and the header compiles strictly."""
+    X, y = make_stream("sea", 200, seed=1)
+    data = tmp_path / "pump.csv"
+    data.write_text('temperature,label,current,say "hi"\n' +
+                    "".join(f"{a:.3f},{c},{b:.3f},{d:.3f}\n" for (a, b, d), c in zip(X, y)))
+    assert run(capsys, "fit", data, "--label", "label", "--learner", "tree", "-o", tmp_path / "m.esm")[0] == 0
+    assert load_model(tmp_path / "m.esm").columns_ == ["temperature", "current", 'say "hi"']
+    assert run(capsys, "export", tmp_path / "m.esm", "-o", tmp_path / "b", "--name", "pump")[0] == 0
+    header = (tmp_path / "b" / "src" / "pump.h").read_text()
+    assert '#define PUMP_FEATURE_NAMES {"temperature", "current", "say \\"hi\\""}' in header
+    assert json.loads((tmp_path / "b" / "edgestream.json").read_text())["feature_names"] == [
+        "temperature", "current", 'say "hi"']
+    (tmp_path / "use.c").write_text('#include "pump.h"\nstatic const char *const names[] = PUMP_FEATURE_NAMES;\n'
+                                   "const char *first(void) { return names[0]; }\n")
+    done = subprocess.run(["cc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-fsyntax-only",
+                           "-I", str(tmp_path / "b" / "src"), str(tmp_path / "use.c")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+def test_the_help_shows_an_example_and_every_option_once_with_its_defaults(capsys):
+    """Top-level help: plain text and an example whose commands parse; fit's help: each learner option once, with
+    the default of every learner that takes it, and no note said twice."""
+    from edgestream.cli import EXAMPLE, build_parser
+
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    text = capsys.readouterr().out
+    assert "``" not in text and "edgestream stream sea -o sea.csv" in text
+    commands = [line.split()[1:] for line in EXAMPLE.splitlines() if line.startswith("  edgestream ")]
+    assert len(commands) == 4
+    for argv in commands:
+        build_parser().parse_args(argv)
+    with pytest.raises(SystemExit):
+        main(["fit", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    fit = build_parser()._subparsers._group_actions[0].choices["fit"]
+    for spec in learners.REGISTRY.values():
+        for option in spec.options:
+            found = [action for action in fit._actions if option.flag in action.option_strings]
+            assert len(found) == 1 and len(re.findall(rf" {re.escape(option.flag)}[ ,]", text)) == 1, option.flag
+            assert found[0].help.count("(default ") == 1 and found[0].help.count("default") == 1, found[0].help
+    assert "(gbdt) (gbdt)" not in text
+    assert "--max-depth D depth limit of each tree (default tree, forest, gbdt 8; shrubs, axgb 4)" in text
 
 
 def test_fit_forest_options(capsys, tmp_path, blobs_csv):

@@ -14,6 +14,7 @@ from edgestream import ForestClassifier, ShrubEnsemble, TreeClassifier, simulate
 from edgestream.boards import board_names, load_board
 from edgestream.data import make_stream
 from edgestream.budget import of_model
+from edgestream.cli import main
 from edgestream.export import export_bundle
 from edgestream.modelfile import load_model
 from edgestream.parity import compare_sizes
@@ -109,7 +110,7 @@ def test_a_missing_report_dependency_stops_budget_before_any_work(capsys, tmp_pa
      "a RAM budget of 4,096 bytes exceeds atmega328p's 2,048 bytes"),
     (["--board", "stm32f411", "--features", 3], "--classes needed (or --data and --label"),
     (["--board", "stm32f411", "--features", 3, "--classes", 2, "--n-trees", 3],
-     "--n-trees does not apply to --learner shrubs; its options are --binning"),
+     "--n-trees does not apply to --learner shrubs; its options are --[no-]allow-missing, --binning"),
 ])
 def test_budget_user_errors(capsys, argv, message):
     code, _, err = run(capsys, "budget", "--learner", "shrubs", *argv)
@@ -278,7 +279,8 @@ def test_every_model_byte_of_the_elf_is_predicted(bundles, kind, board):
     assert (sizes["image_flash"]["measured"] > 0) == (kind == "shrubs")  # the shrubs have learned 40 rows
 
 
-@pytest.mark.parametrize("learner", [name for name, spec in edgestream.learners.REGISTRY.items() if spec.learning])
+@pytest.mark.parametrize("learner", [name for name, spec in edgestream.learners.REGISTRY.items()
+                                     if spec.learning and spec.cls is not None])  # classifiers (accuracy)
 def test_every_learning_learner_learns_on_avr_as_in_python(capsys, tmp_path, sea, learner):
     """Planned for the Arduino Uno's ATmega328P (16-bit int, soft float, tables in flash), fitted, exported and run
     test-then-train under simavr: every prediction equals the Python model's (a 16-bit int promotion in the C
@@ -307,3 +309,82 @@ def test_the_runtime_tables_a_bundle_reads_are_predicted_as_code(capsys, tmp_pat
     assert sizes["stack"]["predicted"] == sizes["stack"]["measured"]
     _, symbols = targets.read_elf(build.elf)
     assert symbols["es_erf_coeffs"][0] == "OBJECT"  # linked, and counted on both sides
+
+
+# -- regressors on the emulated boards ------------------------------------------------------------------------
+
+REGRESSION_KEYS = {"n", "mae", "rmse", "r2", "mismatches", "bundle", "target", "board"}
+
+
+@pytest.fixture(scope="module")
+def friedman(tmp_path_factory):
+    """40 rows of Friedman #1 (5 features) and a forest, a BLS and a shrubs regressor fitted and exported through
+    the CLI."""
+    from sklearn.datasets import make_friedman1
+
+    X, y = make_friedman1(40, n_features=5, noise=1.0, random_state=4)
+    out = tmp_path_factory.mktemp("friedman")
+    path = write_csv(out / "friedman.csv", X, y)
+    bundles = {}
+    for learner, options in (("forest", ["--n-trees", 3, "--max-depth", 4]),
+                             ("bls", ["--task", "regression", "--feature-nodes", 4, "--enhancement-nodes", 6]),
+                             ("shrubs", ["--task", "regression", "--window", 12, "--shrubs", 4, "--max-depth", 3])):
+        model = out / f"{learner}.esm"
+        assert main([str(arg) for arg in ("fit", path, "--label", "label", "--learner", learner, *options, "-o",
+                                          model)]) == 0
+        assert main(["export", str(model), "-o", str(out / learner), "--name", learner]) == 0
+        bundles[learner] = out / learner
+    return X, y, path, bundles
+
+
+@pytest.mark.parametrize("board, where", [("stm32f411", "qemu-system-arm mps2-an386"),
+                                          ("rp2040", "qemu-system-arm microbit"), ("atmega2560", "simavr")])
+def test_simulate_a_forest_regressor_on_the_boards(capsys, friedman, board, where):
+    """Cortex-M4F, Cortex-M0 and AVR: every raw output of the C equals Python's (0 mismatches), and the metrics
+    of the decoded values are the host's."""
+    _, _, path, bundles = friedman
+    host = json.loads(run(capsys, "simulate", bundles["forest"], path, "--label", "label", "--json")[1])
+    argv = ["simulate", bundles["forest"], path, "--label", "label", "--target", "qemu", "--board", board]
+    code, out, _ = run(capsys, *argv, "--json")
+    report = json.loads(out)
+    assert code == 0 and set(report) == REGRESSION_KEYS and report["board"] == board and report["n"] == 40
+    assert report["mismatches"] == 0 and {k: report[k] for k in ("mae", "rmse", "r2")} == {
+        k: host[k] for k in ("mae", "rmse", "r2")}
+    code, out, _ = run(capsys, *argv)
+    assert code == 0 and "0 raw output mismatches between C and Python" in out and f"under {where}" in out
+
+
+@pytest.mark.parametrize("board", ["stm32f411", "rp2040", "atmega2560"])
+@pytest.mark.parametrize("learner", ["bls", "shrubs"])
+def test_simulate_a_regressor_learning_on_the_boards(capsys, friedman, board, learner):
+    """Test-then-train from the exported state on Cortex-M4F (FPU), Cortex-M0 and AVR (soft float32 for BLS;
+    shrubs in integers, growing new shrubs on the device): the C learns every row's int16 target code and predicts
+    Python's raw output on every row."""
+    _, _, path, bundles = friedman
+    argv = ["simulate", bundles[learner], path, "--label", "label", "--learn", "--json"]
+    host = json.loads(run(capsys, *argv)[1])
+    code, out, _ = run(capsys, *argv, "--target", "qemu", "--board", board)
+    report = json.loads(out)
+    assert code == 0 and report["mismatches"] == 0 and report["n"] == 40
+    assert report["r2"] == report["python_r2"] == host["r2"] and report["rmse"] == host["rmse"]
+    assert report["saturated"] == host["saturated"] and report["state_bytes"] > 0
+
+
+@pytest.mark.parametrize("board, unit", [("stm32f411", "instructions"), ("atmega2560", "cycles")])
+def test_simulate_counts_a_regressors_calls(capsys, friedman, board, unit):
+    """--instructions on a learning regressor counts its predict_raw and learn calls (predictions only: no
+    learn), as targets.run does."""
+    X, y, path, bundles = friedman
+    argv = ["simulate", bundles["bls"], path, "--label", "label", "--target", "qemu", "--board", board,
+            "--instructions"]
+    code, out, _ = run(capsys, *argv, "--learn", "--json")
+    report = json.loads(out)
+    assert code == 0 and report["unit"] == unit and report["mismatches"] == 0
+    per_call = targets.run(bundles["bls"], board, X, y, learn=True, instructions=True).instructions
+    assert set(report["instructions"]) == set(per_call) == {"predict_raw", "learn"}
+    for call, figures in report["instructions"].items():
+        assert 0 < figures["mean"] <= figures["worst"]
+        assert figures == {"mean": per_call[call].mean(), "worst": per_call[call].max()}
+    code, out, _ = run(capsys, *argv)
+    last = out.splitlines()[-1]
+    assert code == 0 and "predict_raw mean " in last and "learn" not in last

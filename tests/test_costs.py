@@ -22,7 +22,7 @@ def calibration():
     return module
 
 
-ONLINE = [spec.name for spec in learners.REGISTRY.values() if spec.online]
+ONLINE = [spec.name for spec in learners.REGISTRY.values() if spec.online and spec.cost_terms is not None]
 
 
 @pytest.mark.parametrize("learner", ONLINE)

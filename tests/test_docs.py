@@ -8,7 +8,9 @@ so ``../shared/data/elec.csv`` means what it means in the repository. Kinds of b
 * ``python``: run as written, all of a page's blocks in one namespace;
 * a block with ``title="FILE"``: written to FILE (a source file or a configuration the next blocks use);
 * ``text`` right after a run block: the output it shows, checked with doctest's rules (``...`` stands for any text,
-  runs of spaces are one).
+  runs of spaces are one);
+* a block right under a line ``<!-- not run: WHY -->`` and a blank line: a command that sets up a machine, serves the site or runs
+  this suite (getting started shows them); left out, with the reason in the page's source.
 
 Any other block in these pages fails the test, so every example a reader sees is one that ran.
 """
@@ -29,8 +31,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
-RUN_PAGES = sorted([*DOCS.glob("tutorials/*.md"), *DOCS.glob("learners/*.md")])
-FENCE = re.compile(r"^```(?P<info>[^\n]*)\n(?P<body>.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
+RUN_PAGES = sorted([DOCS / "getting-started.md", *DOCS.glob("tutorials/*.md"), *DOCS.glob("learners/*.md")])
+FENCE = re.compile(r"^(?P<skip><!-- not run: [^\n]+ -->\n\n)?```(?P<info>[^\n]*)\n(?P<body>.*?)^```[ \t]*$",
+                   re.MULTILINE | re.DOTALL)
 TITLE = re.compile(r'title="([^"]+)"')
 CHECKER = doctest.OutputChecker()
 CHECK_FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
@@ -44,6 +47,8 @@ def blocks(page: Path) -> list[tuple[str, str | None, str, int]]:
     text = page.read_text()
     found = []
     for match in FENCE.finditer(text):
+        if match.group("skip"):
+            continue
         info = match.group("info").strip()
         title = TITLE.search(info)
         found.append((info.split()[0] if info else "", title.group(1) if title else None, match.group("body"),
@@ -151,14 +156,17 @@ def test_every_example_of_the_page_runs(page, workplace, monkeypatch):
             check_output(page, line, expected, run_python(page, line, body, namespace))
 
 
-def test_the_readme_example_runs(tmp_path, monkeypatch):
-    """The ten-line example of the README (its Python block) runs as written."""
+def test_the_readme_examples_run(tmp_path, monkeypatch):
+    """The ten-line example of the README (its Python block) and its command-line lines run as written and print
+    what it shows."""
     monkeypatch.chdir(tmp_path)
     readme = ROOT / "README.md"
-    examples = [(body, line) for language, title, body, line in blocks(readme) if language == "python"]
-    assert len(examples) == 1
-    body, line = examples[0]
-    run_python(readme, line, body, {"__name__": "__docs__"})
+    examples = steps(readme)
+    assert [language for language, *_ in examples] == ["python", "sh"]
+    for language, title, body, line, expected in examples:
+        output = run_python(readme, line, body, {"__name__": "__docs__"}) if language == "python" else \
+            run_shell(readme, line, body, tmp_path)
+        check_output(readme, line, expected, output)
 
 
 def test_the_pages_that_run_have_examples():
@@ -166,6 +174,19 @@ def test_the_pages_that_run_have_examples():
     assert len(RUN_PAGES) >= 12  # three tutorials, the learners' index and eight learners
     for page in (page for page in RUN_PAGES if page.name != "index.md"):
         assert any(language in ("sh", "python") for language, *_ in steps(page)), page
+
+
+ELIDED_FIGURE = re.compile(r"\.\.\. (?:state )?bytes|\.\.\. (?:instructions|µJ|samples/s at)|"
+                           r"\b(?:text|data|bss|flash|peak|code|state|mean|worst|stack|main|learn|predict) \.\.\.")
+
+
+def test_the_pages_show_the_figures_of_the_device():
+    """The bytes, instructions and cycles a firmware engineer reads are shown, not elided with ``...`` (they are
+    deterministic: the same data, toolchain and emulators give the same figures)."""
+    for page in RUN_PAGES:
+        for language, title, body, line, expected in steps(page):
+            for text in () if expected is None else expected.splitlines():
+                assert ELIDED_FIGURE.search(text) is None, f"{page.name}:{line}: a figure elided: {text}"
 
 
 def test_a_changed_output_fails(tmp_path):
@@ -176,6 +197,14 @@ def test_a_changed_output_fails(tmp_path):
     with pytest.raises(AssertionError, match="differs"):
         check_output(page, line, expected, run_shell(page, line, body, tmp_path))
     check_output(page, line, "4...\n", run_shell(page, line, body, tmp_path))
+
+
+def test_a_block_marked_not_run_is_left_out(tmp_path):
+    """Only the block right under the marker is left out: the next one runs."""
+    page = tmp_path / "page.md"
+    page.write_text("<!-- not run: sets up a machine -->\n\n```sh\nexit 1\n```\n\n```sh\necho 42\n```\n")
+    (language, title, body, line, expected), = steps(page)
+    assert (body, line) == ("echo 42\n", 7)
 
 
 def test_a_block_that_cannot_run_is_refused(tmp_path):
@@ -192,6 +221,9 @@ def test_the_site_builds_strictly(tmp_path):
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "site" / "reference" / "cli" / "index.html").is_file()
+    for page in (tmp_path / "site").rglob("index.html"):  # a Markdown list that rendered as text
+        literal = re.search(r"^\* <strong>[^<]*</strong>", page.read_text(), re.MULTILINE)
+        assert literal is None, f"{page.relative_to(tmp_path / 'site')}: a list item shown as text: {literal[0]}"
 
 
 def docs_hooks():

@@ -14,7 +14,7 @@ from edgestream import data, learners
 from engine_twin import assert_same_state
 from edgestream.evaluate import prequential
 
-LEARNING = [name for name, spec in learners.REGISTRY.items() if spec.state is not None]
+LEARNING = [name for name, spec in learners.REGISTRY.items() if spec.state is not None and spec.cls is not None]
 
 # Small configurations that reach their interesting steps within a short stream: new shrubs and a full pool,
 # splits and a full node pool, boosting jobs (one spread over calls), forgetting with a refreshed diagonal.

@@ -257,7 +257,8 @@ def test_cli_fit_export_simulate_evaluate(capsys, tmp_path):
 
 
 def test_cli_fit_within_a_ram_budget(capsys, tmp_path):
-    """``fit --ram``: the largest configuration of the ladder whose budget fits, reported with the budget."""
+    """``fit --ram``: the best scored configuration of the search grid whose budget fits (the search ranks
+    regressors by their skill, 1 - RMSE / sd), reported with the budget and the search."""
     X, y = friedman(300)
     data = tmp_path / "friedman.csv"
     np.savetxt(data, np.column_stack([X, y]), delimiter=",", comments="",
@@ -270,3 +271,5 @@ def test_cli_fit_within_a_ram_budget(capsys, tmp_path):
     chosen = (report["params"]["feature_nodes"], report["params"]["enhancement_nodes"])
     assert chosen < (16, 48)  # the default does not fit
     assert budget["config"]["classes"] == 1
+    search = report["search"]
+    assert search["head"]["target_sd"] == pytest.approx(np.std(y)) and search["candidates"][search["chosen"]]["fits"]

@@ -314,3 +314,61 @@ def test_a_short_stationary_head_chooses_a_tree_that_does_better_than_one_leaf(c
         code, out, _ = run(capsys, "evaluate", tmp_path / "m.esm", rest, "--label", "label", "--json")
         scores[name] = (config["max_leaves"], json.loads(out)["accuracy"])
     assert scores["chosen"][0] > 1 and scores["chosen"][1] > scores["one leaf"][1] + 0.02
+
+
+def test_a_regressor_is_chosen_by_its_skills_the_same_way():
+    """Friedman #1 rows: the regressor's parts are skills (1 - RMSE / the target's sd) of the configuration trained
+    as fit trains it: over the second half of the rows learned, on the reserved rows after a second pass, and
+    through the two mirrored changes; the score weighs them as a classifier's accuracies, and a readout that
+    never forgets recovers less from the changes than one that does."""
+    from sklearn.datasets import make_friedman1
+
+    from edgestream.search import with_target_changes
+    from edgestream.stream_kinds import look_at_targets, skill
+
+    X, y = make_friedman1(800, noise=0.5, random_state=4)
+    X = X.astype(np.float32)
+    grid = ({"feature_nodes": 8, "enhancement_nodes": 24, "forgetting": 1.0},
+            {"feature_nodes": 8, "enhancement_nodes": 24, "forgetting": 0.99})
+    found = search("bls", BOARD, X, y, ram=32768, workers=1, grid=grid, task="regression")
+    head = found.head
+    assert head.kind == NO_CHANGE and head.target_sd == pytest.approx(np.std(y))
+    never, forgets = found.candidates
+    assert forgets.replay_accuracy > never.replay_accuracy + 0.1
+    for c in found.candidates:
+        parts = [c.accuracy, c.kept_accuracy, min(c.replay_accuracy, found.replay_cap)]
+        assert c.score == pytest.approx(np.dot(head.weights, parts))
+    _, reserved = look_at_targets(X, y)
+    learned = ~reserved
+    rows, targets = X[learned], y[learned]
+    model = start_online(learners.get("bls", "regression").make("regression", **found.budget.params), rows, targets)
+    now = prequential(model, rows, targets).predictions
+    half = len(targets) // 2
+    assert skill(targets[half:], now[half:], head.target_sd) == found.best.accuracy
+    model.partial_fit(rows, targets)
+    assert skill(y[reserved], model.predict(X[reserved]), head.target_sd) == found.best.kept_accuracy
+    replays, moved = with_target_changes(rows, targets)
+    replay = prequential(model, replays[len(rows):], moved[len(rows):]).predictions
+    assert skill(moved[len(rows):], replay, head.target_sd) == found.best.replay_accuracy
+    assert (moved[len(rows):2 * len(rows)] == 2 * targets.mean() - targets).all()
+
+
+def test_fit_auto_within_a_budget_chooses_among_the_online_regressors(capsys, tmp_path):
+    """``fit --learner auto --ram`` on a numeric target searches every online learner with a regression form and
+    reports the parts as skills with their RMSE."""
+    from sklearn.datasets import make_friedman1
+
+    X, y = make_friedman1(400, noise=0.5, random_state=5)
+    path = tmp_path / "friedman.csv"
+    np.savetxt(path, np.column_stack([X, y]), delimiter=",", comments="",
+               header=",".join([f"x{j}" for j in range(X.shape[1])] + ["y"]))
+    code, out, _ = run(capsys, "fit", path, "--label", "y", "--learner", "auto", "--ram", "16KiB", "--json",
+                       "-o", tmp_path / "m.esm")
+    report = json.loads(out)
+    searched = {c["learner"] for c in report["search"]["candidates"]}
+    assert code == 0 and report["task"] == "regression"
+    assert searched == {name for name in learners.for_task("regression") if learners.get(name).online}
+    assert report["learner"] in searched and report["budget"]["ram_bytes"] <= 16 * 1024
+    code, out, _ = run(capsys, "budget", "--learner", "auto", "--board", "stm32f411", "--ram", "16KiB",
+                       "--data", path, "--label", "y")
+    assert code == 0 and "scores are skills, 1 - RMSE / " in out and f"chosen: {report['learner']}" in out

@@ -224,7 +224,8 @@ def test_cli_fit_export_simulate(capsys, tmp_path):
 
 
 def test_cli_fit_within_a_ram_budget(capsys, tmp_path):
-    """``fit --ram 8KiB``: the largest rung of the ladder whose budget fits."""
+    """``fit --ram 8KiB``: the search's choice among the configurations that fit (the ladder's largest rung does
+    not)."""
     data = friedman_csv(tmp_path, 300)
     code, out = edgestream(capsys, "fit", data, "--label", "y", "--learner", "shrubs", "--task", "regression",
                            "--ram", "8KiB", "--board", "stm32f411", "-o", tmp_path / "m.esm", "--json")

@@ -17,8 +17,8 @@ from edgestream.boards import boards_dir, load_board
 from edgestream.export import export_bundle, runtime_sources
 from edgestream.learners.axgb import AdaptiveXGBoost
 from edgestream import ShrubEnsemble
-from edgestream.targets import (API_CALLS, COMPILE_FLAGS, EmulatorTimeout, TargetError, ToolchainMissing, build,
-                                call_graph, compile_into, count_instructions, decode_results, describe_exit,
+from edgestream.targets import (COMPILE_FLAGS, EmulatorTimeout, TargetError, ToolchainMissing, build,
+                                api_calls, call_graph, compile_into, count_instructions, decode_results, describe_exit,
                                 emulator_command, encode_rows, execute, instructions_by_function, read_elf,
                                 render_harness, run, uart_results, worst_stack)
 
@@ -223,7 +223,7 @@ def test_timer1_counts_cycles_exactly_under_simavr(tmp_path):
     compile_into(tmp_path, manifest, board, True, render_harness(manifest, board, rows, count=True))
     execute(emulator_command(board, tmp_path / "firmware.elf"), tmp_path, 20, "simavr")
     text = (tmp_path / "emulator.out").read_text() + (tmp_path / "emulator.err").read_text()
-    counts = decode_results(manifest, uart_results(text, board), 6, board, API_CALLS)[2]
+    counts = decode_results(manifest, uart_results(text, board), 6, board, api_calls(manifest))[1]
     empty = counts["predict_proba"]
     assert (empty == 19).all() and (counts["predict"] - empty == 1000).all()
     interrupts = counts["learn"] - empty - 300000

@@ -6,7 +6,9 @@
  *   2: restore   (learning bundles) the rest is an image (cut or padded to the image size); its second byte
  *                says whether to fix the model hash and the CRC first (so the state validation is reached);
  *                a restored state then learns and predicts a few rows
- * Every state-changing path starts from NAME_reset(). */
+ * Every state-changing path starts from NAME_reset(). An anomaly detector (FZ_DETECTOR: no state images yet)
+ * scores where a classifier predicts, and learns records of one ignored byte and a row, scoring each after;
+ * its state carries over from one input to the next. */
 #include <stdint.h>
 #include <string.h>
 
@@ -14,6 +16,27 @@
 
 #define FZ_ROW_BYTES (FZ_N_FEATURES * sizeof(FZ_INPUT))
 
+#ifdef FZ_DETECTOR
+static void predict_row(const FZ_INPUT *row)
+{
+    uint16_t score = 0;
+    uint8_t flag = 0;
+    if (fz_score(row, &score, &flag) == ES_OK && (score > 32767u || flag > 1u
+                                                 || (flag && score < fz_threshold()))) {
+        __builtin_trap();
+    }
+}
+
+static void learn_detector(const uint8_t *data, size_t size)
+{
+    FZ_INPUT row[FZ_N_FEATURES];
+    for (; size >= 1 + FZ_ROW_BYTES; data += 1 + FZ_ROW_BYTES, size -= 1 + FZ_ROW_BYTES) {
+        memcpy(row, data + 1, FZ_ROW_BYTES);
+        (void)fz_learn(row);
+        predict_row(row);
+    }
+}
+#else
 static void predict_row(const FZ_INPUT *row)
 {
     uint16_t proba[FZ_N_CLASSES];
@@ -23,6 +46,7 @@ static void predict_row(const FZ_INPUT *row)
     }
     (void)fz_predict_proba(row, proba);
 }
+#endif
 
 #ifdef FZ_LEARNING
 static uint32_t image_words[(FZ_IMAGE_BYTES + 3) / 4];
@@ -97,6 +121,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             predict_row(row);
         }
         break;
+#ifdef FZ_DETECTOR
+    case 1:
+        learn_detector(data + 1, size - 1);
+        break;
+#endif
 #ifdef FZ_LEARNING
     case 1:
         learn_rows(data + 1, size - 1);

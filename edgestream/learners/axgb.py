@@ -132,7 +132,7 @@ from ..costs import CostTerms
 from ..fixedpoint import LEAF_MAX, LEAF_MIN, Q15_ONE, additive_predict, additive_proba_q15, sigmoid_q15, softmax_q15
 from ..state import Field, RegionSpec, StateSpec
 from ..tree import LEAF_FEATURE, TreeEnsemble, tree_in_slot
-from .base import BINNING, INPUT_DTYPE, MAX_BINS, WORK_PER_CALL
+from .base import ALLOW_MISSING, BINNING, INPUT_DTYPE, MAX_BINS, WORK_PER_CALL
 from .base import MAX_DEPTH as MAX_DEPTH_OPTION
 from .base import BinnedOnlineLearner, DeviceState, Estimator, LearnerSpec, Option, check_integer, restore_regions
 from .shrubs import shrubs_context, shrubs_tables
@@ -347,13 +347,6 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
         self.gamma_q15 = quantize_q(self.gamma, Q15_ONE, "gamma", 0.0, 1024.0)
         self.min_child_q15 = quantize_q(self.min_child_weight, Q15_ONE, "min_child_weight", 0.0, 1024.0)
         self._adwin()  # names a bad delta
-
-    @property
-    def missing_rule(self) -> str:
-        """What the device does with a NaN feature (the bundle header states it)."""
-        if self.input_dtype != "float32":
-            return ""
-        return "NaN = missing (its own bin)" if self.allow_missing else "NaN refused with ES_ERR_INPUT"
 
     @property
     def drift_cuts(self) -> int:
@@ -920,12 +913,11 @@ def check_state(m: AdaptiveXGBoost, record: np.ndarray) -> None:
 
 def axgb_context(learner: AdaptiveXGBoost, name: str, optimize: str = "speed") -> dict:
     """A learning bundle keeps every bin edge (new members may split anywhere) and starts from the current state
-    (the shrub ensemble's context, which reads only the learner's layout and state); without ``allow_missing``
-    its float inputs refuse NaN (``ES_ERR_INPUT``), as the host does."""
+    (the shrub ensemble's context, which reads only the learner's layout and state, and refuses NaN as the host
+    does)."""
     if not hasattr(learner, "window_bins"):
         raise ValueError("the AXGB model has no bins or classes yet; call fit_bins() and set_classes() first")
-    refuse_nan = learner.input_dtype == "float32" and not learner.allow_missing
-    return shrubs_context(learner, name, optimize) | {"refuse_nan": refuse_nan}
+    return shrubs_context(learner, name, optimize)
 
 
 def axgb_tables(learner: AdaptiveXGBoost, n_features: int, n_classes: int, pointer_bytes: int, packed: bool,
@@ -991,10 +983,10 @@ SPEC = LearnerSpec(
              Option("--window-max", "window_max", int, "largest window size", "N"),
              Option("--strategy", "strategy", str, "ensemble update", choices=tuple(STRATEGIES)),
              Option("--drift-detection", "drift_detection", bool,
-                    "ADWIN on the error stream resets the window on a change (the default)"),
+                    "ADWIN on the error stream resets the window on a change"),
              Option("--learning-rate", "learning_rate", float, "eta, scales every leaf", "X"),
              Option("--adwin-delta", "delta", float, "ADWIN's confidence: larger detects changes sooner", "X"),
-             WORK_PER_CALL),
+             ALLOW_MISSING, WORK_PER_CALL),
     learning=True, online=True, runtime=("es_common", "es_binning", "es_tree", "es_fixed", "es_adwin", "es_axgb"),
     template="axgb.c.j2", context=axgb_context, tables=axgb_tables, ladder=AXGB_LADDER, search=AXGB_SEARCH,
     state=STATE, variants=(SPREAD_VARIANT,), cost_terms=cost_terms)

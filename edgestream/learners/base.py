@@ -18,7 +18,7 @@ from ..binning import BinMapper
 from ..engine import StateEngine
 from ..ranges import Range
 from ..state import StateSpec
-from ..task import CLASSIFICATION, REGRESSION, TargetScale, check_target, check_task
+from ..task import ANOMALY, CLASSIFICATION, REGRESSION, TargetScale, check_target, check_task, split_output
 from ..tree import MAX_CLASSES, Q15_ONE, check_features
 from .stream import StreamLearner
 
@@ -65,8 +65,11 @@ TREE_OPTIONS = (MAX_DEPTH, CRITERION, MIN_SAMPLES_LEAF, MAX_BINS, BINNING, INPUT
 # the next calls.
 WORK_PER_CALL = Option("--work-per-call", "work_per_call", int,
                        "units of deferred work per learn call (0: an expensive step runs whole in one call)", "U")
+ALLOW_MISSING = Option("--allow-missing", "allow_missing", bool,
+                       "learn NaN features as missing values, in their own bin on the host and the device, instead "
+                       "of refusing them")
 LEAF_VALUES_OPTION = Option("--leaf-values", "leaf_values", str,
-                     "leaf probabilities in Q15 (default), rounded to 8 bits, or a hard vote (a class per leaf)",
+                     "leaf probabilities in Q15, rounded to 8 bits, or a hard vote (a class per leaf)",
                      choices=("q15", "q8", "vote"))
 
 
@@ -79,13 +82,19 @@ def model_input(model) -> tuple[str, int]:
     return model.input_dtype, model.n_features_
 
 
+REFUSED = "NaN refused with ES_ERR_INPUT"
+FROZEN_MISSING = "NaN = missing, goes right at every split"
+
+
 def missing_rule(model) -> str:
-    """What the device does with a NaN feature, for the bundle header: the model's ``missing_rule`` when it
-    declares one, else the frozen trees' rule for float inputs (NaN is a missing value; integer inputs have none)."""
+    """What the host and the device do with a NaN feature (the bundle header states it; fitted or not): the
+    model's ``missing_rule`` when it declares one, else the frozen trees' rule for float inputs (NaN is a missing
+    value, in the bin above every threshold); integer inputs have none ("")."""
     rule = getattr(model, "missing_rule", None)
     if rule is not None:
         return rule
-    return "NaN = missing" if model_input(model)[0] == "float32" else ""
+    bins = getattr(model, "bins_", None)
+    return FROZEN_MISSING if (bins.dtype if bins is not None else model.input_dtype) == "float32" else ""
 
 
 class Estimator:
@@ -203,6 +212,8 @@ class CompiledSteps(DeviceState):
         for name, current in self.saved_arrays().items():
             if name == "counters":
                 saved[name] = np.array([counters[f.name] for f in self.state_spec.counters], dtype=current.dtype)
+            elif name not in arrays:  # host-side only (no region): as it is
+                saved[name] = np.array(current)
             else:
                 saved[name] = np.asarray(arrays[name]).reshape(np.shape(current)).astype(current.dtype)
         self.restore_arrays(saved)
@@ -309,7 +320,7 @@ class OnlineStateLearner(StreamLearner, Estimator, CompiledSteps):
     ``fit``) and ``device_counters()``; the rest follows here once for all of them."""
 
     state_arrays: tuple[str, ...] = ()
-    missing_rule = "NaN refused with ES_ERR_INPUT"  # see missing_rule()
+    missing_rule = REFUSED  # see missing_rule()
     ready_attribute: str = ""
     fitted_attributes: tuple[str, ...] = ()
 
@@ -455,6 +466,92 @@ class OnlineRegression(RegressorMixin):
         return float(self.target_.decode(raw, self.output_divisor))
 
 
+class OnlineAnomaly:
+    """The anomaly task of an online learner (:mod:`edgestream.task`), mixed in before the learner's shared base:
+    it learns unlabelled rows (a label given is ignored: labels only evaluate a detector), the engine and the
+    device give one int32 output per row, its Q15 score and flag (``predict_raw``; :func:`split_output`).
+    River's anomaly detector protocol: ``learn_one(x)`` (a cold start on the first ``warm_up`` rows) and
+    ``score_one(x)`` (the score in [0, 1)).
+
+    The learner gives ``start(X_sample)``, ``learn_encoded(x)`` and ``predict_encoded(X)`` (int32 outputs)."""
+
+    task = ANOMALY
+    _supervised = False
+
+    def engine_target(self, y) -> int:
+        return 0
+
+    def engine_targets(self, y) -> np.ndarray:
+        return np.zeros(len(y), dtype=np.int32)
+
+    def tested(self, outputs: np.ndarray) -> np.ndarray:
+        return outputs.astype(np.int32)
+
+    def learn_row(self, x, y=None):
+        if self.use_engine:
+            self._engine_learn_row(x, 0)
+        else:
+            self.learn_encoded(x)
+        return self
+
+    def partial_fit(self, X, y=None):
+        """Learn rows in order; the first call starts on X."""
+        X = self._input_rows(X)
+        if not self._started():
+            self.start(X)
+        if self.use_engine:
+            self._engine_learn(X, np.zeros(len(X), dtype=np.int32))
+            return self
+        for row in X:
+            self.learn_encoded(row)
+        return self
+
+    def fit(self, X, y=None):
+        self._drop_engine()
+        for attribute in self.fitted_attributes:
+            self.__dict__.pop(attribute, None)
+        return self.partial_fit(X)
+
+    def test_then_train(self, X, y=None) -> np.ndarray:
+        """Score every row, then learn it, in order: the int32 outputs (scores and flags) before learning."""
+        return CompiledSteps.test_then_train(self, X, np.zeros(len(X), dtype=np.int32))
+
+    def predict_raw(self, X) -> np.ndarray:
+        """int32 outputs (Q15 score and flag) of rows, exactly as the device computes them; nothing learned."""
+        if self.use_engine:
+            return self._engine_predict(X)[0]
+        return self.predict_encoded(X)
+
+    def score_samples(self, X) -> np.ndarray:
+        """Q15 scores of rows (higher is more anomalous)."""
+        return split_output(self.predict_raw(X))[0]
+
+    def predict(self, X) -> np.ndarray:
+        """The flags of rows: 1 for an anomaly, 0 for a normal row."""
+        return split_output(self.predict_raw(X))[1].astype(np.int32)
+
+    def predict_row(self, x) -> int:
+        output = self._engine_output_row(x) if self.use_engine else self.predict_encoded(np.asarray(x).reshape(1, -1))[0]
+        return int(split_output([output])[1][0])
+
+    def learn_one(self, x, y=None, **kwargs):
+        row = self._stream_row(x)
+        if self._started():
+            return self.learn_row(row)
+        rows = self.__dict__.setdefault("_warm_rows", [])
+        rows.append(row)
+        if len(rows) >= self.warm_up:
+            del self._warm_rows
+            self.partial_fit(np.asarray(rows))
+        return self
+
+    def score_one(self, x) -> float:
+        """River's score of one row in [0, 1): the Q15 score / 32768 (0 before the detector has started)."""
+        if not self._started():
+            return 0.0
+        return float(self.score_samples(self._stream_row(x)[None])[0]) / 32768
+
+
 def restore_regions(owner, names, arrays: dict) -> None:
     """Copy saved ``arrays`` into ``owner``'s region attributes ``names`` (already allocated for the
     configuration), refusing any of another dtype or shape."""
@@ -496,6 +593,13 @@ class BinnedOnlineLearner(StreamLearner, CompiledSteps):
     ``allow_missing``, keeps a ``window_bins`` region and implements ``reset`` and ``learn_bins``."""
 
     ready_attribute = "window_bins"
+
+    @property
+    def missing_rule(self) -> str:
+        """NaN in its own bin with ``allow_missing``, else refused (see :func:`missing_rule`)."""
+        if self.input_dtype != "float32":
+            return ""
+        return "NaN = missing, its own bin" if self.allow_missing else REFUSED
 
     def fit_bins(self, X_sample) -> "BinnedOnlineLearner":
         """Fix the quantization edges from a sample of the stream (the device ships with these edges)."""
@@ -651,12 +755,13 @@ class LearnerSpec:
     * ``regressor``: the estimator of the regression task (:mod:`edgestream.task`), where the learner has one:
       ``make(task, ...)`` and ``estimator(task)`` pick by task; ``regressor_runtime``: the further ``csrc/``
       modules its bundles need.
+    * ``detector``: the estimator of the anomaly task; a learner with only that task has ``cls`` None.
     * ``trainable``: False for models that only come from elsewhere (:mod:`edgestream.importers`): ``fit`` and
       ``budget`` do not offer them.
     """
 
     name: str
-    cls: type
+    cls: type | None
     summary: str
     options: tuple[Option, ...]
     learning: bool
@@ -676,19 +781,27 @@ class LearnerSpec:
     trainable: bool = True  # False: models come from elsewhere (edgestream import), not from fit or budget
     regressor: type | None = None
     regressor_runtime: tuple[str, ...] = ()  # csrc/ modules the regression form needs beyond ``runtime``
+    detector: type | None = None
 
     @property
     def tasks(self) -> tuple[str, ...]:
         """The tasks this learner has an estimator for (:mod:`edgestream.task`)."""
-        return (CLASSIFICATION,) + ((REGRESSION,) if self.regressor is not None else ())
+        return tuple(task for task, cls in self.forms().items() if cls is not None)
+
+    def forms(self) -> dict:
+        """The estimator class of every task (None where the learner has no form for it)."""
+        return {CLASSIFICATION: self.cls, REGRESSION: self.regressor, ANOMALY: self.detector}
+
+    @property
+    def estimators(self) -> tuple[type, ...]:
+        return tuple(cls for cls in self.forms().values() if cls is not None)
 
     def estimator(self, task: str = CLASSIFICATION) -> type:
         """The estimator class of ``task``; a task the learner has no form for gets an error naming those it has."""
-        if check_task(task) == REGRESSION and self.regressor is not None:
-            return self.regressor
-        if task == CLASSIFICATION:
-            return self.cls
-        raise ValueError(f"learner {self.name!r} has no {task} form yet")
+        cls = self.forms()[check_task(task)]
+        if cls is None:
+            raise ValueError(f"learner {self.name!r} has no {task} form yet; it has: {', '.join(self.tasks)}")
+        return cls
 
     @property
     def ladder_params(self) -> tuple[str, ...]:
@@ -697,6 +810,13 @@ class LearnerSpec:
     @property
     def search_grid(self) -> tuple[dict, ...]:
         return self.search or self.ladder
+
+    def task_grid(self, task: str = CLASSIFICATION) -> tuple[dict, ...]:
+        """The search grid of ``task``'s form: the parameters of each configuration that the form takes (a
+        classifier's own options dropped for a regressor), each distinct configuration once, in order."""
+        known = set(self.estimator(task)().get_params())
+        kept = dict.fromkeys(tuple((k, v) for k, v in config.items() if k in known) for config in self.search_grid)
+        return tuple(dict(items) for items in kept)
 
     def option(self, param: str) -> Option | None:
         return next((o for o in self.options if o.param == param), None)

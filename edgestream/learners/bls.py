@@ -388,8 +388,8 @@ class OnlineBLS(OnlineStateLearner):
         bad = ~np.isfinite(X32)
         if bad.any():
             row, feature = np.argwhere(bad)[0]
-            raise ValueError(f"feature {feature} of row {row} is {X[row, feature]!r} (as float32: "
-                             f"{X32[row, feature]!r}); Online-BLS refuses NaN and infinite features")
+            raise ValueError(f"feature {feature} of row {row} is {float(X[row, feature])} (as float32: "
+                             f"{float(X32[row, feature])}); Online-BLS refuses NaN and infinite features")
         return X32
 
     def broad(self, x: np.ndarray) -> np.ndarray:

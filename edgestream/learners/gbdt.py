@@ -563,7 +563,7 @@ LADDER = tuple({"n_estimators": n} for n in (500, 200, 100, 50, 20, 10, 5, 2, 1)
 SPEC = LearnerSpec(
     name="gbdt", cls=OnlineGBDTClassifier, regressor=OnlineGBDTRegressor,
     summary="in-place online GBDT: add and delete training rows on the host (frozen on the device)",
-    options=(Option("--n-estimators", "n_estimators", int, "boosting iterations (gbdt)", "M"),
+    options=(Option("--n-estimators", "n_estimators", int, "boosting iterations", "M"),
              Option("--learning-rate", "learning_rate", float, "shrinkage", "NU"),
              Option("--max-leaves", "max_leaves", int, "leaves per tree (2..255)", "J"),
              MAX_DEPTH, MIN_SAMPLES_LEAF, MAX_BINS, BINNING, INPUT_DTYPE,

@@ -97,6 +97,7 @@ Decisions (the C runtime follows every one of them to the bit):
   average, the other streams +0.04 (elec without propagation -0.6, STAGGER -0.3); one kept level +1.0 on
   Agrawal, two, three and all levels within 0.1 of each other elsewhere, three the fastest to recover on Agrawal;
   the deeper levels merged free pool room for the new concept's splits.
+
 * **Propagation and drift together**: a row of a class new to a leaf is never watched (its estimator is not
   established), so class increments, which AE handles by propagating estimators, do not read as drift. A
   restarted leaf with the limit ``m`` (``PROPAGATED = 64`` for a leaf that signals; a split's estimators copied to
@@ -163,6 +164,7 @@ import numpy as np
 from ..costs import CostTerms
 from ..fixedpoint import softmax_q15
 from ..state import Field, RegionSpec, StateSpec
+from ..task import CLASSIFICATION, REGRESSION
 from .bls import xorshift32
 from .base import WORK_PER_CALL, LearnerSpec, OnlineStateLearner, Option, check_integer, restore_regions, state_context, \
     state_tables
@@ -228,10 +230,27 @@ def _slots(c: dict) -> int:
     return c["n_trees"] * c["max_leaves"]
 
 
+def _bins(c: dict) -> int:
+    return _slots(c) * c["n_features"] * c["split_steps"]
+
+
+def _classifier(count):
+    """A region only the classifier uses: one placeholder element in a regressor's state (one output, n_classes
+    1; a classifier has at least 2 class slots)."""
+    return lambda c: count(c) if c["n_classes"] > 1 else 1
+
+
+def _regressor(count):
+    """A region only the regressor uses (edgestream.learners.hoeffding_regression): one placeholder element in a
+    classifier's state."""
+    return lambda c: count(c) if c["n_classes"] == 1 else 1
+
+
 STATE = StateSpec(
     prefix="es_hoeffding",
     title="Hoeffding trees with class-conditional estimator propagation (HT+AE) and their forest (IRF+AE)",
     input_type="float",
+    tasks=(CLASSIFICATION, REGRESSION),
     config=(
         Field("n_features", "uint8_t"), Field("n_classes", "uint8_t", "class slots (max_classes)"),
         Field("n_trees", "uint8_t"), Field("propagate", "uint8_t", "1: children copy the parent's estimators"),
@@ -252,7 +271,7 @@ STATE = StateSpec(
         Field("random", "uint32_t", "xorshift32 state"),
     ),
     regions=(
-        RegionSpec("var_floor", "input", "float", lambda c: c["n_features"], "d, naive Bayes variance floor"),
+        RegionSpec("var_floor", "input", "float", _classifier(lambda c: c["n_features"]), "d, naive Bayes variance floor"),
         RegionSpec("feature", "node pool", "uint8_t", _nodes, "trees x nodes; 255 = leaf"),
         RegionSpec("threshold", "node pool", "float", _nodes, "trees x nodes; x <= t goes left"),
         RegionSpec("child", "node pool", "uint16_t", _nodes, "trees x nodes; left child (right = +1) or leaf slot"),
@@ -261,39 +280,43 @@ STATE = StateSpec(
         RegionSpec("slow", "node pool", "uint32_t", _nodes, "trees x nodes, slow error average (1 = 2**24)"),
         RegionSpec("n_nodes", "node pool", "uint16_t", _trees, "nodes used per tree (free pairs included)"),
         RegionSpec("n_leaves", "node pool", "uint16_t", _trees, "leaf slots used per tree"),
-        RegionSpec("class_count", "leaves", "float", lambda c: _slots(c) * c["n_classes"], "slots x classes, priors"),
-        RegionSpec("est_count", "leaves", "float", lambda c: _slots(c) * c["n_classes"], "slots x classes"),
-        RegionSpec("mean", "leaves", "float", lambda c: _slots(c) * c["n_classes"] * c["n_features"],
+        RegionSpec("class_count", "leaves", "float", _classifier(lambda c: _slots(c) * c["n_classes"]), "slots x classes, priors"),
+        RegionSpec("est_count", "leaves", "float", _classifier(lambda c: _slots(c) * c["n_classes"]), "slots x classes"),
+        RegionSpec("mean", "leaves", "float", _classifier(lambda c: _slots(c) * c["n_classes"] * c["n_features"]),
                    "slots x classes x d"),
-        RegionSpec("m2", "leaves", "float", lambda c: _slots(c) * c["n_classes"] * c["n_features"],
+        RegionSpec("m2", "leaves", "float", _classifier(lambda c: _slots(c) * c["n_classes"] * c["n_features"]),
                    "slots x classes x d, sum of squared deviations"),
         RegionSpec("low", "leaves", "float", lambda c: _slots(c) * c["n_features"], "slots x d, smallest value"),
         RegionSpec("high", "leaves", "float", lambda c: _slots(c) * c["n_features"], "slots x d, largest value"),
         RegionSpec("since", "leaves", "uint32_t", _slots, "slots, weight since the last split attempt"),
-        RegionSpec("left", "scratch", "float", lambda c: c["n_classes"], "classes"),
-        RegionSpec("right", "scratch", "float", lambda c: c["n_classes"], "classes"),
-        RegionSpec("scores", "scratch", "int32_t", lambda c: c["n_classes"], "classes, Q10"),
-        RegionSpec("tree_proba", "scratch", "uint16_t", lambda c: c["n_classes"], "classes, Q15"),
-        RegionSpec("sums", "scratch", "uint32_t", lambda c: c["n_classes"], "classes, Q15 sums over trees"),
-        RegionSpec("attempt_node", "attempt", "uint16_t", _trees, "per tree, leaf node of the attempt under way; "
+        RegionSpec("left", "scratch", "float", _classifier(lambda c: c["n_classes"]), "classes"),
+        RegionSpec("right", "scratch", "float", _classifier(lambda c: c["n_classes"]), "classes"),
+        RegionSpec("scores", "scratch", "int32_t", _classifier(lambda c: c["n_classes"]), "classes, Q10"),
+        RegionSpec("tree_proba", "scratch", "uint16_t", _classifier(lambda c: c["n_classes"]), "classes, Q15"),
+        RegionSpec("sums", "scratch", "uint32_t", _classifier(lambda c: c["n_classes"]), "classes, Q15 sums over trees"),
+        RegionSpec("attempt_node", "attempt", "uint16_t", _classifier(_trees), "per tree, leaf node of the attempt under way; "
                    "0xFFFF none"),
-        RegionSpec("attempt_pos", "attempt", "uint16_t", _trees, "per tree, candidates evaluated"),
-        RegionSpec("adapt_pos", "attempt", "uint16_t", _trees, "per tree, the drift adaptation under way: marking "
+        RegionSpec("attempt_pos", "attempt", "uint16_t", _classifier(_trees), "per tree, candidates evaluated"),
+        RegionSpec("adapt_pos", "attempt", "uint16_t", _classifier(_trees), "per tree, the drift adaptation under way: marking "
                    "at node p < max_nodes, merging at max_nodes + p; 0xFFFF none"),
-        RegionSpec("best_feature", "attempt", "uint8_t", _trees, "per tree, best candidate's feature; 255 none yet"),
-        RegionSpec("best_threshold", "attempt", "float", _trees, "per tree, best candidate's threshold"),
-        RegionSpec("best_entropy", "attempt", "float", _trees, "per tree, best candidate's entropy"),
+        RegionSpec("best_feature", "attempt", "uint8_t", _classifier(_trees), "per tree, best candidate's feature; 255 none yet"),
+        RegionSpec("best_threshold", "attempt", "float", _classifier(_trees), "per tree, best candidate's threshold"),
+        RegionSpec("best_entropy", "attempt", "float", _classifier(_trees), "per tree, best candidate's entropy"),
         RegionSpec("order", "attempt", "uint8_t", lambda c: c["n_trees"] * c["n_features"],
                    "trees x d, the attempt's features (drawn at its start)"),
-        RegionSpec("snap_count", "attempt", "float", lambda c: c["n_trees"] * c["n_classes"],
+        RegionSpec("snap_count", "attempt", "float", _classifier(lambda c: c["n_trees"] * c["n_classes"]),
                    "trees x classes, the leaf's priors at the attempt's start"),
-        RegionSpec("snap_est", "attempt", "float", lambda c: c["n_trees"] * c["n_classes"], "trees x classes"),
-        RegionSpec("snap_mean", "attempt", "float", lambda c: c["n_trees"] * c["n_classes"] * c["n_features"],
+        RegionSpec("snap_est", "attempt", "float", _classifier(lambda c: c["n_trees"] * c["n_classes"]), "trees x classes"),
+        RegionSpec("snap_mean", "attempt", "float", _classifier(lambda c: c["n_trees"] * c["n_classes"] * c["n_features"]),
                    "trees x classes x d"),
-        RegionSpec("snap_m2", "attempt", "float", lambda c: c["n_trees"] * c["n_classes"] * c["n_features"],
+        RegionSpec("snap_m2", "attempt", "float", _classifier(lambda c: c["n_trees"] * c["n_classes"] * c["n_features"]),
                    "trees x classes x d"),
-        RegionSpec("snap_low", "attempt", "float", lambda c: c["n_trees"] * c["n_features"], "trees x d"),
-        RegionSpec("snap_high", "attempt", "float", lambda c: c["n_trees"] * c["n_features"], "trees x d"),
+        RegionSpec("snap_low", "attempt", "float", _classifier(lambda c: c["n_trees"] * c["n_features"]), "trees x d"),
+        RegionSpec("snap_high", "attempt", "float", _classifier(lambda c: c["n_trees"] * c["n_features"]), "trees x d"),
+        RegionSpec("leaf_n", "leaves", "uint32_t", _regressor(_slots), "slots, regression: rows (weighted)"),
+        RegionSpec("leaf_sum", "leaves", "int32_t", _regressor(_slots), "slots, regression: sum of target codes"),
+        RegionSpec("bin_n", "leaves", "uint32_t", _regressor(_bins), "slots x d x split_steps, regression: rows"),
+        RegionSpec("bin_sum", "leaves", "int32_t", _regressor(_bins), "slots x d x split_steps, regression: codes"),
     ),
 )
 
@@ -427,7 +450,119 @@ def start_seed(seed: int) -> int:
     return (int(seed) ^ SEED_MIX) & 0xFFFFFFFF or SEED_MIX
 
 
-class HoeffdingTreeClassifier(OnlineStateLearner):
+class NodePool:
+    """The node pool that the Hoeffding trees of both tasks share (the module docstring's "Pool"): routing, the
+    pair of children a split takes, the slots of the leaves, the features an attempt draws. A subclass has the
+    ``feature``, ``threshold``, ``child``, ``n_nodes`` and ``n_leaves`` regions, ``leaf_arrays`` (the regions
+    indexed by leaf slot), ``max_leaves``, ``n_features_``, ``subspace`` and ``random``."""
+
+    leaf_arrays: tuple[str, ...] = ()
+
+    @property
+    def max_nodes(self) -> int:
+        return 2 * self.max_leaves - 1
+
+    def _rows(self, X) -> np.ndarray:
+        X = np.asarray(X, dtype=np.float64) if not isinstance(X, np.ndarray) or X.dtype.kind != "f" else X
+        if X.ndim != 2:
+            raise ValueError(f"X must have shape (rows, features), got {X.shape}")
+        if hasattr(self, "var_floor_") and X.shape[1] != self.n_features_:
+            raise ValueError(f"X has {X.shape[1]} features, the model has {self.n_features_}")
+        if not 1 <= X.shape[1] <= MAX_FEATURES:
+            raise ValueError(f"X has {X.shape[1]} features; the Hoeffding tree takes 1 to {MAX_FEATURES}")
+        X32 = X.astype(F32)
+        bad = ~(np.abs(X32) <= FEATURE_LIMIT)
+        if bad.any():
+            row, feature = np.argwhere(bad)[0]
+            raise ValueError(f"feature {feature} of row {row} is {float(X[row, feature])}; the Hoeffding tree takes "
+                             f"finite features within +-2**50 (no NaN)")
+        return X32
+
+    def _leaf_node(self, t: int, x: np.ndarray) -> int:
+        feature, threshold, child = self.feature[t], self.threshold[t], self.child[t]
+        node = 0
+        while feature[node] != LEAF:
+            node = int(child[node]) + (0 if x[feature[node]] <= threshold[node] else 1)
+        return node
+
+    def _check_nodes(self) -> None:
+        """Refuse node tables that point outside the pool (children must point forward, to nodes in use)."""
+        if (self.n_nodes < 1).any() or (self.n_nodes > self.max_nodes).any() or (self.n_leaves < 1).any() \
+                or (self.n_leaves > self.max_leaves).any():
+            raise ValueError("node or leaf counts outside the pool")
+        for t, (used, leaves) in enumerate(zip(self.n_nodes.tolist(), self.n_leaves.tolist())):
+            feature, child = self.feature[t, :used].astype(np.int64), self.child[t, :used].astype(np.int64)
+            leaf, free, node = feature == LEAF, feature == FREE, np.arange(used)
+            inner = ~leaf & ~free
+            if used % 2 == 0 or free[0] or (free[1::2] != free[2::2]).any():
+                raise ValueError(f"tree {t}: {used} used nodes, or a free node outside a free pair")
+            if (child[leaf] >= leaves).any() or (feature[inner] >= self.n_features_).any() \
+                    or (child[inner] <= node[inner]).any() or (child[inner] + 1 >= used).any() \
+                    or free[np.minimum(child[inner], used - 1)].any():
+                raise ValueError(f"tree {t}: a node points outside its used nodes or leaves (children must point "
+                                 f"forward, to nodes in use)")
+    def _route(self, t: int, X: np.ndarray) -> np.ndarray:
+        """Leaf node of every row in tree ``t``."""
+        nodes = np.zeros(len(X), dtype=np.int64)
+        feature, threshold, child = self.feature[t], self.threshold[t], self.child[t]
+        rows = np.arange(len(X))
+        while True:
+            inner = feature[nodes] != LEAF
+            if not inner.any():
+                return nodes
+            f = feature[nodes[inner]].astype(np.int64)
+            go_right = X[rows[inner], f] > threshold[nodes[inner]]
+            nodes[inner] = child[nodes[inner]].astype(np.int64) + go_right
+
+    def _watch_path(self, t: int, x: np.ndarray, value: int) -> int:
+        """Feed the row's error (``value``) to the detectors from the root down (``_detect``); the first node that
+        signals a drift, else -1."""
+        node = 0
+        while True:
+            if self._detect(t, node, value):
+                return node
+            if self.feature[t, node] == LEAF:
+                return -1
+            node = int(self.child[t, node]) + (0 if x[self.feature[t, node]] <= self.threshold[t, node] else 1)
+
+    def _drop_free_pairs(self, t: int) -> None:
+        """``n_nodes`` drops past the free pairs at its end."""
+        while self.n_nodes[t] > 1 and self.feature[t, self.n_nodes[t] - 1] == FREE:
+            self.n_nodes[t] -= 2
+
+    def _release_slot(self, t: int, s: int) -> None:
+        """Free leaf slot ``s``: the last slot in use moves into it (its leaf node follows)."""
+        last = int(self.n_leaves[t]) - 1
+        if s != last:
+            for name in self.leaf_arrays:
+                getattr(self, name)[t, s] = getattr(self, name)[t, last]
+            used = int(self.n_nodes[t])
+            owners = np.flatnonzero((self.feature[t, :used] == LEAF) & (self.child[t, :used] == last))
+            self.child[t, owners[:1]] = s
+        self.n_leaves[t] -= 1
+
+    def _free_pair(self, t: int, node: int) -> int:
+        """The first free pair after ``node`` (children point forward), else the next pair of the pool, else -1."""
+        used = int(self.n_nodes[t])
+        for a in range(node + 1 + node % 2, used, 2):
+            if self.feature[t, a] == FREE:
+                return a
+        return used if used + 2 <= self.max_nodes else -1
+
+    def _features(self, d: int) -> np.ndarray:
+        """``0 .. d-1``, its first ``subspace(d)`` entries drawn by a partial Fisher-Yates shuffle."""
+        m = self.subspace(d)
+        order = np.arange(d)
+        if m >= d:
+            return order
+        for j in range(m):
+            r = self.random.next() % (d - j)
+            order[j], order[j + r] = order[j + r], order[j]
+        return order
+
+
+
+class HoeffdingTreeClassifier(NodePool, OnlineStateLearner):
     """Hoeffding tree with class-conditional estimator propagation (HT+AE), learning on the device in a fixed node
     pool (see the module docstring); ``propagation=False`` is the plain Hoeffding tree.
 
@@ -454,6 +589,7 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
     engine_state = STATE_ARRAYS + ("n_learned", "random")
     fitted_attributes = ("var_floor_", "classes_", "feature", "_config")
     forest = False
+    leaf_arrays = LEAF_ARRAYS
 
     def __init__(self, max_leaves: int = 32, grace_period: int = 100, delta: float = 0.01,
                  tie_threshold: float = 0.05, split_steps: int = 10, propagation: bool = True,
@@ -494,10 +630,6 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
         tie = self.tie_threshold
         if not isinstance(tie, (int, float)) or isinstance(tie, bool) or not 0 <= tie <= 1e3:
             raise ValueError(f"tie_threshold={tie!r} must be a number from 0 to 1000")
-
-    @property
-    def max_nodes(self) -> int:
-        return 2 * self.max_leaves - 1
 
     def n_slots(self, n_classes: int | None = None) -> int:
         return max(self.max_classes or 0, n_classes or 0)
@@ -636,20 +768,7 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
         self.var_floor_ = floor.copy()
         self.reset()
         restore_regions(self, STATE_ARRAYS, arrays)
-        if (self.n_nodes < 1).any() or (self.n_nodes > self.max_nodes).any() or (self.n_leaves < 1).any() \
-                or (self.n_leaves > self.max_leaves).any():
-            raise ValueError("node or leaf counts outside the pool")
-        for t, (used, leaves) in enumerate(zip(self.n_nodes.tolist(), self.n_leaves.tolist())):
-            feature, child = self.feature[t, :used].astype(np.int64), self.child[t, :used].astype(np.int64)
-            leaf, free, node = feature == LEAF, feature == FREE, np.arange(used)
-            inner = ~leaf & ~free
-            if used % 2 == 0 or free[0] or (free[1::2] != free[2::2]).any():
-                raise ValueError(f"tree {t}: {used} used nodes, or a free node outside a free pair")
-            if (child[leaf] >= leaves).any() or (feature[inner] >= self.n_features_).any() \
-                    or (child[inner] <= node[inner]).any() or (child[inner] + 1 >= used).any() \
-                    or free[np.minimum(child[inner], used - 1)].any():
-                raise ValueError(f"tree {t}: a node points outside its used nodes or leaves (children must point "
-                                 f"forward, to nodes in use)")
+        self._check_nodes()
         marked = (self.fast >= KEPT) & (self.fast <= KEPT + MERGED_DEPTH) & (self.adapt_pos != IDLE)[:, None]
         for name, values in (("fast", np.where(marked, 0, self.fast)), ("slow", self.slow)):
             if (values > ONE).any():
@@ -692,29 +811,6 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
 
     # -- the device's steps ------------------------------------------------------------------------------------
 
-    def _rows(self, X) -> np.ndarray:
-        X = np.asarray(X, dtype=np.float64) if not isinstance(X, np.ndarray) or X.dtype.kind != "f" else X
-        if X.ndim != 2:
-            raise ValueError(f"X must have shape (rows, features), got {X.shape}")
-        if hasattr(self, "var_floor_") and X.shape[1] != self.n_features_:
-            raise ValueError(f"X has {X.shape[1]} features, the model has {self.n_features_}")
-        if not 1 <= X.shape[1] <= MAX_FEATURES:
-            raise ValueError(f"X has {X.shape[1]} features; the Hoeffding tree takes 1 to {MAX_FEATURES}")
-        X32 = X.astype(F32)
-        bad = ~(np.abs(X32) <= FEATURE_LIMIT)
-        if bad.any():
-            row, feature = np.argwhere(bad)[0]
-            raise ValueError(f"feature {feature} of row {row} is {X[row, feature]!r}; the Hoeffding tree takes "
-                             f"finite features within +-2**50 (no NaN)")
-        return X32
-
-    def _leaf_node(self, t: int, x: np.ndarray) -> int:
-        feature, threshold, child = self.feature[t], self.threshold[t], self.child[t]
-        node = 0
-        while feature[node] != LEAF:
-            node = int(child[node]) + (0 if x[feature[node]] <= threshold[node] else 1)
-        return node
-
     def _weights(self) -> list[int]:
         """The weight of the current row in every tree (draws the forest's random numbers for the row's
         Poisson weights lazily, tree by tree: see :meth:`learn_encoded`)."""
@@ -741,7 +837,7 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
         s = int(self.child[t, node])
         if self.drift_threshold and self.adapt_pos[t] == IDLE and self.est_count[t, s, k] >= ESTABLISHED:
             scores = self._leaf_scores(t, s, x[None])[0]
-            fired = self._watch_path(t, x, int(np.argmax(scores)) != k)
+            fired = self._watch_path(t, x, ONE if int(np.argmax(scores)) != k else 0)
             if fired >= 0:
                 (self._restart_signalled if self.feature[t, fired] == LEAF else self._adapt)(t, fired)
                 node = self._leaf_node(t, x)
@@ -793,17 +889,6 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
         return node == target
 
     # -- drift: a detector on every node, pruning, the free pairs of the pool ----------------------------------
-
-    def _watch_path(self, t: int, x: np.ndarray, error: bool) -> int:
-        """Feed the row's error to the detectors from the root down; the first node that signals a drift, else
-        -1."""
-        node = 0
-        while True:
-            if self._detect(t, node, ONE if error else 0):
-                return node
-            if self.feature[t, node] == LEAF:
-                return -1
-            node = int(self.child[t, node]) + (0 if x[self.feature[t, node]] <= self.threshold[t, node] else 1)
 
     def _detect(self, t: int, node: int, value: int) -> bool:
         """Update a node's error averages (running means until they hold 64 and 512 rows) and test them."""
@@ -920,11 +1005,6 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
         self._restart(t, node)
         self._drop_free_pairs(t)
 
-    def _drop_free_pairs(self, t: int) -> None:
-        """``n_nodes`` drops past the free pairs at its end."""
-        while self.n_nodes[t] > 1 and self.feature[t, self.n_nodes[t] - 1] == FREE:
-            self.n_nodes[t] -= 2
-
     def _restart_leaf(self, t: int, s: int, limit: np.float32) -> None:
         """A leaf after a drift: with propagation it keeps its class-conditional estimators and priors, faded to
         ``limit``; without it starts empty."""
@@ -953,25 +1033,6 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
         self.low[t, s] = np.where(low < self.low[t, s], low, self.low[t, s])
         self.high[t, s] = np.where(high > self.high[t, s], high, self.high[t, s])
 
-    def _release_slot(self, t: int, s: int) -> None:
-        """Free leaf slot ``s``: the last slot in use moves into it (its leaf node follows)."""
-        last = int(self.n_leaves[t]) - 1
-        if s != last:
-            for name in LEAF_ARRAYS:
-                getattr(self, name)[t, s] = getattr(self, name)[t, last]
-            used = int(self.n_nodes[t])
-            owners = np.flatnonzero((self.feature[t, :used] == LEAF) & (self.child[t, :used] == last))
-            self.child[t, owners[:1]] = s
-        self.n_leaves[t] -= 1
-
-    def _free_pair(self, t: int, node: int) -> int:
-        """The first free pair after ``node`` (children point forward), else the next pair of the pool, else -1."""
-        used = int(self.n_nodes[t])
-        for a in range(node + 1 + node % 2, used, 2):
-            if self.feature[t, a] == FREE:
-                return a
-        return used if used + 2 <= self.max_nodes else -1
-
     def _fade_estimators(self, t: int, s: int, limit: np.float32) -> None:
         """Halve each class's estimator count and ``M2`` until the count is at most ``limit`` (exact)."""
         for k in range(self.est_count.shape[2]):
@@ -983,17 +1044,6 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
         """Halve every count and ``M2`` of leaf slot ``s`` (the bound of the module docstring)."""
         for name in ("class_count", "est_count", "m2"):
             getattr(self, name)[t, s] *= F32(0.5)
-
-    def _features(self, d: int) -> np.ndarray:
-        """``0 .. d-1``, its first ``subspace(d)`` entries drawn by a partial Fisher-Yates shuffle."""
-        m = self.subspace(d)
-        order = np.arange(d)
-        if m >= d:
-            return order
-        for j in range(m):
-            r = self.random.next() % (d - j)
-            order[j], order[j + r] = order[j + r], order[j]
-        return order
 
     def _start_attempt(self, t: int, node: int, s: int) -> None:
         """Draw the attempt's features and copy the leaf's statistics that its candidates read."""
@@ -1131,19 +1181,6 @@ class HoeffdingTreeClassifier(OnlineStateLearner):
 
     # -- prediction ------------------------------------------------------------------------------------------
 
-    def _route(self, t: int, X: np.ndarray) -> np.ndarray:
-        """Leaf node of every row in tree ``t``."""
-        nodes = np.zeros(len(X), dtype=np.int64)
-        feature, threshold, child = self.feature[t], self.threshold[t], self.child[t]
-        rows = np.arange(len(X))
-        while True:
-            inner = feature[nodes] != LEAF
-            if not inner.any():
-                return nodes
-            f = feature[nodes[inner]].astype(np.int64)
-            go_right = X[rows[inner], f] > threshold[nodes[inner]]
-            nodes[inner] = child[nodes[inner]].astype(np.int64) + go_right
-
     def tree_scores(self, t: int, X: np.ndarray) -> np.ndarray:
         """Q10 int32 scores (rows, classes) of tree ``t``: ``EXCLUDED`` for classes out of the naive Bayes."""
         slots = self.child[t, self._route(t, X)].astype(np.int64)
@@ -1237,7 +1274,7 @@ OPTIONS = (
     Option("--tie-threshold", "tie_threshold", float, "split anyway when the bound falls below it", "X"),
     Option("--split-steps", "split_steps", int, "candidate thresholds per feature + 1 (split step 1/N)", "N"),
     Option("--propagation", "propagation", bool, "children start with their parent's class-conditional "
-           "estimators (HT+AE, the default); --no-propagation: a plain Hoeffding tree"),
+           "estimators (HT+AE); --no-propagation: a plain Hoeffding tree"),
     Option("--max-classes", "max_classes", int, "class slots on the device (labels 0..N-1)", "N"),
     Option("--var-smoothing", "var_smoothing", float, "naive Bayes variance floor (fraction of the variance)", "X"),
     Option("--drift-threshold", "drift_threshold", int, "standard deviations of a node's error rise that adapt its "
@@ -1290,10 +1327,10 @@ def cost_terms(params: dict, n_features: int, n_classes: int, attempts: bool = T
     d, c, depth = n_features, n_classes, math.log2(params["max_leaves"]) + 1
     model = (IncrementalRandomForest if forest else HoeffdingTreeClassifier)(**params)
     units = model.subspace(d) * (params["split_steps"] - 1) + 1
-    per_call = min(units, params["work_per_call"] or units)
+    per_call = min(units, params.get("work_per_call", 0) or units)  # a regressor's attempts run whole
     grows = trees * (params["max_leaves"] > 1 and attempts)
     watch = d * c * (params["drift_threshold"] > 0)
-    resets = params["max_leaves"] > 1 and not params["propagation"]  # one leaf never splits: never starts empty
+    resets = params["max_leaves"] > 1 and not params.get("propagation", False)  # one leaf never splits: never starts empty
     propagated = [watch * (not resets), watch * resets]
     walk = [1, trees, trees * depth, trees * d * c, trees * c]
 

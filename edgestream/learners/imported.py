@@ -5,8 +5,9 @@ Their splits are not on edgestream's bins: every node holds its own raw edge (fl
 and its own direction for a missing value (``nan_left``: NaN goes left, else right), which the importers compute
 so that every float32 input takes the branch the source takes. The leaves are one of the tree format's kinds:
 Q15 probability rows averaged with weight 1 (forests) or additive int16 scores with ``10 + score_shift`` fraction
-bits (boosting). Export, simulation, budget and builds go through the frozen path (``es_infer``) like the other
-frozen models; the bundle sets the NaN-left flags of the encoding only when some node needs them.
+bits (boosting) for a classifier; additive int16 codes of the target (:mod:`edgestream.task`) for a regressor.
+Export, simulation, budget and builds go through the frozen path (``es_infer``) like the other frozen models; the
+bundle sets the NaN-left flags of the encoding only when some node needs them.
 
 ``fit`` is not offered: a model comes from :func:`edgestream.importers.convert`. The parameters record where it
 came from (library, its version, estimator, objective), so the model file says so.
@@ -16,23 +17,21 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..encoding import apply_raw
+from ..encoding import additive_sums, apply_raw
 from ..frozen import DeviceModel, device_context, device_tables
+from ..task import TargetScale
 from ..tree import LEAF_FEATURE, MAX_NODES, TreeEnsemble
 from .base import LearnerSpec
-from .skbase import BatchClassifier
+from .skbase import BatchClassifier, BatchRegressor
 from .tree import EnsemblePrediction
 
 
-class ImportedClassifier(EnsemblePrediction, BatchClassifier):
-    """A tree ensemble converted from another library (see :func:`edgestream.importers.convert`).
-
-    Parameters
-    ----------
-    library, library_version, estimator, objective : where the model came from (recorded in the model file).
-    """
+class ImportedTrees:
+    """What the imported classifier and regressor share: the source's record, the raw-edge walk with NaN
+    directions, the device tables and the model file's tables."""
 
     input_dtype = "float32"
+    missing_rule = "NaN = missing, each node's direction from the source"
 
     def __init__(self, library: str = "", library_version: str = "", estimator: str = "", objective: str = ""):
         self.library = library
@@ -41,30 +40,26 @@ class ImportedClassifier(EnsemblePrediction, BatchClassifier):
         self.objective = objective
 
     def fit(self, X, y):
-        raise TypeError("an ImportedClassifier is not trained here; convert a fitted model with edgestream.convert")
+        raise TypeError(f"an {type(self).__name__} is not trained here; convert a fitted model with "
+                        "edgestream.convert")
 
     @classmethod
     def from_tables(cls, source: dict, ensemble: TreeEnsemble, node_edge: np.ndarray, nan_left: np.ndarray,
-                    classes, feature_names=None) -> "ImportedClassifier":
-        """The model of converted tables (checked like a model file's)."""
+                    fitted: dict, tables: dict | None = None, feature_names=None):
+        """The model of converted tables (checked like a model file's): ``fitted`` holds the attributes of the
+        task set before the tables (``classes_``, or ``target_``), ``tables`` the task's further tables."""
         model = cls(**source)
-        model.classes_ = np.asarray(classes)
+        for name, value in fitted.items():
+            setattr(model, name, value)
         if feature_names is not None:
             model.feature_names_in_ = np.asarray([str(name) for name in feature_names], dtype=object)
         model.restore_arrays({**ensemble.arrays(), "node_edge": node_edge, "nan_left": nan_left,
-                              "n_features": np.asarray([ensemble.n_features], dtype=np.uint16)})
+                              "n_features": np.asarray([ensemble.n_features], dtype=np.uint16), **(tables or {})})
         return model
 
     @property
     def n_features_(self) -> int:
         return self.ensemble_.n_features
-
-    def predict_proba_q15(self, X) -> np.ndarray:
-        """Class probabilities exactly as the device computes them (uint16, 32768 == 1.0)."""
-        return self.ensemble_.combine_proba_q15(self.leaves(self._validate_X(X)))
-
-    def predict_encoded(self, X) -> np.ndarray:
-        return self.ensemble_.combine_classes(self.leaves(self._validate_X(X)))
 
     def leaves(self, X) -> np.ndarray:
         """Leaf row reached in every tree by the raw rule with the nodes' NaN directions."""
@@ -99,7 +94,7 @@ class ImportedClassifier(EnsemblePrediction, BatchClassifier):
                 "n_features": np.asarray([self.ensemble_.n_features], dtype=np.uint16)}
 
     def restore_arrays(self, arrays: dict) -> None:
-        """Take converted or saved tables, after ``classes_`` is set; refuses inconsistent ones."""
+        """Take converted or saved tables, after ``classes_`` or ``target_`` is set; refuses inconsistent ones."""
         n_features = arrays["n_features"]
         if n_features.dtype != np.uint16 or n_features.shape != (1,):
             raise ValueError(f"n_features has dtype {n_features.dtype} and shape {n_features.shape}, expected "
@@ -111,12 +106,79 @@ class ImportedClassifier(EnsemblePrediction, BatchClassifier):
                                  f"expected {np.dtype(dtype)} ({len(ensemble.nodes)},)")
         if np.isnan(arrays["node_edge"]).any():
             raise ValueError("table 'node_edge' holds NaN")
-        if ensemble.n_classes != len(self.classes_):
-            raise ValueError(f"{len(self.classes_)} class labels, leaf table for {ensemble.n_classes} classes")
         if len(ensemble.nodes) > MAX_NODES:
             raise ValueError(f"{len(ensemble.nodes)} nodes, the format holds at most {MAX_NODES}")
+        self._check_output(ensemble, arrays)
         self.ensemble_, self.node_edge_, self.nan_left_ = ensemble, arrays["node_edge"], arrays["nan_left"]
         self.n_features_in_ = ensemble.n_features
+
+
+class ImportedClassifier(ImportedTrees, EnsemblePrediction, BatchClassifier):
+    """A tree classifier converted from another library (see :func:`edgestream.importers.convert`).
+
+    Parameters
+    ----------
+    library, library_version, estimator, objective : where the model came from (recorded in the model file).
+    """
+
+    def predict_proba_q15(self, X) -> np.ndarray:
+        """Class probabilities exactly as the device computes them (uint16, 32768 == 1.0)."""
+        return self.ensemble_.combine_proba_q15(self.leaves(self._validate_X(X)))
+
+    def predict_encoded(self, X) -> np.ndarray:
+        return self.ensemble_.combine_classes(self.leaves(self._validate_X(X)))
+
+    def _check_output(self, ensemble: TreeEnsemble, arrays: dict) -> None:
+        if ensemble.n_classes != len(self.classes_):
+            raise ValueError(f"{len(self.classes_)} class labels, leaf table for {ensemble.n_classes} classes")
+
+
+class ImportedRegressor(ImportedTrees, BatchRegressor):
+    """A tree regressor converted from another library (see :func:`edgestream.importers.convert`): one int16 code
+    per leaf, summed into the int32 raw output and decoded ``target_.offset + raw * target_.step /
+    output_divisor`` (``output_divisor``: the trees an averaging forest divides by, 1 for boosting, whose base
+    score is in the offset).
+
+    ``rounding_bound_`` is the stated bound on ``|predict(X) - source.predict(X)|`` for every row: ``n_trees *
+    step / 2`` for sums, ``step / 2`` for averages (each leaf rounded to its code, by at most half a step), plus the
+    floating-point rounding of the source's own sum and of the decoding (``(n_trees + 8) * (u + 2**-53) * M``, u
+    the unit roundoff of the source's arithmetic: ``2**-24`` for XGBoost's float32, ``2**-53`` for the others; M
+    the largest magnitude a partial sum can reach).
+
+    Parameters
+    ----------
+    library, library_version, estimator, objective : where the model came from (recorded in the model file).
+    """
+
+    @property
+    def output_divisor(self) -> int:
+        """What the raw output is divided by before it is decoded: the trees averaged, or 1 for a sum."""
+        return self.output_divisor_
+
+    def predict_raw(self, X) -> np.ndarray:
+        """int32 raw outputs (base score and the leaf codes reached) exactly as the device computes them."""
+        leaves = self.leaves(self._validate_X(X))
+        return additive_sums(self.ensemble_.leaf_values, self.ensemble_.base_score, leaves)[:, 0].astype(np.int32)
+
+    def predict(self, X) -> np.ndarray:
+        return self.target_.decode(self.predict_raw(X), self.output_divisor)
+
+    def saved_arrays(self) -> dict:
+        return {**super().saved_arrays(), "output_divisor": np.asarray([self.output_divisor], dtype=np.uint16),
+                "rounding_bound": np.asarray([self.rounding_bound_], dtype=np.float64)}
+
+    def _check_output(self, ensemble: TreeEnsemble, arrays: dict) -> None:
+        if not isinstance(self.target_, TargetScale):
+            raise ValueError("a regressor needs its target scale before its tables")
+        if ensemble.leaf_kind != "additive" or ensemble.leaf_values.shape[1] != 1:
+            raise ValueError("a regressor's leaf table holds one int16 code per leaf and a base score")
+        divisor, bound = arrays["output_divisor"], arrays["rounding_bound"]
+        if divisor.dtype != np.uint16 or divisor.shape != (1,) or int(divisor[0]) not in (1, ensemble.n_trees):
+            raise ValueError(f"output_divisor {divisor!r} must be one uint16: 1 (a sum) or {ensemble.n_trees} "
+                             "(the trees averaged)")
+        if bound.dtype != np.float64 or bound.shape != (1,) or not (np.isfinite(bound[0]) and bound[0] >= 0):
+            raise ValueError(f"rounding_bound {bound!r} must be one finite float64 >= 0")
+        self.output_divisor_, self.rounding_bound_ = int(divisor[0]), float(bound[0])
 
 
 def imported_context(model, name: str, optimize: str = "speed") -> dict:
@@ -129,6 +191,7 @@ def imported_tables(model, n_features: int, n_classes: int, pointer_bytes: int, 
 
 
 SPEC = LearnerSpec(
-    name="imported", cls=ImportedClassifier, summary="a tree model trained elsewhere (edgestream import)",
+    name="imported", cls=ImportedClassifier, regressor=ImportedRegressor,
+    summary="a tree model trained elsewhere (edgestream import)",
     options=(), learning=False, online=False, runtime=("es_common", "es_fixed", "es_infer"), template="frozen.c.j2",
     context=imported_context, tables=imported_tables, trainable=False)

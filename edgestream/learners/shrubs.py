@@ -122,8 +122,8 @@ from ..costs import CostTerms
 from ..state import Field, RegionSpec, StateSpec
 from ..task import CLASSIFICATION, REGRESSION
 from ..tree import CRITERIA, LEAF_FEATURE, Q15_ONE, TreeEnsemble, tree_in_slot
-from .base import (TREE_OPTIONS, WORK_PER_CALL, BinnedOnlineLearner, DeviceState, Estimator, LearnerSpec, Option,
-                   check_integer, restore_regions, step_size)
+from .base import (ALLOW_MISSING, TREE_OPTIONS, WORK_PER_CALL, BinnedOnlineLearner, DeviceState, Estimator,
+                   LearnerSpec, Option, check_integer, restore_regions, step_size)
 
 STATE_ARRAYS = ("window_bins", "window_labels", "queue_bins", "queue_labels", "nodes", "leaf_values", "roots",
                 "weights")
@@ -947,7 +947,8 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
 
 
 def shrubs_context(learner: ShrubEnsemble, name: str, optimize: str = "speed") -> dict:
-    """A learning bundle keeps every bin edge (new shrubs may split anywhere) and starts from the current state."""
+    """A learning bundle keeps every bin edge (new shrubs may split anywhere) and starts from the current state;
+    without ``allow_missing`` its float inputs refuse NaN (``ES_ERR_INPUT``), as the host does."""
     from ..emit import c_array
 
     if not hasattr(learner, "window_bins"):
@@ -958,7 +959,8 @@ def shrubs_context(learner: ShrubEnsemble, name: str, optimize: str = "speed") -
     return {"edges": edges, "offsets": offsets, "layout": layout,
             "config_initializer": layout.config_initializer(name), "state_struct": layout.state_struct(name),
             "state_initializer": layout.initializer(name, arrays, counters, c_array),
-            "state_binding": layout.binding(name), "state_bytes": layout.size()}
+            "state_binding": layout.binding(name), "state_bytes": layout.size(),
+            "refuse_nan": learner.input_dtype == "float32" and not learner.allow_missing}
 
 
 def shrubs_tables(learner: ShrubEnsemble, n_features: int, n_classes: int, pointer_bytes: int, packed: bool,
@@ -1035,10 +1037,10 @@ SPEC = LearnerSpec(
     options=TREE_OPTIONS + (
              Option("--window", "window_size", int, "samples in the sliding window", "N"),
              Option("--shrubs", "max_shrubs", int, "shrubs kept in the ensemble", "M"),
-             Option("--step-size", "step_size", step_size, "gradient step (default adaptive)", "X|adaptive"),
+             Option("--step-size", "step_size", step_size, "gradient step", "X|adaptive"),
              Option("--burnin", "burnin", int, "gradient steps after each new shrub", "N"),
              Option("--update-every", "update_every", int, "a new shrub every N samples", "N"),
-             WORK_PER_CALL),
+             ALLOW_MISSING, WORK_PER_CALL),
     learning=True, online=True, runtime=("es_common", "es_binning", "es_tree", "es_cart", "es_shrubs"),
     template="shrubs.c.j2", context=shrubs_context, tables=shrubs_tables, ladder=SHRUB_LADDER, state=STATE,
     search=SHRUB_SEARCH, variants=(SPREAD_VARIANT,), cost_terms=cost_terms)

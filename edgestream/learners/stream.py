@@ -27,9 +27,10 @@ import numpy as np
 
 
 def is_fitted(model) -> bool:
-    """The model has its output (classes, or a regressor's target scale) and its input (bin edges, or the
-    raw-feature learner's ``n_features_``)."""
-    return (hasattr(model, "classes_") or hasattr(model, "target_")) and (hasattr(model, "bins_")
+    """The model has its output (classes, or a regressor's target scale; a detector has none) and its input (bin
+    edges, or the raw-feature learner's ``n_features_``)."""
+    output = hasattr(model, "classes_") or hasattr(model, "target_") or getattr(model, "task", "") == "anomaly"
+    return output and (hasattr(model, "bins_")
                                                                            or hasattr(model, "n_features_"))
 
 
@@ -111,9 +112,9 @@ class StreamLearner:
         return self.predict_proba_row(self._stream_row(x))
 
 
-def register_with_river(classes, regressors=()) -> None:
-    """Make ``isinstance(model, river.base.Classifier)`` (``river.base.Regressor`` for ``regressors``) true for
-    these classes when River is installed."""
+def register_with_river(classes, regressors=(), detectors=()) -> None:
+    """Make ``isinstance(model, river.base.Classifier)`` (``river.base.Regressor`` for ``regressors``,
+    ``river.base.AnomalyDetector`` for ``detectors``) true for these classes when River is installed."""
     try:
         from river import base
     except ImportError:
@@ -122,6 +123,8 @@ def register_with_river(classes, regressors=()) -> None:
         base.Classifier.register(cls)
     for cls in regressors:
         base.Regressor.register(cls)
+    for cls in detectors:
+        base.AnomalyDetector.register(cls)
 
 
 __all__ = ["StreamLearner", "is_fitted", "register_with_river"]

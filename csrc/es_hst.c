@@ -1,0 +1,141 @@
+/* Half-Space Trees on the device; edgestream/learners/hst.py is the specification. */
+#include "es_hst.h"
+
+#define ES_HST_BINS 128u
+#define ES_HST_BIN_SHIFT 8u
+
+static int es_hst_finite(const float *features, uint8_t n_features)
+{
+    uint8_t j;
+    for (j = 0; j < n_features; j++) {
+        float x = features[j];
+        if (x != x || x - x != 0.0f) { /* NaN, or infinity (inf - inf is NaN) */
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* The walk of one row down tree t: with count set, every node on the path gains a row in the latest window.
+ * Returns the tree's mass-weighted depth r * 2^k of the first node whose reference mass is at most the size
+ * limit, or of the leaf. */
+static uint32_t es_hst_walk(const es_hst *model, const float *features, uint32_t t, int count)
+{
+    const es_hst_config *config = model->config;
+    uint32_t internal = ((uint32_t)1 << config->height) - 1u;
+    uint32_t nodes = 2u * internal + 1u;
+    const uint8_t *feature = model->split_feature + t * internal;
+    const float *point = model->split_point + t * internal;
+    uint16_t *reference = model->reference + t * nodes;
+    uint16_t *latest = model->latest + t * nodes;
+    uint32_t node = 0, depth, contribution = 0;
+    int scored = 0;
+    for (depth = 0;; depth++) {
+        if (!scored && (reference[node] <= config->size_limit || depth == config->height)) {
+            contribution = (uint32_t)reference[node] << depth;
+            scored = 1;
+        }
+        if (count) {
+            latest[node]++;
+        }
+        if (depth == config->height) {
+            return contribution;
+        }
+        node = 2u * node + (features[feature[node]] <= point[node] ? 1u : 2u);
+    }
+}
+
+/* The Q15 score of a row (count: and learn it at once). */
+static uint16_t es_hst_walk_all(const es_hst *model, const float *features, int count)
+{
+    const es_hst_config *config = model->config;
+    uint64_t raw = 0, most;
+    uint32_t t;
+    for (t = 0; t < config->n_trees; t++) {
+        raw += es_hst_walk(model, features, t, count);
+    }
+    if (!model->counters->ready) {
+        return 0;
+    }
+    most = ((uint64_t)config->n_trees * config->window) << config->height;
+    return (uint16_t)(ES_HST_SCORE_MAX - (uint32_t)(raw * ES_HST_SCORE_MAX / most));
+}
+
+uint16_t es_hst_histogram_threshold(const es_hst *model)
+{
+    const uint16_t *histogram = model->histogram;
+    uint64_t total = 0, above = 0;
+    uint32_t b;
+    for (b = 0; b < ES_HST_BINS; b++) {
+        total += histogram[b];
+    }
+    if (total == 0) {
+        return model->counters->threshold;
+    }
+    for (b = ES_HST_BINS; b-- > 0;) {
+        above += histogram[b];
+        if (above * 65536u > (uint64_t)model->config->alarm_q16 * total) {
+            return (uint16_t)((b + 1u) << ES_HST_BIN_SHIFT);
+        }
+    }
+    return 0;
+}
+
+static void es_hst_swap(const es_hst *model)
+{
+    const es_hst_config *config = model->config;
+    es_hst_counters *counters = model->counters;
+    uint32_t i, n = (uint32_t)config->n_trees * ((((uint32_t)2) << config->height) - 1u);
+    for (i = 0; i < n; i++) {
+        model->reference[i] = model->latest[i];
+        model->latest[i] = 0;
+    }
+    counters->filled = 0;
+    if (counters->ready) {
+        counters->threshold = es_hst_histogram_threshold(model);
+        for (i = 0; i < ES_HST_BINS; i++) {
+            model->histogram[i] = (uint16_t)(model->histogram[i] >> 1);
+        }
+    }
+    counters->ready = 1;
+}
+
+es_status es_hst_learn(const es_hst *model, const float *features)
+{
+    es_hst_counters *counters;
+    uint16_t score;
+    if (model == 0 || features == 0) {
+        return ES_ERR_NULL;
+    }
+    if (!es_hst_finite(features, model->config->n_features)) {
+        return ES_ERR_INPUT;
+    }
+    counters = model->counters;
+    score = es_hst_walk_all(model, features, 1);
+    if (counters->ready) {
+        uint16_t *bin = &model->histogram[score >> ES_HST_BIN_SHIFT];
+        if (*bin != 0xFFFFu) {
+            (*bin)++;
+        }
+    }
+    counters->filled++;
+    counters->n_learned++;
+    if (counters->filled == model->config->window) {
+        es_hst_swap(model);
+    }
+    return ES_OK;
+}
+
+es_status es_hst_score(const es_hst *model, const float *features, int32_t *out)
+{
+    uint16_t score;
+    if (model == 0 || features == 0 || out == 0) {
+        return ES_ERR_NULL;
+    }
+    if (!es_hst_finite(features, model->config->n_features)) {
+        return ES_ERR_INPUT;
+    }
+    score = es_hst_walk_all(model, features, 0);
+    *out = (int32_t)score + (score >= model->counters->threshold ? ES_HST_FLAG : 0);
+    return ES_OK;
+}

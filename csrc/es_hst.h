@@ -1,0 +1,29 @@
+/* Half-Space Trees: an anomaly detector that learns what is normal on the device, in memory fixed at generation
+ * time, with integer arithmetic only (the float32 inputs are only compared with float32 split points).
+ * edgestream/learners/hst.py is the specification: the trees, the windows, the score and the threshold rule are
+ * written there. */
+#ifndef ES_HST_H
+#define ES_HST_H
+
+#include "es_common.h"
+
+/* es_hst_config, es_hst_counters and es_hst (pointers to the regions of one model's state) are generated from the
+ * state description in edgestream/learners/hst.py. */
+#include "es_hst_state.h"
+
+#define ES_HST_FLAG 65536L    /* the flag bit of an output, above the Q15 score */
+#define ES_HST_SCORE_MAX 32767u
+
+/* Learn one row of n_features raw features: count it in the latest window (its score in the histogram once a
+ * reference window exists), and swap the windows when the latest is full (the threshold follows the histogram).
+ * A NaN or infinite feature gives ES_ERR_INPUT and changes nothing. */
+es_status es_hst_learn(const es_hst *model, const float *features);
+
+/* The output of one row without learning it: its Q15 score (0 .. 32767, higher is more anomalous) plus
+ * ES_HST_FLAG when the score is at or above the threshold. ES_ERR_INPUT for a NaN or infinite feature. */
+es_status es_hst_score(const es_hst *model, const float *features, int32_t *out);
+
+/* The Q15 threshold the device's histogram of recent scores gives (the current one when it is empty). */
+uint16_t es_hst_histogram_threshold(const es_hst *model);
+
+#endif
