@@ -1,4 +1,5 @@
 #include "es_shrubs.h"
+#include "es_flash.h"
 
 /* The learning step follows edgestream/learners/shrubs.py, the specification, to the bit; its docstring states
  * the algorithm and every rounding point. Loops keep the region pointers in locals:
@@ -19,6 +20,8 @@
 #define ES_ST_BEST_HI 7u
 #define ES_ST_BEST_DEN 8u
 #define ES_ST_CHOICE 9u                     /* feature << 8 | threshold */
+#define ES_ST_SUM 1u                        /* a regressor's node: the sum of its codes */
+#define ES_ST_LEFT_SUM 3u                   /* a regressor's node: the sum of the codes left of the scan */
 #define ES_JOB_IDLE 0u                      /* counters->phase: the new-shrub job's next piece */
 #define ES_JOB_TRAIN 1u
 #define ES_JOB_TERMS 2u
@@ -32,9 +35,66 @@
 #define ES_INLINE inline
 #endif
 
+/* The steps that differ between the tasks, one table of them per task in flash: each task's entry points pass their
+ * own down, so that a firmware links the steps of its task alone. */
+typedef void es_pair_step(const es_shrubs *model, uint32_t row, const int32_t *new_leaf, int has_old,
+                          const int32_t *old_leaf, int32_t old_target);
+typedef void es_level_step(const es_shrubs *model, uint32_t level, uint32_t last);
+typedef void es_slot_step(const es_shrubs *model, uint32_t slot);
+typedef struct {
+    es_pair_step *pair_update;     /* window row `row` changed: its terms move from the old row to the new one */
+    es_level_step *scan_level;     /* the best split of every node of the level being trained */
+    es_slot_step *new_shrub_terms; /* the new shrub's Gram row and column and its label sum */
+} es_shrubs_task;
+
 static uint32_t es_nodes_per_shrub(const es_shrubs_config *config)
 {
     return (2u << config->max_depth) - 1u;
+}
+
+/* A regressor's state has one value per leaf (n_classes 1): int16 target codes (es_shrubs_learn_target). */
+static int es_regressor(const es_shrubs_config *config)
+{
+    return config->n_classes == 1u;
+}
+
+/* The int16 code stored (two's complement) in a uint16. */
+static int32_t es_code(uint32_t stored)
+{
+    return stored >= 0x8000u ? (int32_t)stored - 65536 : (int32_t)stored;
+}
+
+/* The int32 a uint32 sum holds (two's complement; a plain conversion would be implementation-defined). */
+static int32_t es_as_int32(uint32_t v)
+{
+    return v >= 0x80000000u ? (int32_t)(v - 0x80000000u) - (int32_t)0x7FFFFFFF - 1 : (int32_t)v;
+}
+
+/* A regressor's target code of window (or queue) row `row`: two bytes, low first. */
+static int32_t es_row_code(const uint8_t *targets, uint32_t row)
+{
+    return es_code((uint32_t)targets[2u * row] | ((uint32_t)targets[2u * row + 1u] << 8));
+}
+
+/* A regressor's Gram or label term floor(a b / 2^15) of two codes, as a uint32 (|a b| < 2^30: the sum with 2^30
+ * is non-negative, so the shift floors). */
+static uint32_t es_code_term(int32_t a, int32_t b)
+{
+    return (((uint32_t)(a * b) + 0x40000000u) >> 15) - 0x8000u;
+}
+
+/* The variance-reduction score of one side of a regression split (as the frozen regression trees score it):
+ * floor(sum^2 / n) of the sum of its n >= 1 int16 target codes (|sum| < 2^27). */
+static uint64_t es_variance_key(int32_t sum, uint32_t n)
+{
+    const uint64_t magnitude = sum < 0 ? (uint64_t)(-(int64_t)sum) : (uint64_t)sum;
+    return magnitude * magnitude / n;
+}
+
+static int64_t es_floor_div(int64_t a, int64_t b)
+{
+    const int64_t q = a / b;
+    return (a % b != 0 && a < 0) ? q - 1 : q;
 }
 
 static uint64_t es_xlog2x_u(uint64_t c)
@@ -79,7 +139,7 @@ static ES_NOINLINE void es_pair_terms2(const uint16_t *leaf_values, const uint16
  * cand_slot[0..n_shrubs)) move from the old row (leaf rows old_leaf[i], label old_label; none if !has_old) to
  * the new one (leaf rows new_leaf[i], label in window_labels). Unsigned arithmetic: every sum stays below 2^32. */
 static ES_NOINLINE void es_pair_update(const es_shrubs *model, uint32_t row, const int32_t *new_leaf, int has_old,
-                                       const int32_t *old_leaf, uint32_t old_label)
+                                       const int32_t *old_leaf, int32_t old_label)
 {
     const uint32_t n_classes = model->config->n_classes;
     const uint32_t slots = model->config->max_shrubs + 1u;
@@ -109,6 +169,35 @@ static ES_NOINLINE void es_pair_update(const es_shrubs *model, uint32_t row, con
                                (has_old ? es_term(oa, &leaf_values[(uint32_t)old_leaf[j] * n_classes], n_classes) : 0u);
             gram_a[b] += t;
             gram_col[b * slots] += t;
+        }
+    }
+}
+
+/* es_pair_update of a regressor: the terms of codes (es_code_term); old_y is the old row's code. */
+static ES_NOINLINE void es_pair_update_codes(const es_shrubs *model, uint32_t row, const int32_t *new_leaf,
+                                             int has_old, const int32_t *old_leaf, int32_t old_y)
+{
+    const uint32_t slots = model->config->max_shrubs + 1u;
+    const uint32_t n = model->counters->n_shrubs;
+    const uint16_t *leaf_values = model->leaf_values;
+    const uint8_t *cand_slot = model->cand_slot;
+    uint32_t *gram = model->gram;
+    const int32_t y = es_row_code(model->window_labels, row);
+    uint32_t i;
+    uint32_t j;
+    for (i = 0; i < n; i++) {
+        const uint32_t a = cand_slot[i];
+        const int32_t ha = es_code(leaf_values[new_leaf[i]]);
+        const int32_t oa = has_old ? es_code(leaf_values[old_leaf[i]]) : 0;
+        model->label_sum[a] += es_code_term(ha, y) - es_code_term(oa, old_y);
+        for (j = i; j < n; j++) {
+            const uint32_t b = cand_slot[j];
+            const uint32_t t = es_code_term(ha, es_code(leaf_values[new_leaf[j]])) -
+                               (has_old ? es_code_term(oa, es_code(leaf_values[old_leaf[j]])) : 0u);
+            gram[a * slots + b] += t;
+            if (b != a) {
+                gram[b * slots + a] += t;
+            }
         }
     }
 }
@@ -322,6 +411,73 @@ static ES_NOINLINE void es_scan_feature(const es_scan *scan, uint32_t f, uint32_
     }
 }
 
+/* A regressor's candidate (split `choice` of the node of stats st, the rows scanned so far on its left): kept if
+ * its variance key beats the best so far (edgestream/learners/shrubs_regressor.py). */
+static void es_score_variance(const es_scan *scan, uint32_t *st, uint32_t choice)
+{
+    const uint32_t n_left = st[ES_STATS];
+    const uint32_t n_right = st[ES_ST_N_TOTAL] - n_left;
+    int32_t s_left;
+    uint64_t key;
+    if (n_left < scan->min_leaf || n_right < scan->min_leaf) {
+        return;
+    }
+    s_left = es_as_int32(st[ES_ST_LEFT_SUM]);
+    key = es_variance_key(s_left, n_left) + es_variance_key(es_as_int32(st[ES_ST_SUM]) - s_left, n_right);
+    if (key > (((uint64_t)st[ES_ST_BEST_HI] << 32) | st[ES_ST_BEST_LO])) {
+        es_keep_best(st, key, 0u, choice);
+    }
+}
+
+/* A regressor's scan of one feature: every threshold between two runs of a node's rows is a candidate. */
+static ES_NOINLINE void es_scan_variance(const es_scan *scan, uint32_t f, uint32_t level_size)
+{
+    const uint32_t stride = scan->stride;
+    const uint16_t *list = &scan->sorted_rows[f * scan->window];
+    const uint16_t *end = list + scan->count;
+    uint32_t v;
+    f <<= 8;
+    for (v = 0; v < level_size * stride; v += stride) {
+        scan->stats[v + ES_ST_LAST] = ES_NONE;
+        scan->stats[v + ES_ST_LEFT_SUM] = 0;
+        scan->stats[v + ES_STATS] = 0;
+    }
+    while (list != end) {
+        const uint32_t row = *list++;
+        const uint32_t tag = scan->node_of[row];
+        const uint32_t bin = scan->bins[row * scan->d + (f >> 8)];
+        uint32_t *st;
+        if (tag >= ES_PARKED) {
+            continue;
+        }
+        st = &scan->stats[(tag >> 8) * stride];
+        if (bin != st[ES_ST_LAST]) {
+            if (st[ES_ST_LAST] != ES_NONE) {
+                es_score_variance(scan, st, f | st[ES_ST_LAST]);
+            }
+            st[ES_ST_LAST] = bin;
+        }
+        st[ES_STATS]++;
+        st[ES_ST_LEFT_SUM] += (uint32_t)es_row_code(scan->labels, row);
+    }
+}
+
+/* A regressor's level: the sum of the codes of every node's rows, in split_stats word `at` of every `stride`. */
+static void es_node_sums(const es_shrubs *model, uint32_t level_size, uint32_t stride, uint32_t at)
+{
+    uint32_t *stats = model->split_stats;
+    uint32_t s;
+    for (s = 0; s < level_size; s++) {
+        stats[s * stride + at] = 0;
+    }
+    for (s = 0; s < model->counters->count; s++) {
+        const uint32_t tag = model->node_of[s];
+        if (tag != ES_NONE) {
+            stats[((tag >> 8) & 0x7Fu) * stride + at] += (uint32_t)es_row_code(model->window_labels, s);
+        }
+    }
+}
+
 /* es_scan_feature for the root alone (every row in node 0): the running state in locals. */
 static ES_NOINLINE void es_scan_root(const es_scan *scan, uint32_t f)
 {
@@ -366,19 +522,30 @@ static ES_NOINLINE void es_scan_root(const es_scan *scan, uint32_t f)
     }
 }
 
-/* Which nodes of the level may split (their parent score to beat); the rows of those that may not are parked
- * (out of the scans, their node kept for their leaf). */
+/* The rows of the level's nodes that may not split (ES_LEAF_MARK) are parked: out of the scans, their node kept
+ * for their leaf. Below the last level a tag is node << 8 | label with node < 128. */
+static void es_park_rows(const es_shrubs *model, uint32_t stride)
+{
+    const uint32_t n = model->counters->count;
+    uint16_t *node_of = model->node_of;
+    uint32_t s;
+    for (s = 0; s < n; s++) {
+        const uint32_t v = node_of[s];
+        if (v != ES_NONE && model->split_stats[(v >> 8) * stride + ES_ST_CHOICE] == ES_LEAF_MARK) {
+            node_of[s] = (uint16_t)(v | ES_PARKED);
+        }
+    }
+}
+
+/* Which nodes of the level may split (their parent score to beat); the rows of those that may not are parked. */
 static ES_NOINLINE void es_level_setup(const es_shrubs *model, uint32_t level_size)
 {
     const es_shrubs_config *config = model->config;
     const uint32_t n_classes = config->n_classes;
     const uint32_t stride = ES_STATS + n_classes;
-    const uint32_t n = model->counters->count;
-    uint16_t *node_of = model->node_of;
     uint32_t *split_stats = model->split_stats;
     uint32_t parked = 0;
     uint32_t v;
-    uint32_t s;
     uint32_t k;
     for (v = 0; v < level_size; v++) {
         const uint16_t *counts = &model->split_counts[v * n_classes];
@@ -411,11 +578,32 @@ static ES_NOINLINE void es_level_setup(const es_shrubs *model, uint32_t level_si
             parked = 1;
         }
     }
-    for (s = 0; parked && s < n; s++) { /* below the last level a tag is node << 8 | label with node < 128 */
-        v = node_of[s];
-        if (v != ES_NONE && split_stats[(v >> 8) * stride + ES_ST_CHOICE] == ES_LEAF_MARK) {
-            node_of[s] = (uint16_t)(v | ES_PARKED);
+    if (parked) {
+        es_park_rows(model, stride);
+    }
+}
+
+/* es_level_setup of a regressor: a node of enough rows may split (equal codes never do: no candidate beats the
+ * parent), its parent's variance key to beat. */
+static ES_NOINLINE void es_level_setup_codes(const es_shrubs *model, uint32_t level_size)
+{
+    const uint32_t min_leaf = model->config->min_samples_leaf;
+    const uint32_t stride = ES_STATS + 1u;
+    uint32_t parked = 0;
+    uint32_t v;
+    for (v = 0; v < level_size; v++) {
+        const uint32_t total = model->split_counts[v];
+        uint32_t *st = &model->split_stats[v * stride];
+        if (total >= 2u * min_leaf) {
+            st[ES_ST_N_TOTAL] = total;
+            es_keep_best(st, es_variance_key(es_as_int32(st[ES_ST_SUM]), total), total, ES_NONE);
+        } else {
+            st[ES_ST_CHOICE] = ES_LEAF_MARK;
+            parked = 1;
         }
+    }
+    if (parked) {
+        es_park_rows(model, stride);
     }
 }
 
@@ -500,7 +688,7 @@ static void es_start_shrub(const es_shrubs *model, uint32_t slot)
         split_counts[s] = 0;
     }
     for (s = 0; s < counters->count; s++) {
-        const uint32_t y = model->window_labels[s];
+        const uint32_t y = es_regressor(model->config) ? 0u : model->window_labels[s]; /* a regressor's tag: node 0 */
         model->node_of[s] = (uint16_t)y;
         split_counts[y]++;
     }
@@ -512,25 +700,35 @@ static void es_start_shrub(const es_shrubs *model, uint32_t slot)
     model->gram[slot * (model->config->max_shrubs + 1u) + slot] = 0;
 }
 
-/* The best split of every node of the level (split_stats' choices), over the sorted lists. */
-static ES_NOINLINE void es_scan_level(const es_shrubs *model, uint32_t level)
+/* What the scans of the level read (the scores apart). */
+static void es_scan_init(const es_shrubs *model, es_scan *scan)
+{
+    const es_shrubs_config *config = model->config;
+    scan->sorted_rows = model->sorted_rows;
+    scan->bins = model->window_bins;
+    scan->labels = model->window_labels;
+    scan->node_of = model->node_of;
+    scan->stats = model->split_stats;
+    scan->counts = model->split_counts;
+    scan->window = config->window_size;
+    scan->count = model->counters->count;
+    scan->d = config->n_features;
+    scan->n_classes = config->n_classes;
+    scan->stride = ES_STATS + config->n_classes;
+    scan->min_leaf = config->min_samples_leaf;
+}
+
+/* The best split of every node of the level (split_stats' choices), over the sorted lists; none at the last. */
+static ES_NOINLINE void es_scan_level(const es_shrubs *model, uint32_t level, uint32_t last)
 {
     const es_shrubs_config *config = model->config;
     const uint32_t level_size = model->counters->level_size;
     es_scan scan;
     uint32_t f;
-    scan.sorted_rows = model->sorted_rows;
-    scan.bins = model->window_bins;
-    scan.labels = model->window_labels;
-    scan.node_of = model->node_of;
-    scan.stats = model->split_stats;
-    scan.counts = model->split_counts;
-    scan.window = config->window_size;
-    scan.count = model->counters->count;
-    scan.d = config->n_features;
-    scan.n_classes = config->n_classes;
-    scan.stride = ES_STATS + config->n_classes;
-    scan.min_leaf = config->min_samples_leaf;
+    if (last) {
+        return;
+    }
+    es_scan_init(model, &scan);
     scan.score = config->criterion != ES_GINI ? es_score_entropy
                  : config->n_classes == 2u ? es_score_gini2 : es_score_gini;
     es_level_setup(model, level_size);
@@ -540,6 +738,25 @@ static ES_NOINLINE void es_scan_level(const es_shrubs *model, uint32_t level)
         } else if (model->split_stats[ES_ST_CHOICE] != ES_LEAF_MARK) {
             es_scan_root(&scan, f);
         }
+    }
+}
+
+/* es_scan_level of a regressor: the sums of its nodes' codes first (the last level's packed: its nodes may
+ * outnumber the stats'), for its splits or its leaves. */
+static ES_NOINLINE void es_scan_level_codes(const es_shrubs *model, uint32_t level, uint32_t last)
+{
+    const uint32_t level_size = model->counters->level_size;
+    es_scan scan;
+    uint32_t f;
+    (void)level;
+    es_node_sums(model, level_size, last ? 1u : ES_STATS + 1u, last ? 0u : ES_ST_SUM);
+    if (last) {
+        return;
+    }
+    es_scan_init(model, &scan);
+    es_level_setup_codes(model, level_size);
+    for (f = 0; f < model->config->n_features; f++) {
+        es_scan_variance(&scan, f, level_size);
     }
 }
 
@@ -579,8 +796,14 @@ static ES_NOINLINE uint32_t es_place_level(const es_shrubs *model, uint32_t slot
             node->feature = (uint8_t)ES_LEAF;
             node->threshold = 0;
             node->child = (uint16_t)(leaf_base + n_leaves);
-            own += es_make_leaf(&model->split_counts[v * n_classes], n_classes, &leaves[n_leaves * n_classes],
-                                &label_sum);
+            if (es_regressor(config)) { /* the mean code, rounded half up; its terms come with the column */
+                const int64_t total = model->split_counts[v];
+                const int32_t sum = es_as_int32(split_stats[last ? v : v * stride + ES_ST_SUM]);
+                leaves[n_leaves] = (uint16_t)es_floor_div(2 * (int64_t)sum + total, 2 * total);
+            } else {
+                own += es_make_leaf(&model->split_counts[v * n_classes], n_classes, &leaves[n_leaves * n_classes],
+                                    &label_sum);
+            }
             n_leaves++;
         }
     }
@@ -593,19 +816,19 @@ static ES_NOINLINE uint32_t es_place_level(const es_shrubs *model, uint32_t slot
 /* One level of CART on the window into pool slot `slot`: the level's nodes and leaves, its leaf rows' leaf in
  * leaf_index; then the next level's rows (node_of) and class totals (split_counts). The counters carry the level
  * from one call to the next; the shrub done, the job goes on to its Gram column. */
-static void es_train_level(const es_shrubs *model, uint32_t slot)
+static void es_train_level(const es_shrubs *model, const es_shrubs_task *task, uint32_t slot)
 {
     es_shrubs_counters *counters = model->counters;
     const uint32_t level = counters->job_level;
     const uint32_t last = level == model->config->max_depth;
     const uint32_t first_leaf = level == 0u ? 0u : counters->n_leaves;
+    es_level_step *scan_level;
     uint32_t next_size;
     if (level == 0u) {
         es_start_shrub(model, slot);
     }
-    if (!last) {
-        es_scan_level(model, level);
-    }
+    es_flash_copy(&scan_level, &task->scan_level, sizeof scan_level);
+    scan_level(model, level, last);
     next_size = es_place_level(model, slot, last);
     if (last) {
         es_last_level_leaves(model, first_leaf, slot);
@@ -627,11 +850,11 @@ static void es_train_level(const es_shrubs *model, uint32_t slot)
 }
 
 /* A piece of training: a level, and the last level too when it comes next (its nodes are all leaves). */
-static void es_train_piece(const es_shrubs *model, uint32_t slot)
+static void es_train_piece(const es_shrubs *model, const es_shrubs_task *task, uint32_t slot)
 {
-    es_train_level(model, slot);
+    es_train_level(model, task, slot);
     if (model->counters->phase == ES_JOB_TRAIN && model->counters->job_level == model->config->max_depth) {
-        es_train_level(model, slot);
+        es_train_level(model, task, slot);
     }
 }
 
@@ -699,6 +922,40 @@ static ES_NOINLINE void es_column_terms(const es_shrubs *model, uint32_t own, co
     sums[1] = sum1;
 }
 
+/* A regressor's new shrub (pool slot `slot`): its Gram diagonal entry and label sum, and its Gram row and column
+ * against the active shrubs (slots in cand_slot), over the window's rows. */
+static ES_NOINLINE void es_new_shrub_terms_codes(const es_shrubs *model, uint32_t slot)
+{
+    const uint32_t slots = model->config->max_shrubs + 1u;
+    const uint32_t n = model->counters->n_shrubs;
+    const uint32_t count = model->counters->count;
+    const uint32_t depth = model->config->max_depth;
+    const uint16_t *leaf_values = model->leaf_values;
+    const uint8_t *row = model->leaf_index;
+    uint32_t own = 0;
+    uint32_t label = 0;
+    uint32_t i;
+    uint32_t s;
+    for (i = 0; i < n; i++) {
+        model->gram[slot * slots + model->cand_slot[i]] = 0;
+    }
+    for (s = 0; s < count; s++, row += slots) {
+        const int32_t h = es_code(leaf_values[(slot << depth) + row[slot]]);
+        own += es_code_term(h, h);
+        label += es_code_term(h, es_row_code(model->window_labels, s));
+        for (i = 0; i < n; i++) {
+            const uint32_t b = model->cand_slot[i];
+            model->gram[slot * slots + b] += es_code_term(h, es_code(leaf_values[(b << depth) + row[b]]));
+        }
+    }
+    for (i = 0; i < n; i++) {
+        const uint32_t b = model->cand_slot[i];
+        model->gram[b * slots + slot] = model->gram[slot * slots + b];
+    }
+    model->gram[slot * slots + slot] = own;
+    model->label_sum[slot] = label;
+}
+
 /* The new shrub's (pool slot `slot`) Gram row and column against the active shrubs, two at a time (the last one
  * twice if their number is odd). With 2 classes its class-0 leaf value of every row goes to node_of (scratch free
  * after the training) and its share of the terms, sum_rows 32768 - a0, is counted once for all columns. */
@@ -746,8 +1003,9 @@ static ES_NOINLINE void es_new_shrub_terms(const es_shrubs *model, uint32_t slot
 #endif
 
 #ifdef ES_NO_MUL64
-/* m + sum_j w[j] * g[j] in 32-bit products: g < 2^28 in four 7-bit parts, so |w[j] * part| < 2^24 (|w| <= 2^17)
- * and the sums of n <= 65 of them stay below 2^31. */
+/* m + sum_j w[j] * g[j] (g read as int32) in 32-bit products: |g| < 2^28 in three 7-bit parts and a signed top
+ * part (bits 21.., |top| < 2^7), so |w[j] * part| < 2^24 (|w| <= 2^17) and the sums of n <= 65 of them stay below
+ * 2^31. */
 static ES_NOINLINE int64_t es_split_dot(const uint32_t *g, const int32_t *w, uint32_t n, int64_t m)
 {
     int32_t s0 = 0;
@@ -761,7 +1019,7 @@ static ES_NOINLINE int64_t es_split_dot(const uint32_t *g, const int32_t *w, uin
         s0 += x * (int32_t)(a & 0x7Fu);
         s1 += x * (int32_t)((a >> 7) & 0x7Fu);
         s2 += x * (int32_t)((a >> 14) & 0x7Fu);
-        s3 += x * (int32_t)(a >> 21);
+        s3 += x * ((int32_t)(a >> 21) - (a >> 31 != 0u ? 2048 : 0));
     }
     return m + s0 + (int64_t)s1 * 128 + (int64_t)s2 * 16384 + (int64_t)s3 * 2097152;
 }
@@ -780,8 +1038,8 @@ static ES_NOINLINE void es_gram_dots(const uint32_t *g0, const uint32_t *g1, con
     int64_t m1 = m[1];
     while (w != end) {
         const int64_t x = *w++;
-        m0 += x * (int32_t)*g0++;
-        m1 += x * (int32_t)*g1++;
+        m0 += x * es_as_int32(*g0++);
+        m1 += x * es_as_int32(*g1++);
     }
     m[0] = m0;
     m[1] = m1;
@@ -830,8 +1088,8 @@ static ES_NOINLINE const int32_t *es_gradient_steps(const es_shrubs *model, uint
             const uint32_t a = cand_slot[k];
             const uint32_t b = k + 1u < n_candidates ? cand_slot[k + 1u] : a;
             int64_t m[2];
-            m[0] = -(int64_t)label_sum[a] * 32768;
-            m[1] = -(int64_t)label_sum[b] * 32768;
+            m[0] = -(int64_t)es_as_int32(label_sum[a]) * 32768;
+            m[1] = -(int64_t)es_as_int32(label_sum[b]) * 32768;
             es_gram_dots(&gram[a * slots], &gram[b * slots], w, used, m);
             next_w[a] = es_step_weight(w[a], m[0], scale);
             next_w[b] = es_step_weight(w[b], m[1], scale);
@@ -844,12 +1102,6 @@ static ES_NOINLINE const int32_t *es_gradient_steps(const es_shrubs *model, uint
         next_w[k] = w[cand_slot[k]];
     }
     return next_w;
-}
-
-static int64_t es_floor_div(int64_t a, int64_t b)
-{
-    const int64_t q = a / b;
-    return (a % b != 0 && a < 0) ? q - 1 : q;
 }
 
 /* Hard-L0 prox, integer simplex projection of the non-zero kept weights, and pruning of zero weights. */
@@ -932,7 +1184,7 @@ static void es_active_slots(const es_shrubs *model)
 }
 
 /* The oldest pending row enters the window (the caches follow); every update_every rows a new-shrub job starts. */
-static void es_learn_oldest(const es_shrubs *model)
+static void es_learn_oldest(const es_shrubs *model, const es_shrubs_task *task)
 {
     const es_shrubs_config *config = model->config;
     es_shrubs_counters *counters = model->counters;
@@ -941,8 +1193,10 @@ static void es_learn_oldest(const es_shrubs *model)
     const uint32_t head = counters->head;
     const uint32_t count = counters->count;
     const uint32_t at = counters->queue_head;
-    const uint32_t old_label = model->window_labels[head];
+    const int regressor = es_regressor(config);
+    const int32_t old_target = regressor ? es_row_code(model->window_labels, head) : (int32_t)model->window_labels[head];
     const uint32_t per_shrub = es_nodes_per_shrub(config);
+    es_pair_step *pair_update;
     uint32_t i;
     for (i = 0; i < counters->n_shrubs; i++) { /* the active shrubs' pool slots, the leaf rows of the row replaced */
         model->cand_slot[i] = (uint8_t)(model->roots[i] / per_shrub);
@@ -952,7 +1206,9 @@ static void es_learn_oldest(const es_shrubs *model)
     for (i = 0; i < d; i++) {
         model->window_bins[head * d + i] = model->queue_bins[at * d + i];
     }
-    model->window_labels[head] = model->queue_labels[at];
+    for (i = 0; i < (regressor ? 2u : 1u); i++) {
+        model->window_labels[(regressor ? 2u : 1u) * head + i] = model->queue_labels[(regressor ? 2u : 1u) * at + i];
+    }
     counters->queue_head = (uint16_t)(at + 1u == config->queue_size ? 0u : at + 1u);
     counters->pending--;
     es_insert_row(model, head, count);
@@ -961,8 +1217,9 @@ static void es_learn_oldest(const es_shrubs *model)
     if (count < config->window_size) {
         counters->count = (uint16_t)(count + 1u);
     }
-    es_pair_update(model, head, &model->work_weights[slots], count == config->window_size, model->work_weights,
-                   old_label);
+    es_flash_copy(&pair_update, &task->pair_update, sizeof pair_update);
+    pair_update(model, head, &model->work_weights[slots], count == config->window_size, model->work_weights,
+                old_target);
     counters->since_update++;
     if (counters->since_update == config->update_every) {
         counters->since_update = 0;
@@ -972,18 +1229,20 @@ static void es_learn_oldest(const es_shrubs *model)
 }
 
 /* The new-shrub job's next piece (the Gram column and the weights read the active shrubs' slots). */
-static void es_job_piece(const es_shrubs *model)
+static void es_job_piece(const es_shrubs *model, const es_shrubs_task *task)
 {
     es_shrubs_counters *counters = model->counters;
     const uint32_t n_active = counters->n_shrubs;
     const uint32_t slot = counters->job_slot;
     if (counters->phase == ES_JOB_TRAIN) {
-        es_train_piece(model, slot);
+        es_train_piece(model, task, slot);
         return;
     }
     es_active_slots(model);
     if (counters->phase == ES_JOB_TERMS) {
-        es_new_shrub_terms(model, slot);
+        es_slot_step *new_shrub_terms;
+        es_flash_copy(&new_shrub_terms, &task->new_shrub_terms, sizeof new_shrub_terms);
+        new_shrub_terms(model, slot);
         counters->phase = ES_JOB_WEIGHTS;
     } else {
         model->cand_slot[n_active] = (uint8_t)slot;
@@ -1009,27 +1268,24 @@ static uint32_t es_next_units(const es_shrubs *model)
     }
 }
 
-es_status es_shrubs_learn(const es_shrubs *model, const uint8_t *bins, uint8_t label)
+/* A checked row (bins and its target's `n_bytes` bytes) joins the queue, then pieces of pending work run while they
+ * fit in the budget. */
+static ES_INLINE void es_learn_row(const es_shrubs *model, const es_shrubs_task *task, const uint8_t *bins,
+                         const uint8_t *target, uint32_t n_bytes)
 {
-    const es_shrubs_config *config;
-    es_shrubs_counters *counters;
+    const es_shrubs_config *config = model->config;
+    es_shrubs_counters *counters = model->counters;
     uint32_t budget;
     uint32_t i;
-    if (model == 0 || bins == 0 || model->config == 0 || model->counters == 0) {
-        return ES_ERR_NULL;
-    }
-    config = model->config;
-    counters = model->counters;
-    if (label >= config->n_classes) {
-        return ES_ERR_LABEL;
-    }
     if (counters->pending < config->queue_size) { /* a full queue (only a crafted state holds one) drops the row */
         const uint32_t at = (uint32_t)counters->queue_head + counters->pending;
         const uint32_t place = at >= config->queue_size ? at - config->queue_size : at;
         for (i = 0; i < config->n_features; i++) {
             model->queue_bins[place * config->n_features + i] = bins[i];
         }
-        model->queue_labels[place] = label;
+        for (i = 0; i < n_bytes; i++) {
+            model->queue_labels[place * n_bytes + i] = target[i];
+        }
         counters->pending++;
     }
     budget = config->work_per_call;
@@ -1040,11 +1296,66 @@ es_status es_shrubs_learn(const es_shrubs *model, const uint8_t *bins, uint8_t l
         }
         budget -= config->work_per_call != 0u ? units : 0u;
         if (counters->phase == ES_JOB_IDLE) {
-            es_learn_oldest(model);
+            es_learn_oldest(model, task);
         } else {
-            es_job_piece(model);
+            es_job_piece(model, task);
         }
     }
+}
+
+static const es_shrubs_task es_classifier_steps ES_FLASH = { es_pair_update, es_scan_level, es_new_shrub_terms };
+static const es_shrubs_task es_regressor_steps ES_FLASH = { es_pair_update_codes, es_scan_level_codes,
+                                                            es_new_shrub_terms_codes };
+
+es_status es_shrubs_learn(const es_shrubs *model, const uint8_t *bins, uint8_t label)
+{
+    if (model == 0 || bins == 0 || model->config == 0 || model->counters == 0) {
+        return ES_ERR_NULL;
+    }
+    if (es_regressor(model->config)) {
+        return ES_ERR_MODEL;
+    }
+    if (label >= model->config->n_classes) {
+        return ES_ERR_LABEL;
+    }
+    es_learn_row(model, &es_classifier_steps, bins, &label, 1u);
+    return ES_OK;
+}
+
+es_status es_shrubs_learn_target(const es_shrubs *model, const uint8_t *bins, int16_t target)
+{
+    uint8_t bytes[2];
+    if (model == 0 || bins == 0 || model->config == 0 || model->counters == 0) {
+        return ES_ERR_NULL;
+    }
+    if (!es_regressor(model->config)) {
+        return ES_ERR_MODEL;
+    }
+    if (target < -32767) {
+        return ES_ERR_LABEL;
+    }
+    bytes[0] = (uint8_t)((uint16_t)target & 0xFFu);
+    bytes[1] = (uint8_t)((uint16_t)target >> 8);
+    es_learn_row(model, &es_regressor_steps, bins, bytes, 2u);
+    return ES_OK;
+}
+
+es_status es_shrubs_predict_raw(const es_shrubs *model, const uint8_t *bins, int32_t *raw_out)
+{
+    const es_shrubs_counters *counters;
+    int32_t raw = 0;
+    uint32_t i;
+    if (model == 0 || model->config == 0 || model->counters == 0 || bins == 0 || raw_out == 0) {
+        return ES_ERR_NULL;
+    }
+    if (!es_regressor(model->config)) {
+        return ES_ERR_MODEL;
+    }
+    counters = model->counters;
+    for (i = 0; i < counters->n_shrubs; i++) { /* |raw| <= 65535 * 32767 < 2^31 */
+        raw += (int32_t)model->weights[i] * es_code(model->leaf_values[es_tree_leaf(model->nodes, model->roots[i], bins)]);
+    }
+    *raw_out = raw;
     return ES_OK;
 }
 
@@ -1054,6 +1365,9 @@ es_status es_shrubs_predict_proba(const es_shrubs *model, const uint8_t *bins, u
     uint8_t k;
     if (model == 0 || model->config == 0 || model->counters == 0 || proba == 0) {
         return ES_ERR_NULL;
+    }
+    if (es_regressor(model->config)) {
+        return ES_ERR_MODEL;
     }
     if (model->counters->n_shrubs == 0) {
         for (k = 0; k < model->config->n_classes; k++) {
@@ -1109,7 +1423,8 @@ static int es_valid_shrub(const es_shrubs *model, uint32_t slot)
             const uint32_t leaf = 2u * (uint32_t)node->child; /* its values' index with 2 classes */
             if (node->child < first_leaf || node->child >= first_leaf + (1u << config->max_depth)
                 || (config->n_classes == 2u
-                    && (uint32_t)model->leaf_values[leaf] + model->leaf_values[leaf + 1u] != ES_Q15_ONE)) {
+                    && (uint32_t)model->leaf_values[leaf] + model->leaf_values[leaf + 1u] != ES_Q15_ONE)
+                || (es_regressor(config) && model->leaf_values[node->child] == 0x8000u)) {
                 return 0; /* (2 classes: es_column_terms2 needs complementary leaves, as learned ones are) */
             }
             continue;
@@ -1155,12 +1470,14 @@ es_status es_shrubs_validate(const es_shrubs *candidate)
         return ES_ERR_IMAGE;
     }
     for (i = 0; i < window; i++) {
-        if (candidate->window_labels[i] >= config->n_classes) {
+        if (es_regressor(config) ? es_row_code(candidate->window_labels, i) < -32767
+                                 : candidate->window_labels[i] >= config->n_classes) {
             return ES_ERR_IMAGE;
         }
     }
     for (i = 0; i < config->queue_size; i++) {
-        if (candidate->queue_labels[i] >= config->n_classes) {
+        if (es_regressor(config) ? es_row_code(candidate->queue_labels, i) < -32767
+                                 : candidate->queue_labels[i] >= config->n_classes) {
             return ES_ERR_IMAGE;
         }
     }
@@ -1183,7 +1500,7 @@ es_status es_shrubs_validate(const es_shrubs *candidate)
     if (counters->n_shrubs > 0u && (total == 0u || total > 65535u)) {
         return ES_ERR_IMAGE;
     }
-    for (i = 0; counters->n_shrubs > 0u && i < (slots << config->max_depth) * config->n_classes; i++) {
+    for (i = 0; counters->n_shrubs > 0u && !es_regressor(config) && i < (slots << config->max_depth) * config->n_classes; i++) {
         if (candidate->leaf_values[i] > ES_Q15_ONE) {  /* as TreeEnsemble.validate: Q15 probabilities */
             return ES_ERR_IMAGE;
         }
@@ -1193,7 +1510,7 @@ es_status es_shrubs_validate(const es_shrubs *candidate)
 
 /* A job under way: its pieces run again from its start up to where it was (the window and the ensemble are those
  * it started from), so that the caches are what they computed (ShrubEnsemble._replay_job). */
-static void es_replay_job(const es_shrubs *model)
+static void es_replay_job(const es_shrubs *model, const es_shrubs_task *task)
 {
     es_shrubs_counters *counters = model->counters;
     const uint32_t phase = counters->phase;
@@ -1204,19 +1521,20 @@ static void es_replay_job(const es_shrubs *model)
     counters->phase = ES_JOB_TRAIN;
     counters->job_level = 0;
     while (counters->phase == ES_JOB_TRAIN && (phase > ES_JOB_TRAIN || counters->job_level < levels)) {
-        es_job_piece(model);
+        es_job_piece(model, task);
     }
     if (phase == ES_JOB_WEIGHTS && counters->phase == ES_JOB_TERMS) {
-        es_job_piece(model);
+        es_job_piece(model, task);
     }
 }
 
-void es_shrubs_rebuild(const es_shrubs *model)
+static void es_rebuild(const es_shrubs *model, const es_shrubs_task *task)
 {
     const es_shrubs_config *config = model->config;
     es_shrubs_counters *counters = model->counters;
     const uint32_t slots = config->max_shrubs + 1u;
     const uint32_t window = config->window_size, n = counters->count;
+    es_pair_step *pair_update;
     uint32_t i, row;
     for (i = 0; i < (uint32_t)config->n_features * window; i++) {
         model->sorted_rows[i] = 0;
@@ -1242,8 +1560,19 @@ void es_shrubs_rebuild(const es_shrubs *model)
         counters->count = (uint16_t)row;
         es_insert_row(model, row, row);
         es_row_leaves(model, row, &model->work_weights[slots]);
-        es_pair_update(model, row, &model->work_weights[slots], 0, model->work_weights, 0u);
+        es_flash_copy(&pair_update, &task->pair_update, sizeof pair_update);
+        pair_update(model, row, &model->work_weights[slots], 0, model->work_weights, 0);
     }
     counters->count = (uint16_t)n;
-    es_replay_job(model);
+    es_replay_job(model, task);
+}
+
+void es_shrubs_rebuild(const es_shrubs *model)
+{
+    es_rebuild(model, &es_classifier_steps);
+}
+
+void es_shrubs_rebuild_target(const es_shrubs *model)
+{
+    es_rebuild(model, &es_regressor_steps);
 }

@@ -14,6 +14,16 @@
  * n_classes is rejected with ES_ERR_LABEL and changes nothing. */
 es_status es_shrubs_learn(const es_shrubs *model, const uint8_t *bins, uint8_t label);
 
+/* Regression (a state of one value per leaf: n_classes 1): learn one binned sample and its target code
+ * (edgestream/task.py: -32767 .. 32767) as es_shrubs_learn does. -32768 gives ES_ERR_LABEL, a classifier's state
+ * ES_ERR_MODEL (es_shrubs_learn, es_shrubs_predict_proba and es_shrubs_predict give ES_ERR_MODEL on a regressor's);
+ * either way nothing changes. */
+es_status es_shrubs_learn_target(const es_shrubs *model, const uint8_t *bins, int16_t target);
+
+/* Regression: the raw output of one binned sample, sum_k weight_k * code_k over the active shrubs (0 with none).
+ * Nothing changes. */
+es_status es_shrubs_predict_raw(const es_shrubs *model, const uint8_t *bins, int32_t *raw_out);
+
 /* Q15 probabilities of one binned sample; acc is scratch of n_classes. */
 es_status es_shrubs_predict_proba(const es_shrubs *model, const uint8_t *bins, uint32_t *acc, uint16_t *proba);
 
@@ -31,7 +41,9 @@ es_status es_shrubs_validate(const es_shrubs *candidate);
 
 /* Recompute the cache regions (sorted lists, cached leaves, Gram and label sums) from the window and the shrubs
  * of a valid state (and those of the pieces a new-shrub job under way has run), as ShrubEnsemble.restore_arrays
- * does: after a restore, since images hold no caches. */
+ * does: after a restore, since images hold no caches. es_shrubs_rebuild for a classifier's state,
+ * es_shrubs_rebuild_target for a regressor's (each links its own task's steps alone). */
 void es_shrubs_rebuild(const es_shrubs *model);
+void es_shrubs_rebuild_target(const es_shrubs *model);
 
 #endif

@@ -7,9 +7,9 @@
 
 typedef struct {
     uint8_t n_features;
-    uint8_t n_classes;
+    uint8_t n_classes;              /* values per leaf: the classes, 1 for a regressor */
     uint8_t max_depth;
-    uint8_t criterion;              /* ES_GINI or ES_ENTROPY */
+    uint8_t criterion;              /* ES_GINI or ES_ENTROPY (a regressor: unused) */
     uint16_t window_size;           /* B */
     uint16_t max_shrubs;            /* M; the pool has M + 1 slots */
     uint16_t min_samples_leaf;
@@ -43,9 +43,9 @@ typedef struct {
 typedef struct {
     const es_shrubs_config *config; /* constant, in flash */
     uint8_t *window_bins;           /* window: B x features */
-    uint8_t *window_labels;         /* window: B */
+    uint8_t *window_labels;         /* window: B (a regressor: 2 B, int16 target codes, low byte first) */
     uint8_t *queue_bins;            /* queue: queue x features: rows waiting to be learned */
-    uint8_t *queue_labels;          /* queue: queue */
+    uint8_t *queue_labels;          /* queue: queue (a regressor: 2 x queue) */
     uint16_t *sorted_rows;          /* window: features x B: window rows by (bin, row) */
     es_node *nodes;                 /* node pool: (M + 1) x (2^(depth+1) - 1) */
     uint16_t *leaf_values;          /* leaves: (M + 1) x 2^depth x classes, Q15 */

@@ -44,6 +44,19 @@ static es_status es_shrubs_engine_output(const void *model, const void *row, uin
     return status;
 }
 
+static es_status es_shrubs_engine_learn_regression(const void *model, const void *row, int32_t target)
+{
+    return es_shrubs_learn_target((const es_shrubs *)model, (const uint8_t *)row, (int16_t)target);
+}
+
+static es_status es_shrubs_engine_output_regression(const void *model, const void *row, uint32_t *work, uint16_t *proba,
+                                  int32_t *out)
+{
+    (void)work;
+    (void)proba;
+    return es_shrubs_predict_raw((const es_shrubs *)model, (const uint8_t *)row, out);
+}
+
 static es_status es_bls_engine_learn(const void *model, const void *row, int32_t target)
 {
     return es_bls_learn((const es_bls *)model, (const float *)row, (uint8_t)target);
@@ -163,6 +176,7 @@ static es_status es_hst_engine_output_anomaly(const void *model, const void *row
 
 static const es_engine_learner es_engine_learners[] = {
     { "es_shrubs", "classification", sizeof(es_shrubs), sizeof(es_shrubs_config), sizeof(es_shrubs_counters), es_shrubs_engine_learn, es_shrubs_engine_proba, es_shrubs_engine_output },
+    { "es_shrubs", "regression", sizeof(es_shrubs), sizeof(es_shrubs_config), sizeof(es_shrubs_counters), es_shrubs_engine_learn_regression, NULL, es_shrubs_engine_output_regression },
     { "es_bls", "classification", sizeof(es_bls), sizeof(es_bls_config), sizeof(es_bls_counters), es_bls_engine_learn, es_bls_engine_proba, es_bls_engine_output },
     { "es_bls", "regression", sizeof(es_bls), sizeof(es_bls_config), sizeof(es_bls_counters), es_bls_engine_learn_regression, NULL, es_bls_engine_output_regression },
     { "es_hoeffding", "classification", sizeof(es_hoeffding), sizeof(es_hoeffding_config), sizeof(es_hoeffding_counters), es_hoeffding_engine_learn, es_hoeffding_engine_proba, es_hoeffding_engine_output },
@@ -172,6 +186,6 @@ static const es_engine_learner es_engine_learners[] = {
     { "es_hst", "anomaly", sizeof(es_hst), sizeof(es_hst_config), sizeof(es_hst_counters), es_hst_engine_learn_anomaly, NULL, es_hst_engine_output_anomaly },
 };
 
-#define ES_ENGINE_N_LEARNERS 8
+#define ES_ENGINE_N_LEARNERS 9
 
 #endif

@@ -20,6 +20,26 @@ from libc.stdint cimport INT32_MAX, int16_t, int32_t, int64_t, uint8_t, uint16_t
 
 cnp.import_array()
 
+cdef extern from *:
+    """
+    #if defined(__SSE2__)
+    #include <emmintrin.h>
+    #endif
+    /* GL^2/HL + GR^2/HR - parent: the two quotients in one SSE2 division where there is one (each lane is the
+       IEEE quotient a scalar division gives, so the bits are the same), added in the same order. */
+    static inline double es_gbdt_split_gain(double gl, double hl, double gr, double hr, double parent)
+    {
+    #if defined(__SSE2__)
+        __m128d q = _mm_div_pd(_mm_set_pd(gr * gr, gl * gl), _mm_set_pd(hr, hl));
+        return (_mm_cvtsd_f64(q) + _mm_cvtsd_f64(_mm_unpackhi_pd(q, q))) - parent;
+    #else
+        return (gl * gl) / hl + (gr * gr) / hr - parent;
+    #endif
+    }
+    """
+    void __builtin_prefetch(const void *address) noexcept nogil
+    double es_gbdt_split_gain(double gl, double hl, double gr, double hr, double parent) noexcept nogil
+
 cdef enum:
     CAND = 0
     LEFT = 1
@@ -45,12 +65,16 @@ cdef double DERIV_ONE = 1073741824.0  # 2**30
 cdef double SCORE_ONE = 1024.0
 
 
-cdef inline double split_gain(int64_t GL, int64_t HL, int64_t G, int64_t H) noexcept nogil:
-    """Gain of a split: GL^2/HL + GR^2/HR - G^2/H, in double from the exact integer sums."""
-    cdef int64_t GR = G - GL
-    cdef int64_t HR = H - HL
-    cdef double gl = <double>GL, gr = <double>GR, g = <double>G
-    return (gl * gl) / <double>HL + (gr * gr) / <double>HR - (g * g) / <double>H
+cdef inline double parent_term(int64_t G, int64_t H) noexcept nogil:
+    """The last term of a node's split gains, G^2/H (computed once per node)."""
+    cdef double g = <double>G
+    return (g * g) / <double>H
+
+
+cdef inline double split_gain(int64_t GL, int64_t HL, int64_t G, int64_t H, double parent) noexcept nogil:
+    """Gain of a split: GL^2/HL + GR^2/HR - G^2/H, in double from the exact integer sums (``parent``: the node's
+    :func:`parent_term`)."""
+    return es_gbdt_split_gain(<double>GL, <double>HL, <double>(G - GL), <double>(H - HL), parent)
 
 
 cdef inline int16_t quantize_score(double v, double unit) noexcept nogil:
@@ -228,11 +252,11 @@ cdef inline int best_candidate(const int64_t[:, ::1] sums, int64_t G, int64_t H,
     none."""
     cdef Py_ssize_t c
     cdef int best = -1
-    cdef double gain, top = 0.0
+    cdef double gain, top = 0.0, parent = parent_term(G, H)
     for c in range(sums.shape[0]):
         if sums[c, 2] < min_leaf or N - sums[c, 2] < min_leaf:
             continue
-        gain = split_gain(sums[c, 0], sums[c, 1], G, H)
+        gain = split_gain(sums[c, 0], sums[c, 1], G, H, parent)
         if best < 0 or gain > top:
             best = <int>c
             top = gain
@@ -240,12 +264,31 @@ cdef inline int best_candidate(const int64_t[:, ::1] sums, int64_t G, int64_t H,
     return best
 
 
+cdef inline void prefetch_left_sums(const int64_t[:, :, ::1] nodes, const int64_t[:, :, :, ::1] slots, Py_ssize_t t,
+                                    int64_t u) noexcept nogil:
+    """Ask the cache for the left sums of node ``u`` of tree ``t`` if it splits (a hint: it changes no value). The
+    updates are bound by memory (every path node's sums are scattered over the pool), so the next node's are
+    fetched while the current one's are added to."""
+    cdef const char *start
+    cdef Py_ssize_t b
+    if nodes[t, u, CAND] < 0:
+        return
+    start = <const char *>&slots[t, nodes[t, u, SLOT], 0, 0]
+    for b in range(0, slots.shape[2] * 3 * 8, 64):
+        __builtin_prefetch(start + b)
+
+
 cdef void route_rows(int64_t[:, :, ::1] nodes, int64_t[:, :, :, ::1] slots, int t, const uint8_t[:, ::1] Xb,
                      const int32_t[:, ::1] g, const int32_t[:, ::1] h, int16_t[:, ::1] leaf,
                      const int64_t[::1] rows, int sign, const int32_t[::1] cand_feat, const int32_t[::1] cand_start,
                      const uint8_t[::1] cand_thr, uint8_t[::1] touched) noexcept nogil:
-    cdef Py_ssize_t i, f, row, F = Xb.shape[1]
-    cdef int64_t u, s, c, gr, hr
+    """Add (sign +1, recording each row's leaf) or remove (sign -1) the stored derivatives of ``rows`` in the sums
+    of tree ``t`` on each row's path: the node totals and the left sums of every candidate the row goes left at
+    (for each feature the candidates from the last one down while the threshold is at least the row's bin, one run
+    of adjacent slot entries added through a pointer); marks the nodes passed in ``touched``."""
+    cdef Py_ssize_t i, f, row, F = Xb.shape[1], first, end
+    cdef int64_t u, w, s, c, gr, hr
+    cdef int64_t *left
     cdef uint8_t v
     for i in range(rows.shape[0]):
         row = rows[i]
@@ -261,41 +304,55 @@ cdef void route_rows(int64_t[:, :, ::1] nodes, int64_t[:, :, :, ::1] slots, int 
             if c < 0:
                 break
             s = nodes[t, u, SLOT]
+            w = nodes[t, u, LEFT] if Xb[row, cand_feat[c]] <= cand_thr[c] else nodes[t, u, RIGHT]
+            prefetch_left_sums(nodes, slots, t, w)  # fetched while this node's are added to
             for f in range(F):
                 v = Xb[row, f]
-                c = cand_start[f + 1] - 1
-                while c >= cand_start[f] and cand_thr[c] >= v:
-                    slots[t, s, c, 0] += gr
-                    slots[t, s, c, 1] += hr
-                    slots[t, s, c, 2] += sign
-                    c -= 1
-            c = nodes[t, u, CAND]
-            u = nodes[t, u, LEFT] if Xb[row, cand_feat[c]] <= cand_thr[c] else nodes[t, u, RIGHT]
+                end = cand_start[f + 1]
+                first = end
+                while first > cand_start[f] and cand_thr[first - 1] >= v:
+                    first -= 1
+                left = &slots[t, s, first, 0]
+                for c in range(end - first):
+                    left[0] += gr
+                    left[1] += hr
+                    left[2] += sign
+                    left += 3
+            u = w
         if sign > 0:
             leaf[t, row] = <int16_t>u
 
 
 cdef bint keeps(const int64_t[:, :, ::1] nodes, const int64_t[:, :, :, ::1] slots, int t, int64_t u,
                 double alpha, int64_t min_leaf) noexcept nogil:
+    """Whether node ``u`` keeps its split: the split is valid and fewer than ``max(1, ceil(alpha * valid))`` valid
+    candidates have a strictly larger gain. The valid candidates are counted first (integers only), so that the
+    gains stop being computed as soon as that many are larger; the node's :func:`parent_term` is computed once."""
     cdef int64_t G = nodes[t, u, SUM_G], H = nodes[t, u, SUM_H], N = nodes[t, u, SUM_N]
     cdef int64_t s = nodes[t, u, SLOT], cur = nodes[t, u, CAND]
     cdef Py_ssize_t c, C = slots.shape[2]
-    cdef int64_t valid = 0, above = 0
-    cdef double gain, own, allowed
-    if slots[t, s, cur, 2] < min_leaf or N - slots[t, s, cur, 2] < min_leaf:
+    cdef const int64_t *left = &slots[t, s, 0, 0]
+    cdef int64_t valid = 0, above = 0, count
+    cdef double parent, own, allowed
+    if left[3 * cur + 2] < min_leaf or N - left[3 * cur + 2] < min_leaf:
         return False
-    own = split_gain(slots[t, s, cur, 0], slots[t, s, cur, 1], G, H)
     for c in range(C):
-        if slots[t, s, c, 2] < min_leaf or N - slots[t, s, c, 2] < min_leaf:
-            continue
-        valid += 1
-        gain = split_gain(slots[t, s, c, 0], slots[t, s, c, 1], G, H)
-        if gain > own:
-            above += 1
+        count = left[3 * c + 2]
+        valid += count >= min_leaf and N - count >= min_leaf
     allowed = ceil(alpha * <double>valid)
     if allowed < 1.0:
         allowed = 1.0
-    return <double>above < allowed
+    parent = parent_term(G, H)
+    own = split_gain(left[3 * cur], left[3 * cur + 1], G, H, parent)
+    for c in range(C):
+        count = left[3 * c + 2]
+        if count < min_leaf or N - count < min_leaf:
+            continue
+        if split_gain(left[3 * c], left[3 * c + 1], G, H, parent) > own:
+            above += 1
+            if <double>above >= allowed:
+                return False
+    return True
 
 
 cdef void leaf_values(int64_t[:, :, ::1] nodes, int t, double scale, double unit) noexcept nogil:
@@ -471,6 +528,8 @@ cdef class Booster:
             self.touched[:] = 0
             route_rows(self.nodes, self.slots, t, self.Xb, self.g, self.h, self.leaf, rows, sign, self.cand_feat,
                        self.cand_start, self.cand_thr, self.touched)
+            if t + 1 < self.nodes.shape[0]:  # the next tree's root, fetched during this tree's checks
+                prefetch_left_sums(self.nodes, self.slots, t + 1, 0)
             head = 0
             tail = 1
             self.queue[0] = 0

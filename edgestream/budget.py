@@ -205,16 +205,17 @@ def compiled(board, files: dict[str, str], sources: list[str], roots,
                 subprocess.run([board.toolchain.cc, *targets.COMPILE_FLAGS, *board.toolchain.cflags, "-I", tmp, "-c",
                                 str(Path(tmp) / source), "-o", str(obj)], check=True, capture_output=True)
                 calls.update(targets.call_graph(targets.tool(board, "objdump", "-dr", "--no-show-raw-insn", obj)))
+                calls.update(targets.table_references(targets.tool(board, "objdump", "-r", obj)))
                 for name, (kind, size, _) in targets.read_elf(obj)[1].items():
                     if kind == "FUNC" or name.startswith("es_"):  # functions and the runtime's constant tables
                         functions[name], where[name] = size, source
         except (OSError, subprocess.CalledProcessError, targets.ToolchainMissing):
             return None
         frames = {usage.function: usage.bytes for usage in targets.stack_usage(Path(tmp), functions)}
-    for caller, callees in (indirect or {}).items():
-        if caller in calls:
-            calls[caller] |= callees & set(functions)
     reached = reachable(calls, functions if roots is None else roots) & set(functions)
+    for caller, callees in (indirect or {}).items():  # the callees the roots reach (through a table or a pointer)
+        if caller in calls:
+            calls[caller] |= callees & reached
     code = {source: sum(functions[f] for f in reached if where[f] == source) for source in sources}
     stack = max(targets.worst_stack(calls, frames, functions if roots is None else roots).values(), default=0)
     return code, stack, calls, functions, frames
@@ -231,17 +232,26 @@ def reachable(calls: dict[str, set[str]], roots) -> set[str]:
 
 
 API_DECLARATION = re.compile(r"\b(es_\w+)\s*\(")
+REBUILD_CALLS = {CLASSIFICATION: "rebuild", REGRESSION: "rebuild_target"}
+
+
+def other_task_calls(state, task: str) -> set[str]:
+    """The runtime functions of ``state``'s tasks other than ``task``: their learn and predict calls, and the
+    rebuild of a runtime with one per task (``<prefix>_rebuild`` / ``<prefix>_rebuild_target``, each reaching its
+    own task's steps alone)."""
+    others = [other for other in state.tasks if other != task]
+    return ({state.call(other, kind) for other in others for kind in (0, 1)}
+            | {f"{state.prefix}_{REBUILD_CALLS[other]}" for other in others if other in REBUILD_CALLS})
 
 
 def compiled_runtime(spec, board, n_features: int, n_classes: int, task: str = CLASSIFICATION) -> Runtime | None:
     """A configuration not trained yet: the code its runtime's public functions reach (every variant of the
-    runtime: an upper bound; the state-image ones, ``*_validate`` and ``es_image.h``, apart; the learn and predict
-    calls of the state's other tasks left out) and their deepest call chain under a bound of the wrapper's
+    runtime: an upper bound; the state-image ones, ``*_validate`` and ``es_image.h``, apart; the learn, predict and
+    rebuild calls of the state's other tasks left out) and their deepest call chain under a bound of the wrapper's
     frame."""
     runtime = runtime_sources(runtime_modules(spec, task))
     sources = [p.name for p in runtime if p.suffix == ".c"]
-    others = {spec.state.call(other, kind) for other in spec.state.tasks if other != task
-              for kind in (0, 1)} if spec.state is not None else set()
+    others = other_task_calls(spec.state, task) if spec.state is not None else set()
     key = hashlib.sha256(json.dumps([board.name, board.toolchain.cc, board.toolchain.cflags, sources,
                                      sorted(others)]).encode()
                          + b"".join(p.read_bytes() for p in runtime_sources())).hexdigest()
@@ -251,7 +261,7 @@ def compiled_runtime(spec, board, n_features: int, n_classes: int, task: str = C
                                                       if f.endswith("_validate")}
         roots = set().union(*declared.values()) - images - others
         files = {p.name: p.read_text() for p in runtime_sources()}
-        built = compiled(board, files, sources, roots)
+        built = compiled(board, files, sources, roots, targets.indirect_calls("model"))
         if built is None:
             _RUNTIME_CACHE[key] = None
         else:

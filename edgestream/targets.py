@@ -394,10 +394,38 @@ def call_graph(disassembly: str) -> dict[str, set[str]]:
     return calls
 
 
+TABLE_SECTION = re.compile(r"^RELOCATION RECORDS FOR \[\.(?:rodata|progmem\.data|data\.rel\.ro(?:\.local)?)\.(\w+)\]:$")
+TABLE_ENTRY = re.compile(r"^[0-9a-f]+\s+R_\w+\s+(?:\.text\.)?([A-Za-z_]\w*)")
+
+
+def table_references(relocations: str) -> dict[str, set[str]]:
+    """Constant table -> the functions it points to, from ``objdump -r`` of an object compiled with
+    -fdata-sections (a table of function pointers calls nothing itself, but whatever reaches it links them)."""
+    tables, current = {}, None
+    for line in relocations.splitlines():
+        if line.startswith("RELOCATION RECORDS FOR"):
+            match = TABLE_SECTION.match(line)
+            current = tables.setdefault(match[1], set()) if match else None
+        elif current is not None and (match := TABLE_ENTRY.match(line)):
+            current.add(match[1])
+    return tables
+
+
+SHRUBS_PAIR_UPDATE = {"es_pair_update", "es_pair_update_codes"}
+SHRUBS_TRAINING = {"es_scan_level", "es_scan_level_codes", "es_new_shrub_terms", "es_new_shrub_terms_codes"}
+
+
 def indirect_calls(name: str) -> dict[str, set[str]]:
     """Calls through function pointers, which no disassembly shows: ``es_forest_predict_inline`` calls the inline
-    walk of a bundle exported for speed (``<name>_walk``)."""
-    return {"es_forest_predict_inline": {f"{name}_walk"}}
+    walk of a bundle exported for speed (``<name>_walk``); the shrubs' learning calls its task's steps (the
+    functions of es_shrubs.c that call through its table, and those they may be inlined into). Only the callees
+    that a firmware links (or that its entry points reach) count."""
+    return {"es_forest_predict_inline": {f"{name}_walk"},
+            "es_learn_row": SHRUBS_PAIR_UPDATE, "es_learn_oldest": SHRUBS_PAIR_UPDATE, "es_shrubs_learn": SHRUBS_PAIR_UPDATE,
+            "es_shrubs_learn_target": SHRUBS_PAIR_UPDATE,
+            "es_rebuild": SHRUBS_PAIR_UPDATE, "es_shrubs_rebuild": SHRUBS_PAIR_UPDATE,
+            "es_shrubs_rebuild_target": SHRUBS_PAIR_UPDATE, "es_train_level": SHRUBS_TRAINING,
+            "es_train_piece": SHRUBS_TRAINING, "es_job_piece": SHRUBS_TRAINING}
 
 
 def worst_stack(calls: dict[str, set[str]], frames: dict[str, int], functions) -> dict[str, int]:

@@ -78,9 +78,9 @@ SECTIONS: dict[str, list[Case]] = {
         c("fit text_target.csv --label label --task regression -o m.esm", 2,
           "the target of row 0 is 'a', not a number: a regressor needs numbers (--task classification for labels)"),
         c("fit inf_target.csv --label label -o m.esm", 2, "the target of row 7 is inf; a regressor needs finite numbers"),
-        c("fit fractions.csv --label label --learner shrubs -o m.esm", 2,
-          "learner 'shrubs' has no regression form yet; the learners with one: tree, forest, gbdt, bls, hoeffding, "
-          "irf, axgb"),
+        c("fit fractions.csv --label label --learner hst --task regression -o m.esm", 2,
+          "learner 'hst' has no regression form yet; the learners with one: tree, forest, gbdt, shrubs, bls, "
+          "hoeffding, irf, axgb"),
         c("fit fractions.csv --label label --learner gbdt --max-leaves 1 -o m.esm", 2,
           "max_leaves=1 must be an integer from 2 to 255"),
         c("fit fractions.csv --label label --learner bls --ram 8KiB --classes 1,2 -o m.esm", 2,

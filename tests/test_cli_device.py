@@ -63,7 +63,7 @@ def test_budget_text_json_and_html(capsys, tmp_path, sea):
     argv = ["budget", "--learner", "shrubs", "--board", "stm32f411", "--ram", "8KiB", "--features", 3, "--classes", 2]
     code, out, _ = run(capsys, *argv)
     assert code == 0 and out.startswith("shrubs on stm32f411: window_size=64, max_shrubs=16, max_depth=4")
-    assert "RAM: 7,384 of 8,192 bytes" in out and "\n  fits\n" in out  # an upper bound (tests/test_budget.py)
+    assert "RAM: 7,360 of 8,192 bytes" in out and "\n  fits\n" in out  # an upper bound (tests/test_budget.py)
     code, out, _ = run(capsys, *argv, "--window", 32, "--json")
     report = json.loads(out)
     assert code == 0 and report["fits"] and report["config"]["window_size"] == 32 and report["ram_budget"] == 8192
@@ -318,8 +318,8 @@ REGRESSION_KEYS = {"n", "mae", "rmse", "r2", "mismatches", "bundle", "target", "
 
 @pytest.fixture(scope="module")
 def friedman(tmp_path_factory):
-    """40 rows of Friedman #1 (5 features) and a forest, a BLS and an AXGB regressor fitted and exported through the
-    CLI."""
+    """40 rows of Friedman #1 (5 features) and a forest, a BLS, a shrubs and an AXGB regressor fitted and exported
+    through the CLI."""
     from sklearn.datasets import make_friedman1
 
     X, y = make_friedman1(40, n_features=5, noise=1.0, random_state=4)
@@ -328,6 +328,7 @@ def friedman(tmp_path_factory):
     bundles = {}
     for learner, options in (("forest", ["--n-trees", 3, "--max-depth", 4]),
                              ("bls", ["--task", "regression", "--feature-nodes", 4, "--enhancement-nodes", 6]),
+                             ("shrubs", ["--task", "regression", "--window", 12, "--shrubs", 4, "--max-depth", 3]),
                              ("axgb", ["--task", "regression", "--members", 3, "--window-min", 4, "--window-max", 8,
                                        "--max-depth", 2, "--max-bins", 8])):
         model = out / f"{learner}.esm"
@@ -357,11 +358,12 @@ def test_simulate_a_forest_regressor_on_the_boards(capsys, friedman, board, wher
 
 
 @pytest.mark.parametrize("board", ["stm32f411", "rp2040", "atmega2560"])
-@pytest.mark.parametrize("learner", ["bls", "axgb"])
+@pytest.mark.parametrize("learner", ["bls", "shrubs", "axgb"])
 def test_simulate_a_learning_regressor_on_the_boards(capsys, friedman, board, learner):
-    """Test-then-train from the exported state on Cortex-M4F (FPU), Cortex-M0 and AVR (soft float32): the C
-    learns every row's int16 target code (AXGB: buffers it and trains members on its windows, spread over the
-    calls) and predicts Python's raw output on every row."""
+    """Test-then-train from the exported state on Cortex-M4F (FPU), Cortex-M0 and AVR (soft float32 for BLS;
+    shrubs in integers, growing new shrubs on the device; AXGB buffers rows and trains members on its windows,
+    spread over the calls): the C learns every row's int16 target code and predicts Python's raw output on every
+    row."""
     _, _, path, bundles = friedman
     argv = ["simulate", bundles[learner], path, "--label", "label", "--learn", "--json"]
     host = json.loads(run(capsys, *argv)[1])

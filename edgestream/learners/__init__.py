@@ -5,7 +5,7 @@
 | tree      | TreeClassifier          | TreeRegressor   | frozen                                          | es_infer                              |
 | forest    | ForestClassifier        | ForestRegressor | frozen                                          | es_infer                              |
 | gbdt      | OnlineGBDTClassifier    | OnlineGBDTRegressor | frozen (additive leaves; add/delete rows on the host) | es_fixed, es_infer          |
-| shrubs    | ShrubEnsemble           |                 | keeps learning (window)                         | es_binning, es_tree, es_cart, es_shrubs |
+| shrubs    | ShrubEnsemble           | ShrubRegressor  | keeps learning (window)                         | es_binning, es_tree, es_cart, es_shrubs |
 | bls       | OnlineBLSClassifier     | OnlineBLSRegressor | keeps learning (factor)                      | es_f32, es_fixed, es_bls            |
 | hoeffding | HoeffdingTreeClassifier | HoeffdingTreeRegressor | keeps learning (node pool)                      | es_f32, es_fixed, es_hoeffding        |
 | irf       | IncrementalRandomForest | IncrementalRandomForestRegressor | keeps learning (node pools)                     | es_f32, es_fixed, es_hoeffding        |
@@ -14,12 +14,13 @@
 | hst       | (anomaly: HalfSpaceTrees) |               | keeps learning (two windows of masses)          | es_hst                                |
 
 A regressor (:mod:`edgestream.task`) is the learner's form for the regression task, a detector its form for the
-anomaly task, in the same module and entry.
+anomaly task, in the same entry (the regressors of shrubs and hoeffding/irf in their own
+modules, :mod:`.shrubs_regressor` and :mod:`.hoeffding_regression`, which give the entries).
 """
 
 from __future__ import annotations
 
-from . import axgb, axgb_regression, bls, forest, gbdt, hoeffding, hoeffding_regression, hst, imported, shrubs, tree
+from . import axgb, axgb_regression, bls, forest, gbdt, hoeffding, hoeffding_regression, hst, imported, shrubs_regressor, tree
 from .axgb import AdaptiveXGBoost
 from .axgb_regression import AdaptiveXGBoostRegressor
 from .base import LearnerSpec, Option, missing_rule, model_input
@@ -32,11 +33,12 @@ from .hoeffding import HoeffdingTreeClassifier, IncrementalRandomForest
 from .hst import HalfSpaceTrees
 from .imported import ImportedClassifier, ImportedRegressor
 from .shrubs import ShrubEnsemble
+from .shrubs_regressor import ShrubRegressor
 from .stream import is_fitted, register_with_river
 from .tree import BinnedClassifier, TreeClassifier, TreeRegressor
 
 REGISTRY: dict[str, LearnerSpec] = {spec.name: spec for spec in (
-    tree.SPEC, forest.SPEC, gbdt.SPEC, shrubs.SPEC, bls.SPEC, hoeffding_regression.HT_SPEC,
+    tree.SPEC, forest.SPEC, gbdt.SPEC, shrubs_regressor.SPEC, bls.SPEC, hoeffding_regression.HT_SPEC,
     hoeffding_regression.FOREST_SPEC, axgb_regression.AXGB_SPEC, imported.SPEC, hst.SPEC)}
 TRAINABLE = [name for name, spec in REGISTRY.items() if spec.trainable]
 register_with_river([spec.cls for spec in REGISTRY.values() if spec.online and spec.cls is not None],
@@ -91,6 +93,6 @@ __all__ = ["REGISTRY", "TRAINABLE", "AdaptiveXGBoost", "AdaptiveXGBoostRegressor
            "HalfSpaceTrees", "HoeffdingTreeClassifier", "HoeffdingTreeRegressor", "ImportedClassifier",
            "ImportedRegressor", "IncrementalRandomForest", "IncrementalRandomForestRegressor", "LearnerSpec",
            "OnlineBLSClassifier", "OnlineBLSRegressor", "OnlineGBDTClassifier", "OnlineGBDTRegressor", "Option",
-           "ShrubEnsemble", "TreeClassifier", "ForestRegressor", "TreeRegressor", "by_class_name", "class_named",
+           "ShrubEnsemble", "ShrubRegressor", "TreeClassifier", "ForestRegressor", "TreeRegressor", "by_class_name", "class_named",
            "for_task", "get", "is_fitted", "missing_rule", "model_input",
            "of_model"]

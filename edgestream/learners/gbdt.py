@@ -239,9 +239,9 @@ class InPlaceGBDT:
         if n + count > self.rows_alive_.shape[0]:
             self._allocate_rows(n + count + headroom(n + count))
         rows = np.arange(n, n + count, dtype=np.int64)
-        self.rows_binned_[rows] = self.bins_.transform(X)
-        self.rows_label_[rows] = self._labels_of(y)
-        self.rows_alive_[rows] = 1
+        self.rows_binned_[n:n + count] = self.bins_.transform(X)
+        self.rows_label_[n:n + count] = self._labels_of(y)
+        self.rows_alive_[n:n + count] = 1
         self.n_rows_ = n + count
         retrained = self._booster().update(rows, 1)
         self._changed("add", count, retrained, started)
@@ -283,8 +283,7 @@ class InPlaceGBDT:
         return rows
 
     def _changed(self, action: str, count: int, retrained: int, started: float) -> None:
-        self.__dict__.pop("_ensemble", None)
-        self.ensemble_  # rebuilt once here, not during a prediction
+        self.__dict__["_ensemble"] = self._build_ensemble(validate=False)  # once here, not during a prediction
         self.last_update_ = {"action": action, "rows": count, "retrained_nodes": retrained,
                              "seconds": time.perf_counter() - started}
 
@@ -303,7 +302,10 @@ class InPlaceGBDT:
             self.__dict__["_ensemble"] = self._build_ensemble()
         return self.__dict__["_ensemble"]
 
-    def _build_ensemble(self) -> TreeEnsemble:
+    def _build_ensemble(self, validate: bool = True) -> TreeEnsemble:
+        """The ensemble of the tree pool, laid out breadth first (children after their parent, by construction);
+        ``validate=False`` after an add or a delete, which change splits and leaves only: the tree count and the
+        base scores, the rest of what :meth:`TreeEnsemble.validate` checks, stay as they were at ``fit``."""
         S = self.n_scores_
         feature, threshold, child, roots, leaves = _gbdt.ensemble_tables(self.tree_nodes_, self.cand_feature_,
                                                                          self.cand_threshold_, S, LEAF_FEATURE)
@@ -311,7 +313,8 @@ class InPlaceGBDT:
         nodes["feature"], nodes["threshold"], nodes["child"] = feature, threshold, child
         ensemble = TreeEnsemble(nodes, roots, np.ones(len(roots), dtype=np.uint16), leaves, self.bins_.n_features,
                                 "additive", self._base_scores())
-        ensemble.validate()
+        if validate:
+            ensemble.validate()
         return ensemble
 
     # ------------------------------------------------------------------------------------- memory and files

@@ -120,6 +120,7 @@ import numpy as np
 
 from ..costs import CostTerms
 from ..state import Field, RegionSpec, StateSpec
+from ..task import CLASSIFICATION, REGRESSION
 from ..tree import CRITERIA, LEAF_FEATURE, Q15_ONE, TreeEnsemble, tree_in_slot
 from .base import (ALLOW_MISSING, TREE_OPTIONS, WORK_PER_CALL, BinnedOnlineLearner, DeviceState, Estimator,
                    LearnerSpec, Option, check_integer, restore_regions, step_size)
@@ -197,12 +198,18 @@ def _slots(config: dict) -> int:
     return config["max_shrubs"] + 1
 
 
+def _target_bytes(config: dict) -> int:
+    """Bytes of a row's target: a label, or a regressor's (one value per leaf) int16 code."""
+    return 2 if config["n_classes"] == 1 else 1
+
+
 STATE = StateSpec(
     prefix="es_shrubs",
     title="Shrub Ensembles",
+    tasks=(CLASSIFICATION, REGRESSION),
     config=(
-        Field("n_features", "uint8_t"), Field("n_classes", "uint8_t"), Field("max_depth", "uint8_t"),
-        Field("criterion", "uint8_t", "ES_GINI or ES_ENTROPY"), Field("window_size", "uint16_t", "B"),
+        Field("n_features", "uint8_t"), Field("n_classes", "uint8_t", "values per leaf: the classes, 1 for a regressor"),
+        Field("max_depth", "uint8_t"), Field("criterion", "uint8_t", "ES_GINI or ES_ENTROPY (a regressor: unused)"), Field("window_size", "uint16_t", "B"),
         Field("max_shrubs", "uint16_t", "M; the pool has M + 1 slots"), Field("min_samples_leaf", "uint16_t"),
         Field("burnin", "uint16_t", "gradient steps per new shrub"), Field("update_every", "uint16_t"),
         Field("step_q16", "uint32_t", "gradient step in Q16; 0 = adaptive, 65536 / (shrubs + 1)"),
@@ -229,10 +236,12 @@ STATE = StateSpec(
     ),
     regions=(
         RegionSpec("window_bins", "window", "uint8_t", lambda c: c["window_size"] * c["n_features"], "B x features"),
-        RegionSpec("window_labels", "window", "uint8_t", lambda c: c["window_size"], "B"),
+        RegionSpec("window_labels", "window", "uint8_t", lambda c: c["window_size"] * _target_bytes(c),
+                   "B (a regressor: 2 B, int16 target codes, low byte first)"),
         RegionSpec("queue_bins", "queue", "uint8_t", lambda c: c["queue_size"] * c["n_features"],
                    "queue x features: rows waiting to be learned"),
-        RegionSpec("queue_labels", "queue", "uint8_t", lambda c: c["queue_size"], "queue"),
+        RegionSpec("queue_labels", "queue", "uint8_t", lambda c: c["queue_size"] * _target_bytes(c),
+                   "queue (a regressor: 2 x queue)"),
         RegionSpec("sorted_rows", "window", "uint16_t", lambda c: c["n_features"] * c["window_size"],
                    "features x B: window rows by (bin, row)"),
         RegionSpec("nodes", "node pool", "es_node", lambda c: _slots(c) * _nodes_per_shrub(c),
@@ -291,10 +300,10 @@ def pair_terms(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (products & UINT32) >> 15
 
 
-def window_pair_sums(h: np.ndarray, others: np.ndarray) -> np.ndarray:
-    """Gram entries of one shrub with others over the window: ``sum_rows pair_term(h[row], others[row, j])``
+def window_pair_sums(h: np.ndarray, others: np.ndarray, terms=pair_terms) -> np.ndarray:
+    """Gram entries of one shrub with others over the window: ``sum_rows terms(h[row], others[row, j])``
     (uint32), for leaf rows ``h`` [rows, C] and ``others`` [rows, K, C]."""
-    return pair_terms(h[:, None, :], others)[:, 0, :].sum(axis=0) & UINT32
+    return terms(h[:, None, :], others)[:, 0, :].sum(axis=0) & UINT32
 
 
 # -- shrub training: CART on the window's bins ------------------------------------------------------------------
@@ -367,11 +376,18 @@ def best_splits(bins, labels, node_of, counts, criterion: str, min_samples_leaf:
     allowed = (left.sum(axis=1) >= min_samples_leaf) & (right.sum(axis=1) >= min_samples_leaf)
     node, feature, threshold = node[allowed], feature[allowed], threshold[allowed]
     key = split_keys(left[allowed], right[allowed], criterion)
+    return choose_splits(node, feature, threshold, key, node_keys(counts, criterion))
+
+
+def choose_splits(node, feature, threshold, key, parent_key):
+    """Every node's best candidate (``key``: larger is better; ties to the first, the lowest feature then
+    threshold, in the candidates' order), kept if strictly better than its parent's ``parent_key``: the feature
+    and threshold of the split of every node (feature -1: the node stays a leaf)."""
     by_node = np.lexsort((-key, node))  # stable: among equal scores the lowest feature, then threshold first
     best = by_node[np.unique(node[by_node], return_index=True)[1]]  # every node's first of its sorted list
-    best = best[key[best] > node_keys(counts, criterion)[node[best]]]  # strictly better than the parent
-    split_feature = np.full(len(counts), -1)
-    split_threshold = np.zeros(len(counts), dtype=np.int64)
+    best = best[key[best] > parent_key[node[best]]]  # strictly better than the parent
+    split_feature = np.full(len(parent_key), -1)
+    split_threshold = np.zeros(len(parent_key), dtype=np.int64)
     split_feature[node[best]] = feature[best]
     split_threshold[node[best]] = threshold[best]
     return split_feature, split_threshold
@@ -398,8 +414,8 @@ def route_rows(bins, node_of, feature, threshold, first_child) -> np.ndarray:
 def gradient_steps(weights, gram, label_sum, alpha_q16: int, n_rows: int, n_classes: int, burnin: int):
     """``burnin`` Jacobi steps on the window's MSE (module docstring) from the candidates' Q15 ``weights``,
     with their ``gram`` [K, K] and ``label_sum`` [K] (uint32); int64 weights."""
-    gram = gram.astype(np.int32).astype(np.int64)  # the C reads the Gram sums as int32
-    target = label_sum.astype(np.int64) << 15
+    gram = gram.astype(np.int32).astype(np.int64)  # the C reads the Gram and label sums as int32
+    target = label_sum.astype(np.int32).astype(np.int64) << 15
     scale = (alpha_q16 << 15) // (n_rows * n_classes)
     w = np.asarray(weights, dtype=np.int64)
     for _ in range(burnin):
@@ -512,7 +528,7 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
 
     def units(self, n_features: int, n_classes: int | None = None) -> dict:
         """:func:`piece_units` of this configuration (classes: the set ones, else ``n_classes``, else 2)."""
-        c = len(self.classes_) if n_classes is None and hasattr(self, "classes_") else (n_classes or 2)
+        c = self._columns if n_classes is None and hasattr(self, self._output_attribute) else (n_classes or 2)
         return piece_units(self.window_size, self.max_shrubs, self.max_depth, self.burnin, n_features, c)
 
     def min_work_per_call(self, n_features: int, n_classes: int | None = None) -> int:
@@ -548,7 +564,7 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
     def device_config(self, n_features: int | None = None, n_classes: int | None = None) -> dict:
         """The values of the C ``es_shrubs_config`` (features and classes default to the fitted ones)."""
         d = self.n_features_ if n_features is None else n_features
-        c = len(self.classes_) if n_classes is None else n_classes
+        c = self._columns if n_classes is None else n_classes
         queue = self.queue_size(d, c)
         if queue > 65535:
             raise ValueError(f"the queue of pending rows needs {queue} rows, at most 65535")
@@ -582,7 +598,7 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
         for the layout), the tables 2-D: window_bins [B, d], sorted_rows [d, B], leaf_values [leaf rows, C],
         leaf_index [B, M + 1], gram [M + 1, M + 1]."""
         self._drop_engine()
-        d, c, slots = self.n_features_, len(self.classes_), self.max_shrubs + 1
+        d, c, slots = self.n_features_, self._columns, self.max_shrubs + 1
         arrays = self.layout().zeros()
         shapes = {"window_bins": (self.window_size, d), "sorted_rows": (d, self.window_size),
                   "leaf_values": (-1, c), "leaf_index": (self.window_size, slots), "gram": (slots, slots)}
@@ -626,7 +642,7 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
                 and since_update < self.update_every and (count == self.window_size or head == count)):
             raise ValueError(f"inconsistent counters head={head} count={count} shrubs={n_shrubs} "
                              f"since_update={since_update}")
-        queue = len(self.queue_labels)
+        queue = len(self.queue_targets)
         if not (pending < queue and queue_head < queue and phase <= WEIGHTS
                 and (phase == IDLE or count > 0)
                 and job_level < (max(self.max_depth, 1) if phase == TRAIN else 1)):
@@ -636,8 +652,7 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
         active = (self.roots[:n_shrubs].astype(np.int64) // self.nodes_per_shrub).tolist()
         if job_slot != 0 if phase == IDLE else job_slot > self.max_shrubs or job_slot in active:
             raise ValueError(f"job_slot={job_slot} must be {'0 without a job' if phase == IDLE else 'a free slot'}")
-        if (self.queue_labels >= len(self.classes_)).any():
-            raise ValueError("queue labels out of range")
+        self._check_targets(self.queue_targets, "queue")
         roots = self.roots[:n_shrubs].astype(np.int64)
         slots = roots // self.nodes_per_shrub
         if ((roots % self.nodes_per_shrub).any() or len(set(roots.tolist())) != n_shrubs
@@ -646,15 +661,65 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
         if not all(tree_in_slot(self.nodes, int(slot), self.nodes_per_shrub, self.leaves_per_shrub, self.n_features_)
                    for slot in slots):
             raise ValueError("an active shrub's nodes or leaves leave its pool slot")
-        if (self.window_labels >= len(self.classes_)).any():
-            raise ValueError("window labels out of range")
+        self._check_targets(self.window_targets, "window")
         if n_shrubs:
-            leaves = TreeEnsemble(self.nodes, self.roots[:n_shrubs], self.weights[:n_shrubs], self.leaf_values,
-                                  self.n_features_).validate()
-            if len(self.classes_) == 2 and (self.leaf_values[leaves].astype(np.int64).sum(axis=1) != Q15_ONE).any():
-                raise ValueError(f"the two class probabilities of a leaf must sum to {Q15_ONE}, as learned leaves do")
+            self._check_leaves(self._ensemble(n_shrubs).validate())
         self._counters[:] = arrays["counters"]
         self.rebuild_caches()
+
+    # -- the task's parts (a classifier's here; ShrubRegressor has a regressor's) ------------------------------
+
+    @property
+    def _columns(self) -> int:
+        """Values per leaf (C): the classes."""
+        return len(self.classes_)
+
+    @property
+    def window_targets(self) -> np.ndarray:
+        """The window rows' targets: their labels."""
+        return self.window_labels
+
+    @property
+    def queue_targets(self) -> np.ndarray:
+        return self.queue_labels
+
+    def _check_code(self, label: int) -> None:
+        if not 0 <= label < len(self.classes_):
+            raise ValueError(f"label index {label} is outside 0..{len(self.classes_) - 1}")
+
+    def _check_targets(self, targets: np.ndarray, where: str) -> None:
+        if (targets >= len(self.classes_)).any():
+            raise ValueError(f"{where} labels out of range")
+
+    def _ensemble(self, n: int | None = None) -> TreeEnsemble:
+        """The first ``n`` shrubs (default: the active ones) as a tree ensemble."""
+        n = self.n_shrubs if n is None else n
+        return TreeEnsemble(self.nodes, self.roots[:n], self.weights[:n], self.leaf_values, self.n_features_)
+
+    def _check_leaves(self, leaves: np.ndarray) -> None:
+        """The leaf rows the active shrubs reach: 2-class leaves complementary, as learned ones are."""
+        if self._columns == 2 and (self.leaf_values[leaves].astype(np.int64).sum(axis=1) != Q15_ONE).any():
+            raise ValueError(f"the two class probabilities of a leaf must sum to {Q15_ONE}, as learned leaves do")
+
+    def _tag_labels(self, n: int) -> np.ndarray:
+        """What a row's node_of tag carries beside its node while a shrub grows: its label."""
+        return self.window_labels[:n].astype(np.int64)
+
+    def _may_split(self, counts: np.ndarray) -> np.ndarray:
+        """The level's nodes (class counts [nodes, C]) that may split: those of two classes or more."""
+        return (counts > 0).sum(axis=1) > 1
+
+    def _best_splits(self, bins, labels, node_of, counts):
+        return best_splits(bins, labels, node_of, counts, self.criterion, self.min_samples_leaf)
+
+    @staticmethod
+    def _pair_terms(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return pair_terms(a, b)
+
+    @staticmethod
+    def _label_terms(h: np.ndarray, labels: np.ndarray) -> np.ndarray:
+        """Label terms [rows, K] of rows with leaf values ``h`` [rows, K, C]: each leaf's value of the row's label."""
+        return h[np.arange(len(h)), :, np.asarray(labels, dtype=np.int64)].astype(np.int64)
 
     # -- the state's parts -----------------------------------------------------------------------------------
 
@@ -681,12 +746,12 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
         """Window row ``row`` was written: its terms in the Gram sums and label sums of the active ``slots`` move
         from the row it replaced (``(leaf values [K, C], label)``, None when the window was not full)."""
         h = self._cached_leaf_values(row, slots)
-        gram_change = pair_terms(h, h)
-        label_change = h[:, self.window_labels[row]].astype(np.int64)
+        gram_change = self._pair_terms(h, h)
+        label_change = self._label_terms(h[None], self.window_targets[row:row + 1])[0]
         if replaced is not None:
-            old, old_label = replaced
-            gram_change -= pair_terms(old, old)
-            label_change -= old[:, old_label]
+            old, old_target = replaced
+            gram_change -= self._pair_terms(old, old)
+            label_change -= self._label_terms(old[None], np.array([old_target]))[0]
         block = np.ix_(slots, slots)
         self.gram[block] = (self.gram[block] + gram_change) & UINT32
         self.label_sum[slots] = (self.label_sum[slots] + label_change) & UINT32
@@ -706,8 +771,8 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
         its leaves (their values, their rows' leaf in ``leaf_index``, their rows' Gram diagonal and label terms),
         then the next level's rows in ``node_of`` (``node << 8 | label``, :data:`NO_NODE` in a leaf; the rows of
         the last level keep theirs) and class totals in ``split_counts``; the shrub done, the job goes on."""
-        n, c = self.count, len(self.classes_)
-        bins, labels = self.window_bins[:n], self.window_labels[:n].astype(np.int64)
+        n, c = self.count, self._columns
+        bins, labels = self.window_bins[:n], self._tag_labels(n)
         if self.job_level == 0:
             self.node_of[:n] = labels
             self.split_counts[:c] = np.bincount(labels, minlength=c)
@@ -718,11 +783,11 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
         node_of = np.where(tags == NO_NODE, -1, tags >> 8)
         counts = self.split_counts[: size * c].reshape(size, c).astype(np.int64)
         feature, threshold = np.full(size, -1), np.zeros(size, dtype=np.int64)
-        may_split = ((counts > 0).sum(axis=1) > 1) & (counts.sum(axis=1) >= 2 * self.min_samples_leaf)
+        may_split = self._may_split(counts) & (counts.sum(axis=1) >= 2 * self.min_samples_leaf)
         last = self.job_level == self.max_depth
         if not last and may_split.any():
             playing = np.where((node_of >= 0) & may_split[np.maximum(node_of, 0)], node_of, -1)
-            feature, threshold = best_splits(bins, labels, playing, counts, self.criterion, self.min_samples_leaf)
+            feature, threshold = self._best_splits(bins, labels, playing, counts)
         is_split = feature >= 0
         first_child = np.where(is_split, 2 * np.cumsum(is_split) - 2, -1)  # within the next level
         leaf = self.n_leaves + np.cumsum(~is_split) - 1  # of the nodes that stay leaves
@@ -731,7 +796,7 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
             self.nodes[node_base + first + v] = ((int(feature[v]), int(threshold[v]),
                                                   node_base + self.n_nodes + int(first_child[v])) if is_split[v]
                                                  else (LEAF_FEATURE, 0, leaf_base + int(leaf[v])))
-        self._grow_leaves(slot, counts[~is_split], leaf[~is_split])
+        self._grow_leaves(slot, counts[~is_split], leaf[~is_split], np.flatnonzero(~is_split), node_of)
         in_leaf = (node_of >= 0) & ~is_split[np.maximum(node_of, 0)]
         self.leaf_index[:n, slot][in_leaf] = leaf[node_of[in_leaf]]
         splits = int(is_split.sum())
@@ -744,9 +809,11 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
         if splits == 0:  # the shrub is done
             self._set(phase=TERMS, job_level=0, level_first=0, level_size=0, n_nodes=0, n_leaves=0)
 
-    def _grow_leaves(self, slot: int, counts: np.ndarray, leaves: np.ndarray) -> None:
-        """Leaves with class counts ``counts`` [L, C] at the shrub's leaf rows ``leaves``: their values, and their
-        rows' terms added to the new shrub's Gram diagonal entry and label sum."""
+    def _grow_leaves(self, slot: int, counts: np.ndarray, leaves: np.ndarray, nodes: np.ndarray,
+                     node_of: np.ndarray) -> None:
+        """Leaves with class counts ``counts`` [L, C] at the shrub's leaf rows ``leaves`` (the level's ``nodes``,
+        which hold the rows of ``node_of``): their values, and their rows' terms added to the new shrub's Gram
+        diagonal entry and label sum."""
         values = leaf_values(counts)
         self.leaf_values[slot * self.leaves_per_shrub + leaves] = values
         own = (((values.astype(np.int64) ** 2).sum(axis=1) & UINT32) >> 15) * counts.sum(axis=1)
@@ -757,10 +824,10 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
         """The new shrub's Gram row and column against the active shrubs."""
         window = slice(0, self.count)
         h = self._cached_leaf_values(window, np.array([slot]))[:, 0]
-        column = window_pair_sums(h, self._cached_leaf_values(window, active))
+        column = window_pair_sums(h, self._cached_leaf_values(window, active), self._pair_terms)
         self.gram[slot, active] = column
         self.gram[active, slot] = column
-        if len(self.classes_) == 2:  # the runtime keeps the rows' class-0 values in node_of, free after CART
+        if self._columns == 2:  # the runtime keeps the rows' class-0 values in node_of, free after CART
             self.node_of[window] = h[:, 0]
 
     def _update_weights(self, candidates: np.ndarray) -> None:
@@ -769,7 +836,7 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
         weights = np.append(self.weights[: self.n_shrubs].astype(np.int64), 0)
         alpha = self.step_q16 or 65536 // (len(candidates) + 1)
         weights = gradient_steps(weights, self.gram[np.ix_(candidates, candidates)], self.label_sum[candidates],
-                                 alpha, self.count, len(self.classes_), self.burnin)
+                                 alpha, self.count, self._columns, self.burnin)
         kept = prox(weights.tolist(), self.max_shrubs)
         for i, (k, weight) in enumerate(kept):
             self.roots[i] = candidates[k] * self.nodes_per_shrub
@@ -786,8 +853,8 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
         self.leaf_index[:n, active] = self._leaves(self.window_bins[:n], active) - (active << self.max_depth)
         h = self._cached_leaf_values(slice(0, n), active)
         for i, slot in enumerate(active):
-            self.gram[slot, active] = window_pair_sums(h[:, i], h)
-        self.label_sum[active] = h[np.arange(n), :, self.window_labels[:n]].astype(np.int64).sum(axis=0) & UINT32
+            self.gram[slot, active] = window_pair_sums(h[:, i], h, self._pair_terms)
+        self.label_sum[active] = self._label_terms(h, self.window_targets[:n]).sum(axis=0) & UINT32
         self._replay_job()
 
     def _replay_job(self) -> None:
@@ -809,8 +876,7 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
         to ``work_per_call`` units of pending work run (all of it with 0); the units run are kept in
         ``last_units_`` (host only, for tests and reports)."""
         self._check_ready()
-        if not 0 <= label < len(self.classes_):
-            raise ValueError(f"label index {label} is outside 0..{len(self.classes_) - 1}")
+        self._check_code(label)
         bins = np.asarray(bins, dtype=np.uint8)
         if bins.shape != (self.n_features_,):
             raise ValueError(f"a binned row has shape {bins.shape}, expected ({self.n_features_},)")
@@ -826,12 +892,12 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
 
     def _enqueue(self, bins: np.ndarray, label: int) -> None:
         """The row waits at the queue's end (a queue kept full, which only a crafted state can hold, drops it)."""
-        size = len(self.queue_labels)
+        size = len(self.queue_targets)
         if self.pending == size:
             return
         at = (self.queue_head + self.pending) % size
         self.queue_bins[at] = bins
-        self.queue_labels[at] = label
+        self.queue_targets[at] = label
         self._set(pending=self.pending + 1)
 
     def _run_piece(self, piece: str) -> None:
@@ -853,14 +919,14 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
     def _learn_oldest(self, active: np.ndarray) -> None:
         """The oldest pending row enters the window (the caches follow); every ``update_every`` rows a new-shrub
         job starts."""
-        at, size = self.queue_head, len(self.queue_labels)
-        bins, label = self.queue_bins[at].copy(), int(self.queue_labels[at])
+        at, size = self.queue_head, len(self.queue_targets)
+        bins, label = self.queue_bins[at].copy(), int(self.queue_targets[at])
         self._set(pending=self.pending - 1, queue_head=(at + 1) % size)
         head = self.head
         full = self.count == self.window_size
-        replaced = (self._cached_leaf_values(head, active), int(self.window_labels[head])) if full else None
+        replaced = (self._cached_leaf_values(head, active), int(self.window_targets[head])) if full else None
         self.window_bins[head] = bins
-        self.window_labels[head] = label
+        self.window_targets[head] = label
         self._set(head=(head + 1) % self.window_size, count=min(self.count + 1, self.window_size))
         self._sort_window_rows()
         self.leaf_index[head, active] = self._leaves(bins[None], active)[0] - (active << self.max_depth)
@@ -874,11 +940,10 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
     def predict_proba_bins(self, bins: np.ndarray) -> np.ndarray:
         """Q15 probabilities of binned rows, as the device computes them."""
         bins = np.ascontiguousarray(np.atleast_2d(bins), dtype=np.uint8)
-        n_classes, n = len(self.classes_), self.n_shrubs
-        if n == 0:
+        n_classes = len(self.classes_)
+        if self.n_shrubs == 0:
             return np.full((len(bins), n_classes), Q15_ONE // n_classes, dtype=np.uint16)
-        ensemble = TreeEnsemble(self.nodes, self.roots[:n], self.weights[:n], self.leaf_values, self.n_features_)
-        return ensemble.predict_proba_q15(bins)
+        return self._ensemble().predict_proba_q15(bins)
 
 
 def shrubs_context(learner: ShrubEnsemble, name: str, optimize: str = "speed") -> dict:
