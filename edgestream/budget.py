@@ -15,6 +15,12 @@ configuration not trained yet, the code its runtime's public functions reach (an
 chain under a bound of the wrapper's frame (its locals, every register a function may save and the return address,
 rounded up to the frame alignment), so a plan is never below the exported model's figures.
 
+The figures, named the same in every output (defined in docs/tutorials/plan-the-memory.md, "The memory figures"):
+*model state* (the learning state's struct), *RAM at peak* (model state + image sequence number + the deepest
+call's stack + on AVR the tables read from RAM), *flash* (tables + the state's initial image + code); each either
+*exact* (a trained model: its bundle's) or *a bound* (a configuration not trained yet). `edgestream build` adds the
+*firmware* figures, the whole linked program with its harness.
+
 Time and energy of an online learner come from the two owners of their figures: :mod:`edgestream.costs`
 (instructions per prediction and per learn call on the board's core, mean and worst) and the board profile (its
 clock and, where its datasheet gives them, the active current and supply voltage, ``[energy]``). From them the
@@ -45,6 +51,8 @@ from .task import CLASSIFICATION, REGRESSION, output_context, task_of
 from .tree import CLASSES, FEATURES
 from .units import BYTES
 
+MEMORY_TERMS = "docs/tutorials/plan-the-memory.md#the-memory-figures"  # where the figures below are defined
+STATE_GROUPS_OUTSIDE = ("stack", "tables", "checkpoint")  # RAM groups that are not the learning state
 STACK_NOTE = ("stack is the deepest call chain of one call as compiled for the board (GCC's -fstack-usage frames "
               "over the call graph of the objects); `edgestream build` measures it on the linked firmware")
 
@@ -115,18 +123,23 @@ class Budget:
     code_measured: bool = False
     notes: list[str] = field(default_factory=list)
     time: DeviceTime | None = None  # online learners with a cost model for the board's core
+    exact: bool = False  # a trained model's figures (its bundle's); else a bound of a configuration not trained
 
     @property
     def ram_bytes(self) -> int:
+        """RAM at peak: the model state, the image sequence number, the deepest call's stack and (AVR) the tables
+        the runtime reads from RAM."""
         return sum(item.bytes for item in self.ram)
 
     @property
     def state_bytes(self) -> int:
-        """The static learning state alone (what the ELF's ``<name>_memory`` holds), padding included."""
-        return sum(item.bytes for item in self.ram if item.group not in ("stack", "tables", "checkpoint"))
+        """The model state: the static learning state alone (what the ELF's ``<name>_memory`` holds), padding
+        included."""
+        return sum(item.bytes for item in self.ram if item.group not in STATE_GROUPS_OUTSIDE)
 
     @property
     def flash_bytes(self) -> int:
+        """Flash: the constant tables, the state's initial image and the code."""
         return sum(item.bytes for item in self.flash)
 
     @property
@@ -134,14 +147,42 @@ class Budget:
         return self.ram_bytes <= self.ram_budget and (self.flash_budget is None or
                                                       self.flash_bytes <= self.flash_budget)
 
+    @property
+    def basis(self) -> str:
+        """What the figures are: a trained model's exact ones or a bound of a configuration not trained yet."""
+        return "exact, of the trained model's bundle" if self.exact else "a bound, of the configuration untrained"
+
+    def ram_parts(self) -> dict[str, int]:
+        """RAM at peak, part by part (the parts that hold bytes)."""
+        parts = {"model state": self.state_bytes, "image sequence": _sum(self.ram, "checkpoint"),
+                 "stack": _sum(self.ram, "stack"), "tables in RAM": _sum(self.ram, "tables")}
+        return {name: size for name, size in parts.items() if size}
+
+    def flash_parts(self) -> dict[str, int]:
+        """Flash, part by part (the parts that hold bytes)."""
+        parts = {name: _sum(self.flash, name) for name in ("tables", "state image", "code")}
+        return {name: size for name, size in parts.items() if size}
+
+    def figures(self) -> str:
+        """The memory figures in one line with their relation: ``RAM at peak 5,704 = model state 5,536 + stack
+        168; flash 7,604 = tables 1,000 + ...`` (terms: :data:`MEMORY_TERMS`)."""
+        def relation(total: int, parts: dict[str, int]) -> str:
+            return f"{total:,} = " + " + ".join(f"{name} {size:,}" for name, size in parts.items())
+
+        return (f"RAM at peak {relation(self.ram_bytes, self.ram_parts())}; "
+                f"flash {relation(self.flash_bytes, self.flash_parts())}")
+
     def to_json(self) -> dict:
         fields = {key: value for key, value in asdict(self).items() if key != "time"}
-        return {**fields, "ram_bytes": self.ram_bytes, "flash_bytes": self.flash_bytes, "fits": self.fits,
+        return {**fields, "model_state_bytes": self.state_bytes, "ram_at_peak_bytes": self.ram_bytes,
+                "flash_bytes": self.flash_bytes, "ram_at_peak_parts": self.ram_parts(),
+                "flash_parts": self.flash_parts(), "basis": self.basis, "terms": MEMORY_TERMS, "fits": self.fits,
                 **(self.time.to_json() if self.time else {})}
 
     def to_text(self) -> str:
-        lines = [f"{self.learner} on {self.board}: " + ", ".join(f"{k}={v}" for k, v in self.config.items())]
-        for title, items, total, budget in (("RAM", self.ram, self.ram_bytes, self.ram_budget),
+        lines = [f"{self.learner} on {self.board}: " + ", ".join(f"{k}={v}" for k, v in self.config.items()),
+                 f"  {self.figures()} ({self.basis}; terms: {MEMORY_TERMS})"]
+        for title, items, total, budget in (("RAM at peak", self.ram, self.ram_bytes, self.ram_budget),
                                             ("flash", self.flash, self.flash_bytes, self.flash_budget)):
             share = f"of {budget:,} bytes ({100 * total / budget:.1f}%)" if budget else "bytes (no limit)"
             lines.append(f"  {title}: {total:,} {share}")
@@ -150,6 +191,10 @@ class Budget:
         lines += [f"  {line}" for line in (self.time.lines() if self.time else [])]
         lines += [f"  note: {note}" for note in self.notes]
         return "\n".join(lines)
+
+
+def _sum(items: list[Item], group: str) -> int:
+    return sum(item.bytes for item in items if item.group == group)
 
 
 @dataclass(frozen=True)
@@ -452,7 +497,8 @@ def estimate(spec, board, model, n_features: int, n_classes: int, ram: int, flas
     timing = device_time(spec, board, model.get_params(), n_features, n_classes, notes)
     return Budget(spec.name, board.name, size_config(spec, model, n_features, n_classes), model.get_params(),
                   state + sequence + [call_stack(runtime, n_features, n_classes)] + copied,
-                  tables + image + code_flash(runtime), ram, flash, runtime is not None, notes, timing)
+                  tables + image + code_flash(runtime), ram, flash, runtime is not None, notes, timing,
+                  fitted and runtime is not None)
 
 
 def device_time(spec, board, params: dict, n_features: int, n_classes: int, notes: list[str]) -> DeviceTime | None:

@@ -35,7 +35,7 @@ import numpy as np
 
 from . import __version__, learners, missing, parity, targets
 from .boards import list_boards, load_board
-from .budget import of_model, plan
+from .budget import MEMORY_TERMS, of_model, plan
 from .checkpoint import SEQUENCE
 from .data import N_SAMPLES, STREAMS, device_input, load_table, make_stream, write_csv
 from .encoding import OPTIMIZE
@@ -448,8 +448,7 @@ def run_fit(args) -> int:
     if not spec.learning:
         print(frozen_note(spec, task_of(model)))
     if trained.budget is not None:
-        print(f"budget on {trained.budget.board}: {trained.budget.ram_bytes:,} bytes of RAM, "
-              f"{trained.budget.flash_bytes:,} bytes of flash")
+        print(f"memory on {trained.budget.board} ({trained.budget.basis}): {trained.budget.figures()}")
     if trained.search is not None:
         print(trained.search.to_text())
     return 0
@@ -827,15 +826,17 @@ def build_text(r) -> str:
     state_name = f"{r.bundle}_memory"
     tables = ", ".join(f"{name} {size.bytes:,}" for name, size in r.objects.items() if name != state_name)
     flash = f"of {r.flash_bytes:,}" if r.flash_bytes else "(no flash limit)"
+    stack = r.stack_max.get("main", 0)
     return "\n".join([
         f"{r.bundle} for {r.board}: {r.elf}",
         f"  text {r.text:,}, data {r.data:,}, bss {r.bss:,} bytes ({r.stack_reserved:,} of bss reserved for the stack)",
-        f"  flash {r.flash_used:,} {flash}; RAM at peak {r.ram_peak:,} of {r.ram_bytes:,} (static data and bss, "
-        f"deepest stack in place of the reservation)",
-        f"  code {r.code_bytes:,} bytes; model tables {r.tables_bytes:,} bytes: {tables}"
+        f"  firmware, the whole linked program with its harness ({MEMORY_TERMS}): flash {r.flash_used:,} {flash} = "
+        f"text {r.text:,} + data {r.data:,}; RAM at peak {r.ram_peak:,} of {r.ram_bytes:,} = data {r.data:,} + bss "
+        f"{r.bss - r.stack_reserved:,} + stack {stack:,} (the deepest chain from main, in place of the reservation)",
+        f"  the model in it: code {r.code_bytes:,} bytes; tables {r.tables_bytes:,} bytes: {tables}"
         + (f" ({r.tables_in_ram:,} of them copied to RAM)" if r.tables_in_ram else ""),
-        f"  state {r.state_bytes:,} bytes ({state_name})" if r.state_bytes is not None
-        else "  state: none (a frozen model)",
+        f"  model state {r.state_bytes:,} bytes ({state_name})" if r.state_bytes is not None
+        else "  model state: none (a frozen model)",
         "  stack of each API function (deepest call chain): "
         + ", ".join(f"{function} {size:,}" for function, size in r.stack_max.items()),
         "  fits" if r.fits else "  DOES NOT FIT"])
