@@ -35,11 +35,11 @@ import json
 import os
 import re
 import subprocess
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from . import cache, emit, learners, targets
-from .boards import Energy
+from .boards import Energy, Flash
 from .costs import CallCost, calibrated_cores, call_cost
 from .emit import wrapper_stack_bytes
 from .checkpoint import image_layout
@@ -51,6 +51,8 @@ from .task import CLASSIFICATION, REGRESSION, output_context, task_of
 from .tree import CLASSES, FEATURES
 from .units import BYTES
 
+DEFAULT_NAME = "model"  # export's default --name
+NAME = "NAME_"  # in a note, the bundle's C prefix (Budget.name)
 MEMORY_TERMS = "docs/tutorials/plan-the-memory.md#the-memory-figures"  # where the figures below are defined
 STATE_GROUPS_OUTSIDE = ("stack", "tables", "checkpoint")  # RAM groups that are not the learning state
 STACK_NOTE = ("stack is the deepest call chain of one call as compiled for the board (GCC's -fstack-usage frames "
@@ -74,6 +76,29 @@ class DeviceTime:
     cost: CallCost
     clock_hz: int
     energy: Energy | None  # None: the board profile has no energy figures
+    flash: Flash | None = None  # the board's flash (its wait states at the clock), None without the figures
+
+    def cycles(self) -> dict[str, dict[str, float]]:
+        """Cycles per sample, mean and worst: at one instruction per cycle (``fastest``) and, where the board's
+        flash has wait states, with every instruction fetch waiting them (``every_fetch_waiting``)."""
+        per_sample = {key: self.cost.per_sample(worst=key == "worst") for key in ("mean", "worst")}
+        cycles = {"fastest": per_sample}
+        if self.flash is not None and self.flash.wait_states:
+            cycles["every_fetch_waiting"] = {key: value * (1 + self.flash.wait_states)
+                                             for key, value in per_sample.items()}
+        return cycles
+
+    def microseconds(self) -> dict[str, dict[str, float]]:
+        """:meth:`cycles` at the board's clock."""
+        return {case: {key: value / self.clock_hz * 1e6 for key, value in values.items()}
+                for case, values in self.cycles().items()}
+
+    def wait_states_text(self) -> str:
+        if self.flash is None:
+            return "flash wait states: no figures for this board"
+        if self.flash.wait_states is None:
+            return f"flash wait states: none apply ({self.flash.source})"
+        return f"{self.flash.wait_states} flash wait states at {self.clock_hz / 1e6:g} MHz ({self.flash.source})"
 
     def rates(self) -> dict[str, float]:
         """The highest sample rates the board sustains: on average (rows buffered during a long call) and when every
@@ -89,18 +114,31 @@ class DeviceTime:
 
     def to_json(self) -> dict:
         energy = self.microjoules()
-        return {**self.cost.to_json(), "samples_per_second": self.rates(),
+        return {**self.cost.to_json(), "samples_per_second": self.rates(), "cycles_per_sample": self.cycles(),
+                "microseconds_per_sample": self.microseconds(),
+                "flash_wait_states": self.flash.wait_states if self.flash else None,
                 "energy_estimate_uj_per_sample": energy,
                 "energy_source": self.energy.source if energy else "no energy figures for this board"}
 
     def lines(self) -> list[str]:
-        """The report's lines: instructions, sample rates and the energy estimate (or that there is none)."""
-        rates, energy, cost = self.rates(), self.microjoules(), self.cost
+        """The report's lines: instructions, time per sample, sample rates and the energy estimate."""
+        cost = self.cost
         lines = [f"{kind}: {calls.mean:,.0f} instructions on average, {calls.worst:,.0f} at worst (predicted by the "
                  f"learner's cost model)" for kind, calls in (("predict", cost.predict), ("learn", cost.learn))]
-        lines.append(f"highest sample rate at {self.clock_hz / 1e6:g} MHz (predict and learn each sample): "
-                     f"{rates['mean']:,.0f} samples/s on average, {rates['worst']:,.0f} if every sample must end "
-                     f"before the next")
+        cycles, micro = self.cycles(), self.microseconds()
+        waiting = (f"; with every instruction fetch waiting the flash, {cycles['every_fetch_waiting']['worst']:,.0f} "
+                   f"cycles, {micro['every_fetch_waiting']['worst']:,.1f} µs" if "every_fetch_waiting" in cycles else "")
+        lines.append(f"time per sample at worst (predict and learn): {cycles['fastest']['worst']:,.0f} cycles, "
+                     f"{micro['fastest']['worst']:,.1f} µs at {self.clock_hz / 1e6:g} MHz and one instruction per "
+                     f"cycle{waiting}; {self.wait_states_text()}")
+        return lines + self.rate_lines()
+
+    def rate_lines(self) -> list[str]:
+        """The highest sample rates and the energy estimate (or that there is none)."""
+        rates, energy = self.rates(), self.microjoules()
+        lines = [f"highest sample rate at {self.clock_hz / 1e6:g} MHz (predict and learn each sample): "
+                 f"{rates['mean']:,.0f} samples/s on average, {rates['worst']:,.0f} if every sample must end "
+                 f"before the next"]
         if energy is None:
             return lines + ["energy per sample: no energy figures for this board"]
         return lines + [f"energy per sample, an estimate: {energy['mean']:.3g} µJ on average, {energy['worst']:.3g} "
@@ -124,6 +162,8 @@ class Budget:
     notes: list[str] = field(default_factory=list)
     time: DeviceTime | None = None  # online learners with a cost model for the board's core
     exact: bool = False  # a trained model's figures (its bundle's); else a bound of a configuration not trained
+    checkpoint: dict | None = None  # learning bundles with state images: the image and its two slots in flash
+    name: str = DEFAULT_NAME  # the bundle's C prefix, in the notes' function names
 
     @property
     def ram_bytes(self) -> int:
@@ -172,11 +212,27 @@ class Budget:
         return (f"RAM at peak {relation(self.ram_bytes, self.ram_parts())}; "
                 f"flash {relation(self.flash_bytes, self.flash_parts())}")
 
+    def sections(self) -> dict[str, int]:
+        """The model's static RAM by section: ``.data`` (an initialized state, tables copied to RAM) and ``.bss``
+        (an all-zero state, the image sequence)."""
+        image = _sum(self.flash, "state image")
+        return {".data": image + _sum(self.ram, "tables"),
+                ".bss": self.state_bytes - image + _sum(self.ram, "checkpoint")}
+
+    def named(self, name: str) -> Budget:
+        """This budget for the bundle named ``name`` (its notes' function names)."""
+        return replace(self, name=name)
+
+    @property
+    def shown_notes(self) -> list[str]:
+        return [note.replace(NAME, f"{self.name}_") for note in self.notes]
+
     def to_json(self) -> dict:
         fields = {key: value for key, value in asdict(self).items() if key != "time"}
+        fields["notes"] = self.shown_notes
         return {**fields, "model_state_bytes": self.state_bytes, "ram_at_peak_bytes": self.ram_bytes,
                 "flash_bytes": self.flash_bytes, "ram_at_peak_parts": self.ram_parts(),
-                "flash_parts": self.flash_parts(), "basis": self.basis, "terms": MEMORY_TERMS, "fits": self.fits,
+                "flash_parts": self.flash_parts(), "sections": self.sections(), "basis": self.basis, "terms": MEMORY_TERMS, "fits": self.fits,
                 **(self.time.to_json() if self.time else {})}
 
     def to_text(self) -> str:
@@ -188,8 +244,11 @@ class Budget:
             lines.append(f"  {title}: {total:,} {share}")
             lines += [f"    {item.name:<16} {item.group:<10} {item.bytes:>9,}" for item in items]
         lines.append("  fits" if self.fits else "  DOES NOT FIT")
+        lines.append("  static RAM by section: " + ", ".join(f"{name} {size:,}" for name, size in self.sections().items()))
+        if self.checkpoint:
+            lines.append(f"  checkpoint: {slots_text(self.checkpoint)}")
         lines += [f"  {line}" for line in (self.time.lines() if self.time else [])]
-        lines += [f"  note: {note}" for note in self.notes]
+        lines += [f"  note: {note}" for note in self.shown_notes]
         return "\n".join(lines)
 
 
@@ -451,7 +510,7 @@ def estimate(spec, board, model, n_features: int, n_classes: int, ram: int, flas
     packed = is_avr(board)
     tables = [Item(name, "tables", size)
               for name, size in spec.tables(model, n_features, n_classes, pointer_bytes(board), packed, optimize)]
-    state, image, sequence, notes = [], [], [], [STACK_NOTE]
+    state, image, sequence, notes, checkpoint = [], [], [], [STACK_NOTE], None
     if spec.state is not None:
         layout = spec.state.layout(model.device_config(n_features, n_classes))
         state = [Item(name, group, size) for name, group, size in layout.groups(packed)]
@@ -465,6 +524,7 @@ def estimate(spec, board, model, n_features: int, n_classes: int, ram: int, flas
     if spec.state is not None and spec.checkpoints:
         sequence = [Item("image sequence", "checkpoint", 4)]
         reset_bytes = image_layout(layout).payload_bytes if image_bytes else 0
+        checkpoint = slots(board, image_layout(layout).image_bytes)
         if reset_bytes:
             notes.append(f"NAME_reset, when an application calls it, links a copy of the exported state's image: "
                          f"{reset_bytes:,} more bytes of flash")
@@ -498,7 +558,26 @@ def estimate(spec, board, model, n_features: int, n_classes: int, ram: int, flas
     return Budget(spec.name, board.name, size_config(spec, model, n_features, n_classes), model.get_params(),
                   state + sequence + [call_stack(runtime, n_features, n_classes)] + copied,
                   tables + image + code_flash(runtime), ram, flash, runtime is not None, notes, timing,
-                  fitted and runtime is not None)
+                  fitted and runtime is not None, checkpoint)
+
+
+def slots(board, image_bytes: int) -> dict:
+    """A state image of ``image_bytes`` (header included) and the flash its two checkpoint slots take in the
+    board's erase sectors (:meth:`edgestream.boards.Flash.slots`; none without the board's sector figures)."""
+    if board.flash is None:
+        return {"image_bytes": image_bytes, "sector_bytes": None}
+    sector, per_slot, total = board.flash.slots(image_bytes)
+    return {"image_bytes": image_bytes, "sector_bytes": sector or None, "sectors_per_slot": per_slot,
+            "flash_bytes": total, "sectors": board.flash.layout_text(), "source": board.flash.source}
+
+
+def slots_text(slot: dict) -> str:
+    image = f"a state image of {slot['image_bytes']:,} bytes"
+    if slot["sector_bytes"]:
+        return (f"{image}; two slots take {slot['sectors_per_slot']} sector(s) of {slot['sector_bytes']:,} bytes each, "
+                f"{slot['flash_bytes']:,} bytes of flash")
+    return f"{image}; " + ("no run of the part's sectors holds two slots" if "sectors" in slot
+                           else "no flash sector figures for this board")
 
 
 def device_time(spec, board, params: dict, n_features: int, n_classes: int, notes: list[str]) -> DeviceTime | None:
@@ -510,7 +589,7 @@ def device_time(spec, board, params: dict, n_features: int, n_classes: int, note
             notes.append(f"time per call not predicted: the {spec.name} cost model is not calibrated for "
                          f"{board.name}'s core ({board.arch})")
         return None
-    return DeviceTime(cost, board.clock_hz, board.energy)
+    return DeviceTime(cost, board.clock_hz, board.energy, board.flash)
 
 
 def plan(learner: str, board, n_features: int, n_classes: int, ram: int | None = None, flash: int | None = None,

@@ -263,6 +263,9 @@ def build_parser() -> argparse.ArgumentParser:
     budget.add_argument("--bundle", metavar="BUNDLE_DIR",
                         help="an exported bundle of the planned model: build it for the board and show predicted "
                              "against measured sizes")
+    budget.add_argument("--measured", metavar="COUNTS.json",
+                        help="the JSON of simulate --instructions --json on the planned model's bundle: its counted "
+                             "instructions (QEMU) or cycles (simavr) per call beside the predicted ones")
     budget.set_defaults(run=run_budget)
 
     build = commands.add_parser("build", help="cross-compile a bundle for a board and report sizes and stack")
@@ -764,13 +767,15 @@ def run_budget(args) -> int:
         model, optimize = bundle_model(budget, args.bundle)
         sizes = compare_sizes(of_model(model, board, budget.ram_budget, budget.flash_budget, optimize),
                               targets.build(args.bundle, board))
+        budget = budget.named(read_manifest(args.bundle)["name"])
+    counted = measured_counts(args.measured, board) if args.measured else None
     curve = found.curve() if found else {}
     if args.html:
-        html_report(budget, args.html, curve, sizes, provenance(args.data, len(X) if X is not None else None),
-                    search=found)
+        html_report(budget, args.html, curve, sizes, provenance(args.data, len(X) if X is not None else None, board),
+                    search=found, counted=counted)
     if args.json:
         print(json.dumps({**budget.to_json(), **({"search": found.to_json(), "curve": curve} if found else {}),
-                          **({"measured": sizes} if sizes else {})}))
+                          **({"measured": sizes} if sizes else {}), **({"counted": counted} if counted else {})}))
         return 0
     print(budget.to_text())
     if found:
@@ -780,9 +785,37 @@ def run_budget(args) -> int:
                   + ", ".join(f"{ram // 1024} KiB {score:.4f}" for ram, score in curve.items()))
     if sizes:
         print(sizes_text(sizes))
+    if counted:
+        print(counted_text(budget, counted))
     if args.html:
         print(f"report: {args.html}")
     return 0
+
+
+def measured_counts(path, board) -> dict:
+    """The counts per call of a ``simulate --instructions --json`` run on ``board``'s emulator."""
+    try:
+        run = json.loads(Path(path).read_text())
+        counts, unit = run["instructions"], run["unit"]
+    except OSError as error:
+        raise ValueError(f"--measured {path}: cannot read it: {error.strerror or error}") from None
+    except (ValueError, KeyError, TypeError):
+        raise ValueError(f"--measured {path}: not the JSON of simulate --instructions --json (no instructions "
+                         f"counted)") from None
+    if run.get("board") not in (None, board.name):
+        raise ValueError(f"--measured {path}: counted on {run['board']}, not on {board.name}")
+    return {"unit": unit, "rows": run.get("n"), "calls": counts}
+
+
+def counted_text(budget, counted: dict) -> str:
+    """Predicted against counted per call: mean and worst."""
+    lines = [f"predicted instructions vs {counted['unit']} counted by the emulator ({counted['rows']} rows):"]
+    for call, figures in counted["calls"].items():
+        cost = budget.time.cost if budget.time else None
+        predicted = None if cost is None else cost.learn if call == "learn" else cost.predict
+        shown = "no cost model" if predicted is None else f"{predicted.mean:,.0f} / {predicted.worst:,.0f}"
+        lines.append(f"  {call:<14} predicted {shown:>17}  counted {figures['mean']:,.0f} / {figures['worst']:,}")
+    return "\n".join(lines)
 
 
 def budget_shape(args, X, y, task: str) -> tuple[int, int]:
@@ -879,7 +912,8 @@ def run_demo(args) -> int:
         print(f"skipped {'the QEMU run' if sizes else 'the cross build and the QEMU run'}: {missing}")
     if sizes:
         print(sizes_text(sizes))
-    report = html_report(exported, out / "memory-report.html", sizes=sizes)
+    report = html_report(exported.named("demo"), out / "memory-report.html", sizes=sizes,
+                         origin=provenance(board=board))
     print(f"memory report: {report}")
     return EXIT_MISMATCH if mismatches else 0
 
