@@ -744,6 +744,7 @@ def run_budget(args) -> int:
         raise ValueError("--data and --label go together")
     if args.bundle:
         read_manifest(args.bundle)  # a bad bundle before any work
+    counted = measured_counts(args.measured, board) if args.measured else None
     X, y = load_data(args, args.data)[:2] if args.data else (None, None)
     task = infer_task(y) if y is not None else CLASSIFICATION
     n_features, n_classes = budget_shape(args, X, y, task)
@@ -768,7 +769,6 @@ def run_budget(args) -> int:
         sizes = compare_sizes(of_model(model, board, budget.ram_budget, budget.flash_budget, optimize),
                               targets.build(args.bundle, board))
         budget = budget.named(read_manifest(args.bundle)["name"])
-    counted = measured_counts(args.measured, board) if args.measured else None
     curve = found.curve() if found else {}
     if args.html:
         html_report(budget, args.html, curve, sizes, provenance(args.data, len(X) if X is not None else None, board),
