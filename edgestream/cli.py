@@ -888,7 +888,7 @@ def run_demo(args) -> int:
     print(f"demo: {STREAMS[args.stream].__doc__.splitlines()[0].rstrip('.')}; {len(X)} rows, {X.shape[1]} "
           f"features; {args.learner} for {board.name} ({board.cpu}, FPU {'yes' if board.fpu else 'no'}) "
           f"in {args.ram:,} bytes of RAM")
-    print(f"plan: {learner.summary()}; {budget.ram_bytes:,} bytes of RAM, {budget.flash_bytes:,} bytes of flash")
+    print(f"plan: {learner.summary()}; {budget.figures()} ({budget.basis})")
     learned = prequential(learner, X, y, DEMO_WINDOW, progress=True, desc="test-then-train")
     print(f"test-then-train in Python: accuracy {learned.accuracy:.4f} over {learned.n} rows "
           f"(bin edges from the first {min(BINS_ROWS, len(X))}), {learned.samples_per_second:,.0f} rows/s")

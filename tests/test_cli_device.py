@@ -228,6 +228,8 @@ def test_demo(capsys, tmp_path):
     assert "static state RAM" in out and f"memory report: {tmp_path / 'memory-report.html'}" in out
     page = (tmp_path / "memory-report.html").read_text()
     assert "Predicted against measured" in page and "data:image/png;base64," in page
+    assert "NAME_" not in page and "demo_reset, when an application calls it" in page and "<th>toolchain</th>" in page
+    assert "; RAM at peak " in next(line for line in out.splitlines() if line.startswith("plan: "))
     assert (tmp_path / "bundle" / "src" / "demo.h").is_file()
 
 
