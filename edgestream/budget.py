@@ -126,8 +126,9 @@ class DeviceTime:
         lines = [f"{kind}: {calls.mean:,.0f} instructions on average, {calls.worst:,.0f} at worst (predicted by the "
                  f"learner's cost model)" for kind, calls in (("predict", cost.predict), ("learn", cost.learn))]
         cycles, micro = self.cycles(), self.microseconds()
-        waiting = (f"; with every instruction fetch waiting the flash, {cycles['every_fetch_waiting']['worst']:,.0f} "
-                   f"cycles, {micro['every_fetch_waiting']['worst']:,.1f} µs" if "every_fetch_waiting" in cycles else "")
+        waiting = "" if "every_fetch_waiting" not in cycles else (
+            f"; with every instruction fetch waiting the flash, {cycles['every_fetch_waiting']['worst']:,.0f} cycles, "
+            f"{micro['every_fetch_waiting']['worst']:,.1f} µs")
         lines.append(f"time per sample at worst (predict and learn): {cycles['fastest']['worst']:,.0f} cycles, "
                      f"{micro['fastest']['worst']:,.1f} µs at {self.clock_hz / 1e6:g} MHz and one instruction per "
                      f"cycle{waiting}; {self.wait_states_text()}")
@@ -232,7 +233,8 @@ class Budget:
         fields["notes"] = self.shown_notes
         return {**fields, "model_state_bytes": self.state_bytes, "ram_at_peak_bytes": self.ram_bytes,
                 "flash_bytes": self.flash_bytes, "ram_at_peak_parts": self.ram_parts(),
-                "flash_parts": self.flash_parts(), "sections": self.sections(), "basis": self.basis, "terms": MEMORY_TERMS, "fits": self.fits,
+                "flash_parts": self.flash_parts(), "sections": self.sections(), "basis": self.basis,
+                "terms": MEMORY_TERMS, "fits": self.fits,
                 **(self.time.to_json() if self.time else {})}
 
     def to_text(self) -> str:
@@ -244,7 +246,8 @@ class Budget:
             lines.append(f"  {title}: {total:,} {share}")
             lines += [f"    {item.name:<16} {item.group:<10} {item.bytes:>9,}" for item in items]
         lines.append("  fits" if self.fits else "  DOES NOT FIT")
-        lines.append("  static RAM by section: " + ", ".join(f"{name} {size:,}" for name, size in self.sections().items()))
+        lines.append("  static RAM by section: "
+                     + ", ".join(f"{name} {size:,}" for name, size in self.sections().items()))
         if self.checkpoint:
             lines.append(f"  checkpoint: {slots_text(self.checkpoint)}")
         lines += [f"  {line}" for line in (self.time.lines() if self.time else [])]

@@ -390,8 +390,9 @@ def test_simulate_counts_a_regressors_calls(capsys, friedman, board, unit):
     assert code == 0 and "predict_raw mean " in last and "learn" not in last
 
 
-FIGURES_LINE = re.compile(r"^memory on stm32f411 \(exact, of the trained model's bundle\): RAM at peak (?P<ram>[\d,]+) = "
-                          r"(?P<ram_parts>[^;]+); flash (?P<flash>[\d,]+) = (?P<flash_parts>.+)$", re.MULTILINE)
+FIGURES_LINE = re.compile(r"^memory on stm32f411 \(exact, of the trained model's bundle\): "
+                          r"RAM at peak (?P<ram>[\d,]+) = (?P<ram_parts>[^;]+); "
+                          r"flash (?P<flash>[\d,]+) = (?P<flash_parts>.+)$", re.MULTILINE)
 
 
 def _parts(text: str) -> dict[str, int]:
@@ -465,6 +466,7 @@ def test_the_memory_report_to_sign_off(capsys, tmp_path, sea, bundles):
     measured = report["measured"]
     assert report["sections"] == {".data": measured["image_flash"]["measured"], ".bss": 4}
     assert "<td>.data</td><td>1,176</td>" in page
-    toolchain = subprocess.run(["arm-none-eabi-gcc", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
+    toolchain = subprocess.run(["arm-none-eabi-gcc", "--version"], capture_output=True,
+                               text=True).stdout.splitlines()[0]
     assert f"<th>toolchain</th><td>{toolchain}</td>" in page and "-mcpu=cortex-m4 -mthumb" in page
     assert re.search(r"<th>commit</th><td>[0-9a-f]{40}", page)
