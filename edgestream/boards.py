@@ -16,7 +16,11 @@ user can pass the path of their own. Fields (``?`` = optional):
   sizes), used to link the programs it runs;
 * ``[energy]?``: datasheet figures for the budget's energy estimate: ``active_current_ma`` (run-mode supply current
   at ``clock_hz``), ``supply_voltage`` (volts) and ``source`` (the datasheet, its section or table, and how the
-  figure was read). A board without them gets no energy estimate, never a guess.
+  figure was read). A board without them gets no energy estimate, never a guess;
+* ``[flash]?``: the datasheet's flash for the memory report: ``sector_sizes`` and ``sector_counts`` (the erase
+  sectors or pages in address order, runs of equal size: sizes in bytes, adding up to ``flash_bytes``),
+  ``wait_states?`` (flash wait states at ``clock_hz``; absent where the core runs from a cache in front of external
+  flash) and ``source`` (the document and section of each figure).
 """
 
 from __future__ import annotations
@@ -90,6 +94,30 @@ class Energy:
 
 
 @dataclass(frozen=True)
+class Flash:
+    """The datasheet's flash: erase sectors in address order (runs of equal size) and wait states at the clock."""
+
+    sector_sizes: tuple[int, ...]
+    sector_counts: tuple[int, ...]
+    source: str
+    wait_states: int | None = None  # None: no figure (execution from a cache in front of external flash)
+
+    def slots(self, image_bytes: int) -> tuple[int, int, int]:
+        """Two checkpoint slots of ``image_bytes``, each in whole sectors of one size (a slot is erased on its
+        own): ``(sector size, sectors per slot, bytes the two take)``, the size that takes the fewest bytes among
+        the runs with enough sectors; sectors of 0 when no run holds them."""
+        best = (0, 0, 0)
+        for size, count in zip(self.sector_sizes, self.sector_counts):
+            per_slot = -(-image_bytes // size)
+            if 2 * per_slot <= count and (best == (0, 0, 0) or 2 * per_slot * size < best[2]):
+                best = (size, per_slot, 2 * per_slot * size)
+        return best
+
+    def layout_text(self) -> str:
+        return ", ".join(f"{count} x {size:,}" for size, count in zip(self.sector_sizes, self.sector_counts))
+
+
+@dataclass(frozen=True)
 class Board:
     name: str
     description: str
@@ -104,6 +132,7 @@ class Board:
     link: Link | None = None
     emulator: Emulator | None = None
     energy: Energy | None = None
+    flash: Flash | None = None
     path: Path | None = field(default=None, metadata={"toml": False})
 
     def link_for(self, emulated: bool) -> Link | None:
@@ -170,6 +199,15 @@ def check(board: Board, path: Path) -> None:
     for key in ("active_current_ma", "supply_voltage"):
         if board.energy is not None and not getattr(board.energy, key) > 0:
             fail(f"energy.{key}", f"must be positive, got {getattr(board.energy, key)}")
+    if board.flash is not None:
+        flash = board.flash
+        if len(flash.sector_sizes) != len(flash.sector_counts) or min(flash.sector_sizes + flash.sector_counts) < 1:
+            fail("flash", "needs sector_sizes and sector_counts of equal length, every one positive")
+        total = sum(size * count for size, count in zip(flash.sector_sizes, flash.sector_counts))
+        if total != board.flash_bytes:
+            fail("flash", f"sectors add up to {total:,} bytes, not flash_bytes {board.flash_bytes}")
+        if flash.wait_states is not None and flash.wait_states < 0:
+            fail("flash.wait_states", f"must be 0 or more, got {flash.wait_states}")
     if board.io == "semihosting" and (board.link is None or board.link.flash_size is None):
         fail("link", "and flash_bytes are required for semihosting boards (the chip's memory map)")
     emulator = board.emulator
@@ -211,8 +249,11 @@ def value_of(hint, value, path: Path, key: str):
             raise BoardError(f"board file {path}: field {key!r} must be a table, got {value!r}")
         return parse(hint, value, path, key + ".")
     if typing.get_origin(hint) is tuple:
-        if not (isinstance(value, list) and all(isinstance(item, str) for item in value)):
-            raise BoardError(f"board file {path}: field {key!r} must be a list of strings, got {value!r}")
+        item_type = typing.get_args(hint)[0]
+        if not (isinstance(value, list) and all(isinstance(item, item_type) and not isinstance(item, bool)
+                                                for item in value)):
+            kind = "strings" if item_type is str else "integers"
+            raise BoardError(f"board file {path}: field {key!r} must be a list of {kind}, got {value!r}")
         return tuple(value)
     if hint is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)  # TOML writes 3 for 3.0

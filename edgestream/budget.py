@@ -15,6 +15,12 @@ configuration not trained yet, the code its runtime's public functions reach (an
 chain under a bound of the wrapper's frame (its locals, every register a function may save and the return address,
 rounded up to the frame alignment), so a plan is never below the exported model's figures.
 
+The figures, named the same in every output (defined in docs/tutorials/plan-the-memory.md, "The memory figures"):
+*model state* (the learning state's struct), *RAM at peak* (model state + image sequence number + the deepest
+call's stack + on AVR the tables read from RAM), *flash* (tables + the state's initial image + code); each either
+*exact* (a trained model: its bundle's) or *a bound* (a configuration not trained yet). `edgestream build` adds the
+*firmware* figures, the whole linked program with its harness.
+
 Time and energy of an online learner come from the two owners of their figures: :mod:`edgestream.costs`
 (instructions per prediction and per learn call on the board's core, mean and worst) and the board profile (its
 clock and, where its datasheet gives them, the active current and supply voltage, ``[energy]``). From them the
@@ -29,11 +35,11 @@ import json
 import os
 import re
 import subprocess
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from . import cache, emit, learners, targets
-from .boards import Energy
+from .boards import Energy, Flash
 from .costs import CallCost, calibrated_cores, call_cost
 from .emit import wrapper_stack_bytes
 from .checkpoint import image_layout
@@ -45,6 +51,10 @@ from .task import CLASSIFICATION, REGRESSION, output_context, task_of
 from .tree import CLASSES, FEATURES
 from .units import BYTES
 
+DEFAULT_NAME = "model"  # export's default --name
+NAME = "NAME_"  # in a note, the bundle's C prefix (Budget.name)
+MEMORY_TERMS = "docs/tutorials/plan-the-memory.md#the-memory-figures"  # where the figures below are defined
+STATE_GROUPS_OUTSIDE = ("stack", "tables", "checkpoint")  # RAM groups that are not the learning state
 STACK_NOTE = ("stack is the deepest call chain of one call as compiled for the board (GCC's -fstack-usage frames "
               "over the call graph of the objects); `edgestream build` measures it on the linked firmware")
 
@@ -66,6 +76,29 @@ class DeviceTime:
     cost: CallCost
     clock_hz: int
     energy: Energy | None  # None: the board profile has no energy figures
+    flash: Flash | None = None  # the board's flash (its wait states at the clock), None without the figures
+
+    def cycles(self) -> dict[str, dict[str, float]]:
+        """Cycles per sample, mean and worst: at one instruction per cycle (``fastest``) and, where the board's
+        flash has wait states, with every instruction fetch waiting them (``every_fetch_waiting``)."""
+        per_sample = {key: self.cost.per_sample(worst=key == "worst") for key in ("mean", "worst")}
+        cycles = {"fastest": per_sample}
+        if self.flash is not None and self.flash.wait_states:
+            cycles["every_fetch_waiting"] = {key: value * (1 + self.flash.wait_states)
+                                             for key, value in per_sample.items()}
+        return cycles
+
+    def microseconds(self) -> dict[str, dict[str, float]]:
+        """:meth:`cycles` at the board's clock."""
+        return {case: {key: value / self.clock_hz * 1e6 for key, value in values.items()}
+                for case, values in self.cycles().items()}
+
+    def wait_states_text(self) -> str:
+        if self.flash is None:
+            return "flash wait states: no figures for this board"
+        if self.flash.wait_states is None:
+            return f"flash wait states: none apply ({self.flash.source})"
+        return f"{self.flash.wait_states} flash wait states at {self.clock_hz / 1e6:g} MHz ({self.flash.source})"
 
     def rates(self) -> dict[str, float]:
         """The highest sample rates the board sustains: on average (rows buffered during a long call) and when every
@@ -81,18 +114,32 @@ class DeviceTime:
 
     def to_json(self) -> dict:
         energy = self.microjoules()
-        return {**self.cost.to_json(), "samples_per_second": self.rates(),
+        return {**self.cost.to_json(), "samples_per_second": self.rates(), "cycles_per_sample": self.cycles(),
+                "microseconds_per_sample": self.microseconds(),
+                "flash_wait_states": self.flash.wait_states if self.flash else None,
                 "energy_estimate_uj_per_sample": energy,
                 "energy_source": self.energy.source if energy else "no energy figures for this board"}
 
     def lines(self) -> list[str]:
-        """The report's lines: instructions, sample rates and the energy estimate (or that there is none)."""
-        rates, energy, cost = self.rates(), self.microjoules(), self.cost
+        """The report's lines: instructions, time per sample, sample rates and the energy estimate."""
+        cost = self.cost
         lines = [f"{kind}: {calls.mean:,.0f} instructions on average, {calls.worst:,.0f} at worst (predicted by the "
                  f"learner's cost model)" for kind, calls in (("predict", cost.predict), ("learn", cost.learn))]
-        lines.append(f"highest sample rate at {self.clock_hz / 1e6:g} MHz (predict and learn each sample): "
-                     f"{rates['mean']:,.0f} samples/s on average, {rates['worst']:,.0f} if every sample must end "
-                     f"before the next")
+        cycles, micro = self.cycles(), self.microseconds()
+        waiting = "" if "every_fetch_waiting" not in cycles else (
+            f"; with every instruction fetch waiting the flash, {cycles['every_fetch_waiting']['worst']:,.0f} cycles, "
+            f"{micro['every_fetch_waiting']['worst']:,.1f} µs")
+        lines.append(f"time per sample at worst (predict and learn): {cycles['fastest']['worst']:,.0f} cycles, "
+                     f"{micro['fastest']['worst']:,.1f} µs at {self.clock_hz / 1e6:g} MHz and one instruction per "
+                     f"cycle{waiting}; {self.wait_states_text()}")
+        return lines + self.rate_lines()
+
+    def rate_lines(self) -> list[str]:
+        """The highest sample rates and the energy estimate (or that there is none)."""
+        rates, energy = self.rates(), self.microjoules()
+        lines = [f"highest sample rate at {self.clock_hz / 1e6:g} MHz (predict and learn each sample): "
+                 f"{rates['mean']:,.0f} samples/s on average, {rates['worst']:,.0f} if every sample must end "
+                 f"before the next"]
         if energy is None:
             return lines + ["energy per sample: no energy figures for this board"]
         return lines + [f"energy per sample, an estimate: {energy['mean']:.3g} µJ on average, {energy['worst']:.3g} "
@@ -115,18 +162,25 @@ class Budget:
     code_measured: bool = False
     notes: list[str] = field(default_factory=list)
     time: DeviceTime | None = None  # online learners with a cost model for the board's core
+    exact: bool = False  # a trained model's figures (its bundle's); else a bound of a configuration not trained
+    checkpoint: dict | None = None  # learning bundles with state images: the image and its two slots in flash
+    name: str = DEFAULT_NAME  # the bundle's C prefix, in the notes' function names
 
     @property
     def ram_bytes(self) -> int:
+        """RAM at peak: the model state, the image sequence number, the deepest call's stack and (AVR) the tables
+        the runtime reads from RAM."""
         return sum(item.bytes for item in self.ram)
 
     @property
     def state_bytes(self) -> int:
-        """The static learning state alone (what the ELF's ``<name>_memory`` holds), padding included."""
-        return sum(item.bytes for item in self.ram if item.group not in ("stack", "tables", "checkpoint"))
+        """The model state: the static learning state alone (what the ELF's ``<name>_memory`` holds), padding
+        included."""
+        return sum(item.bytes for item in self.ram if item.group not in STATE_GROUPS_OUTSIDE)
 
     @property
     def flash_bytes(self) -> int:
+        """Flash: the constant tables, the state's initial image and the code."""
         return sum(item.bytes for item in self.flash)
 
     @property
@@ -134,22 +188,75 @@ class Budget:
         return self.ram_bytes <= self.ram_budget and (self.flash_budget is None or
                                                       self.flash_bytes <= self.flash_budget)
 
+    @property
+    def basis(self) -> str:
+        """What the figures are: a trained model's exact ones or a bound of a configuration not trained yet."""
+        return "exact, of the trained model's bundle" if self.exact else "a bound, of the configuration untrained"
+
+    def ram_parts(self) -> dict[str, int]:
+        """RAM at peak, part by part (the parts that hold bytes)."""
+        parts = {"model state": self.state_bytes, "image sequence": _sum(self.ram, "checkpoint"),
+                 "stack": _sum(self.ram, "stack"), "tables in RAM": _sum(self.ram, "tables")}
+        return {name: size for name, size in parts.items() if size}
+
+    def flash_parts(self) -> dict[str, int]:
+        """Flash, part by part (the parts that hold bytes)."""
+        parts = {name: _sum(self.flash, name) for name in ("tables", "state image", "code")}
+        return {name: size for name, size in parts.items() if size}
+
+    def figures(self) -> str:
+        """The memory figures in one line with their relation: ``RAM at peak 5,704 = model state 5,536 + stack
+        168; flash 7,604 = tables 1,000 + ...`` (terms: :data:`MEMORY_TERMS`)."""
+        def relation(total: int, parts: dict[str, int]) -> str:
+            return f"{total:,} = " + " + ".join(f"{name} {size:,}" for name, size in parts.items())
+
+        return (f"RAM at peak {relation(self.ram_bytes, self.ram_parts())}; "
+                f"flash {relation(self.flash_bytes, self.flash_parts())}")
+
+    def sections(self) -> dict[str, int]:
+        """The model's static RAM by section: ``.data`` (an initialized state, tables copied to RAM) and ``.bss``
+        (an all-zero state, the image sequence)."""
+        image = _sum(self.flash, "state image")
+        return {".data": image + _sum(self.ram, "tables"),
+                ".bss": self.state_bytes - image + _sum(self.ram, "checkpoint")}
+
+    def named(self, name: str) -> Budget:
+        """This budget for the bundle named ``name`` (its notes' function names)."""
+        return replace(self, name=name)
+
+    @property
+    def shown_notes(self) -> list[str]:
+        return [note.replace(NAME, f"{self.name}_") for note in self.notes]
+
     def to_json(self) -> dict:
         fields = {key: value for key, value in asdict(self).items() if key != "time"}
-        return {**fields, "ram_bytes": self.ram_bytes, "flash_bytes": self.flash_bytes, "fits": self.fits,
+        fields["notes"] = self.shown_notes
+        return {**fields, "model_state_bytes": self.state_bytes, "ram_at_peak_bytes": self.ram_bytes,
+                "flash_bytes": self.flash_bytes, "ram_at_peak_parts": self.ram_parts(),
+                "flash_parts": self.flash_parts(), "sections": self.sections(), "basis": self.basis,
+                "terms": MEMORY_TERMS, "fits": self.fits,
                 **(self.time.to_json() if self.time else {})}
 
     def to_text(self) -> str:
-        lines = [f"{self.learner} on {self.board}: " + ", ".join(f"{k}={v}" for k, v in self.config.items())]
-        for title, items, total, budget in (("RAM", self.ram, self.ram_bytes, self.ram_budget),
+        lines = [f"{self.learner} on {self.board}: " + ", ".join(f"{k}={v}" for k, v in self.config.items()),
+                 f"  {self.figures()} ({self.basis}; terms: {MEMORY_TERMS})"]
+        for title, items, total, budget in (("RAM at peak", self.ram, self.ram_bytes, self.ram_budget),
                                             ("flash", self.flash, self.flash_bytes, self.flash_budget)):
             share = f"of {budget:,} bytes ({100 * total / budget:.1f}%)" if budget else "bytes (no limit)"
             lines.append(f"  {title}: {total:,} {share}")
             lines += [f"    {item.name:<16} {item.group:<10} {item.bytes:>9,}" for item in items]
         lines.append("  fits" if self.fits else "  DOES NOT FIT")
+        lines.append("  static RAM by section: "
+                     + ", ".join(f"{name} {size:,}" for name, size in self.sections().items()))
+        if self.checkpoint:
+            lines.append(f"  checkpoint: {slots_text(self.checkpoint)}")
         lines += [f"  {line}" for line in (self.time.lines() if self.time else [])]
-        lines += [f"  note: {note}" for note in self.notes]
+        lines += [f"  note: {note}" for note in self.shown_notes]
         return "\n".join(lines)
+
+
+def _sum(items: list[Item], group: str) -> int:
+    return sum(item.bytes for item in items if item.group == group)
 
 
 @dataclass(frozen=True)
@@ -416,7 +523,7 @@ def estimate(spec, board, model, n_features: int, n_classes: int, ram: int, flas
     packed = is_avr(board)
     tables = [Item(name, "tables", size)
               for name, size in spec.tables(model, n_features, n_classes, pointer_bytes(board), packed, optimize)]
-    state, image, sequence, notes = [], [], [], [STACK_NOTE]
+    state, image, sequence, notes, checkpoint = [], [], [], [STACK_NOTE], None
     if spec.state is not None:
         layout = spec.state.layout(model.device_config(n_features, n_classes))
         state = [Item(name, group, size) for name, group, size in layout.groups(packed)]
@@ -430,6 +537,7 @@ def estimate(spec, board, model, n_features: int, n_classes: int, ram: int, flas
     if spec.state is not None and spec.checkpoints:
         sequence = [Item("image sequence", "checkpoint", 4)]
         reset_bytes = image_layout(layout).payload_bytes if image_bytes else 0
+        checkpoint = slots(board, image_layout(layout).image_bytes)
         if reset_bytes:
             notes.append(f"NAME_reset, when an application calls it, links a copy of the exported state's image: "
                          f"{reset_bytes:,} more bytes of flash")
@@ -462,7 +570,27 @@ def estimate(spec, board, model, n_features: int, n_classes: int, ram: int, flas
     timing = device_time(spec, board, model.get_params(), n_features, n_classes, notes)
     return Budget(spec.name, board.name, size_config(spec, model, n_features, n_classes), model.get_params(),
                   state + sequence + [call_stack(runtime, n_features, n_classes)] + copied,
-                  tables + image + code_flash(runtime), ram, flash, runtime is not None, notes, timing)
+                  tables + image + code_flash(runtime), ram, flash, runtime is not None, notes, timing,
+                  fitted and runtime is not None, checkpoint)
+
+
+def slots(board, image_bytes: int) -> dict:
+    """A state image of ``image_bytes`` (header included) and the flash its two checkpoint slots take in the
+    board's erase sectors (:meth:`edgestream.boards.Flash.slots`; none without the board's sector figures)."""
+    if board.flash is None:
+        return {"image_bytes": image_bytes, "sector_bytes": None}
+    sector, per_slot, total = board.flash.slots(image_bytes)
+    return {"image_bytes": image_bytes, "sector_bytes": sector or None, "sectors_per_slot": per_slot,
+            "flash_bytes": total, "sectors": board.flash.layout_text(), "source": board.flash.source}
+
+
+def slots_text(slot: dict) -> str:
+    image = f"a state image of {slot['image_bytes']:,} bytes"
+    if slot["sector_bytes"]:
+        return (f"{image}; two slots take {slot['sectors_per_slot']} sector(s) of {slot['sector_bytes']:,} bytes each, "
+                f"{slot['flash_bytes']:,} bytes of flash")
+    return f"{image}; " + ("no run of the part's sectors holds two slots" if "sectors" in slot
+                           else "no flash sector figures for this board")
 
 
 def device_time(spec, board, params: dict, n_features: int, n_classes: int, notes: list[str]) -> DeviceTime | None:
@@ -474,7 +602,7 @@ def device_time(spec, board, params: dict, n_features: int, n_classes: int, note
             notes.append(f"time per call not predicted: the {spec.name} cost model is not calibrated for "
                          f"{board.name}'s core ({board.arch})")
         return None
-    return DeviceTime(cost, board.clock_hz, board.energy)
+    return DeviceTime(cost, board.clock_hz, board.energy, board.flash)
 
 
 def plan(learner: str, board, n_features: int, n_classes: int, ram: int | None = None, flash: int | None = None,

@@ -35,7 +35,7 @@ import numpy as np
 
 from . import __version__, learners, missing, parity, targets
 from .boards import list_boards, load_board
-from .budget import of_model, plan
+from .budget import MEMORY_TERMS, of_model, plan
 from .checkpoint import SEQUENCE
 from .data import N_SAMPLES, STREAMS, device_input, load_table, make_stream, write_csv
 from .encoding import OPTIMIZE
@@ -263,6 +263,9 @@ def build_parser() -> argparse.ArgumentParser:
     budget.add_argument("--bundle", metavar="BUNDLE_DIR",
                         help="an exported bundle of the planned model: build it for the board and show predicted "
                              "against measured sizes")
+    budget.add_argument("--measured", metavar="COUNTS.json",
+                        help="the JSON of simulate --instructions --json on the planned model's bundle: its counted "
+                             "instructions (QEMU) or cycles (simavr) per call beside the predicted ones")
     budget.set_defaults(run=run_budget)
 
     build = commands.add_parser("build", help="cross-compile a bundle for a board and report sizes and stack")
@@ -448,8 +451,7 @@ def run_fit(args) -> int:
     if not spec.learning:
         print(frozen_note(spec, task_of(model)))
     if trained.budget is not None:
-        print(f"budget on {trained.budget.board}: {trained.budget.ram_bytes:,} bytes of RAM, "
-              f"{trained.budget.flash_bytes:,} bytes of flash")
+        print(f"memory on {trained.budget.board} ({trained.budget.basis}): {trained.budget.figures()}")
     if trained.search is not None:
         print(trained.search.to_text())
     return 0
@@ -742,6 +744,7 @@ def run_budget(args) -> int:
         raise ValueError("--data and --label go together")
     if args.bundle:
         read_manifest(args.bundle)  # a bad bundle before any work
+    counted = measured_counts(args.measured, board) if args.measured else None
     X, y = load_data(args, args.data)[:2] if args.data else (None, None)
     task = infer_task(y) if y is not None else CLASSIFICATION
     n_features, n_classes = budget_shape(args, X, y, task)
@@ -765,13 +768,14 @@ def run_budget(args) -> int:
         model, optimize = bundle_model(budget, args.bundle)
         sizes = compare_sizes(of_model(model, board, budget.ram_budget, budget.flash_budget, optimize),
                               targets.build(args.bundle, board))
+        budget = budget.named(read_manifest(args.bundle)["name"])
     curve = found.curve() if found else {}
     if args.html:
-        html_report(budget, args.html, curve, sizes, provenance(args.data, len(X) if X is not None else None),
-                    search=found)
+        html_report(budget, args.html, curve, sizes, provenance(args.data, len(X) if X is not None else None, board),
+                    search=found, counted=counted)
     if args.json:
         print(json.dumps({**budget.to_json(), **({"search": found.to_json(), "curve": curve} if found else {}),
-                          **({"measured": sizes} if sizes else {})}))
+                          **({"measured": sizes} if sizes else {}), **({"counted": counted} if counted else {})}))
         return 0
     print(budget.to_text())
     if found:
@@ -781,9 +785,37 @@ def run_budget(args) -> int:
                   + ", ".join(f"{ram // 1024} KiB {score:.4f}" for ram, score in curve.items()))
     if sizes:
         print(sizes_text(sizes))
+    if counted:
+        print(counted_text(budget, counted))
     if args.html:
         print(f"report: {args.html}")
     return 0
+
+
+def measured_counts(path, board) -> dict:
+    """The counts per call of a ``simulate --instructions --json`` run on ``board``'s emulator."""
+    try:
+        run = json.loads(Path(path).read_text())
+        counts, unit = run["instructions"], run["unit"]
+    except OSError as error:
+        raise ValueError(f"--measured {path}: cannot read it: {error.strerror or error}") from None
+    except (ValueError, KeyError, TypeError):
+        raise ValueError(f"--measured {path}: not the JSON of simulate --instructions --json (no instructions "
+                         f"counted)") from None
+    if run.get("board") not in (None, board.name):
+        raise ValueError(f"--measured {path}: counted on {run['board']}, not on {board.name}")
+    return {"unit": unit, "rows": run.get("n"), "calls": counts}
+
+
+def counted_text(budget, counted: dict) -> str:
+    """Predicted against counted per call: mean and worst."""
+    lines = [f"predicted instructions vs {counted['unit']} counted by the emulator ({counted['rows']} rows):"]
+    for call, figures in counted["calls"].items():
+        cost = budget.time.cost if budget.time else None
+        predicted = None if cost is None else cost.learn if call == "learn" else cost.predict
+        shown = "no cost model" if predicted is None else f"{predicted.mean:,.0f} / {predicted.worst:,.0f}"
+        lines.append(f"  {call:<14} predicted {shown:>17}  counted {figures['mean']:,.0f} / {figures['worst']:,}")
+    return "\n".join(lines)
 
 
 def budget_shape(args, X, y, task: str) -> tuple[int, int]:
@@ -827,15 +859,17 @@ def build_text(r) -> str:
     state_name = f"{r.bundle}_memory"
     tables = ", ".join(f"{name} {size.bytes:,}" for name, size in r.objects.items() if name != state_name)
     flash = f"of {r.flash_bytes:,}" if r.flash_bytes else "(no flash limit)"
+    stack = r.stack_max.get("main", 0)
     return "\n".join([
         f"{r.bundle} for {r.board}: {r.elf}",
         f"  text {r.text:,}, data {r.data:,}, bss {r.bss:,} bytes ({r.stack_reserved:,} of bss reserved for the stack)",
-        f"  flash {r.flash_used:,} {flash}; RAM at peak {r.ram_peak:,} of {r.ram_bytes:,} (static data and bss, "
-        f"deepest stack in place of the reservation)",
-        f"  code {r.code_bytes:,} bytes; model tables {r.tables_bytes:,} bytes: {tables}"
+        f"  firmware, the whole linked program with its harness ({MEMORY_TERMS}): flash {r.flash_used:,} {flash} = "
+        f"text {r.text:,} + data {r.data:,}; RAM at peak {r.ram_peak:,} of {r.ram_bytes:,} = data {r.data:,} + bss "
+        f"{r.bss - r.stack_reserved:,} + stack {stack:,} (the deepest chain from main, in place of the reservation)",
+        f"  the model in it: code {r.code_bytes:,} bytes; tables {r.tables_bytes:,} bytes: {tables}"
         + (f" ({r.tables_in_ram:,} of them copied to RAM)" if r.tables_in_ram else ""),
-        f"  state {r.state_bytes:,} bytes ({state_name})" if r.state_bytes is not None
-        else "  state: none (a frozen model)",
+        f"  model state {r.state_bytes:,} bytes ({state_name})" if r.state_bytes is not None
+        else "  model state: none (a frozen model)",
         "  stack of each API function (deepest call chain): "
         + ", ".join(f"{function} {size:,}" for function, size in r.stack_max.items()),
         "  fits" if r.fits else "  DOES NOT FIT"])
@@ -854,7 +888,7 @@ def run_demo(args) -> int:
     print(f"demo: {STREAMS[args.stream].__doc__.splitlines()[0].rstrip('.')}; {len(X)} rows, {X.shape[1]} "
           f"features; {args.learner} for {board.name} ({board.cpu}, FPU {'yes' if board.fpu else 'no'}) "
           f"in {args.ram:,} bytes of RAM")
-    print(f"plan: {learner.summary()}; {budget.ram_bytes:,} bytes of RAM, {budget.flash_bytes:,} bytes of flash")
+    print(f"plan: {learner.summary()}; {budget.figures()} ({budget.basis})")
     learned = prequential(learner, X, y, DEMO_WINDOW, progress=True, desc="test-then-train")
     print(f"test-then-train in Python: accuracy {learned.accuracy:.4f} over {learned.n} rows "
           f"(bin edges from the first {min(BINS_ROWS, len(X))}), {learned.samples_per_second:,.0f} rows/s")
@@ -878,7 +912,8 @@ def run_demo(args) -> int:
         print(f"skipped {'the QEMU run' if sizes else 'the cross build and the QEMU run'}: {missing}")
     if sizes:
         print(sizes_text(sizes))
-    report = html_report(exported, out / "memory-report.html", sizes=sizes)
+    report = html_report(exported.named("demo"), out / "memory-report.html", sizes=sizes,
+                         origin=provenance(board=board))
     print(f"memory report: {report}")
     return EXIT_MISMATCH if mismatches else 0
 

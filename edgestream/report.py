@@ -9,9 +9,12 @@ import datetime
 import hashlib
 import io
 import shlex
+import subprocess
 import sys
 from pathlib import Path
 
+from .budget import MEMORY_TERMS
+from .targets import COMPILE_FLAGS
 from .emit import environment
 
 COMPARED = {"state_ram": "static state RAM", "tables_ram": "tables RAM", "tables_flash": "tables flash",
@@ -34,12 +37,13 @@ def check_dependencies() -> None:
     _pyplot()
 
 
-def provenance(data=None, n_rows: int | None = None) -> dict[str, str]:
-    """Where a report comes from: the edgestream version, the command, the date (UTC) and the data file (its
-    path, size and the start of its sha256) with its number of rows."""
+def provenance(data=None, n_rows: int | None = None, board=None) -> dict[str, str]:
+    """Where a report comes from: the edgestream version and its git commit, the command, the date (UTC), the data
+    file (its path, size and the start of its sha256) with its number of rows, and the board's toolchain (its
+    version) and flags."""
     from . import __version__
 
-    fields = {"edgestream": __version__,
+    fields = {"edgestream": __version__, "commit": git_commit(),
               "command": shlex.join(["edgestream", *sys.argv[1:]]) if sys.argv and sys.argv[0] else "",
               "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")}
     if data is not None:
@@ -47,7 +51,32 @@ def provenance(data=None, n_rows: int | None = None) -> dict[str, str]:
         fields["data"] = (f"{Path(data).resolve()} ({len(content):,} bytes, sha256 "
                           f"{hashlib.sha256(content).hexdigest()[:16]}"
                           + (f", {n_rows:,} rows)" if n_rows is not None else ")"))
+    if board is not None:
+        fields["toolchain"] = tool_version(board.toolchain.cc)
+        fields["flags"] = shlex.join([*COMPILE_FLAGS, *board.toolchain.cflags])
     return fields
+
+
+def git_commit() -> str:
+    """The commit of the edgestream source tree (with ``+ changes`` when it differs), or why there is none."""
+    source = Path(__file__).resolve().parent
+    try:
+        commit = subprocess.run(["git", "-C", str(source), "rev-parse", "HEAD"], capture_output=True, text=True,
+                                check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(source), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "none (not a git checkout)"
+    return commit + (" + changes" if dirty else "")
+
+
+def tool_version(command: str) -> str:
+    """The first line of ``command --version``, or that it is not installed."""
+    try:
+        return subprocess.run([command, "--version"], capture_output=True, text=True,
+                              check=True).stdout.splitlines()[0]
+    except (OSError, subprocess.CalledProcessError, IndexError):
+        return f"{command} (not installed)"
 
 
 def memory_figure(plt, budget):
@@ -58,8 +87,9 @@ def memory_figure(plt, budget):
         for item in items:  # one bar segment per group keeps the colours distinct
             groups[item.group] = groups.get(item.group, 0) + item.bytes
         left = 0
-        for group, size in groups.items():
-            ax.barh(0, size, left=left, label=f"{group} ({size:,} B)")
+        colours = plt.get_cmap("tab20").colors[::2] + plt.get_cmap("tab20").colors[1::2]  # a RAM bar: a dozen groups
+        for index, (group, size) in enumerate(groups.items()):
+            ax.barh(0, size, left=left, label=f"{group} ({size:,} B)", color=colours[index % len(colours)])
             left += size
         share = f" of {limit:,} ({100 * left / limit:.1f}%)" if limit else ""
         if limit and limit <= 4 * left:  # draw the budget line only where it fits on a readable scale
@@ -119,10 +149,11 @@ def tradeoff_figure(plt, search):
 
 
 def html_report(budget, path, curve: dict[int, float] | None = None, sizes: dict | None = None,
-                origin: dict[str, str] | None = None, search=None) -> Path:
+                origin: dict[str, str] | None = None, search=None, counted: dict | None = None) -> Path:
     """Write the report of ``budget`` to ``path``; ``curve`` maps RAM budgets to the search's score, ``sizes`` is
     :func:`edgestream.parity.compare_sizes`, ``origin`` the provenance (default: :func:`provenance` without
-    data), ``search`` the :class:`edgestream.search.Search` that chose it."""
+    data), ``search`` the :class:`edgestream.search.Search` that chose it, ``counted`` the emulator's counts per
+    call (:func:`edgestream.cli.measured_counts`)."""
     plt = _pyplot()
     figures = [("RAM and flash by group", memory_figure(plt, budget))]
     if curve:
@@ -137,7 +168,7 @@ def html_report(budget, path, curve: dict[int, float] | None = None, sizes: dict
         images.append({"alt": alt, "data": base64.b64encode(buffer.getvalue()).decode()})
     page = environment(autoescape=True).get_template("report.html.j2").render(
         budget=budget, images=images, sizes=sizes, compared=COMPARED, provenance=origin or provenance(),
-        search=search)
+        search=search, counted=counted, terms=MEMORY_TERMS)
     path = Path(path)
     try:
         path.write_text(page)

@@ -93,7 +93,7 @@ import numpy as np
 from tqdm import tqdm
 
 from . import learners
-from .budget import Budget, configurations, not_fitting
+from .budget import MEMORY_TERMS, Budget, configurations, not_fitting
 from .costs import calibrated_cores
 from .data import device_input
 from .evaluate import prequential
@@ -143,8 +143,9 @@ class Candidate:
         self.score = now * self.accuracy + kept * kept_accuracy + recover * replay
 
     def to_json(self) -> dict:
-        return {"learner": self.learner, "config": self.budget.config, "ram_bytes": self.budget.ram_bytes,
-                "flash_bytes": self.budget.flash_bytes, "fits": self.budget.fits, "instructions": self.instructions,
+        return {"learner": self.learner, "config": self.budget.config, "ram_at_peak_bytes": self.budget.ram_bytes,
+                "flash_bytes": self.budget.flash_bytes, "basis": self.budget.basis, "fits": self.budget.fits,
+                "instructions": self.instructions,
                 "keeps_up": self.keeps_up, "accuracy": self.accuracy, "kept_accuracy": self.kept_accuracy,
                 "replay_accuracy": self.replay_accuracy, "score": self.score,
                 "samples_per_second": self.samples_per_second}
@@ -181,6 +182,12 @@ class Search:
     @property
     def budget(self) -> Budget:
         return self.best.budget
+
+    def trained(self, budget: Budget) -> None:
+        """The chosen configuration trained: its exact budget (its bundle's figures) in place of the bound."""
+        if budget.config != self.best.budget.config or budget.learner != self.best.learner:
+            raise ValueError(f"the trained {budget.learner} ({budget.config}) is not the chosen configuration")
+        self.best.budget = budget
 
     def curve(self, budgets=CURVE_BUDGETS) -> dict[int, float]:
         """RAM budget -> the score of what a search at that budget chooses (:func:`choose` among the candidates that
@@ -253,7 +260,7 @@ class Search:
         """The best candidate of each learner: the parts of its score, bytes, predicted instructions per
         prediction and per learn call (mean / worst), the sample rate the board sustains at worst and the energy
         per sample (estimate)."""
-        lines = [f"  {'learner':<10}{'score':>8}{'now':>8}{'kept':>8}{'replay':>8}{'RAM':>9}{'flash':>9}"
+        lines = [f"  {'learner':<10}{'score':>8}{'now':>8}{'kept':>8}{'replay':>8}{'RAM peak':>9}{'flash':>9}"
                  f"{'predict':>16}{'learn':>18}{'samples/s':>11}{'µJ/sample':>11}  configuration"]
         for name, c in self.best_of_each_learner().items():
             parts = (c.score, c.accuracy, c.kept_accuracy, c.replay_accuracy)
@@ -262,6 +269,10 @@ class Search:
             config = ", ".join(f"{k}={v}" for k, v in c.budget.config.items())
             lines.append(f"{mark} {name:<10}{cells}{c.budget.ram_bytes:>9,}"
                          f"{c.budget.flash_bytes:>9,}{_time_cells(c.budget.time)}  {config}")
+        others = dict.fromkeys(c.budget.basis for c in self.best_of_each_learner().values() if c is not self.best)
+        others.pop(self.best.budget.basis, None)
+        lines.append(f"  RAM at peak and flash ({MEMORY_TERMS}): * {self.best.budget.basis}"
+                     + "".join(f", the others {basis}" for basis in others))
         return "\n".join(lines)
 
 

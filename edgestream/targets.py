@@ -170,7 +170,9 @@ class BuildReport:
 
     def to_dict(self) -> dict:
         computed = ("flash_used", "ram_used", "ram_peak", "tables_bytes", "tables_in_ram", "fits")
-        return {**dataclasses.asdict(self), **{key: getattr(self, key) for key in computed}}
+        return {**dataclasses.asdict(self), **{key: getattr(self, key) for key in computed},
+                "firmware_flash_bytes": self.flash_used, "firmware_ram_at_peak_bytes": self.ram_peak,
+                "model_state_bytes": self.state_bytes}
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent)

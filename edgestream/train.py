@@ -107,6 +107,8 @@ def train(learner: str, X, y, params: dict, board=None, ram=None, flash=None, bi
     budget = of_model(model, board, planned.ram_budget, planned.flash_budget) if planned else None
     if budget is not None and not budget.fits:
         raise ValueError(f"the trained model does not fit the budget:\n{budget.to_text()}")
+    if found is not None:
+        found.trained(budget)
     return Trained(model, budget, result, min(bins_rows, len(X)) if spec.online else None, found)
 
 

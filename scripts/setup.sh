@@ -7,17 +7,17 @@ cd "$(dirname "$0")/.."
 
 # Cortex-M (picolibc, QEMU system mode; newlib and libstdc++ for the C++ of Arduino sketches), AVR (simavr runs it), and ARM Linux
 # boards (cross C libraries, QEMU user mode); clang for the fuzz targets (libFuzzer with ASan and UBSan ships with
-# Debian's clang).
+# Debian's clang); chromium for the docs tests, which look at the memory report in a headless browser.
 APT_PACKAGES="gcc-arm-none-eabi binutils-arm-none-eabi picolibc-arm-none-eabi qemu-system-arm make
     libnewlib-arm-none-eabi libstdc++-arm-none-eabi-newlib
     gcc-avr binutils-avr avr-libc simavr
     gcc-arm-linux-gnueabihf libc6-dev-armhf-cross gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
-    clang"
+    clang chromium"
 
 missing_tools() {
     for tool in arm-none-eabi-gcc arm-none-eabi-g++ arm-none-eabi-size arm-none-eabi-readelf arm-none-eabi-objdump qemu-system-arm \
         avr-gcc avr-size avr-readelf avr-objdump simavr arm-linux-gnueabihf-gcc aarch64-linux-gnu-gcc \
-        qemu-arm qemu-aarch64 make cc clang; do
+        qemu-arm qemu-aarch64 make cc clang chromium; do
         command -v "$tool" >/dev/null 2>&1 || echo "$tool"
     done
     [ -f /usr/lib/picolibc/arm-none-eabi/picolibc.specs ] || echo picolibc
@@ -31,8 +31,9 @@ if [ -n "$(missing_tools)" ]; then
     echo "setup: installing Debian packages:" $APT_PACKAGES
     SUDO=""
     [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-    $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $APT_PACKAGES >/dev/null
+    # another apt run on the machine holds the lock for a while: wait for it rather than fail
+    $SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq $APT_PACKAGES >/dev/null
 fi
 
 if [ ! -x .venv/bin/python ]; then

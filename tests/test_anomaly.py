@@ -299,7 +299,7 @@ def test_the_cli_fits_evaluates_exports_and_simulates_a_detector(tmp_path, capsy
     assert main(["fit", str(unlabelled), "--task", "anomaly", "--ram", "4KiB", "--board", "stm32f411", "-o",
                  str(budgeted), "--json"]) == 0
     planned = json.loads(capsys.readouterr().out)
-    assert planned["budget"]["ram_bytes"] <= 4096 and planned["params"]["n_trees"] * 2 ** planned["params"]["height"] > 64
+    assert planned["budget"]["ram_at_peak_bytes"] <= 4096 and planned["params"]["n_trees"] * 2 ** planned["params"]["height"] > 64
     for argv, fragment in ((["--false-alarms", "0.5"], "false-alarm rate 0.5 is outside (0, 0.5)"),
                            (["--window", "3"], "window=3 must be an integer from 10 to 32767")):
         out = tmp_path / "bad.esm"

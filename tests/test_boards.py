@@ -111,6 +111,10 @@ def edit(path: Path, pattern: str, replacement: str) -> Path:
     (r"^active_current_ma = .*$", "active_current_ma = 0", "field 'energy.active_current_ma' must be positive"),
     (r"^supply_voltage = .*$", 'supply_voltage = "3V3"', "field 'energy.supply_voltage' must be float, got '3V3'"),
     (r"^source = .*$", "", "missing field 'energy.source'"),
+    (r"^sector_counts = .*$", "sector_counts = [4, 1, 2]",
+     "field 'flash' sectors add up to 393,216 bytes, not flash_bytes 524288"),
+    (r"^sector_sizes = .*$", 'sector_sizes = ["16K"]', "field 'flash.sector_sizes' must be a list of integers"),
+    (r"^wait_states = .*$", "wait_states = -1", "field 'flash.wait_states' must be 0 or more, got -1"),
 ])
 def test_malformed_board_files_name_the_file_and_the_field(user_board, pattern, replacement, message):
     edit(user_board, pattern, replacement)
@@ -147,3 +151,14 @@ def test_invalid_toml_and_unreadable_files(tmp_path):
         load_board(broken)
     with pytest.raises(BoardError, match="cannot read board file"):
         load_board(tmp_path / "absent.toml")
+
+
+def test_checkpoint_slots_take_whole_sectors_of_one_size():
+    """Two slots, each erased on its own: the sector size whose run holds them in the fewest bytes."""
+    stm32f411, avr = load_board("stm32f411").flash, load_board("atmega328p").flash
+    assert stm32f411.slots(4540) == (16384, 1, 32768)
+    assert stm32f411.slots(20000) == (16384, 2, 65536)  # 2 of the 4 small sectors each, not the 128 KiB ones
+    assert stm32f411.slots(40000) == (131072, 1, 262144)  # the 16 KiB run holds one slot of 3 sectors, not two
+    assert stm32f411.slots(200000) == (0, 0, 0)  # 2 x 2 of the 128 KiB sectors: there are 3
+    assert avr.slots(284) == (128, 3, 768)
+    assert load_board("rp2040").flash.wait_states is None and stm32f411.wait_states == 3

@@ -4,13 +4,15 @@ The cross toolchains and QEMU come from scripts/setup.sh; nothing here is skippe
 """
 
 import json
+import re
+import subprocess
 
 import edgestream
 
 import pytest
 from test_cli import assert_user_error, run, write_csv
 
-from edgestream import ForestClassifier, ShrubEnsemble, TreeClassifier, simulate, targets
+from edgestream import ForestClassifier, ShrubEnsemble, TreeClassifier, checkpoint, simulate, targets
 from edgestream.boards import board_names, load_board
 from edgestream.data import make_stream
 from edgestream.budget import of_model
@@ -63,7 +65,7 @@ def test_budget_text_json_and_html(capsys, tmp_path, sea):
     argv = ["budget", "--learner", "shrubs", "--board", "stm32f411", "--ram", "8KiB", "--features", 3, "--classes", 2]
     code, out, _ = run(capsys, *argv)
     assert code == 0 and out.startswith("shrubs on stm32f411: window_size=64, max_shrubs=16, max_depth=4")
-    assert "RAM: 7,360 of 8,192 bytes" in out and "\n  fits\n" in out  # an upper bound (tests/test_budget.py)
+    assert "RAM at peak: 7,384 of 8,192 bytes" in out and "\n  fits\n" in out  # an upper bound (tests/test_budget.py)
     code, out, _ = run(capsys, *argv, "--window", 32, "--json")
     report = json.loads(out)
     assert code == 0 and report["fits"] and report["config"]["window_size"] == 32 and report["ram_budget"] == 8192
@@ -157,7 +159,7 @@ def test_build(capsys, bundles):
     assert {"main", "tree_predict", "tree_predict_proba"} == report["stack_max"].keys()
     code, out, _ = run(capsys, "build", bundles["shrubs"], "--board", "stm32f411")
     assert code == 0 and out.startswith("shrubs for stm32f411: ") and "state: none" not in out
-    assert "shrubs_learn" in out and "model tables" in out and out.rstrip().endswith("fits")
+    assert "shrubs_learn" in out and "the model in it: code " in out and out.rstrip().endswith("fits")
 
 
 def test_simulate_forest_under_qemu(capsys, sea, bundles):
@@ -226,6 +228,8 @@ def test_demo(capsys, tmp_path):
     assert "static state RAM" in out and f"memory report: {tmp_path / 'memory-report.html'}" in out
     page = (tmp_path / "memory-report.html").read_text()
     assert "Predicted against measured" in page and "data:image/png;base64," in page
+    assert "NAME_" not in page and "demo_reset, when an application calls it" in page and "<th>toolchain</th>" in page
+    assert "; RAM at peak " in next(line for line in out.splitlines() if line.startswith("plan: "))
     assert (tmp_path / "bundle" / "src" / "demo.h").is_file()
 
 
@@ -318,8 +322,8 @@ REGRESSION_KEYS = {"n", "mae", "rmse", "r2", "mismatches", "bundle", "target", "
 
 @pytest.fixture(scope="module")
 def friedman(tmp_path_factory):
-    """40 rows of Friedman #1 (5 features) and a forest, a BLS, a shrubs and an AXGB regressor fitted and exported
-    through the CLI."""
+    """40 rows of Friedman #1 (5 features) and a forest, a BLS and an AXGB regressor fitted and exported through the
+    CLI."""
     from sklearn.datasets import make_friedman1
 
     X, y = make_friedman1(40, n_features=5, noise=1.0, random_state=4)
@@ -328,7 +332,6 @@ def friedman(tmp_path_factory):
     bundles = {}
     for learner, options in (("forest", ["--n-trees", 3, "--max-depth", 4]),
                              ("bls", ["--task", "regression", "--feature-nodes", 4, "--enhancement-nodes", 6]),
-                             ("shrubs", ["--task", "regression", "--window", 12, "--shrubs", 4, "--max-depth", 3]),
                              ("axgb", ["--task", "regression", "--members", 3, "--window-min", 4, "--window-max", 8,
                                        "--max-depth", 2, "--max-bins", 8])):
         model = out / f"{learner}.esm"
@@ -358,12 +361,11 @@ def test_simulate_a_forest_regressor_on_the_boards(capsys, friedman, board, wher
 
 
 @pytest.mark.parametrize("board", ["stm32f411", "rp2040", "atmega2560"])
-@pytest.mark.parametrize("learner", ["bls", "shrubs", "axgb"])
+@pytest.mark.parametrize("learner", ["bls", "axgb"])
 def test_simulate_a_learning_regressor_on_the_boards(capsys, friedman, board, learner):
-    """Test-then-train from the exported state on Cortex-M4F (FPU), Cortex-M0 and AVR (soft float32 for BLS;
-    shrubs in integers, growing new shrubs on the device; AXGB buffers rows and trains members on its windows,
-    spread over the calls): the C learns every row's int16 target code and predicts Python's raw output on every
-    row."""
+    """Test-then-train from the exported state on Cortex-M4F (FPU), Cortex-M0 and AVR (soft float32): the C
+    learns every row's int16 target code (AXGB: buffers it and trains members on its windows, spread over the
+    calls) and predicts Python's raw output on every row."""
     _, _, path, bundles = friedman
     argv = ["simulate", bundles[learner], path, "--label", "label", "--learn", "--json"]
     host = json.loads(run(capsys, *argv)[1])
@@ -392,3 +394,85 @@ def test_simulate_counts_a_regressors_calls(capsys, friedman, board, unit):
     code, out, _ = run(capsys, *argv)
     last = out.splitlines()[-1]
     assert code == 0 and "predict_raw mean " in last and "learn" not in last
+
+
+FIGURES_LINE = re.compile(r"^memory on stm32f411 \(exact, of the trained model's bundle\): "
+                          r"RAM at peak (?P<ram>[\d,]+) = (?P<ram_parts>[^;]+); "
+                          r"flash (?P<flash>[\d,]+) = (?P<flash_parts>.+)$", re.MULTILINE)
+
+
+def _parts(text: str) -> dict[str, int]:
+    return {name: int(size.replace(",", "")) for name, size in
+            (part.rsplit(" ", 1) for part in text.split(" + "))}
+
+
+def test_one_name_and_one_figure_for_each_memory_amount(capsys, tmp_path, sea):
+    """fit's line, the search table's chosen row, fit --json, the bundle's build and simulate name the figures
+    alike, and a figure two outputs give under one name is one number: the chosen row shows the trained model's
+    exact figures (it showed its untrained configuration's bound), RAM at peak and flash add up their parts, and
+    the model state, tables and code of the fit are those the linked firmware holds."""
+    X, y, path = sea
+    argv = ["fit", path, "--label", "label", "--ram", "4KiB", "--board", "stm32f411", "-o", tmp_path / "m.esm"]
+    code, out, _ = run(capsys, *argv)
+    line = FIGURES_LINE.search(out)
+    assert code == 0 and line, out
+    ram, flash = (int(line[key].replace(",", "")) for key in ("ram", "flash"))
+    ram_parts, flash_parts = _parts(line["ram_parts"]), _parts(line["flash_parts"])
+    assert sum(ram_parts.values()) == ram and sum(flash_parts.values()) == flash
+    chosen = next(row.split() for row in out.splitlines() if row.startswith("* "))
+    assert [int(cell.replace(",", "")) for cell in chosen[6:8]] == [ram, flash]
+    assert "RAM at peak and flash (docs/tutorials/plan-the-memory.md#the-memory-figures): * exact" in out
+    code, out, _ = run(capsys, *argv, "--json")
+    budget = json.loads(out)["budget"]
+    assert budget["ram_at_peak_bytes"] == ram and budget["flash_bytes"] == flash and budget["basis"].startswith("exact")
+    assert budget["ram_at_peak_parts"] == ram_parts and budget["flash_parts"] == flash_parts
+    state = budget["model_state_bytes"]
+    assert state == ram_parts["model state"] == load_model(tmp_path / "m.esm").state_bytes()
+    assert run(capsys, "export", tmp_path / "m.esm", "-o", tmp_path / "b", "--name", "m")[0] == 0
+    code, out, _ = run(capsys, "build", tmp_path / "b", "--board", "stm32f411", "--json")
+    built = json.loads(out)
+    assert built["model_state_bytes"] == state and built["code_bytes"] == flash_parts["code"]
+    assert built["tables_bytes"] == flash_parts["tables"] and built["state_image_bytes"] == flash_parts["state image"]
+    assert built["firmware_ram_at_peak_bytes"] == built["ram_peak"] > ram
+    code, out, _ = run(capsys, "build", tmp_path / "b", "--board", "stm32f411")
+    assert f"firmware, the whole linked program with its harness" in out
+    assert f"RAM at peak {built['ram_peak']:,} of 131,072 = data {built['data']:,} + bss " in out
+    assert f"  model state {state:,} bytes (m_memory)" in out
+
+
+def test_the_memory_report_to_sign_off(capsys, tmp_path, sea, bundles):
+    """The report of a planned model with its bundle and the emulator's counts: time per sample in cycles and µs at
+    the clock with the flash wait states, the counted instructions beside the predicted ones, the checkpoint slots
+    in the part's sectors, .data and .bss, the provenance (toolchain, flags, commit, data) and the bundle's name in
+    place of NAME_."""
+    X, y, _ = sea
+    rows = write_csv(tmp_path / "rows.csv", X[:20], y[:20])
+    code, out, _ = run(capsys, "simulate", bundles["shrubs"], rows, "--label", "label", "--learn", "--target", "qemu",
+                       "--board", "stm32f411", "--instructions", "--json")
+    (tmp_path / "counts.json").write_text(out)
+    counts = json.loads(out)["instructions"]
+    argv = ["budget", "--learner", "shrubs", "--board", "stm32f411", "--features", 3, "--classes", 2, "--window", 16,
+            "--shrubs", 4, "--max-depth", 3, "--bundle", bundles["shrubs"], "--measured", tmp_path / "counts.json"]
+    code, out, _ = run(capsys, *argv, "--html", tmp_path / "r.html")
+    page = (tmp_path / "r.html").read_text()
+    assert code == 0 and "NAME_" not in page + out and "shrubs_reset, when an application calls it" in page
+    learn = counts["learn"]
+    assert f"<td>learn</td><td>" in page and f"{learn['mean']:,.0f} / {learn['worst']:,}</td>" in page
+    assert f"counted {learn['mean']:,.0f} / {learn['worst']:,}" in out
+    report = json.loads(run(capsys, *argv, "--json")[1])
+    cycles, micro = report["cycles_per_sample"], report["microseconds_per_sample"]
+    assert report["flash_wait_states"] == 3 and cycles["every_fetch_waiting"]["worst"] == 4 * cycles["fastest"]["worst"]
+    assert micro["fastest"]["worst"] == pytest.approx(cycles["fastest"]["worst"] / 100)  # 100 MHz
+    assert f"{cycles['fastest']['worst']:,.0f}</td>" in page and "3 flash wait states at 100 MHz (STM32F411" in page
+    image = ShrubEnsemble(window_size=16, max_shrubs=4, max_depth=3).layout(3, 2)
+    slot = report["checkpoint"]
+    assert slot["sector_bytes"] == 16384 and slot["sectors_per_slot"] == 1 and slot["flash_bytes"] == 32768
+    assert slot["image_bytes"] == checkpoint.image_layout(image).image_bytes
+    assert f"<strong>32,768 bytes of flash</strong>" in page
+    measured = report["measured"]
+    assert report["sections"] == {".data": measured["image_flash"]["measured"], ".bss": 4}
+    assert "<td>.data</td><td>1,176</td>" in page
+    toolchain = subprocess.run(["arm-none-eabi-gcc", "--version"], capture_output=True,
+                               text=True).stdout.splitlines()[0]
+    assert f"<th>toolchain</th><td>{toolchain}</td>" in page and "-mcpu=cortex-m4 -mthumb" in page
+    assert re.search(r"<th>commit</th><td>[0-9a-f]{40}", page)

@@ -27,6 +27,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -276,3 +277,30 @@ def test_every_learner_has_a_page_in_the_navigation():
         assert page.is_file(), f"no page for the learner {name!r}: write {page.relative_to(ROOT)}"
         assert f"learners/{name}.md" in nav
         assert f"<!-- generated: parameters {name} -->" in page.read_text()
+
+
+def test_the_memory_report_renders_in_a_browser(tmp_path, monkeypatch):
+    """The HTML memory report, opened in headless Chromium (scripts/setup.sh installs it): the page parses, every
+    section a firmware engineer signs off is in the rendered DOM, and its screenshot is a drawn page, not a blank
+    one."""
+    from matplotlib.image import imread
+
+    from edgestream.cli import main
+
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    report = tmp_path / "report.html"
+    assert main(["budget", "--learner", "shrubs", "--board", "stm32f411", "--ram", "8KiB", "--features", "6",
+                 "--classes", "2", "--html", str(report)]) == 0
+    browser = ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+               f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1100,2400"]
+    shot = tmp_path / "report.png"
+    done = subprocess.run([*browser, f"--screenshot={shot}", report.as_uri()], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0 and shot.is_file(), done.stderr
+    pixels = imread(shot)
+    assert pixels.shape[:2] == (2400, 1100) and len(np.unique(pixels.reshape(-1, pixels.shape[2]), axis=0)) > 100
+    dom = subprocess.run([*browser, "--dump-dom", report.as_uri()], capture_output=True, text=True, timeout=120)
+    assert dom.returncode == 0, dom.stderr
+    for section in ("<h1>shrubs on stm32f411</h1>", "RAM at peak 7,964 = model state 7,572", "<h2>Checkpoint slots</h2>",
+                    "<h2>Static RAM by section</h2>", "3 flash wait states at 100 MHz", "<th>toolchain</th>"):
+        assert section in dom.stdout, section

@@ -267,7 +267,7 @@ def test_cli_fit_within_a_ram_budget(capsys, tmp_path):
                            "stm32f411", "-o", tmp_path / "m.esm", "--json")
     report = json.loads(out)
     budget = report["budget"]
-    assert code == 0 and budget["fits"] and budget["ram_bytes"] <= 6 * 1024
+    assert code == 0 and budget["fits"] and budget["ram_at_peak_bytes"] <= 6 * 1024
     chosen = (report["params"]["feature_nodes"], report["params"]["enhancement_nodes"])
     assert chosen < (16, 48)  # the default does not fit
     assert budget["config"]["classes"] == 1

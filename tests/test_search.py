@@ -368,7 +368,7 @@ def test_fit_auto_within_a_budget_chooses_among_the_online_regressors(capsys, tm
     searched = {c["learner"] for c in report["search"]["candidates"]}
     assert code == 0 and report["task"] == "regression"
     assert searched == {name for name in learners.for_task("regression") if learners.get(name).online}
-    assert report["learner"] in searched and report["budget"]["ram_bytes"] <= 16 * 1024
+    assert report["learner"] in searched and report["budget"]["ram_at_peak_bytes"] <= 16 * 1024
     code, out, _ = run(capsys, "budget", "--learner", "auto", "--board", "stm32f411", "--ram", "16KiB",
                        "--data", path, "--label", "y")
     assert code == 0 and "scores are skills, 1 - RMSE / " in out and f"chosen: {report['learner']}" in out
