@@ -659,8 +659,9 @@ def run_simulate(args) -> int:
     if "r2" in report:
         print(f"{report['n']} rows, {metrics_text(report)}, {report['mismatches']} raw output mismatches between "
               f"C and Python ({target.where})")
-    elif "roc_auc" in report:
-        print(f"{report['n']} rows{' test-then-train' if args.learn else ''}, {anomaly_text(report)}, "
+    elif "flag_mismatches" in report:
+        scored = anomaly_text(report) if "roc_auc" in report else f"{report['flagged']} rows flagged"
+        print(f"{report['n']} rows{' test-then-train' if args.learn else ''}, {scored}, "
               f"{report['mismatches']} score and {report['flag_mismatches']} flag mismatches between C and Python "
               f"({target.where})")
     elif args.learn:

@@ -360,5 +360,5 @@ SPEC = LearnerSpec(
         Option("--false-alarms", "false_alarms", float, "target false-alarm rate in (0, 0.5)", "RATE"),
         Option("--seed", "seed", int, "seed of the random trees", "N")),
     learning=True, online=True, runtime=("es_common", "es_hst"), template="hst.c.j2",
-    context=state_context, tables=state_tables(STATE), ladder=HST_LADDER, state=STATE, checkpoints=False,
+    context=state_context, tables=state_tables(STATE), ladder=HST_LADDER, state=STATE,
     variants=({"window": 10},))
