@@ -739,12 +739,13 @@ def run_budget(args) -> int:
     if args.html:
         check_dependencies()  # before any work
     board = load_board(args.board)
-    if (args.data is None) != (args.label is None):
-        raise ValueError("--data and --label go together")
+    detector = args.learner != AUTO and learners.get(args.learner).tasks == (ANOMALY,)
+    if (args.data is None) != (args.label is None) and not (detector and args.data):
+        raise ValueError("--data and --label go together (only a detector ranks its candidates without labels)")
     if args.bundle:
         read_manifest(args.bundle)  # a bad bundle before any work
     X, y = load_data(args, args.data)[:2] if args.data else (None, None)
-    task = infer_task(y) if y is not None else CLASSIFICATION
+    task = ANOMALY if detector else infer_task(y) if y is not None else CLASSIFICATION
     n_features, n_classes = budget_shape(args, X, y, task)
     params = learner_params(args)
     found = None
@@ -767,14 +768,19 @@ def run_budget(args) -> int:
         sizes = compare_sizes(of_model(model, board, budget.ram_budget, budget.flash_budget, optimize),
                               targets.build(args.bundle, board))
     curve = found.curve() if found else {}
+    detector = detector_figures(args, found, X, y) if task == ANOMALY and found else None
     if args.html:
         html_report(budget, args.html, curve, sizes, provenance(args.data, len(X) if X is not None else None),
-                    search=found)
+                    search=found, detector=detector)
     if args.json:
         print(json.dumps({**budget.to_json(), **({"search": found.to_json(), "curve": curve} if found else {}),
-                          **({"measured": sizes} if sizes else {})}))
+                          **({"measured": sizes} if sizes else {}), **({"detector": detector} if detector else {})}))
         return 0
     print(budget.to_text())
+    if detector:
+        print(f"chosen detector trained on the rows: threshold {detector['threshold']} (Q15, for "
+              f"{detector['false_alarms']:g} false alarms), {detector['flagged']} rows flagged"
+              + (f", {anomaly_text(detector)}" if "roc_auc" in detector else ""))
     if found:
         print(found.to_text())
         if curve:
@@ -787,16 +793,24 @@ def run_budget(args) -> int:
     return 0
 
 
+def detector_figures(args, found, X, y) -> dict:
+    """The chosen detector trained on the rows as ``fit`` trains it: its calibrated threshold and prequential
+    figures (:func:`edgestream.task.anomaly_metrics` with labels, else the rows flagged)."""
+    trained = train(found.learner, X, y, found.budget.params, bins_rows=args.bins_rows, task=ANOMALY)
+    return {"threshold": trained.model.threshold, "false_alarms": trained.model.false_alarms,
+            **trained.prequential.metrics}
+
+
 def budget_shape(args, X, y, task: str) -> tuple[int, int]:
     """Features and classes: as given, or the stream's (which must agree with what is given; a regression
     target has one output)."""
-    given = {"features": args.features, "classes": args.classes}
+    given = {"features": args.features, "classes": 1 if task == ANOMALY else args.classes}  # one output
     if X is None:
         missing = [f"--{key}" for key, value in given.items() if value is None]
         if missing:
             raise ValueError(f"{' and '.join(missing)} needed (or --data and --label to take them from a stream)")
-        return args.features, args.classes
-    found = {"features": X.shape[1], "classes": 1 if task == REGRESSION else len(np.unique(y))}
+        return given["features"], given["classes"]
+    found = {"features": X.shape[1], "classes": len(np.unique(y)) if task == CLASSIFICATION else 1}
     for key, value in given.items():
         if value is not None and value != found[key]:
             raise ValueError(f"--{key} {value} disagrees with {args.data}, which has {found[key]} {key}")
