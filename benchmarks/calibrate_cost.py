@@ -56,6 +56,7 @@ from edgestream.costs import COEFFICIENTS_FILE, QUANTITIES, predicted
 from edgestream.data import make_stream
 from edgestream.export import export_bundle
 from edgestream.learners.axgb import IDLE, AdaptiveXGBoost
+from edgestream.learners.hst import HISTOGRAM_BINS
 from edgestream.online import start_online
 from edgestream.task import ANOMALY
 
@@ -172,10 +173,27 @@ def regime(name: str, stream: str, options: dict, params: dict, steps: int) -> d
     :func:`axgb_regime` tells."""
     if name == "axgb":
         return axgb_regime(stream, options, params, steps)
-    if name not in ("hoeffding", "irf"):
+    if name not in ("hoeffding", "irf", "hst"):
         return {}
     model, X, y, _ = counted_model(name, stream, options, params, steps)
-    return hoeffding_regime(model, X, y)
+    return hst_regime(model, X) if name == "hst" else hoeffding_regime(model, X, y)
+
+
+def hst_regime(model, X) -> dict:
+    """Half-Space Trees' :func:`regime` over the rows ``X`` from the model's state now (replayed on a copy): the
+    window swaps per call (``swap_rate``) and the histogram bins the swaps' threshold scans visited from the top,
+    on average and at most (``scanned``, ``scanned_worst``; read from the threshold each scan returned)."""
+    replay = copy.deepcopy(model)
+    replay.use_engine = False
+    scans, swaps = [], 0
+    for row in X:
+        swapping, scanning = replay.filled == replay.window - 1, replay.ready
+        replay.learn_encoded(row)
+        swaps += swapping
+        if swapping and scanning:  # the scan stopped at bin b and returned (b + 1) * 256, or 0 after all bins
+            scans.append(HISTOGRAM_BINS if replay.threshold == 0 else HISTOGRAM_BINS + 1 - (replay.threshold >> 8))
+    return {"swap_rate": swaps / len(X), "scanned": float(np.mean(scans)) if scans else 0.0,
+            "scanned_worst": max(scans, default=0)}
 
 
 def hoeffding_regime(model, X, y) -> dict:

@@ -346,16 +346,21 @@ class HalfSpaceTrees(OnlineAnomaly, OnlineStateLearner):
         return self
 
 
-def cost_terms(params: dict, n_features: int, n_classes: int = 1) -> CostTerms:
+def cost_terms(params: dict, n_features: int, n_classes: int = 1, swap_rate: float | None = None,
+               scanned: float = HISTOGRAM_BINS, scanned_worst: float = HISTOGRAM_BINS) -> CostTerms:
     """The work terms of a score (constant: the call, the 64-bit scaling to Q15; the input check, d; a tree, T; a
-    node on a path, T (h + 1)) and of a learn call (those, with a count per node; a window swap, which copies the
-    T (2^(h+1) - 1) masses of both windows and sets the threshold from the 128-bin histogram: whole in the worst
-    call, once every W calls in the mean)."""
+    node on a path, T (h + 1)) and of a learn call (those, with a count per node; a window swap: it copies the
+    T (2^(h+1) - 1) masses of both windows, sums the 128-bin histogram and halves it, and scans it from the top for
+    the threshold). The worst call swaps; the mean one swaps ``swap_rate`` times per call (1 / W in the steady
+    state). ``scanned``, ``scanned_worst``: the bins a threshold scan visits on average and at most, which the
+    scores decide (a prediction assumes all 128, the costlier case; the calibration replays what its rows did)."""
     model = HalfSpaceTrees(**params)
-    t, h, w = model.n_trees, model.height, model.window
+    t, h = model.n_trees, model.height
+    rate = 1 / model.window if swap_rate is None else swap_rate
     masses = t * ((2 << h) - 1)
     score = [1, n_features, t, t * (h + 1)]
-    return CostTerms(predict=score, learn_mean=score + [masses / w, 1 / w], learn_worst=score + [masses, 1])
+    return CostTerms(predict=score, learn_mean=score + [masses * rate, rate, scanned * rate],
+                     learn_worst=score + [masses, 1, scanned_worst])
 
 
 HST_LADDER = tuple({"n_trees": t, "height": h} for t, h in (
