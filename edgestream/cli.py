@@ -210,14 +210,14 @@ def build_parser() -> argparse.ArgumentParser:
                           help="with --learn: rows per point of the accuracy curve (default 500)")
     simulate.add_argument("--target", choices=["host", "qemu"], default="host",
                           help="host: compiled for this machine with cffi (default); qemu: cross-compiled for "
-                               "--board and run under its emulator (classifiers and regressors: a regressor's raw "
-                               "outputs are compared with Python's)")
+                               "--board and run under its emulator (a regressor's raw outputs and a detector's scores "
+                               "and flags are compared with Python's)")
     simulate.add_argument("--board", metavar="BOARD", help="with --target qemu: a board name or board .toml file")
     simulate.add_argument("--timeout", type=TIMEOUT, default=60.0, metavar="S",
                           help="with --target qemu: seconds before the emulator is stopped (default 60)")
     simulate.add_argument("--instructions", action="store_true",
-                          help="with --target qemu: count every predict (a regressor's predict_raw) and learn "
-                               "call: executed instructions, exactly, under QEMU (it logs each one: slow, keep the "
+                          help="with --target qemu: count every predict (a regressor's predict_raw, a detector's "
+                               "score) and learn call: executed instructions, exactly, under QEMU (it logs each one: slow, keep the "
                                "stream short); CPU cycles on AVR boards, measured by the firmware with Timer1 under "
                                "simavr")
     simulate.add_argument("--json", action="store_true", help="print one JSON object")

@@ -373,17 +373,23 @@ def test_simulate_counts_a_regressors_calls(capsys, friedman, board, unit):
     X, y, path, bundles = friedman
     argv = ["simulate", bundles["bls"], path, "--label", "label", "--target", "qemu", "--board", board,
             "--instructions"]
+    counted = targets.run(bundles["bls"], board, X, y, learn=True, instructions=True).instructions
+    assert_counts_every_call(capsys, argv, unit, counted, "predict_raw")
+
+
+def assert_counts_every_call(capsys, argv, unit, counted, prediction: str) -> None:
+    """simulate --instructions (``argv``) with --learn reports the mean and worst of ``counted`` (targets.run's
+    counts of the same rows) for the prediction and the learn call; without --learn, the prediction only."""
     code, out, _ = run(capsys, *argv, "--learn", "--json")
     report = json.loads(out)
     assert code == 0 and report["unit"] == unit and report["mismatches"] == 0
-    per_call = targets.run(bundles["bls"], board, X, y, learn=True, instructions=True).instructions
-    assert set(report["instructions"]) == set(per_call) == {"predict_raw", "learn"}
+    assert set(report["instructions"]) == set(counted) == {prediction, "learn"}
     for call, figures in report["instructions"].items():
         assert 0 < figures["mean"] <= figures["worst"]
-        assert figures == {"mean": per_call[call].mean(), "worst": per_call[call].max()}
+        assert figures == {"mean": counted[call].mean(), "worst": counted[call].max()}
     code, out, _ = run(capsys, *argv)
     last = out.splitlines()[-1]
-    assert code == 0 and "predict_raw mean " in last and "learn" not in last
+    assert code == 0 and f"{prediction} mean " in last and "learn" not in last
 
 
 # -- detectors on the emulated boards -------------------------------------------------------------------------
@@ -428,13 +434,5 @@ def test_simulate_counts_a_detectors_score_and_learn_calls(capsys, detector, boa
     """--instructions on a detector counts its score and (learning) learn calls, as targets.run does."""
     X, _, path, bundle = detector
     argv = ["simulate", bundle, path, "--label", "label", "--target", "qemu", "--board", board, "--instructions"]
-    report = json.loads(run(capsys, *argv, "--learn", "--json")[1])
-    assert report["unit"] == unit and report["mismatches"] == 0
-    per_call = targets.run(bundle, board, X, learn=True, instructions=True).instructions
-    assert set(report["instructions"]) == set(per_call) == {"score", "learn"}
-    for call, figures in report["instructions"].items():
-        assert 0 < figures["mean"] <= figures["worst"]
-        assert figures == {"mean": per_call[call].mean(), "worst": per_call[call].max()}
-    code, out, _ = run(capsys, *argv)
-    last = out.splitlines()[-1]
-    assert code == 0 and "score mean " in last and "learn" not in last
+    counted = targets.run(bundle, board, X, learn=True, instructions=True).instructions
+    assert_counts_every_call(capsys, argv, unit, counted, "score")
