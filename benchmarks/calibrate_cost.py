@@ -56,7 +56,9 @@ from edgestream.costs import COEFFICIENTS_FILE, QUANTITIES, predicted
 from edgestream.data import make_stream
 from edgestream.export import export_bundle
 from edgestream.learners.axgb import IDLE, AdaptiveXGBoost
+from edgestream.learners.hst import HISTOGRAM_BINS
 from edgestream.online import start_online
+from edgestream.task import ANOMALY
 
 CORES = {"armv7e-m": "stm32f411", "armv6-m": "rp2040", "avr6": "atmega2560"}
 STREAMS = (("sea", {}), ("hyperplane", {}), ("blobs", {"n_features": 6, "n_classes": 4}))
@@ -72,11 +74,18 @@ HOLD_OUT = 4  # configurations 0, 4, 8, ... are predicted without being fitted o
 FIT_RAM = 16 * 1024  # the emulated Cortex-M0's RAM
 WARMUP = 2000
 # enough for a few expensive steps (bls: every call alike; irf: its trees' Poisson weights reach the grace often)
-STEPS = {"shrubs": 48, "bls": 4, "hoeffding": 400, "irf": 30, "axgb": 700}
+# hst: more rows than its largest window, so that a window swap (its worst learn call) is counted
+STEPS = {"shrubs": 48, "bls": 4, "hoeffding": 400, "irf": 30, "axgb": 700, "hst": 260}
 # learners that run the same C code, whose terms weigh the same work: one model for both (IRF's forest is HT+AE trees)
 SHARED = {"irf": "hoeffding"}
 MEASURED = {"predict_mean": ("predict", np.mean), "predict_worst": ("predict", np.max),
             "learn_mean": ("learn", np.mean), "learn_worst": ("learn", np.max)}
+PREDICTION_CALL = {ANOMALY: "score"}  # a detector's prediction is its score call (targets.CALLS)
+
+
+def task_of_learner(name: str) -> str:
+    """The task a learner is calibrated in: its first form (a detector's, for a learner that only detects)."""
+    return learners.get(name).tasks[0]
 
 
 @functools.cache
@@ -113,8 +122,10 @@ def fitting_params(name: str, arch: str, stream: str, ram: int, grid: tuple[dict
     ``ram``, in the grid's order."""
     options = dict(STREAMS)[stream]
     X, y = make_stream(stream, 200, seed=1, **options)
-    return [b.params for b in configurations(name, load_board(CORES[arch]), X.shape[1], len(np.unique(y)), ram=ram,
-                                             grid=grid) if b.fits]
+    task = task_of_learner(name)
+    n_classes = 1 if task == ANOMALY else len(np.unique(y))
+    return [b.params for b in configurations(name, load_board(CORES[arch]), X.shape[1], n_classes, ram=ram,
+                                             grid=grid, task=task) if b.fits]
 
 
 def config_at(name: str, index: int, arch: str, n: int) -> tuple[str, dict, dict]:
@@ -125,9 +136,12 @@ def config_at(name: str, index: int, arch: str, n: int) -> tuple[str, dict, dict
 
 
 def warmup_rows(name: str, params: dict) -> int:
-    """Rows Python learns before the device counts: ``WARMUP``, and for AXGB also the windows that fill its
-    ensemble (a prediction and a job's margins walk every member: a model counted with fewer members than ``K``
+    """Rows Python learns before the device counts: ``WARMUP`` (for hst up to where its latest window is half
+    full), and for AXGB also the windows that fill its ensemble (a prediction and a job's margins walk every member: a model counted with fewer members than ``K``
     costs less than it will once it has learned that much)."""
+    if name == "hst":  # the latest window half full when the count starts: a window swap falls within it
+        window = learners.get(name).make(ANOMALY, **params).window
+        return WARMUP + max(0, window - WARMUP % window - STEPS[name] // 2)
     if name != "axgb":
         return WARMUP
     model = learners.get(name).make(**params)
@@ -141,7 +155,12 @@ def counted_model(name: str, stream: str, options: dict, params: dict, steps: in
     warmup = warmup_rows(name, params)
     learned = warmup if learned is None else learned
     X, y = make_stream(stream, warmup + steps, seed=1, **options)
-    model = start_online(learners.get(name).make(**params), X, np.unique(y))
+    task = task_of_learner(name)
+    model = learners.get(name).make(task, **params)
+    if task == ANOMALY:  # learns rows alone, its work range from the first ones
+        model.partial_fit(X[:learned])
+        return model, X[learned:], y[learned:], warmup
+    model = start_online(model, X, np.unique(y))
     model.partial_fit(X[:learned], y[:learned])
     return model, X[learned:], y[learned:], warmup
 
@@ -154,10 +173,27 @@ def regime(name: str, stream: str, options: dict, params: dict, steps: int) -> d
     :func:`axgb_regime` tells."""
     if name == "axgb":
         return axgb_regime(stream, options, params, steps)
-    if name not in ("hoeffding", "irf"):
+    if name not in ("hoeffding", "irf", "hst"):
         return {}
     model, X, y, _ = counted_model(name, stream, options, params, steps)
-    return hoeffding_regime(model, X, y)
+    return hst_regime(model, X) if name == "hst" else hoeffding_regime(model, X, y)
+
+
+def hst_regime(model, X) -> dict:
+    """Half-Space Trees' :func:`regime` over the rows ``X`` from the model's state now (replayed on a copy): the
+    window swaps per call (``swap_rate``) and the histogram bins the swaps' threshold scans visited from the top,
+    on average and at most (``scanned``, ``scanned_worst``; read from the threshold each scan returned)."""
+    replay = copy.deepcopy(model)
+    replay.use_engine = False
+    scans, swaps = [], 0
+    for row in X:
+        swapping, scanning = replay.filled == replay.window - 1, replay.ready
+        replay.learn_encoded(row)
+        swaps += swapping
+        if swapping and scanning:  # the scan stopped at bin b and returned (b + 1) * 256, or 0 after all bins
+            scans.append(HISTOGRAM_BINS if replay.threshold == 0 else HISTOGRAM_BINS + 1 - (replay.threshold >> 8))
+    return {"swap_rate": swaps / len(X), "scanned": float(np.mean(scans)) if scans else 0.0,
+            "scanned_worst": max(scans, default=0)}
 
 
 def hoeffding_regime(model, X, y) -> dict:
@@ -262,9 +298,12 @@ def count(name: str, index: int, arch: str, steps: int, n: int) -> dict | None:
         except targets.TargetError as error:  # the state does not fit the emulated machine's RAM
             print(f"{name} #{index} on {CORES[arch]}: {error}", file=sys.stderr)
             return None
-    measured = {q: float(reduce(result.instructions[call])) for q, (call, reduce) in MEASURED.items()}
+    task = task_of_learner(name)
+    measured = {q: float(reduce(result.instructions[PREDICTION_CALL.get(task, call) if call == "predict" else call]))
+                for q, (call, reduce) in MEASURED.items()}
     return {"learner": name, "index": index, "stream": stream, "arch": arch, "params": params,
-            "n_features": X.shape[1], "n_classes": len(model.classes_), "steps": steps, "warmup": warmup,
+            "n_features": X.shape[1], "n_classes": 1 if task == ANOMALY else len(model.classes_), "steps": steps,
+            "warmup": warmup,
             "regime": regime(name, stream, options, params, steps), **measured}
 
 

@@ -139,3 +139,31 @@ es_status es_hst_score(const es_hst *model, const float *features, int32_t *out)
     *out = (int32_t)score + (score >= model->counters->threshold ? ES_HST_FLAG : 0);
     return ES_OK;
 }
+
+es_status es_hst_validate(const es_hst *candidate)
+{
+    const es_hst_config *config;
+    const es_hst_counters *counters;
+    uint32_t i, internal, nodes;
+    if (candidate == 0 || candidate->config == 0 || candidate->counters == 0) {
+        return ES_ERR_NULL;
+    }
+    config = candidate->config;
+    counters = candidate->counters;
+    if (counters->filled >= config->window || counters->threshold > ES_HST_NEVER || counters->ready > 1u) {
+        return ES_ERR_IMAGE;
+    }
+    internal = (uint32_t)config->n_trees * (((uint32_t)1 << config->height) - 1u);
+    for (i = 0; i < internal; i++) {
+        if (candidate->split_feature[i] >= config->n_features || !es_hst_finite(&candidate->split_point[i], 1u)) {
+            return ES_ERR_IMAGE;
+        }
+    }
+    nodes = 2u * internal + config->n_trees;
+    for (i = 0; i < nodes; i++) {
+        if (candidate->reference[i] > config->window || candidate->latest[i] > config->window) {
+            return ES_ERR_IMAGE;
+        }
+    }
+    return ES_OK;
+}

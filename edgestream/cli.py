@@ -210,14 +210,14 @@ def build_parser() -> argparse.ArgumentParser:
                           help="with --learn: rows per point of the accuracy curve (default 500)")
     simulate.add_argument("--target", choices=["host", "qemu"], default="host",
                           help="host: compiled for this machine with cffi (default); qemu: cross-compiled for "
-                               "--board and run under its emulator (classifiers and regressors: a regressor's raw "
-                               "outputs are compared with Python's)")
+                               "--board and run under its emulator (a regressor's raw outputs and a detector's scores "
+                               "and flags are compared with Python's)")
     simulate.add_argument("--board", metavar="BOARD", help="with --target qemu: a board name or board .toml file")
     simulate.add_argument("--timeout", type=TIMEOUT, default=60.0, metavar="S",
                           help="with --target qemu: seconds before the emulator is stopped (default 60)")
     simulate.add_argument("--instructions", action="store_true",
-                          help="with --target qemu: count every predict (a regressor's predict_raw) and learn "
-                               "call: executed instructions, exactly, under QEMU (it logs each one: slow, keep the "
+                          help="with --target qemu: count every predict (a regressor's predict_raw, a detector's "
+                               "score) and learn call: executed instructions, exactly, under QEMU (it logs each one: slow, keep the "
                                "stream short); CPU cycles on AVR boards, measured by the firmware with Timer1 under "
                                "simavr")
     simulate.add_argument("--json", action="store_true", help="print one JSON object")
@@ -661,8 +661,9 @@ def run_simulate(args) -> int:
     if "r2" in report:
         print(f"{report['n']} rows, {metrics_text(report)}, {report['mismatches']} raw output mismatches between "
               f"C and Python ({target.where})")
-    elif "roc_auc" in report:
-        print(f"{report['n']} rows{' test-then-train' if args.learn else ''}, {anomaly_text(report)}, "
+    elif "flag_mismatches" in report:
+        scored = anomaly_text(report) if "roc_auc" in report else f"{report['flagged']} rows flagged"
+        print(f"{report['n']} rows{' test-then-train' if args.learn else ''}, {scored}, "
               f"{report['mismatches']} score and {report['flag_mismatches']} flag mismatches between C and Python "
               f"({target.where})")
     elif args.learn:
@@ -740,13 +741,14 @@ def run_budget(args) -> int:
     if args.html:
         check_dependencies()  # before any work
     board = load_board(args.board)
-    if (args.data is None) != (args.label is None):
-        raise ValueError("--data and --label go together")
+    detector_only = args.learner != AUTO and learners.get(args.learner).tasks == (ANOMALY,)
+    if (args.data is None) != (args.label is None) and not (detector_only and args.data):
+        raise ValueError("--data and --label go together (only a detector ranks its candidates without labels)")
     if args.bundle:
         read_manifest(args.bundle)  # a bad bundle before any work
     counted = measured_counts(args.measured, board) if args.measured else None
     X, y = load_data(args, args.data)[:2] if args.data else (None, None)
-    task = infer_task(y) if y is not None else CLASSIFICATION
+    task = ANOMALY if detector_only else infer_task(y) if y is not None else CLASSIFICATION
     n_features, n_classes = budget_shape(args, X, y, task)
     params = learner_params(args)
     found = None
@@ -770,14 +772,20 @@ def run_budget(args) -> int:
                               targets.build(args.bundle, board))
         budget = budget.named(read_manifest(args.bundle)["name"])
     curve = found.curve() if found else {}
+    detector = detector_figures(args, found, X, y) if task == ANOMALY and found else None
     if args.html:
         html_report(budget, args.html, curve, sizes, provenance(args.data, len(X) if X is not None else None, board),
-                    search=found, counted=counted)
+                    search=found, counted=counted, detector=detector)
     if args.json:
         print(json.dumps({**budget.to_json(), **({"search": found.to_json(), "curve": curve} if found else {}),
-                          **({"measured": sizes} if sizes else {}), **({"counted": counted} if counted else {})}))
+                          **({"measured": sizes} if sizes else {}), **({"counted": counted} if counted else {}),
+                          **({"detector": detector} if detector else {})}))
         return 0
     print(budget.to_text())
+    if detector:
+        print(f"chosen detector trained on the rows: threshold {detector['threshold']} (Q15, for "
+              f"{detector['false_alarms']:g} false alarms), {detector['flagged']} rows flagged"
+              + (f", {anomaly_text(detector)}" if "roc_auc" in detector else ""))
     if found:
         print(found.to_text())
         if curve:
@@ -818,16 +826,24 @@ def counted_text(budget, counted: dict) -> str:
     return "\n".join(lines)
 
 
+def detector_figures(args, found, X, y) -> dict:
+    """The chosen detector trained on the rows as ``fit`` trains it: its calibrated threshold and prequential
+    figures (:func:`edgestream.task.anomaly_metrics` with labels, else the rows flagged)."""
+    trained = train(found.learner, X, y, found.budget.params, bins_rows=args.bins_rows, task=ANOMALY)
+    return {"threshold": trained.model.threshold, "false_alarms": trained.model.false_alarms,
+            **trained.prequential.metrics}
+
+
 def budget_shape(args, X, y, task: str) -> tuple[int, int]:
     """Features and classes: as given, or the stream's (which must agree with what is given; a regression
     target has one output)."""
-    given = {"features": args.features, "classes": args.classes}
+    given = {"features": args.features, "classes": 1 if task == ANOMALY else args.classes}  # one output
     if X is None:
         missing = [f"--{key}" for key, value in given.items() if value is None]
         if missing:
             raise ValueError(f"{' and '.join(missing)} needed (or --data and --label to take them from a stream)")
-        return args.features, args.classes
-    found = {"features": X.shape[1], "classes": 1 if task == REGRESSION else len(np.unique(y))}
+        return given["features"], given["classes"]
+    found = {"features": X.shape[1], "classes": len(np.unique(y)) if task == CLASSIFICATION else 1}
     for key, value in given.items():
         if value is not None and value != found[key]:
             raise ValueError(f"--{key} {value} disagrees with {args.data}, which has {found[key]} {key}")

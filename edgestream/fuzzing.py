@@ -130,11 +130,9 @@ def build_bundle_target(learner: str, out: Path) -> Target:
     corpus.mkdir(parents=True, exist_ok=True)
     rows = np.ascontiguousarray(X[:4], dtype=manifest["input_dtype"]).tobytes()
     (corpus / "predict").write_bytes(b"\0" + rows)
-    if manifest["task"] == ANOMALY:
-        (corpus / "learn").write_bytes(b"\x01" + b"".join(b"\0" + row.tobytes() for row in np.ascontiguousarray(
-            X[:40], dtype=manifest["input_dtype"])))
     if learning:
-        records = b"".join(bytes([int(model.encode_label(label))]) + row.tobytes()
+        detector = manifest["task"] == ANOMALY  # learns rows alone: the label byte only picks save and restore
+        records = b"".join(bytes([0 if detector else int(model.encode_label(label))]) + row.tobytes()
                            for row, label in zip(np.ascontiguousarray(X[:8], dtype=manifest["input_dtype"]), y[:8]))
         (corpus / "learn").write_bytes(b"\x01" + records + b"\xf0" + rows[: len(rows) // 4])
         (corpus / "restore").write_bytes(b"\x02\x00" + image)

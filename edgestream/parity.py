@@ -122,9 +122,6 @@ def target(bundle_dir, where: str = "host", board=None, timeout: float = 60, lea
         raise ValueError(f"--learn needs a learning bundle; {bundle_dir} holds a frozen {manifest['learner']} model")
     if n_features is not None and n_features != manifest["n_features"]:
         raise ValueError(f"the data has {n_features} features, bundle {bundle_dir} takes {manifest['n_features']}")
-    if where != "host" and manifest.get("task") == ANOMALY:
-        raise ValueError(f"bundle {bundle_dir} holds an anomaly detector; detectors run on the host target for now "
-                         "(--target host)")
     if where == "host":
         from .simulate import load_bundle
 

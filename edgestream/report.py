@@ -1,6 +1,8 @@
 """The budget's HTML report: the RAM and flash breakdown against the budget lines, the search's score against RAM budget,
 the accuracy/RAM/time trade-off of a search's candidates with the chosen one marked, and the sizes the cross build
-measured next to the predicted ones (template ``codegen/report.html.j2``)."""
+measured next to the predicted ones (template ``codegen/report.html.j2``). For a detector: the ROC-AUC of its
+candidates against RAM, and of the chosen one, trained as ``fit`` trains it, its ROC-AUC, the threshold calibrated
+for its target false-alarm rate, the false alarms per 1,000 normal rows and the precision of its flags."""
 
 from __future__ import annotations
 
@@ -148,16 +150,40 @@ def tradeoff_figure(plt, search):
     return fig
 
 
+def detector_figure(plt, search):
+    """ROC-AUC against RAM of a detector search's evaluated candidates; the chosen one starred."""
+    evaluated = [c for c in search.candidates if c.roc_auc is not None]
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    ax.scatter([c.budget.ram_bytes for c in evaluated], [c.roc_auc for c in evaluated], s=18)
+    ax.plot([search.best.budget.ram_bytes], [search.best.roc_auc], marker="*", markersize=16, color="crimson",
+            linestyle="", label="chosen")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("RAM (bytes)")
+    ax.set_ylabel(search.criterion.replace("_", " "))
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
 def html_report(budget, path, curve: dict[int, float] | None = None, sizes: dict | None = None,
-                origin: dict[str, str] | None = None, search=None, counted: dict | None = None) -> Path:
+                origin: dict[str, str] | None = None, search=None, counted: dict | None = None,
+                detector: dict | None = None) -> Path:
     """Write the report of ``budget`` to ``path``; ``curve`` maps RAM budgets to the search's score, ``sizes`` is
     :func:`edgestream.parity.compare_sizes`, ``origin`` the provenance (default: :func:`provenance` without
-    data), ``search`` the :class:`edgestream.search.Search` that chose it, ``counted`` the emulator's counts per
-    call (:func:`edgestream.cli.measured_counts`)."""
+    data), ``search`` the :class:`edgestream.search.Search` (a detector's
+    :class:`~edgestream.search.DetectorSearch`) that chose it, ``counted`` the emulator's counts per call
+    (:func:`edgestream.cli.measured_counts`), ``detector`` the chosen detector's figures (``threshold``,
+    ``false_alarms`` and the prequential ``roc_auc``, ``precision``, ``false_alarms_per_1000``, ``flagged``,
+    ``rows``; None where unknown)."""
     plt = _pyplot()
     figures = [("RAM and flash by group", memory_figure(plt, budget))]
     if curve:
         figures.append(("the search's score against RAM budget", curve_figure(plt, curve, budget.ram_budget)))
+    detector_search = search if search is not None and hasattr(search, "criterion") else None
+    if detector_search is not None:
+        figures.append(("ROC-AUC and RAM of the candidates", detector_figure(plt, detector_search)))
+        search = None
     if search is not None:
         figures.append(("accuracy, RAM and time of the candidates", tradeoff_figure(plt, search)))
     images = []
@@ -168,7 +194,7 @@ def html_report(budget, path, curve: dict[int, float] | None = None, sizes: dict
         images.append({"alt": alt, "data": base64.b64encode(buffer.getvalue()).decode()})
     page = environment(autoescape=True).get_template("report.html.j2").render(
         budget=budget, images=images, sizes=sizes, compared=COMPARED, provenance=origin or provenance(),
-        search=search, counted=counted, terms=MEMORY_TERMS)
+        search=search, counted=counted, terms=MEMORY_TERMS, detector_search=detector_search, detector=detector)
     path = Path(path)
     try:
         path.write_text(page)

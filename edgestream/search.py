@@ -37,6 +37,18 @@ first all of them, then those in the changed part (found with the target's quart
 nothing arrives as classes do, so its rows are of no change or of changes
 (:func:`edgestream.stream_kinds.look_at_targets`).
 
+**A detector** (the anomaly task, :func:`search_detector`) is ranked by one number, a ROC-AUC of its prequential
+scores (each row scored, then learned, over the rows in order, started on the first ``bins_rows`` rows as ``fit``
+starts it). With a 0/1 label column (``--label``), of the labels. Without labels (or with labels of one kind
+only) the criterion is **the separation of injected synthetic outliers**: from row ``bins_rows`` on (at most half
+the rows), one row in ``INJECT_EVERY`` (50) is replaced by a row drawn uniformly from the box of the rows'
+per-feature ranges (a fixed seed: every run injects the same rows), and the candidate's ROC-AUC of those rows
+against the others ranks it. A uniform row falls where normal rows are rare unless they fill their range evenly,
+so the criterion rewards a detector that isolates sparse regions of the inputs; the injected rows are also
+learned, a 2 % contamination that a detector meets on a real stream too. Scores before a candidate's first window
+are 0 (ties), so a longer window pays for the rows it needs to start. Ties go to the smaller RAM, then to the
+earlier candidate of the grid (``LearnerSpec.search``, e.g. hst's trees, height and window).
+
 No single part can be trusted on every kind of stream: prequential accuracy rewards forgetting where classes
 arrive one after another (predicting the class of the moment scores well on a class-sorted stream), the replay
 rewards a small window that re-learns fast, and what is kept rewards holding on to a concept that has changed.
@@ -101,7 +113,7 @@ from .online import BINS_ROWS, check_stream, start_online
 from .ranges import Range
 from .stream_kinds import (ABOUT_AS_WELL, CLASS_INCREMENTS, NO_CHANGE, Head, look_at_rows, look_at_targets, skill,
                            target_quartiles)
-from .task import CLASSIFICATION, REGRESSION, check_target
+from .task import ANOMALY, CLASSIFICATION, REGRESSION, check_anomaly_labels, check_target, roc_auc, split_output
 
 WORKERS = Range("workers", 1, 1024)  # local worker processes of a search
 SEARCH_ROWS = Range("search_rows", 2)  # rows the candidates are scored on
@@ -381,7 +393,15 @@ def search(learner: str, board, X, y, ram: int | None = None, flash: int | None 
     ``ram`` and ``flash`` on ``board`` (the board's by default) and, with ``rate``, learns that many samples per
     second. ``grid`` replaces the learner's search grid; ``rate_mean`` plans the rate on the mean calls instead of
     the worst; ``classes`` (default: the labels of the rows) are the labels the stream may carry; a regressor
-    (``task``) has none."""
+    (``task``) has none. A detector's search is :func:`search_detector` (``y``: None or 0/1 labels)."""
+    if task == ANOMALY:
+        if learner == AUTO or rate is not None:
+            raise ValueError("--learner auto and --rate choose among classifiers and regressors; give a detector "
+                             f"({', '.join(online_learners(ANOMALY))}) and --ram or --flash")
+        if search_rows is not None:
+            SEARCH_ROWS.check(search_rows)
+        return search_detector(learner, board, X[:search_rows], None if y is None else np.asarray(y)[:search_rows],
+                               ram, flash, params, optimize, bins_rows, grid)
     names = online_learners(task) if learner == AUTO else [learner]
     if learner == AUTO and (params or grid):
         raise ValueError(f"learner options ({', '.join(sorted(params or {'grid': 0}))}) need a --learner: auto "
@@ -546,3 +566,115 @@ def _exit_with_parent(parent: int) -> None:
 
 
 __all__ = ["AUTO", "Candidate", "Search", "online_learners", "changed_part", "search", "with_changes"]
+
+
+# -- detectors ---------------------------------------------------------------------------------------------------
+
+INJECT_EVERY = 50  # label-free ranking: one row in this many, after the work-range rows, becomes an outlier
+INJECT_SEED = 0
+
+
+@dataclass
+class DetectorCandidate:
+    """One configuration of a detector: its budget and (evaluated ones) the ROC-AUC that ranks it."""
+
+    budget: Budget
+    roc_auc: float | None = None
+    samples_per_second: float | None = None
+
+    def to_json(self) -> dict:
+        return {"learner": self.budget.learner, "config": self.budget.config, "ram_bytes": self.budget.ram_bytes,
+                "flash_bytes": self.budget.flash_bytes, "fits": self.budget.fits, "roc_auc": self.roc_auc,
+                "samples_per_second": self.samples_per_second}
+
+
+@dataclass
+class DetectorSearch:
+    """The candidates of a detector's search, the chosen one and how they were ranked (``criterion``: ``roc_auc``
+    of the 0/1 labels, or ``injected_roc_auc`` of the synthetic outliers, module docstring)."""
+
+    learner: str
+    board: str
+    rows: int
+    criterion: str
+    injected: int  # synthetic outliers (label-free ranking), else 0
+    candidates: list[DetectorCandidate]
+    chosen: int
+
+    @property
+    def best(self) -> DetectorCandidate:
+        return self.candidates[self.chosen]
+
+    @property
+    def budget(self) -> Budget:
+        return self.best.budget
+
+    def curve(self, budgets=CURVE_BUDGETS) -> dict[int, float]:
+        """RAM budget -> the ROC-AUC of what a search at that budget chooses, up to this search's budget."""
+        evaluated = [c for c in self.candidates if c.roc_auc is not None]
+        return {ram: max(c.roc_auc for c in evaluated if c.budget.ram_bytes <= ram) for ram in budgets
+                if ram <= self.budget.ram_budget and any(c.budget.ram_bytes <= ram for c in evaluated)}
+
+    def to_json(self) -> dict:
+        return {"rows": self.rows, "criterion": self.criterion, "injected": self.injected, "chosen": self.chosen,
+                "candidates": [c.to_json() for c in self.candidates]}
+
+    def to_text(self) -> str:
+        evaluated = sum(c.roc_auc is not None for c in self.candidates)
+        ranked = ("the ROC-AUC of its prequential scores against the 0/1 labels" if self.criterion == "roc_auc" else
+                  f"the ROC-AUC of its prequential scores of {self.injected} synthetic outliers (one row in "
+                  f"{INJECT_EVERY} drawn uniformly from the rows' range) against the other rows")
+        config = ", ".join(f"{k}={v}" for k, v in self.best.budget.config.items())
+        return (f"chosen: {self.learner} ({config}), {self.criterion} {self.best.roc_auc:.4f}, ranked by {ranked} "
+                f"over {self.rows} rows; {evaluated} of {len(self.candidates)} candidates fit and were evaluated")
+
+
+def with_outliers(X, start: int) -> tuple[np.ndarray, np.ndarray]:
+    """The rows with synthetic outliers (the label-free criterion, module docstring) and their bool labels: from
+    row ``start`` on (after the rows the work range is fitted on), one row in ``INJECT_EVERY`` replaced by a row
+    drawn uniformly from the box of the rows' per-feature ranges (seeded: the same rows every run)."""
+    X = np.array(X, copy=True)
+    at = np.arange(start + INJECT_EVERY // 2, len(X), INJECT_EVERY)
+    if not len(at):
+        raise ValueError(f"{len(X)} rows: ranking detectors without labels needs more than {start + INJECT_EVERY // 2} "
+                         f"(synthetic outliers go after the first {start}); give more rows or a 0/1 --label column")
+    rng = np.random.default_rng(INJECT_SEED)
+    X[at] = rng.uniform(X.min(axis=0), X.max(axis=0), size=(len(at), X.shape[1]))
+    labels = np.zeros(len(X), dtype=bool)
+    labels[at] = True
+    return X, labels
+
+
+def _detector_roc_auc(learner: str, params: dict, X, labels, bins_rows: int) -> tuple[float, float]:
+    """(ROC-AUC of a configuration's prequential scores, host samples per second), started as ``fit`` starts it."""
+    model = learners.get(learner, ANOMALY).make(ANOMALY, **params)
+    model.start(X[:bins_rows])
+    started = time.perf_counter()
+    scores = split_output(model.test_then_train(X))[0]
+    return roc_auc(labels, scores), len(X) / max(time.perf_counter() - started, 1e-9)
+
+
+def search_detector(learner: str, board, X, labels=None, ram: int | None = None, flash: int | None = None,
+                    params: dict | None = None, optimize: str = "speed", bins_rows: int = BINS_ROWS,
+                    grid: tuple[dict, ...] | None = None) -> DetectorSearch:
+    """The detector configuration of ``learner``'s search grid that fits ``ram`` and ``flash`` on ``board`` and
+    ranks first on rows ``X`` (module docstring): by ROC-AUC of the 0/1 ``labels``, or without them (or when they
+    hold one kind only) by the ROC-AUC of injected synthetic outliers; ties to the smaller RAM, then the earlier."""
+    spec = learners.get(learner, ANOMALY)
+    X = device_input(np.asarray(X), spec.detector.input_dtype)
+    labels = None if labels is None else check_anomaly_labels(labels)
+    criterion, injected = "roc_auc", 0
+    if labels is None or labels.all() or not labels.any():
+        X, labels = with_outliers(X, min(bins_rows, len(X) // 2))
+        criterion, injected = "injected_roc_auc", int(labels.sum())
+    budgets = configurations(learner, board, X.shape[1], 1, ram, flash, optimize, grid or spec.task_grid(ANOMALY),
+                             task=ANOMALY, **(params or {}))
+    candidates = [DetectorCandidate(budget) for budget in budgets]
+    if not any(c.budget.fits for c in candidates):
+        raise not_fitting(learner, board, X.shape[1], 1, budgets)
+    for candidate in (c for c in candidates if c.budget.fits):
+        candidate.roc_auc, candidate.samples_per_second = _detector_roc_auc(learner, candidate.budget.params, X,
+                                                                            labels, bins_rows)
+    best = max((c for c in candidates if c.roc_auc is not None),
+               key=lambda c: (c.roc_auc, -c.budget.ram_bytes, -candidates.index(c)))
+    return DetectorSearch(learner, board.name, len(X), criterion, injected, candidates, candidates.index(best))

@@ -8,10 +8,11 @@ function (``-fstack-usage``). Bare-metal boards are linked with picolibc at the 
 :func:`run` links the same code at the emulated machine's memory map and runs it under QEMU (semihosting files on
 Cortex-M, plain files under qemu-user). The harness reads ``rows.bin`` from its working directory: one mode byte
 (0 = predict, 1 = test-then-train), then per row the features as little-endian float32/int32/int16, followed in mode 1 by
-the target: a classifier's uint8 class index, a regressor's int16 target code. The bundle's manifest says the task, and
-the task the calls (:data:`CALLS`): per row a classifier's harness calls predict_proba, then predict, then (mode 1)
-learn, and writes to ``results.bin`` the uint8 class and the uint16 Q15 probabilities; a regressor's calls
-predict_raw, then (mode 1) learn, and writes the int32 raw output. The exit status of the firmware is QEMU's. AVR has
+the target: a classifier's uint8 class index, a regressor's int16 target code (a detector learns the row alone). The
+bundle's manifest says the task, and the task the calls (:data:`CALLS`): per row a classifier's harness calls
+predict_proba, then predict, then (mode 1) learn, and writes to ``results.bin`` the uint8 class and the uint16 Q15
+probabilities; a regressor's calls predict_raw, then (mode 1) learn, and writes the int32 raw output; a detector's
+calls score, then (mode 1) learn, and writes its int32 output (the Q15 score, plus ``task.FLAG`` when flagged). The exit status of the firmware is QEMU's. AVR has
 no files under simavr: the same input is a table in the firmware's flash, and the same results come back as hex
 text lines on USART0 (``io = "uart"``, :func:`uart_results`).
 
@@ -52,7 +53,7 @@ from .scratch import scratch_dir
 from .emit import C_TYPES, environment
 from .export import load_bundle_model, read_manifest
 from .simulate import cache_dir
-from .task import CLASSIFICATION, REGRESSION, check_target
+from .task import ANOMALY, CLASSIFICATION, REGRESSION, check_target
 
 COMPILE_FLAGS = ("-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-Os", "-ffunction-sections",
                  "-fdata-sections", "-fstack-usage", "-ffp-contract=off")
@@ -61,10 +62,13 @@ HARNESS = "firmware_main.c"
 ELF = "firmware.elf"
 INPUT_FILE, OUTPUT_FILE = "rows.bin", "results.bin"
 EXIT_STATUS = {2: "a file could not be opened or written", 3: "the input file is malformed"}
-EXIT_CALLS = {16: "predict_proba", 32: "predict", 48: "learn", 64: "predict_raw"}
+EXIT_CALLS = {16: "predict_proba", 32: "predict", 48: "learn", 64: "predict_raw", 80: "score"}
 # The API calls of a bundle of each task, in the harness's order (learn last), and all of them.
-CALLS = {CLASSIFICATION: ("predict_proba", "predict", "learn"), REGRESSION: ("predict_raw", "learn")}
-API_CALLS = ("predict_proba", "predict", "predict_raw", "learn")
+CALLS = {CLASSIFICATION: ("predict_proba", "predict", "learn"), REGRESSION: ("predict_raw", "learn"),
+         ANOMALY: ("score", "learn")}
+API_CALLS = ("predict_proba", "predict", "predict_raw", "score", "learn")
+# The target a learning harness reads after each row, per task (a detector's learn takes the row alone).
+LABEL_FORMATS = {CLASSIFICATION: "u1", REGRESSION: "<i2", ANOMALY: None}
 HARNESS_FUNCTIONS = {"main", "step"}
 TRACE = "trace.log"
 
@@ -235,8 +239,7 @@ def render_harness(manifest: dict, board: Board, rows: bytes | None = None, coun
     return environment().get_template("firmware_main.c.j2").render(
         name=name, NAME=name.upper(), input_type=C_TYPES[manifest["input_dtype"]],
         learning=manifest["learning"], io=io, input_file=INPUT_FILE, output_file=OUTPUT_FILE,
-        rows=list(rows or b""), count=count, regression=task_of_manifest(manifest) == REGRESSION,
-        calls=api_calls(manifest))
+        rows=list(rows or b""), count=count, task=task_of_manifest(manifest), calls=api_calls(manifest))
 
 
 def compile_commands(manifest: dict, board: Board, emulated: bool, out: Path) -> list[list[str]]:
@@ -441,27 +444,30 @@ def worst_stack(calls: dict[str, set[str]], frames: dict[str, int], functions) -
     return {function: depth(function, frozenset([function])) for function in functions if function in calls}
 
 
-def encode_rows(manifest: dict, X, labels) -> bytes:
-    """The harness input: mode byte, then per row the features (and, when learning, the class index or the
-    regressor's target code, :func:`learn_targets`)."""
+def encode_rows(manifest: dict, X, labels, learn: bool | None = None) -> bytes:
+    """The harness input: mode byte (``learn``, by default whether ``labels`` are given), then per row the features
+    (and, when learning, the class index or the regressor's target code, :func:`learn_targets`; a detector learns
+    rows alone)."""
+    learn = labels is not None if learn is None else learn
     rows = np.asarray(X)
     n_features = manifest["n_features"]
     if rows.ndim != 2 or rows.shape[1] != n_features:
         raise ValueError(f"X must have shape (rows, {n_features}), got {rows.shape}")
     fields = [("x", {"float32": "<f4", "int32": "<i4", "int16": "<i2"}[manifest["input_dtype"]], (n_features,))]
-    if labels is not None:
-        fields.append(("label", "<i2" if task_of_manifest(manifest) == REGRESSION else "u1"))
+    label_format = LABEL_FORMATS[task_of_manifest(manifest)] if learn else None
+    if label_format is not None:
+        fields.append(("label", label_format))
     records = np.zeros(len(rows), dtype=fields)
     records["x"] = rows
-    if labels is not None:
+    if label_format is not None:
         records["label"] = labels
-    return bytes([labels is not None]) + records.tobytes()
+    return bytes([learn]) + records.tobytes()
 
 
 def output_fields(manifest: dict) -> list[tuple]:
     """The harness's results of one row (little-endian): a classifier's class and Q15 probabilities, a
-    regressor's int32 raw output."""
-    if task_of_manifest(manifest) == REGRESSION:
+    regressor's int32 raw output, a detector's int32 output (score and flag)."""
+    if task_of_manifest(manifest) != CLASSIFICATION:
         return [("raw", "<i4")]
     return [("class", "u1"), ("proba", "<u2", (manifest["n_classes"],))]
 
@@ -481,9 +487,11 @@ def decode_results(manifest: dict, raw: bytes, n_rows: int, board: Board,
 
 def learn_targets(manifest: dict, y, n_rows: int) -> np.ndarray:
     """What a learning bundle learns of each row: labels of the model's classes -> class indices, a regressor's
-    targets -> int16 codes of its target scale (saturated as the model saturates them)."""
+    targets -> int16 codes of its target scale (saturated as the model saturates them); a detector nothing (None)."""
     if not manifest["learning"]:
         raise ValueError(f"bundle {manifest['directory']} holds a frozen {manifest['learner']} model; it cannot learn")
+    if task_of_manifest(manifest) == ANOMALY:
+        return None
     if y is None or len(y) != n_rows:
         raise ValueError(f"learning needs one label per row: {n_rows} rows, "
                          f"{'no labels' if y is None else f'{len(y)} labels'}")
@@ -574,7 +582,7 @@ def run(bundle_dir, board, X, y=None, learn: bool = False, timeout: float = 60,
     manifest = read_manifest(bundle_dir)
     rows = np.asarray(X)
     labels = learn_targets(manifest, y, len(rows)) if learn else None
-    payload = encode_rows(manifest, rows, labels)
+    payload = encode_rows(manifest, rows, labels, learn)
     if board.io == "uart":
         if by_function:
             raise TargetError(f"board {board.name}: {emulator.command} counts cycles per call, not per function")

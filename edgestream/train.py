@@ -61,7 +61,7 @@ def train(learner: str, X, y, params: dict, board=None, ram=None, flash=None, bi
     targets too (its target scale)."""
     task = check_task(task) if task is not None else infer_task(y)
     if task == ANOMALY:
-        return _train_detector(learner, X, y, params, classes, board, ram, flash, rate, bins_rows)
+        return _train_detector(learner, X, y, params, classes, board, ram, flash, rate, bins_rows, search_rows)
     if task != REGRESSION and np.asarray(y).dtype.kind == "f" and infer_task(y) == REGRESSION:
         raise ValueError(f"--task classification: the label column holds {len(np.unique(y))} distinct numbers with "
                          "fractions, not class labels; predict them with --task regression")
@@ -112,19 +112,31 @@ def train(learner: str, X, y, params: dict, board=None, ram=None, flash=None, bi
     return Trained(model, budget, result, min(bins_rows, len(X)) if spec.online else None, found)
 
 
-def _train_detector(learner: str, X, y, params: dict, classes, board, ram, flash, rate, bins_rows: int) -> Trained:
+def _train_detector(learner: str, X, y, params: dict, classes, board, ram, flash, rate, bins_rows: int,
+                    search_rows: int | None = None) -> Trained:
     """An anomaly detector learning every row in file order (``y``: None, or 0/1 labels that only score it),
     started on the first ``bins_rows`` rows (its work range); its threshold calibrated on its prequential scores of
     the rows after its first window (they are 0 before), for its target false-alarm rate. With a RAM or flash
-    budget: the largest configuration of its ladder that fits (:func:`edgestream.budget.plan`)."""
+    budget: the configuration of its search grid that fits and ranks first (:func:`edgestream.search.search_detector`:
+    by ROC-AUC of the labels, else of injected synthetic outliers)."""
     if classes is not None:
         raise ValueError("--classes lists the labels of a classifier; a detector learns unlabelled rows")
     if rate is not None or learner == AUTO:
-        raise ValueError("--rate and --learner auto choose by a classifier's score; detectors take the largest "
-                         f"configuration within --ram and --flash ({', '.join(learners.for_task(ANOMALY))})")
+        raise ValueError("--rate and --learner auto choose among classifiers and regressors; a detector is chosen "
+                         f"within --ram and --flash ({', '.join(learners.for_task(ANOMALY))})")
     if y is not None:
         check_anomaly_labels(y)
-    model, planned = configured(learner, params, X.shape[1], 1, board, ram, flash, task=ANOMALY)
+    found = None
+    if ram is not None or flash is not None:
+        if board is None:
+            raise ValueError("a RAM or flash budget needs a board")
+        found = search(learner, board, X, y, ram, flash, params=params, bins_rows=bins_rows, search_rows=search_rows,
+                       task=ANOMALY)
+        model, planned = learners.get(learner, ANOMALY).make(ANOMALY, **found.budget.params), found.budget
+    else:
+        if search_rows is not None:
+            raise ValueError("--search-rows scores the candidates of a search: give a budget (--ram or --flash)")
+        model, planned = configured(learner, params, X.shape[1], 1, task=ANOMALY)
     X = device_input(X, model.input_dtype)
     model.start(X[:bins_rows])
     result = prequential(model, X, y)
@@ -132,7 +144,7 @@ def _train_detector(learner: str, X, y, params: dict, classes, board, ram, flash
     budget = of_model(model, board, planned.ram_budget, planned.flash_budget) if planned else None
     if budget is not None and not budget.fits:
         raise ValueError(f"the trained model does not fit the budget:\n{budget.to_text()}")
-    return Trained(model, budget, result, min(bins_rows, len(X)))
+    return Trained(model, budget, result, min(bins_rows, len(X)), found)
 
 
 def evaluate_online(model, X, y, window: int = 500, progress: bool = False) -> PrequentialResult:

@@ -124,7 +124,11 @@ SECTIONS: dict[str, list[Case]] = {
           "learner 'tree' has no anomaly form yet; the learners with one: hst"),
         c("fit good.csv --task anomaly --window 5 -o m.esm", 2, "window=5 must be an integer from 10 to 32767"),
         c("fit good.csv --task anomaly --rate 100 --board stm32f411 -o m.esm", 2,
-          "--rate and --learner auto choose by a classifier's score; detectors take the largest configuration"),
+          "--rate and --learner auto choose among classifiers and regressors; a detector is chosen within --ram"),
+        c("fit one_class.csv --label label --task anomaly --ram 8KiB --board stm32f411 -o m.esm", 2,
+          "2 rows: ranking detectors without labels needs more than 26 (synthetic outliers go after the first 1)"),
+        c("fit good.csv --task anomaly --search-rows 100 -o m.esm", 2,
+          "--search-rows scores the candidates of a search: give a budget (--ram or --flash)"),
     ],
     "fit, predict, evaluate, simulate: missing values": [
         c("fit missing_values.csv --label label --learner hoeffding -o m.esm", 2,

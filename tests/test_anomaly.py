@@ -305,3 +305,65 @@ def test_the_cli_fits_evaluates_exports_and_simulates_a_detector(tmp_path, capsy
         out = tmp_path / "bad.esm"
         assert main(["fit", str(unlabelled), "--task", "anomaly", *argv, "-o", str(out)]) == 2
         assert fragment in capsys.readouterr().err and not out.exists()
+
+
+def test_the_search_ranks_detectors_by_roc_auc_of_labels_or_of_injected_outliers(tmp_path):
+    """With 0/1 labels the chosen configuration has the highest ROC-AUC of the candidates that fit (recomputed here
+    from a detector trained as the search trains it); without labels, the ROC-AUC of the synthetic outliers that
+    with_outliers injects, the same on every run; too few rows to inject any are refused."""
+    from edgestream.boards import load_board
+    from edgestream.search import INJECT_EVERY, search_detector, with_outliers
+
+    X, y = point_anomalies(900, 3)
+    board = load_board("stm32f411")
+    found = search_detector("hst", board, X, y, ram=8 * 1024)
+    evaluated = [c for c in found.candidates if c.roc_auc is not None]
+    assert found.criterion == "roc_auc" and found.injected == 0 and len(evaluated) > 3
+    assert all(c.budget.fits for c in evaluated) and all(c.roc_auc is None for c in found.candidates if not c.budget.fits)
+    assert found.best.roc_auc == max(c.roc_auc for c in evaluated) and found.budget.ram_bytes <= 8 * 1024
+    model = HalfSpaceTrees(**found.budget.params).start(X.astype(np.float32))  # fit's work range: the first 1000 rows
+    assert roc_auc(y, split_output(model.test_then_train(X.astype(np.float32)))[0]) == found.best.roc_auc
+    assert len({c.roc_auc for c in evaluated}) > 1  # the grid's configurations differ on these rows
+
+    injected, labels = with_outliers(X, 450)
+    assert np.flatnonzero(labels).tolist() == list(range(450 + INJECT_EVERY // 2, 900, INJECT_EVERY))
+    assert np.array_equal(injected[~labels], X[~labels]) and not np.array_equal(injected[labels], X[labels])
+    assert ((injected[labels] >= X.min(axis=0)) & (injected[labels] <= X.max(axis=0))).all()
+    blind = search_detector("hst", board, X, None, ram=8 * 1024)
+    assert blind.criterion == "injected_roc_auc" and blind.injected == int(labels.sum())
+    again = search_detector("hst", board, X, np.zeros(900), ram=8 * 1024)  # labels of one kind: as without
+    assert again.chosen == blind.chosen and [c.roc_auc for c in again.candidates] == [c.roc_auc for c in blind.candidates]
+    assert blind.best.roc_auc == max(c.roc_auc for c in blind.candidates if c.roc_auc is not None)
+    with pytest.raises(ValueError, match="40 rows: ranking detectors without labels needs more than 45"):
+        search_detector("hst", board, X[:40], None, ram=8 * 1024)
+
+
+def test_budget_and_fit_choose_a_detector_within_the_ram_and_report_it(tmp_path, capsys):
+    """End to end: fit --task anomaly --ram and budget --data choose the same configuration (with labels, by their
+    ROC-AUC; without, by injected outliers); budget --html reports the chosen detector's ROC-AUC, threshold and
+    false alarms, and its --json the same figures."""
+    import json
+
+    from edgestream.cli import main
+
+    X, y = point_anomalies(900, 4)
+    data = tmp_path / "a.csv"
+    np.savetxt(data, np.column_stack([X, y]), delimiter=",", header="f0,f1,f2,f3,anomaly", comments="",
+               fmt=["%.9g"] * 4 + ["%d"])
+    budget = ["budget", "--learner", "hst", "--board", "stm32f411", "--ram", "8KiB", "--data", str(data)]
+    assert main([*budget, "--label", "anomaly", "--json", "--html", str(tmp_path / "r.html")]) == 0
+    planned = json.loads(capsys.readouterr().out)
+    assert planned["search"]["criterion"] == "roc_auc" and planned["ram_bytes"] <= 8192
+    detector = planned["detector"]
+    assert detector["roc_auc"] > 0.9 and 0 < detector["threshold"] < 32768 and detector["false_alarms"] == 0.01
+    assert main(["fit", str(data), "--label", "anomaly", "--learner", "hst", "--ram", "8KiB", "--board",
+                 "stm32f411", "-o", str(tmp_path / "m.esm"), "--json"]) == 0
+    fitted = json.loads(capsys.readouterr().out)
+    assert fitted["params"] == planned["params"] and fitted["threshold"] == detector["threshold"]
+    assert fitted["prequential"]["roc_auc"] == detector["roc_auc"]
+    page = (tmp_path / "r.html").read_text()
+    assert "<h2>Anomaly detection</h2>" in page and f"{detector['roc_auc']:.4f}" in page
+    assert f"<td>{detector['threshold']}</td>" in page and f"{detector['false_alarms_per_1000']:.2f}" in page
+    assert page.count("data:image/png;base64,") == 3  # memory, the curve, ROC-AUC against RAM
+    assert main([*budget[:-2], "--data", str(data), "--json"]) == 0  # no labels: injected outliers rank
+    assert json.loads(capsys.readouterr().out)["search"]["criterion"] == "injected_roc_auc"

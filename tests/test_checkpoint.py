@@ -15,6 +15,7 @@ import pytest
 from edgestream import checkpoint, data, learners
 from edgestream.export import export_bundle
 from edgestream.simulate import load_bundle
+from edgestream.task import ANOMALY, task_of
 
 LEARNING = [name for name, spec in learners.REGISTRY.items() if spec.state is not None and spec.checkpoints]
 # every learning learner in its smallest rung, and in each of its test variants (LearnerSpec.variants)
@@ -25,9 +26,16 @@ ES_OK, ES_ERR_NULL, ES_ERR_SIZE, ES_ERR_IMAGE, ES_ERR_OTHER_MODEL = 0, 1, 6, 7, 
 
 def small_model(name: str, X, y, rows: int, variant=None):
     spec = learners.get(name)
-    model = spec.make(**{**(spec.ladder[-1] if spec.ladder else {}), **(variant or {})})
+    model = spec.make(spec.tasks[0], **{**(spec.ladder[-1] if spec.ladder else {}), **(variant or {})})
+    if task_of(model) == ANOMALY:  # a detector learns rows alone
+        return model.partial_fit(X[:rows])
     model.partial_fit(X[:rows], y[:rows], classes=np.unique(y))
     return model
+
+
+def outputs(model, X) -> np.ndarray:
+    """What a model or bundle answers for rows: Q15 probabilities, or a detector's scores and flags."""
+    return model.predict_raw(X) if task_of(model) == ANOMALY else model.predict_proba_q15(X)
 
 
 class Device:
@@ -63,8 +71,9 @@ class Device:
         return self.fn["restore_latest"](keep[0][1], keep[1][1], self.size)
 
     def learn(self, X, y, model):
+        detector = task_of(model) == ANOMALY
         for row, label in zip(X, y):
-            assert self.bundle.learn_encoded(row, model.encode_label(label)) == ES_OK
+            assert self.bundle.learn_encoded(row, None if detector else model.encode_label(label)) == ES_OK
 
 
 def payload(image: bytes) -> bytes:
@@ -134,13 +143,13 @@ def test_host_continues_from_device_image(setup, stream):
     assert checkpoint.check_image(model, image).sequence == checkpoint.sequence_of(image)
     device.learn(X[200:260], y[200:260], model)
     host.partial_fit(X[200:260], y[200:260])
-    assert np.array_equal(device.bundle.predict_proba_q15(X[:60]), host.predict_proba_q15(X[:60]))
+    assert np.array_equal(outputs(device.bundle, X[:60]), outputs(host, X[:60]))
     continued = checkpoint.read_image(model, device.save())
     for key, values in host.saved_arrays().items():
         assert np.array_equal(values, continued.saved_arrays()[key]), key
     # and back: the host's image restores on the device, which then predicts as the host does
     assert device.restore(checkpoint.write_image(host, sequence=99)) == ES_OK
-    assert np.array_equal(device.bundle.predict_proba_q15(X[:60]), host.predict_proba_q15(X[:60]))
+    assert np.array_equal(outputs(device.bundle, X[:60]), outputs(host, X[:60]))
 
 
 def test_torn_write_at_every_offset_restores_old_or_new(setup, stream):

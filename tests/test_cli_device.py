@@ -383,17 +383,23 @@ def test_simulate_counts_a_regressors_calls(capsys, friedman, board, unit):
     X, y, path, bundles = friedman
     argv = ["simulate", bundles["bls"], path, "--label", "label", "--target", "qemu", "--board", board,
             "--instructions"]
+    counted = targets.run(bundles["bls"], board, X, y, learn=True, instructions=True).instructions
+    assert_counts_every_call(capsys, argv, unit, counted, "predict_raw")
+
+
+def assert_counts_every_call(capsys, argv, unit, counted, prediction: str) -> None:
+    """simulate --instructions (``argv``) with --learn reports the mean and worst of ``counted`` (targets.run's
+    counts of the same rows) for the prediction and the learn call; without --learn, the prediction only."""
     code, out, _ = run(capsys, *argv, "--learn", "--json")
     report = json.loads(out)
     assert code == 0 and report["unit"] == unit and report["mismatches"] == 0
-    per_call = targets.run(bundles["bls"], board, X, y, learn=True, instructions=True).instructions
-    assert set(report["instructions"]) == set(per_call) == {"predict_raw", "learn"}
+    assert set(report["instructions"]) == set(counted) == {prediction, "learn"}
     for call, figures in report["instructions"].items():
         assert 0 < figures["mean"] <= figures["worst"]
-        assert figures == {"mean": per_call[call].mean(), "worst": per_call[call].max()}
+        assert figures == {"mean": counted[call].mean(), "worst": counted[call].max()}
     code, out, _ = run(capsys, *argv)
     last = out.splitlines()[-1]
-    assert code == 0 and "predict_raw mean " in last and "learn" not in last
+    assert code == 0 and f"{prediction} mean " in last and "learn" not in last
 
 
 FIGURES_LINE = re.compile(r"^memory on stm32f411 \(exact, of the trained model's bundle\): "
@@ -476,3 +482,50 @@ def test_the_memory_report_to_sign_off(capsys, tmp_path, sea, bundles):
                                text=True).stdout.splitlines()[0]
     assert f"<th>toolchain</th><td>{toolchain}</td>" in page and "-mcpu=cortex-m4 -mthumb" in page
     assert re.search(r"<th>commit</th><td>[0-9a-f]{40}", page)
+
+
+
+# -- detectors on the emulated boards -------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def detector(tmp_path_factory):
+    """140 rows of three clusters with point anomalies (in 10% of the rows after the first 40) and a 0/1 label
+    column; a Half-Space Trees detector whose windows of 20 rows swap within the run, fitted and exported through
+    the CLI."""
+    from test_anomaly import point_anomalies
+
+    X, y = (part[260:] for part in point_anomalies(400, 5, rate=0.1))
+    out = tmp_path_factory.mktemp("detector")
+    path = write_csv(out / "points.csv", X, y.astype(int))
+    model = out / "hst.esm"
+    assert main([str(arg) for arg in ("fit", path, "--label", "label", "--learner", "hst", "--n-trees", 4,
+                                      "--height", 4, "--window", 20, "--false-alarms", 0.2, "-o", model)]) == 0
+    assert main(["export", str(model), "-o", str(out / "hst"), "--name", "det"]) == 0
+    return X, y, path, out / "hst"
+
+
+@pytest.mark.parametrize("board", ["stm32f411", "rp2040", "atmega2560"])
+def test_simulate_a_detector_scoring_and_learning_on_the_boards(capsys, detector, board):
+    """Cortex-M4F, Cortex-M0 and AVR: test-then-train from the exported state (windows swap, the device's
+    threshold moves) and scoring alone give Python's score and flag on every row, and the host's metrics."""
+    _, _, path, bundle = detector
+    for extra in (["--learn"], []):
+        argv = ["simulate", bundle, path, "--label", "label", "--json", *extra]
+        host = json.loads(run(capsys, *argv)[1])
+        code, out, _ = run(capsys, *argv, "--target", "qemu", "--board", board)
+        report = json.loads(out)
+        assert code == 0 and report["n"] == 140 and report["board"] == board
+        assert report["mismatches"] == 0 and report["flag_mismatches"] == 0
+        assert {k: report[k] for k in ("roc_auc", "flagged", "false_alarms_per_1000")} == {
+            k: host[k] for k in ("roc_auc", "flagged", "false_alarms_per_1000")}
+        assert report["roc_auc"] > 0.8 and report["flagged"] > 0
+
+
+@pytest.mark.parametrize("board, unit", [("stm32f411", "instructions"), ("atmega2560", "cycles")])
+def test_simulate_counts_a_detectors_score_and_learn_calls(capsys, detector, board, unit):
+    """--instructions on a detector counts its score and (learning) learn calls, as targets.run does."""
+    X, _, path, bundle = detector
+    argv = ["simulate", bundle, path, "--label", "label", "--target", "qemu", "--board", board, "--instructions"]
+    counted = targets.run(bundle, board, X, learn=True, instructions=True).instructions
+    assert_counts_every_call(capsys, argv, unit, counted, "score")

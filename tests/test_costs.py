@@ -28,7 +28,7 @@ ONLINE = [spec.name for spec in learners.REGISTRY.values() if spec.online and sp
 @pytest.mark.parametrize("learner", ONLINE)
 def test_every_online_learner_has_a_cost_model_for_every_emulated_core(learner):
     spec = learners.get(learner)
-    params = spec.make(**spec.ladder[-1]).get_params()
+    params = spec.make(spec.tasks[0], **spec.ladder[-1]).get_params()
     for arch in ("armv7e-m", "armv6-m", "avr6"):
         cost = call_cost(spec, params, 4, 3, arch)
         assert cost.predict.worst >= cost.predict.mean > 0 and cost.learn.worst >= cost.learn.mean > 0

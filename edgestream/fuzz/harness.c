@@ -6,9 +6,8 @@
  *   2: restore   (learning bundles) the rest is an image (cut or padded to the image size); its second byte
  *                says whether to fix the model hash and the CRC first (so the state validation is reached);
  *                a restored state then learns and predicts a few rows
- * Every state-changing path starts from NAME_reset(). An anomaly detector (FZ_DETECTOR: no state images yet)
- * scores where a classifier predicts, and learns records of one ignored byte and a row, scoring each after;
- * its state carries over from one input to the next. */
+ * Every state-changing path starts from NAME_reset(). An anomaly detector (FZ_DETECTOR) scores where a classifier
+ * predicts; learning, its label byte only picks whether to save and restore (a detector learns rows alone). */
 #include <stdint.h>
 #include <string.h>
 
@@ -24,16 +23,6 @@ static void predict_row(const FZ_INPUT *row)
     if (fz_score(row, &score, &flag) == ES_OK && (score > 32767u || flag > 1u
                                                  || (flag && score < fz_threshold()))) {
         __builtin_trap();
-    }
-}
-
-static void learn_detector(const uint8_t *data, size_t size)
-{
-    FZ_INPUT row[FZ_N_FEATURES];
-    for (; size >= 1 + FZ_ROW_BYTES; data += 1 + FZ_ROW_BYTES, size -= 1 + FZ_ROW_BYTES) {
-        memcpy(row, data + 1, FZ_ROW_BYTES);
-        (void)fz_learn(row);
-        predict_row(row);
     }
 }
 #else
@@ -63,10 +52,14 @@ static void learn_rows(const uint8_t *data, size_t size)
                 __builtin_trap();  /* the device's own image must restore */
             }
         } else {
+#ifdef FZ_DETECTOR
+            (void)fz_learn(row);
+#else
             es_status status = fz_learn(row, (uint8_t)(data[0] % (FZ_N_CLASSES + 1)));
             if (status == ES_OK && data[0] % (FZ_N_CLASSES + 1) == FZ_N_CLASSES) {
                 __builtin_trap();  /* a label out of range must be refused */
             }
+#endif
         }
         predict_row(row);
         data += 1 + FZ_ROW_BYTES;
@@ -121,11 +114,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             predict_row(row);
         }
         break;
-#ifdef FZ_DETECTOR
-    case 1:
-        learn_detector(data + 1, size - 1);
-        break;
-#endif
 #ifdef FZ_LEARNING
     case 1:
         learn_rows(data + 1, size - 1);

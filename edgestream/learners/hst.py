@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..costs import CostTerms
 from ..state import Field, RegionSpec, StateSpec
 from ..task import ANOMALY, NEVER, FLAG, check_false_alarms
 from .base import (LearnerSpec, OnlineAnomaly, OnlineStateLearner, Option, check_integer, restore_regions,
@@ -345,9 +346,31 @@ class HalfSpaceTrees(OnlineAnomaly, OnlineStateLearner):
         return self
 
 
+def cost_terms(params: dict, n_features: int, n_classes: int = 1, swap_rate: float | None = None,
+               scanned: float = HISTOGRAM_BINS, scanned_worst: float = HISTOGRAM_BINS) -> CostTerms:
+    """The work terms of a score (constant: the call, the 64-bit scaling to Q15; the input check, d; a tree, T; a
+    node on a path, T (h + 1)) and of a learn call (those, with a count per node; a window swap: it copies the
+    T (2^(h+1) - 1) masses of both windows, sums the 128-bin histogram and halves it, and scans it from the top for
+    the threshold). The worst call swaps; the mean one swaps ``swap_rate`` times per call (1 / W in the steady
+    state). ``scanned``, ``scanned_worst``: the bins a threshold scan visits on average and at most, which the
+    scores decide (a prediction assumes all 128, the costlier case; the calibration replays what its rows did)."""
+    model = HalfSpaceTrees(**params)
+    t, h = model.n_trees, model.height
+    rate = 1 / model.window if swap_rate is None else swap_rate
+    masses = t * ((2 << h) - 1)
+    score = [1, n_features, t, t * (h + 1)]
+    return CostTerms(predict=score, learn_mean=score + [masses * rate, rate, scanned * rate],
+                     learn_worst=score + [masses, 1, scanned_worst])
+
+
 HST_LADDER = tuple({"n_trees": t, "height": h} for t, h in (
     (25, 8), (16, 8), (10, 8), (10, 7), (10, 6), (8, 6), (8, 5), (6, 5), (4, 5), (4, 4), (3, 4), (2, 4), (2, 3),
     (1, 3), (1, 2)))
+
+# The search's grid: every other rung crossed with windows of 100 to 1,000 rows (a shorter window follows a drifting
+# normal sooner, a longer one counts more rows per node: the data decides).
+HST_WINDOWS = (100, 250, 1000)
+HST_SEARCH = tuple(rung | {"window": w} for rung in HST_LADDER[::2] for w in HST_WINDOWS)
 
 
 SPEC = LearnerSpec(
@@ -360,5 +383,6 @@ SPEC = LearnerSpec(
         Option("--false-alarms", "false_alarms", float, "target false-alarm rate in (0, 0.5)", "RATE"),
         Option("--seed", "seed", int, "seed of the random trees", "N")),
     learning=True, online=True, runtime=("es_common", "es_hst"), template="hst.c.j2",
-    context=state_context, tables=state_tables(STATE), ladder=HST_LADDER, state=STATE, checkpoints=False,
+    context=state_context, tables=state_tables(STATE), ladder=HST_LADDER, search=HST_SEARCH, state=STATE,
+    cost_terms=cost_terms,
     variants=({"window": 10},))
