@@ -137,7 +137,7 @@ STATE = StateSpec(
         RegionSpec("inputs", "scratch", "float", lambda c: c["n_features"], "d, standardized"),
         RegionSpec("broad", "scratch", "float", _nodes, "m"),
         RegionSpec("rotate", "scratch", "float", _nodes, "m"),
-        RegionSpec("delta", "scratch", "float", lambda c: _nodes(c) * c["n_classes"], "m x classes"),
+        RegionSpec("delta", "scratch", "float", lambda c: _nodes(c) * c["n_classes"], "classes x m, class-major"),
         RegionSpec("residual", "scratch", "float", lambda c: c["n_classes"], "classes"),
         RegionSpec("scores", "scratch", "int32_t", lambda c: c["n_classes"], "classes, Q10"),
     ),
