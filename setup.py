@@ -17,7 +17,7 @@ extensions = [Extension(f"edgestream.{name}", [f"edgestream/{name}.pyx"], **NUMP
 # vectorizes its elementwise loops (never a reduction: no -ffast-math), which changes no result.
 extensions.append(Extension("edgestream._engine", ["edgestream/_engine.pyx", *RUNTIME],
                             include_dirs=[*NUMPY["include_dirs"], "csrc", "edgestream"],
-                            define_macros=NUMPY["define_macros"], extra_compile_args=["-O3", "-ffp-contract=off"],
+                            define_macros=NUMPY["define_macros"], extra_compile_args=["-O3", "-ffp-contract=off", "-fno-semantic-interposition"],
                             depends=HEADERS))
 
 setup(ext_modules=cythonize(extensions, language_level=3))
