@@ -484,7 +484,7 @@ class OnlineBLSClassifier(OnlineBLS):
       window, but it damps the weights of nodes the recent samples barely excite, and keeps the factor's diagonal
       at least ``sqrt(lambda mu^m)`` (0.94 here) away from float32 underflow. The paper's 1e-8 assumes float64
       and 1100 nodes.
-    * **16 + 48 nodes**: the update costs O(m^2) (about 200k instructions on a Cortex-M4F, 4.1M on a soft-float
+    * **16 + 48 nodes**: the update costs O(m^2) (about 180k instructions on a Cortex-M4F, 4.3M on a soft-float
       Cortex-M0 at m = 64); twice the nodes with mu = 0.998 gain less than a point on SEA and lose on the
       hyperplane (more weights for the same window). The budget manager picks fewer for small RAM budgets.
     * **tanh** enhancement nodes as the original BLS (the rational approximation above), linear feature nodes
