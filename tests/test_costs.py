@@ -73,8 +73,8 @@ def test_the_axgb_regime_counts_the_windows_its_calls_trained():
 
 def test_a_prediction_holds_on_a_short_counted_run_it_was_not_fitted_on(tmp_path):
     """Online-BLS with a size and a stream the calibration never counted (10 + 20 nodes; a drifting random RBF
-    stream of 5 features and 3 classes): the Cortex-M4F model's mean predict and learn calls are within its stated error of QEMU's count, and
-    the configuration is within the calibration (no extrapolation named)."""
+    stream of 5 features and 3 classes): the Cortex-M4F model's mean predict and learn calls are within its stated
+    error of QEMU's count, and the configuration is within the calibration (no extrapolation named)."""
     from edgestream.costs import STATED_ERROR, beyond_calibration
     from edgestream.data import make_stream
     from edgestream.export import export_bundle
