@@ -33,7 +33,16 @@ Table 1, speed and accuracy (one row per learner; River's models on the same row
   the engine's prediction differs from the specification's (0 expected: the engine is the device runtime, bit
   for bit the specification).
 
-Table 2, search wall time: ``search(...)`` timed as one call (worker processes started, every candidate of the
+Table 2, the roofline: how far each learner's engine is from the machine's limit. ``ops/sample``: the operations
+a test-then-train sample does, as the learner's algorithm counts them: the sum of the work terms of a prediction
+and of a mean learn call (``LearnerSpec.cost_terms``, the terms the device cost models weigh: rows visited,
+candidates scored, rotations, node visits, products of the sizes); ``CPU ns/op``: the engine's evaluate run in
+CPU time of its thread (``time.thread_time``, so other work on a shared machine does not count) per operation;
+``limit ns/op``: one operation per clock cycle of the CPU (its ``cpu MHz``); ``achieved / limit``: the limit over
+the achieved ns per operation (1 would be one counted operation per cycle). The same, in instructions per
+operation on Cortex-M4F: ``benchmarks/profile_device.py``.
+
+Table 3, search wall time: ``search(...)`` timed as one call (worker processes started, every candidate of the
 grid trained on the engine, as ``fit --ram 32KiB`` and ``fit --learner auto`` do) for each learner and ``auto``
 on the first 5,000 rows of each stream, and on all ``--rows`` rows of the two 10-feature streams (``hyperplane``
 and ``rbf-drift``): seconds, the target (10 s for a single learner and 60 s for ``auto`` on 5,000 rows, 60 s for a
@@ -96,6 +105,9 @@ class SpeedRow:
     protocol_accuracy: float
     protocol_per_s: float
     protocol_x_ht: float
+    ops_per_sample: float | None = None  # the roofline (module docstring, table 2)
+    cpu_ns_per_op: float | None = None
+    limit_ratio: float | None = None
     spec_per_s: float | None = None
     engine_per_s: float | None = None
     engine_x_spec: float | None = None
@@ -168,6 +180,30 @@ def river_models() -> dict:
             "River ARF": lambda: forest.ARFClassifier(n_models=10, seed=1)}
 
 
+def clock_ghz() -> float | None:
+    """The CPU's clock from /proc/cpuinfo (None where it is not given)."""
+    try:
+        with open("/proc/cpuinfo") as info:
+            return next(float(line.split(":", 1)[1]) for line in info if line.startswith("cpu MHz")) / 1000
+    except (OSError, StopIteration, ValueError):
+        return None
+
+
+def operations(name: str, params: dict, stream: Stream) -> float:
+    """The operations of one test-then-train sample as the algorithm counts them: its cost terms, a prediction's
+    and a mean learn call's (module docstring, table 2)."""
+    terms = learners.get(name).cost_terms(params, stream.features, len(np.unique(stream.y)))
+    return float(sum(terms.predict) + sum(terms.learn_mean))
+
+
+def roofline(name: str, params: dict, stream: Stream, samples: int, cpu_seconds: float) -> dict:
+    ops = operations(name, params, stream)
+    ns_per_op = 1e9 * cpu_seconds / (samples * ops)
+    ghz = clock_ghz()
+    return {"ops_per_sample": ops, "cpu_ns_per_op": ns_per_op,
+            "limit_ratio": None if ghz is None else (1 / ghz) / ns_per_op}
+
+
 def specification_check(name: str, params: dict, stream: Stream, rows: slice) -> dict:
     """The specification and the engine test-then-train the same rows from the same start."""
     X, y = stream.X[rows], stream.y[rows]
@@ -191,12 +227,14 @@ def speed(stream: Stream, spec_rows: int) -> tuple[list[SpeedRow], list[SearchRo
         searches.append(timing)
         params = found.budget.params
         model = started_learner(name, params, stream)
+        cpu = time.thread_time()
         evaluated = prequential(model, device_input(stream.X[rest], model.input_dtype), stream.y[rest])
+        cpu = time.thread_time() - cpu
         accuracy, per_s = river_protocol(learners.get(name).make(**params), dict_rows, labels)
         check = specification_check(name, params, stream, slice(SEARCH_ROWS, SEARCH_ROWS + spec_rows))
         out.append(SpeedRow(stream.name, name, describe(found.budget), evaluated.accuracy,
                             evaluated.samples_per_second, evaluated.samples_per_second / ht_per_s, accuracy, per_s,
-                            per_s / ht_per_s, **check))
+                            per_s / ht_per_s, **roofline(name, params, stream, evaluated.n, cpu), **check))
     for label, make in river_models().items():
         accuracy, per_s = (ht_accuracy, ht_per_s) if label == "River HT" else river_protocol(make(), dict_rows,
                                                                                               labels)
@@ -217,7 +255,7 @@ def machine() -> dict:
             model = next(line.split(":", 1)[1].strip() for line in info if line.startswith("model name"))
     except (OSError, StopIteration):
         pass
-    return {"cpu": model, "cores": os.cpu_count(), "load_average": os.getloadavg(),
+    return {"cpu": model, "clock_ghz": clock_ghz(), "cores": os.cpu_count(), "load_average": os.getloadavg(),
             "python": platform.python_version(), "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "command": " ".join([os.path.relpath(sys.executable), *sys.argv])}
 
@@ -232,6 +270,10 @@ SPEED_COLUMNS = [("stream", "stream", ""), ("learner", "learner", ""), ("accurac
                  ("River accuracy", "protocol_accuracy", ".4f"), ("spec/s", "spec_per_s", ",.0f"),
                  ("engine/s", "engine_per_s", ",.0f"), ("x spec", "engine_x_spec", ".0f"),
                  ("mismatches", "mismatches", "d"), ("configuration (32 KiB)", "config", "")]
+ROOFLINE_COLUMNS = [("stream", "stream", ""), ("learner", "learner", ""), ("evaluate/s", "evaluate_per_s", ",.0f"),
+                    ("x River HT", "evaluate_x_ht", ".1f"), ("ops/sample", "ops_per_sample", ",.0f"),
+                    ("CPU ns/op", "cpu_ns_per_op", ".2f"), ("achieved / limit", "limit_ratio", ".3f"),
+                    ("configuration (32 KiB)", "config", "")]
 SEARCH_COLUMNS = [("stream", "stream", ""), ("learner", "learner", ""), ("rows", "rows", ","),
                   ("seconds", "seconds", ".1f"), ("target s", "target", ".0f"), ("accuracy", "accuracy", ".4f"),
                   ("chosen", "chosen", "")]
@@ -276,7 +318,11 @@ def main(argv=None) -> int:
     print(f"1. samples/s on rows {SEARCH_ROWS:,}..{rows:,} of each stream (spec and engine on the first "
           f"{spec_rows:,} of them); configurations chosen by the search at {RAM // 1024} KiB on {BOARD}\n")
     print(markdown_table(speeds, SPEED_COLUMNS))
-    print(f"\n2. search wall time at {RAM // 1024} KiB on {BOARD}\n")
+    clock = about["clock_ghz"]
+    print(f"\n2. roofline: operations per sample (cost terms), CPU ns per operation, against one operation per "
+          f"cycle ({'unknown clock' if clock is None else f'{1 / clock:.3f} ns at {clock:.2f} GHz'})\n")
+    print(markdown_table([row for row in speeds if row["ops_per_sample"] is not None], ROOFLINE_COLUMNS))
+    print(f"\n3. search wall time at {RAM // 1024} KiB on {BOARD}\n")
     print(markdown_table(searches, SEARCH_COLUMNS))
     return 0
 

@@ -328,6 +328,9 @@ def fit(rows: list[dict]) -> dict:
             scale = measured  # relative least squares: every configuration weighs alike, small or large
             weights, _ = nnls(terms / scale[:, None], np.ones(len(train)))
             coefficients[quantity] = [round(float(c), 4) for c in weights]
+        # the calibrated range: the largest value of each term the fit saw (rounded up)
+        largest = {q: np.max([terms_of(r).of(q) for r in train], axis=0) for q in QUANTITIES}
+        coefficients["largest_terms"] = {q: [float(np.ceil(v * 1e4) / 1e4) for v in largest[q]] for q in QUANTITIES}
         for name in sorted({r["learner"] for r in train}):
             fitted.setdefault(name, {})[arch] = coefficients
     return fitted

@@ -8,7 +8,10 @@ Run from the repository root::
 The learner is planned for the board at ``--ram`` (the budget's plan, as ``benchmarks/bench_device.py`` plans it),
 learns the warm-up rows of the calibration in Python (``calibrate_cost.warmup_rows``) on SEA, is exported, and the
 board's emulator test-then-trains the next ``--steps`` rows (``targets.run(..., by_function=True)``). Prints the
-plan, the mean instructions per learn call and each function's share of it.
+plan, the mean instructions per learn call and each function's share of it, and the roofline: the operations a
+mean learn call does as the learner's algorithm counts them (the sum of its ``learn_mean`` cost terms,
+``LearnerSpec.cost_terms``, as ``bench_host.py`` counts them on the host), instructions per operation, and one
+instruction per operation over that (the achieved / limit ratio).
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from __future__ import annotations
 import argparse
 import tempfile
 from pathlib import Path
+
+import numpy as np
 
 from bench_device import STREAM, STREAM_ROWS, online_plan
 from calibrate_cost import warmup_rows
@@ -46,8 +51,12 @@ def main(argv=None) -> int:
                              by_function=True)
     learn = result.functions["learn"]
     total = sum(learn.values())
+    operations = sum(learners.get(args.learner).cost_terms(planned.params, X.shape[1], len(np.unique(y))).learn_mean)
     print(f"{args.learner} at {args.ram:,} bytes on {args.board}: {planned.params}")
-    print(f"{args.steps} learn calls on {STREAM}, {total:,.0f} instructions per call on average\n")
+    print(f"{args.steps} learn calls on {STREAM}, {total:,.0f} instructions per call on average")
+    print(f"roofline: {operations:,.0f} operations per learn call (cost terms), {total / operations:,.2f} "
+          f"instructions per operation, achieved / limit (one instruction per operation) "
+          f"{operations / total:.3f}\n")
     print(f"{'function':<32} {'per call':>10} {'share':>7}")
     for function, count in list(learn.items())[:SHOWN]:
         print(f"{function:<32} {count:>10,.0f} {100 * count / total:>6.1f}%")

@@ -110,10 +110,33 @@ static void scores(const es_bls *model, float *out)
     }
 }
 
+/* The rotation (c, s) of a column of L against v, elementwise: n independent pairs (vectorizable, each pair's
+ * operations in the specification's order). */
+static void rotate(float *restrict column, float *restrict v, uint32_t n, float c, float s)
+{
+    uint32_t p;
+    for (p = 0; p < n; p++) {
+        float lp = column[p], vp = v[p];
+        float t = c * lp;
+        column[p] = t + s * vp;
+        t = c * vp;
+        v[p] = t - s * lp;
+    }
+}
+
+/* y[p] = y[p] - x[p] * a for p < n, elementwise (vectorizable). */
+static void subtract_scaled(float *restrict y, const float *restrict x, uint32_t n, float a)
+{
+    uint32_t p;
+    for (p = 0; p < n; p++) {
+        y[p] = y[p] - x[p] * a;
+    }
+}
+
 /* L L^T + v v^T through Givens rotations, L packed lower by columns; v (m floats) is consumed. */
 static void rank_one_update(float *factor, float *v, uint32_t m)
 {
-    uint32_t i, p, k = 0;
+    uint32_t i, k = 0;
     for (i = 0; i < m; k += m - i, i++) {
         float vi = v[i], lii, r, c, s;
         if (vi == 0.0f) {
@@ -126,49 +149,35 @@ static void rank_one_update(float *factor, float *v, uint32_t m)
         c = lii / r;
         s = vi / r;
         factor[k] = r;
-        for (p = i + 1; p < m; p++) {
-            float lp = factor[k + p - i], vp = v[p];
-            float t = c * lp;
-            factor[k + p - i] = t + s * vp;
-            t = c * vp;
-            v[p] = t - s * lp;
-        }
+        rotate(factor + k + 1u, v + i + 1u, m - i - 1u, c, s);
     }
 }
 
-/* L L^T X = rhs (m x n_classes, row-major) in place: forward then back substitution, axpy order. */
-static void solve(const float *factor, float *rhs, uint32_t m, uint8_t n_classes)
+/* L L^T X = rhs in place, rhs class-major (n_classes columns of m): forward then back substitution, each entry
+ * updated in the specification's (axpy) order; row i of L is gathered into row (m floats) for the back
+ * substitution so that every update is a contiguous elementwise loop. */
+static void solve(const float *factor, float *rhs, float *row, uint32_t m, uint8_t n_classes)
 {
     uint32_t i, p, k;
     uint8_t c;
 
     for (i = 0, k = 0; i < m; k += m - i, i++) {
-        float lii = factor[k];
-        float *row = rhs + i * n_classes;
         for (c = 0; c < n_classes; c++) {
-            row[c] = row[c] / lii;
-        }
-        for (p = i + 1; p < m; p++) {
-            float l = factor[k + p - i];
-            float *target = rhs + p * n_classes;
-            for (c = 0; c < n_classes; c++) {
-                target[c] = target[c] - l * row[c];
-            }
+            float *x = rhs + (uint32_t)c * m;
+            x[i] = x[i] / factor[k];
+            subtract_scaled(x + i + 1u, factor + k + 1u, m - i - 1u, x[i]);
         }
     }
     for (i = m; i-- > 0;) {
-        uint32_t diagonal = i * m - i * (i - 1u) / 2u;
-        float *row = rhs + i * n_classes;
-        for (c = 0; c < n_classes; c++) {
-            row[c] = row[c] / factor[diagonal];
-        }
+        float lii = factor[i * m - i * (i - 1u) / 2u];
         /* row i of L: L[i, p] for p < i sits in column p at offset(p) + (i - p) */
         for (p = 0, k = 0; p < i; k += m - p, p++) {
-            float l = factor[k + i - p];
-            float *target = rhs + p * n_classes;
-            for (c = 0; c < n_classes; c++) {
-                target[c] = target[c] - l * row[c];
-            }
+            row[p] = factor[k + i - p];
+        }
+        for (c = 0; c < n_classes; c++) {
+            float *x = rhs + (uint32_t)c * m;
+            x[i] = x[i] / lii;
+            subtract_scaled(x, row, i, x[i]);
         }
     }
 }
@@ -237,9 +246,9 @@ static void update(const es_bls *model)
         model->rotate[model->counters->refresh] = refresh;
         rank_one_update(model->factor, model->rotate, m);
     }
-    for (i = 0; i < m; i++) {
-        for (c = 0; c < n_classes; c++) {
-            model->delta[i * n_classes + c] = model->broad[i] * model->residual[c];
+    for (c = 0; c < n_classes; c++) {
+        for (i = 0; i < m; i++) {
+            model->delta[c * m + i] = model->broad[i] * model->residual[c];
         }
     }
     if (refresh != 0.0f) {
@@ -247,13 +256,15 @@ static void update(const es_bls *model)
         float rho = refresh * refresh;
         for (c = 0; c < n_classes; c++) {
             float t = rho * model->weights[j * n_classes + c];
-            model->delta[j * n_classes + c] = model->delta[j * n_classes + c] - t;
+            model->delta[c * m + j] = model->delta[c * m + j] - t;
         }
         model->counters->refresh = (uint16_t)((j + 1u) % m);
     }
-    solve(model->factor, model->delta, m, n_classes);
-    for (i = 0; i < m * n_classes; i++) {
-        model->weights[i] = model->weights[i] + model->delta[i];
+    solve(model->factor, model->delta, model->rotate, m, n_classes);
+    for (i = 0; i < m; i++) {
+        for (c = 0; c < n_classes; c++) {
+            model->weights[i * n_classes + c] = model->weights[i * n_classes + c] + model->delta[c * m + i];
+        }
     }
     bound_factor(model, m);
     model->counters->n_learned++;

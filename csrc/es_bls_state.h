@@ -33,7 +33,7 @@ typedef struct {
     float *inputs;                  /* scratch: d, standardized */
     float *broad;                   /* scratch: m */
     float *rotate;                  /* scratch: m */
-    float *delta;                   /* scratch: m x classes */
+    float *delta;                   /* scratch: classes x m, class-major */
     float *residual;                /* scratch: classes */
     int32_t *scores;                /* scratch: classes, Q10 */
     es_bls_counters *counters;

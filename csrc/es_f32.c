@@ -2,6 +2,9 @@
 #include "es_f32.h"
 
 #include <string.h>
+#if defined(__SSE__)
+#include <xmmintrin.h>
+#endif
 
 uint32_t es_f32_bits(float x)
 {
@@ -25,6 +28,17 @@ float es_f32_sqrt(float x)
     uint32_t q = 0, s = 0, r = 0x01000000u, t;
     uint32_t odd;
 
+#if defined(__SSE__) || (defined(__ARM_FP) && (__ARM_FP & 4))
+    if (ix - 0x00800000u < 0x7F000000u) { /* positive and normal: the FPU's instruction, also correctly rounded */
+#if defined(__SSE__)
+        return _mm_cvtss_f32(_mm_sqrt_ss(_mm_set_ss(x)));
+#else
+        float root;
+        __asm__("vsqrt.f32 %0, %1" : "=t"(root) : "t"(x));
+        return root;
+#endif
+    }
+#endif
     if (exponent == 0xFFu) {          /* NaN stays NaN, +inf stays +inf, -inf becomes NaN */
         return (ix & 0x80000000u) && mantissa == 0 ? bits_float(0x7FC00000u) : x;
     }

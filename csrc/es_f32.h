@@ -9,7 +9,9 @@
 /* The IEEE bits of a float. */
 uint32_t es_f32_bits(float x);
 
-/* Correctly rounded IEEE float32 square root (integer algorithm, no libm): equal to sqrtf for every input. */
+/* Correctly rounded IEEE float32 square root (integer algorithm, no libm; for positive normal inputs the FPU's
+ * instruction where there is one, SSE on x86 and VSQRT on a single-precision ARM FPU such as the Cortex-M4F's,
+ * also correctly rounded): equal to sqrtf for every input. */
 float es_f32_sqrt(float x);
 
 /* The next number of a xorshift32 stream (s ^= s << 13; s ^= s >> 17; s ^= s << 5), stored back in *state. */

@@ -40,7 +40,7 @@ from pathlib import Path
 
 from . import cache, emit, learners, targets
 from .boards import Energy, Flash
-from .costs import CallCost, calibrated_cores, call_cost
+from .costs import CallCost, beyond_calibration, calibrated_cores, call_cost
 from .emit import wrapper_stack_bytes
 from .checkpoint import image_layout
 from .emit import SOURCE_DIR
@@ -602,6 +602,10 @@ def device_time(spec, board, params: dict, n_features: int, n_classes: int, note
             notes.append(f"time per call not predicted: the {spec.name} cost model is not calibrated for "
                          f"{board.name}'s core ({board.arch})")
         return None
+    beyond = beyond_calibration(spec, params, n_features, n_classes, board.arch)
+    if beyond:
+        notes.append(f"time per call extrapolated: {len(beyond)} work terms of this configuration are beyond the "
+                     f"{spec.name} cost model's calibration on {board.arch} (the first: {beyond[0]})")
     return DeviceTime(cost, board.clock_hz, board.energy, board.flash)
 
 

@@ -10,7 +10,10 @@ fitted by non-negative least squares to exact emulator counts of many configurat
 (``benchmarks/calibrate_cost.py``, which also prints predicted against measured on configurations it was not
 fitted on; learners that run the same C code share one model). A term may depend on what a run did beyond its
 configuration (a Hoeffding tree's full node pool attempts no split): the calibration fits what its counted
-calls did, and a prediction takes the learner's default, the costlier case. On AVR the counts are CPU cycles
+calls did, and a prediction takes the learner's default, the costlier case. The calibration also stores the
+largest value of each term it counted (``largest_terms``): a configuration with a term beyond it is an
+extrapolation, which :func:`beyond_calibration` names (the budget's report says so). ``STATED_ERROR`` is the
+error the models are held to on configurations and streams held out of their fit. On AVR the counts are CPU cycles
 (the harness's Timer1 under simavr), which is what a sample rate needs. An AVR5 core (ATmega328P) takes the AVR6 core's model: it runs the same instructions, its calls and returns
 one cycle faster (2-byte return addresses), so the AVR6 figures bound it from above. A core without a
 calibration gets no prediction, never a guess.
@@ -29,6 +32,7 @@ import numpy as np
 COEFFICIENTS_FILE = Path(__file__).with_name("cost_models.json")
 QUANTITIES = ("predict_mean", "predict_worst", "learn_mean", "learn_worst")
 BOUNDED_BY = {"avr5": "avr6"}  # a core whose counts the other core's model bounds from above
+STATED_ERROR = 0.20  # of the counted mean and worst calls, on configurations and streams held out of the fit
 
 
 class CostTerms(NamedTuple):
@@ -86,15 +90,35 @@ def predicted(terms: CostTerms, fitted: dict) -> CallCost:
                     MeanWorst(value["learn_mean"], max(value["learn_worst"], value["learn_mean"])))
 
 
+def _fitted(spec, arch: str) -> dict | None:
+    """The coefficients of ``spec``'s model on core ``arch`` (or on the core that bounds it), None without them."""
+    cores = coefficients().get(spec.name, {})
+    fitted = cores.get(arch, cores.get(BOUNDED_BY.get(arch)))
+    return None if spec.cost_terms is None else fitted
+
+
 def call_cost(spec, params: dict, n_features: int, n_classes: int, arch: str, **regime) -> CallCost | None:
     """Predicted instructions of ``spec``'s calls with ``params`` on the core ``arch`` (``regime``: what the rows
     did that the configuration does not decide, for the learner's ``cost_terms``; by default its planning
     assumptions); None without a calibration for that learner and core."""
-    cores = coefficients().get(spec.name, {})
-    fitted = cores.get(arch, cores.get(BOUNDED_BY.get(arch)))
-    if spec.cost_terms is None or fitted is None:
+    fitted = _fitted(spec, arch)
+    if fitted is None:
         return None
     return predicted(spec.cost_terms(params, n_features, n_classes, **regime), fitted)
+
+
+def beyond_calibration(spec, params: dict, n_features: int, n_classes: int, arch: str, **regime) -> list[str]:
+    """The terms of a configuration's mean calls (as :func:`call_cost` takes it) above the largest its model's
+    calibration counted on ``arch``, one line each: where a prediction extrapolates. Empty within the
+    calibration."""
+    fitted = _fitted(spec, arch)
+    if fitted is None or "largest_terms" not in fitted:
+        return []
+    terms = spec.cost_terms(params, n_features, n_classes, **regime)
+    return [f"{quantity} term {k} is {value:,.6g}, counted up to {largest:,.6g}"
+            for quantity in ("predict_mean", "learn_mean")
+            for k, (value, largest) in enumerate(zip(terms.of(quantity), fitted["largest_terms"][quantity]))
+            if value > largest]
 
 
 def calibrated_cores(learner: str) -> list[str]:

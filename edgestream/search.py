@@ -583,7 +583,7 @@ class DetectorCandidate:
     samples_per_second: float | None = None
 
     def to_json(self) -> dict:
-        return {"learner": self.budget.learner, "config": self.budget.config, "ram_bytes": self.budget.ram_bytes,
+        return {"learner": self.budget.learner, "config": self.budget.config, "ram_at_peak_bytes": self.budget.ram_bytes,
                 "flash_bytes": self.budget.flash_bytes, "fits": self.budget.fits, "roc_auc": self.roc_auc,
                 "samples_per_second": self.samples_per_second}
 

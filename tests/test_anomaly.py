@@ -353,7 +353,7 @@ def test_budget_and_fit_choose_a_detector_within_the_ram_and_report_it(tmp_path,
     budget = ["budget", "--learner", "hst", "--board", "stm32f411", "--ram", "8KiB", "--data", str(data)]
     assert main([*budget, "--label", "anomaly", "--json", "--html", str(tmp_path / "r.html")]) == 0
     planned = json.loads(capsys.readouterr().out)
-    assert planned["search"]["criterion"] == "roc_auc" and planned["ram_bytes"] <= 8192
+    assert planned["search"]["criterion"] == "roc_auc" and planned["ram_at_peak_bytes"] <= 8192
     detector = planned["detector"]
     assert detector["roc_auc"] > 0.9 and 0 < detector["threshold"] < 32768 and detector["false_alarms"] == 0.01
     assert main(["fit", str(data), "--label", "anomaly", "--learner", "hst", "--ram", "8KiB", "--board",

@@ -69,3 +69,40 @@ def test_the_axgb_regime_counts_the_windows_its_calls_trained():
     spread = {**whole, "work_per_call": None, "strategy": "push", "window_max": 64, "max_depth": 3, "members": 5}
     regime = module.axgb_regime("sea", {}, spread, 640)
     assert regime["trained"] == pytest.approx(1.0, abs=0.01) and regime["targets"] == 5.0
+
+
+def test_a_prediction_holds_on_a_short_counted_run_it_was_not_fitted_on(tmp_path):
+    """Online-BLS with a size and a stream the calibration never counted (10 + 20 nodes; a drifting random RBF
+    stream of 5 features and 3 classes): the Cortex-M4F model's mean predict and learn calls are within its stated
+    error of QEMU's count, and the configuration is within the calibration (no extrapolation named)."""
+    from edgestream.costs import STATED_ERROR, beyond_calibration
+    from edgestream.data import make_stream
+    from edgestream.export import export_bundle
+    from edgestream.learners.bls import OnlineBLSClassifier
+    from edgestream.targets import run
+
+    X, y = make_stream("rbf", 260, seed=7, n_features=5, n_classes=3)
+    learner = OnlineBLSClassifier(feature_nodes=10, enhancement_nodes=20).fit(X[:250], y[:250])
+    counted = run(export_bundle(learner, tmp_path / "bls", name="bls"), "stm32f411", X[250:], y[250:], learn=True,
+                  instructions=True).instructions
+    spec, params = learners.get("bls"), learner.get_params()
+    cost = call_cost(spec, params, 5, 3, "armv7e-m")
+    assert beyond_calibration(spec, params, 5, 3, "armv7e-m") == []
+    for measured, predicted in ((counted["predict"].mean(), cost.predict.mean),
+                                (counted["learn"].mean(), cost.learn.mean)):
+        assert abs(predicted - measured) <= STATED_ERROR * measured, (predicted, measured)
+
+
+def test_a_configuration_beyond_the_calibration_is_named_in_the_budget():
+    """A model far larger than any counted one: its terms beyond the calibration are named, and the budget's notes
+    say that its time per call is extrapolated."""
+    from edgestream.boards import load_board
+    from edgestream.budget import plan
+    from edgestream.costs import beyond_calibration
+
+    spec = learners.get("bls")
+    large = spec.make(feature_nodes=32, enhancement_nodes=160).get_params()  # 74 KB of factor: the M4F's RAM
+    assert any(line.startswith("learn_mean term") for line in beyond_calibration(spec, large, 4, 2, "armv7e-m"))
+    assert beyond_calibration(spec, spec.make(**spec.ladder[-3]).get_params(), 4, 2, "armv7e-m") == []
+    budget = plan("bls", load_board("stm32f411"), 4, 2, feature_nodes=32, enhancement_nodes=160)
+    assert any("extrapolated" in note and "bls cost model" in note for note in budget.notes)

@@ -137,7 +137,7 @@ STATE = StateSpec(
         RegionSpec("inputs", "scratch", "float", lambda c: c["n_features"], "d, standardized"),
         RegionSpec("broad", "scratch", "float", _nodes, "m"),
         RegionSpec("rotate", "scratch", "float", _nodes, "m"),
-        RegionSpec("delta", "scratch", "float", lambda c: _nodes(c) * c["n_classes"], "m x classes"),
+        RegionSpec("delta", "scratch", "float", lambda c: _nodes(c) * c["n_classes"], "classes x m, class-major"),
         RegionSpec("residual", "scratch", "float", lambda c: c["n_classes"], "classes"),
         RegionSpec("scores", "scratch", "int32_t", lambda c: c["n_classes"], "classes, Q10"),
     ),
@@ -484,7 +484,7 @@ class OnlineBLSClassifier(OnlineBLS):
       window, but it damps the weights of nodes the recent samples barely excite, and keeps the factor's diagonal
       at least ``sqrt(lambda mu^m)`` (0.94 here) away from float32 underflow. The paper's 1e-8 assumes float64
       and 1100 nodes.
-    * **16 + 48 nodes**: the update costs O(m^2) (about 200k instructions on a Cortex-M4F, 4.1M on a soft-float
+    * **16 + 48 nodes**: the update costs O(m^2) (about 180k instructions on a Cortex-M4F, 4.3M on a soft-float
       Cortex-M0 at m = 64); twice the nodes with mu = 0.998 gain less than a point on SEA and lose on the
       hyperplane (more weights for the same window). The budget manager picks fewer for small RAM budgets.
     * **tanh** enhancement nodes as the original BLS (the rational approximation above), linear feature nodes
