@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from engine_twin import assert_same_state
 from edgestream import learners
 from edgestream.learners import HalfSpaceTrees
-from edgestream.learners.hst import HISTOGRAM_BINS, calibrated_threshold, histogram_threshold
+from edgestream.learners.detect import HISTOGRAM_BINS, calibrated_threshold, histogram_threshold
 from edgestream.simulate import RuntimeLearner
 from edgestream.task import ANOMALY, FLAG, NEVER, anomaly_metrics, roc_auc, split_output
 

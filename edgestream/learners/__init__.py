@@ -11,7 +11,8 @@
 | irf       | IncrementalRandomForest | IncrementalRandomForestRegressor | keeps learning (node pools)                     | es_f32, es_fixed, es_hoeffding        |
 | axgb      | AdaptiveXGBoost         |                 | keeps learning (tumbling windows, ADWIN)        | es_binning, es_tree, es_fixed, es_adwin, es_axgb |
 | imported  | ImportedClassifier      | ImportedRegressor | frozen (trained elsewhere: edgestream import) | es_fixed, es_infer                    |
-| hst       | (anomaly: HalfSpaceTrees) |               | keeps learning (two windows of masses)          | es_hst                                |
+| hst       | (anomaly: HalfSpaceTrees) |               | keeps learning (two windows of masses)          | es_detect, es_hst                     |
+| loda      | (anomaly: Loda)         |                 | keeps learning (two windows of histograms)      | es_detect, es_loda                    |
 
 A regressor (:mod:`edgestream.task`) is the learner's form for the regression task, a detector its form for the
 anomaly task, in the same module and entry.
@@ -19,7 +20,7 @@ anomaly task, in the same module and entry.
 
 from __future__ import annotations
 
-from . import axgb, bls, forest, gbdt, hoeffding, hoeffding_regression, hst, imported, shrubs, tree
+from . import axgb, bls, forest, gbdt, hoeffding, hoeffding_regression, hst, imported, loda, shrubs, tree
 from .axgb import AdaptiveXGBoost
 from .base import LearnerSpec, Option, missing_rule, model_input
 from .bls import OnlineBLSClassifier, OnlineBLSRegressor
@@ -30,13 +31,14 @@ from .hoeffding_regression import HoeffdingTreeRegressor, IncrementalRandomFores
 from .hoeffding import HoeffdingTreeClassifier, IncrementalRandomForest
 from .hst import HalfSpaceTrees
 from .imported import ImportedClassifier, ImportedRegressor
+from .loda import Loda
 from .shrubs import ShrubEnsemble
 from .stream import is_fitted, register_with_river
 from .tree import BinnedClassifier, TreeClassifier, TreeRegressor
 
 REGISTRY: dict[str, LearnerSpec] = {spec.name: spec for spec in (
     tree.SPEC, forest.SPEC, gbdt.SPEC, shrubs.SPEC, bls.SPEC, hoeffding_regression.HT_SPEC,
-    hoeffding_regression.FOREST_SPEC, axgb.SPEC, imported.SPEC, hst.SPEC)}
+    hoeffding_regression.FOREST_SPEC, axgb.SPEC, imported.SPEC, hst.SPEC, loda.SPEC)}
 TRAINABLE = [name for name, spec in REGISTRY.items() if spec.trainable]
 register_with_river([spec.cls for spec in REGISTRY.values() if spec.online and spec.cls is not None],
                     [spec.regressor for spec in REGISTRY.values() if spec.online and spec.regressor is not None],
@@ -88,7 +90,7 @@ def names_of_classes() -> str:
 
 __all__ = ["REGISTRY", "TRAINABLE", "AdaptiveXGBoost", "BinnedClassifier", "ForestClassifier",
            "HalfSpaceTrees", "HoeffdingTreeClassifier", "HoeffdingTreeRegressor", "ImportedClassifier",
-           "ImportedRegressor", "IncrementalRandomForest", "IncrementalRandomForestRegressor", "LearnerSpec",
+           "ImportedRegressor", "IncrementalRandomForest", "Loda", "IncrementalRandomForestRegressor", "LearnerSpec",
            "OnlineBLSClassifier", "OnlineBLSRegressor", "OnlineGBDTClassifier", "OnlineGBDTRegressor", "Option",
            "ShrubEnsemble", "TreeClassifier", "ForestRegressor", "TreeRegressor", "by_class_name", "class_named",
            "for_task", "get", "is_fitted", "missing_rule", "model_input",

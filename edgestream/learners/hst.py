@@ -30,14 +30,8 @@ Where it departs from the paper, for a fixed memory and exactness (the C follows
   node along the path instead; this one follows the paper.
 * **NaN and infinity** are refused on the host (``ValueError``) and on the device (``ES_ERR_INPUT``) with the
   state unchanged: a row without a value on a feature has no half-space.
-* **Threshold**: a row is flagged when its score is at or above ``threshold`` (a Q15 score; 32768 flags nothing,
-  the value after :meth:`~HalfSpaceTrees.start`). :meth:`~HalfSpaceTrees.calibrate` sets it on the host from
-  scores of normal rows for the target false-alarm rate ``false_alarms`` (the smallest threshold that flags at
-  most that share of them). On the device it follows the stream: every learned row's score (once a reference
-  exists) is counted in a 128-bin histogram of the Q15 range (bins of 256); at every window swap the threshold
-  becomes the smallest bin edge ``t`` such that ``count(score >= t) * 65536 <= round(65536 rate) * total`` and
-  the histogram is halved (integer shift), so it weighs the last window 1, the one before 1/2 and so on: about
-  two windows of recent scores, at most ``2 W`` per bin (no saturation).
+* **Threshold**: a row is flagged when its score is at or above ``threshold``, calibrated on the host and
+  following a histogram of recent scores on the device, as every detector's (:mod:`edgestream.learners.detect`).
 """
 
 from __future__ import annotations
@@ -48,15 +42,13 @@ from ..state import Field, RegionSpec, StateSpec
 from ..task import ANOMALY, NEVER, FLAG, check_false_alarms
 from .base import (LearnerSpec, OnlineAnomaly, OnlineStateLearner, Option, check_integer, restore_regions,
                    state_context, state_tables)
+from .detect import (F32, HISTOGRAM_BINS, SCORE_MAX, alarm_q16, calibrated_threshold, count_score, finite_rows,
+                     swap_threshold, work_range)
 
-F32 = np.float32
 MAX_FEATURES = 255
 MAX_TREES = 64
 MAX_HEIGHT = 12
 MAX_WINDOW = 32767
-HISTOGRAM_BINS = 128
-BIN_SHIFT = 8  # Q15 scores >> 8: the histogram's bin
-SCORE_MAX = 32767
 STATE_ARRAYS = ("split_point", "reference", "latest", "histogram", "split_feature")
 
 
@@ -95,34 +87,6 @@ STATE = StateSpec(
         RegionSpec("split_feature", "trees", "uint8_t", _internal, "T x (2^h - 1) split features"),
     ),
 )
-
-
-def alarm_q16(rate: float) -> int:
-    """The false-alarm rate as the device holds it: ``round(65536 rate)``, at least 1."""
-    return max(1, int(round(check_false_alarms(rate) * 65536)))
-
-
-def histogram_threshold(histogram: np.ndarray, alarm: int, current: int) -> int:
-    """The device's threshold from its histogram of recent scores (module docstring); ``current`` when empty."""
-    total = int(histogram.sum(dtype=np.int64))
-    if total == 0:
-        return current
-    above = 0
-    for b in range(HISTOGRAM_BINS - 1, -1, -1):
-        above += int(histogram[b])
-        if above * 65536 > alarm * total:
-            return (b + 1) << BIN_SHIFT
-    return 0
-
-
-def calibrated_threshold(scores, rate: float) -> int:
-    """The smallest Q15 threshold that flags at most ``round(65536 rate)`` / 65536 of ``scores`` (the host's
-    calibration, exact: ``count(score >= t) * 65536 <= alarm * n``); 32768 for no scores."""
-    scores = np.sort(np.asarray(scores, dtype=np.int64))[::-1]
-    allowed = alarm_q16(rate) * len(scores) // 65536
-    if len(scores) == 0:
-        return NEVER
-    return 0 if allowed >= len(scores) else int(scores[allowed]) + 1
 
 
 class HalfSpaceTrees(OnlineAnomaly, OnlineStateLearner):
@@ -181,16 +145,7 @@ class HalfSpaceTrees(OnlineAnomaly, OnlineStateLearner):
 
     def start(self, X_sample, y=None) -> "HalfSpaceTrees":
         """Fit the work range on the first rows and draw the trees (module docstring); reset the masses."""
-        X = self._rows(X_sample).astype(np.float64)
-        if len(X) < 2:
-            raise ValueError(f"{len(X)} row(s) given: a work range needs at least 2 rows")
-        low, high = X.min(axis=0), X.max(axis=0)
-        constant = np.flatnonzero(high <= low)
-        if len(constant):
-            j = int(constant[0])
-            raise ValueError(f"feature {j} is constant ({float(low[j])!r}) over the {len(X)} rows given: a work range "
-                             "needs at least 2 values per feature")
-        self.low_, self.width_ = low, high - low
+        self.low_, self.width_ = work_range(self._rows(X_sample))
         self._draw_trees()
         self.reset()
         return self
@@ -266,22 +221,7 @@ class HalfSpaceTrees(OnlineAnomaly, OnlineStateLearner):
     # -- the device's steps ------------------------------------------------------------------------------------
 
     def _rows(self, X) -> np.ndarray:
-        X = np.asarray(X, dtype=np.float64) if not isinstance(X, np.ndarray) or X.dtype.kind != "f" else X
-        if X.ndim != 2:
-            raise ValueError(f"X must have shape (rows, features), got {X.shape}")
-        if "low_" in self.__dict__ and X.shape[1] != self.n_features_:
-            raise ValueError(f"X has {X.shape[1]} features, the model has {self.n_features_}")
-        if not 1 <= X.shape[1] <= MAX_FEATURES:
-            raise ValueError(f"X has {X.shape[1]} features; Half-Space Trees take 1 to {MAX_FEATURES}")
-        X32 = X.astype(F32)
-        bad = ~np.isfinite(X32)
-        if bad.any():
-            row, feature = np.argwhere(bad)[0]
-            value = float(X[row, feature])
-            shown = value if not np.isfinite(value) else f"{value!r} (float32: {float(X32[row, feature])})"
-            raise ValueError(f"feature {feature} of row {row} is {shown}; Half-Space Trees refuse NaN and infinite "
-                             "features")
-        return X32
+        return finite_rows(X, self.n_features_ if "low_" in self.__dict__ else None, "Half-Space Trees", MAX_FEATURES)
 
     def paths(self, x: np.ndarray) -> np.ndarray:
         """The node of every tree at every depth 0..h on the path of one float32 row (T x (h + 1))."""
@@ -315,8 +255,7 @@ class HalfSpaceTrees(OnlineAnomaly, OnlineStateLearner):
         x = self._rows(np.asarray(x).reshape(1, -1))[0]
         path = self.paths(x)
         if self.ready:
-            b = self.score_path(path) >> BIN_SHIFT
-            self.histogram[b] = min(int(self.histogram[b]) + 1, 0xFFFF)
+            count_score(self.histogram, self.score_path(path))
         self.latest[np.arange(self.n_trees)[:, None], path] += np.uint16(1)
         self.filled += 1
         self.n_learned = (self.n_learned + 1) & 0xFFFFFFFFFFFFFFFF
@@ -328,8 +267,7 @@ class HalfSpaceTrees(OnlineAnomaly, OnlineStateLearner):
         self.latest[...] = 0
         self.filled = 0
         if self.ready:
-            self.threshold = histogram_threshold(self.histogram, alarm_q16(self.false_alarms), self.threshold)
-            self.histogram >>= np.uint16(1)
+            self.threshold = swap_threshold(self.histogram, self.false_alarms, self.threshold)
         self.ready = 1
 
     def predict_encoded(self, X) -> np.ndarray:
@@ -359,6 +297,6 @@ SPEC = LearnerSpec(
         Option("--window", "window", int, "rows per window", "W"),
         Option("--false-alarms", "false_alarms", float, "target false-alarm rate in (0, 0.5)", "RATE"),
         Option("--seed", "seed", int, "seed of the random trees", "N")),
-    learning=True, online=True, runtime=("es_common", "es_hst"), template="hst.c.j2",
+    learning=True, online=True, runtime=("es_common", "es_detect", "es_hst"), template="hst.c.j2",
     context=state_context, tables=state_tables(STATE), ladder=HST_LADDER, state=STATE, checkpoints=False,
     variants=({"window": 10},))

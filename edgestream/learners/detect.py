@@ -1,0 +1,98 @@
+"""What the streaming anomaly detectors share, the specification of ``csrc/es_detect.c``: float32 rows refused with
+NaN or infinity, and the threshold, from the host's calibration and on the device from a histogram of recent scores.
+
+A row is flagged when its Q15 score is at or above ``threshold`` (32768 flags nothing, the value before any
+calibration). :func:`calibrated_threshold` sets it on the host from scores of normal rows for the target false-alarm
+rate (the smallest threshold that flags at most that share of them). On the device it follows the stream: every
+learned row's score (once the detector has a reference) is counted in a 128-bin histogram of the Q15 range (bins
+of 256); at every window swap the threshold becomes the smallest bin edge ``t`` such that
+``count(score >= t) * 65536 <= round(65536 rate) * total`` and the histogram is halved (integer shift), so it weighs
+the last window 1, the one before 1/2 and so on: about two windows of recent scores, at most ``2 W`` per bin (no
+saturation).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..task import NEVER, check_false_alarms
+
+F32 = np.float32
+HISTOGRAM_BINS = 128
+BIN_SHIFT = 8  # Q15 scores >> 8: the histogram's bin
+SCORE_MAX = 32767
+
+
+def alarm_q16(rate: float) -> int:
+    """The false-alarm rate as the device holds it: ``round(65536 rate)``, at least 1."""
+    return max(1, int(round(check_false_alarms(rate) * 65536)))
+
+
+def histogram_threshold(histogram: np.ndarray, alarm: int, current: int) -> int:
+    """The device's threshold from its histogram of recent scores (module docstring); ``current`` when empty."""
+    total = int(histogram.sum(dtype=np.int64))
+    if total == 0:
+        return current
+    above = 0
+    for b in range(HISTOGRAM_BINS - 1, -1, -1):
+        above += int(histogram[b])
+        if above * 65536 > alarm * total:
+            return (b + 1) << BIN_SHIFT
+    return 0
+
+
+def count_score(histogram: np.ndarray, score: int) -> None:
+    """Count one learned row's score in the histogram (a full bin stays full)."""
+    b = score >> BIN_SHIFT
+    histogram[b] = min(int(histogram[b]) + 1, 0xFFFF)
+
+
+def swap_threshold(histogram: np.ndarray, rate: float, current: int) -> int:
+    """The threshold at a window swap (:func:`histogram_threshold`); the histogram is halved."""
+    threshold = histogram_threshold(histogram, alarm_q16(rate), current)
+    histogram >>= np.uint16(1)
+    return threshold
+
+
+def calibrated_threshold(scores, rate: float) -> int:
+    """The smallest Q15 threshold that flags at most ``round(65536 rate)`` / 65536 of ``scores`` (the host's
+    calibration, exact: ``count(score >= t) * 65536 <= alarm * n``); 32768 for no scores."""
+    scores = np.sort(np.asarray(scores, dtype=np.int64))[::-1]
+    allowed = alarm_q16(rate) * len(scores) // 65536
+    if len(scores) == 0:
+        return NEVER
+    return 0 if allowed >= len(scores) else int(scores[allowed]) + 1
+
+
+def finite_rows(X, n_features: int | None, title: str, max_features: int) -> np.ndarray:
+    """Rows as float32, (rows, features); NaN and infinity refused, naming the row and the feature."""
+    X = np.asarray(X, dtype=np.float64) if not isinstance(X, np.ndarray) or X.dtype.kind != "f" else X
+    if X.ndim != 2:
+        raise ValueError(f"X must have shape (rows, features), got {X.shape}")
+    if n_features is not None and X.shape[1] != n_features:
+        raise ValueError(f"X has {X.shape[1]} features, the model has {n_features}")
+    if not 1 <= X.shape[1] <= max_features:
+        raise ValueError(f"X has {X.shape[1]} features; {title} take 1 to {max_features}")
+    X32 = X.astype(F32)
+    bad = ~np.isfinite(X32)
+    if bad.any():
+        row, feature = np.argwhere(bad)[0]
+        value = float(X[row, feature])
+        shown = value if not np.isfinite(value) else f"{value!r} (float32: {float(X32[row, feature])})"
+        raise ValueError(f"feature {feature} of row {row} is {shown}; {title} refuse NaN and infinite features")
+    return X32
+
+
+def work_range(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The low value and the width of every feature over the first rows: at least two rows, every feature taking
+    two values (a constant feature is refused: no range can be fitted)."""
+    X = X.astype(np.float64)
+    if len(X) < 2:
+        raise ValueError(f"{len(X)} row(s) given: a work range needs at least 2 rows")
+    low, high = X.min(axis=0), X.max(axis=0)
+    constant = np.flatnonzero(high <= low)
+    if len(constant):
+        j = int(constant[0])
+        raise ValueError(f"feature {j} is constant ({float(low[j])!r}) over the {len(X)} rows given: a work range "
+                         "needs at least 2 values per feature")
+    return low, high - low
