@@ -54,3 +54,25 @@ int32_t es_detect_output(uint16_t score, uint16_t threshold)
 {
     return (int32_t)score + (score >= threshold ? ES_DETECT_FLAG : 0);
 }
+
+void es_detect_learned(const es_detect_windows *windows, uint16_t score)
+{
+    uint32_t i;
+    if (*windows->ready) {
+        es_detect_count(windows->histogram, score);
+    }
+    (*windows->filled)++;
+    (*windows->n_learned)++;
+    if (*windows->filled != windows->window) {
+        return;
+    }
+    for (i = 0; i < windows->counts; i++) {
+        windows->reference[i] = windows->latest[i];
+        windows->latest[i] = 0;
+    }
+    *windows->filled = 0;
+    if (*windows->ready) {
+        *windows->threshold = es_detect_threshold(windows->histogram, windows->alarm_q16, *windows->threshold);
+    }
+    *windows->ready = 1;
+}

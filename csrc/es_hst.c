@@ -46,42 +46,30 @@ static uint16_t es_hst_walk_all(const es_hst *model, const float *features, int 
     return (uint16_t)(ES_DETECT_SCORE_MAX - (uint32_t)(raw * ES_DETECT_SCORE_MAX / most));
 }
 
-static void es_hst_swap(const es_hst *model)
-{
-    const es_hst_config *config = model->config;
-    es_hst_counters *counters = model->counters;
-    uint32_t i, n = (uint32_t)config->n_trees * ((((uint32_t)2) << config->height) - 1u);
-    for (i = 0; i < n; i++) {
-        model->reference[i] = model->latest[i];
-        model->latest[i] = 0;
-    }
-    counters->filled = 0;
-    if (counters->ready) {
-        counters->threshold = es_detect_threshold(model->histogram, config->alarm_q16, counters->threshold);
-    }
-    counters->ready = 1;
-}
-
 es_status es_hst_learn(const es_hst *model, const float *features)
 {
+    const es_hst_config *config;
     es_hst_counters *counters;
-    uint16_t score;
+    es_detect_windows windows;
     if (model == 0 || features == 0) {
         return ES_ERR_NULL;
     }
     if (!es_detect_finite(features, model->config->n_features)) {
         return ES_ERR_INPUT;
     }
+    config = model->config;
     counters = model->counters;
-    score = es_hst_walk_all(model, features, 1);
-    if (counters->ready) {
-        es_detect_count(model->histogram, score);
-    }
-    counters->filled++;
-    counters->n_learned++;
-    if (counters->filled == model->config->window) {
-        es_hst_swap(model);
-    }
+    windows.reference = model->reference;
+    windows.latest = model->latest;
+    windows.histogram = model->histogram;
+    windows.counts = (uint32_t)config->n_trees * ((((uint32_t)2) << config->height) - 1u);
+    windows.window = config->window;
+    windows.alarm_q16 = config->alarm_q16;
+    windows.n_learned = &counters->n_learned;
+    windows.filled = &counters->filled;
+    windows.threshold = &counters->threshold;
+    windows.ready = &counters->ready;
+    es_detect_learned(&windows, es_hst_walk_all(model, features, 1));
     return ES_OK;
 }
 

@@ -62,42 +62,30 @@ static uint16_t es_loda_walk(const es_loda *model, const float *features, int co
     return (uint16_t)(raw * ES_DETECT_SCORE_MAX / ((uint64_t)config->n_projections * config->log_window));
 }
 
-static void es_loda_swap(const es_loda *model)
-{
-    const es_loda_config *config = model->config;
-    es_loda_counters *counters = model->counters;
-    uint32_t i, n = (uint32_t)config->n_projections * config->n_bins;
-    for (i = 0; i < n; i++) {
-        model->reference[i] = model->latest[i];
-        model->latest[i] = 0;
-    }
-    counters->filled = 0;
-    if (counters->ready) {
-        counters->threshold = es_detect_threshold(model->histogram, config->alarm_q16, counters->threshold);
-    }
-    counters->ready = 1;
-}
-
 es_status es_loda_learn(const es_loda *model, const float *features)
 {
+    const es_loda_config *config;
     es_loda_counters *counters;
-    uint16_t score;
+    es_detect_windows windows;
     if (model == 0 || features == 0) {
         return ES_ERR_NULL;
     }
     if (!es_detect_finite(features, model->config->n_features)) {
         return ES_ERR_INPUT;
     }
+    config = model->config;
     counters = model->counters;
-    score = es_loda_walk(model, features, 1);
-    if (counters->ready) {
-        es_detect_count(model->histogram, score);
-    }
-    counters->filled++;
-    counters->n_learned++;
-    if (counters->filled == model->config->window) {
-        es_loda_swap(model);
-    }
+    windows.reference = model->reference;
+    windows.latest = model->latest;
+    windows.histogram = model->histogram;
+    windows.counts = (uint32_t)config->n_projections * config->n_bins;
+    windows.window = config->window;
+    windows.alarm_q16 = config->alarm_q16;
+    windows.n_learned = &counters->n_learned;
+    windows.filled = &counters->filled;
+    windows.threshold = &counters->threshold;
+    windows.ready = &counters->ready;
+    es_detect_learned(&windows, es_loda_walk(model, features, 1));
     return ES_OK;
 }
 

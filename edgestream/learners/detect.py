@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..task import NEVER, check_false_alarms
+from ..task import FLAG, NEVER, check_false_alarms
+from .base import OnlineAnomaly, OnlineStateLearner, check_integer, restore_regions
 
 F32 = np.float32
+MAX_WINDOW = 32767
 HISTOGRAM_BINS = 128
 BIN_SHIFT = 8  # Q15 scores >> 8: the histogram's bin
 SCORE_MAX = 32767
@@ -96,3 +98,93 @@ def work_range(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(f"feature {j} is constant ({float(low[j])!r}) over the {len(X)} rows given: a work range "
                          "needs at least 2 values per feature")
     return low, high - low
+
+
+COUNTERS = ("n_learned", "filled", "threshold", "ready")
+
+
+class WindowedDetector(OnlineAnomaly, OnlineStateLearner):
+    """The steps shared by the detectors that count rows in a *latest* window and score them against the
+    *reference* window before it (uint16 counts, the two swapping every ``window`` rows), with the threshold of
+    this module. A detector gives ``locate(x)`` (the counted cell of every tree or projection, one row per each:
+    an index array), ``score_located(cells)`` (the Q15 score from the reference), ``_rows(X)`` and ``reset()``
+    (which calls :meth:`reset_windows`)."""
+
+    input_dtype = "float32"
+    ready_attribute = "reference"
+    missing_rule = "NaN and infinity refused with ES_ERR_INPUT"
+
+    def _check_window_params(self):
+        check_integer(self, "window", 10, MAX_WINDOW)
+        check_integer(self, "seed", 0, 2**32 - 1)
+        check_false_alarms(self.false_alarms)
+
+    def device_counters(self) -> dict:
+        return {name: getattr(self, name) for name in COUNTERS}
+
+    def reset_windows(self, cells: tuple[int, int]) -> None:
+        """Empty windows of ``cells`` counts and histogram, no threshold yet."""
+        self._drop_engine()
+        self.reference = np.zeros(cells, dtype=np.uint16)
+        self.latest = np.zeros(cells, dtype=np.uint16)
+        self.histogram = np.zeros(HISTOGRAM_BINS, dtype=np.uint16)
+        self.n_learned, self.filled, self.threshold, self.ready = 0, 0, NEVER, 0
+
+    def _check_ready(self):
+        if "reference" not in self.__dict__ and "_state_engine" not in self.__dict__:
+            raise RuntimeError("call start(X_sample) (or partial_fit) before learning")
+
+    def saved_arrays(self) -> dict:
+        self._check_ready()
+        counters = np.array([getattr(self, name) for name in COUNTERS], dtype=np.uint64)
+        return {name: getattr(self, name) for name in self.state_arrays} | {"counters": counters}
+
+    def restore_windows(self, arrays: dict) -> None:
+        """Take the saved windows, histogram and counters (after ``reset``); refuses counts above the window and
+        counters out of range."""
+        restore_regions(self, ("reference", "latest", "histogram"), arrays)
+        if max(int(self.reference.max()), int(self.latest.max())) > self.window:
+            raise ValueError(f"a count is above the window of {self.window} rows")
+        n_learned, filled, threshold, ready = (int(v) for v in arrays["counters"])
+        if filled >= self.window or threshold > NEVER or ready > 1:
+            raise ValueError(f"counters filled={filled}, threshold={threshold}, ready={ready}: need filled < "
+                             f"{self.window}, threshold <= {NEVER}, ready 0 or 1")
+        self.n_learned, self.filled, self.threshold, self.ready = n_learned, filled, threshold, ready
+
+    def output(self, score: int) -> int:
+        """The int32 output of a score: the score and the flag (:func:`edgestream.task.split_output`)."""
+        return score | (FLAG if score >= self.threshold else 0)
+
+    def learn_encoded(self, x, target: int = 0) -> None:
+        """One learning step on a float32 row (the device's learn call): count its cells in the latest window,
+        its score in the histogram (once a reference exists), swap the windows when the latest is full."""
+        self._check_ready()
+        cells = self.locate(self._rows(np.asarray(x).reshape(1, -1))[0])
+        if self.ready:
+            count_score(self.histogram, self.score_located(cells))
+        owners = np.arange(len(cells)).reshape(-1, *([1] * (cells.ndim - 1)))
+        self.latest[owners, cells] += np.uint16(1)
+        self.filled += 1
+        self.n_learned = (self.n_learned + 1) & 0xFFFFFFFFFFFFFFFF
+        if self.filled == self.window:
+            self._swap()
+
+    def _swap(self) -> None:
+        self.reference[...] = self.latest
+        self.latest[...] = 0
+        self.filled = 0
+        if self.ready:
+            self.threshold = swap_threshold(self.histogram, self.false_alarms, self.threshold)
+        self.ready = 1
+
+    def predict_encoded(self, X) -> np.ndarray:
+        """int32 outputs of rows: each its Q15 score and flag, without learning."""
+        self._check_ready()
+        return np.array([self.output(self.score_located(self.locate(x))) for x in self._rows(X)], dtype=np.int32)
+
+    def calibrate(self, scores):
+        """Set the threshold from Q15 scores of normal rows for the target false-alarm rate (module docstring)."""
+        self._check_ready()
+        self._release_engine()
+        self.threshold = calibrated_threshold(scores, self.false_alarms)
+        return self

@@ -39,16 +39,13 @@ from __future__ import annotations
 import numpy as np
 
 from ..state import Field, RegionSpec, StateSpec
-from ..task import ANOMALY, NEVER, FLAG, check_false_alarms
-from .base import (LearnerSpec, OnlineAnomaly, OnlineStateLearner, Option, check_integer, restore_regions,
-                   state_context, state_tables)
-from .detect import (F32, HISTOGRAM_BINS, SCORE_MAX, alarm_q16, calibrated_threshold, count_score, finite_rows,
-                     swap_threshold, work_range)
+from ..task import ANOMALY
+from .base import LearnerSpec, Option, check_integer, state_context, state_tables
+from .detect import COUNTERS, F32, HISTOGRAM_BINS, SCORE_MAX, WindowedDetector, alarm_q16, finite_rows, work_range
 
 MAX_FEATURES = 255
 MAX_TREES = 64
 MAX_HEIGHT = 12
-MAX_WINDOW = 32767
 STATE_ARRAYS = ("split_point", "reference", "latest", "histogram", "split_feature")
 
 
@@ -89,7 +86,7 @@ STATE = StateSpec(
 )
 
 
-class HalfSpaceTrees(OnlineAnomaly, OnlineStateLearner):
+class HalfSpaceTrees(WindowedDetector):
     """Half-Space Trees: an anomaly detector learning normal on the device (see the module docstring).
 
     Parameters
@@ -101,13 +98,10 @@ class HalfSpaceTrees(OnlineAnomaly, OnlineStateLearner):
     seed : the trees' seed (uint32).
     """
 
-    input_dtype = "float32"
     state_spec = STATE
     state_arrays = STATE_ARRAYS
-    ready_attribute = "reference"
-    engine_state = STATE_ARRAYS + ("n_learned", "filled", "threshold", "ready")
+    engine_state = STATE_ARRAYS + COUNTERS
     fitted_attributes = ("low_", "width_", "reference", "trees_")
-    missing_rule = "NaN and infinity refused with ES_ERR_INPUT"
 
     def __init__(self, n_trees: int = 10, height: int = 8, window: int = 250, false_alarms: float = 0.01,
                  seed: int = 1):
@@ -121,9 +115,7 @@ class HalfSpaceTrees(OnlineAnomaly, OnlineStateLearner):
     def _check_params(self):
         check_integer(self, "n_trees", 1, MAX_TREES)
         check_integer(self, "height", 1, MAX_HEIGHT)
-        check_integer(self, "window", 10, MAX_WINDOW)
-        check_integer(self, "seed", 0, 2**32 - 1)
-        check_false_alarms(self.false_alarms)
+        self._check_window_params()
 
     def device_config(self, n_features: int | None = None, n_classes: int | None = None) -> dict:
         return {"n_features": self.n_features_ if n_features is None else n_features, "n_classes": 1,
@@ -133,9 +125,6 @@ class HalfSpaceTrees(OnlineAnomaly, OnlineStateLearner):
     def summary(self) -> str:
         return (f"{self.n_trees} half-space trees of height {self.height}, window {self.window}, "
                 f"{self.state_bytes()} state bytes")
-
-    def device_counters(self) -> dict:
-        return {"n_learned": self.n_learned, "filled": self.filled, "threshold": self.threshold, "ready": self.ready}
 
     @property
     def n_features_(self) -> int:
@@ -172,23 +161,11 @@ class HalfSpaceTrees(OnlineAnomaly, OnlineStateLearner):
 
     def reset(self) -> None:
         """Empty windows and histogram, no threshold yet; the work range and the trees stay."""
-        self._drop_engine()
-        nodes = (2 << self.height) - 1
+        self.reset_windows((self.n_trees, (2 << self.height) - 1))
         self.split_feature, self.split_point = (array.copy() for array in self.trees_)
-        self.reference = np.zeros((self.n_trees, nodes), dtype=np.uint16)
-        self.latest = np.zeros((self.n_trees, nodes), dtype=np.uint16)
-        self.histogram = np.zeros(HISTOGRAM_BINS, dtype=np.uint16)
-        self.n_learned, self.filled, self.threshold, self.ready = 0, 0, NEVER, 0
-
-    def _check_ready(self):
-        if "reference" not in self.__dict__ and "_state_engine" not in self.__dict__:
-            raise RuntimeError("call start(X_sample) (or partial_fit) before learning")
 
     def saved_arrays(self) -> dict:
-        self._check_ready()
-        counters = np.array([self.n_learned, self.filled, self.threshold, self.ready], dtype=np.uint64)
-        return ({name: getattr(self, name) for name in STATE_ARRAYS}
-                | {"low": self.low_, "width": self.width_, "counters": counters})
+        return super().saved_arrays() | {"low": self.low_, "width": self.width_}
 
     def restore_arrays(self, arrays: dict) -> None:
         """Take a saved state (its trees define the configuration); refuses arrays of another layout, a feature
@@ -209,21 +186,14 @@ class HalfSpaceTrees(OnlineAnomaly, OnlineStateLearner):
         self.trees_ = (feature.astype(np.uint8).reshape(self.n_trees, internal),
                        point.astype(F32).reshape(self.n_trees, internal))
         self.reset()
-        restore_regions(self, ("reference", "latest", "histogram"), arrays)
-        if max(int(self.reference.max()), int(self.latest.max())) > self.window:
-            raise ValueError(f"a mass is above the window of {self.window} rows")
-        n_learned, filled, threshold, ready = (int(v) for v in arrays["counters"])
-        if filled >= self.window or threshold > NEVER or ready > 1:
-            raise ValueError(f"counters filled={filled}, threshold={threshold}, ready={ready}: need filled < "
-                             f"{self.window}, threshold <= {NEVER}, ready 0 or 1")
-        self.n_learned, self.filled, self.threshold, self.ready = n_learned, filled, threshold, ready
+        self.restore_windows(arrays)
 
     # -- the device's steps ------------------------------------------------------------------------------------
 
     def _rows(self, X) -> np.ndarray:
         return finite_rows(X, self.n_features_ if "low_" in self.__dict__ else None, "Half-Space Trees", MAX_FEATURES)
 
-    def paths(self, x: np.ndarray) -> np.ndarray:
+    def locate(self, x: np.ndarray) -> np.ndarray:
         """The node of every tree at every depth 0..h on the path of one float32 row (T x (h + 1))."""
         trees = np.arange(self.n_trees)
         path = np.zeros((self.n_trees, self.height + 1), dtype=np.int64)
@@ -233,7 +203,7 @@ class HalfSpaceTrees(OnlineAnomaly, OnlineStateLearner):
             path[:, k + 1] = 2 * node + np.where(left, 1, 2)
         return path
 
-    def score_path(self, path: np.ndarray) -> int:
+    def score_located(self, path: np.ndarray) -> int:
         """The Q15 score of a row from its path (module docstring): 0 before the first reference window."""
         if not self.ready:
             return 0
@@ -243,44 +213,6 @@ class HalfSpaceTrees(OnlineAnomaly, OnlineStateLearner):
         depth = np.argmax(small, axis=1)
         raw = int((mass[np.arange(self.n_trees), depth] << depth).sum())
         return SCORE_MAX - raw * SCORE_MAX // ((self.n_trees * self.window) << self.height)
-
-    def output(self, score: int) -> int:
-        """The int32 output of a score: the score and the flag (:func:`edgestream.task.split_output`)."""
-        return score | (FLAG if score >= self.threshold else 0)
-
-    def learn_encoded(self, x, target: int = 0) -> None:
-        """One learning step on a float32 row (the device's ``es_hst_learn``): count the row in the latest
-        window, count its score in the histogram, swap the windows when the latest is full."""
-        self._check_ready()
-        x = self._rows(np.asarray(x).reshape(1, -1))[0]
-        path = self.paths(x)
-        if self.ready:
-            count_score(self.histogram, self.score_path(path))
-        self.latest[np.arange(self.n_trees)[:, None], path] += np.uint16(1)
-        self.filled += 1
-        self.n_learned = (self.n_learned + 1) & 0xFFFFFFFFFFFFFFFF
-        if self.filled == self.window:
-            self._swap()
-
-    def _swap(self) -> None:
-        self.reference[...] = self.latest
-        self.latest[...] = 0
-        self.filled = 0
-        if self.ready:
-            self.threshold = swap_threshold(self.histogram, self.false_alarms, self.threshold)
-        self.ready = 1
-
-    def predict_encoded(self, X) -> np.ndarray:
-        """int32 outputs of rows: each its Q15 score and flag, without learning."""
-        self._check_ready()
-        return np.array([self.output(self.score_path(self.paths(x))) for x in self._rows(X)], dtype=np.int32)
-
-    def calibrate(self, scores) -> "HalfSpaceTrees":
-        """Set the threshold from Q15 scores of normal rows for the target false-alarm rate (module docstring)."""
-        self._check_ready()
-        self._release_engine()
-        self.threshold = calibrated_threshold(scores, self.false_alarms)
-        return self
 
 
 HST_LADDER = tuple({"n_trees": t, "height": h} for t, h in (

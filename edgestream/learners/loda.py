@@ -39,16 +39,13 @@ import math
 import numpy as np
 
 from ..state import Field, RegionSpec, StateSpec
-from ..task import ANOMALY, FLAG, NEVER, check_false_alarms
-from .base import (LearnerSpec, OnlineAnomaly, OnlineStateLearner, Option, check_integer, restore_regions,
-                   state_context, state_tables)
-from .detect import (F32, HISTOGRAM_BINS, SCORE_MAX, alarm_q16, calibrated_threshold, count_score, finite_rows,
-                     swap_threshold, work_range)
+from ..task import ANOMALY
+from .base import LearnerSpec, Option, check_integer, state_context, state_tables
+from .detect import COUNTERS, F32, HISTOGRAM_BINS, SCORE_MAX, WindowedDetector, alarm_q16, finite_rows, work_range
 
 MAX_FEATURES = 255
 MAX_PROJECTIONS = 255
 MAX_BINS = 255
-MAX_WINDOW = 32767
 LEVELS = 16
 STATE_ARRAYS = ("offset", "scale", "reference", "latest", "histogram", "feature", "negative")
 
@@ -105,7 +102,7 @@ STATE = StateSpec(
 )
 
 
-class Loda(OnlineAnomaly, OnlineStateLearner):
+class Loda(WindowedDetector):
     """Loda: an anomaly detector of sparse random projections and histograms learning normal on the device (see
     the module docstring).
 
@@ -118,13 +115,10 @@ class Loda(OnlineAnomaly, OnlineStateLearner):
     seed : the projections' seed (uint32).
     """
 
-    input_dtype = "float32"
     state_spec = STATE
     state_arrays = STATE_ARRAYS
-    ready_attribute = "reference"
-    engine_state = STATE_ARRAYS + ("n_learned", "filled", "threshold", "ready")
+    engine_state = STATE_ARRAYS + COUNTERS
     fitted_attributes = ("offset_", "reference", "projections_")
-    missing_rule = "NaN and infinity refused with ES_ERR_INPUT"
 
     def __init__(self, n_projections: int = 64, n_bins: int = 32, window: int = 256, false_alarms: float = 0.01,
                  seed: int = 1):
@@ -138,9 +132,7 @@ class Loda(OnlineAnomaly, OnlineStateLearner):
     def _check_params(self):
         check_integer(self, "n_projections", 1, MAX_PROJECTIONS)
         check_integer(self, "n_bins", 2, MAX_BINS)
-        check_integer(self, "window", 10, MAX_WINDOW)
-        check_integer(self, "seed", 0, 2**32 - 1)
-        check_false_alarms(self.false_alarms)
+        self._check_window_params()
 
     @property
     def n_features_(self) -> int:
@@ -155,9 +147,6 @@ class Loda(OnlineAnomaly, OnlineStateLearner):
     def summary(self) -> str:
         return (f"{self.n_projections} projections of {self.n_bins} bins, window {self.window}, "
                 f"{self.state_bytes()} state bytes")
-
-    def device_counters(self) -> dict:
-        return {"n_learned": self.n_learned, "filled": self.filled, "threshold": self.threshold, "ready": self.ready}
 
     # -- setup -----------------------------------------------------------------------------------------------
 
@@ -187,22 +176,9 @@ class Loda(OnlineAnomaly, OnlineStateLearner):
 
     def reset(self) -> None:
         """Empty windows and histogram, no threshold yet; the levels and the projections stay."""
-        self._drop_engine()
+        self.reset_windows((self.n_projections, self.n_bins))
         self.offset, self.scale = self.offset_.copy(), self.scale_.copy()
         self.feature, self.negative = (array.copy() for array in self.projections_)
-        self.reference = np.zeros((self.n_projections, self.n_bins), dtype=np.uint16)
-        self.latest = np.zeros((self.n_projections, self.n_bins), dtype=np.uint16)
-        self.histogram = np.zeros(HISTOGRAM_BINS, dtype=np.uint16)
-        self.n_learned, self.filled, self.threshold, self.ready = 0, 0, NEVER, 0
-
-    def _check_ready(self):
-        if "reference" not in self.__dict__ and "_state_engine" not in self.__dict__:
-            raise RuntimeError("call start(X_sample) (or partial_fit) before learning")
-
-    def saved_arrays(self) -> dict:
-        self._check_ready()
-        counters = np.array([self.n_learned, self.filled, self.threshold, self.ready], dtype=np.uint64)
-        return {name: getattr(self, name) for name in STATE_ARRAYS} | {"counters": counters}
 
     def restore_arrays(self, arrays: dict) -> None:
         """Take a saved state (its levels and projections define the configuration); refuses arrays of another
@@ -224,14 +200,7 @@ class Loda(OnlineAnomaly, OnlineStateLearner):
         self.projections_ = (feature.astype(np.uint8).reshape(self.n_projections, m),
                              negative.astype(np.uint8).reshape(self.n_projections, m))
         self.reset()
-        restore_regions(self, ("reference", "latest", "histogram"), arrays)
-        if max(int(self.reference.max()), int(self.latest.max())) > self.window:
-            raise ValueError(f"a count is above the window of {self.window} rows")
-        n_learned, filled, threshold, ready = (int(v) for v in arrays["counters"])
-        if filled >= self.window or threshold > NEVER or ready > 1:
-            raise ValueError(f"counters filled={filled}, threshold={threshold}, ready={ready}: need filled < "
-                             f"{self.window}, threshold <= {NEVER}, ready 0 or 1")
-        self.n_learned, self.filled, self.threshold, self.ready = n_learned, filled, threshold, ready
+        self.restore_windows(arrays)
 
     # -- the device's steps ------------------------------------------------------------------------------------
 
@@ -242,14 +211,14 @@ class Loda(OnlineAnomaly, OnlineStateLearner):
         """The 0..15 level of every feature of one float32 row (float32 arithmetic, as the device)."""
         return np.clip(np.floor((x - self.offset) * self.scale), 0, LEVELS - 1).astype(np.int64)
 
-    def bins(self, x: np.ndarray) -> np.ndarray:
+    def locate(self, x: np.ndarray) -> np.ndarray:
         """The bin of one float32 row on every projection."""
         m = self.feature.shape[1]
         level = self.levels(x)[self.feature]
         projected = np.where(self.negative == 1, -level, level).sum(axis=1) + (LEVELS - 1) * m
         return projected * self.n_bins // (2 * (LEVELS - 1) * m + 1)
 
-    def score_bins(self, bins: np.ndarray) -> int:
+    def score_located(self, bins: np.ndarray) -> int:
         """The Q15 score of a row from its bins (module docstring): 0 before the first reference window."""
         if not self.ready:
             return 0
@@ -257,44 +226,6 @@ class Loda(OnlineAnomaly, OnlineStateLearner):
         counts = self.reference[np.arange(self.n_projections), bins]
         raw = sum(top - log2_q8(int(c) + 1) for c in counts)
         return raw * SCORE_MAX // (self.n_projections * top)
-
-    def output(self, score: int) -> int:
-        """The int32 output of a score: the score and the flag (:func:`edgestream.task.split_output`)."""
-        return score | (FLAG if score >= self.threshold else 0)
-
-    def learn_encoded(self, x, target: int = 0) -> None:
-        """One learning step on a float32 row (the device's ``es_loda_learn``): count its bins in the latest
-        window, count its score in the histogram, swap the windows when the latest is full."""
-        self._check_ready()
-        x = self._rows(np.asarray(x).reshape(1, -1))[0]
-        bins = self.bins(x)
-        if self.ready:
-            count_score(self.histogram, self.score_bins(bins))
-        self.latest[np.arange(self.n_projections), bins] += np.uint16(1)
-        self.filled += 1
-        self.n_learned = (self.n_learned + 1) & 0xFFFFFFFFFFFFFFFF
-        if self.filled == self.window:
-            self._swap()
-
-    def _swap(self) -> None:
-        self.reference[...] = self.latest
-        self.latest[...] = 0
-        self.filled = 0
-        if self.ready:
-            self.threshold = swap_threshold(self.histogram, self.false_alarms, self.threshold)
-        self.ready = 1
-
-    def predict_encoded(self, X) -> np.ndarray:
-        """int32 outputs of rows: each its Q15 score and flag, without learning."""
-        self._check_ready()
-        return np.array([self.output(self.score_bins(self.bins(x))) for x in self._rows(X)], dtype=np.int32)
-
-    def calibrate(self, scores) -> "Loda":
-        """Set the threshold from Q15 scores of normal rows for the target false-alarm rate (module docstring)."""
-        self._check_ready()
-        self._release_engine()
-        self.threshold = calibrated_threshold(scores, self.false_alarms)
-        return self
 
 
 LODA_LADDER = tuple({"n_projections": k, "n_bins": b} for k, b in (
