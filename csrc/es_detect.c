@@ -55,24 +55,26 @@ int32_t es_detect_output(uint16_t score, uint16_t threshold)
     return (int32_t)score + (score >= threshold ? ES_DETECT_FLAG : 0);
 }
 
-void es_detect_learned(const es_detect_windows *windows, uint16_t score)
+void es_detect_learned(uint16_t *reference, uint16_t *latest, uint32_t counts, uint16_t *histogram,
+                       uint16_t window, uint16_t alarm_q16, uint16_t score, uint64_t *n_learned, uint16_t *filled,
+                       uint16_t *threshold, uint8_t *ready)
 {
     uint32_t i;
-    if (*windows->ready) {
-        es_detect_count(windows->histogram, score);
+    if (*ready) {
+        es_detect_count(histogram, score);
     }
-    (*windows->filled)++;
-    (*windows->n_learned)++;
-    if (*windows->filled != windows->window) {
+    (*filled)++;
+    (*n_learned)++;
+    if (*filled != window) {
         return;
     }
-    for (i = 0; i < windows->counts; i++) {
-        windows->reference[i] = windows->latest[i];
-        windows->latest[i] = 0;
+    for (i = 0; i < counts; i++) {
+        reference[i] = latest[i];
+        latest[i] = 0;
     }
-    *windows->filled = 0;
-    if (*windows->ready) {
-        *windows->threshold = es_detect_threshold(windows->histogram, windows->alarm_q16, *windows->threshold);
+    *filled = 0;
+    if (*ready) {
+        *threshold = es_detect_threshold(histogram, alarm_q16, *threshold);
     }
-    *windows->ready = 1;
+    *ready = 1;
 }

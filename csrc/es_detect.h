@@ -10,25 +10,13 @@
 #define ES_DETECT_BINS 128u     /* the histogram of recent scores: bins of 256 Q15 units */
 #define ES_DETECT_BIN_SHIFT 8u
 
-/* The two windows of a detector's counts (latest being counted, reference the window before), its histogram of
- * recent scores and its counters: pointers into the detector's state. */
-typedef struct {
-    uint16_t *reference;
-    uint16_t *latest;
-    uint16_t *histogram;
-    uint32_t counts;    /* counts of each window */
-    uint16_t window;    /* rows per window */
-    uint16_t alarm_q16; /* target false-alarm rate * 65536 */
-    uint64_t *n_learned;
-    uint16_t *filled;
-    uint16_t *threshold;
-    uint8_t *ready;
-} es_detect_windows;
-
 /* After a learned row's cells were counted in the latest window: counts its score in the histogram (once a
- * reference exists), and when the latest window is full makes it the reference, empties the latest and sets the
- * threshold from the histogram (es_detect_threshold). */
-void es_detect_learned(const es_detect_windows *windows, uint16_t score);
+ * reference exists), and when the latest window (of `window` rows) is full makes it the reference (`counts`
+ * counts each), empties the latest and sets the threshold from the histogram (es_detect_threshold). The counters
+ * are the detector's own. */
+void es_detect_learned(uint16_t *reference, uint16_t *latest, uint32_t counts, uint16_t *histogram,
+                       uint16_t window, uint16_t alarm_q16, uint16_t score, uint64_t *n_learned, uint16_t *filled,
+                       uint16_t *threshold, uint8_t *ready);
 
 /* 1 when every feature is finite, else 0. */
 int es_detect_finite(const float *features, uint8_t n_features);

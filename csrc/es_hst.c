@@ -50,7 +50,7 @@ es_status es_hst_learn(const es_hst *model, const float *features)
 {
     const es_hst_config *config;
     es_hst_counters *counters;
-    es_detect_windows windows;
+    uint32_t nodes;
     if (model == 0 || features == 0) {
         return ES_ERR_NULL;
     }
@@ -59,17 +59,10 @@ es_status es_hst_learn(const es_hst *model, const float *features)
     }
     config = model->config;
     counters = model->counters;
-    windows.reference = model->reference;
-    windows.latest = model->latest;
-    windows.histogram = model->histogram;
-    windows.counts = (uint32_t)config->n_trees * ((((uint32_t)2) << config->height) - 1u);
-    windows.window = config->window;
-    windows.alarm_q16 = config->alarm_q16;
-    windows.n_learned = &counters->n_learned;
-    windows.filled = &counters->filled;
-    windows.threshold = &counters->threshold;
-    windows.ready = &counters->ready;
-    es_detect_learned(&windows, es_hst_walk_all(model, features, 1));
+    nodes = (uint32_t)config->n_trees * ((((uint32_t)2) << config->height) - 1u);
+    es_detect_learned(model->reference, model->latest, nodes, model->histogram, config->window,
+                      config->alarm_q16, es_hst_walk_all(model, features, 1), &counters->n_learned, &counters->filled,
+                      &counters->threshold, &counters->ready);
     return ES_OK;
 }
 

@@ -66,7 +66,6 @@ es_status es_loda_learn(const es_loda *model, const float *features)
 {
     const es_loda_config *config;
     es_loda_counters *counters;
-    es_detect_windows windows;
     if (model == 0 || features == 0) {
         return ES_ERR_NULL;
     }
@@ -75,17 +74,9 @@ es_status es_loda_learn(const es_loda *model, const float *features)
     }
     config = model->config;
     counters = model->counters;
-    windows.reference = model->reference;
-    windows.latest = model->latest;
-    windows.histogram = model->histogram;
-    windows.counts = (uint32_t)config->n_projections * config->n_bins;
-    windows.window = config->window;
-    windows.alarm_q16 = config->alarm_q16;
-    windows.n_learned = &counters->n_learned;
-    windows.filled = &counters->filled;
-    windows.threshold = &counters->threshold;
-    windows.ready = &counters->ready;
-    es_detect_learned(&windows, es_loda_walk(model, features, 1));
+    es_detect_learned(model->reference, model->latest, (uint32_t)config->n_projections * config->n_bins, model->histogram,
+                      config->window, config->alarm_q16, es_loda_walk(model, features, 1), &counters->n_learned,
+                      &counters->filled, &counters->threshold, &counters->ready);
     return ES_OK;
 }
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..task import FLAG, NEVER, check_false_alarms
+from ..state import Field, RegionSpec
 from .base import OnlineAnomaly, OnlineStateLearner, check_integer, restore_regions
 
 F32 = np.float32
@@ -101,6 +102,15 @@ def work_range(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 COUNTERS = ("n_learned", "filled", "threshold", "ready")
+# The counters of every windowed detector's state, and its histogram of recent scores (edgestream.state).
+COUNTER_FIELDS = (
+    Field("n_learned", "uint64_t", "rows learned"),
+    Field("filled", "uint16_t", "rows in the latest window"),
+    Field("threshold", "uint16_t", "Q15 score flagged from; 32768 flags nothing"),
+    Field("ready", "uint8_t", "1 once a reference window exists"),
+)
+HISTOGRAM_REGION = RegionSpec("histogram", "threshold", "uint16_t", lambda c: HISTOGRAM_BINS,
+                              "recent Q15 scores, bins of 256")
 
 
 class WindowedDetector(OnlineAnomaly, OnlineStateLearner):

@@ -41,7 +41,8 @@ import numpy as np
 from ..state import Field, RegionSpec, StateSpec
 from ..task import ANOMALY
 from .base import LearnerSpec, Option, check_integer, state_context, state_tables
-from .detect import COUNTERS, F32, HISTOGRAM_BINS, SCORE_MAX, WindowedDetector, alarm_q16, finite_rows, work_range
+from .detect import (COUNTER_FIELDS, COUNTERS, F32, HISTOGRAM_REGION, SCORE_MAX, WindowedDetector, alarm_q16,
+                     finite_rows, work_range)
 
 MAX_FEATURES = 255
 MAX_TREES = 64
@@ -70,17 +71,12 @@ STATE = StateSpec(
         Field("size_limit", "uint16_t", "floor(W / 10): a node with no more reference mass ends the walk"),
         Field("alarm_q16", "uint16_t", "target false-alarm rate * 65536"),
     ),
-    counters=(
-        Field("n_learned", "uint64_t", "rows learned"),
-        Field("filled", "uint16_t", "rows in the latest window"),
-        Field("threshold", "uint16_t", "Q15 score flagged from; 32768 flags nothing"),
-        Field("ready", "uint8_t", "1 once a reference window exists"),
-    ),
+    counters=COUNTER_FIELDS,
     regions=(
         RegionSpec("split_point", "trees", "float", _internal, "T x (2^h - 1) split points, x <= t goes left"),
         RegionSpec("reference", "masses", "uint16_t", _nodes, "T x (2^(h+1) - 1), the window before"),
         RegionSpec("latest", "masses", "uint16_t", _nodes, "T x (2^(h+1) - 1), the window being counted"),
-        RegionSpec("histogram", "threshold", "uint16_t", lambda c: HISTOGRAM_BINS, "recent Q15 scores, bins of 256"),
+        HISTOGRAM_REGION,
         RegionSpec("split_feature", "trees", "uint8_t", _internal, "T x (2^h - 1) split features"),
     ),
 )

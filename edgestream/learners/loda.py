@@ -41,7 +41,8 @@ import numpy as np
 from ..state import Field, RegionSpec, StateSpec
 from ..task import ANOMALY
 from .base import LearnerSpec, Option, check_integer, state_context, state_tables
-from .detect import COUNTERS, F32, HISTOGRAM_BINS, SCORE_MAX, WindowedDetector, alarm_q16, finite_rows, work_range
+from .detect import (COUNTER_FIELDS, COUNTERS, F32, HISTOGRAM_REGION, SCORE_MAX, WindowedDetector, alarm_q16,
+                     finite_rows, work_range)
 
 MAX_FEATURES = 255
 MAX_PROJECTIONS = 255
@@ -84,18 +85,13 @@ STATE = StateSpec(
         Field("log_window", "uint16_t", "log2(W + 1) in Q8: the surprise of an empty bin"),
         Field("alarm_q16", "uint16_t", "target false-alarm rate * 65536"),
     ),
-    counters=(
-        Field("n_learned", "uint64_t", "rows learned"),
-        Field("filled", "uint16_t", "rows in the latest window"),
-        Field("threshold", "uint16_t", "Q15 score flagged from; 32768 flags nothing"),
-        Field("ready", "uint8_t", "1 once a reference window exists"),
-    ),
+    counters=COUNTER_FIELDS,
     regions=(
         RegionSpec("offset", "levels", "float", lambda c: c["n_features"], "per feature: level 0 starts here"),
         RegionSpec("scale", "levels", "float", lambda c: c["n_features"], "per feature: levels per input unit"),
         RegionSpec("reference", "counts", "uint16_t", _counts, "K x B, the window before"),
         RegionSpec("latest", "counts", "uint16_t", _counts, "K x B, the window being counted"),
-        RegionSpec("histogram", "threshold", "uint16_t", lambda c: HISTOGRAM_BINS, "recent Q15 scores, bins of 256"),
+        HISTOGRAM_REGION,
         RegionSpec("feature", "projections", "uint8_t", _tables, "K x m features"),
         RegionSpec("negative", "projections", "uint8_t", _tables, "K x m: 1 where the weight is -1"),
     ),
