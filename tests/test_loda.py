@@ -4,7 +4,6 @@ ROC-AUC and speed beside River's HalfSpaceTrees; the CLI end to end."""
 
 from __future__ import annotations
 
-import copy
 import math
 
 import numpy as np
@@ -12,18 +11,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine_twin import assert_same_state
-from test_anomaly import point_anomalies
+from test_anomaly import (assert_engine_and_c_follow_the_specification,
+                          assert_nan_and_infinity_refused_with_the_state_unchanged,
+                          assert_the_flags_follow_a_drifting_normal, point_anomalies, river_hst)
 from edgestream import learners
 from edgestream.learners import Loda
 from edgestream.learners.detect import HISTOGRAM_BINS
 from edgestream.learners.loda import log2_q8, nonzero
-from edgestream.simulate import RuntimeLearner
-from edgestream.task import ANOMALY, NEVER, roc_auc, split_output
+from edgestream.task import ANOMALY, roc_auc, split_output
 
-ES_ERR_INPUT = 5
 finite = st.floats(min_value=-1e4, max_value=1e4, width=32, allow_subnormal=False)
-REGIONS = ("reference", "latest", "histogram")
 
 
 @st.composite
@@ -49,22 +46,7 @@ def test_engine_and_c_give_the_specifications_score_and_state_after_every_step(s
     params, X, start = stream
     spec = Loda(**params)
     spec.use_engine = False
-    spec.start(X[:start])
-    engine = copy.deepcopy(spec)
-    engine.use_engine = True
-    device = RuntimeLearner(spec).load_export(spec)
-    for i, x in enumerate(X):
-        expected = int(spec.predict_encoded(x[None])[0])
-        assert engine.predict_raw(x[None])[0] == expected, f"row {i}: engine"
-        assert device.predict_raw_status(x) == (0, expected), f"row {i}: C"
-        spec.learn_encoded(x)
-        engine.learn_row(x)
-        assert device.learn(x, 0) == 0
-        assert_same_state(engine, spec, f"row {i}")
-        arrays, counters = spec.device_state()
-        assert device.counter_values() == counters, f"counters row {i}"
-        for name in REGIONS:
-            assert np.array_equal(arrays[name], device.regions[name]), f"{name} row {i}"
+    assert_engine_and_c_follow_the_specification(spec.start(X[:start]), X)
 
 
 @settings(max_examples=30, deadline=None)
@@ -134,21 +116,13 @@ def test_roc_auc_on_point_anomalies_is_at_least_rivers_and_faster(seed):
     samples/s printed (112,000-192,000 against River's 8,500-8,900 under load)."""
     import time
 
-    from river import anomaly, compose, preprocessing
-
     X, y = point_anomalies(6000, seed)
     ours = Loda(n_projections=64, n_bins=32, window=256, seed=seed).start(X[:250])
     began = time.perf_counter()
     outputs = ours.test_then_train(X)
     our_rate = len(X) / (time.perf_counter() - began)
-    river = compose.Pipeline(preprocessing.MinMaxScaler(),
-                             anomaly.HalfSpaceTrees(n_trees=10, height=8, window_size=250, seed=seed))
-    began, scores = time.perf_counter(), []
-    for x in (dict(enumerate(x)) for x in X):
-        scores.append(river.score_one(x))
-        river.learn_one(x)
-    river_rate = len(X) / (time.perf_counter() - began)
-    ours_auc, river_auc = roc_auc(y, split_output(outputs)[0]), roc_auc(y, scores)
+    river_auc, river_rate = river_hst(X, y, seed)
+    ours_auc = roc_auc(y, split_output(outputs)[0])
     print(f"seed {seed}: ROC-AUC {ours_auc:.4f} ({our_rate:,.0f} rows/s), River {river_auc:.4f} ({river_rate:,.0f} rows/s)")
     assert ours_auc >= river_auc - 0.01 and ours_auc > 0.95
     assert our_rate > river_rate
@@ -156,38 +130,12 @@ def test_roc_auc_on_point_anomalies_is_at_least_rivers_and_faster(seed):
 
 def test_the_device_threshold_follows_a_drifting_normal():
     """After the normal operating point shifts, the counts follow within two windows and the threshold (from the
-    shared halving histogram) brings the flags back near the target rate: the last 2,000 rows of the shifted
-    stream flag under twice the target of 5 %."""
-    rng = np.random.default_rng(5)
-    X = np.concatenate([rng.normal(size=(3000, 3)), rng.normal(size=(4000, 3)) * 2 + 3])
-    learner = Loda(n_projections=32, n_bins=32, window=200, false_alarms=0.05).start(X[:200])
-    flags = split_output(learner.test_then_train(X))[1]
-    assert flags[3000:3200].mean() > 0.2  # the shift is noticed
-    assert flags[-2000:].mean() < 0.1
-    assert learner.threshold < NEVER
+    shared halving histogram) brings the flags back near the target rate."""
+    assert_the_flags_follow_a_drifting_normal(Loda(n_projections=32, n_bins=32, window=200, false_alarms=0.05))
 
 
 def test_nan_and_infinity_are_refused_everywhere_with_the_state_unchanged():
-    X, _ = point_anomalies(400, 4)
-    spec = Loda(n_projections=5, n_bins=8, window=20).start(X[:50])
-    spec.use_engine = False
-    spec.partial_fit(X[:100])
-    engine = copy.deepcopy(spec)
-    engine.use_engine = True
-    device = RuntimeLearner(spec).load_export(spec)
-    for bad in (np.nan, np.inf, -np.inf):
-        row = X[0].copy()
-        row[2] = bad
-        before = spec.device_state()
-        for learner in (spec, engine):
-            with pytest.raises(ValueError, match=f"feature 2 of row 0 is {bad!r}; Loda refuse NaN and infinite"):
-                learner.learn_row(row)
-            with pytest.raises(ValueError, match="refuse NaN and infinite"):
-                learner.predict_raw(row[None])
-        assert device.learn(row, 0) == ES_ERR_INPUT and device.predict_raw_status(row)[0] == ES_ERR_INPUT
-        assert_same_state(engine, spec)
-        assert all(np.array_equal(before[0][k], device.regions[k]) for k in REGIONS)
-        assert device.counter_values() == before[1]
+    assert_nan_and_infinity_refused_with_the_state_unchanged(Loda(n_projections=5, n_bins=8, window=20), "Loda")
 
 
 @pytest.mark.parametrize("rows, message", [
