@@ -55,9 +55,9 @@ int32_t es_detect_output(uint16_t score, uint16_t threshold)
     return (int32_t)score + (score >= threshold ? ES_DETECT_FLAG : 0);
 }
 
-void es_detect_learned(uint16_t *reference, uint16_t *latest, uint32_t counts, uint16_t *histogram,
-                       uint16_t window, uint16_t alarm_q16, uint16_t score, uint64_t *n_learned, uint16_t *filled,
-                       uint16_t *threshold, uint8_t *ready)
+int es_detect_learned(uint16_t *reference, uint16_t *latest, uint32_t counts, uint16_t *histogram,
+                      uint16_t window, uint16_t alarm_q16, uint16_t score, uint64_t *n_learned, uint16_t *filled,
+                      uint16_t *threshold, uint8_t *ready)
 {
     uint32_t i;
     if (*ready) {
@@ -66,7 +66,7 @@ void es_detect_learned(uint16_t *reference, uint16_t *latest, uint32_t counts, u
     (*filled)++;
     (*n_learned)++;
     if (*filled != window) {
-        return;
+        return 0;
     }
     for (i = 0; i < counts; i++) {
         reference[i] = latest[i];
@@ -77,4 +77,5 @@ void es_detect_learned(uint16_t *reference, uint16_t *latest, uint32_t counts, u
         *threshold = es_detect_threshold(histogram, alarm_q16, *threshold);
     }
     *ready = 1;
+    return 1;
 }

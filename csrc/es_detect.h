@@ -13,10 +13,10 @@
 /* After a learned row's cells were counted in the latest window: counts its score in the histogram (once a
  * reference exists), and when the latest window (of `window` rows) is full makes it the reference (`counts`
  * counts each), empties the latest and sets the threshold from the histogram (es_detect_threshold). The counters
- * are the detector's own. */
-void es_detect_learned(uint16_t *reference, uint16_t *latest, uint32_t counts, uint16_t *histogram,
-                       uint16_t window, uint16_t alarm_q16, uint16_t score, uint64_t *n_learned, uint16_t *filled,
-                       uint16_t *threshold, uint8_t *ready);
+ * are the detector's own. Returns 1 when the windows swapped, else 0. */
+int es_detect_learned(uint16_t *reference, uint16_t *latest, uint32_t counts, uint16_t *histogram,
+                      uint16_t window, uint16_t alarm_q16, uint16_t score, uint64_t *n_learned, uint16_t *filled,
+                      uint16_t *threshold, uint8_t *ready);
 
 /* 1 when every feature is finite, else 0. */
 int es_detect_finite(const float *features, uint8_t n_features);

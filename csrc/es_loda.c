@@ -38,7 +38,7 @@ static uint32_t es_loda_bin(const es_loda *model, const uint8_t *level, uint32_t
     for (i = 0; i < m; i++) {
         shifted = negative[i] ? shifted - level[feature[i]] : shifted + level[feature[i]];
     }
-    return shifted * config->n_bins / (2u * (ES_LODA_LEVELS - 1u) * m + 1u);
+    return (shifted * config->bin_scale) >> 16;
 }
 
 /* The Q15 score of a row (count: and learn its bins at once). */
@@ -51,7 +51,7 @@ static uint16_t es_loda_walk(const es_loda *model, const float *features, int co
     es_loda_levels(model, features, level);
     for (p = 0; p < config->n_projections; p++) {
         uint32_t b = p * bins + es_loda_bin(model, level, p);
-        raw += config->log_window - es_loda_log2_q8((uint32_t)model->reference[b] + 1u);
+        raw += model->reference[b];
         if (count) {
             model->latest[b]++;
         }
@@ -66,6 +66,7 @@ es_status es_loda_learn(const es_loda *model, const float *features)
 {
     const es_loda_config *config;
     es_loda_counters *counters;
+    uint32_t cells, i;
     if (model == 0 || features == 0) {
         return ES_ERR_NULL;
     }
@@ -74,9 +75,14 @@ es_status es_loda_learn(const es_loda *model, const float *features)
     }
     config = model->config;
     counters = model->counters;
-    es_detect_learned(model->reference, model->latest, (uint32_t)config->n_projections * config->n_bins, model->histogram,
-                      config->window, config->alarm_q16, es_loda_walk(model, features, 1), &counters->n_learned,
-                      &counters->filled, &counters->threshold, &counters->ready);
+    cells = (uint32_t)config->n_projections * config->n_bins;
+    if (es_detect_learned(model->reference, model->latest, cells, model->histogram, config->window, config->alarm_q16,
+                          es_loda_walk(model, features, 1), &counters->n_learned, &counters->filled,
+                          &counters->threshold, &counters->ready)) {
+        for (i = 0; i < cells; i++) { /* the reference's counts become their surprises, once per window */
+            model->reference[i] = (uint16_t)(config->log_window - es_loda_log2_q8((uint32_t)model->reference[i] + 1u));
+        }
+    }
     return ES_OK;
 }
 

@@ -11,6 +11,7 @@ typedef struct {
     uint8_t n_projections;          /* K */
     uint8_t n_nonzero;              /* m: features per projection */
     uint8_t n_bins;                 /* B: bins per projection */
+    uint32_t bin_scale;             /* floor(65536 B / (30 m + 1)): the bin of a sum s is (s * bin_scale) >> 16 */
     uint16_t window;                /* W: rows per window */
     uint16_t log_window;            /* log2(W + 1) in Q8: the surprise of an empty bin */
     uint16_t alarm_q16;             /* target false-alarm rate * 65536 */
@@ -27,7 +28,7 @@ typedef struct {
     const es_loda_config *config;   /* constant, in flash */
     float *offset;                  /* levels: per feature: level 0 starts here */
     float *scale;                   /* levels: per feature: levels per input unit */
-    uint16_t *reference;            /* counts: K x B, the window before */
+    uint16_t *reference;            /* counts: K x B, the window before: log2(W + 1) - log2(count + 1) in Q8 */
     uint16_t *latest;               /* counts: K x B, the window being counted */
     uint16_t *histogram;            /* threshold: recent Q15 scores, bins of 256 */
     uint8_t *feature;               /* projections: K x m features */

@@ -153,8 +153,9 @@ class WindowedDetector(OnlineAnomaly, OnlineStateLearner):
         """Take the saved windows, histogram and counters (after ``reset``); refuses counts above the window and
         counters out of range."""
         restore_regions(self, ("reference", "latest", "histogram"), arrays)
-        if max(int(self.reference.max()), int(self.latest.max())) > self.window:
-            raise ValueError(f"a count is above the window of {self.window} rows")
+        if int(self.latest.max()) > self.window or int(self.reference.max()) > self.reference_limit():
+            raise ValueError(f"a count is above the window of {self.window} rows (a reference value above "
+                             f"{self.reference_limit()})")
         n_learned, filled, threshold, ready = (int(v) for v in arrays["counters"])
         if filled >= self.window or threshold > NEVER or ready > 1:
             raise ValueError(f"counters filled={filled}, threshold={threshold}, ready={ready}: need filled < "
@@ -179,6 +180,14 @@ class WindowedDetector(OnlineAnomaly, OnlineStateLearner):
         if self.filled == self.window:
             self._swap()
 
+    def reference_limit(self) -> int:
+        """The largest value of the reference window's cells (a count: the window)."""
+        return self.window
+
+    def swapped(self) -> None:
+        """After a window swap (the reference the latest counts): nothing to do unless a detector keeps its
+        reference in another form."""
+
     def _swap(self) -> None:
         self.reference[...] = self.latest
         self.latest[...] = 0
@@ -186,6 +195,7 @@ class WindowedDetector(OnlineAnomaly, OnlineStateLearner):
         if self.ready:
             self.threshold = swap_threshold(self.histogram, self.false_alarms, self.threshold)
         self.ready = 1
+        self.swapped()
 
     def predict_encoded(self, X) -> np.ndarray:
         """int32 outputs of rows: each its Q15 score and flag, without learning."""

@@ -16,16 +16,19 @@ Where it departs from the paper, for a fixed memory and exactness (the C follows
   widened by a quarter of its width on each side (``offset = low - width / 4``, ``scale = 16 / (1.5 width)``, both
   float32; a constant feature, a NaN or infinite value in the first rows, or fewer than two rows is refused). A
   projection is then an integer sum of ``m`` levels with weights +-1, in ``-15 m .. 15 m``.
-* **Fixed bins**: the paper sizes each histogram's bins from the data; here every projection has ``B`` bins of the
-  same width over its whole integer span: ``bin = (p + 15 m) * B // (30 m + 1)``. The projections (features and
-  signs; numpy's PCG64 from ``seed``) are drawn on the host and shipped as tables.
+* **Fixed bins**: the paper sizes each histogram's bins from the data; here every projection has ``B`` bins of
+  (nearly) the same width over its whole integer span: ``bin = ((p + 15 m) * s) >> 16`` with
+  ``s = floor(65536 B / (30 m + 1))`` (a product and a shift, not a division, per projection). The projections
+  (features and signs; numpy's PCG64 from ``seed``) are drawn on the host and shipped as tables.
 * **Counts** are uint16 (a bin counts at most ``W`` rows, ``W`` <= 32767): ``2 K B`` of them, nothing grows with
   the stream but the uint64 ``n_learned``.
 * **Score**: ``-log p`` of a bin is taken in base 2 on counts: per projection
-  ``L(W + 1) - L(c + 1)`` with ``c`` the bin's reference count and ``L`` the integer log2 in Q8
-  (:func:`log2_q8`: the bit position and the next 8 bits of the mantissa, linear between powers of two). The Q15
-  score is ``floor(32767 sum / (K L(W + 1)))``: higher is more anomalous, 32767 for a row in empty bins on every
-  projection, 0 until the first window is complete (no reference yet: nothing is flagged).
+  ``L(W + 1) - L(c + 1)`` with ``c`` the bin's count in the reference window and ``L`` the integer log2 in Q8
+  (:func:`log2_q8`: the bit position and the next 8 bits of the mantissa, linear between powers of two). The
+  reference window keeps these surprises, not the counts: they are computed once, at the swap, so a score only
+  adds ``K`` of them. The Q15 score is ``floor(32767 sum / (K L(W + 1)))``: higher is more anomalous, 32767 for
+  a row in empty bins on every projection, 0 until the first window is complete (no reference yet: nothing is
+  flagged).
 * **NaN and infinity** are refused on the host (``ValueError``) and on the device (``ES_ERR_INPUT``) with the
   state unchanged (the paper's Loda can skip missing features; a fixed projection here cannot).
 * **Threshold**: calibrated on the host and following a histogram of recent scores on the device, as every
@@ -63,6 +66,11 @@ def log2_q8(n: int) -> int:
     return (k << 8) + (fraction & 0xFF)
 
 
+def bin_scale(n_bins: int, m: int) -> int:
+    """The bin of a shifted projection sum ``s`` (0 .. 30 m) is ``(s * bin_scale) >> 16``: below ``B``."""
+    return (n_bins << 16) // (2 * (LEVELS - 1) * m + 1)
+
+
 def _tables(config: dict) -> int:
     return config["n_projections"] * config["n_nonzero"]
 
@@ -81,6 +89,7 @@ STATE = StateSpec(
         Field("n_features", "uint8_t"), Field("n_classes", "uint8_t", "1: one output"),
         Field("n_projections", "uint8_t", "K"), Field("n_nonzero", "uint8_t", "m: features per projection"),
         Field("n_bins", "uint8_t", "B: bins per projection"),
+        Field("bin_scale", "uint32_t", "floor(65536 B / (30 m + 1)): the bin of a sum s is (s * bin_scale) >> 16"),
         Field("window", "uint16_t", "W: rows per window"),
         Field("log_window", "uint16_t", "log2(W + 1) in Q8: the surprise of an empty bin"),
         Field("alarm_q16", "uint16_t", "target false-alarm rate * 65536"),
@@ -89,7 +98,8 @@ STATE = StateSpec(
     regions=(
         RegionSpec("offset", "levels", "float", lambda c: c["n_features"], "per feature: level 0 starts here"),
         RegionSpec("scale", "levels", "float", lambda c: c["n_features"], "per feature: levels per input unit"),
-        RegionSpec("reference", "counts", "uint16_t", _counts, "K x B, the window before"),
+        RegionSpec("reference", "counts", "uint16_t", _counts,
+                   "K x B, the window before: log2(W + 1) - log2(count + 1) in Q8"),
         RegionSpec("latest", "counts", "uint16_t", _counts, "K x B, the window being counted"),
         HISTOGRAM_REGION,
         RegionSpec("feature", "projections", "uint8_t", _tables, "K x m features"),
@@ -137,8 +147,8 @@ class Loda(WindowedDetector):
     def device_config(self, n_features: int | None = None, n_classes: int | None = None) -> dict:
         d = self.n_features_ if n_features is None else n_features
         return {"n_features": d, "n_classes": 1, "n_projections": self.n_projections, "n_nonzero": nonzero(d),
-                "n_bins": self.n_bins, "window": self.window, "log_window": log2_q8(self.window + 1),
-                "alarm_q16": alarm_q16(self.false_alarms)}
+                "n_bins": self.n_bins, "bin_scale": bin_scale(self.n_bins, nonzero(d)), "window": self.window,
+                "log_window": log2_q8(self.window + 1), "alarm_q16": alarm_q16(self.false_alarms)}
 
     def summary(self) -> str:
         return (f"{self.n_projections} projections of {self.n_bins} bins, window {self.window}, "
@@ -212,16 +222,24 @@ class Loda(WindowedDetector):
         m = self.feature.shape[1]
         level = self.levels(x)[self.feature]
         projected = np.where(self.negative == 1, -level, level).sum(axis=1) + (LEVELS - 1) * m
-        return projected * self.n_bins // (2 * (LEVELS - 1) * m + 1)
+        return (projected * bin_scale(self.n_bins, m)) >> 16
 
     def score_located(self, bins: np.ndarray) -> int:
         """The Q15 score of a row from its bins (module docstring): 0 before the first reference window."""
         if not self.ready:
             return 0
+        raw = int(self.reference[np.arange(self.n_projections), bins].sum(dtype=np.int64))
+        return raw * SCORE_MAX // (self.n_projections * log2_q8(self.window + 1))
+
+    def reference_limit(self) -> int:
+        """The reference holds surprises, at most ``log2_q8(W + 1)``."""
+        return log2_q8(self.window + 1)
+
+    def swapped(self) -> None:
+        """The reference's counts become their surprises ``L(W + 1) - L(c + 1)`` (module docstring), once per
+        window, so that a score only adds them up."""
         top = log2_q8(self.window + 1)
-        counts = self.reference[np.arange(self.n_projections), bins]
-        raw = sum(top - log2_q8(int(c) + 1) for c in counts)
-        return raw * SCORE_MAX // (self.n_projections * top)
+        self.reference[...] = [[top - log2_q8(int(c) + 1) for c in row] for row in self.reference]
 
 
 LODA_LADDER = tuple({"n_projections": k, "n_bins": b} for k, b in (
