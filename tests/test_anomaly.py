@@ -96,16 +96,21 @@ def test_the_state_is_bounded_by_the_configuration_whatever_the_stream(stream):
 def test_a_bundle_scores_as_python_and_its_state_is_sizeof(tmp_path_factory, stream):
     """Property: a generated bundle compiled with cffi gives Python's score and flag on every row of a
     test-then-train run from the exported state, and its state takes the bytes the description says."""
+    params, X, start = stream
+    assert_a_bundle_scores_as_python(HalfSpaceTrees(**params).start(X[:start]), X, tmp_path_factory)
+
+
+def assert_a_bundle_scores_as_python(learner, X, tmp_path_factory):
+    """The bundle of a started detector, after half the rows and a calibration, scores and learns the rows as
+    Python does, and its state is the described bytes."""
     from edgestream.export import export_bundle
     from edgestream.simulate import load_bundle
 
-    params, X, start = stream
-    learner = HalfSpaceTrees(**params).start(X[:start])
     learner.partial_fit(X[: len(X) // 2])
     learner.calibrate(learner.score_samples(X))
-    bundle = load_bundle(export_bundle(learner, tmp_path_factory.mktemp("bundle") / "b", name="hstb"))
+    bundle = load_bundle(export_bundle(learner, tmp_path_factory.mktemp("bundle") / "b", name="det"))
     assert bundle.state_size() == learner.state_bytes()
-    assert int(bundle.lib.hstb_threshold()) == learner.threshold
+    assert int(bundle.lib.det_threshold()) == learner.threshold
     outputs = bundle.test_then_train_raw(X)
     assert np.array_equal(outputs, learner.test_then_train(X))
     assert np.array_equal(bundle.predict_raw(X), learner.predict_raw(X))
