@@ -8,6 +8,11 @@
 #define ES_AXGB_PART 5u
 #define ES_AXGB_PUSH 0u
 #define ES_AXGB_NO_FEATURE 255u
+#define ES_AXGB_CODE_MAX 32767 /* a regressor's target codes and margins: -32767..32767 */
+#define ES_AXGB_ERROR_CODES 4095 /* a regressor's miss by more codes is an error bit for ADWIN */
+
+/* A regressor's state has one output and n_classes 1 (edgestream.learners.axgb_regression). */
+#define ES_AXGB_REGRESSION(config) ((config)->n_classes == 1u)
 
 static uint16_t es_axgb_nodes_per_tree(const es_axgb_config *config)
 {
@@ -68,7 +73,8 @@ static uint8_t es_axgb_splittable(const es_axgb *model)
 {
     const es_axgb_config *config = model->config;
     const uint16_t v = model->counters->node;
-    const uint32_t most = config->n_outputs == 1u ? 8192u : 16384u * (uint32_t)config->n_outputs; /* 16384u * 4 wraps AVR int */
+    const uint32_t most = ES_AXGB_REGRESSION(config) ? ES_Q15_ONE /* squared error: h = 1 */
+                          : config->n_outputs == 1u ? 8192u : 16384u * (uint32_t)config->n_outputs; /* 16384u * 4 wraps AVR int */
     const uint32_t half = (config->min_child_q15 + most - 1u) / most;
     return (uint8_t)(model->node_depth[v] < config->max_depth &&
                      (uint32_t)(model->node_stop[v] - model->node_start[v]) >= (half > 1u ? 2u * half : 2u) ? 1u : 0u);
@@ -130,7 +136,12 @@ static int64_t es_axgb_grad(const es_axgb *model, int64_t budget, uint32_t *work
     for (done = 0; done < n; done++) {
         const uint16_t i = (uint16_t)(c->pos + done);
         es_axgb_sums(model, &model->window_bins[ES_AXGB_ROW(model, i) * config->n_features], c->job_target);
-        if (out == 1u) {
+        if (ES_AXGB_REGRESSION(config)) {
+            const int32_t margin = model->scores[0];
+            model->margins[i] = (int16_t)(margin > ES_AXGB_CODE_MAX    ? ES_AXGB_CODE_MAX
+                                          : margin < -ES_AXGB_CODE_MAX ? -ES_AXGB_CODE_MAX
+                                                                        : margin);
+        } else if (out == 1u) {
             model->proba[i] = es_sigmoid_q15(model->scores[0]);
         } else {
             (void)es_softmax_q15(model->scores, out, work, &model->proba[(uint32_t)i * out]);
@@ -150,15 +161,21 @@ static int64_t es_axgb_grad(const es_axgb *model, int64_t budget, uint32_t *work
     return budget;
 }
 
-/* g and h (int32 lvalues) of output k of job sample s whose class is label: g = p - 32768 [target],
- * h = p (32768 - p) >> 15 (binary) or >> 14 (softmax); p <= 32768 (validated for restored states). A macro, as
- * ES_AXGB_ROW. */
-#define ES_AXGB_GRADIENT(model, s, label, k, g, h)                                                       \
+/* g and h (int32 lvalues) of output k of job sample s in ring row `row`: a classifier's g = p - 32768 [target],
+ * h = p (32768 - p) >> 15 (binary) or >> 14 (softmax), p <= 32768 (validated for restored states); a
+ * regressor's g = margin - code, h = 32768. A macro, as ES_AXGB_ROW. */
+#define ES_AXGB_GRADIENT(model, s, row, k, g, h)                                                         \
     do {                                                                                                 \
         const uint8_t out_ = (model)->config->n_outputs;                                                 \
-        const int32_t p_ = (model)->proba[(uint32_t)(s) * out_ + (k)];                                   \
-        (g) = p_ - ((out_ == 1u ? (label) == 1u : (label) == (k)) ? (int32_t)ES_Q15_ONE : 0);            \
-        (h) = (int32_t)(((uint32_t)p_ * (ES_Q15_ONE - (uint32_t)p_)) >> (out_ == 1u ? 15 : 14));         \
+        if (ES_AXGB_REGRESSION((model)->config)) {                                                       \
+            (g) = (int32_t)(model)->margins[s] - (int32_t)(model)->window_targets[row];                  \
+            (h) = (int32_t)ES_Q15_ONE;                                                                   \
+        } else {                                                                                         \
+            const uint8_t label_ = (model)->window_labels[row];                                          \
+            const int32_t p_ = (model)->proba[(uint32_t)(s) * out_ + (k)];                               \
+            (g) = p_ - ((out_ == 1u ? label_ == 1u : label_ == (k)) ? (int32_t)ES_Q15_ONE : 0);          \
+            (h) = (int32_t)(((uint32_t)p_ * (ES_Q15_ONE - (uint32_t)p_)) >> (out_ == 1u ? 15 : 14));     \
+        }                                                                                                \
     } while (0)
 
 static int64_t es_axgb_hist(const es_axgb *model, int64_t budget)
@@ -174,7 +191,6 @@ static int64_t es_axgb_hist(const es_axgb *model, int64_t budget)
     for (done = 0; done < n; done++) {
         const uint16_t s = model->order[c->pos + done];
         const uint32_t row = ES_AXGB_ROW(model, s);
-        const uint8_t label = model->window_labels[row];
         uint32_t b = 0;
         uint8_t k;
         if (histogram) {
@@ -183,7 +199,7 @@ static int64_t es_axgb_hist(const es_axgb *model, int64_t budget)
         }
         for (k = 0; k < out; k++) {
             int32_t g, h;
-            ES_AXGB_GRADIENT(model, s, label, k, g, h);
+            ES_AXGB_GRADIENT(model, s, row, k, g, h);
             if (totals) {
                 model->node_g[k] += g;
                 model->node_h[k] += h;
@@ -356,7 +372,8 @@ static void es_axgb_node(const es_axgb *model)
     leaf = (uint16_t)(c->job_slot * es_axgb_leaves_per_tree(config) + c->n_leaves);
     for (k = 0; k < config->n_outputs; k++) {
         const int64_t num = -(int64_t)model->node_g[k] * (int64_t)config->eta_q16;
-        const int64_t den = ((int64_t)model->node_h[k] + (int64_t)config->lambda_q15) * 64;
+        const int64_t den = ((int64_t)model->node_h[k] + (int64_t)config->lambda_q15) *
+                            (ES_AXGB_REGRESSION(config) ? 2 : 64); /* codes; a classifier's Q10 */
         int64_t w = num / den; /* C99 division truncates toward zero */
         w = w > 32767 ? 32767 : (w < -32768 ? -32768 : w);
         model->leaf_values[(uint32_t)leaf * config->n_outputs + k] = (int16_t)w;
@@ -439,26 +456,17 @@ static void es_axgb_work(const es_axgb *model, int64_t budget, uint32_t *work)
     }
 }
 
-es_status es_axgb_learn(const es_axgb *model, const uint8_t *bins, uint8_t label)
+/* A learning step on a checked target (class index or target code): the error bit to ADWIN (a rise drops the
+ * buffered samples and a job under way), the sample buffered, up to work_per_call units of the job. */
+static es_status es_axgb_step(const es_axgb *model, const uint8_t *bins, uint8_t wrong, int16_t target)
 {
-    const es_axgb_config *config;
-    es_axgb_counters *c;
+    const es_axgb_config *config = model->config;
+    es_axgb_counters *c = model->counters;
     uint32_t row;
     uint8_t j;
-    if (model == 0 || bins == 0 || model->config == 0 || model->counters == 0) {
-        return ES_ERR_NULL;
-    }
-    config = model->config;
-    c = model->counters;
-    if (label >= config->n_classes) {
-        return ES_ERR_LABEL;
-    }
     if (config->drift) {
-        uint8_t predicted;
         uint8_t change = 0;
-        es_axgb_sums(model, bins, c->n_members);
-        predicted = es_additive_argmax(model->scores, config->n_outputs);
-        if (es_adwin_update(model->adwin, (uint8_t)(predicted != label ? 1u : 0u), &change) != ES_OK) {
+        if (es_adwin_update(model->adwin, wrong, &change) != ES_OK) {
             return ES_ERR_MODEL;
         }
         if (change == ES_ADWIN_RISE) {
@@ -483,30 +491,98 @@ es_status es_axgb_learn(const es_axgb *model, const uint8_t *bins, uint8_t label
         for (j = 0; j < config->n_features; j++) {
             model->window_bins[row * config->n_features + j] = bins[j];
         }
-        model->window_labels[row] = label;
+        if (ES_AXGB_REGRESSION(config)) {
+            model->window_targets[row] = target;
+        } else {
+            model->window_labels[row] = (uint8_t)target;
+        }
         c->count++;
     }
     es_axgb_work(model, config->work_per_call != 0u ? (int64_t)config->work_per_call : -1, model->work);
     return ES_OK;
 }
 
-es_status es_axgb_predict_proba(const es_axgb *model, const uint8_t *bins, uint32_t *work, uint16_t *proba)
+/* ES_ERR_NULL for a missing pointer (out: the call's output; a learn call has none and passes its row), and a call
+ * of the task's API on a state of the other task gets ES_ERR_MODEL. */
+static es_status es_axgb_check(const es_axgb *model, const uint8_t *bins, const void *out, uint8_t regression)
 {
-    if (model == 0 || bins == 0 || model->config == 0 || model->counters == 0 || work == 0 || proba == 0) {
+    if (model == 0 || bins == 0 || model->config == 0 || model->counters == 0 || out == 0) {
         return ES_ERR_NULL;
     }
-    es_axgb_sums(model, bins, model->counters->n_members);
+    return (ES_AXGB_REGRESSION(model->config) ? 1u : 0u) == regression ? ES_OK : ES_ERR_MODEL;
+}
+
+es_status es_axgb_learn(const es_axgb *model, const uint8_t *bins, uint8_t label)
+{
+    uint8_t wrong = 0;
+    es_status status = es_axgb_check(model, bins, bins, 0u);
+    if (status != ES_OK) {
+        return status;
+    }
+    if (label >= model->config->n_classes) {
+        return ES_ERR_LABEL;
+    }
+    if (model->config->drift) {
+        es_axgb_sums(model, bins, model->counters->n_members);
+        wrong = (uint8_t)(es_additive_argmax(model->scores, model->config->n_outputs) != label ? 1u : 0u);
+    }
+    return es_axgb_step(model, bins, wrong, (int16_t)label);
+}
+
+es_status es_axgb_learn_target(const es_axgb *model, const uint8_t *bins, int16_t target)
+{
+    uint8_t wrong = 0;
+    es_status status = es_axgb_check(model, bins, bins, 1u);
+    if (status != ES_OK) {
+        return status;
+    }
+    if (target < -ES_AXGB_CODE_MAX) {
+        return ES_ERR_LABEL;
+    }
+    if (model->config->drift) {
+        int32_t error;
+        es_axgb_sums(model, bins, model->counters->n_members);
+        error = (int32_t)target - model->scores[0];
+        wrong = (uint8_t)(error > ES_AXGB_ERROR_CODES || error < -ES_AXGB_ERROR_CODES ? 1u : 0u);
+    }
+    return es_axgb_step(model, bins, wrong, target);
+}
+
+/* The score sums of every member into model->scores, after es_axgb_check. */
+static es_status es_axgb_scores(const es_axgb *model, const uint8_t *bins, const void *out, uint8_t regression)
+{
+    es_status status = es_axgb_check(model, bins, out, regression);
+    if (status == ES_OK) {
+        es_axgb_sums(model, bins, model->counters->n_members);
+    }
+    return status;
+}
+
+es_status es_axgb_predict_raw(const es_axgb *model, const uint8_t *bins, int32_t *raw_out)
+{
+    es_status status = es_axgb_scores(model, bins, raw_out, 1u);
+    if (status == ES_OK) {
+        *raw_out = model->scores[0];
+    }
+    return status;
+}
+
+es_status es_axgb_predict_proba(const es_axgb *model, const uint8_t *bins, uint32_t *work, uint16_t *proba)
+{
+    es_status status = es_axgb_scores(model, bins, proba == 0 ? 0 : work, 0u);
+    if (status != ES_OK) {
+        return status;
+    }
     return es_additive_proba(model->scores, model->config->n_outputs, work, proba);
 }
 
 es_status es_axgb_predict(const es_axgb *model, const uint8_t *bins, uint8_t *class_out)
 {
-    if (model == 0 || bins == 0 || model->config == 0 || model->counters == 0 || class_out == 0) {
-        return ES_ERR_NULL;
+    es_status status = es_axgb_scores(model, bins, class_out, 0u);
+    if (status == ES_OK) {
+        *class_out = es_additive_argmax(model->scores, model->config->n_outputs);
     }
-    es_axgb_sums(model, bins, model->counters->n_members);
-    *class_out = es_additive_argmax(model->scores, model->config->n_outputs);
-    return ES_OK;
+    return status;
 }
 
 /* -- validation of a state (images) ------------------------------------------------------------------------ */
@@ -563,7 +639,7 @@ static void es_axgb_sample_sums(const es_axgb *m, uint32_t from, uint32_t to, ui
     for (i = from; i < to; i++) {
         const uint16_t s = m->order[i];
         int32_t g, h;
-        ES_AXGB_GRADIENT(m, s, m->window_labels[ES_AXGB_ROW(m, s)], k, g, h);
+        ES_AXGB_GRADIENT(m, s, ES_AXGB_ROW(m, s), k, g, h);
         *g_sum += g;
         *h_sum += h;
     }
@@ -582,7 +658,7 @@ static int es_axgb_hist_zero(const es_axgb *m, uint32_t to_bin)
 }
 
 /* Histogram column k from row from_bin on, plus (left_g, left_h): left_h and every h >= 0, the sums equal
- * (g_sum, h_sum), |left_g| + sum |g| <= 32768 n. */
+ * (g_sum, h_sum), |left_g| + sum |g| <= 32768 n (a regressor's: 65534 n). */
 static int es_axgb_column_ok(const es_axgb *m, uint8_t k, uint32_t from_bin, int64_t left_g, int64_t left_h,
                              int64_t g_sum, int64_t h_sum, uint32_t n)
 {
@@ -601,7 +677,8 @@ static int es_axgb_column_ok(const es_axgb *m, uint8_t k, uint32_t from_bin, int
         left_h += h;
         size += g < 0 ? -g : g;
     }
-    return left_g == g_sum && left_h == h_sum && size <= (int64_t)ES_Q15_ONE * n;
+    return left_g == g_sum && left_h == h_sum &&
+           size <= (ES_AXGB_REGRESSION(m->config) ? 2 * (int64_t)ES_AXGB_CODE_MAX : (int64_t)ES_Q15_ONE) * n;
 }
 
 es_status es_axgb_validate(const es_axgb *candidate)
@@ -635,11 +712,12 @@ es_status es_axgb_validate(const es_axgb *candidate)
                    c->window > config->window_max || c->n_members > config->members ||
                    c->replace_index >= config->members || c->phase > ES_AXGB_PART);
     ES_AXGB_REFUSE(config->strategy == ES_AXGB_PUSH && c->replace_index != 0u);
-    for (i = 0; i < capacity; i++) {
-        ES_AXGB_REFUSE(m->window_labels[i] >= config->n_classes);
+    for (i = 0; i < capacity; i++) { /* the ring's targets and the job's record of them */
+        ES_AXGB_REFUSE(ES_AXGB_REGRESSION(config) ? m->window_targets[i] < -ES_AXGB_CODE_MAX
+                                                  : m->window_labels[i] >= config->n_classes);
     }
     for (i = 0; i < (uint32_t)config->window_max * out; i++) {
-        ES_AXGB_REFUSE(m->proba[i] > ES_Q15_ONE);
+        ES_AXGB_REFUSE(ES_AXGB_REGRESSION(config) ? m->margins[i] < -ES_AXGB_CODE_MAX : m->proba[i] > ES_Q15_ONE);
     }
     for (i = 0; i < c->n_members; i++) { /* members: distinct slots, trees inside them */
         const uint32_t root = m->roots[i];

@@ -17,6 +17,14 @@
  * full the sample is not buffered, and the job still advances. */
 es_status es_axgb_learn(const es_axgb *model, const uint8_t *bins, uint8_t label);
 
+/* A regressor's learning step (edgestream.learners.axgb_regression): as es_axgb_learn with the int16 target code
+ * (-32767..32767; -32768 is rejected with ES_ERR_LABEL) and squared error; its ADWIN bit is a miss by more than
+ * 4095 codes. The classifier's calls on a regressor's state, and these on a classifier's, get ES_ERR_MODEL. */
+es_status es_axgb_learn_target(const es_axgb *model, const uint8_t *bins, int16_t target);
+
+/* A regressor's raw output of one binned sample: the int32 sum of its members' leaf codes. */
+es_status es_axgb_predict_raw(const es_axgb *model, const uint8_t *bins, int32_t *raw_out);
+
 /* Q15 probabilities of one binned sample (the shared additive rule); work holds n_classes uint32 (scratch). */
 es_status es_axgb_predict_proba(const es_axgb *model, const uint8_t *bins, uint32_t *work, uint16_t *proba);
 

@@ -59,12 +59,14 @@ typedef struct {
 typedef struct {
     const es_axgb_config *config;   /* constant, in flash */
     uint8_t *window_bins;           /* window: ring x features */
-    uint8_t *window_labels;         /* window: ring */
+    uint8_t *window_labels;         /* window: ring (a regressor: 1) */
+    int16_t *window_targets;        /* window: ring of target codes (a classifier: 1) */
     es_node *nodes;                 /* node pool: (K + 1) x (2^(depth+1) - 1) */
     int16_t *leaf_values;           /* leaves: (K + 1) x 2^depth x outputs, Q10 */
     uint16_t *roots;                /* ensemble: K + 1 */
     es_adwin *adwin;                /* drift: error-stream change detector */
-    uint16_t *proba;                /* training: W_max x outputs, Q15 */
+    uint16_t *proba;                /* training: W_max x outputs, Q15 (a regressor: 1) */
+    int16_t *margins;               /* training: W_max target codes (a classifier: 1) */
     uint16_t *order;                /* training: W_max */
     uint16_t *node_start;           /* training: nodes per tree */
     uint16_t *node_stop;            /* training: nodes per tree */

@@ -135,6 +135,19 @@ static es_status es_axgb_engine_output(const void *model, const void *row, uint3
     return status;
 }
 
+static es_status es_axgb_engine_learn_regression(const void *model, const void *row, int32_t target)
+{
+    return es_axgb_learn_target((const es_axgb *)model, (const uint8_t *)row, (int16_t)target);
+}
+
+static es_status es_axgb_engine_output_regression(const void *model, const void *row, uint32_t *work, uint16_t *proba,
+                                  int32_t *out)
+{
+    (void)work;
+    (void)proba;
+    return es_axgb_predict_raw((const es_axgb *)model, (const uint8_t *)row, out);
+}
+
 static es_status es_hst_engine_learn_anomaly(const void *model, const void *row, int32_t target)
 {
     (void)target;
@@ -170,10 +183,11 @@ static const es_engine_learner es_engine_learners[] = {
     { "es_hoeffding", "classification", sizeof(es_hoeffding), sizeof(es_hoeffding_config), sizeof(es_hoeffding_counters), es_hoeffding_engine_learn, es_hoeffding_engine_proba, es_hoeffding_engine_output },
     { "es_hoeffding", "regression", sizeof(es_hoeffding), sizeof(es_hoeffding_config), sizeof(es_hoeffding_counters), es_hoeffding_engine_learn_regression, NULL, es_hoeffding_engine_output_regression },
     { "es_axgb", "classification", sizeof(es_axgb), sizeof(es_axgb_config), sizeof(es_axgb_counters), es_axgb_engine_learn, es_axgb_engine_proba, es_axgb_engine_output },
+    { "es_axgb", "regression", sizeof(es_axgb), sizeof(es_axgb_config), sizeof(es_axgb_counters), es_axgb_engine_learn_regression, NULL, es_axgb_engine_output_regression },
     { "es_hst", "anomaly", sizeof(es_hst), sizeof(es_hst_config), sizeof(es_hst_counters), es_hst_engine_learn_anomaly, NULL, es_hst_engine_output_anomaly },
     { "es_loda", "anomaly", sizeof(es_loda), sizeof(es_loda_config), sizeof(es_loda_counters), es_loda_engine_learn_anomaly, NULL, es_loda_engine_output_anomaly },
 };
 
-#define ES_ENGINE_N_LEARNERS 8
+#define ES_ENGINE_N_LEARNERS 9
 
 #endif

@@ -40,7 +40,7 @@ class Device:
             self.buffers[region.name], self.regions[region.name] = raw, view
             fields[region.name] = ffi.from_buffer(f"{region.c_type}[]", view)
         self.model = ffi.new("es_axgb *", {"config": self.config, "counters": self.counters, **fields})
-        self.work = ffi.new("uint32_t[]", max(len(learner.classes_), 1))
+        self.work = ffi.new("uint32_t[]", max(len(getattr(learner, "classes_", ())), 1))  # a regressor: none
         self.layout = layout
 
     def learn(self, bins, label) -> int:
@@ -471,7 +471,11 @@ def host_accepts(learner, arrays, counters):
     return clone
 
 
-def mutations(learner, rng, n):
+REGIONS = ("order", "node_start", "node_stop", "node_depth", "hist_g", "hist_h", "node_g", "node_h", "left_g", "left_h",
+           "roots", "proba", "window_labels", "nodes", "leaf_values", "adwin")
+
+
+def mutations(learner, rng, n, regions=REGIONS):
     """States of ``learner`` with one change: every counter set to each of 0, its value -1 and +1 and its largest
     value, then ``n`` random region elements set to boundary or random bytes."""
     arrays, counters = learner.device_state()
@@ -480,8 +484,6 @@ def mutations(learner, rng, n):
         for value in sorted({0, v - 1, v + 1, top} - {v}):
             if -(2**40) <= value <= top and (value >= 0 or name == "best_gain"):
                 yield name, arrays, dict(counters, **{name: value})
-    regions = ["order", "node_start", "node_stop", "node_depth", "hist_g", "hist_h", "node_g", "node_h", "left_g",
-               "left_h", "roots", "proba", "window_labels", "nodes", "leaf_values", "adwin"]
     for _ in range(n):
         name = str(rng.choice(regions))
         changed = dict(arrays, **{name: np.array(arrays[name], copy=True)})

@@ -158,7 +158,8 @@ def test_a_plan_is_never_below_the_cross_built_elf(tmp_path, name, board):
 
 
 @pytest.mark.parametrize("name,board,limits", [("forest", "stm32f411", {"flash": 12 * 1024}),
-                                               ("bls", "atmega2560", {"ram": 4096})])
+                                               ("bls", "atmega2560", {"ram": 4096}),
+                                               ("axgb", "rp2040", {"ram": 8192})])
 def test_a_regressors_plan_is_never_below_the_cross_built_elf(tmp_path, name, board, limits):
     """A frozen and an online regressor planned for 4 features (one output) within a flash or a RAM limit, trained
     on Friedman #1 and exported: the linked ELF's model bytes (the harness calls NAME_predict_raw and NAME_learn

@@ -318,7 +318,8 @@ REGRESSION_KEYS = {"n", "mae", "rmse", "r2", "mismatches", "bundle", "target", "
 
 @pytest.fixture(scope="module")
 def friedman(tmp_path_factory):
-    """40 rows of Friedman #1 (5 features) and a forest and a BLS regressor fitted and exported through the CLI."""
+    """40 rows of Friedman #1 (5 features) and a forest, a BLS and an AXGB regressor fitted and exported through the
+    CLI."""
     from sklearn.datasets import make_friedman1
 
     X, y = make_friedman1(40, n_features=5, noise=1.0, random_state=4)
@@ -326,12 +327,15 @@ def friedman(tmp_path_factory):
     path = write_csv(out / "friedman.csv", X, y)
     bundles = {}
     for learner, options in (("forest", ["--n-trees", 3, "--max-depth", 4]),
-                             ("bls", ["--task", "regression", "--feature-nodes", 4, "--enhancement-nodes", 6])):
+                             ("bls", ["--task", "regression", "--feature-nodes", 4, "--enhancement-nodes", 6]),
+                             ("axgb", ["--task", "regression", "--members", 3, "--window-min", 4, "--window-max", 8,
+                                       "--max-depth", 2, "--max-bins", 8])):
         model = out / f"{learner}.esm"
         assert main([str(arg) for arg in ("fit", path, "--label", "label", "--learner", learner, *options, "-o",
                                           model)]) == 0
         assert main(["export", str(model), "-o", str(out / learner), "--name", learner]) == 0
         bundles[learner] = out / learner
+    assert load_model(out / "axgb.esm").n_members > 0  # the exported AXGB state has members
     return X, y, path, bundles
 
 
@@ -353,11 +357,13 @@ def test_simulate_a_forest_regressor_on_the_boards(capsys, friedman, board, wher
 
 
 @pytest.mark.parametrize("board", ["stm32f411", "rp2040", "atmega2560"])
-def test_simulate_a_bls_regressor_learning_on_the_boards(capsys, friedman, board):
+@pytest.mark.parametrize("learner", ["bls", "axgb"])
+def test_simulate_a_learning_regressor_on_the_boards(capsys, friedman, board, learner):
     """Test-then-train from the exported state on Cortex-M4F (FPU), Cortex-M0 and AVR (soft float32): the C
-    learns every row's int16 target code and predicts Python's raw output on every row."""
+    learns every row's int16 target code (AXGB: buffers it and trains members on its windows, spread over the
+    calls) and predicts Python's raw output on every row."""
     _, _, path, bundles = friedman
-    argv = ["simulate", bundles["bls"], path, "--label", "label", "--learn", "--json"]
+    argv = ["simulate", bundles[learner], path, "--label", "label", "--learn", "--json"]
     host = json.loads(run(capsys, *argv)[1])
     code, out, _ = run(capsys, *argv, "--target", "qemu", "--board", board)
     report = json.loads(out)

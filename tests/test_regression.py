@@ -130,7 +130,7 @@ def test_a_learner_without_a_regression_form_names_those_with_one():
 
 def test_classifier_and_regressor_share_one_registry_entry():
     assert learners.of_model(TreeRegressor()) is learners.of_model(TreeClassifier()) is learners.get("tree")
-    assert learners.for_task("regression") == ["tree", "forest", "gbdt", "bls", "hoeffding", "irf"]
+    assert learners.for_task("regression") == ["tree", "forest", "gbdt", "bls", "hoeffding", "irf", "axgb"]
 
 
 def edgestream(capsys, *argv):

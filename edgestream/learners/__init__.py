@@ -9,7 +9,7 @@
 | bls       | OnlineBLSClassifier     | OnlineBLSRegressor | keeps learning (factor)                      | es_f32, es_fixed, es_bls            |
 | hoeffding | HoeffdingTreeClassifier | HoeffdingTreeRegressor | keeps learning (node pool)                      | es_f32, es_fixed, es_hoeffding        |
 | irf       | IncrementalRandomForest | IncrementalRandomForestRegressor | keeps learning (node pools)                     | es_f32, es_fixed, es_hoeffding        |
-| axgb      | AdaptiveXGBoost         |                 | keeps learning (tumbling windows, ADWIN)        | es_binning, es_tree, es_fixed, es_adwin, es_axgb |
+| axgb      | AdaptiveXGBoost         | AdaptiveXGBoostRegressor | keeps learning (tumbling windows, ADWIN)        | es_binning, es_tree, es_fixed, es_adwin, es_axgb |
 | imported  | ImportedClassifier      | ImportedRegressor | frozen (trained elsewhere: edgestream import) | es_fixed, es_infer                    |
 | hst       | (anomaly: HalfSpaceTrees) |               | keeps learning (two windows of masses)          | es_detect, es_hst                     |
 | loda      | (anomaly: Loda)         |                 | keeps learning (two windows of histograms)      | es_detect, es_loda                    |
@@ -20,8 +20,10 @@ anomaly task, in the same module and entry.
 
 from __future__ import annotations
 
-from . import axgb, bls, forest, gbdt, hoeffding, hoeffding_regression, hst, imported, loda, shrubs, tree
+from . import (axgb, axgb_regression, bls, forest, gbdt, hoeffding, hoeffding_regression, hst, imported, loda, shrubs,
+               tree)
 from .axgb import AdaptiveXGBoost
+from .axgb_regression import AdaptiveXGBoostRegressor
 from .base import LearnerSpec, Option, missing_rule, model_input
 from .bls import OnlineBLSClassifier, OnlineBLSRegressor
 from ..task import CLASSIFICATION, check_task
@@ -38,7 +40,7 @@ from .tree import BinnedClassifier, TreeClassifier, TreeRegressor
 
 REGISTRY: dict[str, LearnerSpec] = {spec.name: spec for spec in (
     tree.SPEC, forest.SPEC, gbdt.SPEC, shrubs.SPEC, bls.SPEC, hoeffding_regression.HT_SPEC,
-    hoeffding_regression.FOREST_SPEC, axgb.SPEC, imported.SPEC, hst.SPEC, loda.SPEC)}
+    hoeffding_regression.FOREST_SPEC, axgb_regression.AXGB_SPEC, imported.SPEC, hst.SPEC, loda.SPEC)}
 TRAINABLE = [name for name, spec in REGISTRY.items() if spec.trainable]
 register_with_river([spec.cls for spec in REGISTRY.values() if spec.online and spec.cls is not None],
                     [spec.regressor for spec in REGISTRY.values() if spec.online and spec.regressor is not None],
@@ -88,7 +90,7 @@ def names_of_classes() -> str:
     return ", ".join(cls.__name__ for spec in REGISTRY.values() for cls in spec.estimators)
 
 
-__all__ = ["REGISTRY", "TRAINABLE", "AdaptiveXGBoost", "BinnedClassifier", "ForestClassifier",
+__all__ = ["REGISTRY", "TRAINABLE", "AdaptiveXGBoost", "AdaptiveXGBoostRegressor", "BinnedClassifier", "ForestClassifier",
            "HalfSpaceTrees", "HoeffdingTreeClassifier", "HoeffdingTreeRegressor", "ImportedClassifier",
            "ImportedRegressor", "IncrementalRandomForest", "Loda", "IncrementalRandomForestRegressor", "LearnerSpec",
            "OnlineBLSClassifier", "OnlineBLSRegressor", "OnlineGBDTClassifier", "OnlineGBDTRegressor", "Option",

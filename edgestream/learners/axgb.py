@@ -131,6 +131,7 @@ from ..adwin import ADWIN, ADWIN_DTYPE, RISE, adwin_from_record, adwin_record, c
 from ..costs import CostTerms
 from ..fixedpoint import LEAF_MAX, LEAF_MIN, Q15_ONE, additive_predict, additive_proba_q15, sigmoid_q15, softmax_q15
 from ..state import Field, RegionSpec, StateSpec
+from ..task import CLASSIFICATION, REGRESSION, task_of
 from ..tree import LEAF_FEATURE, TreeEnsemble, tree_in_slot
 from .base import ALLOW_MISSING, BINNING, INPUT_DTYPE, MAX_BINS, WORK_PER_CALL
 from .base import MAX_DEPTH as MAX_DEPTH_OPTION
@@ -183,6 +184,7 @@ STATE = StateSpec(
         Field("unit_scan", "uint16_t", "per bin visited"), Field("unit_gain", "uint16_t", "per split gain"),
         Field("unit_node", "uint16_t"), Field("unit_part", "uint16_t"),
     ),
+    tasks=(CLASSIFICATION, REGRESSION),
     counters=(
         Field("best_gain", "int64_t", "best split gain of the current node so far"),
         Field("head", "uint16_t", "ring row of the oldest sample"), Field("count", "uint16_t", "rows in the ring"),
@@ -200,15 +202,20 @@ STATE = StateSpec(
     ),
     regions=(
         RegionSpec("window_bins", "window", "uint8_t", lambda c: c["capacity"] * c["n_features"], "ring x features"),
-        RegionSpec("window_labels", "window", "uint8_t", lambda c: c["capacity"], "ring"),
+        RegionSpec("window_labels", "window", "uint8_t", lambda c: c["capacity"] if c["n_classes"] > 1 else 1,
+                   "ring (a regressor: 1)"),
+        RegionSpec("window_targets", "window", "int16_t", lambda c: c["capacity"] if c["n_classes"] == 1 else 1,
+                   "ring of target codes (a classifier: 1)"),
         RegionSpec("nodes", "node pool", "es_node", lambda c: _slots(c) * _nodes_per_tree(c),
                    "(K + 1) x (2^(depth+1) - 1)"),
         RegionSpec("leaf_values", "leaves", "int16_t", lambda c: _slots(c) * 2 ** c["max_depth"] * _outputs(c),
                    "(K + 1) x 2^depth x outputs, Q10"),
         RegionSpec("roots", "ensemble", "uint16_t", _slots, "K + 1"),
         RegionSpec("adwin", "drift", "es_adwin", lambda c: 1, "error-stream change detector"),
-        RegionSpec("proba", "training", "uint16_t", lambda c: c["window_max"] * _outputs(c),
-                   "W_max x outputs, Q15"),
+        RegionSpec("proba", "training", "uint16_t", lambda c: c["window_max"] * _outputs(c) if c["n_classes"] > 1
+                   else 1, "W_max x outputs, Q15 (a regressor: 1)"),
+        RegionSpec("margins", "training", "int16_t", lambda c: c["window_max"] if c["n_classes"] == 1 else 1,
+                   "W_max target codes (a classifier: 1)"),
         RegionSpec("order", "training", "uint16_t", lambda c: c["window_max"], "W_max"),
         RegionSpec("node_start", "training", "uint16_t", _nodes_per_tree, "nodes per tree"),
         RegionSpec("node_stop", "training", "uint16_t", _nodes_per_tree, "nodes per tree"),
@@ -251,16 +258,16 @@ def unit_weights(outputs: int) -> dict[str, int]:
             "gain": 20 * outputs, "node": 2 + 12 * outputs, "part": 1}
 
 
-def split_samples(outputs: int, min_child_q15: int) -> int:
+def split_samples(outputs: int, min_child_q15: int, regression: bool = False) -> int:
     """The fewest samples of a node that can split: each child needs a hessian sum of ``min_child_q15`` and one
-    sample's is at most 8192 (binary: ``p (1 - p)`` in Q15) or 16384 per output (softmax: ``2 p (1 - p)``); at
-    least 2. A smaller node can only be a leaf, so it is not searched."""
-    most = 8192 if outputs == 1 else 16384 * outputs
+    sample's is at most 8192 (binary: ``p (1 - p)`` in Q15), 16384 per output (softmax: ``2 p (1 - p)``) or 32768
+    (squared error: 1); at least 2. A smaller node can only be a leaf, so it is not searched."""
+    most = Q15_ONE if regression else 8192 if outputs == 1 else 16384 * outputs
     return max(2, 2 * -(-min_child_q15 // most))
 
 
 def job_units(window: int, n_features: int, hist_bins: int, max_depth: int, members: int, outputs: int = 1,
-              min_child_q15: int = 0) -> int:
+              min_child_q15: int = 0, regression: bool = False) -> int:
     """An upper bound of the units a training job on ``window`` samples takes (weights of
     :func:`unit_weights`): the margins (a sample walks at most ``members`` members), then per level at most
     ``window`` samples (internal levels: a histogram pass per feature and a partition; the last level: a totals
@@ -269,16 +276,17 @@ def job_units(window: int, n_features: int, hist_bins: int, max_depth: int, memb
     ``min(k (hist_bins - 2), window - k e)`` gains (a gain needs a non-empty bin, the last two bins have none,
     and with ``min_child_q15 > 0`` a node of ``n`` samples has at most ``n - e``, ``e = s - 1``: each side
     keeps ``s / 2`` samples); every node decided."""
-    return sum(job_pieces(window, n_features, hist_bins, max_depth, members, outputs, min_child_q15).values())
+    return sum(job_pieces(window, n_features, hist_bins, max_depth, members, outputs, min_child_q15,
+                          regression).values())
 
 
 def job_pieces(window: int, n_features: int, hist_bins: int, max_depth: int, members: int, outputs: int = 1,
-               min_child_q15: int = 0) -> dict[str, int]:
+               min_child_q15: int = 0, regression: bool = False) -> dict[str, int]:
     """:func:`job_units` by kind of work: the margins (``margins``, ``members`` walked per sample), the passes
     over samples (``samples``: histograms, totals, partitions) and the work per node (``nodes``: bins scanned,
     gains, decisions)."""
     w = unit_weights(outputs)
-    s = split_samples(outputs, min_child_q15)
+    s = split_samples(outputs, min_child_q15, regression)
     e = s - 1 if min_child_q15 > 0 else 0
     nodes = [min(2**d, window // s) for d in range(max_depth)]
     gains = sum(max(min(k * (hist_bins - 2), window - k * e) for k in range(n + 1)) for n in nodes)
@@ -314,6 +322,11 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
 
     state_spec = STATE
     engine_state = STATE_ARRAYS + COUNTERS + ("adwin_",)
+    # The task's seam (AdaptiveXGBoostRegressor has the regressor's): the ring region of the targets, the leaf
+    # weight's divisor (Q10 margins: -G/(H + lambda) eta_q16 / 64), the largest |g| of a sample.
+    target_region = "window_labels"
+    leaf_scale = 64
+    g_most = Q15_ONE
 
     def __init__(self, members: int = 10, window_min: int = 16, window_max: int = 256, strategy: str = "replace",
                  drift_detection: bool = True, max_depth: int = 4, learning_rate: float = 0.3,
@@ -371,9 +384,13 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
     def job_bound(self, window: int, n_features: int, n_classes: int | None) -> int:
         """:func:`job_units` of a job on ``window`` samples with this model's sizes (classes: the set ones, else
         ``n_classes``, else 2)."""
-        c = len(self.classes_) if n_classes is None and hasattr(self, "classes_") else (n_classes or 2)
-        return job_units(window, n_features, self.hist_bins, self.max_depth, self.members, 1 if c == 2 else c,
-                         self.min_child_q15)
+        c = self._classes(n_classes)
+        return job_units(window, n_features, self.hist_bins, self.max_depth, self.members, 1 if c <= 2 else c,
+                         self.min_child_q15, c == 1)
+
+    def _classes(self, n_classes: int | None) -> int:
+        """The classes of the state (a regressor's: 1): ``n_classes``, else the set ones, else 2."""
+        return len(self.classes_) if n_classes is None and hasattr(self, "classes_") else (n_classes or 2)
 
     def min_work_per_call(self, n_features: int, n_classes: int | None = None) -> int:
         """The smallest ``work_per_call`` that keeps up: a job of every window size ``W`` ends within
@@ -415,17 +432,17 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
     def device_config(self, n_features: int | None = None, n_classes: int | None = None) -> dict:
         """The values of the C ``es_axgb_config`` (features and classes default to the fitted ones)."""
         d = self.n_features_ if n_features is None else n_features
-        c = len(self.classes_) if n_classes is None else n_classes
+        c = self._classes(n_classes)
         capacity = self.capacity(d, c)
         if capacity > 65535:
             raise ValueError(f"the ring buffer needs {capacity} rows, at most 65535")
-        return {"n_features": d, "n_classes": c, "n_outputs": 1 if c == 2 else c, "max_depth": self.max_depth,
+        return {"n_features": d, "n_classes": c, "n_outputs": 1 if c <= 2 else c, "max_depth": self.max_depth,
                 "strategy": STRATEGIES[self.strategy], "drift": int(bool(self.drift_detection)),
                 "hist_bins": self.hist_bins, "window_min": self.window_min, "window_max": self.window_max,
                 "capacity": capacity, "members": self.members, "work_per_call": self.units_per_call(d, c),
                 "lambda_q15": self.lambda_q15, "gamma_q15": self.gamma_q15, "min_child_q15": self.min_child_q15,
                 "eta_q16": self.eta_q16, "drift_log_q24": log_term_q24(self.delta), "drift_cuts": self.drift_cuts,
-                "drift_clock": self.clock, **{f"unit_{k}": v for k, v in unit_weights(1 if c == 2 else c).items()}}
+                "drift_clock": self.clock, **{f"unit_{k}": v for k, v in unit_weights(1 if c <= 2 else c).items()}}
 
     def summary(self) -> str:
         name = "AXGB" + ("_A" if self.drift_detection else "") + ("[p]" if self.strategy == "push" else "[r]")
@@ -495,19 +512,22 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
 
     @property
     def _capacity(self) -> int:
-        return len(self.window_labels)
+        return len(getattr(self, self.target_region))
 
     def learn_bins(self, bins: np.ndarray, label: int) -> None:
         """One learning step on a binned sample with an encoded label (the C ``es_axgb_learn``)."""
         self._check_ready()
         if not 0 <= label < len(self.classes_):
             raise ValueError(f"label index {label} is outside 0..{len(self.classes_) - 1}")
+        self._learn(bins, label)
+
+    def _learn(self, bins: np.ndarray, target: int) -> None:
+        """One learning step on a checked target (a class index; a regressor's target code)."""
         bins = np.ascontiguousarray(bins, dtype=np.uint8).reshape(-1)
         if len(bins) != self.n_features_:
             raise ValueError(f"{len(bins)} bins given, the model has {self.n_features_} features")
         if self.drift_detection:
-            error = int(self._predict_class(bins) != label)
-            if self.adwin_.update(error) == RISE:
+            if self.adwin_.update(self._error_bit(bins, target)) == RISE:
                 self.window = self.window_min
                 self.n_members = 0
                 if self.strategy == "replace":
@@ -520,7 +540,7 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
         if self.count < self._capacity:  # always, but for a crafted state (see "Validation")
             row = (self.head + self.count) % self._capacity
             self.window_bins[row] = bins
-            self.window_labels[row] = label
+            getattr(self, self.target_region)[row] = target
             self.count += 1
         self._work(self.units_per_call_ or -1)
 
@@ -587,8 +607,7 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
         i = np.arange(self.pos, self.pos + n)
         sums = self._score_sums(self.window_bins[(self.head + i) % self._capacity], self.job_target)
         out = self.n_outputs
-        proba = sigmoid_q15(sums[:, 0]).reshape(-1, 1) if out == 1 else softmax_q15(sums)
-        self.proba.reshape(-1, out)[self.pos : self.pos + n] = proba
+        self._keep_margins(self.pos, sums)
         self.order[self.pos : self.pos + n] = i
         self.last_work_["grad"] += n
         self.last_work_["walks"] += n * self.job_target
@@ -602,7 +621,8 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
     def _splittable(self) -> bool:
         v = self.node
         return (self.node_depth[v] < self.max_depth
-                and self.node_stop[v] - self.node_start[v] >= split_samples(self.n_outputs, self.min_child_q15))
+                and self.node_stop[v] - self.node_start[v] >= split_samples(self.n_outputs, self.min_child_q15,
+                                                                            task_of(self) == REGRESSION))
 
     def _begin_node(self) -> None:
         self.node_g[:] = 0
@@ -613,7 +633,7 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
 
     def _gradients(self, samples: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """int64 (g, h) of window samples (indices into the job's window), shape (n, outputs)."""
-        out = self.n_outputs
+        out = self.n_outputs  # (a regressor's: AdaptiveXGBoostRegressor._gradients)
         p = self.proba.reshape(-1, out)[samples].astype(np.int64)
         labels = self.window_labels[(self.head + samples) % self._capacity].astype(np.int64)
         target = (labels == 1)[:, None] if out == 1 else labels[:, None] == np.arange(out)[None, :]
@@ -700,7 +720,7 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
             return
         leaf = self.job_slot * self.leaves_per_tree + self.n_leaves
         for k in range(self.n_outputs):
-            w = trunc_div(-int(self.node_g[k]) * self.eta_q16, (int(self.node_h[k]) + self.lambda_q15) * 64)
+            w = trunc_div(-int(self.node_g[k]) * self.eta_q16, (int(self.node_h[k]) + self.lambda_q15) * self.leaf_scale)
             self.leaf_values[leaf, k] = min(max(w, LEAF_MIN), LEAF_MAX)
         self.nodes[base_node + v] = (LEAF_FEATURE, 0, leaf)
         self.n_leaves += 1
@@ -768,8 +788,21 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
         leaves = _kernels.apply(self.nodes, np.ascontiguousarray(self.roots[:n]), bins)
         return self.leaf_values[leaves].astype(np.int64).sum(axis=1)
 
-    def _predict_class(self, bins: np.ndarray) -> int:
-        return int(additive_predict(self._score_sums(bins))[0])
+    def _error_bit(self, bins: np.ndarray, label: int) -> int:
+        """ADWIN's bit of a sample: its class predicted wrong."""
+        return int(additive_predict(self._score_sums(bins))[0] != label)
+
+    def _check_window(self, refuse) -> None:
+        """Validation of the ring's targets and the job's record of them (:func:`check_state`)."""
+        if (self.window_labels >= len(self.classes_)).any() or (self.proba > Q15_ONE).any():
+            refuse("a window label or a probability is out of range")
+
+    def _keep_margins(self, pos: int, sums: np.ndarray) -> None:
+        """The GRAD phase's record of job samples ``pos..``: their probabilities under the members before the
+        target."""
+        out = self.n_outputs
+        proba = sigmoid_q15(sums[:, 0]).reshape(-1, 1) if out == 1 else softmax_q15(sums)
+        self.proba.reshape(-1, out)[pos : pos + len(sums)] = proba
 
     def predict_proba_bins(self, bins: np.ndarray) -> np.ndarray:
         """Q15 probabilities of binned rows, as the device computes them (the shared additive rule)."""
@@ -809,8 +842,7 @@ def check_state(m: AdaptiveXGBoost, record: np.ndarray) -> None:
                f"replace_index={m.replace_index} phase={m.phase}")
     if m.strategy == "push" and m.replace_index != 0:
         refuse("push keeps replace_index at 0")
-    if (m.window_labels >= len(m.classes_)).any() or (m.proba > Q15_ONE).any():
-        refuse("a window label or a probability is out of range")
+    m._check_window(refuse)
     roots = m.roots[: m.n_members].astype(np.int64)
     slots = roots // per_tree
     if (roots % per_tree).any() or (slots > K).any() or len(set(slots.tolist())) != len(slots):
@@ -885,7 +917,7 @@ def check_state(m: AdaptiveXGBoost, record: np.ndarray) -> None:
             if not hist_zero:
                 refuse("histogram")
         elif (hist_g.sum(axis=0).tolist(), hist_h.sum(axis=0).tolist()) != part or (hist_h < 0).any() \
-                or (np.abs(hist_g).sum(axis=0) > Q15_ONE * (pos - start)).any():
+                or (np.abs(hist_g).sum(axis=0) > m.g_most * (pos - start)).any():
             refuse("histogram")
     elif m.phase == SCAN:
         if not (splittable and m.feature < F and pos < m.hist_bins
@@ -897,7 +929,7 @@ def check_state(m: AdaptiveXGBoost, record: np.ndarray) -> None:
         if (hist_g[:pos].any() or hist_h[:pos].any() or (hist_h < 0).any() or (left_h < 0).any()
                 or (left_g + hist_g[pos:].sum(axis=0)).tolist() != node_g
                 or (left_h + hist_h[pos:].sum(axis=0)).tolist() != node_h
-                or (np.abs(left_g) + np.abs(hist_g[pos:]).sum(axis=0) > Q15_ONE * (stop - start)).any()):
+                or (np.abs(left_g) + np.abs(hist_g[pos:]).sum(axis=0) > m.g_most * (stop - start)).any()):
             refuse("histogram")
     elif m.phase == NODE:
         if not (m.feature == F and hist_zero and (node_g, node_h) == _sums(m, order[start:stop])
@@ -956,10 +988,10 @@ def cost_terms(params: dict, n_features: int, n_classes: int, members: float | N
     sample. The defaults are the steady state of a full ensemble."""
     outputs = 1 if n_classes <= 2 else n_classes
     k, depth, window = params["members"], params["max_depth"], params["window_max"]
-    model = AdaptiveXGBoost(**params)
+    model = AdaptiveXGBoost(**params)  # the sizes of either form (a regressor's state: n_classes 1)
     units = model.job_bound(window, n_features, n_classes)
     per_call = model.units_per_call(n_features, n_classes) or units
-    pieces = job_pieces(window, n_features, model.hist_bins, depth, k, outputs, model.min_child_q15)
+    pieces = job_pieces(window, n_features, model.hist_bins, depth, k, outputs, model.min_child_q15, n_classes == 1)
     walked = (k if params["strategy"] == "push" else (k - 1) / 2) if targets is None else targets
     grad = unit_weights(outputs)
     margins = grad["grad"] + grad["walk"] * walked
