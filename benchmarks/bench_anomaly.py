@@ -30,7 +30,8 @@ stream test-then-train on the compiled engine. River: ``HalfSpaceTrees(n_trees=1
 behind a ``MinMaxScaler`` (River's recommendation), one Python call per row. CapyMOA 0.15: MOA's
 ``HalfSpaceTrees`` (Java) and CapyMOA's ``OnlineIsolationForest``, ``RobustRandomCutForest`` and ``Loda`` (these
 three are written in Python), each with its defaults, instance by instance; the three Python ones run on the first
-``--slow-rows`` rows only (default 1,000; they run at tens to hundreds of rows per second), marked with the rows.
+``--slow-rows`` rows only (default 1,000; they run at 3 to hundreds of rows per second), marked with the rows.
+The generated streams hold no anomaly in their first 1,000 rows, so those runs have no ROC-AUC there (``nan``).
 
 Printed, and with ``--out`` written as markdown: ROC-AUC and samples/s per stream and detector, then the issue's
 targets per detector within 32 KiB (its 16 KiB plan): ROC-AUC against the best peer and River's HST, speed
