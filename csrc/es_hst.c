@@ -1,21 +1,6 @@
 /* Half-Space Trees on the device; edgestream/learners/hst.py is the specification. */
 #include "es_hst.h"
 
-#define ES_HST_BINS 128u
-#define ES_HST_BIN_SHIFT 8u
-
-static int es_hst_finite(const float *features, uint8_t n_features)
-{
-    uint8_t j;
-    for (j = 0; j < n_features; j++) {
-        float x = features[j];
-        if (x != x || x - x != 0.0f) { /* NaN, or infinity (inf - inf is NaN) */
-            return 0;
-        }
-    }
-    return 1;
-}
-
 /* The walk of one row down tree t: with count set, every node on the path gains a row in the latest window.
  * Returns the tree's mass-weighted depth r * 2^k of the first node whose reference mass is at most the size
  * limit, or of the leaf. */
@@ -58,71 +43,26 @@ static uint16_t es_hst_walk_all(const es_hst *model, const float *features, int 
         return 0;
     }
     most = ((uint64_t)config->n_trees * config->window) << config->height;
-    return (uint16_t)(ES_HST_SCORE_MAX - (uint32_t)(raw * ES_HST_SCORE_MAX / most));
-}
-
-uint16_t es_hst_histogram_threshold(const es_hst *model)
-{
-    const uint16_t *histogram = model->histogram;
-    uint64_t total = 0, above = 0;
-    uint32_t b;
-    for (b = 0; b < ES_HST_BINS; b++) {
-        total += histogram[b];
-    }
-    if (total == 0) {
-        return model->counters->threshold;
-    }
-    for (b = ES_HST_BINS; b-- > 0;) {
-        above += histogram[b];
-        if (above * 65536u > (uint64_t)model->config->alarm_q16 * total) {
-            return (uint16_t)((b + 1u) << ES_HST_BIN_SHIFT);
-        }
-    }
-    return 0;
-}
-
-static void es_hst_swap(const es_hst *model)
-{
-    const es_hst_config *config = model->config;
-    es_hst_counters *counters = model->counters;
-    uint32_t i, n = (uint32_t)config->n_trees * ((((uint32_t)2) << config->height) - 1u);
-    for (i = 0; i < n; i++) {
-        model->reference[i] = model->latest[i];
-        model->latest[i] = 0;
-    }
-    counters->filled = 0;
-    if (counters->ready) {
-        counters->threshold = es_hst_histogram_threshold(model);
-        for (i = 0; i < ES_HST_BINS; i++) {
-            model->histogram[i] = (uint16_t)(model->histogram[i] >> 1);
-        }
-    }
-    counters->ready = 1;
+    return (uint16_t)(ES_DETECT_SCORE_MAX - (uint32_t)(raw * ES_DETECT_SCORE_MAX / most));
 }
 
 es_status es_hst_learn(const es_hst *model, const float *features)
 {
+    const es_hst_config *config;
     es_hst_counters *counters;
-    uint16_t score;
+    uint32_t nodes;
     if (model == 0 || features == 0) {
         return ES_ERR_NULL;
     }
-    if (!es_hst_finite(features, model->config->n_features)) {
+    if (!es_detect_finite(features, model->config->n_features)) {
         return ES_ERR_INPUT;
     }
+    config = model->config;
     counters = model->counters;
-    score = es_hst_walk_all(model, features, 1);
-    if (counters->ready) {
-        uint16_t *bin = &model->histogram[score >> ES_HST_BIN_SHIFT];
-        if (*bin != 0xFFFFu) {
-            (*bin)++;
-        }
-    }
-    counters->filled++;
-    counters->n_learned++;
-    if (counters->filled == model->config->window) {
-        es_hst_swap(model);
-    }
+    nodes = (uint32_t)config->n_trees * ((((uint32_t)2) << config->height) - 1u);
+    es_detect_learned(model->reference, model->latest, nodes, model->histogram, config->window,
+                      config->alarm_q16, es_hst_walk_all(model, features, 1), &counters->n_learned, &counters->filled,
+                      &counters->threshold, &counters->ready);
     return ES_OK;
 }
 
@@ -132,11 +72,11 @@ es_status es_hst_score(const es_hst *model, const float *features, int32_t *out)
     if (model == 0 || features == 0 || out == 0) {
         return ES_ERR_NULL;
     }
-    if (!es_hst_finite(features, model->config->n_features)) {
+    if (!es_detect_finite(features, model->config->n_features)) {
         return ES_ERR_INPUT;
     }
     score = es_hst_walk_all(model, features, 0);
-    *out = (int32_t)score + (score >= model->counters->threshold ? ES_HST_FLAG : 0);
+    *out = es_detect_output(score, model->counters->threshold);
     return ES_OK;
 }
 
@@ -150,12 +90,12 @@ es_status es_hst_validate(const es_hst *candidate)
     }
     config = candidate->config;
     counters = candidate->counters;
-    if (counters->filled >= config->window || counters->threshold > ES_HST_NEVER || counters->ready > 1u) {
+    if (counters->filled >= config->window || counters->threshold > ES_DETECT_NEVER || counters->ready > 1u) {
         return ES_ERR_IMAGE;
     }
     internal = (uint32_t)config->n_trees * (((uint32_t)1 << config->height) - 1u);
     for (i = 0; i < internal; i++) {
-        if (candidate->split_feature[i] >= config->n_features || !es_hst_finite(&candidate->split_point[i], 1u)) {
+        if (candidate->split_feature[i] >= config->n_features || !es_detect_finite(&candidate->split_point[i], 1u)) {
             return ES_ERR_IMAGE;
         }
     }

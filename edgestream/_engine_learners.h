@@ -9,6 +9,7 @@
 #include "es_hoeffding.h"
 #include "es_axgb.h"
 #include "es_hst.h"
+#include "es_loda.h"
 
 typedef es_status (*es_engine_learn_fn)(const void *model, const void *row, int32_t target);
 typedef es_status (*es_engine_proba_fn)(const void *model, const void *row, uint32_t *work, uint16_t *proba);
@@ -174,6 +175,20 @@ static es_status es_hst_engine_output_anomaly(const void *model, const void *row
     return es_hst_score((const es_hst *)model, (const float *)row, out);
 }
 
+static es_status es_loda_engine_learn_anomaly(const void *model, const void *row, int32_t target)
+{
+    (void)target;
+    return es_loda_learn((const es_loda *)model, (const float *)row);
+}
+
+static es_status es_loda_engine_output_anomaly(const void *model, const void *row, uint32_t *work, uint16_t *proba,
+                                  int32_t *out)
+{
+    (void)work;
+    (void)proba;
+    return es_loda_score((const es_loda *)model, (const float *)row, out);
+}
+
 static const es_engine_learner es_engine_learners[] = {
     { "es_shrubs", "classification", sizeof(es_shrubs), sizeof(es_shrubs_config), sizeof(es_shrubs_counters), es_shrubs_engine_learn, es_shrubs_engine_proba, es_shrubs_engine_output },
     { "es_shrubs", "regression", sizeof(es_shrubs), sizeof(es_shrubs_config), sizeof(es_shrubs_counters), es_shrubs_engine_learn_regression, NULL, es_shrubs_engine_output_regression },
@@ -184,8 +199,9 @@ static const es_engine_learner es_engine_learners[] = {
     { "es_axgb", "classification", sizeof(es_axgb), sizeof(es_axgb_config), sizeof(es_axgb_counters), es_axgb_engine_learn, es_axgb_engine_proba, es_axgb_engine_output },
     { "es_axgb", "regression", sizeof(es_axgb), sizeof(es_axgb_config), sizeof(es_axgb_counters), es_axgb_engine_learn_regression, NULL, es_axgb_engine_output_regression },
     { "es_hst", "anomaly", sizeof(es_hst), sizeof(es_hst_config), sizeof(es_hst_counters), es_hst_engine_learn_anomaly, NULL, es_hst_engine_output_anomaly },
+    { "es_loda", "anomaly", sizeof(es_loda), sizeof(es_loda_config), sizeof(es_loda_counters), es_loda_engine_learn_anomaly, NULL, es_loda_engine_output_anomaly },
 };
 
-#define ES_ENGINE_N_LEARNERS 9
+#define ES_ENGINE_N_LEARNERS 10
 
 #endif

@@ -488,21 +488,25 @@ def test_the_memory_report_to_sign_off(capsys, tmp_path, sea, bundles):
 # -- detectors on the emulated boards -------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def detector(tmp_path_factory):
+DETECTOR_OPTIONS = {"hst": ["--n-trees", 4, "--height", 4], "loda": ["--n-projections", 8, "--n-bins", 16]}
+
+
+@pytest.fixture(scope="module", params=sorted(DETECTOR_OPTIONS))
+def detector(request, tmp_path_factory):
     """140 rows of three clusters with point anomalies (in 10% of the rows after the first 40) and a 0/1 label
-    column; a Half-Space Trees detector whose windows of 20 rows swap within the run, fitted and exported through
-    the CLI."""
+    column; each detector (Half-Space Trees, Loda) with windows of 20 rows that swap within the run, fitted and
+    exported through the CLI."""
     from test_anomaly import point_anomalies
 
     X, y = (part[260:] for part in point_anomalies(400, 5, rate=0.1))
     out = tmp_path_factory.mktemp("detector")
     path = write_csv(out / "points.csv", X, y.astype(int))
-    model = out / "hst.esm"
-    assert main([str(arg) for arg in ("fit", path, "--label", "label", "--learner", "hst", "--n-trees", 4,
-                                      "--height", 4, "--window", 20, "--false-alarms", 0.2, "-o", model)]) == 0
-    assert main(["export", str(model), "-o", str(out / "hst"), "--name", "det"]) == 0
-    return X, y, path, out / "hst"
+    model = out / "detector.esm"
+    assert main([str(arg) for arg in ("fit", path, "--label", "label", "--learner", request.param,
+                                      *DETECTOR_OPTIONS[request.param], "--window", 20, "--false-alarms", 0.2,
+                                      "-o", model)]) == 0
+    assert main(["export", str(model), "-o", str(out / "bundle"), "--name", "det"]) == 0
+    return X, y, path, out / "bundle"
 
 
 @pytest.mark.parametrize("board", ["stm32f411", "rp2040", "atmega2560"])

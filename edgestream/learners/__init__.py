@@ -11,7 +11,8 @@
 | irf       | IncrementalRandomForest | IncrementalRandomForestRegressor | keeps learning (node pools)                     | es_f32, es_fixed, es_hoeffding        |
 | axgb      | AdaptiveXGBoost         | AdaptiveXGBoostRegressor | keeps learning (tumbling windows, ADWIN)        | es_binning, es_tree, es_fixed, es_adwin, es_axgb |
 | imported  | ImportedClassifier      | ImportedRegressor | frozen (trained elsewhere: edgestream import) | es_fixed, es_infer                    |
-| hst       | (anomaly: HalfSpaceTrees) |               | keeps learning (two windows of masses)          | es_hst                                |
+| hst       | (anomaly: HalfSpaceTrees) |               | keeps learning (two windows of masses)          | es_detect, es_hst                     |
+| loda      | (anomaly: Loda)         |                 | keeps learning (two windows of histograms)      | es_detect, es_loda                    |
 
 A regressor (:mod:`edgestream.task`) is the learner's form for the regression task, a detector its form for the
 anomaly task, in the same entry (the regressors of shrubs and hoeffding/irf in their own
@@ -20,7 +21,8 @@ modules, :mod:`.shrubs_regressor` and :mod:`.hoeffding_regression`, which give t
 
 from __future__ import annotations
 
-from . import axgb, axgb_regression, bls, forest, gbdt, hoeffding, hoeffding_regression, hst, imported, shrubs_regressor, tree
+from . import (axgb, axgb_regression, bls, forest, gbdt, hoeffding, hoeffding_regression, hst, imported, loda,
+               shrubs_regressor, tree)
 from .axgb import AdaptiveXGBoost
 from .axgb_regression import AdaptiveXGBoostRegressor
 from .base import LearnerSpec, Option, missing_rule, model_input
@@ -32,6 +34,7 @@ from .hoeffding_regression import HoeffdingTreeRegressor, IncrementalRandomFores
 from .hoeffding import HoeffdingTreeClassifier, IncrementalRandomForest
 from .hst import HalfSpaceTrees
 from .imported import ImportedClassifier, ImportedRegressor
+from .loda import Loda
 from .shrubs import ShrubEnsemble
 from .shrubs_regressor import ShrubRegressor
 from .stream import is_fitted, register_with_river
@@ -39,7 +42,7 @@ from .tree import BinnedClassifier, TreeClassifier, TreeRegressor
 
 REGISTRY: dict[str, LearnerSpec] = {spec.name: spec for spec in (
     tree.SPEC, forest.SPEC, gbdt.SPEC, shrubs_regressor.SPEC, bls.SPEC, hoeffding_regression.HT_SPEC,
-    hoeffding_regression.FOREST_SPEC, axgb_regression.AXGB_SPEC, imported.SPEC, hst.SPEC)}
+    hoeffding_regression.FOREST_SPEC, axgb_regression.AXGB_SPEC, imported.SPEC, hst.SPEC, loda.SPEC)}
 TRAINABLE = [name for name, spec in REGISTRY.items() if spec.trainable]
 register_with_river([spec.cls for spec in REGISTRY.values() if spec.online and spec.cls is not None],
                     [spec.regressor for spec in REGISTRY.values() if spec.online and spec.regressor is not None],
@@ -91,7 +94,7 @@ def names_of_classes() -> str:
 
 __all__ = ["REGISTRY", "TRAINABLE", "AdaptiveXGBoost", "AdaptiveXGBoostRegressor", "BinnedClassifier", "ForestClassifier",
            "HalfSpaceTrees", "HoeffdingTreeClassifier", "HoeffdingTreeRegressor", "ImportedClassifier",
-           "ImportedRegressor", "IncrementalRandomForest", "IncrementalRandomForestRegressor", "LearnerSpec",
+           "ImportedRegressor", "IncrementalRandomForest", "Loda", "IncrementalRandomForestRegressor", "LearnerSpec",
            "OnlineBLSClassifier", "OnlineBLSRegressor", "OnlineGBDTClassifier", "OnlineGBDTRegressor", "Option",
            "ShrubEnsemble", "ShrubRegressor", "TreeClassifier", "ForestRegressor", "TreeRegressor", "by_class_name", "class_named",
            "for_task", "get", "is_fitted", "missing_rule", "model_input",

@@ -30,14 +30,8 @@ Where it departs from the paper, for a fixed memory and exactness (the C follows
   node along the path instead; this one follows the paper.
 * **NaN and infinity** are refused on the host (``ValueError``) and on the device (``ES_ERR_INPUT``) with the
   state unchanged: a row without a value on a feature has no half-space.
-* **Threshold**: a row is flagged when its score is at or above ``threshold`` (a Q15 score; 32768 flags nothing,
-  the value after :meth:`~HalfSpaceTrees.start`). :meth:`~HalfSpaceTrees.calibrate` sets it on the host from
-  scores of normal rows for the target false-alarm rate ``false_alarms`` (the smallest threshold that flags at
-  most that share of them). On the device it follows the stream: every learned row's score (once a reference
-  exists) is counted in a 128-bin histogram of the Q15 range (bins of 256); at every window swap the threshold
-  becomes the smallest bin edge ``t`` such that ``count(score >= t) * 65536 <= round(65536 rate) * total`` and
-  the histogram is halved (integer shift), so it weighs the last window 1, the one before 1/2 and so on: about
-  two windows of recent scores, at most ``2 W`` per bin (no saturation).
+* **Threshold**: a row is flagged when its score is at or above ``threshold``, calibrated on the host and
+  following a histogram of recent scores on the device, as every detector's (:mod:`edgestream.learners.detect`).
 """
 
 from __future__ import annotations
@@ -46,18 +40,14 @@ import numpy as np
 
 from ..costs import CostTerms
 from ..state import Field, RegionSpec, StateSpec
-from ..task import ANOMALY, NEVER, FLAG, check_false_alarms
-from .base import (LearnerSpec, OnlineAnomaly, OnlineStateLearner, Option, check_integer, restore_regions,
-                   state_context, state_tables)
+from ..task import ANOMALY
+from .base import LearnerSpec, Option, check_integer, state_context, state_tables
+from .detect import (COUNTER_FIELDS, COUNTERS, F32, HISTOGRAM_BINS, HISTOGRAM_REGION, SCORE_MAX, WindowedDetector,
+                     alarm_q16, finite_rows, work_range)
 
-F32 = np.float32
 MAX_FEATURES = 255
 MAX_TREES = 64
 MAX_HEIGHT = 12
-MAX_WINDOW = 32767
-HISTOGRAM_BINS = 128
-BIN_SHIFT = 8  # Q15 scores >> 8: the histogram's bin
-SCORE_MAX = 32767
 STATE_ARRAYS = ("split_point", "reference", "latest", "histogram", "split_feature")
 
 
@@ -82,51 +72,18 @@ STATE = StateSpec(
         Field("size_limit", "uint16_t", "floor(W / 10): a node with no more reference mass ends the walk"),
         Field("alarm_q16", "uint16_t", "target false-alarm rate * 65536"),
     ),
-    counters=(
-        Field("n_learned", "uint64_t", "rows learned"),
-        Field("filled", "uint16_t", "rows in the latest window"),
-        Field("threshold", "uint16_t", "Q15 score flagged from; 32768 flags nothing"),
-        Field("ready", "uint8_t", "1 once a reference window exists"),
-    ),
+    counters=COUNTER_FIELDS,
     regions=(
         RegionSpec("split_point", "trees", "float", _internal, "T x (2^h - 1) split points, x <= t goes left"),
         RegionSpec("reference", "masses", "uint16_t", _nodes, "T x (2^(h+1) - 1), the window before"),
         RegionSpec("latest", "masses", "uint16_t", _nodes, "T x (2^(h+1) - 1), the window being counted"),
-        RegionSpec("histogram", "threshold", "uint16_t", lambda c: HISTOGRAM_BINS, "recent Q15 scores, bins of 256"),
+        HISTOGRAM_REGION,
         RegionSpec("split_feature", "trees", "uint8_t", _internal, "T x (2^h - 1) split features"),
     ),
 )
 
 
-def alarm_q16(rate: float) -> int:
-    """The false-alarm rate as the device holds it: ``round(65536 rate)``, at least 1."""
-    return max(1, int(round(check_false_alarms(rate) * 65536)))
-
-
-def histogram_threshold(histogram: np.ndarray, alarm: int, current: int) -> int:
-    """The device's threshold from its histogram of recent scores (module docstring); ``current`` when empty."""
-    total = int(histogram.sum(dtype=np.int64))
-    if total == 0:
-        return current
-    above = 0
-    for b in range(HISTOGRAM_BINS - 1, -1, -1):
-        above += int(histogram[b])
-        if above * 65536 > alarm * total:
-            return (b + 1) << BIN_SHIFT
-    return 0
-
-
-def calibrated_threshold(scores, rate: float) -> int:
-    """The smallest Q15 threshold that flags at most ``round(65536 rate)`` / 65536 of ``scores`` (the host's
-    calibration, exact: ``count(score >= t) * 65536 <= alarm * n``); 32768 for no scores."""
-    scores = np.sort(np.asarray(scores, dtype=np.int64))[::-1]
-    allowed = alarm_q16(rate) * len(scores) // 65536
-    if len(scores) == 0:
-        return NEVER
-    return 0 if allowed >= len(scores) else int(scores[allowed]) + 1
-
-
-class HalfSpaceTrees(OnlineAnomaly, OnlineStateLearner):
+class HalfSpaceTrees(WindowedDetector):
     """Half-Space Trees: an anomaly detector learning normal on the device (see the module docstring).
 
     Parameters
@@ -138,13 +95,10 @@ class HalfSpaceTrees(OnlineAnomaly, OnlineStateLearner):
     seed : the trees' seed (uint32).
     """
 
-    input_dtype = "float32"
     state_spec = STATE
     state_arrays = STATE_ARRAYS
-    ready_attribute = "reference"
-    engine_state = STATE_ARRAYS + ("n_learned", "filled", "threshold", "ready")
+    engine_state = STATE_ARRAYS + COUNTERS
     fitted_attributes = ("low_", "width_", "reference", "trees_")
-    missing_rule = "NaN and infinity refused with ES_ERR_INPUT"
 
     def __init__(self, n_trees: int = 10, height: int = 8, window: int = 250, false_alarms: float = 0.01,
                  seed: int = 1):
@@ -158,9 +112,7 @@ class HalfSpaceTrees(OnlineAnomaly, OnlineStateLearner):
     def _check_params(self):
         check_integer(self, "n_trees", 1, MAX_TREES)
         check_integer(self, "height", 1, MAX_HEIGHT)
-        check_integer(self, "window", 10, MAX_WINDOW)
-        check_integer(self, "seed", 0, 2**32 - 1)
-        check_false_alarms(self.false_alarms)
+        self._check_window_params()
 
     def device_config(self, n_features: int | None = None, n_classes: int | None = None) -> dict:
         return {"n_features": self.n_features_ if n_features is None else n_features, "n_classes": 1,
@@ -171,9 +123,6 @@ class HalfSpaceTrees(OnlineAnomaly, OnlineStateLearner):
         return (f"{self.n_trees} half-space trees of height {self.height}, window {self.window}, "
                 f"{self.state_bytes()} state bytes")
 
-    def device_counters(self) -> dict:
-        return {"n_learned": self.n_learned, "filled": self.filled, "threshold": self.threshold, "ready": self.ready}
-
     @property
     def n_features_(self) -> int:
         return len(self.low_)
@@ -182,16 +131,7 @@ class HalfSpaceTrees(OnlineAnomaly, OnlineStateLearner):
 
     def start(self, X_sample, y=None) -> "HalfSpaceTrees":
         """Fit the work range on the first rows and draw the trees (module docstring); reset the masses."""
-        X = self._rows(X_sample).astype(np.float64)
-        if len(X) < 2:
-            raise ValueError(f"{len(X)} row(s) given: a work range needs at least 2 rows")
-        low, high = X.min(axis=0), X.max(axis=0)
-        constant = np.flatnonzero(high <= low)
-        if len(constant):
-            j = int(constant[0])
-            raise ValueError(f"feature {j} is constant ({float(low[j])!r}) over the {len(X)} rows given: a work range "
-                             "needs at least 2 values per feature")
-        self.low_, self.width_ = low, high - low
+        self.low_, self.width_ = work_range(self._rows(X_sample))
         self._draw_trees()
         self.reset()
         return self
@@ -218,23 +158,11 @@ class HalfSpaceTrees(OnlineAnomaly, OnlineStateLearner):
 
     def reset(self) -> None:
         """Empty windows and histogram, no threshold yet; the work range and the trees stay."""
-        self._drop_engine()
-        nodes = (2 << self.height) - 1
+        self.reset_windows((self.n_trees, (2 << self.height) - 1))
         self.split_feature, self.split_point = (array.copy() for array in self.trees_)
-        self.reference = np.zeros((self.n_trees, nodes), dtype=np.uint16)
-        self.latest = np.zeros((self.n_trees, nodes), dtype=np.uint16)
-        self.histogram = np.zeros(HISTOGRAM_BINS, dtype=np.uint16)
-        self.n_learned, self.filled, self.threshold, self.ready = 0, 0, NEVER, 0
-
-    def _check_ready(self):
-        if "reference" not in self.__dict__ and "_state_engine" not in self.__dict__:
-            raise RuntimeError("call start(X_sample) (or partial_fit) before learning")
 
     def saved_arrays(self) -> dict:
-        self._check_ready()
-        counters = np.array([self.n_learned, self.filled, self.threshold, self.ready], dtype=np.uint64)
-        return ({name: getattr(self, name) for name in STATE_ARRAYS}
-                | {"low": self.low_, "width": self.width_, "counters": counters})
+        return super().saved_arrays() | {"low": self.low_, "width": self.width_}
 
     def restore_arrays(self, arrays: dict) -> None:
         """Take a saved state (its trees define the configuration); refuses arrays of another layout, a feature
@@ -255,36 +183,14 @@ class HalfSpaceTrees(OnlineAnomaly, OnlineStateLearner):
         self.trees_ = (feature.astype(np.uint8).reshape(self.n_trees, internal),
                        point.astype(F32).reshape(self.n_trees, internal))
         self.reset()
-        restore_regions(self, ("reference", "latest", "histogram"), arrays)
-        if max(int(self.reference.max()), int(self.latest.max())) > self.window:
-            raise ValueError(f"a mass is above the window of {self.window} rows")
-        n_learned, filled, threshold, ready = (int(v) for v in arrays["counters"])
-        if filled >= self.window or threshold > NEVER or ready > 1:
-            raise ValueError(f"counters filled={filled}, threshold={threshold}, ready={ready}: need filled < "
-                             f"{self.window}, threshold <= {NEVER}, ready 0 or 1")
-        self.n_learned, self.filled, self.threshold, self.ready = n_learned, filled, threshold, ready
+        self.restore_windows(arrays)
 
     # -- the device's steps ------------------------------------------------------------------------------------
 
     def _rows(self, X) -> np.ndarray:
-        X = np.asarray(X, dtype=np.float64) if not isinstance(X, np.ndarray) or X.dtype.kind != "f" else X
-        if X.ndim != 2:
-            raise ValueError(f"X must have shape (rows, features), got {X.shape}")
-        if "low_" in self.__dict__ and X.shape[1] != self.n_features_:
-            raise ValueError(f"X has {X.shape[1]} features, the model has {self.n_features_}")
-        if not 1 <= X.shape[1] <= MAX_FEATURES:
-            raise ValueError(f"X has {X.shape[1]} features; Half-Space Trees take 1 to {MAX_FEATURES}")
-        X32 = X.astype(F32)
-        bad = ~np.isfinite(X32)
-        if bad.any():
-            row, feature = np.argwhere(bad)[0]
-            value = float(X[row, feature])
-            shown = value if not np.isfinite(value) else f"{value!r} (float32: {float(X32[row, feature])})"
-            raise ValueError(f"feature {feature} of row {row} is {shown}; Half-Space Trees refuse NaN and infinite "
-                             "features")
-        return X32
+        return finite_rows(X, self.n_features_ if "low_" in self.__dict__ else None, "Half-Space Trees", MAX_FEATURES)
 
-    def paths(self, x: np.ndarray) -> np.ndarray:
+    def locate(self, x: np.ndarray) -> np.ndarray:
         """The node of every tree at every depth 0..h on the path of one float32 row (T x (h + 1))."""
         trees = np.arange(self.n_trees)
         path = np.zeros((self.n_trees, self.height + 1), dtype=np.int64)
@@ -294,7 +200,7 @@ class HalfSpaceTrees(OnlineAnomaly, OnlineStateLearner):
             path[:, k + 1] = 2 * node + np.where(left, 1, 2)
         return path
 
-    def score_path(self, path: np.ndarray) -> int:
+    def score_located(self, path: np.ndarray) -> int:
         """The Q15 score of a row from its path (module docstring): 0 before the first reference window."""
         if not self.ready:
             return 0
@@ -304,46 +210,6 @@ class HalfSpaceTrees(OnlineAnomaly, OnlineStateLearner):
         depth = np.argmax(small, axis=1)
         raw = int((mass[np.arange(self.n_trees), depth] << depth).sum())
         return SCORE_MAX - raw * SCORE_MAX // ((self.n_trees * self.window) << self.height)
-
-    def output(self, score: int) -> int:
-        """The int32 output of a score: the score and the flag (:func:`edgestream.task.split_output`)."""
-        return score | (FLAG if score >= self.threshold else 0)
-
-    def learn_encoded(self, x, target: int = 0) -> None:
-        """One learning step on a float32 row (the device's ``es_hst_learn``): count the row in the latest
-        window, count its score in the histogram, swap the windows when the latest is full."""
-        self._check_ready()
-        x = self._rows(np.asarray(x).reshape(1, -1))[0]
-        path = self.paths(x)
-        if self.ready:
-            b = self.score_path(path) >> BIN_SHIFT
-            self.histogram[b] = min(int(self.histogram[b]) + 1, 0xFFFF)
-        self.latest[np.arange(self.n_trees)[:, None], path] += np.uint16(1)
-        self.filled += 1
-        self.n_learned = (self.n_learned + 1) & 0xFFFFFFFFFFFFFFFF
-        if self.filled == self.window:
-            self._swap()
-
-    def _swap(self) -> None:
-        self.reference[...] = self.latest
-        self.latest[...] = 0
-        self.filled = 0
-        if self.ready:
-            self.threshold = histogram_threshold(self.histogram, alarm_q16(self.false_alarms), self.threshold)
-            self.histogram >>= np.uint16(1)
-        self.ready = 1
-
-    def predict_encoded(self, X) -> np.ndarray:
-        """int32 outputs of rows: each its Q15 score and flag, without learning."""
-        self._check_ready()
-        return np.array([self.output(self.score_path(self.paths(x))) for x in self._rows(X)], dtype=np.int32)
-
-    def calibrate(self, scores) -> "HalfSpaceTrees":
-        """Set the threshold from Q15 scores of normal rows for the target false-alarm rate (module docstring)."""
-        self._check_ready()
-        self._release_engine()
-        self.threshold = calibrated_threshold(scores, self.false_alarms)
-        return self
 
 
 def cost_terms(params: dict, n_features: int, n_classes: int = 1, swap_rate: float | None = None,
@@ -382,7 +248,7 @@ SPEC = LearnerSpec(
         Option("--window", "window", int, "rows per window", "W"),
         Option("--false-alarms", "false_alarms", float, "target false-alarm rate in (0, 0.5)", "RATE"),
         Option("--seed", "seed", int, "seed of the random trees", "N")),
-    learning=True, online=True, runtime=("es_common", "es_hst"), template="hst.c.j2",
+    learning=True, online=True, runtime=("es_common", "es_detect", "es_hst"), template="hst.c.j2",
     context=state_context, tables=state_tables(STATE), ladder=HST_LADDER, search=HST_SEARCH, state=STATE,
     cost_terms=cost_terms,
     variants=({"window": 10},))
