@@ -595,6 +595,8 @@ def run_evaluate(args) -> int:
     missing.check_model(model, X, where)
     result = evaluate_online(model, X, y, args.window, progress=sys.stderr.isatty())
     report = {key: value for key, value in result.to_json().items() if key != "correct"}
+    if task_of(model) == REGRESSION:
+        report["saturated"] = model.target_.encode(y)[1]  # these rows' targets outside the model's range
     if args.json:
         print(json.dumps({**report, "model": str(args.model)}))
         return 0
@@ -603,8 +605,8 @@ def run_evaluate(args) -> int:
               f"(score and learn calls of {type(model).__name__})")
         return 0
     if result.metrics is not None:
-        print(f"n {result.n}, {metrics_text(result.metrics)}, samples_per_second {result.samples_per_second:,.0f} "
-              f"(predict and learn calls of {type(model).__name__})")
+        print(f"n {result.n}, {metrics_text(result.metrics)}, {report['saturated']} targets saturated, "
+              f"samples_per_second {result.samples_per_second:,.0f} (predict and learn calls of {type(model).__name__})")
         print(f"RMSE curve ({result.window} rows per point): " + " ".join(f"{a:.4g}" for a in result.curve))
         return 0
     print(f"n {result.n}, accuracy {result.accuracy:.4f}, samples_per_second {result.samples_per_second:,.0f} "
@@ -657,8 +659,8 @@ def run_simulate(args) -> int:
         print(json.dumps(report))
         return 0
     if "r2" in report:
-        print(f"{report['n']} rows, {metrics_text(report)}, {report['mismatches']} raw output mismatches between "
-              f"C and Python ({target.where})")
+        print(f"{report['n']} rows, {metrics_text(report)}, {report['saturated']} targets saturated, "
+              f"{report['mismatches']} raw output mismatches between C and Python ({target.where})")
     elif "roc_auc" in report:
         print(f"{report['n']} rows{' test-then-train' if args.learn else ''}, {anomaly_text(report)}, "
               f"{report['mismatches']} score and {report['flag_mismatches']} flag mismatches between C and Python "
