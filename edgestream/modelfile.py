@@ -7,7 +7,8 @@ A model file is three parts:
    (JSON keeps ints, floats, strings and booleans apart, so labels come back as the kind they were; a regressor
    has ``task`` and ``target`` instead: the ``offset`` and ``step`` of :class:`edgestream.task.TargetScale`, and
    ``saturated``: the targets it learned outside that range, saturated, as ``saturated_`` counts them; an
-   imported regressor learned no rows and has none),
+   imported regressor learned no rows and has none; the host encodes the targets, so a device's state image
+   has no count: a model continued from an image keeps its model file's),
    ``binning`` (``max_bins``, ``strategy``, ``dtype``; null for a learner of raw features), ``n_features``,
    ``feature_names`` (the DataFrame columns the model was fitted on, or null), ``columns`` (the data file's
    feature columns ``edgestream fit`` learned from, in order, or null) and ``sha256`` of the payload;

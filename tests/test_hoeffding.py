@@ -603,10 +603,15 @@ def test_corrupt_node_table_is_refused_on_the_device():
     (dict(work_per_call=65536), "work_per_call=65536 must be an integer from 0 to 65535"),
 ])
 def test_bad_parameters(params, message):
+    """Checked when the learner starts (scikit-learn's rule: the constructor only stores them), the state
+    untouched."""
+    X, y = np.random.default_rng(0).normal(size=(20, 3)), np.arange(20) % 2
+    model = HoeffdingTreeClassifier(**params)
     with pytest.raises(ValueError, match=message):
-        HoeffdingTreeClassifier(**params)
+        model.fit(X, y)
+    assert not hasattr(model, "classes_")
     with pytest.raises(ValueError, match="n_trees=0"):
-        IncrementalRandomForest(n_trees=0)
+        IncrementalRandomForest(n_trees=0).partial_fit(X, y)
 
 
 def test_budget_sizes_pool_and_refuses_a_ram_too_small_for_a_root():

@@ -166,7 +166,7 @@ from ..fixedpoint import softmax_q15
 from ..state import Field, RegionSpec, StateSpec
 from ..task import CLASSIFICATION, REGRESSION
 from .bls import xorshift32
-from .base import WORK_PER_CALL, LearnerSpec, OnlineStateLearner, Option, check_integer, restore_regions, state_context, \
+from .base import WORK_PER_CALL, LearnerSpec, OnlineClassification, OnlineStateLearner, Option, check_integer, restore_regions, state_context, \
     state_tables
 
 F32 = np.float32
@@ -562,7 +562,7 @@ class NodePool:
 
 
 
-class HoeffdingTreeClassifier(NodePool, OnlineStateLearner):
+class HoeffdingTreeClassifier(OnlineClassification, NodePool, OnlineStateLearner):
     """Hoeffding tree with class-conditional estimator propagation (HT+AE), learning on the device in a fixed node
     pool (see the module docstring); ``propagation=False`` is the plain Hoeffding tree.
 
@@ -605,7 +605,6 @@ class HoeffdingTreeClassifier(NodePool, OnlineStateLearner):
         self.var_smoothing = var_smoothing
         self.drift_threshold = drift_threshold
         self.work_per_call = work_per_call
-        self._check_params()
 
     # -- parameters and layout ---------------------------------------------------------------------------------
 
@@ -665,7 +664,9 @@ class HoeffdingTreeClassifier(NodePool, OnlineStateLearner):
 
     def start(self, X_sample, classes) -> "HoeffdingTreeClassifier":
         """Fix the variance floor from a sample of the stream and the class slots (see the module docstring), and
-        reset to a single empty leaf per tree."""
+        reset to a single empty leaf per tree; the parameters are checked first (when the learner starts, as
+        scikit-learn's are)."""
+        self._check_params()
         X = self._rows(X_sample)
         if len(X) == 0:
             raise ValueError("the start sample is empty")

@@ -142,6 +142,13 @@ class HoeffdingTreeRegressor(OnlineRegression, NodePool, OnlineStateLearner):
     bagging_lambda = 0.0
     seed = 1
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # a leaf learns grace_period (100) rows before it may split: on check_estimator's 200 rows a tree has a few
+        # leaves, below the R² of 0.5 the check asks of a regressor
+        tags.regressor_tags.poor_score = True
+        return tags
+
     def __init__(self, max_leaves: int = 32, grace_period: int = 100, delta: float = 0.01,
                  tie_threshold: float = 0.05, split_steps: int = 10, drift_threshold: int = DRIFT_DEFAULT):
         self.max_leaves = max_leaves
@@ -150,7 +157,6 @@ class HoeffdingTreeRegressor(OnlineRegression, NodePool, OnlineStateLearner):
         self.tie_threshold = tie_threshold
         self.split_steps = split_steps
         self.drift_threshold = drift_threshold
-        self._check_params()
 
     def _check_params(self):
         check_integer(self, "max_leaves", 1, MAX_LEAVES)
@@ -205,7 +211,8 @@ class HoeffdingTreeRegressor(OnlineRegression, NodePool, OnlineStateLearner):
 
     def start(self, X_sample, y_sample) -> "HoeffdingTreeRegressor":
         """The root's range from a sample of the stream, the target scale from its targets; one empty leaf per
-        tree."""
+        tree; the parameters are checked first (when the learner starts, as scikit-learn's are)."""
+        self._check_params()
         X = self._rows(X_sample)
         if len(X) == 0:
             raise ValueError("the start sample is empty")
