@@ -325,7 +325,8 @@ def option_defaults(owners: list, defaults: bool, named: bool) -> str:
         return f" ({', '.join(spec.name for spec, _ in owners)})" if named else ""
     by_value: dict[str, list[str]] = {}
     for spec, param in owners:
-        value = inspect.signature(spec.estimators[0]).parameters[param].default
+        value = next(parameters[param].default for parameters in (inspect.signature(cls).parameters
+                                                                  for cls in spec.estimators) if param in parameters)
         shown = "automatic" if value is None else ("on" if value else "off") if isinstance(value, bool) else value
         by_value.setdefault(str(shown), []).append(spec.name)
     if len(by_value) == 1 and not named:

@@ -318,7 +318,8 @@ REGRESSION_KEYS = {"n", "mae", "rmse", "r2", "saturated", "mismatches", "bundle"
 
 @pytest.fixture(scope="module")
 def friedman(tmp_path_factory):
-    """40 rows of Friedman #1 (5 features) and a forest and a BLS regressor fitted and exported through the CLI."""
+    """40 rows of Friedman #1 (5 features) and a forest, a BLS and a Hoeffding regressor (linear leaves) fitted and
+    exported through the CLI."""
     from sklearn.datasets import make_friedman1
 
     X, y = make_friedman1(40, n_features=5, noise=1.0, random_state=4)
@@ -326,7 +327,9 @@ def friedman(tmp_path_factory):
     path = write_csv(out / "friedman.csv", X, y)
     bundles = {}
     for learner, options in (("forest", ["--n-trees", 3, "--max-depth", 4]),
-                             ("bls", ["--task", "regression", "--feature-nodes", 4, "--enhancement-nodes", 6])):
+                             ("bls", ["--task", "regression", "--feature-nodes", 4, "--enhancement-nodes", 6]),
+                             ("hoeffding", ["--task", "regression", "--max-leaves", 3, "--grace-period", 10,
+                                            "--leaf-model", "linear"])):
         model = out / f"{learner}.esm"
         assert main([str(arg) for arg in ("fit", path, "--label", "label", "--learner", learner, *options, "-o",
                                           model)]) == 0
@@ -364,6 +367,18 @@ def test_simulate_a_bls_regressor_learning_on_the_boards(capsys, friedman, board
     assert code == 0 and report["mismatches"] == 0 and report["n"] == 40
     assert report["r2"] == report["python_r2"] == host["r2"] and report["rmse"] == host["rmse"]
     assert report["saturated"] == host["saturated"] and report["state_bytes"] > 0
+
+
+def test_simulate_a_hoeffding_regressor_with_linear_leaves_learning_under_qemu(capsys, friedman):
+    """Cortex-M4F: test-then-train from the exported state, the linear leaves' integer steps and float32 inputs
+    give Python's raw output on every row."""
+    _, _, path, bundles = friedman
+    argv = ["simulate", bundles["hoeffding"], path, "--label", "label", "--learn", "--json"]
+    host = json.loads(run(capsys, *argv)[1])
+    code, out, _ = run(capsys, *argv, "--target", "qemu", "--board", "stm32f411")
+    report = json.loads(out)
+    assert code == 0 and report["mismatches"] == 0 and report["n"] == 40
+    assert report["r2"] == report["python_r2"] == host["r2"] and report["state_bytes"] == host["state_bytes"]
 
 
 @pytest.mark.parametrize("board, unit", [("stm32f411", "instructions"), ("atmega2560", "cycles")])
