@@ -513,7 +513,7 @@ def test_header_layout_and_bundle_size(tmp_path):
                 "tree_proba": C, "sums": C, "attempt_node": T, "attempt_pos": T, "adapt_pos": T, "best_feature": T,
                 "best_threshold": T, "best_entropy": T, "order": T * d, "snap_count": T * C, "snap_est": T * C,
                 "snap_mean": T * C * d, "snap_m2": T * C * d, "snap_low": T * d, "snap_high": T * d,
-                "leaf_n": 1, "leaf_sum": 1, "bin_n": 1, "bin_sum": 1}  # the regressor's regions: placeholders
+                "leaf_n": 1, "leaf_sum": 1, "bin_n": 1, "bin_sum": 1, "leaf_linear": 1}  # the regressor's: placeholders
     assert {r.name: r.count for r in learner.layout().regions} == expected
     bundle = load_bundle(export_bundle(learner, tmp_path / "b", name="irf"))
     assert bundle.state_size() == learner.state_bytes() == learner.layout().size()

@@ -46,9 +46,10 @@ regression statistics.
   a restarted or merged leaf start with zero weights and errors; a slot that moves takes them along.
   Measured on 3,000 rows (prequential, scale from the first 100): Friedman #1 R² 0.687 against 0.477 with mean
   leaves and River's HoeffdingTreeRegressor 0.660; Planes2D 0.886 against 0.789 and 0.893: the default.
-* **Prediction**: a leaf predicts its mean code, ``s / n`` rounded half away from zero in integers (``(2 |s| + n)
-  // (2 n)`` with the sign of ``s``), 0 for an empty leaf. The raw output of a tree is its leaf's mean; of a
-  forest, the sum of its trees' means (``divisor`` = the trees, as :class:`~edgestream.learners.ForestRegressor`).
+* **Prediction**: a leaf's mean code is ``s / n`` rounded half away from zero in integers (``(2 |s| + n)
+  // (2 n)`` with the sign of ``s``), 0 for an empty leaf; a leaf predicts it, or its linear model's output (linear
+  leaves, above). The raw output of a tree is its leaf's prediction; of a forest, the sum of its trees'
+  (``divisor`` = the trees, as :class:`~edgestream.learners.ForestRegressor`).
 * **Counts**: when a learning step leaves a leaf's ``n`` at ``COUNT_LIMIT = 2**15`` or above, its ``n`` and ``s``
   and all its bins are halved (counts by a right shift, sums truncated toward zero, as C's ``/ 2``): counts stay
   below ``2**15 + 255`` and sums within ``+-(2**16) 32767``, inside int32, and a leaf remembers about its last
