@@ -683,6 +683,9 @@ static void release_slot(const es_hoeffding *model, uint32_t t, uint16_t s)
             model->leaf_sum[g] = model->leaf_sum[h];
             memcpy(model->bin_n + g * bins, model->bin_n + h * bins, bins * sizeof(uint32_t));
             memcpy(model->bin_sum + g * bins, model->bin_sum + h * bins, bins * sizeof(int32_t));
+            if (config->linear != 0u) {
+                memcpy(model->leaf_linear + g * (d + 2u), model->leaf_linear + h * (d + 2u), (d + 2u) * sizeof(int32_t));
+            }
         } else {
             memcpy(model->class_count + g * C, model->class_count + h * C, C * sizeof(float));
             memcpy(model->est_count + g * C, model->est_count + h * C, C * sizeof(float));
@@ -1291,6 +1294,10 @@ es_status es_hoeffding_validate(const es_hoeffding *candidate)
 #define HTR_ERROR_MAX 65534u     /* the largest absolute error of a code */
 #define HTR_RESTART 16u          /* the weight a collapsed leaf's mean keeps */
 #define HTR_MARK 0xFFFFFFFFu     /* in fast: a node of the subtree being collapsed */
+#define HTR_LINEAR_SHIFT 1u      /* linear leaves: the learning rate 2^-HTR_LINEAR_SHIFT / d */
+#define HTR_WEIGHT_LIMIT 1048576 /* linear leaves: weights within +-2^20 */
+#define HTR_ERROR_DECAY 5u       /* linear leaves: the running errors forget 1/32 per row */
+#define HTR_RUNNING_ERROR_MAX ((HTR_ERROR_MAX << HTR_ERROR_DECAY) + (1u << HTR_ERROR_DECAY) - 1u)
 
 /* s / n rounded half away from zero; 0 when n is 0. */
 static int32_t mean_code(uint32_t n, int64_t s)
@@ -1348,10 +1355,82 @@ static void halve_slot(const es_hoeffding *model, uint32_t g)
     }
 }
 
+/* A linear leaf's model (d weights, the mean's and the model's running errors) starts empty. */
+static void clear_linear(const es_hoeffding *model, uint32_t g)
+{
+    const uint32_t width = model->config->n_features + 2u;
+    if (model->config->linear != 0u) {
+        memset(model->leaf_linear + g * width, 0, width * sizeof(int32_t));
+    }
+}
+
+/* The row's Q15 input j at leaf slot g: feature j normalised to the leaf's range (0 for an empty range). */
+static int32_t leaf_input(const es_hoeffding *model, uint32_t g, uint32_t j, float x)
+{
+    const uint32_t k = g * model->config->n_features + j;
+    const float mid = (model->low[k] + model->high[k]) * 0.5f, half = (model->high[k] - model->low[k]) * 0.5f;
+    float v;
+    if (!(half > 0.0f)) {
+        return 0;
+    }
+    v = (x - mid) / half;
+    v = v < -1.0f ? -1.0f : (v > 1.0f ? 1.0f : v);
+    return (int32_t)(v * 32767.0f);
+}
+
+/* Slot g's linear prediction: its mean code plus its weights times the row's Q15 inputs / 2^15, a code. */
+static int32_t linear_output(const es_hoeffding *model, uint32_t g, const float *x)
+{
+    const uint32_t d = model->config->n_features;
+    const int32_t *w = model->leaf_linear + g * (d + 2u);
+    int64_t total = 0, out;
+    uint32_t j;
+    for (j = 0; j < d; j++) {
+        total += (int64_t)w[j] * leaf_input(model, g, j, x[j]);
+    }
+    out = (int64_t)mean_code(model->leaf_n[g], model->leaf_sum[g]) + total / 32768;
+    return (int32_t)(out < -HTR_CODE_MAX ? -HTR_CODE_MAX : (out > HTR_CODE_MAX ? HTR_CODE_MAX : out));
+}
+
+/* e - e / 32 + |err|: a running absolute error (at most HTR_RUNNING_ERROR_MAX). */
+static int32_t running_error(int32_t e, int32_t err)
+{
+    const uint32_t u = (uint32_t)e;
+    return (int32_t)(u - (u >> HTR_ERROR_DECAY) + (uint32_t)(err < 0 ? -err : err));
+}
+
+/* One step of slot g's linear leaf on a row of weight w: the running errors, then the normalised LMS step. */
+static void learn_linear(const es_hoeffding *model, uint32_t g, const float *x, int32_t code, uint32_t w)
+{
+    const uint32_t d = model->config->n_features;
+    int32_t *state = model->leaf_linear + g * (d + 2u);
+    const int32_t err = code - linear_output(model, g, x);
+    const int64_t scale = (int64_t)d << (15u + HTR_LINEAR_SHIFT);
+    uint32_t j;
+    state[d] = running_error(state[d], code - mean_code(model->leaf_n[g], model->leaf_sum[g]));
+    state[d + 1u] = running_error(state[d + 1u], err);
+    for (j = 0; j < d; j++) {
+        const int64_t v = state[j] + (int64_t)err * w * leaf_input(model, g, j, x[j]) / scale;
+        state[j] = (int32_t)(v < -HTR_WEIGHT_LIMIT ? -HTR_WEIGHT_LIMIT : (v > HTR_WEIGHT_LIMIT ? HTR_WEIGHT_LIMIT : v));
+    }
+}
+
+/* A leaf's output: its linear model's when that errs less than its mean, else its mean code. */
+static int32_t leaf_output(const es_hoeffding *model, uint32_t g, const float *x)
+{
+    const uint32_t d = model->config->n_features;
+    const int32_t *state = model->leaf_linear + g * (d + 2u);
+    if (model->config->linear != 0u && state[d + 1u] < state[d]) {
+        return linear_output(model, g, x);
+    }
+    return mean_code(model->leaf_n[g], model->leaf_sum[g]);
+}
+
 /* A leaf slot's statistics restart at (n, s) with empty bins (its range stays as set by the caller). */
 static void restart_slot(const es_hoeffding *model, uint32_t g, uint32_t n, int64_t s)
 {
     const uint32_t bins = (uint32_t)model->config->n_features * model->config->split_steps;
+    clear_linear(model, g);
     while (n > HTR_RESTART) {
         n >>= 1;
         s /= 2;
@@ -1546,6 +1625,8 @@ static void split_regression(const es_hoeffding *model, uint32_t t, uint16_t nod
     memset(model->bin_sum + g2 * d * S, 0, d * S * sizeof(int32_t));
     model->since[g] = 0;
     model->since[g2] = 0;
+    clear_linear(model, g);
+    clear_linear(model, g2);
 }
 
 /* A split attempt at leaf slot s of node: every candidate of the drawn features, then the Hoeffding test on the
@@ -1601,6 +1682,9 @@ static void learn_tree_target(const es_hoeffding *model, uint32_t t, const float
             (void)leaf_of(model, t, x, &node);
             g = t * L + model->child[t * config->max_nodes + node];
         }
+    }
+    if (config->linear != 0u && model->leaf_n[g] > 0u) {
+        learn_linear(model, g, x, code, w);
     }
     model->leaf_n[g] += w;
     model->leaf_sum[g] += (int32_t)w * code;
@@ -1659,14 +1743,15 @@ es_status es_hoeffding_predict_raw(const es_hoeffding *model, const float *featu
         uint32_t g;
         (void)leaf_of(model, t, features, &node);
         g = t * model->config->max_leaves + model->child[t * model->config->max_nodes + node];
-        raw += mean_code(model->leaf_n[g], model->leaf_sum[g]);
+        raw += leaf_output(model, g, features);
     }
     *raw_out = raw;
     return ES_OK;
 }
 
 /* A regressor's state: the node tables, the features drawn, counts below HTR_VALID_COUNT with sums within
- * count x 32767, detectors' mean errors at most HTR_ERROR_MAX and gaps at most HTR_GAP_CAP. */
+ * count x 32767, detectors' mean errors at most HTR_ERROR_MAX and gaps at most HTR_GAP_CAP, linear leaves'
+ * weights within +-HTR_WEIGHT_LIMIT and running errors within 0..HTR_RUNNING_ERROR_MAX. */
 static es_status validate_regression(const es_hoeffding *candidate)
 {
     const es_hoeffding_config *config = candidate->config;
@@ -1690,6 +1775,13 @@ static es_status validate_regression(const es_hoeffding *candidate)
     }
     for (j = 0; j < (uint32_t)config->n_trees * config->max_nodes; j++) {
         if (candidate->fast[j] > HTR_ERROR_MAX || candidate->slow[j] > HTR_GAP_CAP) {
+            return ES_ERR_IMAGE;
+        }
+    }
+    for (j = 0; config->linear != 0u && j < slots * (config->n_features + 2u); j++) {
+        const int32_t v = candidate->leaf_linear[j];
+        if (j % (config->n_features + 2u) >= config->n_features
+                ? v < 0 || (uint32_t)v > HTR_RUNNING_ERROR_MAX : v < -HTR_WEIGHT_LIMIT || v > HTR_WEIGHT_LIMIT) {
             return ES_ERR_IMAGE;
         }
     }

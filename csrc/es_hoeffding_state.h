@@ -22,6 +22,7 @@ typedef struct {
     float exp_neg_lambda;           /* exp(-lambda) of the Poisson weights; 0 = every tree learns every row */
     uint8_t drift;                  /* drift threshold in standard deviations; 0 = no drift handling */
     uint16_t work_per_call;         /* units (candidates, adapted leaves) per learn call and tree; 0: whole */
+    uint8_t linear;                 /* regression: 1 = linear leaves (leaf_linear), 0 = mean leaves */
 } es_hoeffding_config;
 
 typedef struct {
@@ -69,6 +70,7 @@ typedef struct {
     int32_t *leaf_sum;              /* leaves: slots, regression: sum of target codes */
     uint32_t *bin_n;                /* leaves: slots x d x split_steps, regression: rows */
     int32_t *bin_sum;               /* leaves: slots x d x split_steps, regression: codes */
+    int32_t *leaf_linear;           /* leaves: slots x (d + 2), linear leaves: d weights, the mean's and the linear model's running error */
     es_hoeffding_counters *counters;
 } es_hoeffding;
 

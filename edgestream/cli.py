@@ -328,7 +328,8 @@ def option_defaults(owners: list, defaults: bool, named: bool) -> str:
         return f" ({', '.join(spec.name for spec, _ in owners)})" if named else ""
     by_value: dict[str, list[str]] = {}
     for spec, param in owners:
-        value = inspect.signature(spec.estimators[0]).parameters[param].default
+        value = next(parameters[param].default for parameters in (inspect.signature(cls).parameters
+                                                                  for cls in spec.estimators) if param in parameters)
         shown = "automatic" if value is None else ("on" if value else "off") if isinstance(value, bool) else value
         by_value.setdefault(str(shown), []).append(spec.name)
     if len(by_value) == 1 and not named:
@@ -597,6 +598,8 @@ def run_evaluate(args) -> int:
     missing.check_model(model, X, where)
     result = evaluate_online(model, X, y, args.window, progress=sys.stderr.isatty())
     report = {key: value for key, value in result.to_json().items() if key != "correct"}
+    if task_of(model) == REGRESSION:
+        report["saturated"] = model.target_.encode(y)[1]  # these rows' targets outside the model's range
     if args.json:
         print(json.dumps({**report, "model": str(args.model)}))
         return 0
@@ -605,8 +608,8 @@ def run_evaluate(args) -> int:
               f"(score and learn calls of {type(model).__name__})")
         return 0
     if result.metrics is not None:
-        print(f"n {result.n}, {metrics_text(result.metrics)}, samples_per_second {result.samples_per_second:,.0f} "
-              f"(predict and learn calls of {type(model).__name__})")
+        print(f"n {result.n}, {metrics_text(result.metrics)}, {report['saturated']} targets saturated, "
+              f"samples_per_second {result.samples_per_second:,.0f} (predict and learn calls of {type(model).__name__})")
         print(f"RMSE curve ({result.window} rows per point): " + " ".join(f"{a:.4g}" for a in result.curve))
         return 0
     print(f"n {result.n}, accuracy {result.accuracy:.4f}, samples_per_second {result.samples_per_second:,.0f} "
@@ -659,8 +662,8 @@ def run_simulate(args) -> int:
         print(json.dumps(report))
         return 0
     if "r2" in report:
-        print(f"{report['n']} rows, {metrics_text(report)}, {report['mismatches']} raw output mismatches between "
-              f"C and Python ({target.where})")
+        print(f"{report['n']} rows, {metrics_text(report)}, {report['saturated']} targets saturated, "
+              f"{report['mismatches']} raw output mismatches between C and Python ({target.where})")
     elif "flag_mismatches" in report:
         scored = anomaly_text(report) if "roc_auc" in report else f"{report['flagged']} rows flagged"
         print(f"{report['n']} rows{' test-then-train' if args.learn else ''}, {scored}, "

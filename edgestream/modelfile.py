@@ -5,12 +5,18 @@ A model file is three parts:
 1. the magic line ``EDGESTREAM-MODEL\\n``;
 2. one line of JSON: ``format_version``, ``learner`` (class name), ``params`` (``get_params()``), ``classes``
    (JSON keeps ints, floats, strings and booleans apart, so labels come back as the kind they were; a regressor
-   has ``task`` and ``target`` instead: the ``offset`` and ``step`` of :class:`edgestream.task.TargetScale`),
+   has ``task`` and ``target`` instead: the ``offset`` and ``step`` of :class:`edgestream.task.TargetScale`, and
+   ``saturated``: the targets it learned outside that range, saturated, as ``saturated_`` counts them; an
+   imported regressor learned no rows and has none; the host encodes the targets, so a device's state image
+   has no count: a model continued from an image keeps its model file's),
    ``binning`` (``max_bins``, ``strategy``, ``dtype``; null for a learner of raw features), ``n_features``,
    ``feature_names`` (the DataFrame columns the model was fitted on, or null), ``columns`` (the data file's
    feature columns ``edgestream fit`` learned from, in order, or null) and ``sha256`` of the payload;
 3. the payload: an ``.npz`` archive of the tree tables and the flat bin edges, read with ``allow_pickle=False``
    so that loading a file never runs code from it.
+
+Versions: 2 added a regressor's ``saturated``. A file of version 1 is still read (its regressor's count starts
+at 0, as it did then); a file of a later version is refused, naming both.
 
 The payload's zip entries carry a fixed timestamp, so the same model always gives the same bytes (bundles that
 embed the file can be cached by content hash). Files are written to a temporary file in the target directory and
@@ -46,7 +52,8 @@ from .scratch import writer_ended
 from .task import ANOMALY, REGRESSION, TargetScale, task_of
 
 MAGIC = b"EDGESTREAM-MODEL\n"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: a regressor's saturated count
+READABLE_VERSIONS = (1, FORMAT_VERSION)
 _ZIP_DATE = (1980, 1, 1, 0, 0, 0)
 
 
@@ -143,10 +150,10 @@ def model_from_bytes(data: bytes, source: str = "<bytes>"):
 
 def _check_version(header: dict, source: str) -> None:
     found = header.get("format_version")
-    if type(found) is not int or found != FORMAT_VERSION:
+    if type(found) is not int or found not in READABLE_VERSIONS:
         hint = "; upgrade edgestream to read it" if isinstance(found, int) and found > FORMAT_VERSION else ""
         raise ModelFileError(f"model file {source} has format_version {found!r}; this edgestream supports "
-                             f"format_version {FORMAT_VERSION}{hint}")
+                             f"format_version {' and '.join(map(str, READABLE_VERSIONS))}{hint}")
 
 
 def _rebuild(header: dict, arrays: dict, source: str):
@@ -170,20 +177,36 @@ def _rebuild(header: dict, arrays: dict, source: str):
         if learners.model_input(model)[1] != header["n_features"]:
             raise ValueError(f"state for {learners.model_input(model)[1]} features, header says "
                              f"{header['n_features']}")
-        return model
+        return _restore_saturated(model, header)
     _check_bin_tables(arrays, binning["dtype"])
     model.bins_ = BinMapper.from_flat_edges(arrays["bin_edges"], arrays["bin_offsets"], binning["max_bins"],
                                             binning["strategy"], binning["dtype"])
     if model.bins_.n_features != header["n_features"]:
         raise ValueError(f"bin edges for {model.bins_.n_features} features, header says {header['n_features']}")
     model.restore_arrays(arrays)
+    return _restore_saturated(model, header)
+
+
+def _counts_saturated(model) -> bool:
+    """A regressor that learned rows (not an imported one) counts the targets it saturated."""
+    return task_of(model) == REGRESSION and learners.of_model(model).trainable
+
+
+def _restore_saturated(model, header: dict):
+    """A regressor's ``saturated_`` from the header (0 in a file of format 1)."""
+    if _counts_saturated(model):
+        count = header.get("saturated", 0)
+        if type(count) is not int or count < 0:
+            raise ValueError(f"saturated={count!r} must be a count of rows (an integer >= 0)")
+        model.saturated_ = count
     return model
 
 
 def _output_header(model) -> dict:
     """The header's part that depends on the task: ``classes``, or a regressor's ``task`` and ``target``."""
     if task_of(model) == REGRESSION:
-        return {"task": REGRESSION, "target": model.target_.to_json()}
+        counted = {"saturated": int(model.saturated_)} if _counts_saturated(model) else {}
+        return {"task": REGRESSION, "target": model.target_.to_json(), **counted}
     if task_of(model) == ANOMALY:
         return {"task": ANOMALY}
     return {"classes": np.asarray(model.classes_).tolist()}
@@ -306,5 +329,5 @@ def _locked(path: Path) -> bool:
     return False
 
 
-__all__ = ["FORMAT_VERSION", "MAGIC", "load_model", "model_bytes", "model_from_bytes", "remove_orphans", "save_model",
+__all__ = ["FORMAT_VERSION", "MAGIC", "READABLE_VERSIONS", "load_model", "model_bytes", "model_from_bytes", "remove_orphans", "save_model",
            "write_atomic"]

@@ -164,14 +164,15 @@ def compare(target, X, y) -> dict:
 
 
 def compare_regression(target, X, y) -> dict:
-    """A regressor's MAE, RMSE and R² of the C predictions against ``y`` (decoded from the C's raw outputs) and
-    ``mismatches``: the rows whose raw output differs between C and Python."""
+    """A regressor's MAE, RMSE and R² of the C predictions against ``y`` (decoded from the C's raw outputs),
+    ``saturated``: the rows whose target is outside the model's range, and ``mismatches``: the rows whose raw
+    output differs between C and Python."""
     model = target.model
     y = check_target(y, len(X))  # before an emulator runs
     expected = model.predict_raw(X)  # the Python model checks the feature count first
     raw = np.asarray(target.raw_outputs(X))
     values = model.target_.decode(raw, model.output_divisor)
-    return {"n": len(X), **regression_metrics(y, values),
+    return {"n": len(X), **regression_metrics(y, values), "saturated": model.target_.encode(y)[1],
             "mismatches": int((raw != expected).sum())}
 
 
@@ -196,15 +197,16 @@ def compare_learning(target, X, y, window: int) -> dict:
 
 def compare_learning_regression(target, X, y) -> dict:
     """Test-then-train of a learning regressor on the bundle's C code and on its Python model, both from the
-    exported state: the metrics of the C's values, Python's R², the targets saturated and ``mismatches``, the rows
-    whose raw output differs between C and Python."""
+    exported state: the metrics of the C's values, Python's R², ``saturated``: the rows whose target is outside the
+    model's range (learned saturated), and ``mismatches``, the rows whose raw output differs between C and
+    Python."""
     y = check_target(y, len(X))
     python = target.python_copy()
     raw = target.test_then_train_raw(X, y)
     expected = python.test_then_train(X, y)
     return {"n": len(X), **regression_metrics(y, python.target_.decode(raw)),
             "python_r2": regression_metrics(y, python.target_.decode(expected))["r2"],
-            "saturated": python.saturated_, "mismatches": int((raw != expected).sum()),
+            "saturated": python.target_.encode(y)[1], "mismatches": int((raw != expected).sum()),
             "state_bytes": target.state_bytes()}
 
 

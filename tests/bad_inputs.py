@@ -103,6 +103,10 @@ SECTIONS: dict[str, list[Case]] = {
           "the target of row 0 is 'a', not a number: a regressor needs numbers"),
         c("fit fractions.csv --label label --learner hoeffding --propagation -o m.esm", 2,
           "learner 'hoeffding' (regression) has no parameter(s) propagation"),
+        c("fit fractions.csv --label label --learner hoeffding --leaf-model cubic -o m.esm", 2,
+          "argument --leaf-model: invalid choice: 'cubic' (choose from"),
+        c("fit good.csv --label label --learner hoeffding --leaf-model mean -o m.esm", 2,
+          "learner 'hoeffding' has no parameter(s) leaf_model"),
         c("fit semicolon.csv --label label -o m.esm", 2,
           "semicolon.csv has one column when split at ',', but its first row holds ';': give the delimiter"),
         c("fit good.csv --label label --delimiter ab -o m.esm", 2, "delimiter 'ab' must be one character"),
@@ -258,6 +262,8 @@ SECTIONS: dict[str, list[Case]] = {
         c("export flipped.esm -o out", 2, "corrupt model file flipped.esm: payload checksum mismatch"),
         c("export future.esm -o out", 2, "model file future.esm has format_version 99; this edgestream supports"),
         c("export bad_params.esm -o out", 2, "invalid model file bad_params.esm: max_depth=-3 must be an integer"),
+        c("export bad_saturated.esm -o out", 2, "invalid model file bad_saturated.esm: saturated=-1 must be a count "
+          "of rows (an integer >= 0)"),
         c("export tree.esm -o out --name 1abc", 2, "bundle name '1abc' must be a lowercase C identifier"),
         c("export tree.esm -o out --name int", 2, "bundle name 'int' must be a lowercase C identifier (letters, "
           "digits, _), not a C keyword"),
@@ -579,6 +585,7 @@ FILE_NOTES = {
     "corrupt.esm, flipped.esm": "tree.esm cut after 100 bytes; tree.esm with its last byte changed",
     "future.esm, bad_params.esm": "tree.esm whose header says format_version 99; tree.esm whose header says "
                                   "max_depth -3",
+    "bad_saturated.esm": "gbdt_reg.esm whose header says saturated -1",
     "tree_b, shrubs_b, gbdt_reg_b": "the bundles of tree.esm, shrubs.esm and gbdt_reg.esm",
     "b_*": "copies of tree_b, each broken in one way its name tells (b_other_model: model.esm of shrubs_b; "
            "_rehashed: with its hash in files; _relabelled: also with its SHA-256 as model_sha256)",
@@ -691,6 +698,9 @@ def prepare(directory: Path) -> Path:
         else:
             header[key] = value
         (d / name).write_bytes(data.split(b"\n", 1)[0] + b"\n" + json.dumps(header).encode() + b"\n" + payload)
+    magic, head, payload = (d / "gbdt_reg.esm").read_bytes().split(b"\n", 2)
+    header = json.loads(head) | {"saturated": -1}
+    (d / "bad_saturated.esm").write_bytes(magic + b"\n" + json.dumps(header).encode() + b"\n" + payload)
 
     export_bundle(tree, d / "tree_b")
     export_bundle(shrubs, d / "shrubs_b")

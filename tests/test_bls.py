@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from engine_twin import EngineTwin
 from edgestream import OnlineBLSClassifier
+from edgestream.learners import OnlineBLSRegressor
 from edgestream.export import export_bundle
 from edgestream.learners.bls import STATE, column_offsets, tanh_approx, unpack_factor, xorshift_uniform
 from edgestream.modelfile import model_from_bytes, model_bytes
@@ -268,8 +269,10 @@ def test_non_finite_features_are_refused_and_nothing_changes(bad):
     for name, values in saved.items():
         assert np.array_equal(values, getattr(learner, name))
     assert learner.n_learned == 20
+    with pytest.raises(ValueError, match="X has 3 features, but OnlineBLSClassifier is expecting 4 features"):
+        learner.predict(X[:2, :3])  # scikit-learn's check, fit having set n_features_in_
     with pytest.raises(ValueError, match="X has 3 features, the model has 4"):
-        learner.predict(X[:2, :3])
+        learner.predict_proba_q15(X[:2, :3])  # the specification's own
 
 
 @pytest.mark.parametrize("params, message", [
@@ -281,8 +284,12 @@ def test_non_finite_features_are_refused_and_nothing_changes(bad):
     (dict(seed=-1), "seed=-1"),
 ])
 def test_bad_parameters(params, message):
+    """Checked when the learner starts (scikit-learn's rule: the constructor only stores them), for both tasks."""
+    X = np.random.default_rng(0).normal(size=(20, 3))
     with pytest.raises(ValueError, match=message):
-        OnlineBLSClassifier(**params)
+        OnlineBLSClassifier(**params).fit(X, np.arange(20) % 2)
+    with pytest.raises(ValueError, match=message):
+        OnlineBLSRegressor(**params).fit(X, X[:, 0])
 
 
 def test_start_refuses_bad_samples():

@@ -317,13 +317,13 @@ def test_the_runtime_tables_a_bundle_reads_are_predicted_as_code(capsys, tmp_pat
 
 # -- regressors on the emulated boards ------------------------------------------------------------------------
 
-REGRESSION_KEYS = {"n", "mae", "rmse", "r2", "mismatches", "bundle", "target", "board"}
+REGRESSION_KEYS = {"n", "mae", "rmse", "r2", "saturated", "mismatches", "bundle", "target", "board"}
 
 
 @pytest.fixture(scope="module")
 def friedman(tmp_path_factory):
-    """40 rows of Friedman #1 (5 features) and a forest, a BLS and an AXGB regressor fitted and exported through the
-    CLI."""
+    """40 rows of Friedman #1 (5 features) and a forest, a BLS, a shrubs, an AXGB and a Hoeffding regressor (linear
+    leaves) fitted and exported through the CLI."""
     from sklearn.datasets import make_friedman1
 
     X, y = make_friedman1(40, n_features=5, noise=1.0, random_state=4)
@@ -332,8 +332,11 @@ def friedman(tmp_path_factory):
     bundles = {}
     for learner, options in (("forest", ["--n-trees", 3, "--max-depth", 4]),
                              ("bls", ["--task", "regression", "--feature-nodes", 4, "--enhancement-nodes", 6]),
+                             ("shrubs", ["--task", "regression", "--window", 12, "--shrubs", 4, "--max-depth", 3]),
                              ("axgb", ["--task", "regression", "--members", 3, "--window-min", 4, "--window-max", 8,
-                                       "--max-depth", 2, "--max-bins", 8])):
+                                       "--max-depth", 2, "--max-bins", 8]),
+                             ("hoeffding", ["--task", "regression", "--max-leaves", 3, "--grace-period", 10,
+                                            "--leaf-model", "linear"])):
         model = out / f"{learner}.esm"
         assert main([str(arg) for arg in ("fit", path, "--label", "label", "--learner", learner, *options, "-o",
                                           model)]) == 0
@@ -361,11 +364,12 @@ def test_simulate_a_forest_regressor_on_the_boards(capsys, friedman, board, wher
 
 
 @pytest.mark.parametrize("board", ["stm32f411", "rp2040", "atmega2560"])
-@pytest.mark.parametrize("learner", ["bls", "axgb"])
+@pytest.mark.parametrize("learner", ["bls", "shrubs", "axgb"])
 def test_simulate_a_learning_regressor_on_the_boards(capsys, friedman, board, learner):
-    """Test-then-train from the exported state on Cortex-M4F (FPU), Cortex-M0 and AVR (soft float32): the C
-    learns every row's int16 target code (AXGB: buffers it and trains members on its windows, spread over the
-    calls) and predicts Python's raw output on every row."""
+    """Test-then-train from the exported state on Cortex-M4F (FPU), Cortex-M0 and AVR (soft float32 for BLS;
+    shrubs in integers, growing new shrubs on the device; AXGB buffers rows and trains members on its windows,
+    spread over the calls): the C learns every row's int16 target code and predicts Python's raw output on every
+    row."""
     _, _, path, bundles = friedman
     argv = ["simulate", bundles[learner], path, "--label", "label", "--learn", "--json"]
     host = json.loads(run(capsys, *argv)[1])
@@ -374,6 +378,18 @@ def test_simulate_a_learning_regressor_on_the_boards(capsys, friedman, board, le
     assert code == 0 and report["mismatches"] == 0 and report["n"] == 40
     assert report["r2"] == report["python_r2"] == host["r2"] and report["rmse"] == host["rmse"]
     assert report["saturated"] == host["saturated"] and report["state_bytes"] > 0
+
+
+def test_simulate_a_hoeffding_regressor_with_linear_leaves_learning_under_qemu(capsys, friedman):
+    """Cortex-M4F: test-then-train from the exported state, the linear leaves' integer steps and float32 inputs
+    give Python's raw output on every row."""
+    _, _, path, bundles = friedman
+    argv = ["simulate", bundles["hoeffding"], path, "--label", "label", "--learn", "--json"]
+    host = json.loads(run(capsys, *argv)[1])
+    code, out, _ = run(capsys, *argv, "--target", "qemu", "--board", "stm32f411")
+    report = json.loads(out)
+    assert code == 0 and report["mismatches"] == 0 and report["n"] == 40
+    assert report["r2"] == report["python_r2"] == host["r2"] and report["state_bytes"] == host["state_bytes"]
 
 
 @pytest.mark.parametrize("board, unit", [("stm32f411", "instructions"), ("atmega2560", "cycles")])

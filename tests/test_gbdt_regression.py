@@ -145,15 +145,6 @@ def test_partial_fit_fits_then_adds():
     assert model.n_rows_ == 120 and model.last_update_["action"] == "add"
 
 
-def test_is_a_scikit_learn_regressor():
-    from sklearn.base import is_regressor
-    from sklearn.utils.estimator_checks import check_estimator
-
-    results = check_estimator(OnlineGBDTRegressor(n_estimators=10, max_leaves=8), on_fail=None)
-    assert is_regressor(OnlineGBDTRegressor()) and len(results) > 40
-    assert [(r["check_name"], r["status"]) for r in results if r["status"] == "failed"] == []
-
-
 def test_model_file_round_trip_then_updates_continue_identically():
     X, y = data(4, n=120)
     model = small(alpha=0.0).fit(X, y)

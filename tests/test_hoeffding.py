@@ -513,7 +513,7 @@ def test_header_layout_and_bundle_size(tmp_path):
                 "tree_proba": C, "sums": C, "attempt_node": T, "attempt_pos": T, "adapt_pos": T, "best_feature": T,
                 "best_threshold": T, "best_entropy": T, "order": T * d, "snap_count": T * C, "snap_est": T * C,
                 "snap_mean": T * C * d, "snap_m2": T * C * d, "snap_low": T * d, "snap_high": T * d,
-                "leaf_n": 1, "leaf_sum": 1, "bin_n": 1, "bin_sum": 1}  # the regressor's regions: placeholders
+                "leaf_n": 1, "leaf_sum": 1, "bin_n": 1, "bin_sum": 1, "leaf_linear": 1}  # the regressor's: placeholders
     assert {r.name: r.count for r in learner.layout().regions} == expected
     bundle = load_bundle(export_bundle(learner, tmp_path / "b", name="irf"))
     assert bundle.state_size() == learner.state_bytes() == learner.layout().size()
@@ -603,10 +603,15 @@ def test_corrupt_node_table_is_refused_on_the_device():
     (dict(work_per_call=65536), "work_per_call=65536 must be an integer from 0 to 65535"),
 ])
 def test_bad_parameters(params, message):
+    """Checked when the learner starts (scikit-learn's rule: the constructor only stores them), the state
+    untouched."""
+    X, y = np.random.default_rng(0).normal(size=(20, 3)), np.arange(20) % 2
+    model = HoeffdingTreeClassifier(**params)
     with pytest.raises(ValueError, match=message):
-        HoeffdingTreeClassifier(**params)
+        model.fit(X, y)
+    assert not hasattr(model, "classes_")
     with pytest.raises(ValueError, match="n_trees=0"):
-        IncrementalRandomForest(n_trees=0)
+        IncrementalRandomForest(n_trees=0).partial_fit(X, y)
 
 
 def test_budget_sizes_pool_and_refuses_a_ram_too_small_for_a_root():

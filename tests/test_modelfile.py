@@ -85,7 +85,7 @@ def test_file_layout(forest, tmp_path):
     data = save_model(model, tmp_path / "m.esm").read_bytes()
     header, payload = split_file(data)
     assert data.startswith(b"EDGESTREAM-MODEL\n")
-    assert header["format_version"] == 1 and header["learner"] == "ForestClassifier"
+    assert header["format_version"] == 2 and header["learner"] == "ForestClassifier"
     assert header["params"] == model.get_params() and header["classes"] == [0, 1, 2]
     assert header["binning"] == {"max_bins": 255, "strategy": "quantile", "dtype": "float32"}
     assert header["n_features"] == 4 and header["feature_names"] is None and header["sha256"] == hashlib.sha256(payload).hexdigest()
@@ -121,8 +121,8 @@ def test_wrong_magic(tmp_path):
 
 def test_future_format_version_names_both_versions(forest):
     header, payload = split_file(model_bytes(forest[0]))
-    with pytest.raises(ModelFileError, match=r"format_version 2; this edgestream supports format_version 1; upgrade"):
-        model_from_bytes(join_file({**header, "format_version": 2}, payload))
+    with pytest.raises(ModelFileError, match=r"format_version 3; this edgestream supports format_version 1 and 2; upgrade"):
+        model_from_bytes(join_file({**header, "format_version": 3}, payload))
 
 
 def test_missing_file_and_directory(tmp_path):

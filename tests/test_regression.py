@@ -159,3 +159,74 @@ def test_cli_fit_export_simulate_predict_a_regressor(capsys, tmp_path):
     code, out = edgestream(capsys, "predict", model, data, "--label", "y")
     values = np.array(out.split(), dtype=float)
     assert code == 0 and len(values) == 400 and np.allclose(values, load_model(model).predict(X), rtol=1e-8)
+
+
+def far_rows(n: int, seed: int):
+    """Friedman rows whose targets are mostly beyond the range a scale fitted on ``friedman`` spans."""
+    X, y = friedman(n, seed)
+    return X, 4 * y + 20
+
+
+@pytest.mark.parametrize("name, params", [
+    ("gbdt", {"n_estimators": 5, "max_leaves": 4}), ("bls", {"feature_nodes": 4, "enhancement_nodes": 8}),
+    ("hoeffding", {"max_leaves": 4}), ("irf", {"n_trees": 2, "max_leaves": 4})])
+def test_model_file_keeps_the_saturated_count_and_counting_goes_on(name, params):
+    """Format 2: a regressor's ``saturated_`` (targets learned outside its range) is in the model file, and the
+    loaded model adds to it; a file of format 1 (no count) reads as 0; a count that is not one is refused."""
+    from edgestream.errors import ModelFileError
+    from edgestream.modelfile import MAGIC, model_bytes, model_from_bytes
+
+    X, y = friedman(120)
+    X_far, y_far = far_rows(30, 1)
+    model = learners.get(name).make("regression", **params).fit(X, y)
+    (model.add if name == "gbdt" else model.partial_fit)(X_far[:20], y_far[:20])
+    expected = model.target_.encode(y_far[:20])[1]
+    assert expected > 10 and model.saturated_ == expected
+    data = model_bytes(model)
+    loaded = model_from_bytes(data)
+    assert loaded.saturated_ == expected and model_bytes(loaded) == data
+    (loaded.add if name == "gbdt" else loaded.partial_fit)(X_far[20:], y_far[20:])
+    assert loaded.saturated_ == expected + model.target_.encode(y_far[20:])[1]
+    end = data.index(b"\n", len(MAGIC))
+    header, payload = json.loads(data[len(MAGIC):end]), data[end:]
+    old = {key: value for key, value in header.items() if key != "saturated"} | {"format_version": 1}
+    assert model_from_bytes(MAGIC + json.dumps(old).encode() + payload).saturated_ == 0
+    for bad in (-1, 2.5, "3"):
+        with pytest.raises(ModelFileError, match=f"saturated={bad!r} must be a count of rows"):
+            model_from_bytes(MAGIC + json.dumps(header | {"saturated": bad}).encode() + payload)
+
+
+def test_cli_reports_the_saturated_rows_and_images_keep_the_count(capsys, tmp_path):
+    """``evaluate`` and ``simulate`` (frozen and ``--learn``) report in ``--json`` the rows whose target is outside
+    the model's range; a model continued from a state image keeps its model file's count."""
+    X, y = friedman(300)
+    X_far, y_far = far_rows(40, 2)
+    train_csv, far_csv = tmp_path / "train.csv", tmp_path / "far.csv"
+    for path, (rows, target) in ((train_csv, (X, y)), (far_csv, (X_far, y_far))):
+        np.savetxt(path, np.column_stack([rows, target]), delimiter=",", comments="",
+                   header=",".join([f"x{i}" for i in range(X.shape[1])] + ["y"]))
+    model, bundle = tmp_path / "m.esm", tmp_path / "bundle"
+    assert edgestream(capsys, "fit", train_csv, "--label", "y", "--learner", "hoeffding", "--max-leaves", 4,
+                      "-o", model)[0] == 0
+    fitted = load_model(model)
+    outside = fitted.target_.encode(y_far)[1]
+    assert outside > 20
+    code, out = edgestream(capsys, "evaluate", model, far_csv, "--label", "y", "--json")
+    assert code == 0 and json.loads(out)["saturated"] == outside
+    assert edgestream(capsys, "export", model, "-o", bundle, "--name", "soft")[0] == 0
+    for learn in ((), ("--learn",)):
+        code, out = edgestream(capsys, "simulate", bundle, far_csv, "--label", "y", *learn, "--json")
+        report = json.loads(out)
+        assert code == 0 and report["saturated"] == outside and report["mismatches"] == 0
+    code, out = edgestream(capsys, "simulate", bundle, far_csv, "--label", "y")
+    assert code == 0 and f"{outside} targets saturated, 0 raw output mismatches" in out
+    fitted.partial_fit(X_far, y_far)
+    learned = tmp_path / "learned.esm"
+    save_model(fitted, learned)
+    image, continued = tmp_path / "state.img", tmp_path / "continued.esm"
+    assert edgestream(capsys, "image", learned, "--to", image)[0] == 0
+    assert edgestream(capsys, "image", learned, "--from", image, "-o", continued)[0] == 0
+    assert load_model(learned).saturated_ == load_model(continued).saturated_ == outside
+    # the image holds the device's state, which has no count (the host encodes the targets): the model's stays
+    assert edgestream(capsys, "image", model, "--from", image, "-o", continued)[0] == 0
+    assert load_model(continued).saturated_ == 0 and load_model(continued).n_learned == fitted.n_learned

@@ -1,25 +1,70 @@
-"""The batch learners are scikit-learn classifiers: every check_estimator check, feature names, clear errors."""
+"""Every learner is a scikit-learn classifier or regressor (check_estimator); the batch learners' feature names
+and clear errors."""
 
 import numpy as np
 import pandas as pd
 import pytest
-from sklearn.base import clone, is_classifier
+from sklearn.base import clone, is_classifier, is_regressor
 from sklearn.model_selection import GridSearchCV, cross_val_score
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import check_estimator
 
-from edgestream import ForestClassifier, OnlineGBDTClassifier, TreeClassifier, load_model, save_model
+from edgestream import ForestClassifier, OnlineGBDTClassifier, TreeClassifier, learners, load_model, save_model
 from edgestream.data import make_stream
+from edgestream.task import CLASSIFICATION, REGRESSION
 
 BATCH = [TreeClassifier(), ForestClassifier(n_trees=5), OnlineGBDTClassifier(n_estimators=10, max_leaves=8)]
 
+# Fewer trees than the defaults where the checks' many fits would take seconds; a learner not named here (a new
+# learner in the registry) is checked with its defaults.
+SMALL = {"forest": {"n_trees": 3}, "gbdt": {"n_estimators": 10, "max_leaves": 8}, "irf": {"n_trees": 3}}
+# The checks a fixed-point device learner cannot pass, and why (scikit-learn's expected_failed_checks: reported
+# as xfail, and the test fails if they start passing or another check fails).
+EXPECTED_FAILURES = {
+    "irf": {"check_classifiers_train": "a forest's probabilities are the mean of its trees' Q15 probabilities, as "
+                                       "the device computes them: a row's sum may differ from 1 by a few 2**-15, "
+                                       "beyond the check's 6 decimals"},
+}
+# Classifiers that take raw rows and quantize them in transform(): scikit-learn takes a learner with transform()
+# for a transformer (their base, BinnedOnlineLearner, is being reworked for their regression forms).
+BINNED_ONLINE = ("shrubs", "axgb")
 
-@pytest.mark.parametrize("estimator", BATCH, ids=lambda e: type(e).__name__)
-def test_check_estimator_passes_every_check(estimator):
-    results = check_estimator(estimator, on_fail=None)
+
+def check_every_check(name: str, task: str):
+    """check_estimator of the registry's ``task`` form of ``name``: every check passes but the expected failures."""
+    estimator = learners.get(name, task).make(task, **SMALL.get(name, {}))
+    expected = EXPECTED_FAILURES.get(name, {}) if task == CLASSIFICATION else {}
+    results = check_estimator(estimator, on_fail=None, expected_failed_checks=expected)
     assert len(results) > 50
-    assert [(r["check_name"], r["status"]) for r in results if r["status"] != "passed"] == []
+    assert {r["check_name"] for r in results if r["status"] == "xfail"} == set(expected)
+    assert [(r["check_name"], r["status"]) for r in results if r["status"] not in ("passed", "xfail")] == []
+    return estimator
+
+
+def registry(task: str) -> list:
+    """The trainable learners with a ``task`` form, the binned online ones marked as expected to fail (strict: the
+    test fails once they pass, so that the mark goes)."""
+    binned = pytest.mark.xfail(strict=True, raises=RuntimeError,
+                               reason="transform() makes scikit-learn take it for a transformer")
+    return [pytest.param(name, marks=binned) if name in BINNED_ONLINE else name for name in learners.for_task(task)]
+
+
+@pytest.mark.parametrize("name", registry(CLASSIFICATION))
+def test_every_classifier_passes_every_check(name):
+    """Every trainable classifier of the registry, batch and online, passes ``check_estimator`` with
+    ``ClassifierMixin`` (but the expected failures, each with its reason; the binned online learners not yet)."""
+    assert is_classifier(check_every_check(name, CLASSIFICATION))
+
+
+@pytest.mark.parametrize("name", registry(REGRESSION))
+def test_every_regressor_passes_every_check(name):
+    """Every trainable regressor of the registry (an imported one is not fitted by scikit-learn's rules: it comes
+    from ``edgestream import``) passes ``check_estimator`` with ``RegressorMixin``; the Hoeffding regressors declare
+    the ``poor_score`` tag (a leaf learns ``grace_period`` rows before it splits: the check's 200 rows make a tree
+    of few leaves). A regressor has no class probabilities."""
+    estimator = check_every_check(name, REGRESSION)
+    assert is_regressor(estimator) and not hasattr(estimator, "predict_proba")
 
 
 def frame(seed=0, n=400):

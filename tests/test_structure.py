@@ -49,7 +49,7 @@ def test_every_learner_is_complete(name):
     csrc = Path(str(resources.files("edgestream.csrc")))
     assert all((csrc / f"{module}.h").is_file() for module in spec.runtime)
     assert (Path(str(resources.files("edgestream.codegen"))) / spec.template).is_file()
-    params = set(spec.make(spec.tasks[0]).get_params())
+    params = set().union(*(spec.make(task).get_params() for task in spec.tasks))  # an option of one of its forms
     assert set(spec.ladder_params) <= params
     assert {option.param for option in spec.options} <= params
     if spec.state is not None:

@@ -12,7 +12,10 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
-from sklearn.base import RegressorMixin
+from sklearn.base import ClassifierMixin, RegressorMixin
+from sklearn.utils import Tags, TargetTags
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.multiclass import check_classification_targets
 
 from ..binning import BinMapper
 from ..engine import StateEngine
@@ -20,6 +23,7 @@ from ..ranges import Range
 from ..state import StateSpec
 from ..task import ANOMALY, CLASSIFICATION, REGRESSION, TargetScale, check_target, check_task, split_output
 from ..tree import MAX_CLASSES, Q15_ONE, check_features
+from .skbase import CheckedInput, CheckedTarget
 from .stream import StreamLearner
 
 
@@ -117,6 +121,11 @@ class Estimator:
         args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
         return f"{type(self).__name__}({args})"
 
+    def __sklearn_tags__(self) -> Tags:
+        """scikit-learn's default tags (as ``BaseEstimator`` has them), which its mixins build on."""
+        return Tags(estimator_type=None, target_tags=TargetTags(required=False), transformer_tags=None,
+                    regressor_tags=None, classifier_tags=None)
+
 
 def class_index(classes: np.ndarray, label) -> int:
     """Index of ``label`` among the sorted ``classes``; a label that is none of them gets an error listing them."""
@@ -165,6 +174,7 @@ class CompiledSteps(DeviceState):
 
     use_engine = True
     engine_state: tuple[str, ...] = ()
+    fitted_attributes: tuple[str, ...] = ()  # what ``fit`` drops to start over
     ready_attribute: str = ""
 
     def __getattr__(self, name):
@@ -203,6 +213,12 @@ class CompiledSteps(DeviceState):
     def _drop_engine(self) -> None:
         """Forget the engine (its state is replaced by the attributes'): ``reset`` calls it."""
         self.__dict__.pop("_state_engine", None)
+
+    def _forget(self) -> None:
+        """Drop the engine and what the learner learned (``fitted_attributes``): a new ``fit`` starts over."""
+        self._drop_engine()
+        for attribute in self.fitted_attributes:
+            self.__dict__.pop(attribute, None)
 
     def load_device_state(self, arrays: dict, counters: dict) -> None:
         """Continue from a device state (regions and counters as ``device_state()`` gives them, e.g. read from a
@@ -322,7 +338,6 @@ class OnlineStateLearner(StreamLearner, Estimator, CompiledSteps):
     state_arrays: tuple[str, ...] = ()
     missing_rule = REFUSED  # see missing_rule()
     ready_attribute: str = ""
-    fitted_attributes: tuple[str, ...] = ()
 
     def device_state(self) -> tuple[dict, dict] | None:
         """Flat arrays of every region (scratch zero) and the counters; None before ``start``."""
@@ -360,9 +375,7 @@ class OnlineStateLearner(StreamLearner, Estimator, CompiledSteps):
         return self
 
     def fit(self, X, y, classes=None):
-        self._drop_engine()
-        for attribute in self.fitted_attributes:
-            self.__dict__.pop(attribute, None)
+        self._forget()
         return self.partial_fit(X, y, classes)
 
     def predict_proba(self, X) -> np.ndarray:
@@ -388,21 +401,67 @@ class OnlineStateLearner(StreamLearner, Estimator, CompiledSteps):
         return float(np.mean(self.predict(X) == np.asarray(y)))
 
 
-class OnlineRegression(RegressorMixin):
+class OnlineClassification(ClassifierMixin, CheckedInput):
+    """scikit-learn's classifier protocol for an online learner whose whole state lives on the device, mixed in
+    before its shared base (:class:`OnlineStateLearner`, which learns and predicts): the input checks of ``fit``,
+    ``partial_fit``, ``predict`` and ``predict_proba`` (:class:`~edgestream.learners.skbase.CheckedInput`;
+    ``n_features_in_``, feature names), class labels only (a continuous target is refused), ``score`` is
+    accuracy."""
+
+    _fitted_attribute = "classes_"
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = missing_rule(self) != REFUSED
+        tags.classifier_tags.multi_class = True
+        return tags
+
+    def _validate_fit(self, X, y, reset: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        X, y = self._validate_rows(X, y, reset)
+        check_classification_targets(y)
+        return X, y
+
+    def partial_fit(self, X, y, classes=None):
+        X, y = self._validate_fit(X, y, reset=not self._started())
+        return super().partial_fit(X, y, classes)
+
+    def fit(self, X, y, classes=None):
+        X, y = self._validate_fit(X, y)
+        self._forget()
+        return super().partial_fit(X, y, classes)
+
+    def predict(self, X) -> np.ndarray:
+        return super().predict(self._validate_X(X))
+
+    def predict_proba(self, X) -> np.ndarray:
+        return super().predict_proba(self._validate_X(X))
+
+
+class OnlineRegression(RegressorMixin, CheckedTarget):
     """The regression task of an online learner (:mod:`edgestream.task`), mixed in before the learner's shared
     base: the target in the int16 codes of a :class:`~edgestream.task.TargetScale` fitted on the first rows when
     the learner starts (``target_``; ``saturated_`` counts the targets learned outside its range, saturated, never
     wrapped), the engine and the device learning codes and giving int32 raw outputs (``predict_raw``), decoded on
     the host (``predict``). River's regressor protocol (``learn_one(x, y: float)``, ``predict_one(x) -> float``)
-    comes from :class:`~edgestream.learners.stream.StreamLearner`, ``score`` (R²) from scikit-learn's
-    ``RegressorMixin``.
+    comes from :class:`~edgestream.learners.stream.StreamLearner`; scikit-learn's (``score`` is R², the input
+    checks of ``fit``, ``partial_fit`` and ``predict``, ``n_features_in_``; ``check_estimator`` passes) from
+    ``RegressorMixin`` and :class:`~edgestream.learners.skbase.CheckedTarget`. A regressor has no class
+    probabilities: ``predict_proba`` is not there (``hasattr`` is False).
 
-    The learner gives ``start(X_sample, y_sample)`` (which calls :meth:`set_target`), ``learn_encoded(x, code)``
-    and ``predict_encoded(X)`` (int32 raw outputs): its specification."""
+    The learner gives ``start(X_sample, y_sample)`` (which checks the parameters and calls :meth:`set_target`),
+    ``learn_encoded(x, code)`` and ``predict_encoded(X)`` (int32 raw outputs): its specification."""
 
     task = REGRESSION
     output_divisor = 1  # the raw output is the target code itself
     _output_attribute = "target_"
+    _fitted_attribute = "target_"
+    predict_proba = available_if(lambda model: False)(OnlineStateLearner.predict_proba)
+    predict_proba_row = available_if(lambda model: False)(OnlineStateLearner.predict_proba_row)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = missing_rule(self) != REFUSED
+        return tags
 
     def set_target(self, y_sample) -> None:
         """The target scale from the first rows' targets (:meth:`TargetScale.fit`); nothing saturated yet."""
@@ -435,8 +494,10 @@ class OnlineRegression(RegressorMixin):
 
     def partial_fit(self, X, y):
         """Learn rows in order; the first call starts on X and y (the input setup and the target scale)."""
-        X = self._input_rows(X)
-        check_target(y, len(X))
+        X, y = self._validate_fit(X, y, reset=not self._started())
+        return self._learn_rows(self._input_rows(X), y)
+
+    def _learn_rows(self, X: np.ndarray, y: np.ndarray):
         if not self._started():
             self.start(X, y)
         if self.use_engine:
@@ -447,10 +508,9 @@ class OnlineRegression(RegressorMixin):
         return self
 
     def fit(self, X, y):
-        self._drop_engine()
-        for attribute in self.fitted_attributes:
-            self.__dict__.pop(attribute, None)
-        return self.partial_fit(X, y)
+        X, y = self._validate_fit(X, y)
+        self._forget()
+        return self._learn_rows(self._input_rows(X), y)
 
     def predict_raw(self, X) -> np.ndarray:
         """int32 raw outputs, exactly as the device computes them."""
@@ -459,7 +519,8 @@ class OnlineRegression(RegressorMixin):
         return self.predict_encoded(X)
 
     def predict(self, X) -> np.ndarray:
-        return self.target_.decode(self.predict_raw(X), self.output_divisor)
+        raw = self.predict_raw(self._validate_X(X))
+        return self.target_.decode(raw, self.output_divisor)
 
     def predict_row(self, x) -> float:
         raw = self._engine_output_row(x) if self.use_engine else self.predict_encoded(np.asarray(x).reshape(1, -1))[0]
@@ -507,9 +568,7 @@ class OnlineAnomaly:
         return self
 
     def fit(self, X, y=None):
-        self._drop_engine()
-        for attribute in self.fitted_attributes:
-            self.__dict__.pop(attribute, None)
+        self._forget()
         return self.partial_fit(X)
 
     def test_then_train(self, X, y=None) -> np.ndarray:
@@ -592,6 +651,8 @@ class BinnedOnlineLearner(StreamLearner, CompiledSteps):
     :class:`~edgestream.learners.stream.StreamLearner`. A subclass has ``max_bins``, ``binning``, ``input_dtype`` and
     ``allow_missing``, keeps a ``window_bins`` region and implements ``reset`` and ``learn_bins``."""
 
+    fitted_attributes = ("bins_", "classes_", "window_bins")
+
     ready_attribute = "window_bins"
 
     @property
@@ -673,9 +734,7 @@ class BinnedOnlineLearner(StreamLearner, CompiledSteps):
         return self
 
     def fit(self, X, y, classes=None) -> "BinnedOnlineLearner":
-        self._drop_engine()
-        for attribute in ("bins_", "classes_", "window_bins"):
-            self.__dict__.pop(attribute, None)
+        self._forget()
         return self.partial_fit(X, y, classes)
 
     def start(self, X_sample, classes) -> "BinnedOnlineLearner":

@@ -88,7 +88,7 @@ from ..fixedpoint import softmax_q15
 from ..state import Field, RegionSpec, StateSpec
 from ..task import CLASSIFICATION, CODE_MAX, REGRESSION
 from ..tree import MAX_CLASSES
-from .base import (LearnerSpec, OnlineRegression, OnlineStateLearner, Option, check_integer, class_index,
+from .base import (LearnerSpec, OnlineClassification, OnlineRegression, OnlineStateLearner, Option, check_integer, class_index,
                    state_context, state_tables)
 
 F32 = np.float32
@@ -257,7 +257,6 @@ class OnlineBLS(OnlineStateLearner):
         self.regularization = regularization
         self.forgetting = forgetting
         self.seed = seed
-        self._check_params()
 
     # -- parameters and layout ---------------------------------------------------------------------------------
 
@@ -302,7 +301,9 @@ class OnlineBLS(OnlineStateLearner):
     # -- setup -----------------------------------------------------------------------------------------------
 
     def _start_inputs(self, X_sample) -> None:
-        """Fix the input standardization from a sample of the stream."""
+        """Check the parameters (when the learner starts, as scikit-learn's do: ``set_params`` may change them
+        before), then fix the input standardization from a sample of the stream."""
+        self._check_params()
         X = self._rows(X_sample)
         if len(X) == 0:
             raise ValueError("the standardization sample is empty")
@@ -450,14 +451,14 @@ class OnlineBLS(OnlineStateLearner):
             self.factor *= F32(0.5)
             self.factor[diagonal] = np.maximum(self.factor[diagonal], config["diag_floor"])
 
-    def decision_function(self, X) -> np.ndarray:
+    def readouts(self, X) -> np.ndarray:
         """float32 readouts (rows, outputs), as the device computes them."""
         self._check_ready()
         rows = self._rows(X)
         return np.array([self.scores(self.broad(row)) for row in rows], dtype=F32).reshape(len(rows), -1)
 
 
-class OnlineBLSClassifier(OnlineBLS):
+class OnlineBLSClassifier(OnlineClassification, OnlineBLS):
     """Online broad learning system: random feature and enhancement nodes, a ridge readout kept exact per sample
     through its Cholesky factor, learning on the device in fixed memory (see the module docstring).
 
@@ -529,13 +530,13 @@ class OnlineBLSClassifier(OnlineBLS):
     # -- prediction ------------------------------------------------------------------------------------------
 
     def predict_proba_q15(self, X) -> np.ndarray:
-        s = self.decision_function(X)
+        s = self.readouts(X)
         scaled = s * PROBA_SCALE  # NaN (a state overflowed to infinities) scores lowest, as on the device
         q10 = np.trunc(np.clip(np.where(np.isnan(scaled), -SCORE_LIMIT, scaled), -SCORE_LIMIT, SCORE_LIMIT)).astype(np.int32)
         return softmax_q15(q10)
 
     def predict_encoded(self, X) -> np.ndarray:
-        return np.argmax(self.decision_function(X), axis=1).astype(np.uint8)
+        return np.argmax(self.readouts(X), axis=1).astype(np.uint8)
 
 
 class OnlineBLSRegressor(OnlineRegression, OnlineBLS):
@@ -565,7 +566,7 @@ class OnlineBLSRegressor(OnlineRegression, OnlineBLS):
 
     def predict_encoded(self, X) -> np.ndarray:
         """int32 raw outputs: the readout rounded as the device rounds it (:func:`raw_output`)."""
-        return raw_output(self.decision_function(X)[:, 0])
+        return raw_output(self.readouts(X)[:, 0])
 
 
 BLS_LADDER = tuple({"feature_nodes": f, "enhancement_nodes": e} for f, e in (

@@ -421,7 +421,7 @@ class OnlineGBDTRegressor(RegressionPrediction, InPlaceGBDT, BatchRegressor):
     """Gradient-boosted trees of a number (squared loss) whose training rows can be added and deleted in place;
     parameters and methods as :class:`InPlaceGBDT`, and ``partial_fit``. The target is encoded by a
     :class:`edgestream.task.TargetScale` fitted at ``fit`` (``target_``; rows outside its range are saturated and
-    counted in ``saturated_``, at ``fit`` and ``add``; a loaded model counts from 0); the boosting starts from the
+    counted in ``saturated_``, at ``fit`` and ``add``; a model file keeps the count); the boosting starts from the
     mean code of the ``fit`` rows (``base_score_``, fixed afterwards as the bins are); a leaf is
     ``learning_rate * mean residual`` in int16 codes; the raw output is the int32 sum of the base and the leaves
     (``predict_raw``), decoded by ``target_``."""
@@ -465,8 +465,8 @@ class OnlineGBDTRegressor(RegressionPrediction, InPlaceGBDT, BatchRegressor):
         return np.array([self.base_score_], dtype=np.int32)
 
     def _restore_task(self, arrays: dict) -> tuple[int, int]:
-        """Sets ``n_scores_`` (1), ``base_score_`` from the stored ensemble and ``saturated_`` (not stored: 0);
-        returns the range of the stored codes."""
+        """Sets ``n_scores_`` (1), ``base_score_`` from the stored ensemble and ``saturated_`` (0 until the model
+        file's count is set); returns the range of the stored codes."""
         base = arrays["base_score"]
         if base.dtype != np.int32 or base.shape != (1,) or abs(int(base[0])) > CODE_MAX:
             raise ValueError(f"a regressor's base_score is one int32 code within ±{CODE_MAX}, got {base!r}")

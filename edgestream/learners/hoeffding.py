@@ -166,7 +166,7 @@ from ..fixedpoint import softmax_q15
 from ..state import Field, RegionSpec, StateSpec
 from ..task import CLASSIFICATION, REGRESSION
 from .bls import xorshift32
-from .base import WORK_PER_CALL, LearnerSpec, OnlineStateLearner, Option, check_integer, restore_regions, state_context, \
+from .base import WORK_PER_CALL, LearnerSpec, OnlineClassification, OnlineStateLearner, Option, check_integer, restore_regions, state_context, \
     state_tables
 
 F32 = np.float32
@@ -265,6 +265,7 @@ STATE = StateSpec(
         Field("exp_neg_lambda", "float", "exp(-lambda) of the Poisson weights; 0 = every tree learns every row"),
         Field("drift", "uint8_t", "drift threshold in standard deviations; 0 = no drift handling"),
         Field("work_per_call", "uint16_t", "units (candidates, adapted leaves) per learn call and tree; 0: whole"),
+        Field("linear", "uint8_t", "regression: 1 = linear leaves (leaf_linear), 0 = mean leaves"),
     ),
     counters=(
         Field("n_learned", "uint64_t", "rows learned"),
@@ -317,6 +318,9 @@ STATE = StateSpec(
         RegionSpec("leaf_sum", "leaves", "int32_t", _regressor(_slots), "slots, regression: sum of target codes"),
         RegionSpec("bin_n", "leaves", "uint32_t", _regressor(_bins), "slots x d x split_steps, regression: rows"),
         RegionSpec("bin_sum", "leaves", "int32_t", _regressor(_bins), "slots x d x split_steps, regression: codes"),
+        RegionSpec("leaf_linear", "leaves", "int32_t",
+                   lambda c: _slots(c) * (c["n_features"] + 2) if c["n_classes"] == 1 and c["linear"] else 1,
+                   "slots x (d + 2), linear leaves: d weights, the mean's and the linear model's running error"),
     ),
 )
 
@@ -562,7 +566,7 @@ class NodePool:
 
 
 
-class HoeffdingTreeClassifier(NodePool, OnlineStateLearner):
+class HoeffdingTreeClassifier(OnlineClassification, NodePool, OnlineStateLearner):
     """Hoeffding tree with class-conditional estimator propagation (HT+AE), learning on the device in a fixed node
     pool (see the module docstring); ``propagation=False`` is the plain Hoeffding tree.
 
@@ -605,7 +609,6 @@ class HoeffdingTreeClassifier(NodePool, OnlineStateLearner):
         self.var_smoothing = var_smoothing
         self.drift_threshold = drift_threshold
         self.work_per_call = work_per_call
-        self._check_params()
 
     # -- parameters and layout ---------------------------------------------------------------------------------
 
@@ -648,7 +651,7 @@ class HoeffdingTreeClassifier(NodePool, OnlineStateLearner):
             "split_steps": self.split_steps, "subspace": self.subspace(d), "seed": int(self.seed),
             "split_step": F32(1.0 / self.split_steps), "log_inv_delta": F32(math.log(1.0 / self.delta)),
             "tie": F32(self.tie_threshold), "exp_neg_lambda": F32(math.exp(-lam)) if lam > 0 else F32(0.0),
-            "drift": self.drift_threshold, "work_per_call": self.work_per_call,
+            "drift": self.drift_threshold, "work_per_call": self.work_per_call, "linear": 0,
         }
 
     def summary(self) -> str:
@@ -665,7 +668,9 @@ class HoeffdingTreeClassifier(NodePool, OnlineStateLearner):
 
     def start(self, X_sample, classes) -> "HoeffdingTreeClassifier":
         """Fix the variance floor from a sample of the stream and the class slots (see the module docstring), and
-        reset to a single empty leaf per tree."""
+        reset to a single empty leaf per tree; the parameters are checked first (when the learner starts, as
+        scikit-learn's are)."""
+        self._check_params()
         X = self._rows(X_sample)
         if len(X) == 0:
             raise ValueError("the start sample is empty")
@@ -1280,6 +1285,8 @@ OPTIONS = (
     Option("--drift-threshold", "drift_threshold", int, "standard deviations of a node's error rise that adapt its "
            f"subtree (1..{MAX_DRIFT}; 0: no drift handling)", "Z"),
     WORK_PER_CALL,
+    Option("--leaf-model", "leaf_model", str, "regression: a leaf's linear model once it errs less than its mean, or "
+           "the mean only", "MODEL", choices=("linear", "mean")),
 )
 
 HT_LADDER = tuple({"max_leaves": n} for n in (256, 128, 96, 64, 48, 32, 24, 16, 12, 8, 6, 4, 3, 2, 1))
@@ -1325,7 +1332,8 @@ def cost_terms(params: dict, n_features: int, n_classes: int, attempts: bool = T
     forest = "n_trees" in params
     trees, weight = params.get("n_trees", 1), params.get("bagging_lambda", 1.0)
     d, c, depth = n_features, n_classes, math.log2(params["max_leaves"]) + 1
-    model = (IncrementalRandomForest if forest else HoeffdingTreeClassifier)(**params)
+    shared = {key: value for key, value in params.items() if key != "leaf_model"}  # the subspace is the forms' same
+    model = (IncrementalRandomForest if forest else HoeffdingTreeClassifier)(**shared)
     units = model.subspace(d) * (params["split_steps"] - 1) + 1
     per_call = min(units, params.get("work_per_call", 0) or units)  # a regressor's attempts run whole
     grows = trees * (params["max_leaves"] > 1 and attempts)

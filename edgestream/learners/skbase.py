@@ -7,7 +7,9 @@ take them. ``fit`` records ``n_features_in_`` and, for a pandas DataFrame, ``fea
 refuses another number of features and columns renamed or reordered (a clear ``ValueError``, never a silent
 permutation); complex features and non-integer labels (a regression target) are refused with an error naming
 them. :class:`BatchRegressor` is the same for the regressors (``RegressorMixin``: ``score`` is R²), whose target
-must be one finite number per row. scikit-learn is a core dependency of edgestream.
+must be one finite number per row. The online regressors take the same checks (:class:`CheckedInput`,
+:class:`CheckedTarget`) without ``BaseEstimator``: their parameters, copies and pickles are their own
+(:class:`edgestream.learners.base.Estimator`). scikit-learn is a core dependency of edgestream.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from ..task import REGRESSION, check_target
 from ..tree import check_features
 
 
-class BatchEstimator(BaseEstimator):
+class CheckedInput:
     """scikit-learn's input checks for a learner with an ``input_dtype`` (float32: NaN is a missing value,
     infinities are values; int32/int16: integer features) and a fitted attribute ``_fitted_attribute``."""
 
@@ -36,9 +38,10 @@ class BatchEstimator(BaseEstimator):
     def _validate_dtype(self):
         return np.float64 if self.input_dtype == "float32" else None
 
-    def _validate_rows(self, X, y) -> tuple[np.ndarray, np.ndarray]:
-        """Features and targets for ``fit``: sets ``n_features_in_`` (and ``feature_names_in_`` for a DataFrame)."""
-        X, y = validate_data(self, X, y, dtype=self._validate_dtype(), ensure_all_finite=False,
+    def _validate_rows(self, X, y, reset: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        """Features and targets for ``fit`` (``reset``: sets ``n_features_in_``, and ``feature_names_in_`` for a
+        DataFrame) or for more learning (``reset`` False: checks them)."""
+        X, y = validate_data(self, X, y, reset=reset, dtype=self._validate_dtype(), ensure_all_finite=False,
                              accept_sparse=False)
         return check_features(X, dtype=self.input_dtype), y
 
@@ -48,13 +51,18 @@ class BatchEstimator(BaseEstimator):
         self._check_fitted()
         X = validate_data(self, X, reset=False, dtype=self._validate_dtype(), ensure_all_finite=False,
                           accept_sparse=False)
-        return check_features(X, self.n_features_in_, self.input_dtype)
+        # a model that did not learn through fit (a restored state, River's learn_one) checks its own count
+        return check_features(X, getattr(self, "n_features_in_", None), self.input_dtype)
 
     def _check_fitted(self):
         try:
             check_is_fitted(self, self._fitted_attribute)
         except Exception:
             raise NotFittedError(f"this {type(self).__name__} is not fitted yet; call fit(X, y) first") from None
+
+
+class BatchEstimator(CheckedInput, BaseEstimator):
+    """scikit-learn's estimator with the input checks of :class:`CheckedInput`."""
 
 
 class BatchClassifier(ClassifierMixin, BatchEstimator):
@@ -71,19 +79,22 @@ class BatchClassifier(ClassifierMixin, BatchEstimator):
         return X, y
 
 
-class BatchRegressor(RegressorMixin, BatchEstimator):
-    """scikit-learn's regressor protocol (``score`` is R², the regressor tags): one finite number per row."""
+class CheckedTarget(CheckedInput):
+    """The input checks and a regression target: one finite number per row."""
 
     task = REGRESSION
 
-    def _validate_fit(self, X, y) -> tuple[np.ndarray, np.ndarray]:
+    def _validate_fit(self, X, y, reset: bool = True) -> tuple[np.ndarray, np.ndarray]:
         if y is None:
             raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
         y = np.asarray(y)
         if y.ndim == 2:  # one column: scikit-learn's warning, then as a 1-D target
             y = column_or_1d(y, warn=True)
-        X, y = self._validate_rows(X, check_target(y))  # our message for text, NaN and infinities first
-        return X, y
+        return self._validate_rows(X, check_target(y), reset)  # our message for text, NaN and infinities first
+
+
+class BatchRegressor(RegressorMixin, CheckedTarget, BaseEstimator):
+    """scikit-learn's regressor protocol (``score`` is R², the regressor tags): one finite number per row."""
 
 
 def feature_names(model) -> list[str] | None:
@@ -92,4 +103,4 @@ def feature_names(model) -> list[str] | None:
     return None if names is None else [str(name) for name in names]
 
 
-__all__ = ["BatchClassifier", "BatchEstimator", "BatchRegressor", "feature_names"]
+__all__ = ["BatchClassifier", "BatchEstimator", "BatchRegressor", "CheckedInput", "CheckedTarget", "feature_names"]
