@@ -12,7 +12,8 @@ fitted on; learners that run the same C code share one model). A term may depend
 configuration (a Hoeffding tree's full node pool attempts no split): the calibration fits what its counted
 calls did, and a prediction takes the learner's default, the costlier case. On AVR the counts are CPU cycles
 (the harness's Timer1 under simavr), which is what a sample rate needs. An AVR5 core (ATmega328P) takes the AVR6 core's model: it runs the same instructions, its calls and returns
-one cycle faster (2-byte return addresses), so the AVR6 figures bound it from above. A core without a
+one cycle faster (2-byte return addresses), so the AVR6 figures bound it from above. The RISC-V cores have no
+FPU (soft float, as Cortex-M0); an RV32IMAC core takes the RV32IMC model, whose code it runs unchanged. A core without a
 calibration gets no prediction, never a guess.
 """
 
@@ -28,7 +29,9 @@ import numpy as np
 
 COEFFICIENTS_FILE = Path(__file__).with_name("cost_models.json")
 QUANTITIES = ("predict_mean", "predict_worst", "learn_mean", "learn_worst")
-BOUNDED_BY = {"avr5": "avr6"}  # a core whose counts the other core's model bounds from above
+# A core without its own calibration whose counts another core's model gives: an AVR5 core's it bounds from above;
+# an RV32IMAC core runs the very instructions compiled for RV32IMC (the runtime uses no atomics), so equal counts
+BOUNDED_BY = {"avr5": "avr6", "rv32imac": "rv32imc"}
 
 
 class CostTerms(NamedTuple):
