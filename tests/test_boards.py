@@ -131,10 +131,10 @@ def edit(path: Path, pattern: str, replacement: str) -> Path:
     (r"^source = .*$", "", "missing field 'energy.source'"),
     (r"^arch = .*$", 'arch = "armv9-m"', "field 'arch' must be one of armv6-m, .*rv32imac, got 'armv9-m'"),
     (r"^arch = .*$", 'arch = "armv7e-m"\nabi = "ilp32"', "field 'abi' applies to RISC-V boards only"),
-    (r"^ram_bytes = .*$", "ram_bytes = 256", "field 'ram_bytes' must be at least the runtime's minimum of 512 bytes, "
-                                             "got 256"),
-    (r"^flash_bytes = .*$", "flash_bytes = 4096", "field 'flash_bytes' must be at least the runtime's minimum of "
-                                                  "8,192 bytes, got 4,096"),
+    (r"^ram_bytes = .*$", "ram_bytes = 100", "field 'ram_bytes' must be at least the runtime's minimum of 128 bytes, "
+                                             "got 100"),
+    (r"^flash_bytes = .*$", "flash_bytes = 2047", "field 'flash_bytes' must be at least the runtime's minimum of "
+                                                  "2,048 bytes, got 2,047"),
 ])
 def test_malformed_board_files_name_the_file_and_the_field(user_board, pattern, replacement, message):
     edit(user_board, pattern, replacement)
@@ -149,7 +149,7 @@ def test_malformed_board_files_name_the_file_and_the_field(user_board, pattern, 
     (r"^abi = .*$", "", "field 'abi' must be one of ilp32 for RISC-V, got ''"),
     (r'^arch = "rv32imac"', 'arch = "rv32imc"', r"field 'toolchain.cflags' must hold -march=rv32imc \(the board's arch "
                                                 r"and abi\)"),
-    (r"^ram_bytes = .*$", "ram_bytes = 500", "field 'ram_bytes' must be at least the runtime's minimum of 512"),
+    (r"^flash_bytes = .*$", "flash_bytes = 1024", "field 'flash_bytes' must be at least the runtime's minimum of 2,048"),
 ])
 def test_malformed_risc_v_profiles_name_the_field_and_the_limit(tmp_path, pattern, replacement, message):
     path = tmp_path / "mine.toml"
