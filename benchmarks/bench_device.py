@@ -507,6 +507,7 @@ FOOTNOTES = [
 
 
 def main(argv=None) -> int:
+    global CORES, LEARN_BOARDS, MEMORY_BOARD  # --boards narrows them
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print the rows as JSON instead of the tables")
     parser.add_argument("--rows", type=int, default=ROWS, help="digits test rows per predict-only run")
@@ -522,7 +523,6 @@ def main(argv=None) -> int:
                         "Table 3 on the first of them (default: all, and AVR; Table 3 on stm32f411)")
     args = parser.parse_args(argv)
     if args.boards:  # before the worker pool forks, as the flags below
-        global CORES, LEARN_BOARDS, MEMORY_BOARD
         CORES = {board: core for board, core in CORES.items() if board in args.boards}
         LEARN_BOARDS = {board: core for board, core in LEARN_BOARDS.items() if board in args.boards}
         MEMORY_BOARD = args.boards[0]
