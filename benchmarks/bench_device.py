@@ -104,7 +104,7 @@ EMLEARN_NAME = "eml_model"  # emlearn.convert(...).save(name=...) in bench_found
 LEARN_RAM = 8 * 1024
 LEARN_BOARDS = {"stm32f411": "Cortex-M4F", "rp2040": "Cortex-M0", "esp32c3": "RV32IMC",
                 "atmega2560": "AVR"}  # board -> its core
-ONLINE = [spec.name for spec in learners.REGISTRY.values() if spec.online]
+ONLINE = [spec.name for spec in learners.REGISTRY.values() if spec.online and spec.cls is not None]  # classifiers
 # besides every learner's plan as is: the shrubs as the budget's search chooses them on SEA (a new shrub every 4
 # samples, 1 burn-in step: the learn step's cost is amortized, and spread over the calls at the automatic
 # work_per_call)
