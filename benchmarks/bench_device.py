@@ -1,17 +1,20 @@
-"""Benchmark: instructions per call on emulated Cortex-M cores, and the budget's memory prediction against the ELF.
+"""Benchmark: instructions per call on emulated Cortex-M and RISC-V cores, and the budget's memory prediction against
+the ELF.
 
 Run from the repository root::
 
     .venv/bin/python benchmarks/bench_device.py [--json] [--rows N] [--learn-steps N] [--chunk N] [--out DIR]
-        [--learners NAME ...]
+        [--learners NAME ...] [--boards BOARD ...]
 
-``--learners`` runs Table 2 (and Table 3's rows of those learners) alone, for the online learners named.
+``--learners`` runs Table 2 (and Table 3's rows of those learners) alone, for the online learners named;
+``--boards`` runs Tables 1 and 2 on the boards named alone (e.g. ``--boards esp32c3``: the RISC-V columns).
 
 **Table 1, executed instructions per call.** QEMU runs each firmware with ``-singlestep -d exec,nochain`` and
 :func:`edgestream.targets.count_instructions` attributes every logged instruction to the API call it belongs to
 (from the entry of the call's function to the return into the harness, callees included): the counts are exact
-and deterministic. Two cores: Cortex-M4F (board ``stm32f411``, run on QEMU's mps2-an386) and Cortex-M0 (board
-``rp2040``: ARMv6-M code built for the Cortex-M0+, run on QEMU's micro:bit, a Cortex-M0).
+and deterministic. Three cores: Cortex-M4F (board ``stm32f411``, run on QEMU's mps2-an386), Cortex-M0 (board
+``rp2040``: ARMv6-M code built for the Cortex-M0+, run on QEMU's micro:bit, a Cortex-M0) and RISC-V RV32IMC
+(board ``esp32c3``, run on QEMU's virt; the RV32IMAC boards ``gd32vf103`` and ``fe310`` run the same instructions).
 
 * edgestream's depth-8 tree and 10-tree depth-8 forest, trained on scikit-learn's digits as in
   ``bench_foundation.py`` (same models, same split); the first ``--rows`` test rows go through ``targets.run``.
@@ -24,7 +27,7 @@ and deterministic. Two cores: Cortex-M4F (board ``stm32f411``, run on QEMU's mps
   is counted from its own input type (edgestream's count includes quantizing float32 features to bins).
 
 **Table 2, every online learner learning on the device.** Each online learner as the budget manager plans it for
-8 KiB of RAM on ``stm32f411``, ``rp2040`` and ``atmega2560`` (each board its own plan), on the built-in SEA stream
+8 KiB of RAM on ``stm32f411``, ``rp2040``, ``esp32c3`` and ``atmega2560`` (each board its own plan), on the built-in SEA stream
 (``make_stream("sea", STREAM_ROWS, seed=1)``, started on its first rows as the CLI does). Python learns the rows
 the calibration learns (``calibrate_cost.warmup_rows``: windows and ensembles full, trees grown), then the device test-then-trains the next rows
 (``calibrate_cost.STEPS`` per learner, enough for several of its expensive steps, or ``--learn-steps``) in chunks
@@ -90,7 +93,7 @@ from edgestream.costs import call_cost, coefficients
 from edgestream.parity import compare_sizes
 from edgestream.train import start_online
 
-CORES = {"stm32f411": "Cortex-M4F", "rp2040": "Cortex-M0"}  # board -> the core its emulator runs
+CORES = {"stm32f411": "Cortex-M4F", "rp2040": "Cortex-M0", "esp32c3": "RV32IMC"}  # board -> the core it runs
 MEMORY_BOARD, SMALL_BOARD = "stm32f411", "atmega328p"
 # Half of the Uno's 2 KiB and 16 bins: avr-gcc copies the const tables to RAM too (the budget counts them), and
 # the harness and the C library need the rest.
@@ -99,8 +102,9 @@ ROWS = 50  # digits test rows per predict-only run
 EMLEARN = ("emlearn loadable int16 hard vote", "emlearn inline float hard vote")
 EMLEARN_NAME = "eml_model"  # emlearn.convert(...).save(name=...) in bench_foundation: eml_model_predict
 LEARN_RAM = 8 * 1024
-LEARN_BOARDS = {"stm32f411": "Cortex-M4F", "rp2040": "Cortex-M0", "atmega2560": "AVR"}  # board -> its core
-ONLINE = [spec.name for spec in learners.REGISTRY.values() if spec.online]
+LEARN_BOARDS = {"stm32f411": "Cortex-M4F", "rp2040": "Cortex-M0", "esp32c3": "RV32IMC",
+                "atmega2560": "AVR"}  # board -> its core
+ONLINE = [spec.name for spec in learners.REGISTRY.values() if spec.online and spec.cls is not None]  # classifiers
 # besides every learner's plan as is: the shrubs as the budget's search chooses them on SEA (a new shrub every 4
 # samples, 1 burn-in step: the learn step's cost is amortized, and spread over the calls at the automatic
 # work_per_call)
@@ -503,6 +507,7 @@ FOOTNOTES = [
 
 
 def main(argv=None) -> int:
+    global CORES, LEARN_BOARDS, MEMORY_BOARD  # --boards narrows them
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print the rows as JSON instead of the tables")
     parser.add_argument("--rows", type=int, default=ROWS, help="digits test rows per predict-only run")
@@ -514,7 +519,13 @@ def main(argv=None) -> int:
                         help="optimization level of every firmware, edgestream's and emlearn's (default Os)")
     parser.add_argument("--learners", nargs="+", choices=ONLINE, help="Table 2 (and their memory rows) alone, for "
                         "these online learners")
+    parser.add_argument("--boards", nargs="+", choices=list(CORES), help="Tables 1 and 2 on these boards alone, "
+                        "Table 3 on the first of them (default: all, and AVR; Table 3 on stm32f411)")
     args = parser.parse_args(argv)
+    if args.boards:  # before the worker pool forks, as the flags below
+        CORES = {board: core for board, core in CORES.items() if board in args.boards}
+        LEARN_BOARDS = {board: core for board, core in LEARN_BOARDS.items() if board in args.boards}
+        MEMORY_BOARD = args.boards[0]
     # before the worker pool forks, so every build and run uses the same flags
     targets.COMPILE_FLAGS = tuple(f"-{args.opt}" if flag in ("-Os", "-O2") else flag for flag in targets.COMPILE_FLAGS)
     start = time.perf_counter()

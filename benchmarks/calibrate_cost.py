@@ -14,7 +14,8 @@ learns ``WARMUP`` rows (bin edges or input scaling from the first ones, as ``fit
 fill its ensemble, :func:`warmup_rows`), the model is exported and the emulator test-then-trains the next
 ``--steps`` rows (``STEPS`` per learner by default: enough for a few of its expensive steps, and whole periods of
 shrubs' ``update_every``) on Cortex-M4F (``stm32f411``, QEMU's mps2-an386), Cortex-M0 (``rp2040``'s code on QEMU's
-micro:bit) and AVR6 (``atmega2560`` under simavr), counting every predict and learn call
+micro:bit), AVR6 (``atmega2560`` under simavr) and RISC-V RV32IMC (``esp32c3``'s code on QEMU's virt; the RV32IMAC
+boards run the same instructions), counting every predict and learn call
 (``targets.run(..., instructions=True)``: instructions from QEMU's log, CPU cycles from the AVR harness's Timer1).
 
 Where a run's work depends on more than its configuration, the counted rows are replayed in the specification
@@ -60,7 +61,7 @@ from edgestream.learners.hst import HISTOGRAM_BINS
 from edgestream.online import start_online
 from edgestream.task import ANOMALY
 
-CORES = {"armv7e-m": "stm32f411", "armv6-m": "rp2040", "avr6": "atmega2560"}
+CORES = {"armv7e-m": "stm32f411", "armv6-m": "rp2040", "avr6": "atmega2560", "rv32imc": "esp32c3"}
 STREAMS = (("sea", {}), ("hyperplane", {}), ("blobs", {"n_features": 6, "n_classes": 4}))
 CONFIGS_PER_LEARNER = 20
 # Beyond the evenly spread configurations: sizes the budget plans whose terms the spread leaves far outside its own
@@ -395,9 +396,10 @@ def main(argv=None) -> int:
     fitted = fit(rows)
     report(rows, fitted)
     if args.write:
-        kept = {name: cores for name, cores in json.loads(COEFFICIENTS_FILE.read_text()).items()
-                if name not in fitted} if COEFFICIENTS_FILE.exists() else {}
-        COEFFICIENTS_FILE.write_text(json.dumps({**kept, **fitted}, indent=1, sort_keys=True) + "\n")
+        stored = json.loads(COEFFICIENTS_FILE.read_text()) if COEFFICIENTS_FILE.exists() else {}
+        for name, cores in fitted.items():  # the cores not counted now keep their coefficients
+            stored.setdefault(name, {}).update(cores)
+        COEFFICIENTS_FILE.write_text(json.dumps(stored, indent=1, sort_keys=True) + "\n")
         print(f"\nwrote {COEFFICIENTS_FILE}")
     return 0
 

@@ -3,8 +3,11 @@
 A profile is a TOML file; the built-in ones live in ``boards/`` (installed as ``edgestream.board_profiles``) and a
 user can pass the path of their own. Fields (``?`` = optional):
 
-* ``name``, ``description``, ``cpu``, ``arch``, ``ram_bytes``, ``flash_bytes?`` (absent for boards that load
-  programs from a disk), ``clock_hz``, ``fpu``, ``io``: how the firmware harness reads rows and writes results:
+* ``name``, ``description``, ``cpu``, ``arch`` (the instruction set, one of :data:`ARCHES`), ``abi?`` (RISC-V
+  only, and required there: the calling convention, one of :data:`RISCV_ABIS`; the compiler's ``-march`` and
+  ``-mabi`` must say the same), ``ram_bytes``, ``flash_bytes?`` (absent for boards that load programs from a disk;
+  both at least the runtime's minimum, :data:`MIN_RAM_BYTES` and :data:`MIN_FLASH_BYTES`), ``clock_hz``, ``fpu``,
+  ``source?`` (the datasheet the figures come from), ``io``: how the firmware harness reads rows and writes results:
   ``"semihosting"`` (bare metal under QEMU), ``"stdio"`` (Linux), ``"uart"`` (AVR under simavr: the rows built
   into the firmware's flash, the results written to USART0 as text) or ``"none"`` (builds only);
 * ``[toolchain]``: ``cc``, ``size``, ``nm``, ``readelf``, ``objdump``, ``cflags``, ``ldflags``, ``packages`` (the
@@ -34,6 +37,13 @@ from pathlib import Path
 import tomllib
 
 IO_KINDS = ("semihosting", "stdio", "uart", "none")
+ARCHES = ("armv6-m", "armv7e-m", "armv6", "armv8-a", "avr5", "avr6", "rv32imc", "rv32imac")
+RISCV_ABIS = ("ilp32",)  # integer registers only: the runtime's float32 is soft float, as on Cortex-M0
+# The least RAM and flash a profile may offer: what the runtime's smallest firmware takes, rounded up (a frozen
+# depth-1 tree's bundle and the one-row harness, linked for the ATmega328P: 1,472 bytes of flash, 114 of RAM with
+# its deepest stack)
+MIN_RAM_BYTES = 128
+MIN_FLASH_BYTES = 2048
 EMULATOR_KINDS = ("qemu-system", "qemu-user", "simavr")
 
 
@@ -129,6 +139,8 @@ class Board:
     io: str
     toolchain: Toolchain
     flash_bytes: int | None = None
+    abi: str = ""
+    source: str = ""
     link: Link | None = None
     emulator: Emulator | None = None
     energy: Energy | None = None
@@ -196,6 +208,10 @@ def check(board: Board, path: Path) -> None:
     for key in ("ram_bytes", "flash_bytes", "clock_hz"):
         if getattr(board, key) is not None and getattr(board, key) <= 0:
             fail(key, f"must be positive, got {getattr(board, key)}")
+    for key, least in (("ram_bytes", MIN_RAM_BYTES), ("flash_bytes", MIN_FLASH_BYTES)):
+        if getattr(board, key) is not None and getattr(board, key) < least:
+            fail(key, f"must be at least the runtime's minimum of {least:,} bytes, got {getattr(board, key):,}")
+    check_instruction_set(board, fail)
     for key in ("active_current_ma", "supply_voltage"):
         if board.energy is not None and not getattr(board.energy, key) > 0:
             fail(f"energy.{key}", f"must be positive, got {getattr(board.energy, key)}")
@@ -222,6 +238,21 @@ def check(board: Board, path: Path) -> None:
     if board.io == "semihosting":
         if emulator.link is None or None in (emulator.link.flash_size, emulator.link.ram_size):
             fail("emulator.link", "needs flash, flash_size, ram and ram_size for semihosting boards")
+
+
+def check_instruction_set(board: Board, fail) -> None:
+    """A known ``arch``; on RISC-V a known ``abi`` that the compiler flags select (elsewhere none)."""
+    if board.arch not in ARCHES:
+        fail("arch", f"must be one of {', '.join(ARCHES)}, got {board.arch!r}")
+    if not board.arch.startswith("rv"):
+        if board.abi:
+            fail("abi", f"applies to RISC-V boards only, got {board.abi!r} with arch {board.arch!r}")
+        return
+    if board.abi not in RISCV_ABIS:
+        fail("abi", f"must be one of {', '.join(RISCV_ABIS)} for RISC-V, got {board.abi!r}")
+    for flag in (f"-march={board.arch}", f"-mabi={board.abi}"):
+        if flag not in board.toolchain.cflags:
+            fail("toolchain.cflags", f"must hold {flag} (the board's arch and abi), got {list(board.toolchain.cflags)}")
 
 
 def parse(cls, table, path: Path, prefix: str = ""):

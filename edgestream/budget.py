@@ -271,13 +271,14 @@ class Runtime:
 
 # Per board architecture family: (frame alignment, the most a function saves besides its locals: callee-saved
 # registers and the return address). ARM: r4-r11 and lr; AVR: r2-r17, r28-r29 and a 3-byte return address;
-# AArch64: x19-x30 and d8-d15.
-FRAME_BOUNDS = {"avr": (1, 21), "armv8-a": (16, 160), "arm": (8, 36)}
+# AArch64: x19-x30 and d8-d15; RV32 (ilp32, 16-byte aligned stack): s0-s11 and ra.
+FRAME_BOUNDS = {"avr": (1, 21), "armv8-a": (16, 160), "arm": (8, 36), "riscv": (16, 52)}
 
 
 def wrapper_frame_bytes(board, n_features: int, n_classes: int) -> int:
     """An upper bound of a generated wrapper's stack frame on ``board``."""
-    family = "avr" if is_avr(board) else board.arch if board.arch in FRAME_BOUNDS else "arm"
+    family = ("avr" if is_avr(board) else "riscv" if board.arch.startswith("rv") else
+              board.arch if board.arch in FRAME_BOUNDS else "arm")
     align, saved = FRAME_BOUNDS[family]
     return -(-(wrapper_stack_bytes(n_features, n_classes) + saved) // align) * align
 

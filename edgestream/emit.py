@@ -8,11 +8,12 @@ import jinja2
 import numpy as np
 
 SOURCE_DIR = "src"  # the C sources and headers of a bundle (an Arduino/PlatformIO library's src/)
-# A bundle is at once a Make/CMake project, an Arduino and PlatformIO library and a Zephyr module.
+# A bundle is at once a Make/CMake project, an Arduino and PlatformIO library, a Zephyr module and an ESP-IDF component.
 TEMPLATES = {
     "src/{name}.h": "model.h.j2",
     "extras/main.c": "main.c.j2",
     "extras/arm-none-eabi.cmake": "toolchain_arm.cmake.j2",
+    "extras/riscv64-unknown-elf.cmake": "toolchain_riscv.cmake.j2",
     "Makefile": "Makefile.j2",
     "CMakeLists.txt": "CMakeLists.txt.j2",
     "library.properties": "library.properties.j2",
@@ -21,6 +22,7 @@ TEMPLATES = {
     "zephyr/module.yml": "zephyr_module.yml.j2",
     "zephyr/CMakeLists.txt": "zephyr_CMakeLists.txt.j2",
     "zephyr/Kconfig": "zephyr_Kconfig.j2",
+    "idf_component.yml": "idf_component.yml.j2",
 }
 C_TYPES = {"float32": "float", "int32": "int32_t", "int16": "int16_t"}
 VALUES_PER_LINE = 12

@@ -15,7 +15,9 @@ Layout (format 3): the C runtime, model tables and public header in ``src/``; ``
 ``CMakeLists.txt`` whose default target is the static library only (the host example ``extras/main.c`` is the
 separate target ``example`` / ``<name>_example``); ``library.properties`` and ``examples/<name>/<name>.ino`` (an
 Arduino library), ``library.json`` (a PlatformIO library), ``zephyr/module.yml`` with its ``CMakeLists.txt`` and
-``Kconfig`` (a Zephyr module), and ``extras/arm-none-eabi.cmake`` (a CMake toolchain file for Cortex-M).
+``Kconfig`` (a Zephyr module), ``idf_component.yml`` (with ``CMakeLists.txt``'s ``ESP_PLATFORM`` branch, an ESP-IDF
+component), and ``extras/arm-none-eabi.cmake`` and ``extras/riscv64-unknown-elf.cmake`` (CMake toolchain files for
+Cortex-M and RISC-V).
 
 Crash-safe: a bundle is written in a temporary directory beside the target and takes its place in one step, so a
 kill at any moment leaves the complete old or the complete new bundle; no stale generated file survives an export,

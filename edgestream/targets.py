@@ -378,6 +378,7 @@ def stack_usage(directory: Path, symbols=None) -> list[StackUsage]:
 FUNCTION_LINE = re.compile(r"^[0-9a-f]+ <([^>]+)>:$")
 INSTRUCTION_LINE = re.compile(r"^\s*[0-9a-f]+:\t")
 REFERENCE = re.compile(r"<([^>+]+)>")
+LOCAL_LABEL = ".L"  # GNU as names its local labels .L...
 RELOCATION_LINE = re.compile(r"^\s*[0-9a-f]+: R_\w+\s+(?:\.(?:text|rodata|progmem\.data|data|bss)\.)?([A-Za-z_][\w.]*)")
 
 
@@ -385,15 +386,16 @@ def call_graph(disassembly: str) -> dict[str, set[str]]:
     """Function -> functions it calls or jumps to, from ``objdump -dr`` of a linked ELF (``<symbol>`` operands;
     branches inside a function read ``<symbol+offset>``) or of an object compiled with -ffunction-sections, whose
     calls are relocations (against the callee or its section ``.text.<callee>``; the constant tables a function
-    reads appear the same way, ``.rodata.<table>``)."""
+    reads appear the same way, ``.rodata.<table>``). RISC-V objects keep the local labels their branches are
+    relocated against (``<.L4>:``): those lines and references stay within the enclosing function."""
     calls, current = {}, None
     for line in disassembly.splitlines():
-        if match := FUNCTION_LINE.match(line):
+        if (match := FUNCTION_LINE.match(line)) and not match[1].startswith(LOCAL_LABEL):
             current = calls.setdefault(match[1], set())
         elif current is not None and (match := RELOCATION_LINE.match(line)):
             current.add(match[1])
         elif current is not None and INSTRUCTION_LINE.match(line):
-            current.update(REFERENCE.findall(line))
+            current.update(name for name in REFERENCE.findall(line) if not name.startswith(LOCAL_LABEL))
     for function, callees in calls.items():
         callees.discard(function)
     return calls

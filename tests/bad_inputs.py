@@ -230,6 +230,13 @@ SECTIONS: dict[str, list[Case]] = {
         c(f"{FIT} --ram 8KiB --board bad_board.toml", 2,
           "board file bad_board.toml: field 'ram_bytes' must be positive, got -1"),
         c(f"{FIT} --ram 8KiB --board not_toml.toml", 2, "board file not_toml.toml is not valid TOML"),
+        c(f"{FIT} --ram 8KiB --board bad_isa.toml", 2,
+          "board file bad_isa.toml: field 'arch' must be one of armv6-m, armv7e-m, armv6, armv8-a, avr5, avr6, "
+          "rv32imc, rv32imac, got 'rv32gc'"),
+        c(f"{FIT} --ram 8KiB --board bad_abi.toml", 2,
+          "board file bad_abi.toml: field 'abi' must be one of ilp32 for RISC-V, got 'ilp32d'"),
+        c(f"{FIT} --ram 8KiB --board tiny_ram.toml", 2,
+          "board file tiny_ram.toml: field 'ram_bytes' must be at least the runtime's minimum of 128 bytes, got 64"),
         c(f"{FIT} --learner shrubs --ram 4KiB --board atmega328p", 2,
           "a RAM budget of 4,096 bytes exceeds atmega328p's 2,048 bytes"),
         c(f"{FIT} --learner shrubs --ram 8KiB --workers 0", 2,
@@ -312,6 +319,9 @@ SECTIONS: dict[str, list[Case]] = {
         c(f"{SIM.format('tree_b')} --target qemu --board no_io.toml", 2,
           "board stm32f411 has no emulated file I/O; it can be built, not run (boards that run: atmega2560, atmega328p"),
         c(f"{SIM.format('tree_b')} --target qemu --board nope", 2, "unknown board 'nope'"),
+        c(f"{SIM.format('tree_b')} --target qemu --board no_qemu.toml", 1,
+          "no-qemu-system-riscv32 (needed for board esp32c3) is not installed; install the Debian package(s) "
+          "qemu-system-misc"),
         c(f"{SIM.format('tree_b')} --target qemu --board unknown_field.toml", 2,
           "board file unknown_field.toml: unknown field 'speed'"),
         c(f"{SIM.format('tree_b')} --board stm32f411", 2, "--board applies to --target qemu only"),
@@ -571,6 +581,10 @@ TEXT_FILES = {
     "not_toml.toml": "name = [unclosed\n",
     "unknown_field.toml": "",  # made from a built-in profile in prepare()
     "no_io.toml": "",  # made from a built-in profile in prepare()
+    "bad_isa.toml": "",  # made from a built-in profile in prepare()
+    "bad_abi.toml": "",  # made from a built-in profile in prepare()
+    "tiny_ram.toml": "",  # made from a built-in profile in prepare()
+    "no_qemu.toml": "",  # made from a built-in profile in prepare()
 }
 BINARY_FILES = {"binary.csv": b"f0,label\n\xff\xfe1,0\n2,1\n", "empty.img": b""}
 
@@ -595,6 +609,9 @@ FILE_NOTES = {
     "user_project": "a folder with the user's own Makefile",
     "bad_board.toml, unknown_field.toml": "stm32f411's profile with ram_bytes = -1; with an unknown field speed",
     "no_io.toml": "stm32f411's profile with io = \"none\" (a board that can be built, not run)",
+    "bad_isa.toml, bad_abi.toml, tiny_ram.toml": "gd32vf103's profile with arch = \"rv32gc\"; with abi = \"ilp32d\"; "
+                                                 "with ram_bytes = 64",
+    "no_qemu.toml": "esp32c3's profile whose emulator command is no-qemu-system-riscv32 (QEMU not installed)",
     "forest.joblib, regressor.joblib, logistic.joblib": "scikit-learn models fitted on good.csv, saved with joblib: a "
                                                         "random forest, a regression tree, a logistic regression",
     "quantile.joblib, poisson.joblib": "scikit-learn regressors fitted on good.csv: gradient boosting of the quantile "
@@ -678,6 +695,12 @@ def prepare(directory: Path) -> Path:
     (d / "bad_board.toml").write_text(profile.replace("ram_bytes = ", "ram_bytes = -1 #", 1))
     (d / "unknown_field.toml").write_text("speed = 3\n" + profile)
     (d / "no_io.toml").write_text(profile.replace('io = "semihosting"', 'io = "none"', 1))
+    risc_v = (boards_dir() / "gd32vf103.toml").read_text()
+    (d / "bad_isa.toml").write_text(risc_v.replace('arch = "rv32imac"', 'arch = "rv32gc"', 1))
+    (d / "bad_abi.toml").write_text(risc_v.replace('abi = "ilp32"', 'abi = "ilp32d"', 1))
+    (d / "tiny_ram.toml").write_text(risc_v.replace("ram_bytes = 32768", "ram_bytes = 64", 1))
+    (d / "no_qemu.toml").write_text((boards_dir() / "esp32c3.toml").read_text().replace(
+        'command = "qemu-system-riscv32"', 'command = "no-qemu-system-riscv32"', 1))
 
     tree = learners.get("tree").make(max_depth=4).fit(X, y)
     shrubs = learners.get("shrubs").make(window_size=32, max_shrubs=4, max_depth=3)

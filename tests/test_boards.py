@@ -7,7 +7,8 @@ import pytest
 
 from edgestream.boards import Board, BoardError, Link, board_names, boards_dir, list_boards, load_board
 
-REQUIRED = {"rp2040", "stm32f411", "nrf52840", "stm32h743", "atmega328p", "rpi-zero", "rpi4"}
+REQUIRED = {"rp2040", "stm32f411", "nrf52840", "stm32h743", "atmega328p", "rpi-zero", "rpi4", "esp32c3", "gd32vf103",
+            "fe310"}
 
 
 def test_every_required_board_is_built_in():
@@ -23,6 +24,23 @@ def test_built_in_boards_are_complete(name):
     if board.io == "semihosting":  # linked with picolibc at the chip's map; runs at the emulated machine's
         assert board.link.flash_size == board.flash_bytes and board.link.ram_size == board.ram_bytes
         assert board.emulator.kind == "qemu-system" and board.emulator.link.ram_size
+
+
+@pytest.mark.parametrize("name, arch, ram, flash, clock, machine", [
+    ("esp32c3", "rv32imc", 384 * 1024, 4 * 1024 * 1024, 160_000_000, "virt"),
+    ("gd32vf103", "rv32imac", 32 * 1024, 128 * 1024, 108_000_000, "virt"),
+    ("fe310", "rv32imac", 16 * 1024, 4 * 1024 * 1024 - 64 * 1024, 320_000_000, "sifive_e"),
+])
+def test_risc_v_profiles_are_cited_and_emulated_within_their_memory(name, arch, ram, flash, clock, machine):
+    """A RISC-V profile's figures come from its datasheet; the emulated machine's link holds the profile's RAM and
+    flash (virt has 128 MiB: the linker script, not the machine, enforces the chip's sizes)."""
+    board = load_board(name)
+    assert (board.arch, board.abi, board.ram_bytes, board.flash_bytes, board.clock_hz, board.fpu) == (
+        arch, "ilp32", ram, flash, clock, False)
+    assert "atasheet" in board.source and (board.emulator.command, board.emulator.machine) == (
+        "qemu-system-riscv32", machine)
+    assert (board.emulator.link.ram_size, board.emulator.link.flash_size) == (ram, flash)
+    assert f"-march={arch}" in board.toolchain.cflags and "-mabi=ilp32" in board.toolchain.cflags
 
 
 @pytest.mark.parametrize("name, cpu, ram, flash, fpu, machine", [
@@ -115,12 +133,34 @@ def edit(path: Path, pattern: str, replacement: str) -> Path:
      "field 'flash' sectors add up to 393,216 bytes, not flash_bytes 524288"),
     (r"^sector_sizes = .*$", 'sector_sizes = ["16K"]', "field 'flash.sector_sizes' must be a list of integers"),
     (r"^wait_states = .*$", "wait_states = -1", "field 'flash.wait_states' must be 0 or more, got -1"),
+    (r"^arch = .*$", 'arch = "armv9-m"', "field 'arch' must be one of armv6-m, .*rv32imac, got 'armv9-m'"),
+    (r"^arch = .*$", 'arch = "armv7e-m"\nabi = "ilp32"', "field 'abi' applies to RISC-V boards only"),
+    (r"^ram_bytes = .*$", "ram_bytes = 100", "field 'ram_bytes' must be at least the runtime's minimum of 128 bytes, "
+                                             "got 100"),
+    (r"^flash_bytes = .*$", "flash_bytes = 2047", "field 'flash_bytes' must be at least the runtime's minimum of "
+                                                  "2,048 bytes, got 2,047"),
 ])
 def test_malformed_board_files_name_the_file_and_the_field(user_board, pattern, replacement, message):
     edit(user_board, pattern, replacement)
     with pytest.raises(BoardError, match=message) as error:
         load_board(user_board)
     assert str(user_board) in str(error.value)
+
+
+@pytest.mark.parametrize("pattern, replacement, message", [
+    (r"^arch = .*$", 'arch = "rv32gc"', "field 'arch' must be one of .*, got 'rv32gc'"),
+    (r"^abi = .*$", 'abi = "lp64"', "field 'abi' must be one of ilp32 for RISC-V, got 'lp64'"),
+    (r"^abi = .*$", "", "field 'abi' must be one of ilp32 for RISC-V, got ''"),
+    (r'^arch = "rv32imac"', 'arch = "rv32imc"', r"field 'toolchain.cflags' must hold -march=rv32imc \(the board's arch "
+                                                r"and abi\)"),
+    (r"^flash_bytes = .*$", "flash_bytes = 1024", "field 'flash_bytes' must be at least the runtime's minimum of 2,048"),
+])
+def test_malformed_risc_v_profiles_name_the_field_and_the_limit(tmp_path, pattern, replacement, message):
+    path = tmp_path / "mine.toml"
+    path.write_text((boards_dir() / "gd32vf103.toml").read_text())
+    edit(path, pattern, replacement)
+    with pytest.raises(BoardError, match=message):
+        load_board(path)
 
 
 def test_energy_figures_are_cited_and_only_where_the_datasheet_gives_them():

@@ -1,4 +1,4 @@
-"""Bundles drop into firmware projects: Make/CMake (library by default), Arduino, PlatformIO, Zephyr."""
+"""Bundles drop into firmware projects: Make/CMake (library by default), Arduino, PlatformIO, Zephyr, ESP-IDF."""
 
 import json
 import os
@@ -106,6 +106,66 @@ def test_cmake_cross_builds_the_library_with_the_arm_toolchain_file(bundles, tmp
     members = subprocess.run(["arm-none-eabi-objdump", "-f", str(library)], check=True, capture_output=True,
                              text=True).stdout
     assert "elf32-littlearm" in members
+
+
+RV32IMC = ["--specs=picolibc.specs", "-march=rv32imc", "-mabi=ilp32"]
+
+
+def test_cmake_cross_builds_the_library_with_the_risc_v_toolchain_file(bundles, tmp_path):
+    needs("riscv64-unknown-elf-gcc")
+    out = bundles["learning"]
+    build = tmp_path / "build"
+    subprocess.run([cmake(), "-S", str(out), "-B", str(build),
+                    f"-DCMAKE_TOOLCHAIN_FILE={out}/extras/riscv64-unknown-elf.cmake",
+                    "-DCMAKE_C_FLAGS=-march=rv32imc -mabi=ilp32"], check=True, capture_output=True)
+    subprocess.run([cmake(), "--build", str(build)], check=True, capture_output=True)
+    members = subprocess.run(["riscv64-unknown-elf-objdump", "-f", str(build / "liblearn.a")], check=True,
+                             capture_output=True, text=True).stdout
+    assert "elf32-littleriscv" in members and "elf64" not in members
+
+
+def test_make_cross_builds_the_library_for_risc_v(bundles, tmp_path):
+    needs("make", "riscv64-unknown-elf-gcc")
+    out = shutil.copytree(bundles["frozen"], tmp_path / "copy")
+    flags = " ".join(["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-Os", *RV32IMC])
+    subprocess.run(["make", "-s", "CC=riscv64-unknown-elf-gcc", "AR=riscv64-unknown-elf-ar", f"CFLAGS={flags}"],
+                   cwd=out, check=True, capture_output=True)
+    header = subprocess.run(["riscv64-unknown-elf-readelf", "-h", "-A", str(out / "build" / "gesture.o")],
+                            check=True, capture_output=True, text=True).stdout
+    assert "ELF32" in header and "RISC-V" in header and "_c2p0" in header  # RV32 with compressed instructions
+
+
+ESP_IDF_STUB = """
+cmake_minimum_required(VERSION 3.13)
+project(idf_stub C)
+# What ESP-IDF does with a component's CMakeLists.txt, reduced to its registration: the sources become a library
+set(ESP_PLATFORM 1)
+function(idf_component_register)
+  cmake_parse_arguments(ARG "" "" "SRCS;INCLUDE_DIRS" ${ARGN})
+  add_library(component STATIC ${ARG_SRCS})
+  target_include_directories(component PUBLIC ${ARG_INCLUDE_DIRS})
+  set(COMPONENT_LIB component PARENT_SCOPE)
+endfunction()
+add_subdirectory({bundle} bundle)
+"""
+
+
+def test_a_bundle_is_an_esp_idf_component(bundles, tmp_path):
+    """Under ESP-IDF (ESP_PLATFORM) the bundle's CMakeLists.txt registers every source and src/ as a component,
+    with -ffp-contract=off; ESP-IDF itself is not built here: a stub registration builds what it registers."""
+    out = bundles["learning"]
+    manifest = (out / "idf_component.yml").read_text()
+    assert f'version: "{__version__}"' in manifest and "shrubs model learn" in manifest
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "CMakeLists.txt").write_text(ESP_IDF_STUB.replace("{bundle}", str(out)))
+    build = tmp_path / "build"
+    subprocess.run([cmake(), "-S", str(project), "-B", str(build)], check=True, capture_output=True)
+    result = subprocess.run([cmake(), "--build", str(build), "--verbose"], check=True, capture_output=True, text=True)
+    assert list(build.rglob("libcomponent.a")) and not list(build.rglob("liblearn.a"))
+    compiled = {Path(line.split(" -c ")[1].split()[0]).name for line in result.stdout.splitlines() if " -c " in line}
+    assert compiled == {Path(source).name for source in read_manifest(out)["sources"]}
+    assert "-ffp-contract=off" in result.stdout
 
 
 CORES = {"cortex-m4f": ("arm-none-eabi-", M4F, "gnu++17"), "atmega328p": ("avr-", ["-mmcu=atmega328p"], "gnu++11")}
