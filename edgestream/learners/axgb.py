@@ -135,8 +135,8 @@ from ..task import CLASSIFICATION, REGRESSION, task_of
 from ..tree import LEAF_FEATURE, TreeEnsemble, tree_in_slot
 from .base import ALLOW_MISSING, BINNING, INPUT_DTYPE, MAX_BINS, WORK_PER_CALL
 from .base import MAX_DEPTH as MAX_DEPTH_OPTION
-from .base import (BinnedOnlineLearner, DeviceState, Estimator, LearnerSpec, OnlineClassification, Option, check_integer,
-                   restore_regions)
+from .base import (BinnedOnlineLearner, DeviceState, Estimator, LearnerSpec, OnlineClassification, Option,
+                   check_integer, restore_regions)
 from .shrubs import shrubs_context, shrubs_tables
 
 PUSH, REPLACE = 0, 1
