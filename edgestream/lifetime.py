@@ -18,7 +18,7 @@ from .simulate import RuntimeLearner
 
 def device_rows(learner, X) -> np.ndarray:
     """What the runtime's learn and predict take for raw rows: the bins of a binned learner, else float32."""
-    return learner.transform(X) if hasattr(learner, "bins_") else np.ascontiguousarray(X, dtype=np.float32)
+    return learner.bin_rows(X) if hasattr(learner, "bins_") else np.ascontiguousarray(X, dtype=np.float32)
 
 
 def python_learn(learner, row, label: int) -> None:

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine_twin import EngineTwin
+from edgestream import learners
 from edgestream.adwin import ADWIN, ADWIN_DTYPE, adwin_from_record, adwin_record
 from edgestream.export import export_bundle
 from edgestream.learners.axgb import IDLE, STATE, AdaptiveXGBoost, job_units
@@ -228,12 +229,13 @@ def test_scan_skips_empty_bins_and_finds_the_split_of_every_bin(outputs, max_bin
     while learner.phase == 3:
         learner._scan(budget)
     G, H = hist_g.reshape(-1, outputs).astype(np.int64), hist_h.reshape(-1, outputs).astype(np.int64)
-    parent = sum(learner._score(int(g), int(h)) for g, h in zip(G.sum(axis=0), H.sum(axis=0)))
+    lam = learner.lambda_q15
+    parent = sum(learner._score(int(g), int(h), lam) for g, h in zip(G.sum(axis=0), H.sum(axis=0)))
     best = (2 * learner.gamma_q15, 255, 0)
     for b in range(max_bins - 1):  # every bin, empty or not (the rule before the skip)
         left_g, left_h = G[: b + 1].sum(axis=0), H[: b + 1].sum(axis=0)
         if left_h.sum() >= learner.min_child_q15 and H.sum() - left_h.sum() >= learner.min_child_q15:
-            gain = sum(learner._score(int(gl), int(hl)) + learner._score(int(g - gl), int(h - hl))
+            gain = sum(learner._score(int(gl), int(hl), lam) + learner._score(int(g - gl), int(h - hl), lam)
                        for gl, hl, g, h in zip(left_g, left_h, G.sum(axis=0), H.sum(axis=0))) - parent
             if gain > best[0]:
                 best = (gain, 1, b)
@@ -356,8 +358,15 @@ def test_bad_labels_are_refused_and_nothing_changes():
     (dict(work_per_call=-1), "work_per_call=-1 must be an integer from 0 to 4294967295"),
 ])
 def test_bad_parameters(params, message):
-    with pytest.raises(ValueError, match=message.replace("(", r"\(")):
-        AdaptiveXGBoost(**params)
+    """A bad parameter is named when the learner starts (fit, fit_bins, the registry's make), not when it is made
+    or set (scikit-learn's rule); the fixed-point forms follow the parameters."""
+    learner = AdaptiveXGBoost().set_params(**params)
+    X, y = drifting(40, 2, 2, seed=0)
+    for start in (lambda: learner.fit(X, y), lambda: learner.fit_bins(X), lambda: learners.get("axgb").make(**params)):
+        with pytest.raises(ValueError, match=message.replace("(", r"\(")):
+            start()
+    assert not hasattr(learner, "bins_")
+    assert "eta_q16" not in vars(learner) and learner.set_params(learning_rate=0.5).eta_q16 == 32768
 
 
 def test_spread_that_cannot_keep_up_is_refused():

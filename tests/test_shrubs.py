@@ -9,6 +9,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from edgestream import learners
 from edgestream.data import make_stream
 from edgestream.boards import load_board
 from edgestream.budget import plan
@@ -100,8 +101,15 @@ def test_empty_ensemble_predicts_uniform():
     ({"criterion": "mse"}, "criterion='mse'"),
 ])
 def test_bad_settings_are_named(params, message):
-    with pytest.raises(ValueError, match=message):
-        ShrubEnsemble(**params)
+    """A bad setting is named when the learner starts (fit, start, the registry's make), not when it is made or
+    set (scikit-learn's rule)."""
+    learner = ShrubEnsemble().set_params(**params)
+    assert ShrubEnsemble(**params).get_params() == learner.get_params()
+    X, y = make_stream("sea", 40, seed=0)
+    for start in (lambda: learner.fit(X, y), lambda: ready(learner), lambda: learners.get("shrubs").make(**params)):
+        with pytest.raises(ValueError, match=message):
+            start()
+    assert not hasattr(learner, "bins_")
 
 
 def test_bad_stream_input_is_named():
@@ -318,7 +326,7 @@ def test_work_per_call_default_and_refusal():
         ready(ShrubEnsemble(window_size=64, max_shrubs=16, max_depth=4, update_every=4, burnin=1,
                             work_per_call=least - 1))
     with pytest.raises(ValueError, match="work_per_call=-1 must be an integer from 0 to 4294967295"):
-        ShrubEnsemble(work_per_call=-1)
+        ready(ShrubEnsemble(work_per_call=-1))
 
 
 @pytest.mark.parametrize("config", [{"window_size": 16, "max_shrubs": 4, "max_depth": 3, "update_every": 3},

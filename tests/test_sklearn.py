@@ -25,10 +25,10 @@ EXPECTED_FAILURES = {
     "irf": {"check_classifiers_train": "a forest's probabilities are the mean of its trees' Q15 probabilities, as "
                                        "the device computes them: a row's sum may differ from 1 by a few 2**-15, "
                                        "beyond the check's 6 decimals"},
+    "shrubs": {"check_classifiers_train": "a row's probabilities are the shrubs' Q15 probabilities weighted by Q15 "
+                                          "weights, as the device computes them: their sum may differ from 1 by a "
+                                          "few 2**-15, beyond the check's 6 decimals"},
 }
-# Classifiers that take raw rows and quantize them in transform(): scikit-learn takes a learner with transform()
-# for a transformer (their base, BinnedOnlineLearner, is being reworked for their regression forms).
-BINNED_ONLINE = ("shrubs", "axgb")
 
 
 def check_every_check(name: str, task: str):
@@ -42,22 +42,14 @@ def check_every_check(name: str, task: str):
     return estimator
 
 
-def registry(task: str) -> list:
-    """The trainable learners with a ``task`` form, the binned online ones marked as expected to fail (strict: the
-    test fails once they pass, so that the mark goes)."""
-    binned = pytest.mark.xfail(strict=True, raises=RuntimeError,
-                               reason="transform() makes scikit-learn take it for a transformer")
-    return [pytest.param(name, marks=binned) if name in BINNED_ONLINE else name for name in learners.for_task(task)]
-
-
-@pytest.mark.parametrize("name", registry(CLASSIFICATION))
+@pytest.mark.parametrize("name", learners.for_task(CLASSIFICATION))
 def test_every_classifier_passes_every_check(name):
     """Every trainable classifier of the registry, batch and online, passes ``check_estimator`` with
-    ``ClassifierMixin`` (but the expected failures, each with its reason; the binned online learners not yet)."""
+    ``ClassifierMixin`` (but the expected failures, each with its reason)."""
     assert is_classifier(check_every_check(name, CLASSIFICATION))
 
 
-@pytest.mark.parametrize("name", registry(REGRESSION))
+@pytest.mark.parametrize("name", learners.for_task(REGRESSION))
 def test_every_regressor_passes_every_check(name):
     """Every trainable regressor of the registry (an imported one is not fitted by scikit-learn's rules: it comes
     from ``edgestream import``) passes ``check_estimator`` with ``RegressorMixin``; the Hoeffding regressors declare
@@ -110,3 +102,30 @@ def test_pipelines_cross_validation_and_grid_search():
     assert cross_val_score(make_pipeline(StandardScaler(), TreeClassifier(max_depth=4)), X, y, cv=3).mean() > 0.8
     search = GridSearchCV(ForestClassifier(n_trees=3), {"max_depth": [1, 4]}, cv=3).fit(X, y)
     assert search.best_params_ == {"max_depth": 4}
+
+
+@pytest.mark.parametrize("task", [CLASSIFICATION, REGRESSION])
+@pytest.mark.parametrize("name", ["shrubs", "axgb"])
+def test_binned_learners_check_rows_as_scikit_learn_does(name, task):
+    """The binned online learners' ``transform`` (raw rows to the device's bins) checks ``n_features_in_`` and
+    ``fit_transform`` is ``fit`` then ``transform``; their scikit-learn methods refuse infinities while NaN is
+    refused (scikit-learn's ``allow_nan`` covers both), where River's ``learn_one`` and the device take them as
+    values (the bins beyond the edges), and ``allow_missing`` takes both."""
+    model = learners.get(name, task).make(task)
+    X, y = make_stream("sea", 200, seed=3)
+    y = y if task == CLASSIFICATION else X[:, 0] - X[:, 1]
+    bins = model.fit_transform(X, y)
+    assert bins.dtype == np.uint8 and bins.shape == X.shape and np.array_equal(bins, model.transform(X))
+    assert model.n_features_in_ == X.shape[1]
+    with pytest.raises(ValueError, match=f"X has 2 features, but {type(model).__name__} is expecting 3"):
+        model.transform(X[:, :2])
+    infinite = X.copy()
+    infinite[5, 1] = np.inf
+    refused = (lambda: model.predict(infinite), lambda: model.transform(infinite),
+               lambda: clone(model).fit(infinite, y), lambda: model.partial_fit(infinite, y))
+    for call in refused:
+        with pytest.raises(ValueError, match="Input X contains infinity"):
+            call()
+    model.learn_one(infinite[5], y[5])
+    lenient = clone(model).set_params(allow_missing=True).fit(infinite, y)
+    assert lenient.transform(infinite)[5, 1] == lenient.transform(X[5:6] * 0 + 1e30)[0, 1]

@@ -135,7 +135,8 @@ from ..task import CLASSIFICATION, REGRESSION, task_of
 from ..tree import LEAF_FEATURE, TreeEnsemble, tree_in_slot
 from .base import ALLOW_MISSING, BINNING, INPUT_DTYPE, MAX_BINS, WORK_PER_CALL
 from .base import MAX_DEPTH as MAX_DEPTH_OPTION
-from .base import BinnedOnlineLearner, DeviceState, Estimator, LearnerSpec, Option, check_integer, restore_regions
+from .base import (BinnedOnlineLearner, DeviceState, Estimator, LearnerSpec, OnlineClassification, Option,
+                   check_integer, restore_regions)
 from .shrubs import shrubs_context, shrubs_tables
 
 PUSH, REPLACE = 0, 1
@@ -302,8 +303,11 @@ def quantize_q(value: float, one: int, name: str, low: float, high: float) -> in
     return int(round(value * one))
 
 
-class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
-    """Adaptive XGBoost (AXGB, AXGB_A) in fixed point, learning in fixed memory; see the module docstring.
+class AXGB(BinnedOnlineLearner, Estimator, DeviceState):
+    """What Adaptive XGBoost's classifier (:class:`AdaptiveXGBoost`) and regressor share: AXGB and AXGB_A in fixed
+    point, learning in fixed memory; see the module docstring. The parameters are checked when the learner starts
+    (:meth:`fit_bins`), not when it is made, as scikit-learn's are; their fixed-point forms (``eta_q16``,
+    ``lambda_q15``, ``gamma_q15``, ``min_child_q15``) are derived from them.
 
     Parameters
     ----------
@@ -336,7 +340,6 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
         for name, value in list(locals().items()):
             if name != "self":
                 setattr(self, name, value)
-        self._check_params()
 
     # -- parameters and layout ---------------------------------------------------------------------------------
 
@@ -355,11 +358,26 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
             raise ValueError(f"strategy={self.strategy!r} must be one of {sorted(STRATEGIES)}")
         if not isinstance(self.drift_detection, (bool, np.bool_)):
             raise ValueError(f"drift_detection={self.drift_detection!r} must be True or False")
-        self.eta_q16 = quantize_q(self.learning_rate, 65536, "learning_rate", 2**-16, 1.0)
-        self.lambda_q15 = quantize_q(self.reg_lambda, Q15_ONE, "reg_lambda", 1 / 32, 1024.0)
-        self.gamma_q15 = quantize_q(self.gamma, Q15_ONE, "gamma", 0.0, 1024.0)
-        self.min_child_q15 = quantize_q(self.min_child_weight, Q15_ONE, "min_child_weight", 0.0, 1024.0)
+        for fixed in ("eta_q16", "lambda_q15", "gamma_q15", "min_child_q15"):
+            getattr(self, fixed)  # names a bad learning_rate, reg_lambda, gamma or min_child_weight
         self._adwin()  # names a bad delta
+
+    @property
+    def eta_q16(self) -> int:
+        """The learning rate in Q16."""
+        return quantize_q(self.learning_rate, 65536, "learning_rate", 2**-16, 1.0)
+
+    @property
+    def lambda_q15(self) -> int:
+        return quantize_q(self.reg_lambda, Q15_ONE, "reg_lambda", 1 / 32, 1024.0)
+
+    @property
+    def gamma_q15(self) -> int:
+        return quantize_q(self.gamma, Q15_ONE, "gamma", 0.0, 1024.0)
+
+    @property
+    def min_child_q15(self) -> int:
+        return quantize_q(self.min_child_weight, Q15_ONE, "min_child_weight", 0.0, 1024.0)
 
     @property
     def drift_cuts(self) -> int:
@@ -667,15 +685,17 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
                 self.left_h[:] = 0
         return left
 
-    def _score(self, G: int, H: int) -> int:
-        return (G * G) // (H + self.lambda_q15)
+    @staticmethod
+    def _score(G: int, H: int, lam: int) -> int:
+        return (G * G) // (H + lam)
 
     def _scan(self, budget: int) -> int:
         out, bins = self.n_outputs, self.hist_bins
+        lam, least = self.lambda_q15, self.min_child_q15
         hist_g, hist_h = self.hist_g.reshape(-1, out), self.hist_h.reshape(-1, out)
         node_g = [int(v) for v in self.node_g]
         node_h = [int(v) for v in self.node_h]
-        parent = sum(self._score(G, H) for G, H in zip(node_g, node_h))
+        parent = sum(self._score(G, H, lam) for G, H in zip(node_g, node_h))
         units = self.units
         while self.pos < bins and budget != 0:
             b = self.pos
@@ -688,10 +708,10 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
                 left_g = [int(v) for v in self.left_g]
                 left_h = [int(v) for v in self.left_h]
                 hl, hr = sum(left_h), sum(node_h) - sum(left_h)
-                if b <= self.max_bins - 2 and hl >= self.min_child_q15 and hr >= self.min_child_q15:
+                if b <= self.max_bins - 2 and hl >= least and hr >= least:
                     cost += units["gain"]
                     self.last_work_["gain"] += 1
-                    gain = sum(self._score(gl, h_) + self._score(G - gl, H - h_)
+                    gain = sum(self._score(gl, h_, lam) + self._score(G - gl, H - h_, lam)
                                for gl, h_, G, H in zip(left_g, left_h, node_g, node_h)) - parent
                     if gain > self.best_gain:
                         self.best_gain, self.best_feature, self.best_bin = gain, self.feature, b
@@ -719,8 +739,9 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
             self.phase, self.pos, self.pos_end = PART, int(self.node_start[v]), int(self.node_stop[v])
             return
         leaf = self.job_slot * self.leaves_per_tree + self.n_leaves
+        eta, lam = self.eta_q16, self.lambda_q15
         for k in range(self.n_outputs):
-            w = trunc_div(-int(self.node_g[k]) * self.eta_q16, (int(self.node_h[k]) + self.lambda_q15) * self.leaf_scale)
+            w = trunc_div(-int(self.node_g[k]) * eta, (int(self.node_h[k]) + lam) * self.leaf_scale)
             self.leaf_values[leaf, k] = min(max(w, LEAF_MIN), LEAF_MAX)
         self.nodes[base_node + v] = (LEAF_FEATURE, 0, leaf)
         self.n_leaves += 1
@@ -812,10 +833,16 @@ class AdaptiveXGBoost(BinnedOnlineLearner, Estimator, DeviceState):
         return additive_predict(self._score_sums(bins))
 
     def predict_encoded(self, X) -> np.ndarray:
-        return self.predict_encoded_bins(self.transform(X))
+        return self.predict_encoded_bins(self.bin_rows(X))
 
 
-def _sums(m: AdaptiveXGBoost, samples: np.ndarray) -> tuple[list[int], list[int]]:
+class AdaptiveXGBoost(OnlineClassification, AXGB):
+    """Adaptive XGBoost (AXGB, AXGB_A) in fixed point, learning in fixed memory: the classifier, with scikit-learn's
+    classifier protocol (:class:`~edgestream.learners.base.OnlineClassification`). Parameters: those of
+    :class:`AXGB`."""
+
+
+def _sums(m: AXGB, samples: np.ndarray) -> tuple[list[int], list[int]]:
     """Per output, the sums of g and h over job samples (indices into the job's window)."""
     if len(samples) == 0:
         return [0] * m.n_outputs, [0] * m.n_outputs
@@ -823,7 +850,7 @@ def _sums(m: AdaptiveXGBoost, samples: np.ndarray) -> tuple[list[int], list[int]
     return [int(v) for v in g.sum(axis=0)], [int(v) for v in h.sum(axis=0)]
 
 
-def check_state(m: AdaptiveXGBoost, record: np.ndarray) -> None:
+def check_state(m: AXGB, record: np.ndarray) -> None:
     """Refuse (``ValueError``) a state that ``es_axgb_validate`` refuses; the rules are the module docstring's
     "Validation". ``m`` holds the candidate's regions and counters, ``record`` the bytes of its ADWIN."""
     def refuse(what: str):
@@ -943,7 +970,7 @@ def check_state(m: AdaptiveXGBoost, record: np.ndarray) -> None:
             refuse("partition")
 
 
-def axgb_context(learner: AdaptiveXGBoost, name: str, optimize: str = "speed") -> dict:
+def axgb_context(learner: AXGB, name: str, optimize: str = "speed") -> dict:
     """A learning bundle keeps every bin edge (new members may split anywhere) and starts from the current state
     (the shrub ensemble's context, which reads only the learner's layout and state, and refuses NaN as the host
     does)."""
@@ -952,7 +979,7 @@ def axgb_context(learner: AdaptiveXGBoost, name: str, optimize: str = "speed") -
     return shrubs_context(learner, name, optimize)
 
 
-def axgb_tables(learner: AdaptiveXGBoost, n_features: int, n_classes: int, pointer_bytes: int, packed: bool,
+def axgb_tables(learner: AXGB, n_features: int, n_classes: int, pointer_bytes: int, packed: bool,
                 optimize: str = "speed"):
     """Flash objects: the bin edges and offsets as for shrubs, this learner's config and pointer struct."""
     sizes = dict(shrubs_tables(learner, n_features, n_classes, pointer_bytes, packed, optimize))
@@ -988,7 +1015,7 @@ def cost_terms(params: dict, n_features: int, n_classes: int, members: float | N
     sample. The defaults are the steady state of a full ensemble."""
     outputs = 1 if n_classes <= 2 else n_classes
     k, depth, window = params["members"], params["max_depth"], params["window_max"]
-    model = AdaptiveXGBoost(**params)  # the sizes of either form (a regressor's state: n_classes 1)
+    model = AXGB(**params)  # the sizes of either form (a regressor's state: n_classes 1)
     units = model.job_bound(window, n_features, n_classes)
     per_call = model.units_per_call(n_features, n_classes) or units
     pieces = job_pieces(window, n_features, model.hist_bins, depth, k, outputs, model.min_child_q15, n_classes == 1)

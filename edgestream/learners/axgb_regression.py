@@ -37,16 +37,16 @@ import numpy as np
 
 from ..fixedpoint import Q15_ONE
 from ..task import CODE_MAX
-from .axgb import SPEC, AdaptiveXGBoost
+from .axgb import AXGB, SPEC
 from .base import OnlineRegression
 
 ERROR_CODES = CODE_MAX // 8  # a miss by more codes is an error bit for ADWIN
 
 
-class AdaptiveXGBoostRegressor(OnlineRegression, AdaptiveXGBoost):
+class AdaptiveXGBoostRegressor(OnlineRegression, AXGB):
     """Adaptive XGBoost for a number (squared error on the target code, see the module docstring): the
     classifier's windows, ensemble update, bounded training job and ADWIN, learning on the device. Parameters:
-    those of :class:`~edgestream.learners.axgb.AdaptiveXGBoost` (``min_child_weight`` counts samples)."""
+    those of :class:`~edgestream.learners.axgb.AXGB` (``min_child_weight`` counts samples)."""
 
     target_region = "window_targets"
     leaf_scale = 2
@@ -84,7 +84,7 @@ class AdaptiveXGBoostRegressor(OnlineRegression, AdaptiveXGBoost):
 
     def learn_encoded(self, x, code: int) -> None:
         """One learning step on a raw row and a target code."""
-        self.learn_bins(self.transform(np.asarray(x).reshape(1, -1))[0], code)
+        self.learn_bins(self.bin_rows(np.asarray(x).reshape(1, -1))[0], code)
 
     def _error_bit(self, bins: np.ndarray, code: int) -> int:
         return int(abs(code - int(self._score_sums(bins)[0, 0])) > ERROR_CODES)
@@ -107,7 +107,7 @@ class AdaptiveXGBoostRegressor(OnlineRegression, AdaptiveXGBoost):
         return self._score_sums(bins)[:, 0].astype(np.int32)
 
     def predict_encoded(self, X) -> np.ndarray:
-        return self.predict_raw_bins(self.transform(X))
+        return self.predict_raw_bins(self.bin_rows(X))
 
 
 # The registry's entry: the classifier's, with its regression form.

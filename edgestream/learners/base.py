@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 import numpy as np
 from sklearn.base import ClassifierMixin, RegressorMixin
-from sklearn.utils import Tags, TargetTags
+from sklearn.utils import Tags, TargetTags, TransformerTags
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 
@@ -655,6 +655,17 @@ class BinnedOnlineLearner(StreamLearner, CompiledSteps):
 
     ready_attribute = "window_bins"
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.transformer_tags = TransformerTags(preserves_dtype=[])  # transform: raw rows -> uint8 bins
+        return tags
+
+    @property
+    def _all_finite(self):
+        """scikit-learn's methods refuse infinities when NaN is refused (its ``allow_nan`` tag covers both); the
+        stream methods and the device take them as values (the bins beyond the edges)."""
+        return "allow-nan" if self.missing_rule == REFUSED else False
+
     @property
     def missing_rule(self) -> str:
         """NaN in its own bin with ``allow_missing``, else refused (see :func:`missing_rule`)."""
@@ -663,7 +674,9 @@ class BinnedOnlineLearner(StreamLearner, CompiledSteps):
         return "NaN = missing, its own bin" if self.allow_missing else REFUSED
 
     def fit_bins(self, X_sample) -> "BinnedOnlineLearner":
-        """Fix the quantization edges from a sample of the stream (the device ships with these edges)."""
+        """Fix the quantization edges from a sample of the stream (the device ships with these edges); the
+        parameters are checked first (when the learner starts, as scikit-learn's are)."""
+        self._check_params()
         if self.input_dtype not in ("float32", "int32"):
             raise ValueError(f"input_dtype={self.input_dtype!r}: {type(self).__name__} quantizes on the device from "
                              "float32 or int32")
@@ -707,7 +720,17 @@ class BinnedOnlineLearner(StreamLearner, CompiledSteps):
         return X
 
     def transform(self, X) -> np.ndarray:
-        """Bins of raw rows; NaN is refused unless ``allow_missing``."""
+        """Bins of raw rows, with scikit-learn's input checks (``n_features_in_``, feature names); NaN is refused
+        unless ``allow_missing``."""
+        return self.bin_rows(self._validate_X(X))
+
+    def fit_transform(self, X, y) -> np.ndarray:
+        """``fit``, then the bins of X (scikit-learn's transformer protocol, which ``transform`` brings)."""
+        return self.fit(X, y).transform(X)
+
+    def bin_rows(self, X) -> np.ndarray:
+        """Bins of raw rows as the device computes them (the learning steps' own, without scikit-learn's
+        checks)."""
         return self.bins_.transform(self._checked_rows(X))
 
     def engine_rows(self, X) -> np.ndarray:
@@ -729,7 +752,7 @@ class BinnedOnlineLearner(StreamLearner, CompiledSteps):
             self._engine_learn(X, y)
             return self
         labels = [self.encode_label(label) for label in np.asarray(y)]
-        for row, label in zip(self.transform(X), labels):
+        for row, label in zip(self.bin_rows(X), labels):
             self.learn_bins(row, label)
         return self
 
@@ -746,12 +769,12 @@ class BinnedOnlineLearner(StreamLearner, CompiledSteps):
             self._engine_learn_row(x, y)
             return self
         label = self.encode_label(y)
-        self.learn_bins(self.transform(np.asarray(x).reshape(1, -1))[0], label)
+        self.learn_bins(self.bin_rows(np.asarray(x).reshape(1, -1))[0], label)
         return self
 
     def predict_proba_q15(self, X) -> np.ndarray:
         """Q15 probabilities of raw rows, as the device computes them."""
-        return self.predict_proba_bins(self.transform(X))
+        return self.predict_proba_bins(self.bin_rows(X))
 
     def predict_proba(self, X) -> np.ndarray:
         if self.use_engine:

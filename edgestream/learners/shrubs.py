@@ -123,7 +123,7 @@ from ..state import Field, RegionSpec, StateSpec
 from ..task import CLASSIFICATION, REGRESSION
 from ..tree import CRITERIA, LEAF_FEATURE, Q15_ONE, TreeEnsemble, tree_in_slot
 from .base import (ALLOW_MISSING, TREE_OPTIONS, WORK_PER_CALL, BinnedOnlineLearner, DeviceState, Estimator,
-                   LearnerSpec, Option, check_integer, restore_regions, step_size)
+                   LearnerSpec, OnlineClassification, Option, check_integer, restore_regions, step_size)
 
 STATE_ARRAYS = ("window_bins", "window_labels", "queue_bins", "queue_labels", "nodes", "leaf_values", "roots",
                 "weights")
@@ -455,8 +455,10 @@ def _counter(name: str) -> property:
     return property(lambda self: int(self._counters[COUNTER[name]]))
 
 
-class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
-    """Online ensemble of small trees trained on a sliding window, learning in fixed memory.
+class Shrubs(BinnedOnlineLearner, Estimator, DeviceState):
+    """What the shrubs' classifier (:class:`ShrubEnsemble`) and regressor share: an online ensemble of small trees
+    trained on a sliding window, learning in fixed memory. The parameters are checked when the learner starts
+    (:meth:`fit_bins`), not when it is made, as scikit-learn's are.
 
     Parameters
     ----------
@@ -494,7 +496,6 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
         self.input_dtype = input_dtype
         self.allow_missing = allow_missing
         self.work_per_call = work_per_call
-        self._check_params()
 
     # -- parameters and layout ---------------------------------------------------------------------------------
 
@@ -598,6 +599,7 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
         for the layout), the tables 2-D: window_bins [B, d], sorted_rows [d, B], leaf_values [leaf rows, C],
         leaf_index [B, M + 1], gram [M + 1, M + 1]."""
         self._drop_engine()
+        self._check_params()
         d, c, slots = self.n_features_, self._columns, self.max_shrubs + 1
         arrays = self.layout().zeros()
         shapes = {"window_bins": (self.window_size, d), "sorted_rows": (d, self.window_size),
@@ -946,7 +948,13 @@ class ShrubEnsemble(BinnedOnlineLearner, Estimator, DeviceState):
         return self._ensemble().predict_proba_q15(bins)
 
 
-def shrubs_context(learner: ShrubEnsemble, name: str, optimize: str = "speed") -> dict:
+class ShrubEnsemble(OnlineClassification, Shrubs):
+    """Online ensemble of small trees trained on a sliding window, learning in fixed memory: the classifier, with
+    scikit-learn's classifier protocol (:class:`~edgestream.learners.base.OnlineClassification`). Parameters: those
+    of :class:`Shrubs`."""
+
+
+def shrubs_context(learner: Shrubs, name: str, optimize: str = "speed") -> dict:
     """A learning bundle keeps every bin edge (new shrubs may split anywhere) and starts from the current state;
     without ``allow_missing`` its float inputs refuse NaN (``ES_ERR_INPUT``), as the host does."""
     from ..emit import c_array
@@ -963,7 +971,7 @@ def shrubs_context(learner: ShrubEnsemble, name: str, optimize: str = "speed") -
             "refuse_nan": learner.input_dtype == "float32" and not learner.allow_missing}
 
 
-def shrubs_tables(learner: ShrubEnsemble, n_features: int, n_classes: int, pointer_bytes: int, packed: bool,
+def shrubs_tables(learner: Shrubs, n_features: int, n_classes: int, pointer_bytes: int, packed: bool,
                   optimize: str = "speed"):
     """Flash objects: every bin edge (the fitted ones, else max_bins - 1 per feature), offsets, config, pointers."""
     fitted = hasattr(learner, "bins_")
@@ -1003,7 +1011,7 @@ def cost_terms(params: dict, n_features: int, n_classes: int) -> CostTerms:
     step = [1, quantize, d * b, m * depth, m * m * g]
     pairs = params["burnin"] * -(-(m + 1) // 2)
     train = [1, d * b * depth, d * min(b, bins) * depth * c, b * depth, 2**depth * c, b * m * g, 2 * pairs * (m + 1)]
-    model = ShrubEnsemble(**params)
+    model = Shrubs(**params)
     units, budget = model.units(d, c), model.units_per_call(d, c)
     job = job_pieces(units, depth)
     share = most_units_per_call(units["row"], job, params["update_every"], budget) / (units["row"] + sum(job)) \

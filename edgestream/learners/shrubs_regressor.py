@@ -37,7 +37,7 @@ from ..task import CODE_MAX
 from ..tree import Q15_ONE, TreeEnsemble
 from .base import OnlineRegression
 from . import shrubs
-from .shrubs import ShrubEnsemble, choose_splits
+from .shrubs import Shrubs, choose_splits
 
 NO_CODE = -32768  # never a target code nor a leaf code (codes are symmetric)
 
@@ -75,10 +75,10 @@ def variance_splits(bins, codes, node_of, level_size: int, min_samples_leaf: int
     return choose_splits(node, feature, threshold, key, s_total**2 // np.maximum(n_total, 1))
 
 
-class ShrubRegressor(OnlineRegression, ShrubEnsemble):
+class ShrubRegressor(OnlineRegression, Shrubs):
     """Online ensemble of small regression trees on a sliding window, learning in fixed memory (module docstring).
 
-    Parameters: those of :class:`~edgestream.learners.shrubs.ShrubEnsemble` but ``criterion`` (a regression
+    Parameters: those of :class:`~edgestream.learners.shrubs.Shrubs` but ``criterion`` (a regression
     tree reduces the squared error)."""
 
     output_divisor = Q15_ONE  # the raw output is a Q15-weighted sum of leaf codes
@@ -187,7 +187,7 @@ class ShrubRegressor(OnlineRegression, ShrubEnsemble):
 
     def learn_encoded(self, x, code: int) -> None:
         """One learning step on a raw row and a target code (the device's ``es_shrubs_learn_target``)."""
-        self.learn_bins(self.transform(np.asarray(x).reshape(1, -1))[0], int(code))
+        self.learn_bins(self.bin_rows(np.asarray(x).reshape(1, -1))[0], int(code))
 
     def predict_raw_bins(self, bins: np.ndarray) -> np.ndarray:
         """int32 raw outputs of binned rows, as the device computes them."""
@@ -199,7 +199,7 @@ class ShrubRegressor(OnlineRegression, ShrubEnsemble):
         return (codes @ ensemble.weights.astype(np.int64)).astype(np.int32)
 
     def predict_encoded(self, X) -> np.ndarray:
-        return self.predict_raw_bins(self.transform(X))
+        return self.predict_raw_bins(self.bin_rows(X))
 
 
 # The shrubs' one registry entry, with its regression form.

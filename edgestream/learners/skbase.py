@@ -38,19 +38,24 @@ class CheckedInput:
     def _validate_dtype(self):
         return np.float64 if self.input_dtype == "float32" else None
 
+    def _ensure_all_finite(self):
+        """scikit-learn's ``ensure_all_finite``: a learner's ``_all_finite``, by default False (the learner checks
+        NaN and infinities itself)."""
+        return getattr(self, "_all_finite", False)
+
     def _validate_rows(self, X, y, reset: bool = True) -> tuple[np.ndarray, np.ndarray]:
         """Features and targets for ``fit`` (``reset``: sets ``n_features_in_``, and ``feature_names_in_`` for a
         DataFrame) or for more learning (``reset`` False: checks them)."""
-        X, y = validate_data(self, X, y, reset=reset, dtype=self._validate_dtype(), ensure_all_finite=False,
-                             accept_sparse=False)
+        X, y = validate_data(self, X, y, reset=reset, dtype=self._validate_dtype(),
+                             ensure_all_finite=self._ensure_all_finite(), accept_sparse=False)
         return check_features(X, dtype=self.input_dtype), y
 
     def _validate_X(self, X) -> np.ndarray:
         """Features for prediction: the fitted count and, when the model has them, the same column names in the
         same order."""
         self._check_fitted()
-        X = validate_data(self, X, reset=False, dtype=self._validate_dtype(), ensure_all_finite=False,
-                          accept_sparse=False)
+        X = validate_data(self, X, reset=False, dtype=self._validate_dtype(),
+                          ensure_all_finite=self._ensure_all_finite(), accept_sparse=False)
         # a model that did not learn through fit (a restored state, River's learn_one) checks its own count
         return check_features(X, getattr(self, "n_features_in_", None), self.input_dtype)
 
