@@ -160,11 +160,12 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.set_defaults(run=run_evaluate)
 
     importer = commands.add_parser("import", help="convert a classifier or regressor trained with scikit-learn, "
-                                   "LightGBM or XGBoost into a model file that predicts what it predicts")
+                                   "LightGBM or XGBoost, or a scikit-learn IsolationForest, into a model file that "
+                                   "predicts what it predicts")
     importer.add_argument("source", metavar="SOURCE",
                           help="a LightGBM model text file, an XGBoost JSON or UBJSON model file, or (with "
                                "--trust-pickle) a pickle or joblib file of a fitted scikit-learn, LightGBM or XGBoost "
-                               "classifier or regressor")
+                               "classifier or regressor or scikit-learn IsolationForest")
     importer.add_argument("-o", "--output", required=True, metavar="MODEL")
     importer.add_argument("--trust-pickle", action="store_true",
                           help="load a pickle or joblib file: loading one RUNS CODE from it, give this only for a "
@@ -566,7 +567,8 @@ def run_import(args) -> int:
     model = convert(load_source(args.source, args.trust_pickle))
     save_model(model, args.output)
     output = (f"a regressor within {model.rounding_bound_:.3g} of its source" if task_of(model) == REGRESSION
-              else f"{len(model.classes_)} classes")
+              else f"a detector within {model.rounding_bound_:.3g} Q15 units of -score_samples, threshold "
+                   f"{model.threshold_}" if task_of(model) == ANOMALY else f"{len(model.classes_)} classes")
     print(f"imported {model.n_features_} features, {output}: {model.summary()} -> {args.output}")
     return 0
 
