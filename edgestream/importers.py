@@ -11,6 +11,7 @@ what is taken:
 | scikit-learn | GradientBoostingRegressor, HistGradientBoostingRegressor (loss squared_error) | target codes, summed |
 | lightgbm     | Booster, LGBMClassifier, LGBMRegressor (objective binary, multiclass, multiclassova, regression); model text file | additive scores, target codes |
 | xgboost      | Booster, XGBClassifier, XGBRegressor (binary:logistic, binary:logitraw, multi:softprob, multi:softmax, reg:squarederror); JSON or UBJSON file | additive scores, target codes |
+| scikit-learn | IsolationForest (a frozen anomaly detector)                           | path lengths, summed |
 
 Every source's trees are first read into :class:`SourceTree` (children, feature, threshold and NaN direction per
 node, a value per leaf), then converted once, the same way for all.
@@ -45,6 +46,22 @@ Each leaf is off by at most ``step / 2``, so the prediction is within ``n_trees 
 sums and ``step / 2`` for averages (``rounding_bound_`` adds the floating-point rounding of both sides). The bound
 grows with the number of trees and the widest tree's range, not with depth: a boosted model of T trees whose
 widest tree spans ``2 * h`` is within ``T * h / 65534``.
+
+**Isolation forests** (:class:`edgestream.learners.imported.ImportedDetector`) become frozen anomaly detectors whose
+Q15 score (higher is more anomalous) is ``32768 * -score_samples``. Every leaf holds its path length ``depth +
+c(n)`` (``n`` its training rows, ``c`` the average path length of an unsuccessful binary-search-tree search, as
+scikit-learn computes it) as an int16 in Q10 (``floor(1024 h + 1/2)``; a path length of 32 or more is refused), the
+trees map their features back through ``estimators_features_``, and the device sums the leaves reached into an
+int32 ``raw`` (the additive walk). The score is ``2**(-E(h) / c(max_samples))``, computed in integers the same way
+on both sides (:func:`edgestream.fixedpoint.path_score_q15`, ``es_path_score_q15``): the exponent in Q26 is
+``(raw * multiplier) >> shift`` (``multiplier / 2**shift = 2**26 / (n_trees * 1024 * c(max_samples))``, the
+multiplier of 32 bits), then the shared base-2 exponential of ``es_fixed`` rounds it to Q15 (1.0 is clipped to
+32767). The rounding bound ``rounding_bound_`` (Q15 units) is ``32768 ln2 (1 / (2048 c(max_samples)) + 2**-26 +
+e_max 2**-31) + 1.6`` (the leaves' half unit of the mean path length, the exponent's floor and multiplier, through
+a slope of at most ln 2; then the rounding to Q15, the clip and the exponential's own error): 2.7 units for the
+default ``max_samples=256``. The flag is ``score >= threshold`` with ``threshold = floor(-32768 offset_) + 1``
+(scikit-learn's ``predict``: ``score_samples < offset_``), or one calibrated for a false-alarm rate
+(``ImportedDetector.calibrate``).
 """
 
 from __future__ import annotations
