@@ -203,7 +203,7 @@ class ImportedDetector(ImportedTrees, BatchEstimator):
     """
 
     task = ANOMALY
-    missing_rule = "NaN goes right at every split (the source refuses NaN)"
+    missing_rule = "NaN goes right at every split; the source refuses NaN"
 
     def predict_raw(self, X) -> np.ndarray:
         """int32 outputs of rows, each its Q15 score and flag (:func:`edgestream.task.split_output`), exactly as the
