@@ -10,6 +10,7 @@ import pytest
 from sklearn.ensemble import IsolationForest
 
 import edgestream
+import edgestream.learners.detect
 from edgestream import importers
 from edgestream.cli import main
 from edgestream.export import export_bundle
@@ -129,3 +130,12 @@ def test_the_command_line_imports_exports_and_simulates(tmp_path, monkeypatch, c
     assert main(["predict", "m.esm", "data.csv", "--label", "anomaly"]) == 0
     flags = np.array(capsys.readouterr().out.split(), dtype=int)
     assert (flags == (forest.predict(X) == -1)).mean() > 0.97
+    normal = np.column_stack([X[labels == 0], labels[labels == 0]])
+    np.savetxt("normal.csv", normal, delimiter=",", header="f0,f1,f2,f3,f4,anomaly", comments="",
+               fmt=["%.9g"] * 5 + ["%d"])
+    assert main(["import", "iforest.pkl", "-o", "c.esm", "--trust-pickle", "--false-alarms", "0.02",
+                 "--calibrate", "normal.csv", "--label", "anomaly"]) == 0
+    calibrated = load_model("c.esm")
+    scores = calibrated.score_samples(X[labels == 0])
+    assert calibrated.threshold_ == edgestream.learners.detect.calibrated_threshold(scores, 0.02)
+    assert 0 < np.mean(scores >= calibrated.threshold_) <= 0.02
