@@ -139,3 +139,14 @@ def test_the_command_line_imports_exports_and_simulates(tmp_path, monkeypatch, c
     scores = calibrated.score_samples(X[labels == 0])
     assert calibrated.threshold_ == edgestream.learners.detect.calibrated_threshold(scores, 0.02)
     assert 0 < np.mean(scores >= calibrated.threshold_) <= 0.02
+
+
+def test_the_bundle_scores_and_flags_as_python_under_qemu_without_an_fpu(tmp_path):
+    """Cortex-M0+: integer keys for the float comparisons, the 64-bit product of the exponent in software."""
+    from edgestream import parity
+
+    X = rows(200)
+    model = edgestream.convert(IsolationForest(n_estimators=10, max_samples=64, random_state=0).fit(X))
+    bundle = export_bundle(model, tmp_path / "b", name="iso", optimize="speed")
+    report = parity.compare(parity.target(bundle, "qemu", "rp2040", 120), X[:80], (np.arange(80) < 8).astype(int))
+    assert report["mismatches"] == 0 and report["flag_mismatches"] == 0 and report["flagged"] > 0
