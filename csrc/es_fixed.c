@@ -16,15 +16,12 @@ static const uint32_t es_exp2_table[32] ES_FLASH = {
     759250125u, 742980960u, 727060411u, 711481005u, 696235434u, 681316545u, 666717336u, 652430958u,
     638450708u, 624770026u, 611382493u, 598281827u, 585461881u, 572916640u, 560640218u, 548626854u};
 
-uint32_t es_exp_neg_q23(uint32_t d)
+/* 2^(-w / 2^26) rounded half up to `bits` fraction bits; 0 where the shift would pass 31 bits. */
+static uint32_t es_exp2_neg(uint32_t w, uint32_t bits)
 {
-    uint32_t w, n, f, r, t, eps, table, m, shift;
-    if (d >= ES_EXP_CUTOFF) {
-        return 0u;
-    }
-    w = d * ES_LOG2E_Q16 + ((d * ES_LOG2E_LOW) >> 10); /* d * log2(e) in Q26, < 2^32 */
+    uint32_t n, f, r, t, eps, table, m, shift;
     n = w >> 26;
-    if (n > 24u) {
+    if (n + 30u - bits > 31u) {
         return 0u;
     }
     f = w & 0x3FFFFFFul;
@@ -34,8 +31,21 @@ uint32_t es_exp_neg_q23(uint32_t d)
     eps = (r * t) >> 16; /* 1 - 2^-(r / 2^21) in Q21 */
     table = es_flash_u32(&es_exp2_table[f >> 21]);
     m = table - ((((table >> 14) * eps) >> 7)); /* 2^-f in Q30 */
-    shift = n + 7u;
+    shift = n + 30u - bits;
     return (m + ((uint32_t)1 << (shift - 1u))) >> shift;
+}
+
+uint32_t es_exp_neg_q23(uint32_t d)
+{
+    if (d >= ES_EXP_CUTOFF) {
+        return 0u;
+    }
+    return es_exp2_neg(d * ES_LOG2E_Q16 + ((d * ES_LOG2E_LOW) >> 10), ES_EXP_FRAC_BITS); /* d log2(e), Q26 */
+}
+
+uint32_t es_exp2_neg_q15(uint32_t w)
+{
+    return es_exp2_neg(w, 15u);
 }
 
 /* floor(num * 2^15 / den) and its remainder, for num <= den < 2^31 (a restoring division, no divide). */
@@ -147,4 +157,16 @@ uint8_t es_additive_argmax(const int32_t *score_sums, uint8_t n_outputs)
         }
     }
     return best;
+}
+
+uint16_t es_path_score_q15(int32_t raw, uint32_t multiplier, uint8_t shift)
+{
+    uint64_t w;
+    uint32_t score;
+    if (raw < 0 || shift > 63u) {
+        return 0u;
+    }
+    w = ((uint64_t)(uint32_t)raw * multiplier) >> shift; /* < 2^63: raw < 2^31, multiplier < 2^32 */
+    score = es_exp2_neg_q15(w > 0xFFFFFFFFu ? 0xFFFFFFFFu : (uint32_t)w);
+    return (uint16_t)(score > 32767u ? 32767u : score);
 }

@@ -48,8 +48,8 @@ from .online import BINS_ROWS_RANGE
 from .ranges import Range
 from .targets import TIMEOUT, ToolchainMissing
 from .search import AUTO, RATE, SEARCH_ROWS, WORKERS, search
-from .task import (ANOMALY, CLASSIFICATION, CODE_MAX, MAX_CLASS_LABELS, REGRESSION, TASKS, infer_task,
-                   output_context, regression_metrics, task_of)
+from .task import (ANOMALY, CLASSIFICATION, CODE_MAX, MAX_CLASS_LABELS, REGRESSION, TASKS, check_false_alarms,
+                   infer_task, output_context, regression_metrics, task_of)
 from .train import BINS_ROWS, evaluate_online, parse_row_numbers, predictions, start_online, train, update
 from .tree import CLASSES, FEATURES
 from .units import parse_bytes
@@ -160,15 +160,23 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.set_defaults(run=run_evaluate)
 
     importer = commands.add_parser("import", help="convert a classifier or regressor trained with scikit-learn, "
-                                   "LightGBM or XGBoost into a model file that predicts what it predicts")
+                                   "LightGBM or XGBoost, or a scikit-learn IsolationForest, into a model file that "
+                                   "predicts what it predicts")
     importer.add_argument("source", metavar="SOURCE",
                           help="a LightGBM model text file, an XGBoost JSON or UBJSON model file, or (with "
                                "--trust-pickle) a pickle or joblib file of a fitted scikit-learn, LightGBM or XGBoost "
-                               "classifier or regressor")
+                               "classifier or regressor or scikit-learn IsolationForest")
     importer.add_argument("-o", "--output", required=True, metavar="MODEL")
     importer.add_argument("--trust-pickle", action="store_true",
                           help="load a pickle or joblib file: loading one RUNS CODE from it, give this only for a "
                                "file whose origin you trust")
+    importer.add_argument("--false-alarms", type=float, metavar="RATE",
+                          help="an IsolationForest: flag from the threshold that flags at most this share (in (0, "
+                               "0.5)) of the rows of --calibrate (default: from scikit-learn's offset_)")
+    importer.add_argument("--calibrate", metavar="DATA.csv",
+                          help="normal rows whose scores set the threshold of --false-alarms (a --label column is "
+                               "dropped)")
+    _add_label_options(importer, required=False)
     importer.set_defaults(run=run_import)
 
     predict = commands.add_parser("predict", help="write a model's prediction for every row of a data file")
@@ -564,11 +572,27 @@ def run_import(args) -> int:
     from .importers import convert, load_source
 
     model = convert(load_source(args.source, args.trust_pickle))
+    if args.false_alarms is not None or args.calibrate is not None:
+        calibrate_imported(args, model)
     save_model(model, args.output)
     output = (f"a regressor within {model.rounding_bound_:.3g} of its source" if task_of(model) == REGRESSION
-              else f"{len(model.classes_)} classes")
+              else f"a detector within {model.rounding_bound_:.3g} Q15 units of -score_samples, threshold "
+                   f"{model.threshold_}" if task_of(model) == ANOMALY else f"{len(model.classes_)} classes")
     print(f"imported {model.n_features_} features, {output}: {model.summary()} -> {args.output}")
     return 0
+
+
+def calibrate_imported(args, model) -> None:
+    """An imported detector's threshold for ``--false-alarms`` from its scores of the ``--calibrate`` rows."""
+    if task_of(model) != ANOMALY:
+        raise ValueError(f"--false-alarms and --calibrate set a detector's threshold; a {model.estimator} is not a "
+                         "detector")
+    if args.false_alarms is None or args.calibrate is None:
+        raise ValueError("--false-alarms RATE and --calibrate DATA.csv go together: the threshold that flags at most "
+                         "RATE of the normal rows of DATA.csv")
+    check_false_alarms(args.false_alarms)
+    X, _, _ = load_data(args, args.calibrate)
+    model.calibrate(model.score_samples(X), args.false_alarms)
 
 
 def read_model(path):

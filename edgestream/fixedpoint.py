@@ -98,7 +98,7 @@ EXP2_TABLE = np.array([  # round(2**30 * 2**(-i/32)), i = 0..31
 ACCURACY_Q15 = 1.05  # Q15 units from float64 sigmoid / softmax: < 1 (apportioning) + < 0.05 (exp); measured 0.77
 
 __all__ = ["SCORE_FRAC_BITS", "SCORE_ONE", "MAX_TREES", "MAX_OUTPUTS", "Q15_ONE", "EXP_FRAC_BITS",
-           "exp_neg_q23", "sigmoid_q15", "softmax_q15", "additive_proba_q15", "additive_predict",
+           "exp_neg_q23", "exp2_neg_q15", "path_score_q15", "PATH_FRAC_BITS", "sigmoid_q15", "softmax_q15", "additive_proba_q15", "additive_predict",
            "quantize_scores", "shift_scores"]
 
 
@@ -122,7 +122,36 @@ def exp_neg_q23(d) -> np.ndarray:
         raise ValueError(f"exp_neg_q23 takes differences >= 0, got {d.min()}")
     live = d < EXP_CUTOFF
     u = np.where(live, d, 0)
-    w = u * LOG2E_Q16 + ((u * LOG2E_LOW) >> 10)
+    return _exp2_neg(u * LOG2E_Q16 + ((u * LOG2E_LOW) >> 10), EXP_FRAC_BITS, live)
+
+
+def exp2_neg_q15(w) -> np.ndarray:
+    """``2**(-w / 2**26)`` in Q15 for uint32 exponents ``w`` (steps 3 to 6 of ``exp_neg_q23`` rounded to Q15
+    instead of Q23: 0 from ``w >= 17 * 2**26``, where the value is below 1/4 unit)."""
+    w = np.asarray(w, dtype=np.int64)
+    if w.size and (w.min() < 0 or w.max() > 0xFFFFFFFF):
+        raise ValueError(f"exp2_neg_q15 takes uint32 exponents, got {w.min()} .. {w.max()}")
+    return _exp2_neg(w, 15, np.ones(w.shape, dtype=bool))
+
+
+PATH_FRAC_BITS = 10  # an isolation forest's leaf path lengths: int16, 1024 == 1.0 (so below 32)
+
+
+def path_score_q15(raw, multiplier: int, shift: int) -> np.ndarray:
+    """An isolation forest's Q15 score (higher is more anomalous) of int32 sums ``raw >= 0`` of leaf path lengths
+    (``PATH_FRAC_BITS``): ``w = (raw * multiplier) >> shift`` (a 64-bit product, saturated to uint32), the exponent
+    ``E(h) / c(psi)`` in Q26, then ``min(exp2_neg_q15(w), 32767)``."""
+    raw = np.asarray(raw, dtype=np.int64)
+    if raw.size and raw.min() < 0:
+        raise ValueError(f"path length sums are >= 0, got {raw.min()}")
+    w = (raw.astype(np.uint64) * np.uint64(multiplier)) >> np.uint64(shift)
+    w = np.minimum(w, np.uint64(0xFFFFFFFF)).astype(np.int64)
+    return np.minimum(exp2_neg_q15(w), Q15_ONE - 1)
+
+
+def _exp2_neg(w: np.ndarray, bits: int, live: np.ndarray) -> np.ndarray:
+    """``2**(-w / 2**26)`` rounded half up to ``bits`` fraction bits (steps 3 to 6 of ``exp_neg_q23``); 0 where
+    not ``live`` or where the shift would pass 31 bits."""
     n = w >> 26
     f = w & ((1 << 26) - 1)
     i = f >> 21
@@ -132,8 +161,8 @@ def exp_neg_q23(d) -> np.ndarray:
     eps = (r * t) >> 16
     table = EXP2_TABLE[i]
     m = table - (((table >> 14) * eps) >> 7)
-    live &= n <= 24
-    s = np.where(live, n + 7, 7)
+    live = live & (n + 30 - bits <= 31)
+    s = np.where(live, n + 30 - bits, 30 - bits)
     return np.where(live, (m + (np.int64(1) << (s - 1))) >> s, 0)
 
 

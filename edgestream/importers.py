@@ -11,6 +11,7 @@ what is taken:
 | scikit-learn | GradientBoostingRegressor, HistGradientBoostingRegressor (loss squared_error) | target codes, summed |
 | lightgbm     | Booster, LGBMClassifier, LGBMRegressor (objective binary, multiclass, multiclassova, regression); model text file | additive scores, target codes |
 | xgboost      | Booster, XGBClassifier, XGBRegressor (binary:logistic, binary:logitraw, multi:softprob, multi:softmax, reg:squarederror); JSON or UBJSON file | additive scores, target codes |
+| scikit-learn | IsolationForest (a frozen anomaly detector)                           | path lengths, summed |
 
 Every source's trees are first read into :class:`SourceTree` (children, feature, threshold and NaN direction per
 node, a value per leaf), then converted once, the same way for all.
@@ -45,6 +46,22 @@ Each leaf is off by at most ``step / 2``, so the prediction is within ``n_trees 
 sums and ``step / 2`` for averages (``rounding_bound_`` adds the floating-point rounding of both sides). The bound
 grows with the number of trees and the widest tree's range, not with depth: a boosted model of T trees whose
 widest tree spans ``2 * h`` is within ``T * h / 65534``.
+
+**Isolation forests** (:class:`edgestream.learners.imported.ImportedDetector`) become frozen anomaly detectors whose
+Q15 score (higher is more anomalous) is ``32768 * -score_samples``. Every leaf holds its path length ``depth +
+c(n)`` (``n`` its training rows, ``c`` the average path length of an unsuccessful binary-search-tree search, as
+scikit-learn computes it) as an int16 in Q10 (``floor(1024 h + 1/2)``; a path length of 32 or more is refused), the
+trees map their features back through ``estimators_features_``, and the device sums the leaves reached into an
+int32 ``raw`` (the additive walk). The score is ``2**(-E(h) / c(max_samples))``, computed in integers the same way
+on both sides (:func:`edgestream.fixedpoint.path_score_q15`, ``es_path_score_q15``): the exponent in Q26 is
+``(raw * multiplier) >> shift`` (``multiplier / 2**shift = 2**26 / (n_trees * 1024 * c(max_samples))``, the
+multiplier of 32 bits), then the shared base-2 exponential of ``es_fixed`` rounds it to Q15 (1.0 is clipped to
+32767). The rounding bound ``rounding_bound_`` (Q15 units) is ``32768 ln2 (1 / (2048 c(max_samples)) + 2**-26 +
+e_max 2**-31) + 1.6`` (the leaves' half unit of the mean path length, the exponent's floor and multiplier, through
+a slope of at most ln 2; then the rounding to Q15, the clip and the exponential's own error): 2.7 units for the
+default ``max_samples=256``. The flag is ``score >= threshold`` with ``threshold = floor(-32768 offset_) + 1``
+(scikit-learn's ``predict``: ``score_samples < offset_``), or one calibrated for a false-alarm rate
+(``ImportedDetector.calibrate``).
 """
 
 from __future__ import annotations
@@ -57,8 +74,9 @@ from typing import Callable
 import numpy as np
 
 from .fixedpoint import SCORE_FRAC_BITS
-from .learners.imported import ImportedClassifier, ImportedRegressor
-from .task import CLASSIFICATION, CODE_MAX, REGRESSION, TargetScale
+from .fixedpoint import PATH_FRAC_BITS
+from .learners.imported import ImportedClassifier, ImportedDetector, ImportedRegressor
+from .task import ANOMALY, CLASSIFICATION, CODE_MAX, NEVER, REGRESSION, TargetScale
 from .tree import LEAF_FEATURE, MAX_CLASSES, MAX_FEATURES, MAX_NODES, MAX_SCORE_SHIFT, NODE_DTYPE, TreeEnsemble
 
 INT16_MAX = 2**15 - 1
@@ -97,6 +115,8 @@ class SourceModel:
     feature_names: list[str] | None = None
     task: str = CLASSIFICATION  # a regressor has no classes and one output
     roundoff: float = 2.0**-53  # unit roundoff of the source's own sums: 2**-24 where it predicts in float32
+    average_path: float = 0.0  # an isolation forest: c(max_samples), the path length its mean is divided by
+    offset: float = -0.5  # an isolation forest: rows whose score_samples is below it are anomalies
 
 
 @dataclass(frozen=True)
@@ -133,9 +153,9 @@ EDGES = {"le64": edge_below_or_at, "lt32": edge_below}
 
 # ------------------------------------------------------------------------------------------------ conversion
 
-def convert(model) -> ImportedClassifier | ImportedRegressor:
-    """An edgestream model of a fitted scikit-learn, LightGBM or XGBoost classifier or regressor (see
-    :data:`SUPPORTED`)."""
+def convert(model) -> ImportedClassifier | ImportedRegressor | ImportedDetector:
+    """An edgestream model of a fitted scikit-learn, LightGBM or XGBoost classifier or regressor, or of a
+    scikit-learn IsolationForest (see :data:`SUPPORTED`)."""
     return to_edgestream(read_source(model))
 
 
@@ -153,7 +173,7 @@ def supported_names() -> str:
     return "; ".join(f"{importer.library} {', '.join(importer.names)}" for importer in SUPPORTED)
 
 
-def to_edgestream(source: SourceModel) -> ImportedClassifier | ImportedRegressor:
+def to_edgestream(source: SourceModel) -> ImportedClassifier | ImportedRegressor | ImportedDetector:
     """The converted model: nodes laid out as edgestream's tree format, edges, NaN directions and leaves."""
     n_classes = len(source.classes)
     if source.task == CLASSIFICATION and not 2 <= n_classes <= MAX_CLASSES:
@@ -173,6 +193,9 @@ def to_edgestream(source: SourceModel) -> ImportedClassifier | ImportedRegressor
     if source.task == REGRESSION:
         ensemble, fitted, tables = regression_ensemble(source, nodes, roots, leaf_of)
         return ImportedRegressor.from_tables(info, ensemble, edges, nan_left, fitted, tables, source.feature_names)
+    if source.task == ANOMALY:
+        ensemble, tables = path_ensemble(source, nodes, roots, leaf_of)
+        return ImportedDetector.from_tables(info, ensemble, edges, nan_left, {}, tables, source.feature_names)
     if source.kind == "forest":
         rows = np.concatenate([q15_rows(tree.value[leaves]) for tree, (_, leaves) in zip(source.trees, leaf_of)])
         ensemble = TreeEnsemble(nodes, roots, np.ones(len(roots), dtype=np.uint16), rows, source.n_features)
@@ -293,6 +316,49 @@ def regression_ensemble(source: SourceModel, nodes, roots, leaf_of) -> tuple[Tre
         "output_divisor": np.asarray([divisor], dtype=np.uint16), "rounding_bound": np.asarray([bound])}
 
 
+PATH_MAX = CODE_MAX / 2**PATH_FRAC_BITS  # the longest leaf path length an int16 in Q10 holds
+EXPONENT_BITS = 26  # the score's exponent E(h) / c(max_samples) in Q26 (edgestream.fixedpoint.path_score_q15)
+
+
+def average_path_length(n) -> np.ndarray:
+    """``c(n)``: the average path length of an unsuccessful search in a binary search tree of ``n`` keys (0 for
+    ``n <= 1``, 1 for 2, ``2 (ln(n - 1) + Euler's constant) - 2 (n - 1) / n`` above), as scikit-learn computes it."""
+    n = np.asarray(n, dtype=np.float64)
+    big = np.maximum(n, 3.0)
+    c = 2.0 * (np.log(big - 1.0) + np.euler_gamma) - 2.0 * (big - 1.0) / big
+    return np.where(n <= 1, 0.0, np.where(n <= 2, 1.0, c))
+
+
+def path_ensemble(source: SourceModel, nodes, roots, leaf_of) -> tuple[TreeEnsemble, dict]:
+    """An isolation forest's int16 leaf path lengths in Q10, the score's multiplier and shift, the threshold of
+    its offset and the rounding bound (the module docstring's Isolation forests)."""
+    values = np.concatenate([tree.value[leaves].astype(np.float64) for tree, leaves in leaf_of])
+    if values.max() >= PATH_MAX:
+        raise ValueError(f"{source.estimator}: a leaf's path length is {values.max():.2f}; edgestream holds at most "
+                         f"{PATH_MAX:.2f} (max_samples up to about 10,000)")
+    if not source.average_path > 0:
+        raise ValueError(f"{source.estimator} with max_samples=1: every path length is 0, no score can be computed")
+    codes = np.floor(values * 2**PATH_FRAC_BITS + 0.5).astype(np.int16).reshape(-1, 1)
+    n_trees = len(roots)
+    exponent_per_raw = 2.0**EXPONENT_BITS / (n_trees * 2**PATH_FRAC_BITS * source.average_path)
+    shift = next(s for s in range(63, -1, -1) if np.floor(exponent_per_raw * 2.0**s + 0.5) < 2**32)
+    multiplier = int(np.floor(exponent_per_raw * 2.0**shift + 0.5))
+    largest_exponent = PATH_MAX / source.average_path
+    # Q15 units: the leaves' rounding (half a Q10 unit of the mean path), the multiplier's (relative 2**-31) and
+    # the exponent's floor (2**-26), through a slope of at most ln 2; then the exponential (< 0.05), the rounding
+    # to Q15 (0.5), 1.0 clipped to 32767 (1) and the source's own float64 sum (< 0.05).
+    exponent_error = 0.5 / (2**PATH_FRAC_BITS * source.average_path) + largest_exponent * 2.0**-31 + 2.0**-26
+    bound = 32768 * np.log(2) * exponent_error + 1.6
+    threshold = int(np.clip(np.floor(-source.offset * 32768) + 1, 0, NEVER))
+    ensemble = TreeEnsemble(nodes, roots, np.ones(n_trees, dtype=np.uint16), codes, source.n_features, "additive",
+                            np.zeros(1, dtype=np.int32))
+    ensemble.validate()
+    return ensemble, {"path_multiplier": np.asarray([multiplier], dtype=np.uint32),
+                      "path_shift": np.asarray([shift], dtype=np.uint8),
+                      "threshold": np.asarray([threshold], dtype=np.uint16),
+                      "rounding_bound": np.asarray([bound], dtype=np.float64)}
+
+
 # ------------------------------------------------------------------------------------------------ scikit-learn
 
 def _sklearn_version() -> str:
@@ -388,6 +454,30 @@ def read_sklearn_hist_gradient_boosting(model) -> SourceModel:
                                     n["missing_go_to_left"].astype(bool), n["value"].astype(np.float64), k))
     base = np.asarray(model._baseline_prediction, dtype=np.float64).reshape(-1)
     return _sklearn_model(model, "boosting", trees, loss, regressor, base)
+
+
+def read_sklearn_isolation_forest(model) -> SourceModel:
+    """IsolationForest: every node's path length ``depth + c(n_node_samples)`` (read at the leaves), the trees'
+    features mapped back through ``estimators_features_``."""
+    if not hasattr(model, "estimators_"):
+        raise ValueError(f"this {type(model).__name__} is not fitted; fit it before importing")
+    trees = []
+    for estimator, features in zip(model.estimators_, model.estimators_features_):
+        tree = estimator.tree_
+        depth = np.zeros(tree.node_count, dtype=np.int64)
+        for node in range(tree.node_count):  # children come after their parent
+            for child in (tree.children_left[node], tree.children_right[node]):
+                if child >= 0:
+                    depth[child] = depth[node] + 1
+        lengths = depth + average_path_length(tree.n_node_samples)
+        source = _sklearn_tree(tree, lengths)
+        split = source.feature >= 0
+        source.feature = np.where(split, np.asarray(features)[np.where(split, source.feature, 0)], source.feature)
+        trees.append(source)
+    return SourceModel("scikit-learn", _sklearn_version(), type(model).__name__, "", "forest", "le64", trees,
+                       np.zeros(0), int(model.n_features_in_), feature_names=_sklearn_feature_names(model),
+                       task=ANOMALY, average_path=float(average_path_length(model.max_samples_)),
+                       offset=float(model.offset_))
 
 
 # ------------------------------------------------------------------------------------------------ LightGBM
@@ -534,6 +624,7 @@ SUPPORTED = (
              read_sklearn_gradient_boosting),
     Importer("scikit-learn", "sklearn", ("HistGradientBoostingClassifier", "HistGradientBoostingRegressor"),
              read_sklearn_hist_gradient_boosting),
+    Importer("scikit-learn", "sklearn", ("IsolationForest",), read_sklearn_isolation_forest),
     Importer("lightgbm", "lightgbm", ("Booster", "LGBMClassifier", "LGBMRegressor"), read_lightgbm),
     Importer("xgboost", "xgboost", ("Booster", "XGBClassifier", "XGBRegressor"), read_xgboost),
 )

@@ -456,6 +456,18 @@ SECTIONS: dict[str, list[Case]] = {
           "HistGradientBoostingClassifier with categorical features: edgestream imports numerical splits only"),
         c("import wide.joblib -o i.esm --trust-pickle", 2,
           "DecisionTreeClassifier has 300 features; edgestream takes 1 to 255"),
+        c("import iforest_wide.joblib -o i.esm --trust-pickle", 2,
+          "IsolationForest has 300 features; edgestream takes 1 to 255"),
+        c("import iforest_one.joblib -o i.esm --trust-pickle", 2,
+          "IsolationForest with max_samples=1: every path length is 0, no score can be computed"),
+        c("import iforest.joblib -o i.esm --trust-pickle --false-alarms 0.7 --calibrate good.csv --label label", 2,
+          "false-alarm rate 0.7 is outside (0, 0.5)"),
+        c("import iforest.joblib -o i.esm --trust-pickle --false-alarms 0.01", 2,
+          "--false-alarms RATE and --calibrate DATA.csv go together"),
+        c("import forest.joblib -o i.esm --trust-pickle --false-alarms 0.01 --calibrate good.csv --label label", 2,
+          "--false-alarms and --calibrate set a detector's threshold; a RandomForestClassifier is not a detector"),
+        c("import iforest.joblib -o i.esm --trust-pickle --false-alarms 0.01 --calibrate missing.csv", 2,
+          "cannot read missing.csv: No such file or directory"),
         c("import many_classes.joblib -o i.esm --trust-pickle", 2,
           "DecisionTreeClassifier has 300 classes; edgestream takes 2 to 255"),
         c("import lgb_linear.txt -o i.esm", 2, "LightGBM model with linear trees: edgestream imports constant leaves"),
@@ -618,6 +630,8 @@ FILE_NOTES = {
                                        "loss, histogram gradient boosting of the Poisson loss",
     "categorical.joblib": "a HistGradientBoostingClassifier fitted on good.csv with f0 as a categorical feature",
     "wide.joblib, many_classes.joblib": "decision trees fitted on 300 features; on many_classes.csv",
+    "iforest.joblib, iforest_wide.joblib, iforest_one.joblib": "isolation forests fitted on good.csv; on 300 "
+                                                               "features; with max_samples=1",
     "lgb_linear.txt, lgb_huber.txt": "LightGBM model text files: linear trees; a regression of the Huber loss",
     "xgb_regression.json, xgb_poisson.json, torn_xgb.json": "XGBoost regression models (reg:squarederror, "
                                                             "count:poisson); an XGBoost classifier's JSON cut in half",
@@ -630,7 +644,7 @@ def _foreign_models(d: Path, X, y) -> None:
     import lightgbm
     import xgboost
     from sklearn.ensemble import (GradientBoostingRegressor, HistGradientBoostingClassifier,
-                                  HistGradientBoostingRegressor, RandomForestClassifier)
+                                  HistGradientBoostingRegressor, IsolationForest, RandomForestClassifier)
     from sklearn.linear_model import LogisticRegression
     from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
@@ -644,7 +658,10 @@ def _foreign_models(d: Path, X, y) -> None:
             ("categorical", HistGradientBoostingClassifier(max_iter=2, categorical_features=[0]),
              np.c_[np.floor(X[:, :1]), X[:, 1:]], y),
             ("wide", DecisionTreeClassifier(max_depth=2), rng.normal(size=(50, 300)), np.arange(50) % 2),
-            ("many_classes", DecisionTreeClassifier(max_depth=2), rng.normal(size=(600, 2)), labels)):
+            ("many_classes", DecisionTreeClassifier(max_depth=2), rng.normal(size=(600, 2)), labels),
+            ("iforest", IsolationForest(n_estimators=3, max_samples=32), X, None),
+            ("iforest_wide", IsolationForest(n_estimators=2, max_samples=16), rng.normal(size=(50, 300)), None),
+            ("iforest_one", IsolationForest(n_estimators=2, max_samples=1), X, None)):
         joblib.dump(model.fit(rows, targets), d / f"{name}.joblib")
     for name, params in (("lgb_linear", dict(objective="binary", linear_tree=True)),
                          ("lgb_huber", dict(objective="huber"))):

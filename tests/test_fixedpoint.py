@@ -77,6 +77,24 @@ def test_exp_c_matches_python_for_every_live_difference_and_is_monotone():
     assert np.max(np.abs(py[:40000] - exact)) < 8  # Q23 units (< 0.04 Q15 units)
 
 
+def test_exp2_c_matches_python_and_is_within_a_twentieth_of_a_unit():
+    _, lib = c_fixed()
+    w = np.concatenate([np.arange(0, 2**26 * 18, 2**26 // 997), [1, 2**26 - 1, 17 * 2**26 - 1, 2**32 - 1]])
+    py = fp.exp2_neg_q15(w)
+    c = np.array([lib.es_exp2_neg_q15(int(v)) for v in w], dtype=np.int64)
+    assert np.array_equal(c, py)
+    assert py[0] == 32768 and np.all(np.diff(py[:-4]) <= 0) and py[-1] == 0
+    exact = 2.0 ** (-w / 2**26) * 32768
+    assert np.max(np.abs(py - exact)) <= 0.5 + 0.05  # the rounding to Q15 and the exponential's own error
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, INT32_MAX), st.integers(1, 2**32 - 1), st.integers(0, 63))
+def test_path_score_c_matches_python(raw, multiplier, shift):
+    _, lib = c_fixed()
+    assert int(lib.es_path_score_q15(raw, multiplier, shift)) == int(fp.path_score_q15([raw], multiplier, shift)[0])
+
+
 def test_sigmoid_c_matches_python_on_a_dense_range():
     _, lib = c_fixed()
     s = np.concatenate([np.arange(-40000, 40001, 7), EXTREMES])

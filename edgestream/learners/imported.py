@@ -5,7 +5,8 @@ Their splits are not on edgestream's bins: every node holds its own raw edge (fl
 and its own direction for a missing value (``nan_left``: NaN goes left, else right), which the importers compute
 so that every float32 input takes the branch the source takes. The leaves are one of the tree format's kinds:
 Q15 probability rows averaged with weight 1 (forests) or additive int16 scores with ``10 + score_shift`` fraction
-bits (boosting) for a classifier; additive int16 codes of the target (:mod:`edgestream.task`) for a regressor.
+bits (boosting) for a classifier; additive int16 codes of the target (:mod:`edgestream.task`) for a regressor;
+additive int16 path lengths (Q10) for an isolation forest's detector (:class:`ImportedDetector`).
 Export, simulation, budget and builds go through the frozen path (``es_infer``) like the other frozen models; the
 bundle sets the NaN-left flags of the encoding only when some node needs them.
 
@@ -19,10 +20,12 @@ import numpy as np
 
 from ..encoding import additive_sums, apply_raw
 from ..frozen import DeviceModel, device_context, device_tables
-from ..task import TargetScale
+from ..fixedpoint import path_score_q15
+from ..task import ANOMALY, FLAG, NEVER, TargetScale, split_output
 from ..tree import LEAF_FEATURE, MAX_NODES, TreeEnsemble
 from .base import LearnerSpec
-from .skbase import BatchClassifier, BatchRegressor
+from .detect import calibrated_threshold
+from .skbase import BatchClassifier, BatchEstimator, BatchRegressor
 from .tree import EnsemblePrediction
 
 
@@ -181,8 +184,81 @@ class ImportedRegressor(ImportedTrees, BatchRegressor):
         self.output_divisor_, self.rounding_bound_ = int(divisor[0]), float(bound[0])
 
 
+class ImportedDetector(ImportedTrees, BatchEstimator):
+    """An isolation forest converted from scikit-learn (see :func:`edgestream.importers.convert`): a frozen
+    anomaly detector whose Q15 score (higher is more anomalous) is ``32768 * -score_samples`` of the source within
+    ``rounding_bound_`` units, on every row.
+
+    Each leaf holds its path length ``depth + c(n)`` (``n`` the training rows that reached it, ``c`` the average
+    path length of an unsuccessful search in a binary search tree of ``n`` keys) as an int16 in Q10; the leaves
+    reached are summed into the int32 ``raw`` (the device's additive sum) and
+    :func:`edgestream.fixedpoint.path_score_q15` turns it into ``2**(-E(h) / c(max_samples))`` in Q15 with the
+    model's ``path_multiplier_`` and ``path_shift_`` (``multiplier / 2**shift = 2**26 / (n_trees * 1024 *
+    c(max_samples))``). A row is flagged when its score is at or above ``threshold_`` (from the source's
+    ``offset_``, or :meth:`calibrate`).
+
+    Parameters
+    ----------
+    library, library_version, estimator, objective : where the model came from (recorded in the model file).
+    """
+
+    task = ANOMALY
+    missing_rule = "NaN goes right at every split; the source refuses NaN"
+
+    def predict_raw(self, X) -> np.ndarray:
+        """int32 outputs of rows, each its Q15 score and flag (:func:`edgestream.task.split_output`), exactly as the
+        device computes them."""
+        leaves = self.leaves(self._validate_X(X))
+        raw = additive_sums(self.ensemble_.leaf_values, self.ensemble_.base_score, leaves)[:, 0]
+        scores = path_score_q15(raw, self.path_multiplier_, self.path_shift_)
+        return (scores | np.where(scores >= self.threshold_, FLAG, 0)).astype(np.int32)
+
+    def score_samples(self, X) -> np.ndarray:
+        """Q15 scores of rows (higher is more anomalous)."""
+        return split_output(self.predict_raw(X))[0]
+
+    def predict(self, X) -> np.ndarray:
+        """The flags of rows: 1 for an anomaly, 0 for a normal row."""
+        return split_output(self.predict_raw(X))[1].astype(np.int32)
+
+    def calibrate(self, scores, rate: float):
+        """Set the threshold from Q15 scores of normal rows for the target false-alarm rate
+        (:func:`edgestream.learners.detect.calibrated_threshold`)."""
+        self._check_fitted()
+        self.threshold_ = calibrated_threshold(scores, rate)
+        return self
+
+    def saved_arrays(self) -> dict:
+        return {**super().saved_arrays(),
+                "path_multiplier": np.asarray([self.path_multiplier_], dtype=np.uint32),
+                "path_shift": np.asarray([self.path_shift_], dtype=np.uint8),
+                "threshold": np.asarray([self.threshold_], dtype=np.uint16),
+                "rounding_bound": np.asarray([self.rounding_bound_], dtype=np.float64)}
+
+    def _check_output(self, ensemble: TreeEnsemble, arrays: dict) -> None:
+        if ensemble.leaf_kind != "additive" or ensemble.leaf_values.shape[1] != 1 or ensemble.leaf_values.min() < 0 \
+                or np.asarray(ensemble.base_score).tolist() != [0]:
+            raise ValueError("a detector's leaf table holds one int16 path length >= 0 per leaf, base score 0")
+        expected = {"path_multiplier": np.uint32, "path_shift": np.uint8, "threshold": np.uint16,
+                    "rounding_bound": np.float64}
+        for name, dtype in expected.items():
+            if arrays[name].dtype != dtype or arrays[name].shape != (1,):
+                raise ValueError(f"{name} has dtype {arrays[name].dtype} and shape {arrays[name].shape}, expected "
+                                 f"{np.dtype(dtype)} (1,)")
+        multiplier, shift, threshold, bound = (arrays[name][0] for name in expected)
+        if multiplier == 0 or shift > 63 or threshold > NEVER or not (np.isfinite(bound) and bound >= 0):
+            raise ValueError(f"path_multiplier {multiplier} (> 0), path_shift {shift} (<= 63), threshold {threshold} "
+                             f"(<= {NEVER}) or rounding_bound {bound} (finite, >= 0) out of range")
+        self.path_multiplier_, self.path_shift_ = int(multiplier), int(shift)
+        self.threshold_, self.rounding_bound_ = int(threshold), float(bound)
+
+
 def imported_context(model, name: str, optimize: str = "speed") -> dict:
-    return device_context(model.device_model(), name, optimize)
+    context = device_context(model.device_model(), name, optimize)
+    if isinstance(model, ImportedDetector):
+        context.update(path_multiplier=model.path_multiplier_, path_shift=model.path_shift_,
+                       flag_threshold=model.threshold_)
+    return context
 
 
 def imported_tables(model, n_features: int, n_classes: int, pointer_bytes: int, packed: bool,
@@ -191,7 +267,7 @@ def imported_tables(model, n_features: int, n_classes: int, pointer_bytes: int, 
 
 
 SPEC = LearnerSpec(
-    name="imported", cls=ImportedClassifier, regressor=ImportedRegressor,
+    name="imported", cls=ImportedClassifier, regressor=ImportedRegressor, detector=ImportedDetector,
     summary="a tree model trained elsewhere (edgestream import)",
     options=(), learning=False, online=False, runtime=("es_common", "es_fixed", "es_infer"), template="frozen.c.j2",
     context=imported_context, tables=imported_tables, trainable=False)
