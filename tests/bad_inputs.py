@@ -226,7 +226,7 @@ SECTIONS: dict[str, list[Case]] = {
         c(f"{FIT} --ram 2048GiB", 2, "argument --ram: '2048GiB' is not a byte size; use a positive whole number of "
           "bytes up to 1024 GiB"),
         c(f"{FIT} --flash 0", 2, "argument --flash: '0' is not a byte size"),
-        c(f"{FIT} --ram 8KiB --board nope", 2, "unknown board 'nope'; known boards: atmega2560, atmega328p, nrf52840"),
+        c(f"{FIT} --ram 8KiB --board nope", 2, "unknown board 'nope'; known boards: atmega2560, atmega328p, esp32c3"),
         c(f"{FIT} --ram 8KiB --board bad_board.toml", 2,
           "board file bad_board.toml: field 'ram_bytes' must be positive, got -1"),
         c(f"{FIT} --ram 8KiB --board not_toml.toml", 2, "board file not_toml.toml is not valid TOML"),

@@ -105,7 +105,7 @@ def test_a_missing_report_dependency_stops_budget_before_any_work(capsys, tmp_pa
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--board", "uno", "--features", 3, "--classes", 2], "unknown board 'uno'; known boards: atmega2560, atmega328p, nrf52840"),
+    (["--board", "uno", "--features", 3, "--classes", 2], "unknown board 'uno'; known boards: atmega2560, atmega328p, esp32c3"),
     (["--board", "stm32f411", "--ram", 64, "--features", 3, "--classes", 2],
      "no shrubs configuration for 3 features and 2 classes fits 64 bytes of RAM"),
     (["--board", "atmega328p", "--ram", "4KiB", "--features", 3, "--classes", 2],
