@@ -24,17 +24,26 @@ finite = st.floats(min_value=-1e4, max_value=1e4, width=32, allow_subnormal=Fals
 
 
 @st.composite
-def streams(draw, max_rows: int = 60):
-    """Rows (some far outside the first rows' range), the rows the work range is fitted on, a small configuration
-    whose windows swap within the stream."""
-    d = draw(st.integers(1, 3))
+def detector_streams(draw, params, max_features: int, max_rows: int):
+    """Rows (some far outside the first rows' range), the rows the detector's ranges are fitted on, a small
+    configuration drawn from ``params`` (a strategy of dicts) whose windows swap within the stream."""
+    d = draw(st.integers(1, max_features))
     n = draw(st.integers(2, max_rows))
     X = np.array(draw(st.lists(st.lists(finite, min_size=d, max_size=d), min_size=n, max_size=n)), np.float32)
-    X[0] = X[0] + 1  # the first two rows differ on every feature: a work range can be fitted
+    X[0] = X[0] + 1  # the first two rows differ on every feature: the ranges can be fitted
     X[1] = X[0] - np.float32(2)
-    params = dict(n_trees=draw(st.integers(1, 4)), height=draw(st.integers(1, 4)), window=draw(st.integers(10, 14)),
-                  false_alarms=draw(st.sampled_from([0.01, 0.2, 0.49])), seed=draw(st.integers(0, 2**32 - 1)))
-    return params, X, draw(st.integers(2, n))
+    return draw(params), X, draw(st.integers(2, n))
+
+
+def window_params(**sizes) -> st.SearchStrategy:
+    """A detector's configuration: its ``sizes`` (strategies) and windows of 10-14 rows that swap in a stream."""
+    return st.fixed_dictionaries({**sizes, "window": st.integers(10, 14),
+                                  "false_alarms": st.sampled_from([0.01, 0.2, 0.49]),
+                                  "seed": st.integers(0, 2**32 - 1)})
+
+
+def streams(max_rows: int = 60):
+    return detector_streams(window_params(n_trees=st.integers(1, 4), height=st.integers(1, 4)), 3, max_rows)
 
 
 def specification(params, X, start) -> HalfSpaceTrees:

@@ -13,29 +13,17 @@ from hypothesis import strategies as st
 
 from test_anomaly import (assert_a_bundle_scores_as_python, assert_engine_and_c_follow_the_specification,
                           assert_nan_and_infinity_refused_with_the_state_unchanged,
-                          assert_the_flags_follow_a_drifting_normal, point_anomalies, river_hst)
+                          assert_the_flags_follow_a_drifting_normal, detector_streams, point_anomalies, river_hst,
+                          window_params)
 from edgestream import learners
 from edgestream.learners import Loda
 from edgestream.learners.detect import HISTOGRAM_BINS
 from edgestream.learners.loda import log2_q8, nonzero
 from edgestream.task import ANOMALY, roc_auc, split_output
 
-finite = st.floats(min_value=-1e4, max_value=1e4, width=32, allow_subnormal=False)
 
-
-@st.composite
-def streams(draw, max_rows: int = 60):
-    """Rows (some far outside the first rows' range), the rows the levels are fitted on, a small configuration
-    whose windows swap within the stream."""
-    d = draw(st.integers(1, 6))
-    n = draw(st.integers(2, max_rows))
-    X = np.array(draw(st.lists(st.lists(finite, min_size=d, max_size=d), min_size=n, max_size=n)), np.float32)
-    X[0] = X[0] + 1  # the first two rows differ on every feature: levels can be fitted
-    X[1] = X[0] - np.float32(2)
-    params = dict(n_projections=draw(st.integers(1, 6)), n_bins=draw(st.integers(2, 20)),
-                  window=draw(st.integers(10, 14)), false_alarms=draw(st.sampled_from([0.01, 0.2, 0.49])),
-                  seed=draw(st.integers(0, 2**32 - 1)))
-    return params, X, draw(st.integers(2, n))
+def streams(max_rows: int = 60):
+    return detector_streams(window_params(n_projections=st.integers(1, 6), n_bins=st.integers(2, 20)), 6, max_rows)
 
 
 @settings(max_examples=40, deadline=None)

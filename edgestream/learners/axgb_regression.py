@@ -52,6 +52,8 @@ class AdaptiveXGBoostRegressor(OnlineRegression, AXGB):
     leaf_scale = 2
     g_most = 2 * CODE_MAX
     fitted_attributes = ("bins_", "target_", "saturated_", "window_bins")
+    labels_attribute = "target_"
+    start_hint = "start(X_sample, y_sample)"
 
     def _classes(self, n_classes: int | None) -> int:
         return 1
@@ -64,14 +66,6 @@ class AdaptiveXGBoostRegressor(OnlineRegression, AXGB):
         """The bins from a sample of the stream, the target scale from its targets; an empty ensemble."""
         self.set_target(y_sample)
         return self.fit_bins(X_sample)
-
-    def _reset_if_ready(self):
-        if hasattr(self, "bins_") and hasattr(self, "target_"):
-            self.reset()
-
-    def _check_ready(self):
-        if not self._started():
-            raise RuntimeError("call start(X_sample, y_sample) (or partial_fit) before learning")
 
     # -- the device's steps ------------------------------------------------------------------------------------
 

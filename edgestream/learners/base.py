@@ -652,6 +652,8 @@ class BinnedOnlineLearner(StreamLearner, CompiledSteps):
     ``allow_missing``, keeps a ``window_bins`` region and implements ``reset`` and ``learn_bins``."""
 
     fitted_attributes = ("bins_", "classes_", "window_bins")
+    labels_attribute = "classes_"  # set, with the bins, once the learner can start (a regressor: its target_)
+    start_hint = "fit_bins(X_sample) and set_classes(classes)"
 
     ready_attribute = "window_bins"
 
@@ -699,12 +701,12 @@ class BinnedOnlineLearner(StreamLearner, CompiledSteps):
         return self.bins_.n_features
 
     def _reset_if_ready(self):
-        if hasattr(self, "bins_") and hasattr(self, "classes_"):
+        if hasattr(self, "bins_") and hasattr(self, self.labels_attribute):
             self.reset()
 
     def _check_ready(self):
         if not self._started():
-            raise RuntimeError("call fit_bins(X_sample) and set_classes(classes) (or partial_fit) before learning")
+            raise RuntimeError(f"call {self.start_hint} (or partial_fit) before learning")
 
     def encode_label(self, label) -> int:
         self._check_ready()

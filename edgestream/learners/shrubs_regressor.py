@@ -83,6 +83,8 @@ class ShrubRegressor(OnlineRegression, Shrubs):
 
     output_divisor = Q15_ONE  # the raw output is a Q15-weighted sum of leaf codes
     fitted_attributes = ("bins_", "target_", "saturated_", "window_bins")
+    labels_attribute = "target_"
+    start_hint = "start(X_sample, y_sample)"
     _columns = 1
 
     def __init__(self, window_size: int = 64, max_shrubs: int = 16, max_depth: int = 4, step_size="adaptive",
@@ -100,14 +102,6 @@ class ShrubRegressor(OnlineRegression, Shrubs):
         self.set_target(y_sample)
         self.reset()
         return self
-
-    def _reset_if_ready(self):
-        if hasattr(self, "bins_") and hasattr(self, "target_"):
-            self.reset()
-
-    def _check_ready(self):
-        if not self._started():
-            raise RuntimeError("call start(X_sample, y_sample) (or partial_fit) before learning")
 
     def units(self, n_features: int, n_classes: int | None = None) -> dict:
         return super().units(n_features, 1)
