@@ -257,5 +257,5 @@ SPEC = LearnerSpec(
         Option("--false-alarms", "false_alarms", float, "target false-alarm rate in (0, 0.5)", "RATE"),
         Option("--seed", "seed", int, "seed of the random projections", "N")),
     learning=True, online=True, runtime=("es_common", "es_detect", "es_loda"), template="loda.c.j2",
-    context=state_context, tables=state_tables(STATE), ladder=LODA_LADDER, state=STATE, checkpoints=False,
+    context=state_context, tables=state_tables(STATE), ladder=LODA_LADDER, state=STATE,
     variants=({"window": 10},))
