@@ -41,7 +41,7 @@ def test_the_risc_v_cores_share_the_rv32imc_model_where_it_is_calibrated(learner
     """Shrubs and BLS are calibrated on RV32IMC (QEMU's virt); an RV32IMAC core runs the same instructions and takes
     that model; the learners not counted there yet get no prediction, never a guess."""
     spec = learners.get(learner)
-    params = spec.make(**spec.ladder[-1]).get_params()
+    params = spec.make(spec.tasks[0], **spec.ladder[-1]).get_params()
     cost = call_cost(spec, params, 4, 3, "rv32imc")
     assert (cost is not None) == (learner in ("shrubs", "bls"))
     assert call_cost(spec, params, 4, 3, "rv32imac") == cost
