@@ -69,7 +69,8 @@ CONFIGS_PER_LEARNER = 20
 # with every point of the learner's search grid of that size on every stream (the streams in turn, then again from
 # the next one, ...), within the board's RAM up to FIT_RAM (the ATmega2560's whole 8 KiB, as bench_device's plans),
 # counted at indices from COVERAGE_INDEX (held out by the same rule)
-COVERAGE = {"shrubs": ({"window_size": 64, "max_shrubs": 16, "max_depth": 4},)}
+COVERAGE = {"shrubs": ({"window_size": 64, "max_shrubs": 16, "max_depth": 4},),
+            "loda": ({"n_projections": 100, "n_bins": 32},)}  # the Cortex-M4F's 16 KiB plan
 COVERAGE_INDEX = 100
 HOLD_OUT = 4  # configurations 0, 4, 8, ... are predicted without being fitted on
 FIT_RAM = 16 * 1024  # the emulated Cortex-M0's RAM
