@@ -57,7 +57,7 @@ from edgestream.costs import COEFFICIENTS_FILE, QUANTITIES, predicted
 from edgestream.data import make_stream
 from edgestream.export import export_bundle
 from edgestream.learners.axgb import IDLE, AdaptiveXGBoost
-from edgestream.learners.hst import HISTOGRAM_BINS
+from edgestream.learners.detect import HISTOGRAM_BINS, WindowedDetector
 from edgestream.online import start_online
 from edgestream.task import ANOMALY
 
@@ -69,14 +69,15 @@ CONFIGS_PER_LEARNER = 20
 # with every point of the learner's search grid of that size on every stream (the streams in turn, then again from
 # the next one, ...), within the board's RAM up to FIT_RAM (the ATmega2560's whole 8 KiB, as bench_device's plans),
 # counted at indices from COVERAGE_INDEX (held out by the same rule)
-COVERAGE = {"shrubs": ({"window_size": 64, "max_shrubs": 16, "max_depth": 4},)}
+COVERAGE = {"shrubs": ({"window_size": 64, "max_shrubs": 16, "max_depth": 4},),
+            "loda": ({"n_projections": 100, "n_bins": 32},)}  # the Cortex-M4F's 16 KiB plan
 COVERAGE_INDEX = 100
 HOLD_OUT = 4  # configurations 0, 4, 8, ... are predicted without being fitted on
 FIT_RAM = 16 * 1024  # the emulated Cortex-M0's RAM
 WARMUP = 2000
 # enough for a few expensive steps (bls: every call alike; irf: its trees' Poisson weights reach the grace often)
-# hst: more rows than its largest window, so that a window swap (its worst learn call) is counted
-STEPS = {"shrubs": 48, "bls": 4, "hoeffding": 400, "irf": 30, "axgb": 700, "hst": 260}
+# the windowed detectors (hst, loda): rows enough that a window swap (their worst learn call) is counted
+STEPS = {"shrubs": 48, "bls": 4, "hoeffding": 400, "irf": 30, "axgb": 700, "hst": 260, "loda": 260}
 # learners that run the same C code, whose terms weigh the same work: one model for both (IRF's forest is HT+AE trees)
 SHARED = {"irf": "hoeffding"}
 MEASURED = {"predict_mean": ("predict", np.mean), "predict_worst": ("predict", np.max),
@@ -137,10 +138,10 @@ def config_at(name: str, index: int, arch: str, n: int) -> tuple[str, dict, dict
 
 
 def warmup_rows(name: str, params: dict) -> int:
-    """Rows Python learns before the device counts: ``WARMUP`` (for hst up to where its latest window is half
-    full), and for AXGB also the windows that fill its ensemble (a prediction and a job's margins walk every member: a model counted with fewer members than ``K``
+    """Rows Python learns before the device counts: ``WARMUP`` (for a windowed detector up to where its latest
+    window is half full), and for AXGB also the windows that fill its ensemble (a prediction and a job's margins walk every member: a model counted with fewer members than ``K``
     costs less than it will once it has learned that much)."""
-    if name == "hst":  # the latest window half full when the count starts: a window swap falls within it
+    if windowed(name):  # the latest window half full when the count starts: a window swap falls within it
         window = learners.get(name).make(ANOMALY, **params).window
         return WARMUP + max(0, window - WARMUP % window - STEPS[name] // 2)
     if name != "axgb":
@@ -171,17 +172,23 @@ def regime(name: str, stream: str, options: dict, params: dict, steps: int) -> d
     learner's ``cost_terms``: for the Hoeffding learners whether a split attempt ran (a tree whose pool is full
     attempts none until a drift prunes it; the prediction, for trees with room, counts attempts) and the share of
     the rows a tree learned whose class its leaf's detector watched (:func:`watched_share`); for AXGB what
-    :func:`axgb_regime` tells."""
+    :func:`axgb_regime` tells; for a windowed detector what :func:`window_regime` tells."""
     if name == "axgb":
         return axgb_regime(stream, options, params, steps)
-    if name not in ("hoeffding", "irf", "hst"):
+    if name not in ("hoeffding", "irf") and not windowed(name):
         return {}
     model, X, y, _ = counted_model(name, stream, options, params, steps)
-    return hst_regime(model, X) if name == "hst" else hoeffding_regime(model, X, y)
+    return window_regime(model, X) if windowed(name) else hoeffding_regime(model, X, y)
 
 
-def hst_regime(model, X) -> dict:
-    """Half-Space Trees' :func:`regime` over the rows ``X`` from the model's state now (replayed on a copy): the
+def windowed(name: str) -> bool:
+    """Whether a learner is a windowed detector (hst, loda), whose learn calls swap windows now and then."""
+    detector = learners.get(name).detector
+    return detector is not None and issubclass(detector, WindowedDetector)
+
+
+def window_regime(model, X) -> dict:
+    """A windowed detector's :func:`regime` over the rows ``X`` from the model's state now (replayed on a copy): the
     window swaps per call (``swap_rate``) and the histogram bins the swaps' threshold scans visited from the top,
     on average and at most (``scanned``, ``scanned_worst``; read from the threshold each scan returned)."""
     replay = copy.deepcopy(model)

@@ -79,3 +79,19 @@ int es_detect_learned(uint16_t *reference, uint16_t *latest, uint32_t counts, ui
     *ready = 1;
     return 1;
 }
+
+int es_detect_valid_windows(const uint16_t *reference, const uint16_t *latest, uint32_t counts,
+                            uint16_t reference_limit, uint16_t window, uint16_t filled, uint16_t threshold,
+                            uint8_t ready)
+{
+    uint32_t i;
+    if (filled >= window || threshold > ES_DETECT_NEVER || ready > 1u) {
+        return 0;
+    }
+    for (i = 0; i < counts; i++) {
+        if (reference[i] > reference_limit || latest[i] > window) {
+            return 0;
+        }
+    }
+    return 1;
+}

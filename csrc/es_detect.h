@@ -19,6 +19,13 @@ int es_detect_learned(uint16_t *reference, uint16_t *latest, uint32_t counts, ui
                       uint16_t window, uint16_t alarm_q16, uint16_t score, uint64_t *n_learned, uint16_t *filled,
                       uint16_t *threshold, uint8_t *ready);
 
+/* 1 when a state image's windows and counters are ones learning can reach (restore_windows of the
+ * specification): reference values at most reference_limit, latest counts at most the window, fewer than a window
+ * of rows in the latest one, a threshold at most ES_DETECT_NEVER and ready 0 or 1; else 0. */
+int es_detect_valid_windows(const uint16_t *reference, const uint16_t *latest, uint32_t counts,
+                            uint16_t reference_limit, uint16_t window, uint16_t filled, uint16_t threshold,
+                            uint8_t ready);
+
 /* 1 when every feature is finite, else 0. */
 int es_detect_finite(const float *features, uint8_t n_features);
 

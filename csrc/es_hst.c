@@ -84,26 +84,22 @@ es_status es_hst_validate(const es_hst *candidate)
 {
     const es_hst_config *config;
     const es_hst_counters *counters;
-    uint32_t i, internal, nodes;
+    uint32_t i, internal;
     if (candidate == 0 || candidate->config == 0 || candidate->counters == 0) {
         return ES_ERR_NULL;
     }
     config = candidate->config;
     counters = candidate->counters;
-    if (counters->filled >= config->window || counters->threshold > ES_DETECT_NEVER || counters->ready > 1u) {
-        return ES_ERR_IMAGE;
-    }
     internal = (uint32_t)config->n_trees * (((uint32_t)1 << config->height) - 1u);
     for (i = 0; i < internal; i++) {
         if (candidate->split_feature[i] >= config->n_features || !es_detect_finite(&candidate->split_point[i], 1u)) {
             return ES_ERR_IMAGE;
         }
     }
-    nodes = 2u * internal + config->n_trees;
-    for (i = 0; i < nodes; i++) {
-        if (candidate->reference[i] > config->window || candidate->latest[i] > config->window) {
-            return ES_ERR_IMAGE;
-        }
+    if (!es_detect_valid_windows(candidate->reference, candidate->latest, 2u * internal + config->n_trees,
+                                 config->window, config->window, counters->filled, counters->threshold,
+                                 counters->ready)) {
+        return ES_ERR_IMAGE;
     }
     return ES_OK;
 }

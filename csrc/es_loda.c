@@ -97,3 +97,36 @@ es_status es_loda_score(const es_loda *model, const float *features, int32_t *ou
     *out = es_detect_output(es_loda_walk(model, features, 0), model->counters->threshold);
     return ES_OK;
 }
+
+es_status es_loda_validate(const es_loda *candidate)
+{
+    const es_loda_config *config;
+    const es_loda_counters *counters;
+    uint32_t i, weights;
+    if (candidate == 0 || candidate->config == 0 || candidate->counters == 0) {
+        return ES_ERR_NULL;
+    }
+    config = candidate->config;
+    counters = candidate->counters;
+    if (!es_detect_finite(candidate->offset, config->n_features) ||
+        !es_detect_finite(candidate->scale, config->n_features)) {
+        return ES_ERR_IMAGE;
+    }
+    for (i = 0; i < config->n_features; i++) {
+        if (!(candidate->scale[i] > 0.0f)) {
+            return ES_ERR_IMAGE;
+        }
+    }
+    weights = (uint32_t)config->n_projections * config->n_nonzero;
+    for (i = 0; i < weights; i++) {
+        if (candidate->feature[i] >= config->n_features || candidate->negative[i] > 1u) {
+            return ES_ERR_IMAGE;
+        }
+    }
+    if (!es_detect_valid_windows(candidate->reference, candidate->latest,
+                                 (uint32_t)config->n_projections * config->n_bins, config->log_window,
+                                 config->window, counters->filled, counters->threshold, counters->ready)) {
+        return ES_ERR_IMAGE;
+    }
+    return ES_OK;
+}

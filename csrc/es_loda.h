@@ -21,6 +21,12 @@ es_status es_loda_learn(const es_loda *model, const float *features);
  * ES_DETECT_FLAG when the score is at or above the threshold. ES_ERR_INPUT for a NaN or infinite feature. */
 es_status es_loda_score(const es_loda *model, const float *features, int32_t *out);
 
+/* ES_OK when a candidate state (e.g. read from a state image) is one learning can reach: finite levels with
+ * positive scales, projection features among the inputs and signs 0 or 1, reference surprises at most
+ * log2(W + 1) in Q8, latest counts at most the window, fewer than a window of rows in the latest one, a threshold
+ * at most ES_DETECT_NEVER and ready 0 or 1; ES_ERR_IMAGE otherwise (restore_arrays of the specification). */
+es_status es_loda_validate(const es_loda *candidate);
+
 /* log2(n) in Q8 for n >= 1: 256 times the top bit's position plus the next 8 bits. */
 uint32_t es_loda_log2_q8(uint32_t n);
 

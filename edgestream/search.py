@@ -626,7 +626,18 @@ class DetectorSearch:
                   f"{INJECT_EVERY} drawn uniformly from the rows' range) against the other rows")
         config = ", ".join(f"{k}={v}" for k, v in self.best.budget.config.items())
         return (f"chosen: {self.learner} ({config}), {self.criterion} {self.best.roc_auc:.4f}, ranked by {ranked} "
-                f"over {self.rows} rows; {evaluated} of {len(self.candidates)} candidates fit and were evaluated")
+                f"over {self.rows} rows{self.time_text()}; {evaluated} of {len(self.candidates)} candidates fit and "
+                "were evaluated")
+
+    def time_text(self) -> str:
+        """The chosen one's predicted instructions per sample (a score and a learn call: on average, and at worst
+        a window swap), or nothing without a cost model for the board's core."""
+        timing = self.budget.time
+        if timing is None:
+            return ""
+        mean, worst = (timing.cost.per_sample(worst=w) for w in (False, True))
+        return (f"; {mean:,.0f} instructions per sample predicted on average, {worst:,.0f} at worst "
+                f"({timing.clock_hz / mean:,.0f} samples/s on average at {timing.clock_hz / 1e6:g} MHz)")
 
 
 def with_outliers(X, start: int) -> tuple[np.ndarray, np.ndarray]:

@@ -185,6 +185,29 @@ def test_the_cli_fits_evaluates_exports_and_simulates_loda(tmp_path, capsys):
                  "stm32f411", "-o", str(budgeted), "--json"]) == 0
     planned = json.loads(capsys.readouterr().out)
     assert planned["budget"]["ram_at_peak_bytes"] <= 4096 and planned["params"]["n_projections"] >= 8
+    assert planned["budget"]["learn_instructions"]["worst"] > planned["budget"]["learn_instructions"]["mean"] > 0
+    assert main(["fit", str(labelled), "--label", "anomaly", "--learner", "loda", "--ram", "4KiB", "--board",
+                 "stm32f411", "-o", str(budgeted)]) == 0
+    assert "instructions per sample predicted on average" in capsys.readouterr().out
     out = tmp_path / "bad.esm"
     assert main(["fit", str(labelled), "--task", "anomaly", "--learner", "loda", "--n-bins", "0", "-o", str(out)]) == 2
     assert "n_bins=0 must be an integer from 2 to 255" in capsys.readouterr().err and not out.exists()
+
+
+def test_the_cost_model_holds_on_a_counted_run_it_was_not_fitted_on(tmp_path):
+    """Loda with a size, a window and a stream the calibration never counted (40 projections of 24 bins, windows
+    of 50 rows; a random RBF stream of 5 features): QEMU's Cortex-M4F counts of its score and learn calls, the mean
+    and the worst (a window swap, two of them within the counted rows), are within the model's stated error."""
+    from edgestream.costs import STATED_ERROR, call_cost
+    from edgestream.data import make_stream
+    from edgestream.export import export_bundle
+    from edgestream.targets import run
+
+    X, _ = make_stream("rbf", 420, seed=7, n_features=5, n_classes=3)
+    detector = Loda(n_projections=40, n_bins=24, window=50).partial_fit(X[:325])
+    counted = run(export_bundle(detector, tmp_path / "loda", name="loda"), "stm32f411", X[325:],
+                  np.zeros(95, dtype=int), learn=True, instructions=True).instructions
+    cost = call_cost(learners.get("loda"), detector.get_params(), 5, 1, "armv7e-m")
+    for measured, predicted in ((counted["score"].mean(), cost.predict.mean), (counted["learn"].mean(), cost.learn.mean),
+                                (counted["learn"].max(), cost.learn.worst)):
+        assert abs(predicted - measured) <= STATED_ERROR * measured, (predicted, measured)

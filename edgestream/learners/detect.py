@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..costs import CostTerms
 from ..task import FLAG, NEVER, check_false_alarms
 from ..state import Field, RegionSpec
 from .base import OnlineAnomaly, OnlineStateLearner, check_integer, restore_regions
@@ -99,6 +100,20 @@ def work_range(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(f"feature {j} is constant ({float(low[j])!r}) over the {len(X)} rows given: a work range "
                          "needs at least 2 values per feature")
     return low, high - low
+
+
+def window_cost_terms(score: list[float], cells: int, window: int, swap_rate: float | None, scanned: float,
+                      scanned_worst: float) -> CostTerms:
+    """The work terms of a windowed detector's calls from those of its ``score``: a learn call is a score (with a
+    count per cell located) and now and then a window swap, which copies the ``cells`` counts of both windows
+    (and whatever a detector does to each, once per window), sums the 128-bin histogram and halves it, and scans
+    it from the top for the threshold. The worst call swaps; the mean one swaps ``swap_rate`` times per call
+    (1 / W in the steady state). ``scanned``, ``scanned_worst``: the bins a threshold scan visits on average and
+    at most, which the scores decide (a prediction assumes all 128, the costlier case; the calibration replays
+    what its rows did)."""
+    rate = 1 / window if swap_rate is None else swap_rate
+    return CostTerms(predict=score, learn_mean=score + [cells * rate, rate, scanned * rate],
+                     learn_worst=score + [cells, 1, scanned_worst])
 
 
 COUNTERS = ("n_learned", "filled", "threshold", "ready")

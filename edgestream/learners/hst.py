@@ -43,7 +43,7 @@ from ..state import Field, RegionSpec, StateSpec
 from ..task import ANOMALY
 from .base import LearnerSpec, Option, check_integer, state_context, state_tables
 from .detect import (COUNTER_FIELDS, COUNTERS, F32, HISTOGRAM_BINS, HISTOGRAM_REGION, SCORE_MAX, WindowedDetector,
-                     alarm_q16, finite_rows, work_range)
+                     alarm_q16, finite_rows, window_cost_terms, work_range)
 
 MAX_FEATURES = 255
 MAX_TREES = 64
@@ -215,18 +215,12 @@ class HalfSpaceTrees(WindowedDetector):
 def cost_terms(params: dict, n_features: int, n_classes: int = 1, swap_rate: float | None = None,
                scanned: float = HISTOGRAM_BINS, scanned_worst: float = HISTOGRAM_BINS) -> CostTerms:
     """The work terms of a score (constant: the call, the 64-bit scaling to Q15; the input check, d; a tree, T; a
-    node on a path, T (h + 1)) and of a learn call (those, with a count per node; a window swap: it copies the
-    T (2^(h+1) - 1) masses of both windows, sums the 128-bin histogram and halves it, and scans it from the top for
-    the threshold). The worst call swaps; the mean one swaps ``swap_rate`` times per call (1 / W in the steady
-    state). ``scanned``, ``scanned_worst``: the bins a threshold scan visits on average and at most, which the
-    scores decide (a prediction assumes all 128, the costlier case; the calibration replays what its rows did)."""
+    node on a path, T (h + 1)) and of a learn call (:func:`~edgestream.learners.detect.window_cost_terms`: a
+    window swap copies the T (2^(h+1) - 1) masses)."""
     model = HalfSpaceTrees(**params)
     t, h = model.n_trees, model.height
-    rate = 1 / model.window if swap_rate is None else swap_rate
-    masses = t * ((2 << h) - 1)
     score = [1, n_features, t, t * (h + 1)]
-    return CostTerms(predict=score, learn_mean=score + [masses * rate, rate, scanned * rate],
-                     learn_worst=score + [masses, 1, scanned_worst])
+    return window_cost_terms(score, t * ((2 << h) - 1), model.window, swap_rate, scanned, scanned_worst)
 
 
 HST_LADDER = tuple({"n_trees": t, "height": h} for t, h in (

@@ -41,11 +41,12 @@ import math
 
 import numpy as np
 
+from ..costs import CostTerms
 from ..state import Field, RegionSpec, StateSpec
 from ..task import ANOMALY
 from .base import LearnerSpec, Option, check_integer, state_context, state_tables
-from .detect import (COUNTER_FIELDS, COUNTERS, F32, HISTOGRAM_REGION, SCORE_MAX, WindowedDetector, alarm_q16,
-                     finite_rows, work_range)
+from .detect import (COUNTER_FIELDS, COUNTERS, F32, HISTOGRAM_BINS, HISTOGRAM_REGION, SCORE_MAX, WindowedDetector,
+                     alarm_q16, finite_rows, window_cost_terms, work_range)
 
 MAX_FEATURES = 255
 MAX_PROJECTIONS = 255
@@ -242,6 +243,18 @@ class Loda(WindowedDetector):
         self.reference[...] = [[top - log2_q8(int(c) + 1) for c in row] for row in self.reference]
 
 
+def cost_terms(params: dict, n_features: int, n_classes: int = 1, swap_rate: float | None = None,
+               scanned: float = HISTOGRAM_BINS, scanned_worst: float = HISTOGRAM_BINS) -> CostTerms:
+    """The work terms of a score (constant: the call, the 64-bit scaling to Q15; a feature's check and level, d; a
+    projection's bin and reference surprise, K; a weight, K m) and of a learn call
+    (:func:`~edgestream.learners.detect.window_cost_terms`: a window swap copies the K B counts and turns each of
+    the reference's into its surprise, an integer log)."""
+    model = Loda(**params)
+    k = model.n_projections
+    score = [1, n_features, k, k * nonzero(n_features)]
+    return window_cost_terms(score, k * model.n_bins, model.window, swap_rate, scanned, scanned_worst)
+
+
 LODA_LADDER = tuple({"n_projections": k, "n_bins": b} for k, b in (
     (255, 64), (200, 64), (160, 64), (128, 64), (100, 64), (100, 32), (64, 32), (48, 32), (32, 32), (24, 32),
     (16, 32), (12, 16), (8, 16), (4, 16), (2, 8)))
@@ -257,5 +270,5 @@ SPEC = LearnerSpec(
         Option("--false-alarms", "false_alarms", float, "target false-alarm rate in (0, 0.5)", "RATE"),
         Option("--seed", "seed", int, "seed of the random projections", "N")),
     learning=True, online=True, runtime=("es_common", "es_detect", "es_loda"), template="loda.c.j2",
-    context=state_context, tables=state_tables(STATE), ladder=LODA_LADDER, state=STATE, checkpoints=False,
-    variants=({"window": 10},))
+    context=state_context, tables=state_tables(STATE), ladder=LODA_LADDER, state=STATE,
+    cost_terms=cost_terms, variants=({"window": 10},))
