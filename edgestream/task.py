@@ -26,6 +26,7 @@ CODE_MAX = 32767  # int16 codes, symmetric so that negating a code never overflo
 # The fitted range is widened by this share of its width on each side: later rows a little outside the first
 # rows' range still encode without saturating.
 MARGIN = 0.25
+SPREAD_FLOOR = 1e-9  # a spread below this fraction of the values is float noise: the target is taken as constant
 # A numeric label column is a regression target when it holds a fraction, or more distinct values than this.
 MAX_CLASS_LABELS = 32
 
@@ -87,12 +88,12 @@ class TargetScale:
 
     @classmethod
     def fit(cls, y) -> "TargetScale":
-        """The scale whose codes span the rows' range widened by ``MARGIN`` on each side (a constant target gets
-        a step of one thousandth of its size, or of 1)."""
+        """The scale whose codes span the rows' range widened by ``MARGIN`` on each side (a constant target, or one
+        whose spread is below ``SPREAD_FLOOR`` of its size, gets a step of one thousandth of its size, or of 1)."""
         y = check_target(y)
         low, high = float(y.min()), float(y.max())
         width = (high - low) * (1 + 2 * MARGIN)
-        if not width > 0:
+        if not (width / (2 * CODE_MAX) > 0 and width > max(abs(low), abs(high)) * SPREAD_FLOOR):  # float noise
             width = max(abs(low), 1.0) * 1e-3 * 2 * CODE_MAX
         step = width / (2 * CODE_MAX)
         if not np.isfinite(step) or step <= 0:

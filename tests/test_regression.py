@@ -66,6 +66,15 @@ def test_target_codes_stay_in_int16_and_saturate_counted(values, outside):
     assert saturated == int(beyond) and abs(int(codes[0])) <= CODE_MAX
 
 
+@pytest.mark.parametrize("values", [[0.0, 5e-324], [1.0, 1.0 + 2e-16], [-3.5, -3.5]])
+def test_a_spread_too_small_for_a_step_is_encoded_as_a_constant(values):
+    """A target that is constant, or whose spread is below what a step can resolve (a subnormal), gets the
+    constant target's scale: every row encodes without saturating, within half a step."""
+    scale = TargetScale.fit(values)
+    codes, saturated = scale.encode(values)
+    assert scale.step > 0 and saturated == 0 and np.all(np.abs(scale.decode(codes) - values) <= scale.step / 2)
+
+
 def test_infer_task_reads_the_label_column():
     assert infer_task(np.array(["a", "b", "a"])) == "classification"
     assert infer_task(np.arange(10) % 3) == "classification"
