@@ -11,6 +11,7 @@ the board's linker produced.
 from __future__ import annotations
 
 import sys
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -204,8 +205,8 @@ def compare_learning_regression(target, X, y) -> dict:
     python = target.python_copy()
     raw = target.test_then_train_raw(X, y)
     expected = python.test_then_train(X, y)
-    return {"n": len(X), **regression_metrics(y, python.target_.decode(raw)),
-            "python_r2": regression_metrics(y, python.target_.decode(expected))["r2"],
+    decode = partial(python.target_.decode, divisor=python.output_divisor)
+    return {"n": len(X), **regression_metrics(y, decode(raw)), "python_r2": regression_metrics(y, decode(expected))["r2"],
             "saturated": python.target_.encode(y)[1], "mismatches": int((raw != expected).sum()),
             "state_bytes": target.state_bytes()}
 

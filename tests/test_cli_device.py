@@ -373,6 +373,9 @@ def test_simulate_a_learning_regressor_on_the_boards(capsys, friedman, board, le
     _, _, path, bundles = friedman
     argv = ["simulate", bundles[learner], path, "--label", "label", "--learn", "--json"]
     host = json.loads(run(capsys, *argv)[1])
+    evaluated = json.loads(run(capsys, "evaluate", bundles[learner] / "model.esm", path, "--label", "label",
+                               "--json")[1])
+    assert host["r2"] == evaluated["r2"]  # the values decoded as the model decodes them (a shrubs' divisor)
     code, out, _ = run(capsys, *argv, "--target", "qemu", "--board", board)
     report = json.loads(out)
     assert code == 0 and report["mismatches"] == 0 and report["n"] == 40
