@@ -696,7 +696,7 @@ def run_simulate(args) -> int:
     elif args.learn:
         print(f"{report['n']} rows test-then-train, accuracy {report['accuracy']:.4f} in C and "
               f"{report['python_accuracy']:.4f} in Python, {report['mismatches']} prediction mismatches, "
-              f"{report['state_bytes']} state bytes ({target.where})")
+              f"model state {report['state_bytes']:,} bytes ({target.where})")
     else:
         print(f"{report['n']} rows, accuracy {report['accuracy']:.4f}, {report['mismatches']} class mismatches "
               f"and {report['proba_mismatches']} probability mismatches between C and Python ({target.where})")

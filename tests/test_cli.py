@@ -211,7 +211,7 @@ def test_shrubs_fit_export_simulate_learn(capsys, tmp_path, blobs_csv):
     assert code == 0 and type(model).__name__ == "ShrubEnsemble" and model.state_bytes() <= 8192
     assert "400 rows (bin edges from all rows)" in out and "3 classes" in out and "prequential accuracy" in out
     assert f"window {model.window_size}, {model.max_shrubs} shrubs of depth {model.max_depth}, " \
-           f"{model.state_bytes()} state bytes" in out
+           f"model state {model.state_bytes():,} bytes" in out
     assert run(capsys, "export", tmp_path / "s.esm", "-o", tmp_path / "bundle")[0] == 0
     code, out, _ = run(capsys, "simulate", tmp_path / "bundle", blobs_csv, "--label", "label", "--json")
     report = json.loads(out)

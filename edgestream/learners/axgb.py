@@ -465,7 +465,7 @@ class AXGB(BinnedOnlineLearner, Estimator, DeviceState):
     def summary(self) -> str:
         name = "AXGB" + ("_A" if self.drift_detection else "") + ("[p]" if self.strategy == "push" else "[r]")
         return (f"{name}: {self.members} members of depth {self.max_depth}, windows {self.window_min}.."
-                f"{self.window_max}, {self.state_bytes()} state bytes")
+                f"{self.window_max}, model state {self.state_bytes():,} bytes")
 
     def device_state(self) -> tuple[dict, dict] | None:
         """Every region (the training scratch too: a job may be under way) and the counters; None before the bins

@@ -293,7 +293,7 @@ class OnlineBLS(OnlineStateLearner):
 
     def summary(self) -> str:
         return (f"{self.feature_nodes} feature + {self.enhancement_nodes} enhancement nodes, forgetting "
-                f"{self.forgetting:g}, {self.state_bytes()} state bytes")
+                f"{self.forgetting:g}, model state {self.state_bytes():,} bytes")
 
     def device_counters(self) -> dict:
         return {"n_learned": self.n_learned, "refresh": self.refresh}

@@ -659,7 +659,7 @@ class HoeffdingTreeClassifier(OnlineClassification, NodePool, OnlineStateLearner
         kind = "+AE" if self.propagation else " (no propagation)"
         trees = f"{self.n_trees} trees" if self.forest else "1 tree"
         return (f"{trees}{kind}, {self.max_leaves} leaves each (grown: {grown}), {len(self.classes_)} class slots, "
-                f"{self.state_bytes()} state bytes")
+                f"model state {self.state_bytes():,} bytes")
 
     def device_counters(self) -> dict:
         return {"n_learned": self.n_learned, "random": self.random.state}

@@ -233,7 +233,7 @@ class HoeffdingTreeRegressor(OnlineRegression, NodePool, OnlineStateLearner):
     def summary(self) -> str:
         grown = ", ".join(str(int(n)) for n in self.n_leaves) if hasattr(self, "n_leaves") else "-"
         trees = f"{self.n_trees} trees" if self.forest else "1 tree"
-        return f"{trees}, {self.max_leaves} leaves each (grown: {grown}), {self.state_bytes()} state bytes"
+        return f"{trees}, {self.max_leaves} leaves each (grown: {grown}), model state {self.state_bytes():,} bytes"
 
     def device_counters(self) -> dict:
         return {"n_learned": self.n_learned, "random": self.random.state}

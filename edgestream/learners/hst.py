@@ -121,7 +121,7 @@ class HalfSpaceTrees(WindowedDetector):
 
     def summary(self) -> str:
         return (f"{self.n_trees} half-space trees of height {self.height}, window {self.window}, "
-                f"{self.state_bytes()} state bytes")
+                f"model state {self.state_bytes():,} bytes")
 
     @property
     def n_features_(self) -> int:

@@ -153,7 +153,7 @@ class Loda(WindowedDetector):
 
     def summary(self) -> str:
         return (f"{self.n_projections} projections of {self.n_bins} bins, window {self.window}, "
-                f"{self.state_bytes()} state bytes")
+                f"model state {self.state_bytes():,} bytes")
 
     # -- setup -----------------------------------------------------------------------------------------------
 

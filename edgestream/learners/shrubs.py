@@ -581,7 +581,7 @@ class Shrubs(BinnedOnlineLearner, Estimator, DeviceState):
     def summary(self) -> str:
         """The configuration and its device state, in a few words."""
         return (f"window {self.window_size}, {self.max_shrubs} shrubs of depth {self.max_depth}, "
-                f"{self.state_bytes()} state bytes")
+                f"model state {self.state_bytes():,} bytes")
 
     def device_state(self) -> tuple[dict, dict] | None:
         """The state a bundle exported now starts from: flat arrays of every region (scratch zero) and the
