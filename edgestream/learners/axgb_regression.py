@@ -17,7 +17,7 @@ regions of the same sizes hold the ring's target codes (``window_targets``) and 
   minus the target, ``|g| <= 65534``), ``h = 32768`` (the hessian 1 in the classifier's Q15). The classifier's
   histograms, gains, ``lambda_q15``, ``gamma_q15`` and ``min_child_q15`` apply unchanged: ``min_child_weight``
   counts samples, and a node of fewer than ``max(2, 2 ceil(min_child_weight))`` samples is not searched
-  (:func:`~edgestream.learners.axgb.split_samples`). Sums stay in int32: ``|G| <= 65534 W_max < 2^28``,
+  (:func:`~edgestream.learners.axgb_job.split_samples`). Sums stay in int32: ``|G| <= 65534 W_max < 2^28``,
   ``H <= 32768 W_max = 2^27``.
 * **Leaf weight.** ``w = trunc(-G eta_q16 / ((H + lambda_q15) 2))``: ``-G / (H / 32768 + lambda)`` times the
   learning rate, in codes (``-G 32768 eta_q16 / ((H + lambda_q15) 65536)``), saturated to int16.
