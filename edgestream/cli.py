@@ -864,6 +864,8 @@ def detector_figures(args, found, X, y) -> dict:
 def budget_shape(args, X, y, task: str) -> tuple[int, int]:
     """Features and classes: as given, or the stream's (which must agree with what is given; a regression
     target has one output)."""
+    if task == ANOMALY and args.classes is not None:
+        raise ValueError(f"--classes {args.classes}: a detector ({args.learner}) scores one number and has no classes")
     given = {"features": args.features, "classes": 1 if task == ANOMALY else args.classes}  # one output
     if X is None:
         missing = [f"--{key}" for key, value in given.items() if value is None]

@@ -422,6 +422,8 @@ SECTIONS: dict[str, list[Case]] = {
         c("budget --learner shrubs --board stm32f411 --data empty.csv --label label", 2, "empty.csv is empty"),
         c("budget --learner shrubs --board stm32f411 --data ints.csv --label label --features 5", 2,
           "--features 5 disagrees with ints.csv, which has 1 features"),
+        c("budget --learner hst --board stm32f411 --features 3 --classes 2 --ram 8KiB", 2,
+          "--classes 2: a detector (hst) scores one number and has no classes"),
         c(f"{SHRUB_BUDGET} --workers 0", 2, "argument --workers: '0' is not an integer from 1 to 1024"),
         c(f"{SHRUB_BUDGET} --workers -2", 2, "argument --workers: '-2' is not an integer from 1 to 1024"),
         c(f"{SHRUB_BUDGET} --rate 0", 2, "argument --rate: '0' is not a number > 0"),
