@@ -522,7 +522,8 @@ FOOTNOTES = [
     "the scikit-learn forest emlearn exports, brought in by edgestream.convert (probability rows averaged as "
     "scikit-learn's predict does).",
     "Table 2: every online learner at the budget's {ram} KiB plan for each board: Python learns {warmup} rows of "
-    "SEA (AXGB also the windows that fill its ensemble), then the device test-then-trains the next rows (calibrate_cost.STEPS per learner) in chunks of {chunk}, "
+    "SEA (AXGB also the windows that fill its ensemble; HST and LODA up to where their latest window is half full), "
+    "then the device test-then-trains the next rows (calibrate_cost.STEPS per learner) in chunks of {chunk}, "
     "each from a bundle exported with Python's state at its first row (the counts equal one long run's). pred: "
     "the cost model's prediction (edgestream.costs) for the board's core; worst/mean: of the learn calls. AVR: "
     "CPU cycles measured by the harness with Timer1 under simavr.",
