@@ -26,9 +26,11 @@ and deterministic. Three cores: Cortex-M4F (board ``stm32f411``, run on QEMU's m
   The harness's ``step`` converts the float32 row to int16 for the int16 variant outside the count: every model
   is counted from its own input type (edgestream's count includes quantizing float32 features to bins).
 
-**Table 2, every online learner learning on the device.** Each online learner as the budget manager plans it for
-8 KiB of RAM on ``stm32f411``, ``rp2040``, ``esp32c3`` and ``atmega2560`` (each board its own plan), on the built-in SEA stream
-(``make_stream("sea", STREAM_ROWS, seed=1)``, started on its first rows as the CLI does). Python learns the rows
+**Table 2, every online learner learning on the device.** Each online learner (the classifiers and the windowed
+detectors HST and LODA) as the budget manager plans it for 8 KiB of RAM on ``stm32f411``, ``rp2040``, ``esp32c3`` and
+``atmega2560`` (each board its own plan), on the built-in SEA stream (``make_stream("sea", STREAM_ROWS, seed=1)``, a
+classifier started on its first rows as the CLI does, a detector learning the rows without their labels; its
+prediction is its score call, its mismatches the rows whose int32 score and flag differ). Python learns the rows
 the calibration learns (``calibrate_cost.warmup_rows``: windows and ensembles full, trees grown), then the device test-then-trains the next rows
 (``calibrate_cost.STEPS`` per learner, enough for several of its expensive steps, or ``--learn-steps``) in chunks
 of ``--chunk`` rows, each from a bundle exported with the Python state at its first row, so chunks run in
@@ -36,7 +38,8 @@ parallel; every device class is checked against Python's test-then-train. Per le
 instructions per learn call and per prediction, beside the cost model's prediction (:mod:`edgestream.costs`), and
 the learn calls' worst/mean ratio. The Hoeffding learners' predictions take the regime of the counted rows, as
 the calibration's do (``calibrate_cost.hoeffding_regime``: whether a split attempt ran, the share of rows the
-detectors watched); the budget plans on a tree with room to split, every row watched. The shrubs run a second
+detectors watched), and so do the windowed detectors' (``calibrate_cost.window_regime``: the window swaps and the
+bins their threshold scans visited); the budget plans on a tree with room to split, every row watched. The shrubs run a second
 time as the budget's search chooses them at 8 KiB on SEA (a new shrub every 4 samples, 1 burn-in step, its
 training spread at the automatic ``work_per_call``). The Hoeffding learners run a second time on Agrawal,
 function 0 then 2 (``make_stream("agrawal", ..., seed=1, functions=(0, 2), changes=[6000])``), planned on that
@@ -81,7 +84,8 @@ from pathlib import Path
 import emlearn
 import numpy as np
 
-from calibrate_cost import STEPS, WARMUP, hoeffding_regime, warmup_rows
+from calibrate_cost import (PREDICTION_CALL, STEPS, WARMUP, hoeffding_regime, task_of_learner, window_regime,
+                             warmup_rows, windowed)
 from bench_foundation import (EDGESTREAM_EXPORTS, edgestream_label, edgestream_leaf_models, emlearn_variants,
                               layout_label, load_data, models)
 from edgestream import convert, learners, targets
@@ -91,6 +95,7 @@ from edgestream.data import make_stream
 from edgestream.export import export_bundle
 from edgestream.costs import call_cost, coefficients
 from edgestream.parity import compare_sizes
+from edgestream.task import ANOMALY, task_of
 from edgestream.train import start_online
 
 CORES = {"stm32f411": "Cortex-M4F", "rp2040": "Cortex-M0", "esp32c3": "RV32IMC"}  # board -> the core it runs
@@ -104,7 +109,9 @@ EMLEARN_NAME = "eml_model"  # emlearn.convert(...).save(name=...) in bench_found
 LEARN_RAM = 8 * 1024
 LEARN_BOARDS = {"stm32f411": "Cortex-M4F", "rp2040": "Cortex-M0", "esp32c3": "RV32IMC",
                 "atmega2560": "AVR"}  # board -> its core
-ONLINE = [spec.name for spec in learners.REGISTRY.values() if spec.online and spec.cls is not None]  # classifiers
+# the online classifiers and detectors (a detector's prediction is its score call; its mismatches compare the int32
+# score and flag with Python's)
+ONLINE = [spec.name for spec in learners.REGISTRY.values() if spec.online and spec.cost_terms is not None]
 # besides every learner's plan as is: the shrubs as the budget's search chooses them on SEA (a new shrub every 4
 # samples, 1 burn-in step: the learn step's cost is amortized, and spread over the calls at the automatic
 # work_per_call)
@@ -139,7 +146,7 @@ class Job:
 @dataclass
 class Measured:
     job: Job
-    classes: np.ndarray
+    classes: np.ndarray  # a classifier's class indices, a detector's int32 outputs
     instructions: dict[str, np.ndarray]
 
 
@@ -282,7 +289,7 @@ def measure(job: Job) -> Measured:
         return Measured(job, *run_firmware(job.firmware, job.X))
     result = targets.run(job.bundle, job.board, job.X, job.y, learn=job.y is not None, timeout=TIMEOUT,
                          instructions=True)
-    return Measured(job, result.classes, result.instructions)
+    return Measured(job, result.raw if result.classes is None else result.classes, result.instructions)
 
 
 # ------------------------------------------------------------------------------------------ models and jobs
@@ -332,11 +339,35 @@ def trees(root: Path, rows: int) -> Prepared:
 
 
 def online_plan(name: str, board: str, X, y, ram: int, **params) -> tuple[Budget, object]:
-    """The budget manager's plan of an online learner for ``board``, started on the stream's first rows (as the
-    CLI)."""
+    """The budget manager's plan of an online learner for ``board``, a classifier started on the stream's first
+    rows (as the CLI); a detector starts on the rows it first learns."""
+    if task_of_learner(name) == ANOMALY:
+        planned = plan(name, load_board(board), X.shape[1], 1, ram=ram, task=ANOMALY, **params)
+        return planned, learners.get(name).make(ANOMALY, **planned.params)
     n_features, classes = X.shape[1], np.unique(y)
     planned = plan(name, load_board(board), n_features, len(classes), ram=ram, **params)
     return planned, start_online(learners.get(name).make(**planned.params), X, classes)
+
+
+def learn_warmup(learner, X, y) -> None:
+    """Python's warm-up rows: a detector learns the rows alone (its work range from them), a classifier rows and
+    labels."""
+    if task_of(learner) == ANOMALY:
+        learner.partial_fit(X)
+    else:
+        learner.partial_fit(X, y)
+
+
+def test_then_train(learner, x, label):
+    """Python's output for a row (a classifier's class index, a detector's int32 score and flag), then the row
+    learned."""
+    if task_of(learner) == ANOMALY:
+        output = learner.predict_raw(x[None])[0]
+        learner.learn_one(x)
+    else:
+        output = learner.predict_encoded(x[None])[0]
+        learner.learn_one(x, label)
+    return output
 
 
 def exact_budget(planned: Budget, model) -> Budget:
@@ -359,22 +390,21 @@ def learning(root: Path, steps: int | None, chunk: int, names=tuple(ONLINE)) -> 
             planned, learner = online_plan(name, board, X, y, ram=LEARN_RAM, **params)
             drift = exporter == DRIFT_EXPORTER
             warmup = DRIFT_CHANGE - DRIFT_BEFORE if drift else warmup_rows(name, planned.params)
-            learner.partial_fit(X[:warmup], y[:warmup])
+            learn_warmup(learner, X[:warmup], y[:warmup])
             budget = exact_budget(planned, learner)  # of the state the first chunk's bundle starts from
             n = steps or (DRIFT_STEPS if drift else STEPS[name])
             if name in REGIME_LEARNERS:
                 prepared.regimes[name, exporter, board] = hoeffding_regime(learner, X[warmup:warmup + n],
                                                                            y[warmup:warmup + n])
+            elif windowed(name):
+                prepared.regimes[name, exporter, board] = window_regime(learner, X[warmup:warmup + n])
             first = None
             for start in range(warmup, warmup + n, chunk):
                 rows = slice(start, min(start + chunk, warmup + n))
                 bundle = export_bundle(learner, root / f"{name}-{exporter}-{board}-{start}".replace(" ", "_"),
                                        name=name)
                 first = first or bundle
-                expected = []
-                for x, label in zip(X[rows], y[rows]):
-                    expected.append(learner.predict_encoded(x[None])[0])
-                    learner.learn_one(x, label)
+                expected = [test_then_train(learner, x, label) for x, label in zip(X[rows], y[rows])]
                 prepared.jobs.append(Job(name, exporter, board, X[rows], np.array(expected), y[rows], bundle))
             prepared.reports[name, exporter, board] = targets.build(first, board)
             prepared.learners[name, exporter, board] = planned
@@ -409,7 +439,7 @@ def memory_row(model: str, budget: Budget, report: targets.BuildReport) -> Memor
         code_measured=sizes["code_flash"]["measured"], image_predicted=sizes["image_flash"]["predicted"],
         state_image=sizes["image_flash"]["measured"],
         stack_predicted=sum(item.bytes for item in budget.ram if item.group == "stack"),
-        stack_predict=max(stack.get(f"{report.bundle}_{call}", 0) for call in ("predict", "predict_proba")),
+        stack_predict=max(stack.get(f"{report.bundle}_{call}", 0) for call in ("predict", "predict_proba", "score")),
         stack_learn=stack.get(f"{report.bundle}_learn"), config=budget.config,
         objects={name: size.bytes for name, size in report.objects.items()}, notes=notes)
 
@@ -461,7 +491,7 @@ def learn_rows(groups: dict, plans: dict[tuple[str, str, str], Budget], regimes:
         planned = plans[model, exporter, board]
         cost = call_cost(learners.get(model), planned.params, planned.config["features"], planned.config["classes"],
                          load_board(board).arch, **regimes.get((model, exporter, board), {}))
-        learn, predict = counts["learn"], counts["predict"]
+        learn, predict = counts["learn"], counts[PREDICTION_CALL.get(task_of_learner(model), "predict")]
         rows.append(LearnRow(
             learner=model, exporter=exporter, core=LEARN_BOARDS[board], steps=len(learn),
             learn_mean=float(learn.mean()), learn_mean_predicted=cost and cost.learn.mean,
@@ -492,7 +522,8 @@ FOOTNOTES = [
     "the scikit-learn forest emlearn exports, brought in by edgestream.convert (probability rows averaged as "
     "scikit-learn's predict does).",
     "Table 2: every online learner at the budget's {ram} KiB plan for each board: Python learns {warmup} rows of "
-    "SEA (AXGB also the windows that fill its ensemble), then the device test-then-trains the next rows (calibrate_cost.STEPS per learner) in chunks of {chunk}, "
+    "SEA (AXGB also the windows that fill its ensemble; HST and LODA up to where their latest window is half full), "
+    "then the device test-then-trains the next rows (calibrate_cost.STEPS per learner) in chunks of {chunk}, "
     "each from a bundle exported with Python's state at its first row (the counts equal one long run's). pred: "
     "the cost model's prediction (edgestream.costs) for the board's core; worst/mean: of the learn calls. AVR: "
     "CPU cycles measured by the harness with Timer1 under simavr.",
