@@ -386,17 +386,17 @@ def _compile_runtime(board, runtime: list[Path], sources: list[str], others: set
     return Runtime(code, stack, extra)
 
 
-def _runtime_file(board, key: str) -> Path:
+def _runtime_file(board, key: str, adding: bool = True) -> Path:
     """Where a runtime's compiled figures are kept: by ``key`` and the compiler's version (an upgraded compiler
     compiles anew)."""
     compiler = identify_compiler(board.toolchain.cc, " ".join(board.toolchain.cflags))
-    return _sizes_file("runtime-" + hashlib.sha256(f"{key}\0{compiler}".encode()).hexdigest())
+    return _sizes_file("runtime-" + hashlib.sha256(f"{key}\0{compiler}".encode()).hexdigest(), adding)
 
 
 def _stored_runtime(board, key: str) -> Runtime | None:
     """The compile of an earlier process (the runtime of every learner takes seconds of the compiler per board)."""
     try:
-        return Runtime(**json.loads(_runtime_file(board, key).read_text()))
+        return Runtime(**json.loads(_runtime_file(board, key, adding=False).read_text()))
     except (OSError, ValueError, TypeError):
         return None
 
@@ -495,8 +495,8 @@ def inline_code_bound(board, worst) -> InlineCode | None:
     return InlineCode(last.code + (worst.n_trees - n_trees) * slope, stack)
 
 
-def _sizes_file(key: str) -> Path:
-    return cache.cache_dir() / "sizes" / f"{key}.json"
+def _sizes_file(key: str, adding: bool = True) -> Path:
+    return cache.cache_dir(prune_it=adding) / "sizes" / f"{key}.json"
 
 
 def _stored_sizes(key: str) -> list[tuple[int, InlineCode]]:
