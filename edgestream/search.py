@@ -86,7 +86,7 @@ seeds the defaults never saw, against the grid's best over the whole stream and 
 Hoeffding trees.
 
 Candidates are trained on the compiled engine (whole streams in one call), in parallel worker processes
-(``concurrent.futures``) or on a Dask cluster when a scheduler address is given (``pip install
+(``concurrent.futures``; each receives the rows once, when it starts) or on a Dask cluster when a scheduler address is given (``pip install
 edgestream[dask]``). ``search_rows`` scores them on the first rows only (the chosen configuration is then
 trained on all of them by ``fit``). ``learner="auto"`` searches the grid of every online learner at once: the
 best scored candidate that fits wins, whichever learner it is; with a rate, a learner without a cost model for the
