@@ -86,11 +86,11 @@ seeds the defaults never saw, against the grid's best over the whole stream and 
 Hoeffding trees.
 
 Candidates are trained on the compiled engine (whole streams in one call), in parallel worker processes
-(``concurrent.futures``; each receives the rows once, when it starts) or on a Dask cluster when a scheduler address is given (``pip install
-edgestream[dask]``). ``search_rows`` scores them on the first rows only (the chosen configuration is then
-trained on all of them by ``fit``). ``learner="auto"`` searches the grid of every online learner at once: the
-best scored candidate that fits wins, whichever learner it is; with a rate, a learner without a cost model for the
-board's core cannot show that it keeps up, so its candidates are listed but not evaluated.
+(``concurrent.futures``; each receives the rows once, when it starts) or on a Dask cluster when a scheduler address
+is given (``pip install edgestream[dask]``). ``search_rows`` scores them on the first rows only (the chosen
+configuration is then trained on all of them by ``fit``). ``learner="auto"`` searches the grid of every online
+learner at once: the best scored candidate that fits wins, whichever learner it is; with a rate, a learner without a
+cost model for the board's core cannot show that it keeps up, so its candidates are listed but not evaluated.
 """
 
 from __future__ import annotations
@@ -565,7 +565,8 @@ def _run(configs: list[tuple[str, dict]], data: Rows, workers, scheduler, progre
         else:
             with ProcessPoolExecutor(min(workers or os.cpu_count(), len(configs)), initializer=_start_worker,
                                      initargs=(os.getpid(), data)) as pool:
-                futures = {pool.submit(_worker_scores, learner, config): i for i, (learner, config) in enumerate(configs)}
+                futures = {pool.submit(_worker_scores, learner, config): i
+                           for i, (learner, config) in enumerate(configs)}
                 for future in as_completed(futures):
                     results[futures[future]] = future.result()
                     bar.update()
