@@ -46,6 +46,7 @@ from .checkpoint import image_layout
 from .emit import SOURCE_DIR
 from .export import bundle_files, runtime_modules, runtime_sources
 from .scratch import scratch_dir
+from .simulate import identify_compiler
 from .state import RAM_DESCRIPTORS
 from .task import CLASSIFICATION, REGRESSION, output_context, task_of
 from .tree import CLASSES, FEATURES
@@ -361,24 +362,56 @@ def compiled_runtime(spec, board, n_features: int, n_classes: int, task: str = C
     sources = [p.name for p in runtime if p.suffix == ".c"]
     others = other_task_calls(spec.state, task) if spec.state is not None else set()
     key = hashlib.sha256(json.dumps([board.name, board.toolchain.cc, board.toolchain.cflags, sources,
-                                     sorted(others)]).encode()
-                         + b"".join(p.read_bytes() for p in runtime_sources())).hexdigest()
+                                     sorted(others)]).encode() + runtime_digest()).hexdigest()
     if key not in _RUNTIME_CACHE:
-        declared = {p.name: set(API_DECLARATION.findall(p.read_text())) for p in runtime if p.suffix == ".h"}
-        images = declared.pop("es_image.h", set()) | {f for names in declared.values() for f in names
-                                                      if f.endswith("_validate")}
-        roots = set().union(*declared.values()) - images - others
-        files = {p.name: p.read_text() for p in runtime_sources()}
-        built = compiled(board, files, sources, roots, targets.indirect_calls("model"))
-        if built is None:
-            _RUNTIME_CACHE[key] = None
-        else:
-            code, stack, calls, functions, _ = built
-            extra = sum(functions[f] for f in reachable(calls, images) - reachable(calls, roots) if f in functions)
-            _RUNTIME_CACHE[key] = Runtime(code, stack, extra)
+        _RUNTIME_CACHE[key] = _stored_runtime(board, key) or _compile_runtime(board, runtime, sources, others, key)
     runtime = _RUNTIME_CACHE[key]
     return runtime and Runtime(runtime.code, wrapper_frame_bytes(board, n_features, n_classes) + runtime.stack,
                                runtime.image_code)
+
+
+def _compile_runtime(board, runtime: list[Path], sources: list[str], others: set[str], key: str) -> Runtime | None:
+    """:func:`compiled_runtime`'s compile, stored for later processes (None without the board's compiler)."""
+    declared = {p.name: set(API_DECLARATION.findall(p.read_text())) for p in runtime if p.suffix == ".h"}
+    images = declared.pop("es_image.h", set()) | {f for names in declared.values() for f in names
+                                                  if f.endswith("_validate")}
+    roots = set().union(*declared.values()) - images - others
+    files = {p.name: p.read_text() for p in runtime_sources()}
+    built = compiled(board, files, sources, roots, targets.indirect_calls("model"))
+    if built is None:
+        return None
+    code, stack, calls, functions, _ = built
+    extra = sum(functions[f] for f in reachable(calls, images) - reachable(calls, roots) if f in functions)
+    _store_json(_runtime_file(board, key), asdict(Runtime(code, stack, extra)))
+    return Runtime(code, stack, extra)
+
+
+def _runtime_file(board, key: str, adding: bool = True) -> Path:
+    """Where a runtime's compiled figures are kept: by ``key`` and the compiler's version (an upgraded compiler
+    compiles anew)."""
+    compiler = identify_compiler(board.toolchain.cc, " ".join(board.toolchain.cflags))
+    return _sizes_file("runtime-" + hashlib.sha256(f"{key}\0{compiler}".encode()).hexdigest(), adding)
+
+
+def _stored_runtime(board, key: str) -> Runtime | None:
+    """The compile of an earlier process (the runtime of every learner takes seconds of the compiler per board)."""
+    try:
+        return Runtime(**json.loads(_runtime_file(board, key, adding=False).read_text()))
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+_DIGESTS: dict[tuple, bytes] = {}
+
+
+def runtime_digest() -> bytes:
+    """SHA-256 of the hand-written runtime (every file of csrc/), read again only when a file's size or
+    modification time changed (a search prices hundreds of configurations on the same sources)."""
+    files = runtime_sources()
+    stamps = tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in files)
+    if stamps not in _DIGESTS:
+        _DIGESTS[stamps] = hashlib.sha256(b"".join(p.read_bytes() for p in files)).digest()
+    return _DIGESTS[stamps]
 
 
 def compiled_bundle(model, board, optimize: str) -> Runtime | None:
@@ -432,7 +465,7 @@ def inline_code_bound(board, worst) -> InlineCode | None:
     ``t = T``. The walk's stack is the largest of the compiles. Cached per board, toolchain and configuration shape
     (the tree count only ends the doubling sooner)."""
     key = hashlib.sha256(json.dumps([board.name, board.toolchain.cc, board.toolchain.cflags, worst.shape()],
-                                    sort_keys=True).encode() + b"".join(p.read_bytes() for p in runtime_sources()))
+                                    sort_keys=True).encode() + runtime_digest())
     key = key.hexdigest()
     if key not in _INLINE_CACHE:
         _INLINE_CACHE[key] = _stored_sizes(key)
@@ -462,8 +495,8 @@ def inline_code_bound(board, worst) -> InlineCode | None:
     return InlineCode(last.code + (worst.n_trees - n_trees) * slope, stack)
 
 
-def _sizes_file(key: str) -> Path:
-    return cache.cache_dir() / "sizes" / f"{key}.json"
+def _sizes_file(key: str, adding: bool = True) -> Path:
+    return cache.cache_dir(prune_it=adding) / "sizes" / f"{key}.json"
 
 
 def _stored_sizes(key: str) -> list[tuple[int, InlineCode]]:
@@ -475,10 +508,13 @@ def _stored_sizes(key: str) -> list[tuple[int, InlineCode]]:
 
 
 def _store_sizes(key: str, measured: list[tuple[int, InlineCode]]) -> None:
-    path = _sizes_file(key)
+    _store_json(_sizes_file(key), [[n, c.code, c.stack] for n, c in measured])
+
+
+def _store_json(path: Path, value) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_suffix(f".{os.getpid()}.tmp")
-    partial.write_text(json.dumps([[n, c.code, c.stack] for n, c in measured]))
+    partial.write_text(json.dumps(value))
     os.replace(partial, path)  # whole or not at all, whatever runs beside it
 
 

@@ -1,12 +1,12 @@
 """The cache of compiled code: cffi host libraries (``cffi/``), cross-built firmware (``targets/``) and the code sizes
-of the budget's synthetic inline trees (``sizes/``).
+the budget compiles (``sizes/``: its synthetic inline trees and the learners' runtimes).
 
 It lives in the platform's user cache folder (platformdirs: ``$XDG_CACHE_HOME/edgestream`` on Linux,
-``~/Library/Caches/edgestream`` on macOS), or in ``$EDGESTREAM_CACHE`` when set. Every entry is a folder named
-by the hash of what it was built from, so entries are never stale, only unused: when the cache grows beyond its
-limit (``$EDGESTREAM_CACHE_LIMIT``, a size such as ``512MiB``; default 1 GiB) the oldest entries are removed, once
-per process, the first time the cache is used. ``edgestream cache`` shows where it is and how big;
-``edgestream cache clear`` empties it.
+``~/Library/Caches/edgestream`` on macOS), or in ``$EDGESTREAM_CACHE`` when set. Every entry is named by the hash
+of what it was built from, so entries are never stale, only unused: when the cache grows beyond its limit
+(``$EDGESTREAM_CACHE_LIMIT``, a size such as ``512MiB``; default 1 GiB) the oldest entries are removed, once per
+process, the first time it may add to the cache (a lookup walks none of its files). ``edgestream cache`` shows
+where it is and how big; ``edgestream cache clear`` empties it.
 """
 
 from __future__ import annotations
@@ -22,8 +22,9 @@ KINDS = ("cffi", "targets", "sizes")
 _pruned = False
 
 
-def cache_dir() -> Path:
-    """The cache folder (pruned to its limit on the first call of a process)."""
+def cache_dir(prune_it: bool = True) -> Path:
+    """The cache folder (pruned to its limit on the first call of a process that may add to it: ``prune_it``
+    False for a lookup, which adds nothing, walks none of the cache's files)."""
     global _pruned
     override = os.environ.get("EDGESTREAM_CACHE")
     if override:
@@ -32,7 +33,7 @@ def cache_dir() -> Path:
         import platformdirs
 
         root = Path(platformdirs.user_cache_dir("edgestream", appauthor=False))
-    if not _pruned:
+    if prune_it and not _pruned:
         _pruned = True
         prune(root, limit())
     return root

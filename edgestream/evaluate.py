@@ -96,10 +96,22 @@ def prequential(learner, X, y, window: int = 500, progress: bool = False, desc: 
         return PrequentialResult(n=len(y), correct=0, window=int(window), curve=curve, predictions=values,
                                  seconds=seconds, metrics=regression_metrics(y, values))
     outputs, seconds = _test_then_train(learner, X, y, progress, desc, regression=False)
-    hits = np.array([p is not None and bool(p == label) for p, label in zip(outputs, y.tolist())], dtype=bool)
+    predictions = _prediction_array(outputs, y.dtype)
+    hits = _hits(outputs, predictions, y)
     curve = [float(hits[i:i + window].mean()) for i in range(0, len(y), window)]
     return PrequentialResult(n=len(y), correct=int(hits.sum()), window=int(window), curve=curve,
-                             predictions=_prediction_array(outputs, y.dtype), seconds=seconds)
+                             predictions=predictions, seconds=seconds)
+
+
+def _hits(outputs: list, predictions: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Whether each row's prediction (None: none) equals its label: compared as arrays when the predictions are
+    numbers in the labels' dtype (a row without one holds the dtype's sentinel: looked at alone), else one by one."""
+    if predictions.dtype != y.dtype or y.dtype.kind not in "iuf":
+        return np.array([p is not None and bool(p == label) for p, label in zip(outputs, y.tolist())], dtype=bool)
+    hits = predictions == y
+    for row in np.flatnonzero(hits & (predictions == no_prediction(y.dtype))):
+        hits[row] = outputs[row] is not None
+    return hits
 
 
 def _prequential_detector(learner, X, y, window: int) -> PrequentialResult:
@@ -160,7 +172,8 @@ def _prediction_array(predictions: list, dtype) -> np.ndarray:
     sentinel = no_prediction(dtype)
     if sentinel is not None:
         try:
-            return np.array([sentinel if p is None else p for p in predictions], dtype=dtype)
+            return np.array([sentinel if p is None else p for p in predictions] if None in predictions
+                            else predictions, dtype=dtype)
         except (TypeError, ValueError, OverflowError):
             pass
     array = np.empty(len(predictions), dtype=object)

@@ -86,11 +86,11 @@ seeds the defaults never saw, against the grid's best over the whole stream and 
 Hoeffding trees.
 
 Candidates are trained on the compiled engine (whole streams in one call), in parallel worker processes
-(``concurrent.futures``) or on a Dask cluster when a scheduler address is given (``pip install
-edgestream[dask]``). ``search_rows`` scores them on the first rows only (the chosen configuration is then
-trained on all of them by ``fit``). ``learner="auto"`` searches the grid of every online learner at once: the
-best scored candidate that fits wins, whichever learner it is; with a rate, a learner without a cost model for the
-board's core cannot show that it keeps up, so its candidates are listed but not evaluated.
+(``concurrent.futures``; each receives the rows once, when it starts) or on a Dask cluster when a scheduler address
+is given (``pip install edgestream[dask]``). ``search_rows`` scores them on the first rows only (the chosen
+configuration is then trained on all of them by ``fit``). ``learner="auto"`` searches the grid of every online
+learner at once: the best scored candidate that fits wins, whichever learner it is; with a rate, a learner without a
+cost model for the board's core cannot show that it keeps up, so its candidates are listed but not evaluated.
 """
 
 from __future__ import annotations
@@ -352,31 +352,53 @@ def with_target_changes(X, y) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate([X, X, X]), np.concatenate([y, mirrored, np.where(part, mirrored, y)])
 
 
-def _scores(learner: str, params: dict, X, y, classes, bins_rows: int, reserved, passes: int = 1,
-            now_from: float = 0.0, target_sd: float | None = None) -> tuple:
+@dataclass(frozen=True)
+class Rows:
+    """What every candidate of a search is scored on, made once and sent once to each worker: the rows, their
+    labels (targets for a regressor: ``target_sd`` set), the ``reserved`` ones, the labels of the two replays
+    (:func:`with_changes` of the learned rows, the same for every candidate) and how the parts are measured
+    (``passes``, ``now_from``)."""
+
+    X: np.ndarray
+    y: np.ndarray
+    classes: np.ndarray | None
+    bins_rows: int
+    reserved: np.ndarray
+    passes: int = 1
+    now_from: float = 0.0
+    target_sd: float | None = None
+    replayed: np.ndarray = field(init=False)
+
+    def __post_init__(self):
+        learned, labels = self.X[~self.reserved], self.y[~self.reserved]
+        moved = (with_changes(learned, labels, self.classes) if self.target_sd is None
+                 else with_target_changes(learned, labels))[1]
+        object.__setattr__(self, "replayed", moved[len(labels):])
+
+
+def _scores(learner: str, params: dict, data: Rows) -> tuple:
     """(learned now, kept, recovered, samples/s) of one configuration trained as ``fit`` trains it on the rows but
-    the ``reserved`` ones (module docstring): learned now counts from the share ``now_from`` of the rows on, and
-    what is kept is measured after ``passes`` over them; kept is None without reserved rows. With ``target_sd``
-    the learner is a regressor and the parts are skills (:func:`edgestream.stream_kinds.skill`), else accuracies."""
+    the reserved ones (module docstring): learned now counts from the share ``now_from`` of the rows on, and what
+    is kept is measured after ``passes`` over them; kept is None without reserved rows. With ``target_sd`` the
+    learner is a regressor and the parts are skills (:func:`edgestream.stream_kinds.skill`), else accuracies."""
+    target_sd, reserved = data.target_sd, data.reserved
     task = CLASSIFICATION if target_sd is None else REGRESSION
 
     def score(truth, predicted) -> float:
         return float(np.mean(predicted == truth)) if target_sd is None else skill(truth, predicted, target_sd)
 
     model = learners.get(learner, task).make(task, **params)
-    X = device_input(X, model.input_dtype)
-    rows, labels = X[~reserved], y[~reserved]
-    start_online(model, rows, classes if target_sd is None else labels, bins_rows)
+    X = device_input(data.X, model.input_dtype)
+    rows, labels = X[~reserved], data.y[~reserved]
+    start_online(model, rows, data.classes if target_sd is None else labels, data.bins_rows)
     now = prequential(model, rows, labels)
-    counted = int(now_from * len(labels))
+    counted = int(data.now_from * len(labels))
     learned_now = score(labels[counted:], now.predictions[counted:])
-    for _ in range(passes - 1):
+    for _ in range(data.passes - 1):
         model.partial_fit(rows, labels)
-    kept = score(y[reserved], model.predict(X[reserved])) if reserved.any() else None
-    replays, moved = (with_changes(rows, labels, classes) if target_sd is None
-                      else with_target_changes(rows, labels))
-    replay = prequential(model, replays[len(rows):], moved[len(rows):])
-    return learned_now, kept, score(moved[len(rows):], replay.predictions), now.samples_per_second
+    kept = score(data.y[reserved], model.predict(X[reserved])) if reserved.any() else None
+    replay = prequential(model, np.concatenate([rows, rows]), data.replayed)
+    return learned_now, kept, score(data.replayed, replay.predictions), now.samples_per_second
 
 
 def online_learners(task: str = CLASSIFICATION) -> list[str]:
@@ -450,8 +472,9 @@ def search(learner: str, board, X, y, ram: int | None = None, flash: int | None 
     eligible = [c for c in candidates if c.eligible]
     if not eligible:
         raise ValueError(_too_slow(rate, board, [c for c in candidates if c.budget.fits], rate_mean, "candidate"))
-    scores = _run([(c.learner, c.budget.params) for c in eligible], X, y, classes, bins_rows, reserved,
-                  (head.passes, head.now_from, head.target_sd), workers, scheduler, progress)
+    scores = _run([(c.learner, c.budget.params) for c in eligible],
+                  Rows(X, y, classes, bins_rows, reserved, head.passes, head.now_from, head.target_sd), workers,
+                  scheduler, progress)
     for candidate, (now, kept, replay, speed) in zip(eligible, scores):
         candidate.accuracy, candidate.kept_accuracy, candidate.replay_accuracy = now, kept, replay
         candidate.samples_per_second = speed
@@ -517,10 +540,9 @@ def _too_slow(rate: float, board, fitting: list[Candidate], rate_mean: bool, wha
             f"per sample {calls}: {board.clock_hz / fastest.instructions:,.0f} samples/s")
 
 
-def _run(configs: list[tuple[str, dict]], X, y, classes, bins_rows: int, reserved, measure: tuple, workers,
-         scheduler, progress) -> list:
-    """The parts of the score and samples/s (:func:`_scores`, measured as ``measure``: its passes, now_from and
-    target_sd) of each (learner, parameters), in order: worker processes, or a Dask cluster."""
+def _run(configs: list[tuple[str, dict]], data: Rows, workers, scheduler, progress) -> list:
+    """The parts of the score and samples/s (:func:`_scores` on ``data``) of each (learner, parameters), in order:
+    worker processes (each receives ``data`` once, when it starts), or a Dask cluster (``data`` scattered once)."""
     bar = tqdm(total=len(configs), desc="search", unit="config", disable=not progress)
     results: list = [None] * len(configs)
     try:
@@ -530,21 +552,20 @@ def _run(configs: list[tuple[str, dict]], X, y, classes, bins_rows: int, reserve
             except ImportError:
                 raise ImportError("--scheduler needs dask.distributed: pip install 'edgestream[dask]'") from None
             with Client(scheduler) as client:
-                X_, y_, classes_, reserved_ = client.scatter([X, y, classes, reserved], broadcast=True)
-                futures = {client.submit(_scores, learner, config, X_, y_, classes_, bins_rows, reserved_,
-                                         *measure, pure=False): i
+                [shared] = client.scatter([data], broadcast=True)
+                futures = {client.submit(_scores, learner, config, shared, pure=False): i
                            for i, (learner, config) in enumerate(configs)}
                 for future in dask_completed(futures):
                     results[futures[future]] = future.result()
                     bar.update()
         elif (workers or os.cpu_count() or 1) <= 1 or len(configs) <= 1:
             for i, (learner, config) in enumerate(configs):
-                results[i] = _scores(learner, config, X, y, classes, bins_rows, reserved, *measure)
+                results[i] = _scores(learner, config, data)
                 bar.update()
         else:
-            with ProcessPoolExecutor(min(workers or os.cpu_count(), len(configs)), initializer=_exit_with_parent,
-                                     initargs=(os.getpid(),)) as pool:
-                futures = {pool.submit(_scores, learner, config, X, y, classes, bins_rows, reserved, *measure): i
+            with ProcessPoolExecutor(min(workers or os.cpu_count(), len(configs)), initializer=_start_worker,
+                                     initargs=(os.getpid(), data)) as pool:
+                futures = {pool.submit(_worker_scores, learner, config): i
                            for i, (learner, config) in enumerate(configs)}
                 for future in as_completed(futures):
                     results[futures[future]] = future.result()
@@ -554,15 +575,25 @@ def _run(configs: list[tuple[str, dict]], X, y, classes, bins_rows: int, reserve
     return results
 
 
-def _exit_with_parent(parent: int) -> None:
-    """A worker's watch: it ends when the process that started it has ended (a killed ``fit`` or ``budget``
-    leaves no workers behind, waiting forever for work: they hold the work queue open themselves)."""
+_WORKER_ROWS: list[Rows] = []  # a worker's rows, received once (:func:`_start_worker`)
+
+
+def _start_worker(parent: int, data: Rows) -> None:
+    """A worker's start: it keeps the search's rows for every candidate it scores, and ends when the process that
+    started it has ended (a killed ``fit`` or ``budget`` leaves no workers behind, waiting forever for work: they
+    hold the work queue open themselves)."""
+    _WORKER_ROWS[:] = [data]
+
     def watch():
         while os.getppid() == parent:
             time.sleep(0.2)
         os._exit(1)
 
     threading.Thread(target=watch, daemon=True, name="edgestream-parent-watch").start()
+
+
+def _worker_scores(learner: str, params: dict) -> tuple:
+    return _scores(learner, params, _WORKER_ROWS[0])
 
 
 __all__ = ["AUTO", "Candidate", "Search", "online_learners", "changed_part", "search", "with_changes"]

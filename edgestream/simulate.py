@@ -87,11 +87,12 @@ def cache_dir() -> Path:
 
 def compiler_identity() -> str:
     """The C compiler cffi runs (``$CC`` or ``cc``), its version line and ``$CFLAGS``, for the cache key."""
-    return _compiler_identity(os.environ.get("CC", "cc"), os.environ.get("CFLAGS", ""))
+    return identify_compiler(os.environ.get("CC", "cc"), os.environ.get("CFLAGS", ""))
 
 
 @functools.lru_cache(maxsize=8)
-def _compiler_identity(compiler: str, cflags: str) -> str:
+def identify_compiler(compiler: str, cflags: str) -> str:
+    """The compiler's command, its version line and the flags."""
     import subprocess
 
     try:

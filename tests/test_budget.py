@@ -190,3 +190,22 @@ def test_a_regressors_plan_is_never_below_the_cross_built_elf(tmp_path, name, bo
     assert (built.state_bytes or 0) + built.tables_in_ram + stack <= exported.ram_bytes <= planned.ram_bytes
     assert built.tables_bytes + built.state_image_bytes + built.code_bytes <= exported.flash_bytes \
         <= planned.flash_bytes
+
+
+def test_a_runtime_compiled_once_is_read_by_later_processes_until_the_compiler_changes(tmp_path, monkeypatch):
+    from edgestream import budget as budgets
+
+    monkeypatch.setenv("EDGESTREAM_CACHE", str(tmp_path))
+    board, spec = load_board("stm32f411"), learners.get("hoeffding")
+    monkeypatch.setattr(budgets, "_RUNTIME_CACHE", {})
+    first = budgets.compiled_runtime(spec, board, 4, 2)
+    if first is None:
+        pytest.skip(f"{board.toolchain.cc} is not installed")
+    monkeypatch.setattr(budgets, "_RUNTIME_CACHE", {})  # a new process
+    monkeypatch.setattr(budgets, "compiled", lambda *args: pytest.fail("compiled again"))
+    assert budgets.compiled_runtime(spec, board, 4, 2) == first
+    monkeypatch.setattr(budgets, "_RUNTIME_CACHE", {})
+    monkeypatch.setattr(budgets, "identify_compiler", lambda cc, flags: f"{cc} 99.0")
+    compiles = []
+    monkeypatch.setattr(budgets, "compiled", lambda *args: compiles.append(args[2]))  # as without a compiler
+    assert budgets.compiled_runtime(spec, board, 4, 2) is None and compiles

@@ -39,6 +39,16 @@ def test_prune_removes_the_oldest_entries_beyond_the_limit(tmp_path, monkeypatch
         cache.limit()
 
 
+def test_a_lookup_prunes_nothing_and_the_first_call_that_may_add_prunes(tmp_path, monkeypatch):
+    old = fill(tmp_path, "sizes", "old", 600, 1_000_000)
+    new = fill(tmp_path, "sizes", "new", 300, 2_000_000)
+    monkeypatch.setenv("EDGESTREAM_CACHE", str(tmp_path))
+    monkeypatch.setenv("EDGESTREAM_CACHE_LIMIT", "700")
+    monkeypatch.setattr(cache, "_pruned", False)
+    assert cache.cache_dir(prune_it=False) == tmp_path and old.exists()
+    assert cache.cache_dir() == tmp_path and not old.exists() and new.exists()
+
+
 def test_cache_command_shows_and_clears(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("EDGESTREAM_CACHE", str(tmp_path))
     fill(tmp_path, "cffi", "a", 100, 1_000_000)

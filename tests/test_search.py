@@ -200,6 +200,14 @@ def test_search_on_a_dask_cluster_gives_the_same_answer(sea):
     assert remote.chosen == local.chosen
 
 
+def test_worker_processes_score_every_candidate_as_the_search_alone_does(sea):
+    """The workers receive the rows once, at their start: each candidate's parts as a search without workers."""
+    X, y = sea
+    parts = [[(c.accuracy, c.kept_accuracy, c.replay_accuracy, c.score) for c in search(
+        "hoeffding", BOARD, X[:400], y[:400], ram=4096, workers=workers).candidates] for workers in (1, 2)]
+    assert parts[0] == parts[1] and any(p[0] is not None for p in parts[0])
+
+
 def test_every_option_the_search_varies_can_be_pinned_from_the_cli_both_ways(capsys, tmp_path):
     """Each parameter of a search grid is a learner option; a flag pair pins a boolean on and off."""
     from edgestream.cli import build_parser

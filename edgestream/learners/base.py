@@ -27,6 +27,18 @@ from .skbase import CheckedInput, CheckedTarget
 from .stream import StreamLearner
 
 
+def _sorted_lookup(classes: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """Each label's index in ``classes`` (the last of equal ones, as a dict of them holds) and whether it is one of
+    them, by a binary search over the labels of a stream (thousands a call); None unless both are numbers of one
+    kind or text of one kind, looked up one by one."""
+    kind = classes.dtype.kind
+    if kind not in "iufUS" or labels.dtype.kind != kind or not len(classes):
+        return None
+    order = np.argsort(classes, kind="stable")
+    at = order[np.maximum(np.searchsorted(classes, labels, side="right", sorter=order) - 1, 0)]
+    return at, classes[at] == labels
+
+
 @dataclass(frozen=True)
 class Option:
     """A learner parameter as a command-line option (``--max-depth`` -> ``max_depth``). An option of type
@@ -242,9 +254,12 @@ class CompiledSteps(DeviceState):
         cached = self.__dict__.get("_label_lookup")
         if cached is None or cached[0] is not self.classes_:
             cached = self._label_lookup = (self.classes_, {v: i for i, v in enumerate(self.classes_.tolist())})
-        lookup = cached[1]
-        labels = np.asarray(y).reshape(-1).tolist()
-        indices = [lookup.get(label) for label in labels]
+        labels = np.asarray(y).reshape(-1)
+        found = _sorted_lookup(self.classes_, labels)
+        if found is not None and found[1].all():
+            return found[0].astype(np.uint8)
+        labels = labels.tolist()
+        indices = [cached[1].get(label) for label in labels]
         if None in indices:
             bad = labels[indices.index(None)]
             self.encode_label(bad)  # raises the learner's own message
