@@ -7,6 +7,7 @@
 
 #define ES_WEIGHT_LIMIT ((int32_t)1 << 17) /* weights stay within +-4.0 during the gradient steps */
 #define ES_NONE 0xFFFFu                     /* no node, no bin, no pending threshold */
+#define ES_MAX_BIN 0xFFu                    /* a bin or threshold is at most this, ES_NONE above (a cheaper test) */
 #define ES_MIXED 0x100u                     /* class of a run of rows with more than one class */
 #define ES_LEAF_MARK 0x10000u               /* split choice of a node that may not split */
 #define ES_PARKED 0x8000u                   /* node_of flag: the row's node may not split (the scans skip it) */
@@ -404,7 +405,7 @@ static ES_INLINE void es_scan_nodes(const es_scan *scan, uint32_t f, uint32_t le
         bin = bins[row * d];
         left_y = st[ES_STATS + y];
         if (bin != st[ES_ST_LAST]) { /* a run of rows with the next bin starts */
-            if (st[ES_ST_LAST] != ES_NONE && st[ES_ST_RUN_CLASS] != y) {
+            if (st[ES_ST_LAST] <= ES_MAX_BIN && st[ES_ST_RUN_CLASS] != y) {
                 es_score(scan, gini2, st, tag >> 8, f | st[ES_ST_LAST], 0, 0);
                 st[ES_ST_PEND] = ES_NONE;
             } else {
@@ -414,7 +415,7 @@ static ES_INLINE void es_scan_nodes(const es_scan *scan, uint32_t f, uint32_t le
             st[ES_ST_RUN_CLASS] = y;
             st[ES_ST_RUN_START] = left_y;
         } else if (st[ES_ST_RUN_CLASS] != y && st[ES_ST_RUN_CLASS] != ES_MIXED) {
-            if (st[ES_ST_PEND] != ES_NONE) {
+            if (st[ES_ST_PEND] <= ES_MAX_BIN) {
                 const uint32_t run_class = st[ES_ST_RUN_CLASS];
                 es_score(scan, gini2, st, tag >> 8, f | st[ES_ST_PEND], run_class,
                          st[ES_STATS + run_class] - st[ES_ST_RUN_START]);
@@ -527,7 +528,7 @@ static ES_INLINE void es_scan_root_node(const es_scan *scan, uint32_t f, int gin
         const uint32_t y = labels[row];
         const uint32_t left_y = left[y];
         if (bin != last) { /* a run of rows with the next bin starts */
-            if (last != ES_NONE && run_class != y) {
+            if (last <= ES_MAX_BIN && run_class != y) {
                 es_score(scan, gini2, scan->stats, 0, f | last, 0, 0);
                 pend = ES_NONE;
             } else {
@@ -537,7 +538,7 @@ static ES_INLINE void es_scan_root_node(const es_scan *scan, uint32_t f, int gin
             run_class = y;
             run_start = left_y;
         } else if (run_class != y && run_class != ES_MIXED) {
-            if (pend != ES_NONE) {
+            if (pend <= ES_MAX_BIN) {
                 es_score(scan, gini2, scan->stats, 0, f | pend, run_class, left[run_class] - run_start);
                 pend = ES_NONE;
             }
@@ -1080,24 +1081,32 @@ static ES_NOINLINE int64_t es_split_dot(const uint32_t *g, const int32_t *w, uin
 }
 #endif
 
-/* m[0] + sum_j w[j] * g0[j] and m[1] + sum_j w[j] * g1[j]: two Gram rows share the loads of the weights (kept
- * small so that its loop stays in registers); in 32-bit products where a 64-bit one is a library call. */
-static ES_NOINLINE void es_gram_dots(const uint32_t *g0, const uint32_t *g1, const int32_t *w, uint32_t n, int64_t *m)
+/* m[k] + sum_j w[j] * g[k][j] for three Gram rows g[k]: the rows share the loads of the weights (four arguments
+ * and three rows, so that the loop stays in registers); in 32-bit products where a 64-bit one is a library call. */
+static ES_NOINLINE void es_gram_dots(const uint32_t *const *g, const int32_t *w, uint32_t n, int64_t *m)
 {
 #ifdef ES_NO_MUL64
-    m[0] = es_split_dot(g0, w, n, m[0]);
-    m[1] = es_split_dot(g1, w, n, m[1]);
+    uint32_t k;
+    for (k = 0; k < 3u; k++) {
+        m[k] = es_split_dot(g[k], w, n, m[k]);
+    }
 #else
+    const uint32_t *g0 = g[0];
+    const uint32_t *g1 = g[1];
+    const uint32_t *g2 = g[2];
     const int32_t *end = w + n;
     int64_t m0 = m[0];
     int64_t m1 = m[1];
+    int64_t m2 = m[2];
     while (w != end) {
         const int64_t x = *w++;
         m0 += x * es_as_int32(*g0++);
         m1 += x * es_as_int32(*g1++);
+        m2 += x * es_as_int32(*g2++);
     }
     m[0] = m0;
     m[1] = m1;
+    m[2] = m2;
 #endif
 }
 
@@ -1139,15 +1148,23 @@ static ES_NOINLINE const int32_t *es_gradient_steps(const es_shrubs *model, uint
     }
     for (step = 0; step < config->burnin; step++) {
         int32_t *swap;
-        for (k = 0; k < n_candidates; k += 2u) { /* two candidates at a time (the last one twice if odd) */
+        for (k = 0; k < n_candidates; k += 3u) { /* three candidates at a time (the group's first again after
+                                                    the last) */
             const uint32_t a = cand_slot[k];
-            const uint32_t b = k + 1u < n_candidates ? cand_slot[k + 1u] : a;
-            int64_t m[2];
+            const uint32_t b = cand_slot[k + 1u < n_candidates ? k + 1u : k];
+            const uint32_t c = cand_slot[k + 2u < n_candidates ? k + 2u : k];
+            const uint32_t *rows[3];
+            int64_t m[3];
+            rows[0] = &gram[a * slots];
+            rows[1] = &gram[b * slots];
+            rows[2] = &gram[c * slots];
             m[0] = -(int64_t)es_as_int32(label_sum[a]) * 32768;
             m[1] = -(int64_t)es_as_int32(label_sum[b]) * 32768;
-            es_gram_dots(&gram[a * slots], &gram[b * slots], w, used, m);
+            m[2] = -(int64_t)es_as_int32(label_sum[c]) * 32768;
+            es_gram_dots(rows, w, used, m);
             next_w[a] = es_step_weight(w[a], m[0], scale);
             next_w[b] = es_step_weight(w[b], m[1], scale);
+            next_w[c] = es_step_weight(w[c], m[2], scale);
         }
         swap = w;
         w = next_w;
