@@ -30,6 +30,12 @@
 #define ES_JOB_TERMS 2u
 #define ES_JOB_WEIGHTS 3u
 
+#if defined(__AVR__)
+#define ES_GINI2_SCANS 0 /* flash is scarce: 2-class gini scans through the general ones and es_score_gini2_of */
+#else
+#define ES_GINI2_SCANS 1 /* the scans instantiated for 2-class gini too (es_scan_feature_gini2, es_scan_root_gini2) */
+#endif
+
 #if defined(__GNUC__)
 #define ES_NOINLINE __attribute__((noinline)) /* keeps hot loops in small functions: fewer spilled registers */
 #define ES_INLINE __attribute__((always_inline)) inline /* one body in each caller: no call per candidate */
@@ -306,6 +312,12 @@ static ES_NOINLINE void es_score_gini2(uint32_t *st, uint32_t choice, uint32_t l
     const uint32_t r0 = (st[ES_ST_NODE] & 0xFFFFu) - l0;
     const uint32_t r1 = st[ES_ST_N_TOTAL] - (st[ES_ST_NODE] & 0xFFFFu) - l1;
     es_gini_candidate(st[ES_ST_NODE] >> 16, st, l0 + l1, l0 * l0 + l1 * l1, r0 * r0 + r1 * r1, choice);
+}
+
+/* es_score_gini2 of node v through scan->score: where the scans are not instantiated for 2-class gini. */
+static void es_score_gini2_of(const es_scan *scan, uint32_t v, uint32_t choice, uint32_t less_class, uint32_t less)
+{
+    es_score_gini2(&scan->stats[v * (ES_STATS + 2u)], choice, less_class, less);
 }
 
 static void es_score_gini(const es_scan *scan, uint32_t v, uint32_t choice, uint32_t less_class, uint32_t less)
@@ -758,20 +770,26 @@ static ES_NOINLINE void es_scan_level(const es_shrubs *model, uint32_t level, ui
 {
     const es_shrubs_config *config = model->config;
     const uint32_t level_size = model->counters->level_size;
-    const int gini2 = config->criterion == ES_GINI && config->n_classes == 2u; /* scored by es_score_gini2 */
+    const int gini2 = config->criterion == ES_GINI && config->n_classes == 2u;
     es_scan scan;
     uint32_t f;
     if (last) {
         return;
     }
     es_scan_init(model, &scan);
-    scan.score = config->criterion != ES_GINI ? es_score_entropy : es_score_gini;
+    scan.score = config->criterion != ES_GINI ? es_score_entropy : gini2 ? es_score_gini2_of : es_score_gini;
     es_level_setup(model, level_size);
     for (f = 0; f < config->n_features; f++) {
-        if (level > 0u) {
-            (gini2 ? es_scan_feature_gini2 : es_scan_feature)(&scan, f, level_size);
-        } else if (model->split_stats[ES_ST_CHOICE] != ES_LEAF_MARK) {
-            (gini2 ? es_scan_root_gini2 : es_scan_root)(&scan, f);
+        if (level > 0u && gini2 && ES_GINI2_SCANS) { /* direct calls (the stack analysis follows them) */
+            es_scan_feature_gini2(&scan, f, level_size);
+        } else if (level > 0u) {
+            es_scan_feature(&scan, f, level_size);
+        } else if (model->split_stats[ES_ST_CHOICE] == ES_LEAF_MARK) {
+            return;
+        } else if (gini2 && ES_GINI2_SCANS) {
+            es_scan_root_gini2(&scan, f);
+        } else {
+            es_scan_root(&scan, f);
         }
     }
 }
@@ -1081,32 +1099,24 @@ static ES_NOINLINE int64_t es_split_dot(const uint32_t *g, const int32_t *w, uin
 }
 #endif
 
-/* m[k] + sum_j w[j] * g[k][j] for three Gram rows g[k]: the rows share the loads of the weights (four arguments
- * and three rows, so that the loop stays in registers); in 32-bit products where a 64-bit one is a library call. */
-static ES_NOINLINE void es_gram_dots(const uint32_t *const *g, const int32_t *w, uint32_t n, int64_t *m)
+/* m[0] + sum_j w[j] * g0[j] and m[1] + sum_j w[j] * g1[j]: two Gram rows share the loads of the weights (kept
+ * small so that its loop stays in registers); in 32-bit products where a 64-bit one is a library call. */
+static ES_NOINLINE void es_gram_dots(const uint32_t *g0, const uint32_t *g1, const int32_t *w, uint32_t n, int64_t *m)
 {
 #ifdef ES_NO_MUL64
-    uint32_t k;
-    for (k = 0; k < 3u; k++) {
-        m[k] = es_split_dot(g[k], w, n, m[k]);
-    }
+    m[0] = es_split_dot(g0, w, n, m[0]);
+    m[1] = es_split_dot(g1, w, n, m[1]);
 #else
-    const uint32_t *g0 = g[0];
-    const uint32_t *g1 = g[1];
-    const uint32_t *g2 = g[2];
     const int32_t *end = w + n;
     int64_t m0 = m[0];
     int64_t m1 = m[1];
-    int64_t m2 = m[2];
     while (w != end) {
         const int64_t x = *w++;
         m0 += x * es_as_int32(*g0++);
         m1 += x * es_as_int32(*g1++);
-        m2 += x * es_as_int32(*g2++);
     }
     m[0] = m0;
     m[1] = m1;
-    m[2] = m2;
 #endif
 }
 
@@ -1148,23 +1158,15 @@ static ES_NOINLINE const int32_t *es_gradient_steps(const es_shrubs *model, uint
     }
     for (step = 0; step < config->burnin; step++) {
         int32_t *swap;
-        for (k = 0; k < n_candidates; k += 3u) { /* three candidates at a time (the group's first again after
-                                                    the last) */
+        for (k = 0; k < n_candidates; k += 2u) { /* two candidates at a time (the last one twice if odd) */
             const uint32_t a = cand_slot[k];
-            const uint32_t b = cand_slot[k + 1u < n_candidates ? k + 1u : k];
-            const uint32_t c = cand_slot[k + 2u < n_candidates ? k + 2u : k];
-            const uint32_t *rows[3];
-            int64_t m[3];
-            rows[0] = &gram[a * slots];
-            rows[1] = &gram[b * slots];
-            rows[2] = &gram[c * slots];
+            const uint32_t b = k + 1u < n_candidates ? cand_slot[k + 1u] : a;
+            int64_t m[2];
             m[0] = -(int64_t)es_as_int32(label_sum[a]) * 32768;
             m[1] = -(int64_t)es_as_int32(label_sum[b]) * 32768;
-            m[2] = -(int64_t)es_as_int32(label_sum[c]) * 32768;
-            es_gram_dots(rows, w, used, m);
+            es_gram_dots(&gram[a * slots], &gram[b * slots], w, used, m);
             next_w[a] = es_step_weight(w[a], m[0], scale);
             next_w[b] = es_step_weight(w[b], m[1], scale);
-            next_w[c] = es_step_weight(w[c], m[2], scale);
         }
         swap = w;
         w = next_w;
