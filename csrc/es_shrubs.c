@@ -7,11 +7,13 @@
 
 #define ES_WEIGHT_LIMIT ((int32_t)1 << 17) /* weights stay within +-4.0 during the gradient steps */
 #define ES_NONE 0xFFFFu                     /* no node, no bin, no pending threshold */
+#define ES_MAX_BIN 0xFFu                    /* a bin or threshold is at most this, ES_NONE above (a cheaper test) */
 #define ES_MIXED 0x100u                     /* class of a run of rows with more than one class */
 #define ES_LEAF_MARK 0x10000u               /* split choice of a node that may not split */
 #define ES_PARKED 0x8000u                   /* node_of flag: the row's node may not split (the scans skip it) */
 #define ES_STATS 10u                        /* split_stats words per splittable node, then its left counts */
-#define ES_ST_N_TOTAL 0u                    /* (word 1 is free: the region's size is the specification's) */
+#define ES_ST_N_TOTAL 0u
+#define ES_ST_NODE 1u                       /* 2-class gini: min_samples_leaf << 16 | the node's class-0 total */
 #define ES_ST_LAST 2u                       /* bin of the current run, then the left child's index or the leaf */
 #define ES_ST_PEND 3u                       /* undecided threshold: the previous run's bin */
 #define ES_ST_RUN_CLASS 4u                  /* the current run's class while it has one, else ES_MIXED */
@@ -20,12 +22,19 @@
 #define ES_ST_BEST_HI 7u
 #define ES_ST_BEST_DEN 8u
 #define ES_ST_CHOICE 9u                     /* feature << 8 | threshold */
+#define ES_ROUTE_LEAF 0x80000000u            /* a route word's flag: the node is a leaf (its index below) */
 #define ES_ST_SUM 1u                        /* a regressor's node: the sum of its codes */
 #define ES_ST_LEFT_SUM 3u                   /* a regressor's node: the sum of the codes left of the scan */
 #define ES_JOB_IDLE 0u                      /* counters->phase: the new-shrub job's next piece */
 #define ES_JOB_TRAIN 1u
 #define ES_JOB_TERMS 2u
 #define ES_JOB_WEIGHTS 3u
+
+#if defined(__AVR__)
+#define ES_GINI2_SCANS 0 /* flash is scarce: 2-class gini scans through the general ones and es_score_gini2_of */
+#else
+#define ES_GINI2_SCANS 1 /* the scans instantiated for 2-class gini too (es_scan_feature_gini2, es_scan_root_gini2) */
+#endif
 
 #if defined(__GNUC__)
 #define ES_NOINLINE __attribute__((noinline)) /* keeps hot loops in small functions: fewer spilled registers */
@@ -272,12 +281,12 @@ static void es_keep_best(uint32_t *st, uint64_t score, uint32_t den, uint32_t ch
  * num <= n^3 / 4, den and best_den <= n^2 / 4 and best_num <= n^2 or n^3 / 4, so every product stays below 2^32
  * and 32 bits give the answer of 64 (no 64-bit multiply call on Cortex-M0). */
 #define ES_SMALL_NODE 128u
-static ES_INLINE void es_gini_candidate(const es_scan *scan, uint32_t *st, uint32_t n_left, uint32_t l2,
+static ES_INLINE void es_gini_candidate(uint32_t min_leaf, uint32_t *st, uint32_t n_left, uint32_t l2,
                                         uint32_t r2, uint32_t choice)
 {
     const uint32_t n_right = st[ES_ST_N_TOTAL] - n_left;
     uint32_t den;
-    if (n_left < scan->min_leaf || n_right < scan->min_leaf) {
+    if (n_left < min_leaf || n_right < min_leaf) {
         return;
     }
     den = n_left * n_right;
@@ -294,15 +303,21 @@ static ES_INLINE void es_gini_candidate(const es_scan *scan, uint32_t *st, uint3
     }
 }
 
-static void es_score_gini2(const es_scan *scan, uint32_t v, uint32_t choice, uint32_t less_class, uint32_t less)
+/* A 2-class gini candidate of the node of stats st: all it reads is in st (ES_ST_NODE), so that the scans call it
+ * with four arguments in registers. */
+static ES_NOINLINE void es_score_gini2(uint32_t *st, uint32_t choice, uint32_t less_class, uint32_t less)
 {
-    uint32_t *st = &scan->stats[v * (ES_STATS + 2u)];
-    const uint16_t *total = &scan->counts[v * 2u];
     const uint32_t l0 = st[ES_STATS] - (less_class == 0u ? less : 0u);
     const uint32_t l1 = st[ES_STATS + 1u] - (less_class == 1u ? less : 0u);
-    const uint32_t r0 = total[0] - l0;
-    const uint32_t r1 = total[1] - l1;
-    es_gini_candidate(scan, st, l0 + l1, l0 * l0 + l1 * l1, r0 * r0 + r1 * r1, choice);
+    const uint32_t r0 = (st[ES_ST_NODE] & 0xFFFFu) - l0;
+    const uint32_t r1 = st[ES_ST_N_TOTAL] - (st[ES_ST_NODE] & 0xFFFFu) - l1;
+    es_gini_candidate(st[ES_ST_NODE] >> 16, st, l0 + l1, l0 * l0 + l1 * l1, r0 * r0 + r1 * r1, choice);
+}
+
+/* es_score_gini2 of node v through scan->score: where the scans are not instantiated for 2-class gini. */
+static void es_score_gini2_of(const es_scan *scan, uint32_t v, uint32_t choice, uint32_t less_class, uint32_t less)
+{
+    es_score_gini2(&scan->stats[v * (ES_STATS + 2u)], choice, less_class, less);
 }
 
 static void es_score_gini(const es_scan *scan, uint32_t v, uint32_t choice, uint32_t less_class, uint32_t less)
@@ -320,7 +335,7 @@ static void es_score_gini(const es_scan *scan, uint32_t v, uint32_t choice, uint
         l2 += lk * lk;
         r2 += rk * rk;
     }
-    es_gini_candidate(scan, st, n_left, l2, r2, choice);
+    es_gini_candidate(scan->min_leaf, st, n_left, l2, r2, choice);
 }
 
 static void es_score_entropy(const es_scan *scan, uint32_t v, uint32_t choice, uint32_t less_class, uint32_t less)
@@ -347,12 +362,25 @@ static void es_score_entropy(const es_scan *scan, uint32_t v, uint32_t choice, u
     }
 }
 
+/* Scores split `choice` of node v (stats st): 2-class gini by a direct call of four arguments in registers (the
+ * scans' loops then keep what they read in registers), other criteria through scan->score. */
+static ES_INLINE void es_score(const es_scan *scan, int gini2, uint32_t *st, uint32_t v, uint32_t choice,
+                               uint32_t less_class, uint32_t less)
+{
+    if (gini2) {
+        es_score_gini2(st, choice, less_class, less);
+    } else {
+        scan->score(scan, v, choice, less_class, less);
+    }
+}
+
 /* One feature's scan of the level: the window rows in (bin, row) order, each to its node's running counts.
  * A threshold between two runs of rows (rows of one bin) is a candidate unless both runs have one and the same
- * class; it is scored as soon as that is known (at the next run's first row of another class). */
-static ES_NOINLINE void es_scan_feature(const es_scan *scan, uint32_t f, uint32_t level_size)
+ * class; it is scored as soon as that is known (at the next run's first row of another class). `stride` and
+ * `gini2` are constants in es_scan_feature_gini2. */
+static ES_INLINE void es_scan_nodes(const es_scan *scan, uint32_t f, uint32_t level_size, uint32_t stride,
+                                    int gini2)
 {
-    const uint32_t stride = scan->stride;
     const uint32_t d = scan->d;
     const uint16_t *list = &scan->sorted_rows[f * scan->window];
     const uint16_t *end = list + scan->count;
@@ -389,8 +417,8 @@ static ES_NOINLINE void es_scan_feature(const es_scan *scan, uint32_t f, uint32_
         bin = bins[row * d];
         left_y = st[ES_STATS + y];
         if (bin != st[ES_ST_LAST]) { /* a run of rows with the next bin starts */
-            if (st[ES_ST_LAST] != ES_NONE && st[ES_ST_RUN_CLASS] != y) {
-                scan->score(scan, tag >> 8, f | st[ES_ST_LAST], 0, 0);
+            if (st[ES_ST_LAST] <= ES_MAX_BIN && st[ES_ST_RUN_CLASS] != y) {
+                es_score(scan, gini2, st, tag >> 8, f | st[ES_ST_LAST], 0, 0);
                 st[ES_ST_PEND] = ES_NONE;
             } else {
                 st[ES_ST_PEND] = st[ES_ST_LAST];
@@ -399,16 +427,26 @@ static ES_NOINLINE void es_scan_feature(const es_scan *scan, uint32_t f, uint32_
             st[ES_ST_RUN_CLASS] = y;
             st[ES_ST_RUN_START] = left_y;
         } else if (st[ES_ST_RUN_CLASS] != y && st[ES_ST_RUN_CLASS] != ES_MIXED) {
-            if (st[ES_ST_PEND] != ES_NONE) {
+            if (st[ES_ST_PEND] <= ES_MAX_BIN) {
                 const uint32_t run_class = st[ES_ST_RUN_CLASS];
-                scan->score(scan, tag >> 8, f | st[ES_ST_PEND], run_class,
-                            st[ES_STATS + run_class] - st[ES_ST_RUN_START]);
+                es_score(scan, gini2, st, tag >> 8, f | st[ES_ST_PEND], run_class,
+                         st[ES_STATS + run_class] - st[ES_ST_RUN_START]);
                 st[ES_ST_PEND] = ES_NONE;
             }
             st[ES_ST_RUN_CLASS] = ES_MIXED;
         }
         st[ES_STATS + y] = left_y + 1u;
     }
+}
+
+static ES_NOINLINE void es_scan_feature(const es_scan *scan, uint32_t f, uint32_t level_size)
+{
+    es_scan_nodes(scan, f, level_size, scan->stride, 0);
+}
+
+static ES_NOINLINE void es_scan_feature_gini2(const es_scan *scan, uint32_t f, uint32_t level_size)
+{
+    es_scan_nodes(scan, f, level_size, ES_STATS + 2u, 1);
 }
 
 /* A regressor's candidate (split `choice` of the node of stats st, the rows scanned so far on its left): kept if
@@ -478,8 +516,8 @@ static void es_node_sums(const es_shrubs *model, uint32_t level_size, uint32_t s
     }
 }
 
-/* es_scan_feature for the root alone (every row in node 0): the running state in locals. */
-static ES_NOINLINE void es_scan_root(const es_scan *scan, uint32_t f)
+/* es_scan_nodes for the root alone (every row in node 0): the running state in locals. */
+static ES_INLINE void es_scan_root_node(const es_scan *scan, uint32_t f, int gini2)
 {
     const uint32_t d = scan->d;
     const uint16_t *list = &scan->sorted_rows[f * scan->window];
@@ -502,8 +540,8 @@ static ES_NOINLINE void es_scan_root(const es_scan *scan, uint32_t f)
         const uint32_t y = labels[row];
         const uint32_t left_y = left[y];
         if (bin != last) { /* a run of rows with the next bin starts */
-            if (last != ES_NONE && run_class != y) {
-                scan->score(scan, 0, f | last, 0, 0);
+            if (last <= ES_MAX_BIN && run_class != y) {
+                es_score(scan, gini2, scan->stats, 0, f | last, 0, 0);
                 pend = ES_NONE;
             } else {
                 pend = last;
@@ -512,14 +550,24 @@ static ES_NOINLINE void es_scan_root(const es_scan *scan, uint32_t f)
             run_class = y;
             run_start = left_y;
         } else if (run_class != y && run_class != ES_MIXED) {
-            if (pend != ES_NONE) {
-                scan->score(scan, 0, f | pend, run_class, left[run_class] - run_start);
+            if (pend <= ES_MAX_BIN) {
+                es_score(scan, gini2, scan->stats, 0, f | pend, run_class, left[run_class] - run_start);
                 pend = ES_NONE;
             }
             run_class = ES_MIXED;
         }
         left[y] = left_y + 1u;
     }
+}
+
+static ES_NOINLINE void es_scan_root(const es_scan *scan, uint32_t f)
+{
+    es_scan_root_node(scan, f, 0);
+}
+
+static ES_NOINLINE void es_scan_root_gini2(const es_scan *scan, uint32_t f)
+{
+    es_scan_root_node(scan, f, 1);
 }
 
 /* The rows of the level's nodes that may not split (ES_LEAF_MARK) are parked: out of the scans, their node kept
@@ -560,6 +608,7 @@ static ES_NOINLINE void es_level_setup(const es_shrubs *model, uint32_t level_si
             uint64_t cost = 0;
             st[ES_ST_CHOICE] = ES_NONE;
             st[ES_ST_N_TOTAL] = total;
+            st[ES_ST_NODE] = ((uint32_t)config->min_samples_leaf << 16) | counts[0];
             st[ES_ST_BEST_DEN] = total;
             if (config->criterion == ES_GINI) {
                 for (k = 0; k < n_classes; k++) {
@@ -608,39 +657,37 @@ static ES_NOINLINE void es_level_setup_codes(const es_shrubs *model, uint32_t le
 }
 
 /* Rows to the next level's nodes, whose class totals they count; the rows of the level's leaves take their leaf
- * (the node's ES_ST_LAST) in the new shrub's column of leaf_index and leave the tree. */
+ * in the new shrub's column of leaf_index and leave the tree. Node v's route word is split_stats[v]
+ * (es_place_level): child << 16 | feature << 8 | threshold of a split, ES_ROUTE_LEAF | leaf of a leaf. */
 static ES_NOINLINE void es_level_reassign(const es_shrubs *model, uint32_t next_size, uint32_t slot)
 {
     const uint32_t n_classes = model->config->n_classes;
     const uint32_t d = model->config->n_features;
     const uint32_t slots = model->config->max_shrubs + 1u;
-    const uint32_t stride = ES_STATS + n_classes;
-    const uint32_t n = model->counters->count;
+    const uint32_t *route = model->split_stats;
     const uint8_t *bins = model->window_bins;
-    const uint32_t *split_stats = model->split_stats;
     uint16_t *node_of = model->node_of;
+    const uint16_t *end = node_of + model->counters->count;
     uint16_t *split_counts = model->split_counts;
     uint8_t *leaves = &model->leaf_index[slot]; /* row s's leaf at leaves[s * slots] */
     uint32_t s;
     for (s = 0; s < next_size * n_classes; s++) {
         split_counts[s] = 0;
     }
-    for (s = 0; s < n; s++, bins += d) {
-        const uint32_t tag = node_of[s];
-        const uint32_t *st;
-        uint32_t choice;
+    for (; node_of != end; node_of++, bins += d) {
+        const uint32_t tag = *node_of;
+        uint32_t r;
         if (tag == ES_NONE) {
             continue;
         }
-        st = &split_stats[((tag >> 8) & 0x7Fu) * stride];
-        choice = st[ES_ST_CHOICE];
-        if (choice < ES_NONE) {
-            const uint32_t v = st[ES_ST_LAST] + (bins[choice >> 8] > (choice & 0xFFu) ? 1u : 0u);
-            node_of[s] = (uint16_t)((v << 8) | (tag & 0xFFu));
+        r = route[(tag >> 8) & 0x7Fu];
+        if (r < ES_ROUTE_LEAF) {
+            const uint32_t v = (r >> 16) + (bins[(r >> 8) & 0xFFu] > (r & 0xFFu) ? 1u : 0u);
+            *node_of = (uint16_t)((v << 8) | (tag & 0xFFu));
             split_counts[v * n_classes + (tag & 0xFFu)]++;
         } else {
-            leaves[s * slots] = (uint8_t)st[ES_ST_LAST];
-            node_of[s] = ES_NONE;
+            leaves[(uint32_t)(node_of - model->node_of) * slots] = (uint8_t)r;
+            *node_of = ES_NONE;
         }
     }
 }
@@ -723,19 +770,25 @@ static ES_NOINLINE void es_scan_level(const es_shrubs *model, uint32_t level, ui
 {
     const es_shrubs_config *config = model->config;
     const uint32_t level_size = model->counters->level_size;
+    const int gini2 = config->criterion == ES_GINI && config->n_classes == 2u;
     es_scan scan;
     uint32_t f;
     if (last) {
         return;
     }
     es_scan_init(model, &scan);
-    scan.score = config->criterion != ES_GINI ? es_score_entropy
-                 : config->n_classes == 2u ? es_score_gini2 : es_score_gini;
+    scan.score = config->criterion != ES_GINI ? es_score_entropy : gini2 ? es_score_gini2_of : es_score_gini;
     es_level_setup(model, level_size);
     for (f = 0; f < config->n_features; f++) {
-        if (level > 0u) {
+        if (level > 0u && gini2 && ES_GINI2_SCANS) { /* direct calls (the stack analysis follows them) */
+            es_scan_feature_gini2(&scan, f, level_size);
+        } else if (level > 0u) {
             es_scan_feature(&scan, f, level_size);
-        } else if (model->split_stats[ES_ST_CHOICE] != ES_LEAF_MARK) {
+        } else if (model->split_stats[ES_ST_CHOICE] == ES_LEAF_MARK) {
+            return;
+        } else if (gini2 && ES_GINI2_SCANS) {
+            es_scan_root_gini2(&scan, f);
+        } else {
             es_scan_root(&scan, f);
         }
     }
@@ -761,7 +814,8 @@ static ES_NOINLINE void es_scan_level_codes(const es_shrubs *model, uint32_t lev
 }
 
 /* The level's nodes in order (children next to each other) into pool slot `slot`: splits, or leaves with their
- * values and their rows' terms in the slot's Gram diagonal and label sum. Returns the next level's size. */
+ * values and their rows' terms in the slot's Gram diagonal and label sum, and below the last level every node's
+ * route word in split_stats[v]. Returns the next level's size. */
 static ES_NOINLINE uint32_t es_place_level(const es_shrubs *model, uint32_t slot, uint32_t last)
 {
     const es_shrubs_config *config = model->config;
@@ -783,16 +837,15 @@ static ES_NOINLINE uint32_t es_place_level(const es_shrubs *model, uint32_t slot
     for (v = 0; v < level_size; v++) {
         const uint32_t choice = last ? ES_LEAF_MARK : split_stats[v * stride + ES_ST_CHOICE];
         es_node *node = &nodes[v];
+        uint32_t route;
         if (choice < ES_NONE) {
             node->feature = (uint8_t)(choice >> 8);
             node->threshold = (uint8_t)(choice & 0xFFu);
             node->child = (uint16_t)(first_child + next_size);
-            split_stats[v * stride + ES_ST_LAST] = next_size;
+            route = (next_size << 16) | choice;
             next_size += 2u;
         } else {
-            if (!last) {
-                split_stats[v * stride + ES_ST_LAST] = n_leaves;
-            }
+            route = ES_ROUTE_LEAF | n_leaves;
             node->feature = (uint8_t)ES_LEAF;
             node->threshold = 0;
             node->child = (uint16_t)(leaf_base + n_leaves);
@@ -805,6 +858,9 @@ static ES_NOINLINE uint32_t es_place_level(const es_shrubs *model, uint32_t slot
                                     &label_sum);
             }
             n_leaves++;
+        }
+        if (!last) { /* node v's words are read: its route word packs below the next node's (es_level_reassign) */
+            split_stats[v] = route;
         }
     }
     counters->n_leaves = (uint16_t)n_leaves;
@@ -877,24 +933,37 @@ static uint32_t es_free_slot(const es_shrubs *model)
     return slot;
 }
 
+/* What es_column_terms2 reads beside the rows: four arguments in registers (more go through the stack, which a
+ * loop compiled for size reads again on every row). */
+typedef struct es_column_pair {
+    const uint16_t *h_0;  /* the first column's leaf values */
+    const uint16_t *h_1;  /* the second column's */
+    int32_t apart;        /* the second column's place in leaf_index from the first's */
+    uint32_t slots;       /* leaf_index's row length */
+    uint32_t sums[2];
+} es_column_pair;
+
 /* es_column_terms of 2 classes with complementary leaves (h[1] = 32768 - h[0]), where a row's term is
- * (a0 x0 >> 14) + 32768 - a0 - x0 for class-0 values a0 (own's, in a0s[row]) and x0: the sums over the window's
- * rows of (a0 x0 >> 14) - x0 for the columns of l0 (values h_0) and l1 (values h_1); own's share is added once. */
-static ES_NOINLINE void es_column_terms2(const uint16_t *a0s, const uint16_t *end, uint32_t slots,
-                                         const uint8_t *l0, const uint16_t *h_0, const uint8_t *l1,
-                                         const uint16_t *h_1, uint32_t *sums)
+ * (a0 x0 >> 14) + 32768 - a0 - x0 for class-0 values a0 (own's, in a0s[row]) and x0: adds to pair->sums the sums
+ * over the window's rows of (a0 x0 >> 14) - x0 for the columns of l0 (values h_0) and l0 + apart (values h_1);
+ * own's share is added once. */
+static ES_NOINLINE void es_column_terms2(const uint16_t *a0s, uint32_t rows, const uint8_t *l0, es_column_pair *pair)
 {
-    uint32_t sum0 = 0;
-    uint32_t sum1 = 0;
-    for (; a0s != end; l0 += slots, l1 += slots) {
+    const uint16_t *h_0 = pair->h_0;
+    const uint16_t *h_1 = pair->h_1;
+    const int32_t apart = pair->apart;
+    const uint32_t slots = pair->slots;
+    uint32_t sum0 = pair->sums[0];
+    uint32_t sum1 = pair->sums[1];
+    for (; rows != 0u; rows--, l0 += slots) {
         const uint32_t a0 = *a0s++;
-        const uint32_t x0 = h_0[2u * *l0];
-        const uint32_t y0 = h_1[2u * *l1];
+        const uint32_t x0 = h_0[2u * l0[0]];
+        const uint32_t y0 = h_1[2u * l0[apart]];
         sum0 += ((a0 * x0) >> 14) - x0;
         sum1 += ((a0 * y0) >> 14) - y0;
     }
-    sums[0] += sum0;
-    sums[1] += sum1;
+    pair->sums[0] = sum0;
+    pair->sums[1] = sum1;
 }
 
 /* The sums over the window's rows of the terms of the shrub in pool slot `own` with those of slots b[0] and b[1]
@@ -983,11 +1052,16 @@ static ES_NOINLINE void es_new_shrub_terms(const es_shrubs *model, uint32_t slot
         pair[0] = model->cand_slot[i];
         pair[1] = model->cand_slot[i + 1u < n ? i + 1u : i];
         if (model->config->n_classes == 2u) {
-            sums[0] = share;
-            sums[1] = share;
-            es_column_terms2(a0s, a0s + count, slots, &model->leaf_index[pair[0]],
-                             &leaf_values[((uint32_t)pair[0] << depth) * 2u], &model->leaf_index[pair[1]],
-                             &leaf_values[((uint32_t)pair[1] << depth) * 2u], sums);
+            es_column_pair columns;
+            columns.h_0 = &leaf_values[((uint32_t)pair[0] << depth) * 2u];
+            columns.h_1 = &leaf_values[((uint32_t)pair[1] << depth) * 2u];
+            columns.apart = (int32_t)pair[1] - (int32_t)pair[0];
+            columns.slots = slots;
+            columns.sums[0] = share;
+            columns.sums[1] = share;
+            es_column_terms2(a0s, count, &model->leaf_index[pair[0]], &columns);
+            sums[0] = columns.sums[0];
+            sums[1] = columns.sums[1];
         } else {
             es_column_terms(model, slot, pair, sums);
         }
