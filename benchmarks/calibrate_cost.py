@@ -59,7 +59,7 @@ from edgestream.export import export_bundle
 from edgestream.learners.axgb import IDLE, AdaptiveXGBoost
 from edgestream.learners.detect import HISTOGRAM_BINS, WindowedDetector
 from edgestream.online import start_online
-from edgestream.task import ANOMALY
+from edgestream.task import ANOMALY, REGRESSION
 
 CORES = {"armv7e-m": "stm32f411", "armv6-m": "rp2040", "avr6": "atmega2560", "rv32imc": "esp32c3"}
 STREAMS = (("sea", {}), ("hyperplane", {}), ("blobs", {"n_features": 6, "n_classes": 4}))
@@ -82,7 +82,7 @@ STEPS = {"shrubs": 48, "bls": 4, "hoeffding": 400, "irf": 30, "axgb": 700, "hst"
 SHARED = {"irf": "hoeffding"}
 MEASURED = {"predict_mean": ("predict", np.mean), "predict_worst": ("predict", np.max),
             "learn_mean": ("learn", np.mean), "learn_worst": ("learn", np.max)}
-PREDICTION_CALL = {ANOMALY: "score"}  # a detector's prediction is its score call (targets.CALLS)
+PREDICTION_CALL = {ANOMALY: "score", REGRESSION: "predict_raw"}  # the prediction of a detector, a regressor (targets.CALLS)
 
 
 def task_of_learner(name: str) -> str:
@@ -151,28 +151,44 @@ def warmup_rows(name: str, params: dict) -> int:
     return WARMUP + sum(windows) + max(0, params["members"] - len(windows)) * params["window_max"]
 
 
-def counted_model(name: str, stream: str, options: dict, params: dict, steps: int, learned: int | None = None):
+def stream_rows(stream: str, n: int, options: dict) -> tuple[np.ndarray, np.ndarray]:
+    """The first ``n`` rows of a counted stream: a built-in one (:func:`edgestream.data.make_stream`), or one of
+    ``SOURCES`` (streams a validation adds: regression targets, anomalies), always from seed 1."""
+    if stream in SOURCES:
+        return SOURCES[stream](n, np.random.default_rng(1), **options)
+    return make_stream(stream, n, seed=1, **options)
+
+
+# stream name -> rows(n, rng, **options): streams beyond make_stream's, registered by benchmarks/validate_cost.py
+SOURCES: dict = {}
+
+
+def counted_model(name: str, stream: str, options: dict, params: dict, steps: int, learned: int | None = None,
+                  task: str | None = None):
     """The model as the emulator receives it (Python has learned the warm-up rows) and the rows it counts; or,
-    with ``learned``, after that many rows, with the rows that follow."""
+    with ``learned``, after that many rows, with the rows that follow. ``task``: the learner's form (by default
+    the one it is calibrated in)."""
     warmup = warmup_rows(name, params)
     learned = warmup if learned is None else learned
-    X, y = make_stream(stream, warmup + steps, seed=1, **options)
-    task = task_of_learner(name)
+    X, y = stream_rows(stream, warmup + steps, options)
+    task = task or task_of_learner(name)
     model = learners.get(name).make(task, **params)
     if task == ANOMALY:  # learns rows alone, its work range from the first ones
         model.partial_fit(X[:learned])
         return model, X[learned:], y[learned:], warmup
-    model = start_online(model, X, np.unique(y))
+    model = start_online(model, X, y if task == REGRESSION else np.unique(y))  # a target scale, or classes
     model.partial_fit(X[:learned], y[:learned])
     return model, X[learned:], y[learned:], warmup
 
 
-def regime(name: str, stream: str, options: dict, params: dict, steps: int) -> dict:
+def regime(name: str, stream: str, options: dict, params: dict, steps: int, task: str | None = None) -> dict:
     """What the counted rows did that the configuration does not decide, replayed in the specification, for the
     learner's ``cost_terms``: for the Hoeffding learners whether a split attempt ran (a tree whose pool is full
     attempts none until a drift prunes it; the prediction, for trees with room, counts attempts) and the share of
     the rows a tree learned whose class its leaf's detector watched (:func:`watched_share`); for AXGB what
     :func:`axgb_regime` tells; for a windowed detector what :func:`window_regime` tells."""
+    if (task or task_of_learner(name)) == REGRESSION:  # the terms' defaults: a regressor's runs are not replayed
+        return {}
     if name == "axgb":
         return axgb_regime(stream, options, params, steps)
     if name not in ("hoeffding", "irf") and not windowed(name):
@@ -298,21 +314,28 @@ def regime_of(row: dict) -> dict:
 def count(name: str, index: int, arch: str, steps: int, n: int) -> dict | None:
     """Exact counts of one configuration of ``n`` on one core (None when it does not fit the emulated machine)."""
     stream, options, params = config_at(name, index, arch, n)
-    model, X, y, warmup = counted_model(name, stream, options, params, steps)
+    counted = count_run(name, stream, options, params, arch, steps)
+    return None if counted is None else {"learner": name, "index": index, **counted}
+
+
+def count_run(name: str, stream: str, options: dict, params: dict, arch: str, steps: int,
+              task: str | None = None) -> dict | None:
+    """Exact counts (``MEASURED``) of a configuration on a stream, test-then-training ``steps`` rows on one core
+    after the warm-up, with the run's :func:`regime` (None when the state does not fit the emulated machine)."""
+    task = task or task_of_learner(name)
+    model, X, y, warmup = counted_model(name, stream, options, params, steps, task=task)
     with tempfile.TemporaryDirectory(prefix="es-cost-") as tmp:
         bundle = export_bundle(model, Path(tmp) / "b", name="m")
         try:
             result = targets.run(bundle, CORES[arch], X, y, learn=True, timeout=3600, instructions=True)
         except targets.TargetError as error:  # the state does not fit the emulated machine's RAM
-            print(f"{name} #{index} on {CORES[arch]}: {error}", file=sys.stderr)
+            print(f"{name} {params} on {CORES[arch]}: {error}", file=sys.stderr)
             return None
-    task = task_of_learner(name)
     measured = {q: float(reduce(result.instructions[PREDICTION_CALL.get(task, call) if call == "predict" else call]))
                 for q, (call, reduce) in MEASURED.items()}
-    return {"learner": name, "index": index, "stream": stream, "arch": arch, "params": params,
-            "n_features": X.shape[1], "n_classes": 1 if task == ANOMALY else len(model.classes_), "steps": steps,
-            "warmup": warmup,
-            "regime": regime(name, stream, options, params, steps), **measured}
+    return {"stream": stream, "arch": arch, "params": params, "n_features": X.shape[1],
+            "n_classes": 1 if task in (ANOMALY, REGRESSION) else len(model.classes_), "steps": steps,
+            "warmup": warmup, "regime": regime(name, stream, options, params, steps, task), **measured}
 
 
 def terms_of(row: dict):
