@@ -79,25 +79,27 @@ def budgets_kib(arch: str) -> list[int]:
     return [kib for kib in BUDGETS_KIB if kib * 1024 <= ram]
 
 
-def chosen_params(name: str, task: str, arch: str, kib: int, stream: str, options: dict) -> dict:
-    """The configuration ``fit --ram`` chooses on the first ``SEARCH_ROWS`` rows of the stream."""
+def chosen_params(name: str, task: str, arch: str, kib: int, stream: str, options: dict, fixed: dict) -> dict:
+    """The configuration ``fit --ram`` chooses on the first ``SEARCH_ROWS`` rows of the stream (with the learner
+    options ``fixed``)."""
     X, y = stream_rows(stream, SEARCH_ROWS, options)
     found = search(name, load_board(CORES[arch]), X, None if task == ANOMALY else y, ram=kib * 1024, workers=1,
-                   task=task)
+                   task=task, params=fixed or None)
     return found.budget.params
 
 
-def jobs(names: list[str], cores: list[str], kibs: list[int]) -> list[tuple]:
-    """(learner, task, core, KiB, stream, options) of every run to count."""
+def jobs(names: list[str], cores: list[str], kibs: list[int], streams: list[str] | None) -> list[tuple]:
+    """(learner, task, core, KiB, stream, options) of every run to count (on ``streams`` only, if given)."""
     return [(name, task, arch, kib, stream, options) for name in names for task in validated_tasks(name)
-            for arch in cores for kib in budgets_kib(arch) if kib in kibs for stream, options in HELD_OUT[task]]
+            for arch in cores for kib in budgets_kib(arch) if kib in kibs for stream, options in HELD_OUT[task]
+            if streams is None or stream in streams]
 
 
 def validate(name: str, task: str, arch: str, kib: int, stream: str, options: dict, steps: int | None,
-             done: list[dict]) -> dict | None:
+             done: list[dict], fixed: dict) -> dict | None:
     """The counts of the configuration chosen for one budget on one stream (those of a run ``done`` already
     where a smaller budget chose the same), None when its state does not fit the emulated machine."""
-    params = chosen_params(name, task, arch, kib, stream, options)
+    params = chosen_params(name, task, arch, kib, stream, options, fixed)
     same = [r for r in done if (r["learner"], r["task"], r["arch"], r["stream"], r["params"], r["steps"])
             == (name, task, arch, stream, params, steps or STEPS[name])]
     counted = same[0] if same else count_run(name, stream, options, params, arch, steps or STEPS[name], task)
@@ -182,6 +184,9 @@ def main(argv=None) -> int:
     parser.add_argument("--learners", nargs="+", help="default: every learner with a cost model")
     parser.add_argument("--cores", nargs="+", choices=list(CORES), default=["armv7e-m", "armv6-m", "avr6"])
     parser.add_argument("--kib", nargs="+", type=int, default=list(BUDGETS_KIB), help="RAM budgets in KiB")
+    parser.add_argument("--streams", nargs="+", help="of HELD_OUT (default: all)")
+    parser.add_argument("--params", type=json.loads, default={}, help="learner options the search keeps, as JSON "
+                        "(as fit's options with --ram), e.g. '{\"window_size\": 64}'")
     parser.add_argument("--steps", type=int, help="emulated learn steps per run (default: calibrate_cost.STEPS)")
     parser.add_argument("--counts", type=Path, help="save the counts to this JSON file as they come (the runs it "
                         "holds are not counted again)")
@@ -194,9 +199,9 @@ def main(argv=None) -> int:
     else:
         rows = json.loads(args.counts.read_text()) if args.counts and args.counts.exists() else []
         done = {(r["learner"], r["task"], r["arch"], r["kib"], r["stream"]) for r in rows}
-        todo = [job for job in jobs(names, args.cores, args.kib) if job[:5] not in done]
+        todo = [job for job in jobs(names, args.cores, args.kib, args.streams) if job[:5] not in done]
         for job in tqdm(todo, desc="counting", unit="run"):
-            counted = validate(*job, args.steps, rows)
+            counted = validate(*job, args.steps, rows, args.params)
             rows += [counted] if counted else []
             if args.counts:
                 args.counts.write_text(json.dumps(rows, indent=1) + "\n")

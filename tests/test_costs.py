@@ -10,6 +10,7 @@ import pytest
 
 from edgestream import learners
 from edgestream.costs import QUANTITIES, call_cost, coefficients
+from edgestream.task import REGRESSION
 
 ROOT = Path(__file__).resolve().parents[1]
 COUNTS = ROOT / "benchmarks" / "cost_counts.json"
@@ -33,6 +34,11 @@ def test_every_online_learner_has_a_cost_model_for_every_emulated_core(learner):
         cost = call_cost(spec, params, 4, 3, arch)
         assert cost.predict.worst >= cost.predict.mean > 0 and cost.learn.worst >= cost.learn.mean > 0
     assert call_cost(spec, params, 4, 3, "avr5") == call_cost(spec, params, 4, 3, "avr6")  # its upper bound
+    if REGRESSION in spec.tasks:  # a regressor (one output) takes its learner's model: positive figures too
+        params = spec.make(REGRESSION, **spec.ladder[-1]).get_params()
+        for arch in ("armv7e-m", "armv6-m", "avr6"):
+            cost = call_cost(spec, params, 4, 1, arch)
+            assert cost.predict.worst >= cost.predict.mean > 0 and cost.learn.worst >= cost.learn.mean > 0
 
 
 
