@@ -9,7 +9,9 @@ For each learner with ``cost_terms`` and each core, ``CONFIGS_PER_LEARNER`` conf
 those of its search grid (sizes and structural options) whose budget fits the core's board within ``FIT_RAM``
 (the 16 KiB of the emulated Cortex-M0; 6 KiB of the ATmega2560's 8 KiB), each on one of ``STREAMS`` in turn (3 to 10
 features, 2 to 4 classes), and the ``COVERAGE`` sizes with every learning variant of the search on every stream
-(the budget's largest plans, which an even spread of the configurations fitting 16 KiB can miss): Python
+(the budget's largest plans, which an even spread of the configurations fitting 16 KiB can miss), and for the
+learners whose regressor does other work than their classifier in the same runtime (``REGRESSION_FORMS``) the
+regressor's configurations on ``REGRESSION_STREAMS`` (piecewise linear targets of 4 and 12 features): Python
 learns ``WARMUP`` rows (bin edges or input scaling from the first ones, as ``fit``; AXGB also the windows that
 fill its ensemble, :func:`warmup_rows`), the model is exported and the emulator test-then-trains the next
 ``--steps`` rows (``STEPS`` per learner by default: enough for a few of its expensive steps, and whole periods of
@@ -59,7 +61,7 @@ from edgestream.export import export_bundle
 from edgestream.learners.axgb import IDLE, AdaptiveXGBoost
 from edgestream.learners.detect import HISTOGRAM_BINS, WindowedDetector
 from edgestream.online import start_online
-from edgestream.task import ANOMALY
+from edgestream.task import ANOMALY, REGRESSION
 
 CORES = {"armv7e-m": "stm32f411", "armv6-m": "rp2040", "avr6": "atmega2560", "rv32imc": "esp32c3"}
 STREAMS = (("sea", {}), ("hyperplane", {}), ("blobs", {"n_features": 6, "n_classes": 4}))
@@ -72,6 +74,15 @@ CONFIGS_PER_LEARNER = 20
 COVERAGE = {"shrubs": ({"window_size": 64, "max_shrubs": 16, "max_depth": 4},),
             "loda": ({"n_projections": 100, "n_bins": 32},)}  # the Cortex-M4F's 16 KiB plan
 COVERAGE_INDEX = 100
+# The regressors that do other work than their classifier in the same runtime (the Hoeffding tree's bins and linear
+# leaves; IRF's regressor shares its model, SHARED), REGRESSION_CONFIGS of their search grid counted on
+# REGRESSION_STREAMS at indices from REGRESSION_INDEX (held out by the same rule); their terms are columns of their
+# own. BLS's and AXGB's regressors run their classifier's steps with one output: their classifiers' models hold
+# (benchmarks/validate_cost.py)
+REGRESSION_FORMS = ("hoeffding",)
+REGRESSION_STREAMS = (("planes", {"n_features": 4}), ("planes", {"n_features": 12}))
+REGRESSION_CONFIGS = 12
+REGRESSION_INDEX = 200
 HOLD_OUT = 4  # configurations 0, 4, 8, ... are predicted without being fitted on
 FIT_RAM = 16 * 1024  # the emulated Cortex-M0's RAM
 WARMUP = 2000
@@ -82,7 +93,8 @@ STEPS = {"shrubs": 48, "bls": 4, "hoeffding": 400, "irf": 30, "axgb": 700, "hst"
 SHARED = {"irf": "hoeffding"}
 MEASURED = {"predict_mean": ("predict", np.mean), "predict_worst": ("predict", np.max),
             "learn_mean": ("learn", np.mean), "learn_worst": ("learn", np.max)}
-PREDICTION_CALL = {ANOMALY: "score"}  # a detector's prediction is its score call (targets.CALLS)
+# the prediction call of a detector and of a regressor (targets.CALLS)
+PREDICTION_CALL = {ANOMALY: "score", REGRESSION: "predict_raw"}
 
 
 def task_of_learner(name: str) -> str:
@@ -91,16 +103,18 @@ def task_of_learner(name: str) -> str:
 
 
 @functools.cache
-def calibration_configs(name: str, arch: str, n: int = CONFIGS_PER_LEARNER) -> list[tuple[str, dict, dict]]:
+def calibration_configs(name: str, arch: str, n: int = CONFIGS_PER_LEARNER,
+                        task: str | None = None) -> list[tuple[str, dict, dict]]:
     """(stream, stream options, parameters) of the configurations counted for a learner on a core: those of its
     search grid whose budget fits the core's board within ``FIT_RAM``, ``n`` of them evenly spread, each on the
-    next stream in turn."""
-    spec = learners.get(name)
+    next stream in turn (of ``REGRESSION_STREAMS`` for the regression ``task``)."""
+    task = task or task_of_learner(name)
+    streams = REGRESSION_STREAMS if task == REGRESSION else STREAMS
     ram = min(FIT_RAM, load_board(CORES[arch]).ram_bytes * 3 // 4)  # the rest for the harness and the C library
     configs = []
     for i in range(n):
-        stream, options = STREAMS[i % len(STREAMS)]
-        fitting = fitting_params(name, arch, stream, ram, spec.search_grid)
+        stream, options = streams[i % len(streams)]
+        fitting = fitting_params(name, arch, stream, ram, learners.get(name, task).task_grid(task), options, task)
         configs.append((stream, options, fitting[round(i * (len(fitting) - 1) / (n - 1))]))
     return configs
 
@@ -119,19 +133,22 @@ def coverage_configs(name: str, arch: str) -> list[tuple[str, dict, dict]]:
     return configs
 
 
-def fitting_params(name: str, arch: str, stream: str, ram: int, grid: tuple[dict, ...]) -> list[dict]:
-    """The parameters of the configurations of ``grid`` whose budget for ``stream`` fits the core's board within
-    ``ram``, in the grid's order."""
-    options = dict(STREAMS)[stream]
-    X, y = make_stream(stream, 200, seed=1, **options)
-    task = task_of_learner(name)
-    n_classes = 1 if task == ANOMALY else len(np.unique(y))
+def fitting_params(name: str, arch: str, stream: str, ram: int, grid: tuple[dict, ...], options: dict | None = None,
+                   task: str | None = None) -> list[dict]:
+    """The parameters of the configurations of ``grid`` whose budget for ``stream`` (with ``options``, by default
+    its ``STREAMS`` ones) fits the core's board within ``ram``, in the grid's order."""
+    X, y = stream_rows(stream, 200, dict(STREAMS)[stream] if options is None else options)
+    task = task or task_of_learner(name)
+    n_classes = 1 if task in (ANOMALY, REGRESSION) else len(np.unique(y))
     return [b.params for b in configurations(name, load_board(CORES[arch]), X.shape[1], n_classes, ram=ram,
                                              grid=grid, task=task) if b.fits]
 
 
 def config_at(name: str, index: int, arch: str, n: int) -> tuple[str, dict, dict]:
-    """The configuration counted at ``index``: one of the ``n`` evenly spread, or of the coverage ones."""
+    """The configuration counted at ``index``: one of the ``n`` evenly spread, of the coverage ones or of the
+    regression form's."""
+    if index >= REGRESSION_INDEX:
+        return calibration_configs(name, arch, REGRESSION_CONFIGS, REGRESSION)[index - REGRESSION_INDEX]
     if index >= COVERAGE_INDEX:
         return coverage_configs(name, arch)[index - COVERAGE_INDEX]
     return calibration_configs(name, arch, n)[index]
@@ -151,33 +168,60 @@ def warmup_rows(name: str, params: dict) -> int:
     return WARMUP + sum(windows) + max(0, params["members"] - len(windows)) * params["window_max"]
 
 
-def counted_model(name: str, stream: str, options: dict, params: dict, steps: int, learned: int | None = None):
+def stream_rows(stream: str, n: int, options: dict) -> tuple[np.ndarray, np.ndarray]:
+    """The first ``n`` rows of a counted stream: a built-in one (:func:`edgestream.data.make_stream`), or one of
+    ``SOURCES`` (streams a validation adds: regression targets, anomalies), always from seed 1."""
+    if stream in SOURCES:
+        return SOURCES[stream](n, np.random.default_rng(1), **options)
+    return make_stream(stream, n, seed=1, **options)
+
+
+def planes(n: int, rng, n_features: int = 4, noise: float = 0.1) -> tuple[np.ndarray, np.ndarray]:
+    """A piecewise linear target (as Planes2D): features uniform in [-1, 1], the target one random plane of them
+    where the first feature is positive and another elsewhere, with Gaussian noise."""
+    X = rng.uniform(-1.0, 1.0, (n, n_features))
+    planes = rng.normal(size=(2, n_features))
+    return X, np.where(X[:, 0] > 0, X @ planes[0], X @ planes[1]) + noise * rng.normal(size=n)
+
+
+# stream name -> rows(n, rng, **options): the streams beyond make_stream's (benchmarks/validate_cost.py adds its own)
+SOURCES: dict = {"planes": planes}
+
+
+def counted_model(name: str, stream: str, options: dict, params: dict, steps: int, learned: int | None = None,
+                  task: str | None = None):
     """The model as the emulator receives it (Python has learned the warm-up rows) and the rows it counts; or,
-    with ``learned``, after that many rows, with the rows that follow."""
+    with ``learned``, after that many rows, with the rows that follow. ``task``: the learner's form (by default
+    the one it is calibrated in)."""
     warmup = warmup_rows(name, params)
     learned = warmup if learned is None else learned
-    X, y = make_stream(stream, warmup + steps, seed=1, **options)
-    task = task_of_learner(name)
+    X, y = stream_rows(stream, warmup + steps, options)
+    task = task or task_of_learner(name)
     model = learners.get(name).make(task, **params)
     if task == ANOMALY:  # learns rows alone, its work range from the first ones
         model.partial_fit(X[:learned])
         return model, X[learned:], y[learned:], warmup
-    model = start_online(model, X, np.unique(y))
+    model = start_online(model, X, y if task == REGRESSION else np.unique(y))  # a target scale, or classes
     model.partial_fit(X[:learned], y[:learned])
     return model, X[learned:], y[learned:], warmup
 
 
-def regime(name: str, stream: str, options: dict, params: dict, steps: int) -> dict:
+def regime(name: str, stream: str, options: dict, params: dict, steps: int, task: str | None = None) -> dict:
     """What the counted rows did that the configuration does not decide, replayed in the specification, for the
     learner's ``cost_terms``: for the Hoeffding learners whether a split attempt ran (a tree whose pool is full
     attempts none until a drift prunes it; the prediction, for trees with room, counts attempts) and the share of
     the rows a tree learned whose class its leaf's detector watched (:func:`watched_share`); for AXGB what
     :func:`axgb_regime` tells; for a windowed detector what :func:`window_regime` tells."""
+    regressor = (task or task_of_learner(name)) == REGRESSION
+    if regressor and name not in ("hoeffding", "irf"):  # the terms' defaults: those regressors are not replayed
+        return {}
     if name == "axgb":
         return axgb_regime(stream, options, params, steps)
     if name not in ("hoeffding", "irf") and not windowed(name):
         return {}
-    model, X, y, _ = counted_model(name, stream, options, params, steps)
+    model, X, y, _ = counted_model(name, stream, options, params, steps, task=task)
+    if regressor:
+        return hoeffding_regression_regime(model, X, y)
     return window_regime(model, X) if windowed(name) else hoeffding_regime(model, X, y)
 
 
@@ -220,6 +264,18 @@ def hoeffding_regime(model, X, y) -> dict:
         attempts |= replay.last_units_ > 0
     return {"attempts": bool(attempts), "watched": watched[0] / learned[0] if learned[0] else 1.0,
             "attempt_rate": started[0] / len(X)}
+
+
+def hoeffding_regression_regime(model, X, y) -> dict:
+    """A Hoeffding regressor's :func:`regime` over the rows ``X, y`` from its state now (replayed on a copy): the
+    split attempts per call (``attempt_rate``), whether any ran (``attempts``) and whether one split
+    (``splits``)."""
+    replay = copy.deepcopy(model)
+    replay.use_engine = False
+    attempts, splits = [0], [0]
+    replay._attempt, replay._split = counted(replay._attempt, attempts), counted(replay._split, splits)
+    replay.partial_fit(X, y)
+    return {"attempts": attempts[0] > 0, "attempt_rate": attempts[0] / len(X), "splits": splits[0] > 0}
 
 
 def counted(method, calls: list[int]):
@@ -291,6 +347,9 @@ def axgb_regime(stream: str, options: dict, params: dict, steps: int) -> dict:
 
 def regime_of(row: dict) -> dict:
     """:func:`regime` of a saved count, replayed (the counts are deterministic: same stream, seed and rows)."""
+    if row["index"] >= REGRESSION_INDEX:  # the stream of the row's feature count
+        options = next(o for _, o in REGRESSION_STREAMS if o["n_features"] == row["n_features"])
+        return regime(row["learner"], row["stream"], options, row["params"], row["steps"], REGRESSION)
     options = dict(next(o for s, o in STREAMS if s == row["stream"]))
     return regime(row["learner"], row["stream"], options, row["params"], row["steps"])
 
@@ -298,21 +357,28 @@ def regime_of(row: dict) -> dict:
 def count(name: str, index: int, arch: str, steps: int, n: int) -> dict | None:
     """Exact counts of one configuration of ``n`` on one core (None when it does not fit the emulated machine)."""
     stream, options, params = config_at(name, index, arch, n)
-    model, X, y, warmup = counted_model(name, stream, options, params, steps)
+    counted = count_run(name, stream, options, params, arch, steps, REGRESSION if index >= REGRESSION_INDEX else None)
+    return None if counted is None else {"learner": name, "index": index, **counted}
+
+
+def count_run(name: str, stream: str, options: dict, params: dict, arch: str, steps: int,
+              task: str | None = None) -> dict | None:
+    """Exact counts (``MEASURED``) of a configuration on a stream, test-then-training ``steps`` rows on one core
+    after the warm-up, with the run's :func:`regime` (None when the state does not fit the emulated machine)."""
+    task = task or task_of_learner(name)
+    model, X, y, warmup = counted_model(name, stream, options, params, steps, task=task)
     with tempfile.TemporaryDirectory(prefix="es-cost-") as tmp:
         bundle = export_bundle(model, Path(tmp) / "b", name="m")
         try:
             result = targets.run(bundle, CORES[arch], X, y, learn=True, timeout=3600, instructions=True)
         except targets.TargetError as error:  # the state does not fit the emulated machine's RAM
-            print(f"{name} #{index} on {CORES[arch]}: {error}", file=sys.stderr)
+            print(f"{name} {params} on {CORES[arch]}: {error}", file=sys.stderr)
             return None
-    task = task_of_learner(name)
     measured = {q: float(reduce(result.instructions[PREDICTION_CALL.get(task, call) if call == "predict" else call]))
                 for q, (call, reduce) in MEASURED.items()}
-    return {"learner": name, "index": index, "stream": stream, "arch": arch, "params": params,
-            "n_features": X.shape[1], "n_classes": 1 if task == ANOMALY else len(model.classes_), "steps": steps,
-            "warmup": warmup,
-            "regime": regime(name, stream, options, params, steps), **measured}
+    return {"stream": stream, "arch": arch, "params": params, "n_features": X.shape[1],
+            "n_classes": 1 if task in (ANOMALY, REGRESSION) else len(model.classes_), "steps": steps,
+            "warmup": warmup, "regime": regime(name, stream, options, params, steps, task), **measured}
 
 
 def terms_of(row: dict):
@@ -390,7 +456,9 @@ def main(argv=None) -> int:
         rows = json.loads(args.counts.read_text()) if args.counts and args.counts.exists() else []
         done = {(r["learner"], r["index"], r["arch"]) for r in rows}
         indices = {(name, arch): [*range(args.configs), *range(COVERAGE_INDEX, COVERAGE_INDEX
-                                                                   + len(coverage_configs(name, arch)))]
+                                                                   + len(coverage_configs(name, arch))),
+                                  *range(REGRESSION_INDEX, REGRESSION_INDEX
+                                         + REGRESSION_CONFIGS * (name in REGRESSION_FORMS))]
                    for name in names for arch in args.cores}
         jobs = [(name, i, arch, args.steps or STEPS[name], args.configs) for (name, arch), each in indices.items()
                 for i in each if (name, i, arch) not in done]

@@ -10,6 +10,7 @@ import pytest
 
 from edgestream import learners
 from edgestream.costs import QUANTITIES, call_cost, coefficients
+from edgestream.task import REGRESSION
 
 ROOT = Path(__file__).resolve().parents[1]
 COUNTS = ROOT / "benchmarks" / "cost_counts.json"
@@ -33,6 +34,11 @@ def test_every_online_learner_has_a_cost_model_for_every_emulated_core(learner):
         cost = call_cost(spec, params, 4, 3, arch)
         assert cost.predict.worst >= cost.predict.mean > 0 and cost.learn.worst >= cost.learn.mean > 0
     assert call_cost(spec, params, 4, 3, "avr5") == call_cost(spec, params, 4, 3, "avr6")  # its upper bound
+    if REGRESSION in spec.tasks:  # a regressor (one output) takes its learner's model: positive figures too
+        params = spec.make(REGRESSION, **spec.ladder[-1]).get_params()
+        for arch in ("armv7e-m", "armv6-m", "avr6"):
+            cost = call_cost(spec, params, 4, 1, arch)
+            assert cost.predict.worst >= cost.predict.mean > 0 and cost.learn.worst >= cost.learn.mean > 0
 
 
 RISCV_CALIBRATED = ("shrubs", "bls", "hoeffding", "axgb", "hst", "loda")
@@ -123,3 +129,29 @@ def test_a_configuration_beyond_the_calibration_is_named_in_the_budget():
     assert beyond_calibration(spec, spec.make(**spec.ladder[-3]).get_params(), 4, 2, "armv7e-m") == []
     budget = plan("bls", load_board("stm32f411"), 4, 2, feature_nodes=32, enhancement_nodes=160)
     assert any("extrapolated" in note and "bls cost model" in note for note in budget.notes)
+
+
+def test_a_detector_prediction_holds_on_a_short_counted_run_it_was_not_fitted_on(tmp_path):
+    """Loda with a size and a stream the calibration never counted (24 projections of 32 bins on a drifting random
+    RBF stream of 5 features): 20 rows around a window swap counted under QEMU for Cortex-M4F, the model's mean and
+    worst score and learn call (the swap) with the rows' regime are within its stated error of the count."""
+    from edgestream.costs import STATED_ERROR
+    from edgestream.export import export_bundle
+    from edgestream.task import ANOMALY
+    from edgestream.targets import run
+
+    module = calibration()
+    spec = learners.get("loda")
+    params = spec.make(ANOMALY, n_projections=24, n_bins=32).get_params()
+    swap = 2048  # the 8th window of 256 rows fills at row 2048
+    model, X, _, _ = module.counted_model("loda", "rbf", {"n_features": 5, "n_classes": 3}, params, swap + 12 - 2000,
+                                          learned=swap - 8)
+    regime = module.window_regime(model, X)
+    assert len(X) == 20 and regime["swap_rate"] == 1 / 20
+    counted = run(export_bundle(model, tmp_path / "loda", name="loda"), "stm32f411", X, learn=True,
+                  instructions=True).instructions
+    cost = call_cost(spec, params, 5, 1, "armv7e-m", **regime)
+    for measured, predicted in ((counted["score"].mean(), cost.predict.mean), (counted["score"].max(),
+                                cost.predict.worst), (counted["learn"].mean(), cost.learn.mean),
+                                (counted["learn"].max(), cost.learn.worst)):
+        assert abs(predicted - measured) <= STATED_ERROR * measured, (predicted, measured)

@@ -1314,7 +1314,7 @@ RUNTIME = ("es_common", "es_f32", "es_fixed", "es_hoeffding")
 SPREAD_VARIANT = {"max_leaves": 4, "grace_period": 10, "work_per_call": 1}
 
 def cost_terms(params: dict, n_features: int, n_classes: int, attempts: bool = True,
-               watched: float = 1.0, attempt_rate: float | None = None) -> CostTerms:
+               watched: float = 1.0, attempt_rate: float | None = None, splits: bool = True) -> CostTerms:
     """The work terms of a prediction (constant; per tree: the walk, log2 L, and naive Bayes at the leaf, d C and
     C) and of a learn call (per tree, IRF's Poisson draw; per tree that learns the row, with IRF's positive
     weight, ``1 - exp(-lambda)`` of them on average: the walk and its detectors, log2 L, the estimators of the
@@ -1328,7 +1328,11 @@ def cost_terms(params: dict, n_features: int, n_classes: int, attempts: bool = T
     watches, in the mean (by default all; leaves that start empty watch fewer for a while). ``attempt_rate``:
     the split attempts (and revisits) that start per call, by default each growing tree's one per grace period of
     weight. The calibration replays its counts to tell all three. The Hoeffding tree and IRF share one model: the
-    same runtime."""
+    same runtime.
+
+    A regressor (``n_classes`` 1, one output) does other work in that runtime (:func:`regression_terms`); its
+    terms take columns of their own, zero in a classifier's terms and a classifier's zero in its, so one fit
+    weighs both forms apart."""
     forest = "n_trees" in params
     trees, weight = params.get("n_trees", 1), params.get("bagging_lambda", 1.0)
     d, c, depth = n_features, n_classes, math.log2(params["max_leaves"]) + 1
@@ -1346,8 +1350,34 @@ def cost_terms(params: dict, n_features: int, n_classes: int, attempts: bool = T
         return [1, trees * forest, n * depth, n * d] + [n * share * w for w in propagated]
     learning = trees * (1 - math.exp(-weight)) if forest else 1
     attempted = grows * weight / params["grace_period"] if attempt_rate is None else attempt_rate
-    return CostTerms(predict=walk, learn_mean=row(learning, watched) + [attempted * units * c, attempted * d * c],
-                     learn_worst=row(trees, 1.0) + [grows * per_call * c, grows * d * c])
+    classify = CostTerms(predict=walk, learn_mean=row(learning, watched) + [attempted * units * c, attempted * d * c],
+                         learn_worst=row(trees, 1.0) + [grows * per_call * c, grows * d * c])
+    regress = regression_terms(params, d, trees, forest, learning, grows, attempted, units, splits)
+    if n_classes == 1:
+        return CostTerms(*([0] * len(own) + new for own, new in zip(classify[:3], regress)))
+    return CostTerms(*(own + [0] * len(new) for own, new in zip(classify[:3], regress)))
+
+
+def regression_terms(params: dict, d: int, trees: int, forest: bool, learning: float, grows: int,
+                     attempted: float, units: int, splits: bool) -> CostTerms:
+    """The work terms of a regressor's prediction (constant; per tree the walk, log2 L, and with linear leaves
+    the leaf's model on the row's d inputs, each normalised to the leaf's range in float32) and learn call (per
+    tree that learns the row: the walk and, with drift detection, Page-Hinkley on the path, log2 L; the linear
+    leaf's step, d inputs normalised twice and a 64-bit division each; the row's bin of each feature among the
+    ``split_steps - 1`` thresholds, d (S - 1); then a split attempt's candidates, ``units``, every
+    ``grace_period`` weight at a growing leaf in the mean, in every growing tree in the worst: a regression
+    attempt runs whole, and with ``splits`` its split, which empties both children's d S bins). For a regressor
+    the calibration's replay tells ``attempts`` (an attempt ran in the counted rows: its worst call holds one),
+    ``attempt_rate`` and ``splits`` (one of them split)."""
+    depth = math.log2(params["max_leaves"]) + 1
+    linear = d * (params.get("leaf_model", "linear") == "linear")
+    drift = depth * (params["drift_threshold"] > 0)
+    bins = d * (params["split_steps"] - 1)
+
+    def row(n: float) -> list[float]:
+        return [1, trees * forest, n * depth, n * drift, n * linear, n * bins]
+    return CostTerms(predict=[1, trees, trees * depth, trees * linear], learn_mean=row(learning) + [attempted * units],
+                     learn_worst=row(trees) + [grows * units, grows * splits * (bins + d)])
 
 
 SPEC = LearnerSpec(
