@@ -295,6 +295,7 @@ STATE = StateSpec(
         RegionSpec("scores", "scratch", "int32_t", _classifier(lambda c: c["n_classes"]), "classes, Q10"),
         RegionSpec("tree_proba", "scratch", "uint16_t", _classifier(lambda c: c["n_classes"]), "classes, Q15"),
         RegionSpec("sums", "scratch", "uint32_t", _classifier(lambda c: c["n_classes"]), "classes, Q15 sums over trees"),
+        RegionSpec("terms", "scratch", "float", _classifier(lambda c: c["n_features"]), "d, a class's naive Bayes terms"),
         RegionSpec("attempt_node", "attempt", "uint16_t", _classifier(_trees), "per tree, leaf node of the attempt under way; "
                    "0xFFFF none"),
         RegionSpec("attempt_pos", "attempt", "uint16_t", _classifier(_trees), "per tree, candidates evaluated"),
@@ -321,6 +322,10 @@ STATE = StateSpec(
         RegionSpec("leaf_linear", "leaves", "int32_t",
                    lambda c: _slots(c) * (c["n_features"] + 2) if c["n_classes"] == 1 and c["linear"] else 1,
                    "slots x (d + 2), linear leaves: d weights, the mean's and the linear model's running error"),
+        RegionSpec("cached", "cache", "uint8_t", lambda c: 1, "1: the cached_ regions hold the last prediction's row"),
+        RegionSpec("cached_row", "cache", "float", lambda c: c["n_features"], "d, the row of the last prediction"),
+        RegionSpec("cached_leaf", "cache", "uint16_t", _trees, "per tree, the leaf node of that row"),
+        RegionSpec("cached_class", "cache", "uint8_t", _classifier(_trees), "per tree, its leaf's naive Bayes class"),
     ),
 )
 
