@@ -156,6 +156,12 @@ class DeviceState:
         return self.layout(n_features, n_classes).size(packed)
 
 
+def label_kind(values: np.ndarray) -> str | None:
+    """The kind of labels a sorted search compares as Python's equality does: integers (bools among them),
+    floats or strings; None for any other."""
+    return {"b": "int", "i": "int", "u": "int", "f": "float", "U": "str"}.get(values.dtype.kind)
+
+
 class CompiledSteps(DeviceState):
     """The learning learners' steps on the compiled host engine (:mod:`edgestream.engine`: the device runtime of
     csrc/ built into the package), with their Python specification beside it as the reference.
@@ -238,12 +244,20 @@ class CompiledSteps(DeviceState):
                 getattr(self, region.name).reshape(-1)[...] = arrays[region.name]
 
     def _label_indices(self, y) -> np.ndarray:
-        """Class index of every label (uint8); an unknown label gets the specification's error."""
+        """Class index of every label (uint8); an unknown label gets the specification's error. Labels of the
+        classes' own kind (integers, floats or strings) are found by one sorted search, others one by one."""
         cached = self.__dict__.get("_label_lookup")
         if cached is None or cached[0] is not self.classes_:
-            cached = self._label_lookup = (self.classes_, {v: i for i, v in enumerate(self.classes_.tolist())})
-        lookup = cached[1]
-        labels = np.asarray(y).reshape(-1).tolist()
+            order = np.argsort(self.classes_, kind="stable")
+            cached = self._label_lookup = (self.classes_, {v: i for i, v in enumerate(self.classes_.tolist())},
+                                           order, self.classes_[order])
+        lookup, order, ordered = cached[1:]
+        labels = np.asarray(y).reshape(-1)
+        if label_kind(labels) is not None and label_kind(labels) == label_kind(ordered):
+            at = np.searchsorted(ordered, labels).clip(max=len(ordered) - 1)
+            if (ordered[at] == labels).all():
+                return order[at].astype(np.uint8)
+        labels = labels.tolist()
         indices = [lookup.get(label) for label in labels]
         if None in indices:
             bad = labels[indices.index(None)]
