@@ -38,12 +38,12 @@ def test_every_online_learner_has_a_cost_model_for_every_emulated_core(learner):
 
 @pytest.mark.parametrize("learner", ONLINE)
 def test_the_risc_v_cores_share_the_rv32imc_model_where_it_is_calibrated(learner):
-    """Shrubs and BLS are calibrated on RV32IMC (QEMU's virt); an RV32IMAC core runs the same instructions and takes
-    that model; the learners not counted there yet get no prediction, never a guess."""
+    """Shrubs, BLS and the Hoeffding learners are calibrated on RV32IMC (QEMU's virt); an RV32IMAC core runs the same instructions and takes that model; the learners not counted there yet
+    get no prediction, never a guess."""
     spec = learners.get(learner)
     params = spec.make(spec.tasks[0], **spec.ladder[-1]).get_params()
     cost = call_cost(spec, params, 4, 3, "rv32imc")
-    assert (cost is not None) == (learner in ("shrubs", "bls"))
+    assert (cost is not None) == (learner in ("shrubs", "bls", "hoeffding", "irf"))
     assert call_cost(spec, params, 4, 3, "rv32imac") == cost
     assert call_cost(spec, params, 4, 3, "armv8-a") is None  # no counts: no guess
 
