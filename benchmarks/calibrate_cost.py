@@ -388,7 +388,8 @@ def terms_of(row: dict):
 
 def fit(rows: list[dict]) -> dict:
     """learner -> core -> quantity -> coefficients, fitted on the rows not held out; learners of one runtime
-    (``SHARED``) fitted together, on the counts of both."""
+    (``SHARED``) fitted together, on the counts of both, and each gets the model of every core either was counted
+    on (they run the same code)."""
     fitted: dict = {}
     for model, arch in sorted({(SHARED.get(r["learner"], r["learner"]), r["arch"]) for r in rows}):
         train = [r for r in rows if SHARED.get(r["learner"], r["learner"]) == model and r["arch"] == arch
@@ -405,7 +406,8 @@ def fit(rows: list[dict]) -> dict:
         # the calibrated range: the largest value of each term the fit saw (rounded up)
         largest = {q: np.max([terms_of(r).of(q) for r in train], axis=0) for q in QUANTITIES}
         coefficients["largest_terms"] = {q: [float(np.ceil(v * 1e4) / 1e4) for v in largest[q]] for q in QUANTITIES}
-        for name in sorted({r["learner"] for r in train}):
+        for name in sorted({r["learner"] for r in train} | {n for n, shared in SHARED.items() if shared == model}
+                           | ({model} if model in SHARED.values() else set())):
             fitted.setdefault(name, {})[arch] = coefficients
     return fitted
 

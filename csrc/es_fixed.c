@@ -48,23 +48,44 @@ uint32_t es_exp2_neg_q15(uint32_t w)
     return es_exp2_neg(w, 15u);
 }
 
+/* Hosts (64-bit cores with a divider that run instructions out of order) divide in one instruction where the
+ * restoring division's 15 dependent steps cost more; microcontrollers keep the steps (no divide on Cortex-M0 or
+ * AVR, and a 64-bit one is a library call). Both give the same quotient and remainder. */
+#ifndef ES_FIXED_HOST_DIVIDE
+#if defined(__x86_64__) || defined(__aarch64__)
+#define ES_FIXED_HOST_DIVIDE 1
+#else
+#define ES_FIXED_HOST_DIVIDE 0
+#endif
+#endif
+
 /* floor(num * 2^15 / den) and its remainder, for num <= den < 2^31 (a restoring division, no divide). */
 static uint16_t es_ratio_q15(uint32_t num, uint32_t den, uint32_t *rem)
 {
     uint16_t q = 0;
-    uint8_t bit;
     if (num >= den) {
         *rem = 0;
         return (uint16_t)ES_Q15_ONE;
     }
-    for (bit = 0; bit < 15u; bit++) {
-        num <<= 1;
-        q = (uint16_t)(q << 1);
-        if (num >= den) {
-            num -= den;
-            q |= 1u;
+#if ES_FIXED_HOST_DIVIDE
+    {
+        const uint64_t scaled = (uint64_t)num << 15;
+        q = (uint16_t)(scaled / den);  /* < 2^15: num < den */
+        num = (uint32_t)(scaled - (uint64_t)q * den);
+    }
+#else
+    {
+        uint8_t bit;
+        for (bit = 0; bit < 15u; bit++) {
+            num <<= 1;
+            q = (uint16_t)(q << 1);
+            if (num >= den) {
+                num -= den;
+                q |= 1u;
+            }
         }
     }
+#endif
     *rem = num;
     return q;
 }

@@ -18,7 +18,7 @@
 #define HT_EXCLUDED (-1073741824L)
 #define HT_WEIGHT_CAP 255u
 #define HT_LN2 0x1.62e43p-1f
-#define HT_SQRT2 0x1.6a09e6p+0f
+#define HT_SQRT2_BITS 0x3FB504F3u /* the bits of the float32 sqrt(2), 0x1.6a09e6p+0f */
 #define HT_INV_SQRT2 0x1.6a09e6p-1f
 #define HT_ERF_LIMIT 5.0f
 #define HT_COUNT_LIMIT 16384.0f   /* a leaf's counts halve when one reaches it (see the specification) */
@@ -48,7 +48,7 @@ static const float es_erf_coeffs[6] ES_FLASH = { 0x1.693ecep-15f, 0x1.220072p-12
                                      0x1.5a5fcep-5f, 0x1.20dccep-4f };
 
 /* ((c[0] x + c[1]) x + ... + c[n-1]) x + 1, one rounded operation per statement (c: a table in flash). */
-static float horner(const float *c, uint8_t n, float x)
+static inline float horner(const float *c, uint8_t n, float x)
 {
     float p = es_flash_f32(&c[0]);
     uint8_t i;
@@ -60,26 +60,25 @@ static float horner(const float *c, uint8_t n, float x)
     return p + 1.0f;
 }
 
-float es_hoeffding_log(float x)
+/* The logarithm of the specification without branches, so that a loop of them vectorizes (the same operations
+ * on every lane give the same bits): the subnormal's scaled bits chosen by a mask, the mantissa's halving above
+ * sqrt(2) (exact) as a decrement of its exponent bits, the comparison with sqrt(2) on the bits (m is in [1, 2)). */
+static inline float ln_f32(float x)
 {
-    uint32_t bits;
+    uint32_t bits, scaled_bits, subnormal, big;
     int32_t exponent;
-    float m, t, t2, p, r, e;
-    int subnormal;
+    float m, t, t2, p, r, e, scaled = x * 8388608.0f;
 
     memcpy(&bits, &x, sizeof bits);
-    subnormal = bits < 0x00800000u;
-    if (subnormal) {
-        x = x * 8388608.0f;
-        memcpy(&bits, &x, sizeof bits);
-    }
-    exponent = (int32_t)((bits >> 23) & 0xFFu) - 127 - (subnormal ? 23 : 0);
+    memcpy(&scaled_bits, &scaled, sizeof scaled_bits);
+    subnormal = bits < 0x00800000u ? 1u : 0u;
+    bits = (scaled_bits & (0u - subnormal)) | (bits & (subnormal - 1u));
+    exponent = (int32_t)((bits >> 23) & 0xFFu) - 127 - (int32_t)(subnormal * 23u);
     bits = (bits & 0x007FFFFFu) | 0x3F800000u;
+    big = bits > HT_SQRT2_BITS ? 1u : 0u;
+    bits -= big << 23;
+    exponent += (int32_t)big;
     memcpy(&m, &bits, sizeof m);
-    if (m > HT_SQRT2) {
-        m = m * 0.5f;
-        exponent++;
-    }
     t = m - 1.0f;
     r = m + 1.0f;
     t = t / r;
@@ -89,6 +88,11 @@ float es_hoeffding_log(float x)
     r = r + r;
     e = (float)exponent * HT_LN2;
     return e + r;
+}
+
+float es_hoeffding_log(float x)
+{
+    return ln_f32(x);
 }
 
 float es_hoeffding_erf(float x)
@@ -133,7 +137,7 @@ static float entropy(const float *v, uint8_t n, float total)
     for (k = 0; k < n; k++) {
         if (v[k] > 0.0f) {
             float p = v[k] / total;
-            float term = p * es_hoeffding_log(p);
+            float term = p * ln_f32(p);
             h = h - term;
         }
     }
@@ -479,7 +483,7 @@ static float bound2(const es_hoeffding *model, uint32_t t, float n)
     for (k = 0; k < C; k++) {
         present = (uint8_t)(present + (counts[k] > 0.0f ? 1u : 0u));
     }
-    r = es_hoeffding_log((float)(present < 2u ? 2u : present));
+    r = ln_f32((float)(present < 2u ? 2u : present));
     eps2 = r * r;
     eps2 = eps2 * model->config->log_inv_delta;
     return eps2 / (n + n);
@@ -576,7 +580,7 @@ static void halve_leaf(const es_hoeffding *model, uint32_t g)
     }
 }
 
-static void tree_scores(const es_hoeffding *model, uint32_t t, const float *x);
+static void tree_scores(const es_hoeffding *model, uint32_t t, uint16_t node, const float *x);
 
 /* A detector's average after its n-th value: the running mean while n <= 2**shift, then the exponential average
  * of weight 2**-shift (integers, truncated). */
@@ -897,11 +901,10 @@ static void adapt_steps(const es_hoeffding *model, uint32_t t)
     }
 }
 
-/* The class tree t's leaf predicts for x: the first largest naive Bayes score. */
-static uint8_t tree_class(const es_hoeffding *model, uint32_t t, const float *x)
+/* The first largest of the naive Bayes scores in model->scores. */
+static uint8_t best_score(const es_hoeffding *model)
 {
     uint8_t k, best = 0;
-    tree_scores(model, t, x);
     for (k = 1; k < model->config->n_classes; k++) {
         if (model->scores[k] > model->scores[best]) {
             best = k;
@@ -964,22 +967,42 @@ static int passes(const es_hoeffding *model, uint32_t t, const float *x, uint16_
     return node == target;
 }
 
+/* The leaf node of a checked row in tree t: the cache's when the row is the last one predicted. */
+static uint16_t checked_leaf(const es_hoeffding *model, uint32_t t, const float *x, int cached)
+{
+    uint16_t node = 0;
+    if (cached) {
+        return model->cached_leaf[t];
+    }
+    (void)leaf_of(model, t, x, &node);  /* checked by the caller */
+    return node;
+}
+
+/* The naive Bayes class of tree t's leaf node for x (the cache's when the row is the last one predicted). */
+static uint8_t tree_class(const es_hoeffding *model, uint32_t t, uint16_t node, const float *x, int cached)
+{
+    if (cached) {
+        return model->cached_class[t];
+    }
+    tree_scores(model, t, node, x);
+    return best_score(model);
+}
+
 /* A row of class label in tree t: drift detection on its path, the leaf's statistics, a revisit's collection,
  * the leaf's grace check. */
-static void learn_tree(const es_hoeffding *model, uint32_t t, const float *x, uint8_t label, uint32_t w)
+static void learn_tree(const es_hoeffding *model, uint32_t t, const float *x, uint8_t label, uint32_t w, int cached)
 {
     const es_hoeffding_config *config = model->config;
     const uint32_t C = config->n_classes, d = config->n_features;
-    uint16_t node = 0, s;
+    uint16_t node = checked_leaf(model, t, x, cached), s;
     uint32_t g;
     float count;
 
-    (void)leaf_of(model, t, x, &node);  /* checked by the caller */
     s = model->child[t * config->max_nodes + node];
     g = t * config->max_leaves + s;
     if (config->drift != 0u && model->adapt_pos[t] == HT_IDLE && model->est_count[g * C + label] >= HT_ESTABLISHED) {
         uint16_t fired;
-        if (watch_path(model, t, x, tree_class(model, t, x) != label, &fired)) {
+        if (watch_path(model, t, x, tree_class(model, t, node, x, cached) != label, &fired)) {
             if (model->feature[t * config->max_nodes + fired] == HT_LEAF) {
                 restart_signalled(model, t, fired);
             } else {
@@ -1011,12 +1034,10 @@ static void learn_tree(const es_hoeffding *model, uint32_t t, const float *x, ui
     }
 }
 
-/* Row and state checks shared by learning and prediction; a call of the other task (a regressor's state has one
- * output, a classifier's at least 2 class slots) gets ES_ERR_MODEL. */
-static es_status check(const es_hoeffding *model, const float *features, int regression)
+/* Row and state checks shared by learning and prediction, before the trees' walks; a call of the other task (a
+ * regressor's state has one output, a classifier's at least 2 class slots) gets ES_ERR_MODEL. */
+static es_status check_call(const es_hoeffding *model, const float *features, int regression)
 {
-    uint32_t t;
-    uint16_t node;
     if (model == NULL || model->config == NULL || features == NULL) {
         return ES_ERR_NULL;
     }
@@ -1027,22 +1048,71 @@ static es_status check(const es_hoeffding *model, const float *features, int reg
     if (!valid_row(features, model->config->n_features)) {
         return ES_ERR_INPUT;
     }
+    return ES_OK;
+}
+
+/* The cache (its regions in the state description): the row of the last prediction and, per tree, the leaf node
+ * it reached and (a classifier) that leaf's naive Bayes class. A prediction writes it; the learn call that
+ * follows takes a row with the same bits from it instead of walking and scoring every tree again (no tree has
+ * changed since: the same results, without the work; its checks still walk every tree), and forgets it, as
+ * es_hoeffding_rebuild does after a restore (cached[0] is 0 while it holds no row). */
+static void forget_row(const es_hoeffding *model)
+{
+    model->cached[0] = 0u;
+}
+
+static void remember_row(const es_hoeffding *model, const float *x)
+{
+    memcpy(model->cached_row, x, (size_t)model->config->n_features * sizeof(float));
+    model->cached[0] = 1u;
+}
+
+/* 1 if a checked call's row is the one the cache holds. */
+static int is_cached(const es_hoeffding *model, const float *x)
+{
+    return model->cached[0] != 0u
+           && memcmp(model->cached_row, x, (size_t)model->config->n_features * sizeof(float)) == 0;
+}
+
+/* The checks of check_call and every tree's walk of the row (a state changed since the last call is refused
+ * as before); *cached: the row is the cached one and every walk ends at its cached leaf. */
+static es_status check(const es_hoeffding *model, const float *features, int regression, int *cached)
+{
+    uint32_t t;
+    uint16_t node;
+    es_status status = check_call(model, features, regression);
+    if (status != ES_OK) {
+        return status;
+    }
+    *cached = is_cached(model, features);
     for (t = 0; t < model->config->n_trees; t++) {
         if (!leaf_of(model, t, features, &node)) {
             return ES_ERR_MODEL;
         }
+        *cached = *cached && node == model->cached_leaf[t];
     }
     return ES_OK;
+}
+
+void es_hoeffding_rebuild(const es_hoeffding *model)
+{
+    forget_row(model);
+}
+
+void es_hoeffding_rebuild_target(const es_hoeffding *model)
+{
+    forget_row(model);
 }
 
 es_status es_hoeffding_learn(const es_hoeffding *model, const float *features, uint8_t label)
 {
     uint32_t t;
+    int cached;
     es_status status;
     if (model != NULL && model->config != NULL && label >= model->config->n_classes) {
         return ES_ERR_LABEL;
     }
-    status = check(model, features, 0);
+    status = check(model, features, 0, &cached);
     if (status != ES_OK) {
         return status;
     }
@@ -1050,9 +1120,10 @@ es_status es_hoeffding_learn(const es_hoeffding *model, const float *features, u
         uint32_t w = model->config->exp_neg_lambda > 0.0f
                          ? poisson(&model->counters->random, model->config->exp_neg_lambda) : 1u;
         if (w != 0u) {
-            learn_tree(model, t, features, label, w);
+            learn_tree(model, t, features, label, w, cached);
         }
     }
+    forget_row(model);
     for (t = 0; t < model->config->n_trees; t++) {
         advance(model, t);
     }
@@ -1060,18 +1131,16 @@ es_status es_hoeffding_learn(const es_hoeffding *model, const float *features, u
     return ES_OK;
 }
 
-/* Q10 naive Bayes scores of tree t into model->scores (HT_EXCLUDED for classes that take no part). */
-static void tree_scores(const es_hoeffding *model, uint32_t t, const float *x)
+/* Q10 naive Bayes scores at tree t's leaf node into model->scores (HT_EXCLUDED for classes that take no part). */
+static void tree_scores(const es_hoeffding *model, uint32_t t, uint16_t node, const float *x)
 {
     const es_hoeffding_config *config = model->config;
     uint8_t C = config->n_classes, d = config->n_features, k, j;
-    uint16_t node = 0;
     uint32_t g;
     const float *counts, *est;
     float n = 0.0f;
     int any = 0;
 
-    (void)leaf_of(model, t, x, &node);
     g = t * config->max_leaves + model->child[t * config->max_nodes + node];
     counts = model->class_count + g * C;
     est = model->est_count + g * C;
@@ -1091,18 +1160,21 @@ static void tree_scores(const es_hoeffding *model, uint32_t t, const float *x)
             continue;
         }
         score = counts[k] / n;
-        score = es_hoeffding_log(score);
+        score = ln_f32(score);
         if (any) {
             const float *mean = model->mean + (g * C + k) * d, *m2 = model->m2 + (g * C + k) * d;
-            float acc = 0.0f;
+            float acc = 0.0f, *terms = model->terms;
+            /* the terms apart (elementwise: vectorized on a host), then summed in feature order */
             for (j = 0; j < d; j++) {
                 float var = m2[j] / est[k], dd, q;
                 var = var + model->var_floor[j];
                 dd = x[j] - mean[j];
                 q = dd * dd;
                 q = q / var;
-                q = q + es_hoeffding_log(var);
-                acc = acc + q;
+                terms[j] = q + ln_f32(var);
+            }
+            for (j = 0; j < d; j++) {
+                acc = acc + terms[j];
             }
             acc = acc * 0.5f;
             score = score - acc;
@@ -1128,7 +1200,7 @@ es_status es_hoeffding_predict_proba(const es_hoeffding *model, const float *fea
     if (work == NULL || proba == NULL) {
         return ES_ERR_NULL;
     }
-    status = check(model, features, 0);
+    status = check_call(model, features, 0);
     if (status != ES_OK) {
         return status;
     }
@@ -1138,15 +1210,20 @@ es_status es_hoeffding_predict_proba(const es_hoeffding *model, const float *fea
         model->sums[k] = 0;
     }
     for (t = 0; t < T; t++) {
-        tree_scores(model, t, features);
-        status = es_softmax_q15(model->scores, C, work, model->tree_proba);
-        if (status != ES_OK) {
-            return status;
+        uint16_t node = 0;
+        if (!leaf_of(model, t, features, &node)) {
+            forget_row(model);
+            return ES_ERR_MODEL;
         }
+        tree_scores(model, t, node, features);
+        model->cached_leaf[t] = node;
+        model->cached_class[t] = best_score(model);
+        (void)es_softmax_q15(model->scores, C, work, model->tree_proba);  /* C >= 2: ES_OK */
         for (k = 0; k < C; k++) {
             model->sums[k] += model->tree_proba[k];
         }
     }
+    remember_row(model, features);
     for (k = 0; k < C; k++) {
         proba[k] = (uint16_t)((model->sums[k] + T / 2u) / T);
     }
@@ -1667,13 +1744,13 @@ static void attempt_regression(const es_hoeffding *model, uint32_t t, uint16_t n
     }
 }
 
-static void learn_tree_target(const es_hoeffding *model, uint32_t t, const float *x, int32_t code, uint32_t w)
+static void learn_tree_target(const es_hoeffding *model, uint32_t t, const float *x, int32_t code, uint32_t w,
+                              int cached)
 {
     const es_hoeffding_config *config = model->config;
     const uint32_t d = config->n_features, S = config->split_steps, L = config->max_leaves;
-    uint16_t node = 0, fired;
+    uint16_t node = checked_leaf(model, t, x, cached), fired;
     uint32_t g, j;
-    (void)leaf_of(model, t, x, &node);  /* checked by the caller */
     g = t * L + model->child[t * config->max_nodes + node];
     if (config->drift != 0u && model->leaf_n[g] >= HTR_ESTABLISHED) {
         int32_t error = code - mean_code(model->leaf_n[g], model->leaf_sum[g]);
@@ -1708,7 +1785,8 @@ static void learn_tree_target(const es_hoeffding *model, uint32_t t, const float
 es_status es_hoeffding_learn_target(const es_hoeffding *model, const float *features, int16_t target)
 {
     uint32_t t;
-    es_status status = check(model, features, 1);
+    int cached;
+    es_status status = check(model, features, 1, &cached);
     if (status != ES_OK) {
         return status;
     }
@@ -1719,9 +1797,10 @@ es_status es_hoeffding_learn_target(const es_hoeffding *model, const float *feat
         uint32_t w = model->config->exp_neg_lambda > 0.0f
                          ? poisson(&model->counters->random, model->config->exp_neg_lambda) : 1u;
         if (w != 0u) {
-            learn_tree_target(model, t, features, target, w);
+            learn_tree_target(model, t, features, target, w, cached);
         }
     }
+    forget_row(model);
     model->counters->n_learned++;
     return ES_OK;
 }
@@ -1735,16 +1814,21 @@ es_status es_hoeffding_predict_raw(const es_hoeffding *model, const float *featu
     if (raw_out == NULL) {
         return ES_ERR_NULL;
     }
-    status = check(model, features, 1);
+    status = check_call(model, features, 1);
     if (status != ES_OK) {
         return status;
     }
     for (t = 0; t < model->config->n_trees; t++) {
         uint32_t g;
-        (void)leaf_of(model, t, features, &node);
+        if (!leaf_of(model, t, features, &node)) {
+            forget_row(model);
+            return ES_ERR_MODEL;
+        }
+        model->cached_leaf[t] = node;
         g = t * model->config->max_leaves + model->child[t * model->config->max_nodes + node];
         raw += leaf_output(model, g, features);
     }
+    remember_row(model, features);
     *raw_out = raw;
     return ES_OK;
 }

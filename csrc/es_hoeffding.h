@@ -31,17 +31,24 @@ es_status es_hoeffding_learn(const es_hoeffding *model, const float *features, u
  * feature, ES_ERR_MODEL for a classifier's state or nodes that point outside the pool; nothing changes then. */
 es_status es_hoeffding_learn_target(const es_hoeffding *model, const float *features, int16_t target);
 
-/* Regression: the raw output of one row, the sum over the trees of their leaf's mean code. */
+/* Regression: the raw output of one row, the sum over the trees of their leaf's mean code. Only the cache
+ * regions change (the row and per tree its leaf, which a learn call of the same row takes instead of walking). */
 es_status es_hoeffding_predict_raw(const es_hoeffding *model, const float *features, int32_t *raw_out);
 
-/* Q15 class probabilities of one row (the trees' average); work is scratch of n_classes. Only the scratch
- * regions change. */
+/* Q15 class probabilities of one row (the trees' average); work is scratch of n_classes. Only the scratch and
+ * cache regions change (the cache: the row, and per tree its leaf and class, which a learn call of the same row
+ * takes instead of walking and scoring again). */
 es_status es_hoeffding_predict_proba(const es_hoeffding *model, const float *features, uint32_t *work,
                                      uint16_t *proba);
 
 /* The class of one row: the first index of the largest probability; work and proba are scratch of n_classes. */
 es_status es_hoeffding_predict(const es_hoeffding *model, const float *features, uint32_t *work, uint16_t *proba,
                                uint8_t *class_out);
+
+/* Forget the cached row (es_hoeffding_predict_proba), as every learn call does: after a restore, since images
+ * hold no caches. es_hoeffding_rebuild for a classifier's state, es_hoeffding_rebuild_target for a regressor's. */
+void es_hoeffding_rebuild(const es_hoeffding *model);
+void es_hoeffding_rebuild_target(const es_hoeffding *model);
 
 /* ES_OK if a candidate state (regions possibly inside a state image; the scratch regions may be NULL) is one the
  * learner accepts: a positive finite variance floor, node and leaf counts within the pool, and in every tree's

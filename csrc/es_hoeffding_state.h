@@ -53,6 +53,7 @@ typedef struct {
     int32_t *scores;                /* scratch: classes, Q10 */
     uint16_t *tree_proba;           /* scratch: classes, Q15 */
     uint32_t *sums;                 /* scratch: classes, Q15 sums over trees */
+    float *terms;                   /* scratch: d, a class's naive Bayes terms */
     uint16_t *attempt_node;         /* attempt: per tree, leaf node of the attempt under way; 0xFFFF none */
     uint16_t *attempt_pos;          /* attempt: per tree, candidates evaluated */
     uint16_t *adapt_pos;            /* attempt: per tree, the drift adaptation under way: marking at node p < max_nodes, merging at max_nodes + p; 0xFFFF none */
@@ -71,6 +72,10 @@ typedef struct {
     uint32_t *bin_n;                /* leaves: slots x d x split_steps, regression: rows */
     int32_t *bin_sum;               /* leaves: slots x d x split_steps, regression: codes */
     int32_t *leaf_linear;           /* leaves: slots x (d + 2), linear leaves: d weights, the mean's and the linear model's running error */
+    uint8_t *cached;                /* cache: 1: the cached_ regions hold the last prediction's row */
+    float *cached_row;              /* cache: d, the row of the last prediction */
+    uint16_t *cached_leaf;          /* cache: per tree, the leaf node of that row */
+    uint8_t *cached_class;          /* cache: per tree, its leaf's naive Bayes class */
     es_hoeffding_counters *counters;
 } es_hoeffding;
 

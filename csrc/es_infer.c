@@ -257,16 +257,24 @@ static es_status es_finish(const es_forest *m, int32_t *acc, uint16_t *proba, ui
                 }
             }
         } else if (proba == 0) {
-            /* The class alone, with one division: p_k = ((acc_k << shift) + W / 2) / W never exceeds
-             * p_max = p(max acc), and p_k == p_max iff (acc_k << shift) + W / 2 >= p_max * W. */
+            /* The class alone: p_k = ((acc_k << shift) + W / 2) / W never exceeds p_max = p(max acc), and
+             * p_k == p_max iff (acc_k << shift) + W / 2 >= p_max * W (one division). A class whose
+             * acc_k << shift is W or more below the largest's has a smaller p_k: when every class before the
+             * first largest acc_k is, that one is the class, without the division. */
             uint32_t top = (uint32_t)acc[0], bound;
+            uint8_t first = 0;
             for (k = 1; k < m->n_classes; k++) {
                 if ((uint32_t)acc[k] > top) {
                     top = (uint32_t)acc[k];
+                    first = k;
                 }
             }
-            bound = (((top << shift) + total / 2u) / total) * total;
-            for (k = 0; ((uint32_t)acc[k] << shift) + total / 2u < bound; k++) {
+            for (k = 0; k < first && (top << shift) - ((uint32_t)acc[k] << shift) >= total; k++) {
+            }
+            if (k < first) {
+                bound = (((top << shift) + total / 2u) / total) * total;
+                for (k = 0; ((uint32_t)acc[k] << shift) + total / 2u < bound; k++) {
+                }
             }
             best = k;
         }

@@ -7,10 +7,13 @@ import numpy as np
 
 
 def engine_state(learner):
-    """The engine's regions (scratch left out) and counters, read without handing the state back."""
+    """The engine's regions and counters, read without handing the state back: scratch left out, and the caches
+    the specification does not keep (the runtime's own, e.g. the Hoeffding trees' row last predicted)."""
     arrays, counters = learner.__dict__["_state_engine"].device_state()
-    scratch = {r.name for r in learner.layout().regions if r.group == "scratch"}
-    return {name: values for name, values in arrays.items() if name not in scratch}, counters
+    kept = type(learner).engine_state
+    left_out = {r.name for r in learner.layout().regions
+                if r.group == "scratch" or (r.group == "cache" and r.name not in kept)}
+    return {name: values for name, values in arrays.items() if name not in left_out}, counters
 
 
 def assert_same_state(engine, spec, where: str = ""):

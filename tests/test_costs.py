@@ -41,14 +41,13 @@ def test_every_online_learner_has_a_cost_model_for_every_emulated_core(learner):
             assert cost.predict.worst >= cost.predict.mean > 0 and cost.learn.worst >= cost.learn.mean > 0
 
 
-RISCV_CALIBRATED = ("shrubs", "bls", "hoeffding", "axgb", "hst", "loda")
+RISCV_CALIBRATED = ("shrubs", "bls", "hoeffding", "irf", "axgb", "hst", "loda")
 
 
 @pytest.mark.parametrize("learner", ONLINE)
 def test_the_risc_v_cores_share_the_rv32imc_model_where_it_is_calibrated(learner):
-    """Shrubs, BLS, the Hoeffding tree, AXGB, HST and LODA are calibrated on RV32IMC (QEMU's virt); an RV32IMAC core
-    runs the same instructions and takes that model; IRF, not counted there yet, gets no prediction, never a guess
-    (nor from the Hoeffding tree's model it shares on the other cores: its counts are not in that fit)."""
+    """Every online learner (shrubs, BLS, the Hoeffding tree and IRF, AXGB, HST and LODA) is calibrated on RV32IMC
+    (QEMU's virt); an RV32IMAC core runs the same instructions and takes that model."""
     spec = learners.get(learner)
     params = spec.make(spec.tasks[0], **spec.ladder[-1]).get_params()
     cost = call_cost(spec, params, 4, 3, "rv32imc")

@@ -3,6 +3,8 @@ plus the properties and the accuracy bound the specification states."""
 
 import functools
 import math
+import tempfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -26,8 +28,17 @@ def c_fixed():
     return compile_library(CDEF, '#include "es_fixed.h"\n', sources, sources[0].parent)
 
 
-def c_proba(scores):
-    ffi, lib = c_fixed()
+@functools.lru_cache(maxsize=1)
+def c_fixed_steps():
+    """es_fixed.c as microcontrollers build it (the restoring division's steps, ES_FIXED_HOST_DIVIDE 0), on the
+    host."""
+    source = Path(tempfile.gettempdir()) / "es_fixed_steps.c"
+    source.write_text('#define ES_FIXED_HOST_DIVIDE 0\n#include "es_fixed.c"\n')
+    return compile_library(CDEF, '#include "es_fixed.h"\n', [source], runtime_sources()[0].parent)
+
+
+def c_proba(scores, library=c_fixed):
+    ffi, lib = library()
     scores = np.ascontiguousarray(scores, dtype=np.int32)
     n_classes = max(2, len(scores))
     proba = np.zeros(n_classes, dtype=np.uint16)
@@ -116,6 +127,12 @@ def test_additive_proba_and_class_c_match_python(row):
     expected = fp.additive_proba_q15(row[None, :])[0]
     assert np.array_equal(proba, expected)
     assert cls == int(fp.additive_predict(row[None, :])[0])
+
+
+@settings(max_examples=300)
+@given(score_rows())
+def test_the_restoring_steps_and_the_host_divide_give_one_answer(row):
+    assert all(np.array_equal(a, b) for a, b in zip(c_proba(row), c_proba(row, c_fixed_steps)))
 
 
 @settings(max_examples=300)

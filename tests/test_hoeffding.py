@@ -510,10 +510,11 @@ def test_header_layout_and_bundle_size(tmp_path):
                 "slow": T * N, "n_nodes": T, "n_leaves": T,
                 "class_count": T * L * C, "est_count": T * L * C, "mean": T * L * C * d, "m2": T * L * C * d,
                 "low": T * L * d, "high": T * L * d, "since": T * L, "left": C, "right": C, "scores": C,
-                "tree_proba": C, "sums": C, "attempt_node": T, "attempt_pos": T, "adapt_pos": T, "best_feature": T,
+                "tree_proba": C, "sums": C, "terms": d, "attempt_node": T, "attempt_pos": T, "adapt_pos": T, "best_feature": T,
                 "best_threshold": T, "best_entropy": T, "order": T * d, "snap_count": T * C, "snap_est": T * C,
                 "snap_mean": T * C * d, "snap_m2": T * C * d, "snap_low": T * d, "snap_high": T * d,
-                "leaf_n": 1, "leaf_sum": 1, "bin_n": 1, "bin_sum": 1, "leaf_linear": 1}  # the regressor's: placeholders
+                "leaf_n": 1, "leaf_sum": 1, "bin_n": 1, "bin_sum": 1, "leaf_linear": 1,  # the regressor's: placeholders
+                "cached": 1, "cached_row": d, "cached_leaf": T, "cached_class": T}
     assert {r.name: r.count for r in learner.layout().regions} == expected
     bundle = load_bundle(export_bundle(learner, tmp_path / "b", name="irf"))
     assert bundle.state_size() == learner.state_bytes() == learner.layout().size()
@@ -582,10 +583,46 @@ def test_bad_rows_and_labels_change_nothing(bad):
     assert learner.n_learned == len(X)
 
 
+def test_a_learn_call_takes_the_cache_only_for_the_row_last_predicted():
+    """A learn call of the row last predicted takes every tree's naive Bayes class from the cache (a forged cached
+    class reaches the drift detectors); another row, or the same after es_hoeffding_rebuild (a restore), is
+    scored again; every learn call forgets the row."""
+    X, y = make_stream("hyperplane", 420, seed=3)
+    X = X.astype(np.float32)
+    learner = IncrementalRandomForest(n_trees=3, max_leaves=4, grace_period=20, seed=5).start(X[:100], [0, 1])
+    for row, label in zip(X[:300], y[:300]):
+        learner.learn_encoded(row, int(label))
+    device = Device(learner)
+    for i in range(300, 360):
+        x, label = X[i], int(y[i])
+        assert device.proba_of(X[i + 60] if i % 3 == 0 else x)[0] == 0
+        assert device.regions["cached"][0] == 1
+        if i % 3 == 1:
+            device.lib.es_hoeffding_rebuild(device.model)
+            assert device.regions["cached"][0] == 0
+        learner.learn_encoded(x, label)
+        assert device.learn(x, label) == 0
+        assert_same_state(learner, device, f"after row {i}")
+        assert device.regions["cached"][0] == 0
+
+    def forged(predicted) -> bool:
+        """Whether a learn call of X[400] after predicting ``predicted`` with every cached class flipped leaves
+        other detectors than the specification's."""
+        spec, twin = copy.deepcopy(learner), Device(learner)
+        twin.proba_of(predicted)
+        twin.regions["cached_class"][:] = 1 - twin.regions["cached_class"]
+        spec.learn_encoded(X[400], int(y[400]))
+        assert twin.learn(X[400], int(y[400])) == 0
+        return any(not np.array_equal(getattr(spec, name), twin.regions[name].reshape(spec.fast.shape))
+                   for name in ("fast", "slow"))
+    assert forged(X[400]) and not forged(X[401])
+
+
 def test_corrupt_node_table_is_refused_on_the_device():
     X, y, _, _ = class_incremental(n_per_class=30, n_classes=3)
     learner = HoeffdingTreeClassifier(max_leaves=4, grace_period=10).fit(X, y)
     device = Device(learner)
+    assert device.proba_of(X[0])[0] == 0  # a corruption after a prediction is refused as well
     device.regions["child"][0] = 60000  # the root points outside the pool
     before = device.snapshot()
     assert device.learn(X[0], 0) == ES_ERR_MODEL and device.proba_of(X[0])[0] == ES_ERR_MODEL

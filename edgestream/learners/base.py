@@ -250,7 +250,8 @@ class CompiledSteps(DeviceState):
                 getattr(self, region.name).reshape(-1)[...] = arrays[region.name]
 
     def _label_indices(self, y) -> np.ndarray:
-        """Class index of every label (uint8); an unknown label gets the specification's error."""
+        """Class index of every label (uint8); an unknown label gets the specification's error. Labels of the
+        classes' own kind (integers, floats or strings) are found by one sorted search, others one by one."""
         cached = self.__dict__.get("_label_lookup")
         if cached is None or cached[0] is not self.classes_:
             cached = self._label_lookup = (self.classes_, {v: i for i, v in enumerate(self.classes_.tolist())})

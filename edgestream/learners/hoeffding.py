@@ -143,6 +143,11 @@ Decisions (the C runtime follows every one of them to the bit):
   (``ValueError`` here, ``ES_ERR_IMAGE`` on the device): the learning steps never leave one (a split's child
   counts are at most its parent's, up to a rounding); a count from the bound up to that is halved with its leaf
   when its class is next learned there.
+* **The row last predicted** (the device's ``cache`` regions, never in a state image): a prediction keeps the row
+  and each tree's leaf node and naive Bayes class; the learn call that follows on a row of the same bits takes
+  them instead of walking and scoring each tree again (no tree changed in between; the call's checks still walk
+  every tree), so a test-then-train step scores each leaf once. Every learn call forgets the row, as a restore
+  does (``es_hoeffding_rebuild``). Nothing here keeps it: the results are the same either way.
 * **Lifetime counter**: ``n_learned`` is uint64 (never wraps); the xorshift ``random`` state is a uint32 that
   cycles by design.
 * **Forest** (IRF): online bagging, each tree learns a row ``w ~ Poisson(lambda)`` times (Knuth's product of
@@ -295,6 +300,7 @@ STATE = StateSpec(
         RegionSpec("scores", "scratch", "int32_t", _classifier(lambda c: c["n_classes"]), "classes, Q10"),
         RegionSpec("tree_proba", "scratch", "uint16_t", _classifier(lambda c: c["n_classes"]), "classes, Q15"),
         RegionSpec("sums", "scratch", "uint32_t", _classifier(lambda c: c["n_classes"]), "classes, Q15 sums over trees"),
+        RegionSpec("terms", "scratch", "float", _classifier(lambda c: c["n_features"]), "d, a class's naive Bayes terms"),
         RegionSpec("attempt_node", "attempt", "uint16_t", _classifier(_trees), "per tree, leaf node of the attempt under way; "
                    "0xFFFF none"),
         RegionSpec("attempt_pos", "attempt", "uint16_t", _classifier(_trees), "per tree, candidates evaluated"),
@@ -321,6 +327,10 @@ STATE = StateSpec(
         RegionSpec("leaf_linear", "leaves", "int32_t",
                    lambda c: _slots(c) * (c["n_features"] + 2) if c["n_classes"] == 1 and c["linear"] else 1,
                    "slots x (d + 2), linear leaves: d weights, the mean's and the linear model's running error"),
+        RegionSpec("cached", "cache", "uint8_t", lambda c: 1, "1: the cached_ regions hold the last prediction's row"),
+        RegionSpec("cached_row", "cache", "float", lambda c: c["n_features"], "d, the row of the last prediction"),
+        RegionSpec("cached_leaf", "cache", "uint16_t", _trees, "per tree, the leaf node of that row"),
+        RegionSpec("cached_class", "cache", "uint8_t", _classifier(_trees), "per tree, its leaf's naive Bayes class"),
     ),
 )
 
@@ -1318,9 +1328,11 @@ def cost_terms(params: dict, n_features: int, n_classes: int, attempts: bool = T
     """The work terms of a prediction (constant; per tree: the walk, log2 L, and naive Bayes at the leaf, d C and
     C) and of a learn call (per tree, IRF's Poisson draw; per tree that learns the row, with IRF's positive
     weight, ``1 - exp(-lambda)`` of them on average: the walk and its detectors, log2 L, the estimators of the
-    row's class, d, and the leaf's naive Bayes class that the detector watches, d C, apart with and without
-    propagation: without it a split's children start empty, and a row of a class not yet established at its
-    leaf is not watched (a one-leaf tree never splits); then a split attempt's units, C each, and its snapshot
+    row's class, d, and, when its leaf watches the row's class, the detectors' test on the path, log2 L (the
+    leaf's naive Bayes class is the one the row's prediction found: a learn call after the prediction of its
+    row, as test-then-train runs and the calibration counts; a learn call alone scores the leaf again, d C), apart
+    with and without propagation: without it a split's children start empty, and a row of a class not yet
+    established at its leaf is not watched (a one-leaf tree never splits); then a split attempt's units, C each, and its snapshot
     and split, d C: in the mean a whole attempt every ``grace_period`` weight at a leaf, in the worst as many
     units as ``work_per_call`` lets a call run in every tree, every tree learning). ``attempts``: the trees have
     room to split (a one-leaf tree never has); a full pool attempts nothing until a drift merges a subtree, so its
@@ -1341,7 +1353,7 @@ def cost_terms(params: dict, n_features: int, n_classes: int, attempts: bool = T
     units = model.subspace(d) * (params["split_steps"] - 1) + 1
     per_call = min(units, params.get("work_per_call", 0) or units)  # a regressor's attempts run whole
     grows = trees * (params["max_leaves"] > 1 and attempts)
-    watch = d * c * (params["drift_threshold"] > 0)
+    watch = depth * (params["drift_threshold"] > 0)
     resets = params["max_leaves"] > 1 and not params.get("propagation", False)  # one leaf never splits: never starts empty
     propagated = [watch * (not resets), watch * resets]
     walk = [1, trees, trees * depth, trees * d * c, trees * c]
