@@ -1008,12 +1008,19 @@ def cost_terms(params: dict, n_features: int, n_classes: int) -> CostTerms:
     A regressor (``n_classes`` 1, one value per leaf) does the same steps on other work: each CART candidate
     scores both sides' ``floor(S^2 / n)``, two 64-bit divisions (library calls on these cores) where a class count
     is cross-multiplied, every leaf's mean code is a 64-bit division, and its Gram and label terms are signed
-    products of codes. Its terms are the same shapes in columns of their own, zero in a classifier's terms and a
-    classifier's zero in its, so one fit weighs both forms apart."""
+    products of codes. Its terms are those shapes that its fewer counts tell apart (``REGRESSION_TERMS``; the
+    scans' ``d B depth`` is the candidates' up to B = bins, the quantizing about a constant per feature) in columns
+    of their own, zero in a classifier's terms and a classifier's zero in its, so one fit weighs both forms apart."""
     terms = _classifier_shaped_terms(params, n_features, n_classes)
     if n_classes == 1:
-        return CostTerms(*([0] * len(own) + own for own in terms[:3]))
-    return CostTerms(*(own + [0] * len(own) for own in terms[:3]))
+        return CostTerms(*([0] * len(own) + [own[i] for i in kept] for own, kept in zip(terms, REGRESSION_TERMS)))
+    return CostTerms(*(own + [0] * len(kept) for own, kept in zip(terms, REGRESSION_TERMS)))
+
+
+# The regressor's terms among a form's (_classifier_shaped_terms): the prediction's all; of a learn call the
+# step's constant, insertion and Gram update, and of the training the constant (mean only: the worst call's
+# constant takes it), the candidates, the Gram column and the gradient steps
+REGRESSION_TERMS = (range(4), (0, 2, 4, 5, 7, 10, 11), (0, 2, 4, 6, 9, 10))
 
 
 def _classifier_shaped_terms(params: dict, n_features: int, n_classes: int) -> CostTerms:
