@@ -1017,10 +1017,11 @@ def cost_terms(params: dict, n_features: int, n_classes: int) -> CostTerms:
     return CostTerms(*(own + [0] * len(kept) for own, kept in zip(terms, REGRESSION_TERMS)))
 
 
-# The regressor's terms among a form's (_classifier_shaped_terms): the prediction's all; of a learn call the
-# step's constant, insertion and Gram update, and of the training the constant (mean only: the worst call's
-# constant takes it), the candidates, the Gram column and the gradient steps
-REGRESSION_TERMS = (range(4), (0, 2, 4, 5, 7, 10, 11), (0, 2, 4, 6, 9, 10))
+# The regressor's terms among a form's (_classifier_shaped_terms): the prediction's all; of a mean learn call the
+# step's constant, insertion and Gram update, and the training's constant, candidates, Gram column and gradient
+# steps; of the worst, the constant, the insertion, CART's scans and candidates, the new shrub's routing, its Gram
+# column and the gradient steps (the largest held-out errors of the counts' subsets of at most 7 terms)
+REGRESSION_TERMS = (range(4), (0, 2, 4, 5, 7, 10, 11), (0, 2, 5, 6, 7, 9, 10))
 
 
 def _classifier_shaped_terms(params: dict, n_features: int, n_classes: int) -> CostTerms:
