@@ -77,8 +77,8 @@ COVERAGE_INDEX = 100
 # The regressors that do other work than their classifier in the same runtime (the Hoeffding tree's bins and linear
 # leaves, the shrubs' variance scans; IRF's regressor shares its model, SHARED), REGRESSION_CONFIGS of their search
 # grid counted on REGRESSION_STREAMS at indices from REGRESSION_INDEX (held out by the same rule); their terms are
-# columns of their own. BLS's and AXGB's regressors run their classifier's steps with one output: their classifiers' models hold
-# (benchmarks/validate_cost.py)
+# columns of their own. BLS's and AXGB's regressors run their classifier's steps with one output: their classifiers'
+# models hold (benchmarks/validate_cost.py)
 REGRESSION_FORMS = ("hoeffding", "shrubs")
 REGRESSION_STREAMS = (("planes", {"n_features": 4}), ("planes", {"n_features": 12}))
 REGRESSION_CONFIGS = 12
