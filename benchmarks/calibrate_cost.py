@@ -75,11 +75,11 @@ COVERAGE = {"shrubs": ({"window_size": 64, "max_shrubs": 16, "max_depth": 4},),
             "loda": ({"n_projections": 100, "n_bins": 32},)}  # the Cortex-M4F's 16 KiB plan
 COVERAGE_INDEX = 100
 # The regressors that do other work than their classifier in the same runtime (the Hoeffding tree's bins and linear
-# leaves; IRF's regressor shares its model, SHARED), REGRESSION_CONFIGS of their search grid counted on
-# REGRESSION_STREAMS at indices from REGRESSION_INDEX (held out by the same rule); their terms are columns of their
-# own. BLS's and AXGB's regressors run their classifier's steps with one output: their classifiers' models hold
-# (benchmarks/validate_cost.py)
-REGRESSION_FORMS = ("hoeffding",)
+# leaves, the shrubs' variance scans; IRF's regressor shares its model, SHARED), REGRESSION_CONFIGS of their search
+# grid counted on REGRESSION_STREAMS at indices from REGRESSION_INDEX (held out by the same rule); their terms are
+# columns of their own. BLS's and AXGB's regressors run their classifier's steps with one output: their classifiers'
+# models hold (benchmarks/validate_cost.py)
+REGRESSION_FORMS = ("hoeffding", "shrubs")
 REGRESSION_STREAMS = (("planes", {"n_features": 4}), ("planes", {"n_features": 12}))
 REGRESSION_CONFIGS = 12
 REGRESSION_INDEX = 200

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from edgestream import learners
+from edgestream.learners import shrubs
 from edgestream.costs import QUANTITIES, call_cost, coefficients
 from edgestream.task import REGRESSION
 
@@ -76,6 +77,21 @@ def test_the_fit_reproduces_counts_that_its_terms_explain():
         for q in QUANTITIES:
             predicted = float(np.dot(fitted[r["arch"]][q], module.terms_of(r).of(q)))
             assert predicted == pytest.approx(r[q], rel=1e-3), (r["arch"], r["index"], q)
+
+
+def test_the_shrubs_regressor_counts_fit_columns_of_their_own():
+    """The shrubs regressor's counts (indices from REGRESSION_INDEX) weigh only its own columns: fitted with or
+    without them, the classifier's coefficients are the same on every core, and the regressor's learn calls get
+    positive figures only from its counts."""
+    module = calibration()
+    rows = [r for r in json.loads(COUNTS.read_text()) if r["learner"] == "shrubs"]
+    both = module.fit(rows)["shrubs"]
+    classifier = module.fit([r for r in rows if r["index"] < module.REGRESSION_INDEX])["shrubs"]
+    for arch in both:
+        for q, kept in zip(("predict_mean", "learn_mean", "learn_worst"), shrubs.REGRESSION_TERMS):
+            own = len(both[arch][q]) - len(kept)
+            assert both[arch][q][:own] == classifier[arch][q][:own], (arch, q)
+            assert not any(classifier[arch][q][own:]) and any(both[arch][q][own:]), (arch, q)
 
 
 def test_the_axgb_regime_counts_the_windows_its_calls_trained():

@@ -1003,7 +1003,29 @@ def cost_terms(params: dict, n_features: int, n_classes: int) -> CostTerms:
     job's constant (the call's constant term takes it): one call runs the piece, and its units, ``burnin (M +
     1)^2``, understate it where a 64-bit product is a library call (``ES_NO_MUL64``: four 32-bit products per Gram
     entry in ``es_split_dot``, every candidate's 64-bit step, the 64-bit divisions of the step's scale and of the
-    projection), on AVR over ten times a CART level's cycles per unit."""
+    projection), on AVR over ten times a CART level's cycles per unit.
+
+    A regressor (``n_classes`` 1, one value per leaf) does the same steps on other work: each CART candidate
+    scores both sides' ``floor(S^2 / n)``, two 64-bit divisions (library calls on these cores) where a class count
+    is cross-multiplied, every leaf's mean code is a 64-bit division, and its Gram and label terms are signed
+    products of codes. Its terms are those shapes that its fewer counts tell apart (``REGRESSION_TERMS``; the
+    scans' ``d B depth`` is the candidates' up to B = bins, the quantizing about a constant per feature) in columns
+    of their own, zero in a classifier's terms and a classifier's zero in its, so one fit weighs both forms apart."""
+    terms = _classifier_shaped_terms(params, n_features, n_classes)
+    if n_classes == 1:
+        return CostTerms(*([0] * len(own) + [own[i] for i in kept] for own, kept in zip(terms, REGRESSION_TERMS)))
+    return CostTerms(*(own + [0] * len(kept) for own, kept in zip(terms, REGRESSION_TERMS)))
+
+
+# The regressor's terms among a form's (_classifier_shaped_terms): the prediction's all; of a mean learn call the
+# step's constant, insertion and Gram update, and the training's constant, candidates, Gram column and gradient
+# steps; of the worst, the constant, the insertion, CART's scans and candidates, the new shrub's routing, its Gram
+# column and the gradient steps (the largest held-out errors of the counts' subsets of at most 7 terms)
+REGRESSION_TERMS = (range(4), (0, 2, 4, 5, 7, 10, 11), (0, 2, 5, 6, 7, 9, 10))
+
+
+def _classifier_shaped_terms(params: dict, n_features: int, n_classes: int) -> CostTerms:
+    """:func:`cost_terms` of one form (the docstring's terms at ``n_classes`` outputs)."""
     b, m, depth = params["window_size"], params["max_shrubs"], params["max_depth"]
     d, c, bins = n_features, n_classes, params["max_bins"]
     g = 1 if c == 2 else c
