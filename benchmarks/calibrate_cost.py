@@ -9,7 +9,8 @@ For each learner with ``cost_terms`` and each core, ``CONFIGS_PER_LEARNER`` conf
 those of its search grid (sizes and structural options) whose budget fits the core's board within ``FIT_RAM``
 (the 16 KiB of the emulated Cortex-M0; 6 KiB of the ATmega2560's 8 KiB), each on one of ``STREAMS`` in turn (3 to 10
 features, 2 to 4 classes), and the ``COVERAGE`` sizes with every learning variant of the search on every stream
-(the budget's largest plans, which an even spread of the configurations fitting 16 KiB can miss), and for the
+(the budget's largest plans, which an even spread of the configurations fitting 16 KiB can miss; for the
+Hoeffding tree a size with room to split after the warm-up, whose splits the worst learn call holds), and for the
 learners whose regressor does other work than their classifier in the same runtime (``REGRESSION_FORMS``) the
 regressor's configurations on ``REGRESSION_STREAMS`` (piecewise linear targets of 4 and 12 features): Python
 learns ``WARMUP`` rows (bin edges or input scaling from the first ones, as ``fit``; AXGB also the windows that
@@ -60,6 +61,7 @@ from edgestream.data import make_stream
 from edgestream.export import export_bundle
 from edgestream.learners.axgb import IDLE, AdaptiveXGBoost
 from edgestream.learners.detect import HISTOGRAM_BINS, WindowedDetector
+from edgestream.learners.hoeffding import LEAF, attempt_call_work
 from edgestream.online import start_online
 from edgestream.task import ANOMALY, REGRESSION
 
@@ -72,7 +74,10 @@ CONFIGS_PER_LEARNER = 20
 # the next one, ...), within the board's RAM up to FIT_RAM (the ATmega2560's whole 8 KiB, as bench_device's plans),
 # counted at indices from COVERAGE_INDEX (held out by the same rule)
 COVERAGE = {"shrubs": ({"window_size": 64, "max_shrubs": 16, "max_depth": 4},),
-            "loda": ({"n_projections": 100, "n_bins": 32},)}  # the Cortex-M4F's 16 KiB plan
+            "loda": ({"n_projections": 100, "n_bins": 32},),  # the Cortex-M4F's 16 KiB plan
+            # a tree with room to split after the warm-up, splitting within the counted rows on SEA and blobs (the
+            # worst learn call: the split attempt's last candidates, its decision and the split)
+            "hoeffding": ({"max_leaves": 16, "propagation": False, "grace_period": 100},)}
 COVERAGE_INDEX = 100
 # The regressors that do other work than their classifier in the same runtime (the Hoeffding tree's bins and linear
 # leaves, the shrubs' variance scans; IRF's regressor shares its model, SHARED), REGRESSION_CONFIGS of their search
@@ -209,8 +214,9 @@ def counted_model(name: str, stream: str, options: dict, params: dict, steps: in
 def regime(name: str, stream: str, options: dict, params: dict, steps: int, task: str | None = None) -> dict:
     """What the counted rows did that the configuration does not decide, replayed in the specification, for the
     learner's ``cost_terms``: for the Hoeffding learners whether a split attempt ran (a tree whose pool is full
-    attempts none until a drift prunes it; the prediction, for trees with room, counts attempts) and the share of
-    the rows a tree learned whose class its leaf's detector watched (:func:`watched_share`); for AXGB what
+    attempts none until a drift prunes it; the prediction, for trees with room, counts attempts), the share of
+    the rows a tree learned whose class its leaf's detector watched (:func:`watched_share`) and the attempt work
+    of the costliest call (:func:`attempt_work`); for AXGB what
     :func:`axgb_regime` tells; for a windowed detector what :func:`window_regime` tells."""
     regressor = (task or task_of_learner(name)) == REGRESSION
     if regressor and name not in ("hoeffding", "irf"):  # the terms' defaults: those regressors are not replayed
@@ -251,19 +257,54 @@ def window_regime(model, X) -> dict:
 def hoeffding_regime(model, X, y) -> dict:
     """A Hoeffding learner's :func:`regime` over the rows ``X, y`` from its state now (replayed on a copy): also
     the split attempts and revisits that started per call (``attempt_rate``; trees that fill their pool, wait for
-    a revisit or learn rows of lower weight start fewer than the plan's one per grace period of weight)."""
+    a revisit or learn rows of lower weight start fewer than the plan's one per grace period of weight), and the
+    attempt work of the costliest call (``worst_call``, :func:`attempt_work`) and per call (``attempt_work``)."""
     replay = copy.deepcopy(model)
     replay.use_engine = False
     learned, watched = watched_share(replay)
     started = [0]
     for method in ("_start_attempt", "_start_revisit"):
         setattr(replay, method, counted(getattr(replay, method), started))
-    attempts = False
+    work = attempt_work(replay)
+    attempts, worst, total = False, [0.0, 0.0, 0.0], 0.0
     for row, label in zip(X, y):
+        work[:] = [0.0, 0.0, 0.0]
         replay.partial_fit(row[None], [label])
         attempts |= replay.last_units_ > 0
+        worst = max(worst, list(work), key=attempt_call_work)
+        total += attempt_call_work(work)
     return {"attempts": bool(attempts), "watched": watched[0] / learned[0] if learned[0] else 1.0,
-            "attempt_rate": started[0] / len(X)}
+            "attempt_rate": started[0] / len(X), "worst_call": worst, "attempt_work": total / len(X)}
+
+
+def attempt_work(tree) -> list[float]:
+    """The attempt work of a Hoeffding learner's calls as they run (the cost terms' ``worst_call``): its
+    ``_evaluate``, ``_decide`` and ``_split`` add the candidates scored times the snapshot's classes with an
+    estimator (a feature without range scores none; a revisit's decision scores its own split too), the
+    decisions and the splits times the class slots; the caller zeroes it before each call."""
+    work = [0.0, 0.0, 0.0]
+    evaluate, decide, split = tree._evaluate, tree._decide, tree._split
+    classes = tree.snap_est.shape[-1]
+
+    def scored(t: int) -> int:
+        return int((tree.snap_est[t] != 0).sum())
+
+    def evaluating(t: int, pos: int, n: int) -> None:
+        steps = tree.split_steps - 1
+        features = tree.order[t, np.arange(pos, pos + n) // steps].astype(np.int64)
+        work[0] += int((tree.snap_high[t, features] > tree.snap_low[t, features]).sum()) * scored(t)
+        evaluate(t, pos, n)
+
+    def deciding(t: int) -> None:
+        work[0] += scored(t) * int(tree.feature[t, tree.attempt_node[t]] != LEAF)
+        work[1] += classes
+        decide(t)
+
+    def splitting(*args) -> None:
+        work[2] += classes
+        split(*args)
+    tree._evaluate, tree._decide, tree._split = evaluating, deciding, splitting
+    return work
 
 
 def hoeffding_regression_regime(model, X, y) -> dict:
@@ -297,15 +338,18 @@ def watched_share(tree) -> tuple[list[int], list[int]]:
 
 class JobLedger(AdaptiveXGBoost):
     """The specification, keeping where each training job starts and ends in the run's units (``units_``) and
-    its window and target (``jobs_``: [first unit, end, window, target])."""
+    its window, target and split gains evaluated (``jobs_``: [first unit, end, window, target, gains])."""
 
     def _start_job(self) -> None:
         super()._start_job()
-        self.jobs_.append([self.units_, None, self.job_window, self.job_target])
+        self.jobs_.append([self.units_, None, self.job_window, self.job_target, 0])
 
     def _run_phase(self, budget: int) -> int:
+        gains = self.last_work_["gain"]
         left = super()._run_phase(budget)
         self.units_ += budget - left  # as last_units_ counts them
+        if self.jobs_:  # a phase runs within the job started last (one from before the replay is not kept)
+            self.jobs_[-1][4] += self.last_work_["gain"] - gains
         return left
 
     def _idle(self) -> None:  # a job installed, or abandoned at a drift
@@ -318,8 +362,8 @@ def axgb_regime(stream: str, options: dict, params: dict, steps: int) -> dict:
     """An AXGB count's members walked per prediction, on average and at most (a drift empties the ensemble); the
     rows of windows its calls trained, per row (each job weighs its window times the share of its units the
     counted calls ran; one in the steady state, but a count of a few windows meets more or less than their share
-    of the jobs spread over it); and the members the trained samples walked for their margins, on average (the
-    replace strategy's targets run 0 to K - 1). The rows before the count that a job under way at its start may
+    of the jobs spread over it); the members the trained samples walked for their margins, on average (the
+    replace strategy's targets run 0 to K - 1); and the split gains its jobs evaluated per trained sample. The rows before the count that a job under way at its start may
     have begun on are replayed too, and the last job is run to its end."""
     warmup = warmup_rows("axgb", params)
     lead = min(warmup, 2 * params["window_max"] + 64)  # a job ends within W_max calls of its start
@@ -336,13 +380,14 @@ def axgb_regime(stream: str, options: dict, params: dict, steps: int) -> dict:
     last = ledger.units_
     while ledger.phase != IDLE:
         ledger._work(ledger.units_per_call_)
-    trained = walked = 0.0
-    for start, end, window, target in ledger.jobs_:
+    trained = walked = gained = 0.0
+    for start, end, window, target, gains in ledger.jobs_:
         share = max(0, min(end, last) - max(start, first)) / (end - start)
         trained += share * window
         walked += share * window * target
+        gained += share * gains
     return {"members": float(np.mean(members)), "members_max": max(members), "trained": trained / steps,
-            "targets": walked / trained if trained else 0.0}
+            "targets": walked / trained if trained else 0.0, "gains": gained / trained if trained else 0.0}
 
 
 def regime_of(row: dict) -> dict:

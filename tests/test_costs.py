@@ -10,6 +10,7 @@ import pytest
 
 from edgestream import learners
 from edgestream.learners import shrubs
+from edgestream.learners.axgb_job import job_pieces, unit_weights
 from edgestream.costs import QUANTITIES, call_cost, coefficients
 from edgestream.task import REGRESSION
 
@@ -101,9 +102,13 @@ def test_the_axgb_regime_counts_the_windows_its_calls_trained():
     module = calibration()
     whole = learners.get("axgb").make(members=4, window_min=16, window_max=16, max_depth=2, work_per_call=0,
                                       strategy="replace").get_params()
-    assert module.axgb_regime("sea", {}, whole, 160) == {"members": 4.0, "members_max": 4, "trained": 1.0,
-                                                         "targets": 1.5}
+    regime = module.axgb_regime("sea", {}, whole, 160)
+    assert {k: v for k, v in regime.items() if k != "gains"} == {"members": 4.0, "members_max": 4, "trained": 1.0,
+                                                                "targets": 1.5}
     assert module.axgb_regime("sea", {}, whole, 170)["trained"] == pytest.approx(160 / 170)
+    # the split gains its jobs evaluated per trained sample: some, at most the bound
+    bound = job_pieces(16, 3, 33, 2, 4)["gains"] / (16 * unit_weights(1)["gain"])
+    assert 0 < regime["gains"] <= bound
     spread = {**whole, "work_per_call": None, "strategy": "push", "window_max": 64, "max_depth": 3, "members": 5}
     regime = module.axgb_regime("sea", {}, spread, 640)
     assert regime["trained"] == pytest.approx(1.0, abs=0.01) and regime["targets"] == 5.0
@@ -170,3 +175,30 @@ def test_a_detector_prediction_holds_on_a_short_counted_run_it_was_not_fitted_on
                                 cost.predict.worst), (counted["learn"].mean(), cost.learn.mean),
                                 (counted["learn"].max(), cost.learn.worst)):
         assert abs(predicted - measured) <= STATED_ERROR * measured, (predicted, measured)
+
+
+def test_a_hoeffding_split_call_holds_on_a_short_counted_run_it_was_not_fitted_on(tmp_path):
+    """The Hoeffding tree's costliest learn call, its split attempt's last: on a stream and a configuration the
+    calibration never counted (a drifting random RBF stream of 5 features and 3 classes; 8 leaves, no propagation),
+    8 rows around a split counted under QEMU for Cortex-M0 (soft float: an attempt's logarithms and Gaussian CDFs
+    dwarf the row's own work). The replay finds the split in that call, and the model's worst learn call, with the
+    rows' regime and as the plan assumes it (a split in the growing tree), is within its stated error of the count."""
+    from edgestream.costs import STATED_ERROR
+    from edgestream.export import export_bundle
+    from edgestream.learners.hoeffding import worst_attempt_call
+    from edgestream.targets import run
+
+    module = calibration()
+    spec = learners.get("hoeffding")
+    params = spec.make(max_leaves=8, grace_period=100, propagation=False, drift_threshold=5,
+                       work_per_call=2).get_params()
+    model, X, y, _ = module.counted_model("hoeffding", "rbf", {"n_features": 5, "n_classes": 3}, params, 400,
+                                          learned=2030)  # the stream's drift as in the validation's count
+    X, y = X[:8], y[:8]
+    regime = module.hoeffding_regime(model, X, y)
+    assert len(X) == 8 and regime["worst_call"] == [3, 3, 3]  # one candidate, the decision and the split
+    assert regime["worst_call"] == worst_attempt_call(5 * 9 + 1, 2, 3)  # the plan's costliest call
+    counted = run(export_bundle(model, tmp_path / "ht", name="ht"), "rp2040", X, y, learn=True,
+                  instructions=True).instructions["learn"].max()
+    for cost in (call_cost(spec, params, 5, 3, "armv6-m", **regime), call_cost(spec, params, 5, 3, "armv6-m")):
+        assert abs(cost.learn.worst - counted) <= STATED_ERROR * counted, (cost.learn.worst, counted)

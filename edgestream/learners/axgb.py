@@ -673,20 +673,32 @@ SPREAD_VARIANT = {"work_per_call": -(-job_units(16, 3, 33, 1, 2) // 16)}
 AXGB_SEARCH = tuple({**rung, **variant} for rung in AXGB_LADDER for variant in (
     {"strategy": "replace", "delta": 0.002}, {"strategy": "push", "delta": 0.002}, {"strategy": "replace", "delta": 0.02}))
 
+# The share of :func:`~edgestream.learners.axgb_job.job_pieces`' bound on split gains that a job evaluates (a gain
+# needs a non-empty bin with enough hessian on both sides), classifier and regressor: 0.30 to 0.69, median 0.47, in
+# the calibration's classifier jobs on Cortex-M4F (SEA, hyperplane, blobs; fewer at deeper levels, whose nodes hold
+# fewer samples), 0.21 to 0.37 on Agrawal (features of few distinct values); 0.55 to 0.67 for regressors on the
+# calibration's regression streams (planes of 4 and 12 features)
+GAIN_SHARE = {False: 0.47, True: 0.65}
+
+
 def cost_terms(params: dict, n_features: int, n_classes: int, members: float | None = None,
-               members_max: int | None = None, trained: float = 1.0, targets: float | None = None) -> CostTerms:
+               members_max: int | None = None, trained: float = 1.0, targets: float | None = None,
+               gains: float | None = None) -> CostTerms:
     """The work terms of a prediction (constant; quantizing, d log2 bins; the members' walks, K depth, and leaf rows,
     K outputs) and of a learn call (those, as the error fed to ADWIN needs the prediction, and ADWIN's checks, when
     it detects drift; then the training job (:func:`~edgestream.learners.axgb_job.job_pieces`), in the mean per row trained: in the steady state
     one ``W_max`` job per ``W_max`` rows, its margins (a sample walks the members before its target: all ``K`` for
-    push, ``(K - 1) / 2`` on average for replace), its passes over samples and its work per node; in the worst as
+    push, ``(K - 1) / 2`` on average for replace), its passes over samples, its work per node and its split gains
+    (64-bit divisions: a core without a divider pays several times a Cortex-M4F's); in the worst as
     many units as a call runs, the automatic or given ``work_per_call``, or the whole job).
 
     A calibration run's regime, replayed in the specification (``benchmarks/calibrate_cost.py``), says what its
     counted rows did beyond the configuration: ``members`` walked per prediction on average and at most (fewer
     than ``K`` after a drift emptied the ensemble), ``trained`` rows of windows per row (a count of a few windows
     holds more or less than their share of the jobs spread over it), ``targets`` members walked per trained
-    sample. The defaults are the steady state of a full ensemble."""
+    sample, ``gains`` split gains evaluated per trained sample (a gain needs a non-empty bin: features of few
+    distinct values, as Agrawal's, fill fewer bins than the bound). The defaults are the steady state of a full
+    ensemble, and the typical share of the bound's gains (``GAIN_SHARE``)."""
     outputs = 1 if n_classes <= 2 else n_classes
     k, depth, window = params["members"], params["max_depth"], params["window_max"]
     model = AXGB(**params)  # the sizes of either form (a regressor's state: n_classes 1)
@@ -701,7 +713,8 @@ def cost_terms(params: dict, n_features: int, n_classes: int, members: float | N
         return [1, n_features * int(params["max_bins"]).bit_length(), m * depth, m * outputs]
     mean, most = predict(k if members is None else members), predict(k if members_max is None else members_max)
     drift = [int(params["drift_detection"])]
-    job = [trained * margins, trained * pieces["samples"] / window, trained * pieces["nodes"] / window]
+    gained = GAIN_SHARE[n_classes == 1] * pieces["gains"] / window if gains is None else gains * grad["gain"]
+    job = [trained * margins, trained * pieces["samples"] / window, trained * (pieces["nodes"] / window + gained)]
     return CostTerms(predict=mean, predict_worst=most, learn_mean=mean + drift + job,
                      learn_worst=most + drift + [min(units, per_call)])
 

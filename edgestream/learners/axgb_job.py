@@ -98,8 +98,9 @@ def job_units(window: int, n_features: int, hist_bins: int, max_depth: int, memb
 def job_pieces(window: int, n_features: int, hist_bins: int, max_depth: int, members: int, outputs: int = 1,
                min_child_q15: int = 0, regression: bool = False) -> dict[str, int]:
     """:func:`job_units` by kind of work: the margins (``margins``, ``members`` walked per sample), the passes
-    over samples (``samples``: histograms, totals, partitions) and the work per node (``nodes``: bins scanned,
-    gains, decisions)."""
+    over samples (``samples``: histograms, totals, partitions), the work per node (``nodes``: bins scanned,
+    decisions) and the split gains (``gains``: at most one per non-empty bin; features of few distinct values
+    fill fewer bins, so a job evaluates fewer)."""
     w = unit_weights(outputs)
     s = split_samples(outputs, min_child_q15, regression)
     e = s - 1 if min_child_q15 > 0 else 0
@@ -107,8 +108,8 @@ def job_pieces(window: int, n_features: int, hist_bins: int, max_depth: int, mem
     gains = sum(max(min(k * (hist_bins - 2), window - k * e) for k in range(n + 1)) for n in nodes)
     return {"margins": window * (w["grad"] + w["walk"] * members),
             "samples": max_depth * window * (n_features * w["hist"] + w["part"]) + window * w["hist"],
-            "nodes": n_features * (sum(nodes) * hist_bins * w["scan"] + gains * w["gain"])
-            + (2 ** (max_depth + 1) - 1) * w["node"]}
+            "nodes": n_features * sum(nodes) * hist_bins * w["scan"] + (2 ** (max_depth + 1) - 1) * w["node"],
+            "gains": n_features * gains * w["gain"]}
 
 
 class TrainingJob:

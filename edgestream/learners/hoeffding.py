@@ -1323,8 +1323,30 @@ RUNTIME = ("es_common", "es_f32", "es_fixed", "es_hoeffding")
 # Test models with room to split and one candidate per call: images and fuzzing meet attempts under way.
 SPREAD_VARIANT = {"max_leaves": 4, "grace_period": 10, "work_per_call": 1}
 
+# A split attempt's work in one learn call, per class: candidates scored, decisions taken (the parent's entropy and
+# the bound) and splits made (the children's priors from one more candidate, their statistics copied or emptied).
+# Weighed in candidates (Cortex-M0+ counts of a 3-class tree: a candidate about 10,800 instructions per class, a
+# decision and its split about 13,700), they tell which call of an attempt costs the most.
+ATTEMPT_WORK = (1.0, 0.4, 0.9)
+
+
+def attempt_call_work(work) -> float:
+    """A call's attempt work (candidates, decisions, splits; per class) in candidates of ``ATTEMPT_WORK``."""
+    return float(np.dot(ATTEMPT_WORK, work))
+
+
+def worst_attempt_call(units: int, per_call: int, c: int) -> list[float]:
+    """The attempt work (per class, as :func:`attempt_call_work` weighs it) of the costliest call of one tree's
+    split attempt of ``units`` units (its candidates, then the decision) at ``per_call`` units a call: a call of
+    ``per_call`` candidates, or the last one, its remaining candidates, the decision and the split."""
+    last = (units - 1) % per_call + 1  # the units of the call that decides
+    calls = [[(last - 1) * c, c, c]] + [[per_call * c, 0, 0]] * (units > per_call)
+    return max(calls, key=attempt_call_work)
+
+
 def cost_terms(params: dict, n_features: int, n_classes: int, attempts: bool = True,
-               watched: float = 1.0, attempt_rate: float | None = None, splits: bool = True) -> CostTerms:
+               watched: float = 1.0, attempt_rate: float | None = None, splits: bool = True,
+               worst_call: list[float] | None = None, attempt_work: float | None = None) -> CostTerms:
     """The work terms of a prediction (constant; per tree: the walk, log2 L, and naive Bayes at the leaf, d C and
     C) and of a learn call (per tree, IRF's Poisson draw; per tree that learns the row, with IRF's positive
     weight, ``1 - exp(-lambda)`` of them on average: the walk and its detectors, log2 L, the estimators of the
@@ -1333,14 +1355,21 @@ def cost_terms(params: dict, n_features: int, n_classes: int, attempts: bool = T
     row, as test-then-train runs and the calibration counts; a learn call alone scores the leaf again, d C), apart
     with and without propagation: without it a split's children start empty, and a row of a class not yet
     established at its leaf is not watched (a one-leaf tree never splits); then a split attempt's units, C each, and its snapshot
-    and split, d C: in the mean a whole attempt every ``grace_period`` weight at a leaf, in the worst as many
-    units as ``work_per_call`` lets a call run in every tree, every tree learning). ``attempts``: the trees have
+    and split, d C: in the mean a whole attempt every ``grace_period`` weight at a leaf, its candidates, decision
+    and split weighed as :func:`attempt_call_work`; in the worst, every tree
+    learning, the costliest call of an attempt in every growing tree (:func:`worst_attempt_call`: ``work_per_call``
+    candidates, or the last ones with the decision and the split, C each: a split's copies of d C statistics
+    cost little beside its logarithms). ``attempts``: the trees have
     room to split (a one-leaf tree never has); a full pool attempts nothing until a drift merges a subtree, so its
     calls are the row's alone. ``watched``: the share of the rows a tree learns whose class its leaf's detector
     watches, in the mean (by default all; leaves that start empty watch fewer for a while). ``attempt_rate``:
     the split attempts (and revisits) that start per call, by default each growing tree's one per grace period of
-    weight. The calibration replays its counts to tell all three. The Hoeffding tree and IRF share one model: the
-    same runtime.
+    weight. ``worst_call``: the attempt work of the costliest counted call, summed over the trees (candidates
+    scored times the snapshot's classes with an estimator, decisions times C, splits times C; few calibration
+    runs split within their counted rows, and a candidate of a feature without range or a class without an
+    estimator costs little), by default a split in every growing tree; ``attempt_work``: the same work per call
+    on average, by default an attempt's (with its split) at ``attempt_rate``. The calibration replays its counts
+    to tell all five. The Hoeffding tree and IRF share one model: the same runtime.
 
     A regressor (``n_classes`` 1, one output) does other work in that runtime (:func:`regression_terms`); its
     terms take columns of their own, zero in a classifier's terms and a classifier's zero in its, so one fit
@@ -1362,8 +1391,12 @@ def cost_terms(params: dict, n_features: int, n_classes: int, attempts: bool = T
         return [1, trees * forest, n * depth, n * d] + [n * share * w for w in propagated]
     learning = trees * (1 - math.exp(-weight)) if forest else 1
     attempted = grows * weight / params["grace_period"] if attempt_rate is None else attempt_rate
-    classify = CostTerms(predict=walk, learn_mean=row(learning, watched) + [attempted * units * c, attempted * d * c],
-                         learn_worst=row(trees, 1.0) + [grows * per_call * c, grows * d * c])
+    worst = grows * attempt_call_work(worst_attempt_call(units, per_call, c)) if worst_call is None \
+        else attempt_call_work(worst_call)
+    whole = attempt_call_work([(units - 1) * c, c, c])  # an attempt's candidates, its decision and a split
+    scoring = attempted * whole if attempt_work is None else attempt_work
+    classify = CostTerms(predict=walk, learn_mean=row(learning, watched) + [scoring, attempted * d * c],
+                         learn_worst=row(trees, 1.0) + [worst])
     regress = regression_terms(params, d, trees, forest, learning, grows, attempted, units, splits)
     if n_classes == 1:
         return CostTerms(*([0] * len(own) + new for own, new in zip(classify[:3], regress)))
