@@ -115,11 +115,17 @@ int32_t es_f32_key(float x);
 
 /* The walk of inline code is one large function of comparisons and branches, each instruction run at most once per
  * call: on a host core its speed is bound by instruction fetch (the bytes of its code), not by its instruction count,
- * so GCC compiles it for size whatever the -O level of the build (device builds are -Os already: no change there).
- * For size also means no straight-line vectorization, which packs a leaf's adjacent additions into one wide
- * read-modify-write that the narrower stores of earlier leaves cannot forward to (a stall per leaf on x86-64). */
+ * so GCC compiles it for size whatever the -O level of the build (microcontroller builds are -Os already: no change
+ * there). For size also means no straight-line vectorization, which packs a leaf's adjacent additions into one wide
+ * read-modify-write that the narrower stores of earlier leaves cannot forward to (a stall per leaf on x86-64). On
+ * the host cores, no code hoisting either: it loads an accumulator that both sides of a branch add to before the
+ * branch, and each side then adds and stores it, which takes more bytes than each side's one add to memory. */
 #if defined(__GNUC__) && !defined(__clang__)
+#if defined(__x86_64__) || defined(__aarch64__) || defined(__i386__)
+#define ES_WALK_CODE __attribute__((optimize("Os", "no-code-hoisting")))
+#else
 #define ES_WALK_CODE __attribute__((optimize("Os")))
+#endif
 #else
 #define ES_WALK_CODE
 #endif
