@@ -259,19 +259,20 @@ static es_status es_finish(const es_forest *m, int32_t *acc, uint16_t *proba, ui
         } else if (proba == 0) {
             /* The class alone: p_k = ((acc_k << shift) + W / 2) / W never exceeds p_max = p(max acc), and
              * p_k == p_max iff (acc_k << shift) + W / 2 >= p_max * W (one division). A class whose
-             * acc_k << shift is W or more below the largest's has a smaller p_k: when every class before the
-             * first largest acc_k is, that one is the class, without the division. */
-            uint32_t top = (uint32_t)acc[0], bound;
+             * acc_k << shift is W or more below the largest's has a smaller p_k. The classes before the first
+             * largest acc_k are at most `below`, the largest of them (the top before the last rise): when it is
+             * that far below, the first largest is the class, without the division and without a second pass. */
+            uint32_t top = (uint32_t)acc[0], below = 0, bound;
             uint8_t first = 0;
             for (k = 1; k < m->n_classes; k++) {
-                if ((uint32_t)acc[k] > top) {
-                    top = (uint32_t)acc[k];
-                    first = k;
-                }
+                const uint32_t a = (uint32_t)acc[k];
+                const int rise = a > top; /* selects, not a branch: which class leads is data */
+                below = rise ? top : below;
+                first = rise ? k : first;
+                top = rise ? a : top;
             }
-            for (k = 0; k < first && (top << shift) - ((uint32_t)acc[k] << shift) >= total; k++) {
-            }
-            if (k < first) {
+            k = first;
+            if (first != 0u && (top << shift) - (below << shift) < total) {
                 bound = (((top << shift) + total / 2u) / total) * total;
                 for (k = 0; ((uint32_t)acc[k] << shift) + total / 2u < bound; k++) {
                 }

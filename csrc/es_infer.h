@@ -113,6 +113,23 @@ int32_t es_f32_key(float x);
 #define ES_TREE_BOUNDARY(p) ((void)(p))
 #endif
 
+/* The walk of inline code is one large function of comparisons and branches, each instruction run at most once per
+ * call: on a host core its speed is bound by instruction fetch (the bytes of its code), not by its instruction count,
+ * so GCC compiles it for size whatever the -O level of the build (microcontroller builds are -Os already: no change
+ * there). For size also means no straight-line vectorization, which packs a leaf's adjacent additions into one wide
+ * read-modify-write that the narrower stores of earlier leaves cannot forward to (a stall per leaf on x86-64). On
+ * the host cores, no code hoisting either: it loads an accumulator that both sides of a branch add to before the
+ * branch, and each side then adds and stores it, which takes more bytes than each side's one add to memory. */
+#if defined(__GNUC__) && !defined(__clang__)
+#if defined(__x86_64__) || defined(__aarch64__) || defined(__i386__)
+#define ES_WALK_CODE __attribute__((optimize("Os", "no-code-hoisting")))
+#else
+#define ES_WALK_CODE __attribute__((optimize("Os")))
+#endif
+#else
+#define ES_WALK_CODE
+#endif
+
 /* Inline code: walk(x, acc, model) adds every tree's leaf to acc (es_forest_add_leaf: tree t, leaf slot s). */
 typedef void (*es_walk_fn)(const void *x, int32_t *acc, const es_forest *model);
 es_status es_forest_predict_inline(const es_forest *model, es_walk_fn walk, const void *x, int32_t *scratch,

@@ -218,7 +218,7 @@ def inline_walk(encoded: EncodedModel, name: str) -> str:
                 f"#define {macro}_NEXT_TREE() ES_TREE_BOUNDARY(x)"] if dtype == "float32"
                else [f"#define {macro}_LE(f, e, k) (x[f] <= (e))", f"#define {macro}_NEXT_TREE() ES_TREE_BOUNDARY(x)"])
     head = ["#if ES_F32_COMPARE_BITS" if dtype == "float32" else "#if 1", *compare, "#endif", "",
-            f"static void {name}_walk(const void *input, int32_t *acc, const es_forest *model)", "{",
+            f"ES_WALK_CODE static void {name}_walk(const void *input, int32_t *acc, const es_forest *model)", "{",
             f"    const {ctype} *x = (const {ctype} *)input;"]
     if dtype == "float32":
         head += ["#if ES_F32_COMPARE_BITS", *keys, "#endif"]

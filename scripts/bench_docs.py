@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results"
 RUNS = {
     "bench_foundation": [],
+    "bench_forest_host": ["--runs", "9"],
     "bench_shrubs": ["--rows", "5000"],
     "bench_bls": ["--rows", "5000", "--no-arf", "--no-device"],
     "bench_lifelong": ["--trees", "5", "--no-arf", "--plot", "docs/benchmarks/bench_lifelong.png"],

@@ -16,6 +16,7 @@ from edgestream.encoding import (COMPLETE_MAX_DEPTH, Q15_ONE, _leaf_depths, addi
 from edgestream.export import export_bundle
 from edgestream.frozen import DeviceModel
 from edgestream.modelfile import model_from_bytes, model_bytes
+from edgestream.tree import LEAF_FEATURE, NODE_DTYPE, TreeEnsemble
 from edgestream.simulate import load_bundle, runtime, runtime_forest_predict
 
 DTYPES = ("float32", "int32", "int16")
@@ -219,6 +220,50 @@ def test_additive_leaves_sum_and_argmax_like_python(fitted, optimize, tree):
 def test_binary_additive_uses_one_score_and_positive_means_class_1():
     assert additive_classes(np.array([[5], [0], [-3]])).tolist() == [1, 0, 0]
     assert additive_classes(np.array([[1, 1, 0], [0, 2, 2]])).tolist() == [0, 1]
+
+
+def one_leaf_forest(rows, weights) -> DeviceModel:
+    """Trees of one leaf each (tree t: leaf row t, weight t): every row of input reaches the same sums."""
+    n_trees = len(rows)
+    nodes = np.array([(LEAF_FEATURE, 0, t) for t in range(n_trees)], dtype=NODE_DTYPE)
+    ensemble = TreeEnsemble(nodes, np.arange(n_trees, dtype=np.uint16), np.asarray(weights, dtype=np.uint16),
+                            np.asarray(rows, dtype=np.uint16), 1)
+    return DeviceModel("float32", np.zeros(0, dtype=np.float32), np.zeros(2, dtype=np.uint16), ensemble)
+
+
+def class_alone_agrees(device: DeviceModel) -> int:
+    """The class of the runtime's class-only call (and of its call with probabilities) is Python's first largest
+    rounded probability; returns it."""
+    encoded = encode(device, "speed")
+    x = np.zeros((1, 1), dtype=np.float32)
+    expected_proba = encoded.predict_proba_q15(x)
+    classes, proba = runtime_forest_predict(encoded, x)
+    assert np.array_equal(proba, expected_proba)
+    assert classes[0] == encoded.predict(x)[0] == np.argmax(expected_proba[0])
+    return int(classes[0])
+
+
+@pytest.mark.parametrize("sums, weights, expected", [
+    ([16383, 16384], [1, 1], 0),  # the larger sum rounds to the earlier class's probability: the earlier class
+    ([16384, 16385], [1, 1], 1),  # within the total weight but a larger probability
+    ([16382, 16384], [1, 1], 1),  # the total weight apart: no division needed
+    ([9, 7, 9, 31, 32], [1, 1], 3),  # the largest sum rises twice, the last time within the weight: the rise before
+])
+def test_class_alone_breaks_rounded_ties_like_python(sums, weights, expected):
+    rows = [sums, [0] * len(sums)][:len(weights)]
+    assert class_alone_agrees(one_leaf_forest(rows, weights)) == expected
+
+
+@settings(max_examples=40)
+@given(st.integers(0, 2**32 - 1), st.sampled_from([1, 256]))
+def test_class_alone_on_near_ties_is_the_first_largest_probability(seed, step):
+    """Leaf rows one unit (or q8 step) apart on 2 to 4 weighted trees: a class before the first largest sum is
+    often within the total weight of it (in about 3 draws of 10 the classes of the largest sum and of the largest
+    probability differ); the class-only call skips its division only where that cannot change the class."""
+    rng = np.random.default_rng(seed)
+    n_trees, n_classes = rng.integers(2, 5), rng.integers(2, 7)
+    rows = (rng.integers(0, 32700) // step + rng.integers(-1, 2, size=(n_trees, n_classes))) * step
+    class_alone_agrees(one_leaf_forest(rows.clip(0, Q15_ONE), rng.integers(1, 10, size=n_trees)))
 
 
 def test_leaf_value_rules():
