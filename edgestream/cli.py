@@ -375,8 +375,8 @@ def _add_search_options(group) -> None:
     group.add_argument("--search-rows", type=SEARCH_ROWS, metavar="N",
                        help="score the candidates on the first N rows (default: all)")
     group.add_argument("--no-race", dest="race", action="store_false",
-                       help="score every candidate to the end (by default the race stops, once the candidates have "
-                            "learned the rows, those another learned clearly better: no recovery replay for them)")
+                       help="score every candidate to the end (by default the race stops, as they learn the rows, "
+                            "the candidates another learns clearly better: no recovery replay for them)")
     group.add_argument("--workers", type=WORKERS, metavar="N",
                        help="worker processes of the search (default: all cores)")
     group.add_argument("--scheduler", metavar="ADDRESS",

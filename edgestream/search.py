@@ -86,22 +86,24 @@ seeds the defaults never saw, against the grid's best over the whole stream and 
 Hoeffding trees.
 
 **The race** (``race=True``, the default; ``fit``/``budget --no-race`` turns it off) spends the replays, most of a
-candidate's work, only on the candidates that may still win. Every candidate first learns the rows test-then-train;
-then, for each pair of candidates *i* and *j* among the K of the search, over the rows that count in what is
-learned now (from ``now_from`` on: with no change only the second half, so that starting fast earns nothing here
-either), *b* is the rows *j* predicted and *i* did not and *a* the reverse. *i* stops when some *j* has
-``b - a >= sqrt(2 (a + b) ln(K (K - 1) / RACE_DELTA))``, ``RACE_DELTA`` = 0.01. This is McNemar's comparison with a
-Hoeffding bound: were *i* at least as likely as *j* to be right on a row where exactly one of them is, the sum of
-*a + b* such rows' +1/-1 differences would reach that margin with a chance of at most ``RACE_DELTA / (K (K - 1))``,
-so over every pair, every candidate and both directions the race stops one that is no worse than another with a
-chance of at most ``RACE_DELTA``. The one right most often is never stopped (no other has a positive margin over
+candidate's work, only on the candidates that may still win. The candidates learn the rows test-then-train and
+are compared at L = 2 looks (``RACE_LOOKS``): halfway through the rows that count in what is learned now (from
+``now_from`` on: with no change only the second half, so that starting fast earns nothing here either) and at
+their end. At a look, for each pair of candidates *i* and *j* still going among the K of the search, over the
+counted rows so far, *b* is the rows *j* predicted and *i* did not and *a* the reverse; *i* stops when some *j*
+has ``b - a >= sqrt(2 (a + b) ln(L K (K - 1) / RACE_DELTA))``, ``RACE_DELTA`` = 0.01. This is McNemar's comparison
+with a Hoeffding bound: were *i* at least as likely as *j* to be right on a row where exactly one of them is, the
+sum of *a + b* such rows' +1/-1 differences would reach that margin with a chance of at most
+``RACE_DELTA / (L K (K - 1))``, so over both looks, every pair and both directions the race stops one that is no
+worse than another with a chance of at most ``RACE_DELTA``. The one right most often is never stopped (no other has a positive margin over
 it), and a candidate that loses to any other is stopped, a cheaper one as well as the leader (the costly
 configurations of a grid stop as soon as any other, often a smaller one, learns the rows clearly better). What the
 race assumes, and the search's score does not guarantee, is that a learner clearly worse on the rows does not
 make it up in what it keeps and how it recovers: ``benchmarks/bench_search.py --no-race`` measures the choices
 without it. The others continue where they stopped (a learner's state is its device state: a pickled model goes
 on exactly, in whichever worker), so their parts are those of a search without the race, bit for bit; a stopped
-one keeps its ``accuracy`` (what it learned now), ``dropped`` is set and it has no score. With no change the replay
+one keeps its ``accuracy`` (what it learned now, over the counted rows it learned), ``dropped`` is set and it has
+no score. With no change the replay
 counts up to the median of every candidate's, and a stopped one's is not measured: the median lies between the one
 that counts every stopped replay as 0 and the one that counts it as 1, and as the cap grows the difference of two
 scores moves one way only, so where the choice among the finished candidates is the same at both ends it is the
@@ -121,6 +123,7 @@ cost model for the board's core cannot show that it keeps up, so its candidates 
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import time
@@ -146,6 +149,7 @@ SEARCH_ROWS = Range("search_rows", 2)  # rows the candidates are scored on
 RATE = Range("rate", 0.0, None, float, above=True)  # samples per second the device must learn
 AUTO = "auto"  # every online learner's grid
 RACE_DELTA = 0.01  # the race's chance of dropping a candidate that is no worse, over all its comparisons
+RACE_LOOKS = (0.5, 1.0)  # the race compares the candidates after these shares of the rows that count
 
 
 CURVE_BUDGETS = tuple(kib * 1024 for kib in (2, 4, 8, 16, 32))
@@ -164,7 +168,7 @@ class Candidate:
     replay_accuracy: float | None = None  # over the replays after the synthetic changes (module docstring)
     samples_per_second: float | None = None  # host learning speed (the compiled engine)
     score: float | None = None  # the parts weighed by the kind of the rows (module docstring)
-    dropped: bool = False  # stopped by the race after the rows learned now (only ``accuracy`` measured)
+    dropped: bool = False  # stopped by the race (only ``accuracy`` measured, on the rows it learned)
 
     @property
     def eligible(self) -> bool:
@@ -284,7 +288,7 @@ class Search:
         if stopped and head.kind == NO_CHANGE:
             cap = (f"; counted up to the candidates' median, at most {self.replay_cap:.4f} (a replay the race did not "
                    f"measure counted as 1)")
-        dropped = f", {stopped} of them stopped by the race after the rows learned now" if stopped else ""
+        dropped = f", {stopped} of them stopped by the race" if stopped else ""
         baselines = (f"the majority class keeps {head.majority:.4f} of the reserved rows, repeating the last label "
                      f"scores {head.last_label:.4f} on the rows" if sd is None else
                      f"scores are skills, 1 - RMSE / {sd:.4g} (the target's standard deviation): the learned rows' "
@@ -431,8 +435,9 @@ class Rows:
                                                                                       self.target_sd)
 
     def learned_now(self, predictions) -> float:
-        """What is learned now: the score of the predictions of the learned rows from ``counted`` on."""
-        return self.score(self.labels[self.counted:], predictions[self.counted:])
+        """What is learned now: the score of the predictions of the first learned rows (all, but for a candidate
+        the race stopped), from ``counted`` on."""
+        return self.score(self.labels[self.counted:len(predictions)], predictions[self.counted:])
 
 
 def _learn(data: Rows, learner: str, params: dict, model, start: int, stop: int) -> tuple:
@@ -469,27 +474,57 @@ def _scores(data: Rows, learner: str, params: dict) -> tuple:
     return (data.learned_now(predictions), *_finish(data, model), _speed(len(predictions), seconds))
 
 
+@dataclass
+class _Run:
+    """A candidate's way through the race: its model (None before it starts), the predictions of the rows it
+    learned now so far and the seconds it took."""
+
+    candidate: Candidate
+    model: object = None
+    predictions: list = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def learned(self) -> int:
+        return sum(len(p) for p in self.predictions)
+
+
 def _raced(candidates: list[Candidate], data: Rows, work: _Workers, head: Head) -> None:
-    """The candidates scored with the race (module docstring): every one learns the rows once, those
-    :func:`_race` stops are marked dropped (what they learned now kept), the others continue where they stopped.
-    Where the replay's cap could change the choice among them (:func:`_cap_decides`), the stopped ones continue
-    too, and the search is the full one."""
-    learned = work.map(_learn, [(c.learner, c.budget.params, None, 0, len(data.labels)) for c in candidates])
-    going = _race([predictions[data.counted:] == data.labels[data.counted:] for _, predictions, _ in learned])
-    for candidate, (_, predictions, seconds), on in zip(candidates, learned, going):
-        candidate.accuracy, candidate.dropped = data.learned_now(predictions), not on
-        candidate.samples_per_second = _speed(len(predictions), seconds)
-    survivors = [(c, model) for c, (model, _, _), on in zip(candidates, learned, going) if on]
-    stopped = [(c, model) for c, (model, _, _), on in zip(candidates, learned, going) if not on]
-    _finished(survivors, work)
+    """The candidates scored with the race (module docstring): they learn the rows in ``RACE_LOOKS`` stretches,
+    those :func:`_race` stops after one are marked dropped (what they learned now so far kept), the others continue
+    where they stopped, to the end. Where the replay's cap could change the choice among them
+    (:func:`_cap_decides`), the stopped ones continue too, and the search is the full one."""
+    runs = [_Run(c) for c in candidates]
+    n, counted = len(data.labels), data.counted
+    looks = sorted({counted + math.ceil(share * (n - counted)) for share in RACE_LOOKS})
+    for stop in looks:
+        going = [run for run in runs if not run.candidate.dropped]
+        _learned(going, stop, data, work)
+        hits = [np.concatenate(run.predictions)[counted:] == data.labels[counted:stop] for run in going]
+        for run, on in zip(going, _race(hits, len(looks) * len(runs) * (len(runs) - 1))):
+            run.candidate.dropped = not on
+    _finished([run for run in runs if not run.candidate.dropped], data, work)
     if _cap_decides(candidates, head):
-        _finished(stopped, work)
+        _finished([run for run in runs if run.candidate.dropped], data, work)
 
 
-def _finished(started: list[tuple[Candidate, object]], work: _Workers) -> None:
-    """The rest of the score's parts of candidates that learned the rows once (their models)."""
-    for (candidate, _), (kept, replay) in zip(started, work.map(_finish, [(model,) for _, model in started])):
-        candidate.kept_accuracy, candidate.replay_accuracy, candidate.dropped = kept, replay, False
+def _learned(runs: list[_Run], stop: int, data: Rows, work: _Workers) -> None:
+    """The runs continued test-then-train to learned row ``stop``; their candidates' ``accuracy`` (what they learned
+    now, over the counted rows so far) and samples/s."""
+    for run, (model, predictions, seconds) in zip(runs, work.map(_learn, [
+            (run.candidate.learner, run.candidate.budget.params, run.model, run.learned, stop) for run in runs])):
+        run.model, run.seconds = model, run.seconds + seconds
+        run.predictions.append(predictions)
+        every = np.concatenate(run.predictions)
+        run.candidate.accuracy = data.learned_now(every)
+        run.candidate.samples_per_second = _speed(len(every), run.seconds)
+
+
+def _finished(runs: list[_Run], data: Rows, work: _Workers) -> None:
+    """The runs taken to the end of the rows learned now, then through the rest of the score's parts."""
+    _learned([run for run in runs if run.learned < len(data.labels)], len(data.labels), data, work)
+    for run, (kept, replay) in zip(runs, work.map(_finish, [(run.model,) for run in runs])):
+        run.candidate.kept_accuracy, run.candidate.replay_accuracy, run.candidate.dropped = kept, replay, False
 
 
 def _replay_cap(candidates: list[Candidate], head: Head, stopped_replay: float = 1.0) -> float:
@@ -519,15 +554,16 @@ def _cap_decides(candidates: list[Candidate], head: Head) -> bool:
         _chosen(candidates, head, _replay_cap(candidates, head, 1.0))
 
 
-def _race(hits: list[np.ndarray], delta: float = RACE_DELTA) -> list[bool]:
-    """Which candidates go on after the rows learned now, from whether each predicted each counted row: one stops
+def _race(hits: list[np.ndarray], comparisons: int | None = None, delta: float = RACE_DELTA) -> list[bool]:
+    """Which candidates go on at a look of the race, from whether each predicted each counted row so far: one stops
     when another was right on enough more of the rows where exactly one of the two was, ``b - a >= sqrt(2 (a + b)
-    ln(K (K - 1) / delta))`` among K candidates (module docstring). The one right most often always goes on."""
+    ln(comparisons / delta))``, ``comparisons`` (default K (K - 1) among these K) those the race may make in all
+    (module docstring). The one right most often always goes on."""
     k = len(hits)
     right = np.array(hits, dtype=np.float64)
     wins = right @ (1 - right).T  # [i, j]: rows i predicted and j did not
     discordant = wins + wins.T
-    bound = np.sqrt(2 * discordant * np.log(k * (k - 1) / delta)) if k > 1 else discordant
+    bound = np.sqrt(2 * discordant * np.log(max(comparisons or k * (k - 1), 1) / delta))
     beaten = (discordant > 0) & (wins.T - wins >= bound)  # [i, j]: j beat i
     return [not row.any() for row in beaten]
 
