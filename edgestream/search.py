@@ -86,32 +86,30 @@ seeds the defaults never saw, against the grid's best over the whole stream and 
 Hoeffding trees.
 
 **The race** (``race=True``, the default; ``fit``/``budget --no-race`` turns it off) spends the replays, most of a
-candidate's work, only on the candidates that may still win. The candidates learn the rows test-then-train and
-are compared at L = 2 looks (``RACE_LOOKS``): halfway through the rows that count in what is learned now (from
-``now_from`` on: with no change only the second half, so that starting fast earns nothing here either) and at
-their end. At a look, for each pair of candidates *i* and *j* still going among the K of the search, over the
-counted rows so far, *b* is the rows *j* predicted and *i* did not and *a* the reverse; *i* stops when some *j*
-has ``b - a >= sqrt(2 (a + b) ln(L K (K - 1) / RACE_DELTA))``, ``RACE_DELTA`` = 0.01. This is McNemar's comparison
-with a Hoeffding bound: were *i* at least as likely as *j* to be right on a row where exactly one of them is, the
-sum of *a + b* such rows' +1/-1 differences would reach that margin with a chance of at most
-``RACE_DELTA / (L K (K - 1))``, so over both looks, every pair and both directions the race stops one that is no
-worse than another with a chance of at most ``RACE_DELTA``. The one right most often is never stopped (no other has a positive margin over
-it), and a candidate that loses to any other is stopped, a cheaper one as well as the leader (the costly
-configurations of a grid stop as soon as any other, often a smaller one, learns the rows clearly better). What the
-race assumes, and the search's score does not guarantee, is that a learner clearly worse on the rows does not
-make it up in what it keeps and how it recovers: ``benchmarks/bench_search.py --no-race`` measures the choices
-without it. The others continue where they stopped (a learner's state is its device state: a pickled model goes
-on exactly, in whichever worker), so their parts are those of a search without the race, bit for bit; a stopped
-one keeps its ``accuracy`` (what it learned now, over the counted rows it learned), ``dropped`` is set and it has
-no score. With no change the replay
-counts up to the median of every candidate's, and a stopped one's is not measured: the median lies between the one
-that counts every stopped replay as 0 and the one that counts it as 1, and as the cap grows the difference of two
-scores moves one way only, so where the choice among the finished candidates is the same at both ends it is the
-full search's; where it is not, the stopped candidates continue too (from where they stopped) and the search is the
-full one. The scores are weighed with the upper end (a stopped replay counted as 1): the choice is the full
-search's, a score may differ from it by its replay's cap only. With nothing stopped the search is the search
-without the race. Regressors are not raced (their parts are skills, not
-rows right or wrong).
+candidate's work, only on the candidates that may still win. The candidates learn the rows test-then-train and are
+compared at L = 2 looks (``RACE_LOOKS``): halfway through the rows that count in what is learned now (from
+``now_from`` on: with no change only the second half, so that starting fast earns nothing here either) and at their
+end. At a look, for each pair of candidates *i* and *j* still going among the K of the search, over the counted rows
+so far, *b* is the rows *j* predicted and *i* did not and *a* the reverse; *i* stops when some *j* has ``b - a >=
+sqrt(2 (a + b) ln(L K (K - 1) / RACE_DELTA))``, ``RACE_DELTA`` = 0.01. This is McNemar's comparison with a Hoeffding
+bound: were *i* at least as likely as *j* to be right on a row where exactly one of them is, the sum of *a + b* such
+rows' +1/-1 differences would reach that margin with a chance of at most ``RACE_DELTA / (L K (K - 1))``, so over
+both looks, every pair and both directions the race stops one that is no worse than another with a chance of at most
+``RACE_DELTA``. The one right most often is never stopped (no other has a positive margin over it), and a candidate
+that loses to any other is stopped, a cheaper one as well as the leader (the costly configurations of a grid stop as
+soon as any other, often a smaller one, learns the rows clearly better). What the race assumes, and the search's
+score does not guarantee, is that a learner clearly worse on the rows does not make it up in what it keeps and how
+it recovers: ``benchmarks/bench_search.py --no-race`` measures the choices without it. The others continue where
+they stopped (a learner's state is its device state: a pickled model goes on exactly, in whichever worker), so their
+parts are those of a search without the race, bit for bit; a stopped one keeps its ``accuracy`` (what it learned
+now, over the counted rows it learned), ``dropped`` is set and it has no score. With no change the replay counts up
+to the median of every candidate's, and a stopped one's is not measured: the median lies between the one that counts
+every stopped replay as 0 and the one that counts it as 1, and as the cap grows the difference of two scores moves
+one way only, so where the choice among the finished candidates is the same at both ends, it is the one the full
+search makes among them; where it is not, the stopped candidates continue too (from where they stopped) and the search is the full one. The
+scores are weighed with the upper end (a stopped replay counted as 1), so a score may differ from the full search's
+by its replay's cap, not the choice among them. With nothing stopped the search is the search without the race. Regressors
+are not raced (their parts are skills, not rows right or wrong).
 
 Candidates are trained on the compiled engine (whole streams in one call), in parallel worker processes
 (``concurrent.futures``; each receives the rows once, when it starts) or on a Dask cluster when a scheduler address
@@ -716,7 +714,7 @@ class _Workers:
     """Where a search's work runs, the rows sent once: worker processes (each receives them when it starts), a Dask
     cluster (scattered once), or this process (one worker, or one task). :meth:`map` runs ``fn(rows, *args)`` for
     each of a list of arguments, the results in order; the workers live until the ``with`` block ends, so the
-    race's stages (:func:`_race`) reuse them."""
+    race's stages (:func:`_raced`) reuse them."""
 
     def __init__(self, data: Rows, tasks: int, workers, scheduler, progress: bool):
         self.data, self.tasks, self.workers, self.scheduler = data, tasks, workers, scheduler
