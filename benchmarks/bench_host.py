@@ -43,7 +43,7 @@ the achieved ns per operation (1 would be one counted operation per cycle). The 
 operation on Cortex-M4F: ``benchmarks/profile_device.py``.
 
 Table 3, search time: ``search(...)`` timed as one call (worker processes started, every candidate of the
-grid trained on the engine, as ``fit --ram 32KiB`` and ``fit --learner auto`` do) for each learner and ``auto``
+grid raced on the engine, as ``fit --ram 32KiB`` and ``fit --learner auto`` do) for each learner and ``auto``
 on the first 5,000 rows of each stream, and on all ``--rows`` rows of the two 10-feature streams (``hyperplane``
 and ``rbf-drift``): seconds of wall time, seconds of CPU (the search's process and its workers: on a shared
 machine the wall time also counts other work) and the load average at its end, the target (10 s for a single

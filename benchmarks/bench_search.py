@@ -233,7 +233,8 @@ def run_case(kind: str, name: str, seed: int, args, board, bar) -> list[dict]:
         bar.set_postfix_str(f"{name} {seed}: fit {learner} {kib}K")
         row = {**base, "label": f"{learner}@{kib}K", **refs, "chosen": None, "config": "-", "grid best": None}
         try:
-            trained = train(learner, data.X_head, data.y_head, {}, board, ram=kib * 1024, workers=args.workers)
+            trained = train(learner, data.X_head, data.y_head, {}, board, ram=kib * 1024, workers=args.workers,
+                            race=args.race)
         except ValueError as error:  # nothing of this learner fits the budget
             print(f"note: {name} seed {seed} {learner}@{kib}K: {str(error).splitlines()[0]}", file=sys.stderr)
         else:
@@ -331,6 +332,8 @@ def parse(argv):
                         default=[*online_learners(), AUTO])
     parser.add_argument("--no-grid", dest="grid", action="store_false", help="skip the grid's best")
     parser.add_argument("--no-moa", dest="moa", action="store_false", help="leave out MOA (CapyMOA)")
+    parser.add_argument("--no-race", dest="race", action="store_false",
+                        help="the search scores every candidate to the end (search(race=False))")
     parser.add_argument("--quick", action="store_true", help="a smoke run (module docstring)")
     parser.add_argument("--workers", type=int, default=2, help="worker processes (default 2)")
     parser.add_argument("--out", type=Path, help="markdown file for the tables")

@@ -374,6 +374,9 @@ def _add_search_options(group) -> None:
                             "arriving during a long call)")
     group.add_argument("--search-rows", type=SEARCH_ROWS, metavar="N",
                        help="score the candidates on the first N rows (default: all)")
+    group.add_argument("--no-race", dest="race", action="store_false",
+                       help="score every candidate to the end (by default the race stops, as they learn the rows, "
+                            "the candidates another learns clearly better: no recovery replay for them)")
     group.add_argument("--workers", type=WORKERS, metavar="N",
                        help="worker processes of the search (default: all cores)")
     group.add_argument("--scheduler", metavar="ADDRESS",
@@ -431,7 +434,7 @@ def run_fit(args) -> int:
     trained = train(args.learner, X, y, params, board, args.ram, args.flash, args.bins_rows,
                     progress=sys.stderr.isatty(), rate=args.rate, workers=args.workers, scheduler=args.scheduler,
                     search_rows=args.search_rows, rate_mean=args.rate_mean, classes=label_list(args.classes, y),
-                    task=args.task)
+                    task=args.task, race=args.race)
     model = trained.model
     model.columns_ = columns  # the bundle header names the features in order
     spec = learners.of_model(model)
@@ -784,7 +787,7 @@ def run_budget(args) -> int:
     if X is not None and (args.learner == AUTO or learners.get(args.learner).online):
         found = search(args.learner, board, X, y, args.ram, args.flash, args.rate, params, args.optimize,
                        args.bins_rows, args.workers, args.scheduler, sys.stderr.isatty(), args.search_rows,
-                       rate_mean=args.rate_mean, task=task)
+                       rate_mean=args.rate_mean, task=task, race=args.race)
         budget = found.budget
     elif args.rate is not None:
         raise ValueError("--rate chooses among configurations by their accuracy on data: give an online learner and "

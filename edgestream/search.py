@@ -85,6 +85,32 @@ and ``budget --ram`` agree. ``benchmarks/bench_search.py`` measures the choices 
 seeds the defaults never saw, against the grid's best over the whole stream and against River's and MOA's
 Hoeffding trees.
 
+**The race** (``race=True``, the default; ``fit``/``budget --no-race`` turns it off) spends the replays, most of a
+candidate's work, only on the candidates that may still win. The candidates learn the rows test-then-train and are
+compared at L = 2 looks (``RACE_LOOKS``): halfway through the rows that count in what is learned now (from
+``now_from`` on: with no change only the second half, so that starting fast earns nothing here either) and at their
+end. At a look, for each pair of candidates *i* and *j* still going among the K of the search, over the counted rows
+so far, *b* is the rows *j* predicted and *i* did not and *a* the reverse; *i* stops when some *j* has ``b - a >=
+sqrt(2 (a + b) ln(L K (K - 1) / RACE_DELTA))``, ``RACE_DELTA`` = 0.01. This is McNemar's comparison with a Hoeffding
+bound: were *i* at least as likely as *j* to be right on a row where exactly one of them is, the sum of *a + b* such
+rows' +1/-1 differences would reach that margin with a chance of at most ``RACE_DELTA / (L K (K - 1))``, so over
+both looks, every pair and both directions the race stops one that is no worse than another with a chance of at most
+``RACE_DELTA``. The one right most often is never stopped (no other has a positive margin over it), and a candidate
+that loses to any other is stopped, a cheaper one as well as the leader (the costly configurations of a grid stop as
+soon as any other, often a smaller one, learns the rows clearly better). What the race assumes, and the search's
+score does not guarantee, is that a learner clearly worse on the rows does not make it up in what it keeps and how
+it recovers: ``benchmarks/bench_search.py --no-race`` measures the choices without it. The others continue where
+they stopped (a learner's state is its device state: a pickled model goes on exactly, in whichever worker), so their
+parts are those of a search without the race, bit for bit; a stopped one keeps its ``accuracy`` (what it learned
+now, over the counted rows it learned), ``dropped`` is set and it has no score. With no change the replay counts up
+to the median of every candidate's, and a stopped one's is not measured: the median lies between the one that counts
+every stopped replay as 0 and the one that counts it as 1, and as the cap grows the difference of two scores moves
+one way only, so where the choice among the finished candidates is the same at both ends, it is the one the full
+search makes among them; where it is not, the stopped candidates continue too (from where they stopped) and the search is the full one. The
+scores are weighed with the upper end (a stopped replay counted as 1), so a score may differ from the full search's
+by its replay's cap, not the choice among them. With nothing stopped the search is the search without the race. Regressors
+are not raced (their parts are skills, not rows right or wrong).
+
 Candidates are trained on the compiled engine (whole streams in one call), in parallel worker processes
 (``concurrent.futures``; each receives the rows once, when it starts) or on a Dask cluster when a scheduler address
 is given (``pip install edgestream[dask]``). ``search_rows`` scores them on the first rows only (the chosen
@@ -95,6 +121,7 @@ cost model for the board's core cannot show that it keeps up, so its candidates 
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import time
@@ -119,6 +146,8 @@ WORKERS = Range("workers", 1, 1024)  # local worker processes of a search
 SEARCH_ROWS = Range("search_rows", 2)  # rows the candidates are scored on
 RATE = Range("rate", 0.0, None, float, above=True)  # samples per second the device must learn
 AUTO = "auto"  # every online learner's grid
+RACE_DELTA = 0.01  # the race's chance of dropping a candidate that is no worse, over all its comparisons
+RACE_LOOKS = (0.5, 1.0)  # the race compares the candidates after these shares of the rows that count
 
 
 CURVE_BUDGETS = tuple(kib * 1024 for kib in (2, 4, 8, 16, 32))
@@ -137,6 +166,7 @@ class Candidate:
     replay_accuracy: float | None = None  # over the replays after the synthetic changes (module docstring)
     samples_per_second: float | None = None  # host learning speed (the compiled engine)
     score: float | None = None  # the parts weighed by the kind of the rows (module docstring)
+    dropped: bool = False  # stopped by the race (only ``accuracy`` measured, on the rows it learned)
 
     @property
     def eligible(self) -> bool:
@@ -160,7 +190,7 @@ class Candidate:
                 "instructions": self.instructions,
                 "keeps_up": self.keeps_up, "accuracy": self.accuracy, "kept_accuracy": self.kept_accuracy,
                 "replay_accuracy": self.replay_accuracy, "score": self.score,
-                "samples_per_second": self.samples_per_second}
+                "samples_per_second": self.samples_per_second, "dropped": self.dropped}
 
 
 @dataclass
@@ -204,7 +234,7 @@ class Search:
     def curve(self, budgets=CURVE_BUDGETS) -> dict[int, float]:
         """RAM budget -> the score of what a search at that budget chooses (:func:`choose` among the candidates that
         fit it), for the budgets up to this search's where some candidate fits."""
-        evaluated = [c for c in self.candidates if c.accuracy is not None]
+        evaluated = [c for c in self.candidates if c.score is not None]
         curve = {}
         for ram in (ram for ram in budgets if ram <= self.budget.ram_budget):
             fitting = [c for c in evaluated if c.budget.ram_bytes <= ram]
@@ -251,7 +281,12 @@ class Search:
         kept_text = "--" if best.kept_accuracy is None else part(best.kept_accuracy)
         passes = f", after {head.passes} passes over the rows" if head.passes > 1 else ""
         counted = f"the last {1 - head.now_from:.0%} of " if head.now_from else ""
+        stopped = sum(c.dropped for c in evaluated)
         cap = f"; counted up to the candidates' median, {self.replay_cap:.4f}" if self.replay_cap < 1 else ""
+        if stopped and head.kind == NO_CHANGE:
+            cap = (f"; counted up to the candidates' median, at most {self.replay_cap:.4f} (a replay the race did not "
+                   f"measure counted as 1)")
+        dropped = f", {stopped} of them stopped by the race" if stopped else ""
         baselines = (f"the majority class keeps {head.majority:.4f} of the reserved rows, repeating the last label "
                      f"scores {head.last_label:.4f} on the rows" if sd is None else
                      f"scores are skills, 1 - RMSE / {sd:.4g} (the target's standard deviation): the learned rows' "
@@ -262,7 +297,7 @@ class Search:
                 f"(prequential on {counted}{self.rows - head.reserved} rows) + {kept:g} x kept {kept_text} (on "
                 f"{head.reserved} reserved rows{passes}) + {recover:g} x recovered {part(best.replay_accuracy)} (after two "
                 f"synthetic changes{cap}){time}; {len(evaluated)} of {len(self.candidates)} candidates fit{rate} and "
-                f"were evaluated")
+                f"were evaluated{dropped}")
         if len({c.learner for c in self.candidates}) > 1:
             text += "\n" + self.learners_table()
         return text + "".join(f"\nnote: {note}" for note in self.notes) + \
@@ -375,30 +410,164 @@ class Rows:
                  else with_target_changes(learned, labels))[1]
         object.__setattr__(self, "replayed", moved[len(labels):])
 
+    @property
+    def task(self) -> str:
+        return CLASSIFICATION if self.target_sd is None else REGRESSION
 
-def _scores(learner: str, params: dict, data: Rows) -> tuple:
+    @property
+    def labels(self) -> np.ndarray:
+        """The labels (targets) of the rows learned."""
+        return self.y[~self.reserved]
+
+    @property
+    def counted(self) -> int:
+        """The first learned row that counts in what is learned now."""
+        return int(self.now_from * len(self.labels))
+
+    def learned_rows(self, model) -> np.ndarray:
+        return device_input(self.X, model.input_dtype)[~self.reserved]
+
+    def score(self, truth, predicted) -> float:
+        """An accuracy, or a regressor's skill (:func:`edgestream.stream_kinds.skill`)."""
+        return float(np.mean(predicted == truth)) if self.target_sd is None else skill(truth, predicted,
+                                                                                      self.target_sd)
+
+    def learned_now(self, predictions) -> float:
+        """What is learned now: the score of the predictions of the first learned rows (all, but for a candidate
+        the race stopped), from ``counted`` on."""
+        return self.score(self.labels[self.counted:len(predictions)], predictions[self.counted:])
+
+
+def _learn(data: Rows, learner: str, params: dict, model, start: int, stop: int) -> tuple:
+    """(model, predictions, seconds): test-then-train over the learned rows ``start`` to ``stop``, ``model`` made and
+    started as ``fit`` starts it when None, else continued where it stopped (a pickled model continues exactly: its
+    state is the device state)."""
+    if model is None:
+        model = learners.get(learner, data.task).make(data.task, **params)
+        start_online(model, data.learned_rows(model), data.classes if data.target_sd is None else data.labels,
+                     data.bins_rows)
+    rows, labels = data.learned_rows(model)[start:stop], data.labels[start:stop]
+    now = prequential(model, rows, labels)
+    return model, now.predictions, now.seconds
+
+
+def _finish(data: Rows, model) -> tuple:
+    """(kept, recovered) of a model that learned the rows once: the other ``passes``, what it keeps of the reserved
+    rows (None without any), then the replays (module docstring)."""
+    rows, labels, reserved = data.learned_rows(model), data.labels, data.reserved
+    for _ in range(data.passes - 1):
+        model.partial_fit(rows, labels)
+    X = device_input(data.X, model.input_dtype)
+    kept = data.score(data.y[reserved], model.predict(X[reserved])) if reserved.any() else None
+    replay = prequential(model, np.concatenate([rows, rows]), data.replayed)
+    return kept, data.score(data.replayed, replay.predictions)
+
+
+def _scores(data: Rows, learner: str, params: dict) -> tuple:
     """(learned now, kept, recovered, samples/s) of one configuration trained as ``fit`` trains it on the rows but
     the reserved ones (module docstring): learned now counts from the share ``now_from`` of the rows on, and what
     is kept is measured after ``passes`` over them; kept is None without reserved rows. With ``target_sd`` the
     learner is a regressor and the parts are skills (:func:`edgestream.stream_kinds.skill`), else accuracies."""
-    target_sd, reserved = data.target_sd, data.reserved
-    task = CLASSIFICATION if target_sd is None else REGRESSION
+    model, predictions, seconds = _learn(data, learner, params, None, 0, len(data.labels))
+    return (data.learned_now(predictions), *_finish(data, model), _speed(len(predictions), seconds))
 
-    def score(truth, predicted) -> float:
-        return float(np.mean(predicted == truth)) if target_sd is None else skill(truth, predicted, target_sd)
 
-    model = learners.get(learner, task).make(task, **params)
-    X = device_input(data.X, model.input_dtype)
-    rows, labels = X[~reserved], data.y[~reserved]
-    start_online(model, rows, data.classes if target_sd is None else labels, data.bins_rows)
-    now = prequential(model, rows, labels)
-    counted = int(data.now_from * len(labels))
-    learned_now = score(labels[counted:], now.predictions[counted:])
-    for _ in range(data.passes - 1):
-        model.partial_fit(rows, labels)
-    kept = score(data.y[reserved], model.predict(X[reserved])) if reserved.any() else None
-    replay = prequential(model, np.concatenate([rows, rows]), data.replayed)
-    return learned_now, kept, score(data.replayed, replay.predictions), now.samples_per_second
+@dataclass
+class _Run:
+    """A candidate's way through the race: its model (None before it starts), the predictions of the rows it
+    learned now so far and the seconds it took."""
+
+    candidate: Candidate
+    model: object = None
+    predictions: list = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def learned(self) -> int:
+        return sum(len(p) for p in self.predictions)
+
+
+def _raced(candidates: list[Candidate], data: Rows, work: _Workers, head: Head) -> None:
+    """The candidates scored with the race (module docstring): they learn the rows in ``RACE_LOOKS`` stretches,
+    those :func:`_race` stops after one are marked dropped (what they learned now so far kept), the others continue
+    where they stopped, to the end. Where the replay's cap could change the choice among them
+    (:func:`_cap_decides`), the stopped ones continue too, and the search is the full one."""
+    runs = [_Run(c) for c in candidates]
+    n, counted = len(data.labels), data.counted
+    looks = sorted({counted + math.ceil(share * (n - counted)) for share in RACE_LOOKS})
+    for stop in looks:
+        going = [run for run in runs if not run.candidate.dropped]
+        _learned(going, stop, data, work)
+        hits = [np.concatenate(run.predictions)[counted:] == data.labels[counted:stop] for run in going]
+        for run, on in zip(going, _race(hits, len(looks) * len(runs) * (len(runs) - 1))):
+            run.candidate.dropped = not on
+    _finished([run for run in runs if not run.candidate.dropped], data, work)
+    if _cap_decides(candidates, head):
+        _finished([run for run in runs if run.candidate.dropped], data, work)
+
+
+def _learned(runs: list[_Run], stop: int, data: Rows, work: _Workers) -> None:
+    """The runs continued test-then-train to learned row ``stop``; their candidates' ``accuracy`` (what they learned
+    now, over the counted rows so far) and samples/s."""
+    for run, (model, predictions, seconds) in zip(runs, work.map(_learn, [
+            (run.candidate.learner, run.candidate.budget.params, run.model, run.learned, stop) for run in runs])):
+        run.model, run.seconds = model, run.seconds + seconds
+        run.predictions.append(predictions)
+        every = np.concatenate(run.predictions)
+        run.candidate.accuracy = data.learned_now(every)
+        run.candidate.samples_per_second = _speed(len(every), run.seconds)
+
+
+def _finished(runs: list[_Run], data: Rows, work: _Workers) -> None:
+    """The runs taken to the end of the rows learned now, then through the rest of the score's parts."""
+    _learned([run for run in runs if run.learned < len(data.labels)], len(data.labels), data, work)
+    for run, (kept, replay) in zip(runs, work.map(_finish, [(run.model,) for run in runs])):
+        run.candidate.kept_accuracy, run.candidate.replay_accuracy, run.candidate.dropped = kept, replay, False
+
+
+def _replay_cap(candidates: list[Candidate], head: Head, stopped_replay: float = 1.0) -> float:
+    """What the replay counts up to in the score (module docstring): with no change the median of the candidates'
+    replays, a stopped one's counted as ``stopped_replay``; else 1 (all of it)."""
+    if head.kind != NO_CHANGE:
+        return 1.0
+    return float(np.median([stopped_replay if c.dropped else c.replay_accuracy for c in candidates]))
+
+
+def _chosen(candidates: list[Candidate], head: Head, cap: float) -> Candidate | None:
+    """The choice (:func:`choose`) once the finished candidates are weighed with ``cap``."""
+    for candidate in candidates:
+        if candidate.replay_accuracy is not None:
+            candidate.weigh(head.weights, cap)
+    return choose(candidates, head)
+
+
+def _cap_decides(candidates: list[Candidate], head: Head) -> bool:
+    """Whether the replay's cap, unknown where the race stopped candidates (their replays are not measured), could
+    change the choice among those that finished: the median lies between the one that counts every stopped replay
+    as 0 and the one that counts it as 1, and a score difference moves one way only as the cap grows, so a choice
+    the same at both ends is the choice at the true median."""
+    if head.kind != NO_CHANGE or not any(c.dropped for c in candidates):
+        return False
+    return _chosen(candidates, head, _replay_cap(candidates, head, 0.0)) is not \
+        _chosen(candidates, head, _replay_cap(candidates, head, 1.0))
+
+
+def _race(hits: list[np.ndarray], comparisons: int | None = None, delta: float = RACE_DELTA) -> list[bool]:
+    """Which candidates go on at a look of the race, from whether each predicted each counted row so far: one stops
+    when another was right on enough more of the rows where exactly one of the two was, ``b - a >= sqrt(2 (a + b)
+    ln(comparisons / delta))``, ``comparisons`` (default K (K - 1) among these K) those the race may make in all
+    (module docstring). The one right most often always goes on."""
+    k = len(hits)
+    right = np.array(hits, dtype=np.float64)
+    wins = right @ (1 - right).T  # [i, j]: rows i predicted and j did not
+    discordant = wins + wins.T
+    bound = np.sqrt(2 * discordant * np.log(max(comparisons or k * (k - 1), 1) / delta))
+    beaten = (discordant > 0) & (wins.T - wins >= bound)  # [i, j]: j beat i
+    return [not row.any() for row in beaten]
+
+
+def _speed(rows: int, seconds: float) -> float:
+    return rows / seconds if seconds > 0 else float("inf")
 
 
 def online_learners(task: str = CLASSIFICATION) -> list[str]:
@@ -409,7 +578,7 @@ def search(learner: str, board, X, y, ram: int | None = None, flash: int | None 
            params: dict | None = None, optimize: str = "speed", bins_rows: int = BINS_ROWS, workers: int | None = None,
            scheduler: str | None = None, progress: bool = False, search_rows: int | None = None,
            grid: tuple[dict, ...] | None = None, rate_mean: bool = False, classes=None,
-           task: str = CLASSIFICATION) -> Search:
+           task: str = CLASSIFICATION, race: bool = True) -> Search:
     """The best scored configuration (module docstring) of the online ``learner`` (or, with ``"auto"``, of every
     online learner with a form for ``task``) on rows ``X``, ``y`` (the first ``search_rows`` of them) that fits
     ``ram`` and ``flash`` on ``board`` (the board's by default) and, with ``rate``, learns that many samples per
@@ -472,16 +641,17 @@ def search(learner: str, board, X, y, ram: int | None = None, flash: int | None 
     eligible = [c for c in candidates if c.eligible]
     if not eligible:
         raise ValueError(_too_slow(rate, board, [c for c in candidates if c.budget.fits], rate_mean, "candidate"))
-    scores = _run([(c.learner, c.budget.params) for c in eligible],
-                  Rows(X, y, classes, bins_rows, reserved, head.passes, head.now_from, head.target_sd), workers,
-                  scheduler, progress)
-    for candidate, (now, kept, replay, speed) in zip(eligible, scores):
-        candidate.accuracy, candidate.kept_accuracy, candidate.replay_accuracy = now, kept, replay
-        candidate.samples_per_second = speed
-    cap = float(np.median([c.replay_accuracy for c in eligible])) if head.kind == NO_CHANGE else 1.0
-    for candidate in eligible:
-        candidate.weigh(head.weights, cap)
-    best = choose(candidates, head)
+    data = Rows(X, y, classes, bins_rows, reserved, head.passes, head.now_from, head.target_sd)
+    race = race and task == CLASSIFICATION and len(eligible) > 1
+    with _Workers(data, len(eligible), workers, scheduler, progress) as work:
+        if race:
+            _raced(eligible, data, work, head)
+        else:
+            for candidate, parts in zip(eligible, work.map(_scores, [(c.learner, c.budget.params) for c in eligible])):
+                candidate.accuracy, candidate.kept_accuracy, candidate.replay_accuracy, candidate.samples_per_second \
+                    = parts
+    cap = _replay_cap(eligible, head)
+    best = _chosen(candidates, head, cap)
     if trivial(best, head):
         constant = (f"a constant class (the majority class keeps {head.majority:.4f} of the reserved rows; its share "
                     f"of the rows is {head.majority_share:.4f})" if task == CLASSIFICATION else
@@ -540,39 +710,58 @@ def _too_slow(rate: float, board, fitting: list[Candidate], rate_mean: bool, wha
             f"per sample {calls}: {board.clock_hz / fastest.instructions:,.0f} samples/s")
 
 
-def _run(configs: list[tuple[str, dict]], data: Rows, workers, scheduler, progress) -> list:
-    """The parts of the score and samples/s (:func:`_scores` on ``data``) of each (learner, parameters), in order:
-    worker processes (each receives ``data`` once, when it starts), or a Dask cluster (``data`` scattered once)."""
-    bar = tqdm(total=len(configs), desc="search", unit="config", disable=not progress)
-    results: list = [None] * len(configs)
-    try:
-        if scheduler is not None:
+class _Workers:
+    """Where a search's work runs, the rows sent once: worker processes (each receives them when it starts), a Dask
+    cluster (scattered once), or this process (one worker, or one task). :meth:`map` runs ``fn(rows, *args)`` for
+    each of a list of arguments, the results in order; the workers live until the ``with`` block ends, so the
+    race's stages (:func:`_raced`) reuse them."""
+
+    def __init__(self, data: Rows, tasks: int, workers, scheduler, progress: bool):
+        self.data, self.tasks, self.workers, self.scheduler = data, tasks, workers, scheduler
+        self.bar = tqdm(total=0, desc="search", unit="config", disable=not progress)
+        self.pool = self.client = self.shared = None
+
+    def __enter__(self) -> "_Workers":
+        if self.scheduler is not None:
             try:
-                from dask.distributed import Client, as_completed as dask_completed
+                from dask.distributed import Client
             except ImportError:
                 raise ImportError("--scheduler needs dask.distributed: pip install 'edgestream[dask]'") from None
-            with Client(scheduler) as client:
-                [shared] = client.scatter([data], broadcast=True)
-                futures = {client.submit(_scores, learner, config, shared, pure=False): i
-                           for i, (learner, config) in enumerate(configs)}
-                for future in dask_completed(futures):
-                    results[futures[future]] = future.result()
-                    bar.update()
-        elif (workers or os.cpu_count() or 1) <= 1 or len(configs) <= 1:
-            for i, (learner, config) in enumerate(configs):
-                results[i] = _scores(learner, config, data)
-                bar.update()
+            self.client = Client(self.scheduler)
+            [self.shared] = self.client.scatter([self.data], broadcast=True)
+        elif (self.workers or os.cpu_count() or 1) > 1 and self.tasks > 1:
+            self.pool = ProcessPoolExecutor(min(self.workers or os.cpu_count(), self.tasks),
+                                            initializer=_start_worker, initargs=(os.getpid(), self.data))
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.bar.close()
+        if self.pool is not None:
+            self.pool.shutdown(cancel_futures=True)
+        if self.client is not None:
+            self.client.close()
+
+    def map(self, fn, arguments: list[tuple]) -> list:
+        results: list = [None] * len(arguments)
+        self.bar.total += len(arguments)
+        self.bar.refresh()
+        if self.client is not None:
+            from dask.distributed import as_completed as dask_completed
+
+            futures = {self.client.submit(fn, self.shared, *args, pure=False): i for i, args in enumerate(arguments)}
+            done = dask_completed(futures)
+        elif self.pool is not None:
+            futures = {self.pool.submit(_in_worker, fn, *args): i for i, args in enumerate(arguments)}
+            done = as_completed(futures)
         else:
-            with ProcessPoolExecutor(min(workers or os.cpu_count(), len(configs)), initializer=_start_worker,
-                                     initargs=(os.getpid(), data)) as pool:
-                futures = {pool.submit(_worker_scores, learner, config): i
-                           for i, (learner, config) in enumerate(configs)}
-                for future in as_completed(futures):
-                    results[futures[future]] = future.result()
-                    bar.update()
-    finally:
-        bar.close()
-    return results
+            futures, done = {}, ()
+            for i, args in enumerate(arguments):
+                results[i] = fn(self.data, *args)
+                self.bar.update()
+        for future in done:
+            results[futures[future]] = future.result()
+            self.bar.update()
+        return results
 
 
 _WORKER_ROWS: list[Rows] = []  # a worker's rows, received once (:func:`_start_worker`)
@@ -592,8 +781,8 @@ def _start_worker(parent: int, data: Rows) -> None:
     threading.Thread(target=watch, daemon=True, name="edgestream-parent-watch").start()
 
 
-def _worker_scores(learner: str, params: dict) -> tuple:
-    return _scores(learner, params, _WORKER_ROWS[0])
+def _in_worker(fn, *args):
+    return fn(_WORKER_ROWS[0], *args)
 
 
 __all__ = ["AUTO", "Candidate", "Search", "online_learners", "changed_part", "search", "with_changes"]

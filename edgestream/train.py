@@ -51,7 +51,7 @@ def configured(learner: str, params: dict, n_features: int, n_classes: int, boar
 
 def train(learner: str, X, y, params: dict, board=None, ram=None, flash=None, bins_rows: int = BINS_ROWS,
           progress: bool = False, rate=None, workers=None, scheduler=None, search_rows: int | None = None,
-          rate_mean: bool = False, classes=None, task: str | None = None) -> Trained:
+          rate_mean: bool = False, classes=None, task: str | None = None, race: bool = True) -> Trained:
     """Train ``learner`` on the rows. With a budget (``ram``, ``flash`` or, online learners, ``rate``), an online
     learner takes the best scored configuration that fits (:func:`edgestream.search.search`, scored on the first
     ``search_rows`` rows; ``learner="auto"``: of every online learner; ``rate_mean``: the rate on the mean calls,
@@ -84,7 +84,7 @@ def train(learner: str, X, y, params: dict, board=None, ram=None, flash=None, bi
             raise ValueError("a RAM, flash or rate budget needs a board")
         found = search(learner, board, X, y, ram, flash, rate, params, bins_rows=bins_rows, workers=workers,
                        scheduler=scheduler, progress=progress, search_rows=search_rows, rate_mean=rate_mean,
-                       classes=classes, task=task)
+                       classes=classes, task=task, race=race)
         spec = learners.get(found.learner, task)
         model, planned = spec.make(task, **found.budget.params), found.budget
     elif rate is not None:

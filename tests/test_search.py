@@ -38,8 +38,9 @@ def run(capsys, *argv):
 
 
 def test_chosen_has_the_best_score_that_fits_and_keeps_up(sea):
+    """Without the race every candidate that fits and keeps up is scored to the end, each part recomputed here."""
     X, y = sea
-    found = search("shrubs", BOARD, X, y, ram=4096, rate=2000, workers=2)
+    found = search("shrubs", BOARD, X, y, ram=4096, rate=2000, workers=2, race=False)
     cycles = BOARD.clock_hz / 2000
     for c in found.candidates:
         assert (c.accuracy is not None) == (c.budget.ram_bytes <= 4096 and c.instructions <= cycles)
@@ -70,7 +71,84 @@ def test_chosen_has_the_best_score_that_fits_and_keeps_up(sea):
     n = learned.sum()
     assert prequential(model, rows[n:], labels[n:]).accuracy == best.replay_accuracy
     # a larger budget never chooses a worse scored configuration on the same rows
-    assert search("shrubs", BOARD, X, y, ram=16384, rate=2000, workers=1).best.score >= best.score
+    assert search("shrubs", BOARD, X, y, ram=16384, rate=2000, workers=1, race=False).best.score >= best.score
+
+
+def test_the_race_stops_a_clearly_worse_candidate_never_the_leader_and_the_rest_score_as_without_it():
+    """A shrub of depth 1 on a window of 4 learns the rows far worse than the others: the race stops it (its
+    prequential accuracy on the rows it learned kept), never the one right most often, and every candidate it lets
+    go on, continued where it stopped in another worker process, gets the parts and score of a search without the
+    race."""
+    X, y = make_stream("sea", 1200, seed=4)
+    grid = ({"window_size": 4, "max_shrubs": 1, "max_depth": 1, "update_every": 16},
+            {"window_size": 32, "max_shrubs": 4, "max_depth": 3}, {"window_size": 64, "max_shrubs": 8, "max_depth": 3})
+    raced, full = (search("shrubs", BOARD, X, y, ram=32768, workers=2, grid=grid, race=race) for race in (True, False))
+    weak = raced.candidates[0]
+    assert [c.dropped for c in raced.candidates] == [True, False, False] and not any(c.dropped for c in full.candidates)
+    assert weak.score is weak.replay_accuracy is None
+    assert min(c.accuracy for c in raced.candidates[1:]) > weak.accuracy + 0.1
+    for ran, whole in zip(raced.candidates[1:], full.candidates[1:]):
+        assert (ran.accuracy, ran.kept_accuracy, ran.replay_accuracy) == \
+            (whole.accuracy, whole.kept_accuracy, whole.replay_accuracy)
+    assert raced.chosen == full.chosen and "1 of them stopped by the race" in raced.to_text()
+    assert raced.to_json()["candidates"][0]["dropped"] is True
+
+
+def test_no_race_from_the_cli_scores_every_candidate_to_the_end(capsys, tmp_path, sea):
+    """budget and fit race by default and take --no-race: then no candidate is stopped and every one has a score;
+    fit's search is budget's, either way."""
+    path = write_csv(tmp_path / "s.csv", *sea)
+    argv = ("--learner", "shrubs", "--board", "stm32f411", "--ram", "8KiB", "--label", "label")
+    reports = [json.loads(run(capsys, "budget", *argv, "--data", path, "--json", *flag)[1])["search"]
+               for flag in ((), ("--no-race",))]
+    raced, full = ([c for c in report["candidates"] if c["accuracy"] is not None] for report in reports)
+    assert len(raced) == len(full) and sum(c["dropped"] for c in raced) > 0
+    assert not any(c["dropped"] for c in full) and all(c["score"] is not None for c in full)
+    assert all(c["score"] is None for c in raced if c["dropped"])
+    fits = [run(capsys, "fit", path, *argv, *flag, "--json", "--output", tmp_path / f"m{len(flag)}.json")
+            for flag in ((), ("--no-race",))]
+    assert [code for code, _, _ in fits] == [0, 0]
+    parts = ("config", "accuracy", "kept_accuracy", "replay_accuracy", "score", "dropped")
+    assert [[[c[k] for k in parts] for c in json.loads(out)["search"]["candidates"]] for _, out, _ in fits] == \
+        [[[c[k] for k in parts] for c in report["candidates"]] for report in reports]
+
+
+def test_stopped_candidates_continue_where_the_unknown_cap_could_change_the_choice():
+    """Rows of one concept: the replay counts up to the median of every candidate's, and the race leaves the stopped
+    ones' unmeasured. Two finished candidates that learned and kept alike: the one that recovers better wins unless
+    the cap is below both replays. With the stopped ones counted as recovering best the median is above both,
+    counted as recovering worst it is below: the choice depends on the unknown median, so they must continue. With
+    replays above both finished ones measured, it does not."""
+    from types import SimpleNamespace
+
+    from edgestream.search import Candidate, _cap_decides, _chosen, _replay_cap
+    head = SimpleNamespace(kind=NO_CHANGE, weights=(0.4, 0.4, 0.2), majority=0.5, majority_share=0.5)
+    finished = [Candidate(SimpleNamespace(ram_bytes=ram), accuracy=0.9, kept_accuracy=0.9, replay_accuracy=replay)
+                for ram, replay in ((100, 0.6), (200, 0.7))]
+    stopped = [Candidate(SimpleNamespace(ram_bytes=50), accuracy=0.7, dropped=True) for _ in range(3)]
+    assert _replay_cap(finished + stopped, head, 0.0) == 0.0 and _replay_cap(finished + stopped, head) == 1.0
+    assert _chosen(finished + stopped, head, 0.0) is finished[0] and _chosen(finished + stopped, head, 1.0) is finished[1]
+    assert _cap_decides(finished + stopped, head)
+    measured = [Candidate(SimpleNamespace(ram_bytes=50), accuracy=0.7, kept_accuracy=0.7, replay_accuracy=0.8)
+                for _ in range(3)]
+    assert not _cap_decides(finished + measured, head)
+    assert _chosen(finished + measured, head, _replay_cap(finished + measured, head)) is finished[1]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_race_never_stops_the_candidate_right_most_often_and_stops_one_only_on_a_wide_margin(seed):
+    """Hit vectors where one candidate is right on every row another is and more: that one is stopped once the
+    margin passes the bound; the one right most often always goes on; equal vectors never stop each other."""
+    from edgestream.search import _race
+    rng = np.random.default_rng(seed)
+    hits = [rng.random(2000) < p for p in (0.9, 0.88, 0.6, 0.89)]
+    going = _race(hits)
+    best = int(np.argmax([h.sum() for h in hits]))
+    assert going[best] and not going[2]
+    assert _race([hits[0], hits[0].copy()]) == [True, True]
+    better = hits[2] | (rng.random(2000) < 0.02)  # right wherever the other is, and on about 2% more rows
+    margin = int(better.sum() - hits[2].sum())
+    assert _race([hits[2], better]) == [margin < np.sqrt(2 * margin * np.log(2 / 0.01)), True]
 
 
 def test_the_first_synthetic_change_moves_every_label_the_second_those_of_a_part():
