@@ -148,6 +148,22 @@ def drifting_stream(n, d=4, seed=0):
     return X, y
 
 
+@pytest.mark.parametrize("feature_nodes, enhancement_nodes", [(40, 30), (100, 20)])
+def test_engine_draws_long_weight_streams_like_the_specification(feature_nodes, enhancement_nodes):
+    """The host engine draws the random weights in blocks of 1,024 (16 lanes of 64 joined by a jump): streams of
+    1,430 and 2,520 weights (a full block, then a partial one of 1 to 4 lane vectors) give the specification's
+    classes and state after every row."""
+    X, y = drifting_stream(12)
+    spec = OnlineBLSClassifier(feature_nodes=feature_nodes, enhancement_nodes=enhancement_nodes, forgetting=0.99)
+    spec.start(X[:6], [0, 1])
+    spec.use_engine = False
+    twin = EngineTwin(spec)
+    for i, (x, label) in enumerate(zip(X, y)):
+        expected = spec.predict_encoded(x[None])[0]
+        spec.learn_encoded(x, int(label))
+        twin.step(x, int(label), spec, expected, f"row {i}")
+
+
 @pytest.mark.parametrize("forgetting", [1.0, 0.99])
 def test_factor_stays_a_cholesky_factor_over_a_long_stream(forgetting):
     """``L L^T`` tracks the float64 recurrence of the regularized forgetting Gram matrix from the same broad
