@@ -37,6 +37,20 @@ float es_bls_tanh(float x)
 #define ES_BLS_WEIGHT(high_bits) ((high_bits) * 1.1920928955078125e-7f - 1.0f)
 
 #if ES_HOST_ENGINE && defined(__GNUC__)
+#define ES_BLS_BLOCKS 1
+#else
+#define ES_BLS_BLOCKS 0
+#endif
+
+/* The host engine's learning step also in AVX2 (8 floats a vector, no FMA), chosen at load time where the CPU
+ * has it (x86-64, GCC or Clang, glibc's ifunc): elementwise loops, the same results. */
+#if ES_HOST_ENGINE && defined(__GNUC__) && defined(__x86_64__) && defined(__gnu_linux__)
+#define ES_BLS_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define ES_BLS_CLONES
+#endif
+
+#if ES_BLS_BLOCKS
 /* The host engine draws the same stream in blocks: ES_BLS_LANES lanes each step through ES_BLS_LANE_SPAN
  * consecutive numbers (independent chains the compiler vectorizes; one xorshift32 chain waits ~6 cycles a
  * number), lane l + 1 starting where lane l ends by the jump matrix T^ES_BLS_LANE_SPAN. */
@@ -67,7 +81,7 @@ typedef struct {
     uint32_t state;     /* the stream's state before block[0] */
     uint32_t remaining; /* numbers not drawn yet */
     uint32_t next;      /* the next weight's index in block */
-    float block[ES_BLS_BLOCK];
+    float *block;       /* ES_BLS_BLOCK floats of the caller's (so that the stream itself stays in registers) */
 } weight_stream;
 
 /* T^64 s, nibble by nibble. */
@@ -85,16 +99,16 @@ typedef int32_t lane_integers __attribute__((vector_size(16)));
 typedef float lane_floats __attribute__((vector_size(16)));
 #define ES_BLS_VECTORS (ES_BLS_LANES / 4u)
 
-/* The next ES_BLS_BLOCK weights (fewer when fewer remain: only the lane vectors they need); block[step *
- * ES_BLS_LANES + l] is lane l's number step. */
-static void refill(weight_stream *stream)
+/* The next ES_BLS_BLOCK weights of the stream at state, of which remaining are still to draw (only the lane vectors
+ * they need), into block: block[step * ES_BLS_LANES + l] is lane l's number step. Returns the state after them. */
+__attribute__((noinline)) static uint32_t refill(float *block, uint32_t state, uint32_t remaining)
 {
-    uint32_t starts[ES_BLS_LANES], l, step, vectors = (stream->remaining + 4u * ES_BLS_LANE_SPAN - 1u) / (4u * ES_BLS_LANE_SPAN);
+    uint32_t starts[ES_BLS_LANES], l, step, vectors = (remaining + 4u * ES_BLS_LANE_SPAN - 1u) / (4u * ES_BLS_LANE_SPAN);
     lane_states lanes[ES_BLS_VECTORS];
     if (vectors > ES_BLS_VECTORS) {
         vectors = ES_BLS_VECTORS;
     }
-    starts[0] = stream->state;
+    starts[0] = state;
     for (l = 1; l < 4u * vectors; l++) {
         starts[l] = jump(starts[l - 1u]);
     }
@@ -108,12 +122,10 @@ static void refill(weight_stream *stream)
             s ^= s << 5;
             lanes[l] = s;
             w = ES_BLS_WEIGHT(__builtin_convertvector((lane_integers)(s >> 8), lane_floats));
-            memcpy(stream->block + step * ES_BLS_LANES + 4u * l, &w, sizeof w);
+            memcpy(block + step * ES_BLS_LANES + 4u * l, &w, sizeof w);
         }
     }
-    stream->state = lanes[vectors - 1u][3];
-    stream->remaining -= stream->remaining < ES_BLS_BLOCK ? stream->remaining : ES_BLS_BLOCK;
-    stream->next = 0;
+    return lanes[vectors - 1u][3];
 }
 
 /* A stream of count weights from state. */
@@ -128,7 +140,9 @@ static float next_weight(weight_stream *stream)
 {
     uint32_t n;
     if (stream->next == ES_BLS_BLOCK) {
-        refill(stream);
+        stream->state = refill(stream->block, stream->state, stream->remaining);
+        stream->remaining -= stream->remaining < ES_BLS_BLOCK ? stream->remaining : ES_BLS_BLOCK;
+        stream->next = 0;
     }
     n = stream->next++;
     return stream->block[(n % ES_BLS_LANE_SPAN) * ES_BLS_LANES + n / ES_BLS_LANE_SPAN];
@@ -172,6 +186,10 @@ static void broad(const es_bls *model, const float *features)
     uint8_t j;
     float acc;
     weight_stream stream;
+#if ES_BLS_BLOCKS
+    float block[ES_BLS_BLOCK];
+    stream.block = block;
+#endif
 
     start_stream(&stream, state == 0 ? ES_BLS_SEED_MIX : state, (uint32_t)nf * (d + 1u) + (uint32_t)ne * (nf + 1u));
     for (j = 0; j < d; j++) {
@@ -235,6 +253,15 @@ static void rotate(float *restrict column, float *restrict v, uint32_t n, float 
     }
 }
 
+/* y[p] = y[p] * a for p < n (vectorizable). */
+static void scale(float *y, uint32_t n, float a)
+{
+    uint32_t p;
+    for (p = 0; p < n; p++) {
+        y[p] = y[p] * a;
+    }
+}
+
 /* y[p] = y[p] - x[p] * a for p < n, elementwise (vectorizable). */
 static void subtract_scaled(float *restrict y, const float *restrict x, uint32_t n, float a)
 {
@@ -244,30 +271,57 @@ static void subtract_scaled(float *restrict y, const float *restrict x, uint32_t
     }
 }
 
-/* L L^T + v v^T through Givens rotations, L packed lower by columns; v (m floats) is consumed. */
-static void rank_one_update(float *factor, float *v, uint32_t m)
+/* Column i of the rank-one update L L^T + v v^T (column holds L[i..i+n-1, i], v its entries i..i+n-1; v is
+ * consumed): the Givens rotation of L[i, i] against v[i], then of the rest of the column. */
+static void rotate_column(float *column, float *v, uint32_t n)
 {
-    uint32_t i, k = 0;
-    for (i = 0; i < m; k += m - i, i++) {
-        float vi = v[i], lii, r, c, s;
-        if (vi == 0.0f) {
-            continue;
+    float vi = v[0], lii, r, c, s;
+    if (vi == 0.0f) {
+        return;
+    }
+    lii = column[0];
+    r = lii * lii;
+    r = r + vi * vi;
+    r = es_f32_sqrt(r);
+    c = lii / r;
+    s = vi / r;
+    column[0] = r;
+    rotate(column + 1u, v + 1u, n - 1u, c, s);
+}
+
+/* The factor's step, column by column: forgetting (L times sqrt(mu)), the rank-one update with a (model->broad,
+ * consumed), then the regularization refresh's with sqrt(rho) e_j (in model->rotate; zero above j, so its
+ * rotations start at column j). Column i is final for the first update once rotated (the rotations of later columns
+ * read only v), so each column takes its three steps in turn: every entry gets the specification's operations in
+ * its order (scale, a's rotation, e_j's rotation), in one pass over L. */
+ES_BLS_CLONES static void update_factor(const es_bls *model, uint32_t m)
+{
+    const es_bls_config *config = model->config;
+    float *column = model->factor, *refresh = model->rotate;
+    uint32_t i, j = model->counters->refresh;
+    int refreshes = config->refresh_sqrt != 0.0f;
+
+    if (refreshes) {
+        refresh[j] = config->refresh_sqrt;
+        for (i = j + 1u; i < m; i++) {
+            refresh[i] = 0.0f;
         }
-        lii = factor[k];
-        r = lii * lii;
-        r = r + vi * vi;
-        r = es_f32_sqrt(r);
-        c = lii / r;
-        s = vi / r;
-        factor[k] = r;
-        rotate(factor + k + 1u, v + i + 1u, m - i - 1u, c, s);
+    }
+    for (i = 0; i < m; column += m - i, i++) {
+        if (config->sqrt_forget != 1.0f) {
+            scale(column, m - i, config->sqrt_forget);
+        }
+        rotate_column(column, model->broad + i, m - i);
+        if (refreshes && i >= j) {
+            rotate_column(column, refresh + i, m - i);
+        }
     }
 }
 
 /* L L^T X = rhs in place, rhs class-major (n_classes columns of m): forward then back substitution, each entry
  * updated in the specification's (axpy) order; row i of L is gathered into row (m floats) for the back
  * substitution so that every update is a contiguous elementwise loop. */
-static void solve(const float *factor, float *rhs, float *row, uint32_t m, uint8_t n_classes)
+ES_BLS_CLONES static void solve(const float *factor, float *rhs, float *row, uint32_t m, uint8_t n_classes)
 {
     uint32_t i, p, k;
     uint8_t c;
@@ -337,26 +391,10 @@ static es_status prepare(const es_bls *model, const float *features)
 static void update(const es_bls *model)
 {
     const es_bls_config *config = model->config;
-    uint32_t m = (uint32_t)config->feature_nodes + config->enhancement_nodes, i, size = m * (m + 1u) / 2u;
+    uint32_t m = (uint32_t)config->feature_nodes + config->enhancement_nodes, i;
     uint8_t c, n_classes = config->n_classes;
     float refresh = config->refresh_sqrt;
 
-    if (config->sqrt_forget != 1.0f) {
-        for (i = 0; i < size; i++) {
-            model->factor[i] = model->factor[i] * config->sqrt_forget;
-        }
-    }
-    for (i = 0; i < m; i++) {
-        model->rotate[i] = model->broad[i];
-    }
-    rank_one_update(model->factor, model->rotate, m);
-    if (refresh != 0.0f) {
-        for (i = 0; i < m; i++) {
-            model->rotate[i] = 0.0f;
-        }
-        model->rotate[model->counters->refresh] = refresh;
-        rank_one_update(model->factor, model->rotate, m);
-    }
     for (c = 0; c < n_classes; c++) {
         for (i = 0; i < m; i++) {
             model->delta[c * m + i] = model->broad[i] * model->residual[c];
@@ -369,7 +407,10 @@ static void update(const es_bls *model)
             float t = rho * model->weights[j * n_classes + c];
             model->delta[c * m + j] = model->delta[c * m + j] - t;
         }
-        model->counters->refresh = (uint16_t)((j + 1u) % m);
+    }
+    update_factor(model, m);
+    if (refresh != 0.0f) {
+        model->counters->refresh = (uint16_t)((model->counters->refresh + 1u) % m);
     }
     solve(model->factor, model->delta, model->rotate, m, n_classes);
     for (i = 0; i < m; i++) {
