@@ -99,21 +99,27 @@ typedef int32_t lane_integers __attribute__((vector_size(16)));
 typedef float lane_floats __attribute__((vector_size(16)));
 #define ES_BLS_VECTORS (ES_BLS_LANES / 4u)
 
-/* The next ES_BLS_BLOCK weights of the stream at state, of which remaining are still to draw (only the lane vectors
- * they need), into block: block[step * ES_BLS_LANES + l] is lane l's number step. Returns the state after them. */
+/* The next ES_BLS_BLOCK weights of the stream at state into block (block[step * ES_BLS_LANES + l] is lane l's
+ * number step), of which remaining are still to draw: only the lanes, lane vectors and steps they need. Returns the
+ * state after the block (when a whole block is drawn). */
 __attribute__((noinline)) static uint32_t refill(float *block, uint32_t state, uint32_t remaining)
 {
-    uint32_t starts[ES_BLS_LANES], l, step, vectors = (remaining + 4u * ES_BLS_LANE_SPAN - 1u) / (4u * ES_BLS_LANE_SPAN);
+    uint32_t starts[ES_BLS_LANES], l, step, vectors, steps = ES_BLS_LANE_SPAN,
+             lanes_needed = (remaining + ES_BLS_LANE_SPAN - 1u) / ES_BLS_LANE_SPAN;
     lane_states lanes[ES_BLS_VECTORS];
-    if (vectors > ES_BLS_VECTORS) {
-        vectors = ES_BLS_VECTORS;
+    if (lanes_needed > ES_BLS_LANES) {
+        lanes_needed = ES_BLS_LANES;
     }
+    if (remaining < steps) {
+        steps = remaining;
+    }
+    vectors = (lanes_needed + 3u) / 4u;
     starts[0] = state;
-    for (l = 1; l < 4u * vectors; l++) {
-        starts[l] = jump(starts[l - 1u]);
+    for (l = 1; l < 4u * vectors; l++) { /* lanes past the needed ones: any state (their numbers are not read) */
+        starts[l] = l < lanes_needed ? jump(starts[l - 1u]) : state;
     }
     memcpy(lanes, starts, vectors * sizeof lanes[0]);
-    for (step = 0; step < ES_BLS_LANE_SPAN; step++) {
+    for (step = 0; step < steps; step++) {
         for (l = 0; l < vectors; l++) {
             lane_states s = lanes[l];
             lane_floats w;
@@ -125,7 +131,7 @@ __attribute__((noinline)) static uint32_t refill(float *block, uint32_t state, u
             memcpy(block + step * ES_BLS_LANES + 4u * l, &w, sizeof w);
         }
     }
-    return lanes[vectors - 1u][3];
+    return lanes[ES_BLS_VECTORS - 1u][3];
 }
 
 /* A stream of count weights from state. */
@@ -262,15 +268,6 @@ static void scale(float *y, uint32_t n, float a)
     }
 }
 
-/* y[p] = y[p] - x[p] * a for p < n, elementwise (vectorizable). */
-static void subtract_scaled(float *restrict y, const float *restrict x, uint32_t n, float a)
-{
-    uint32_t p;
-    for (p = 0; p < n; p++) {
-        y[p] = y[p] - x[p] * a;
-    }
-}
-
 /* Column i of the rank-one update L L^T + v v^T (column holds L[i..i+n-1, i], v its entries i..i+n-1; v is
  * consumed): the Givens rotation of L[i, i] against v[i], then of the rest of the column. */
 static void rotate_column(float *column, float *v, uint32_t n)
@@ -318,32 +315,60 @@ ES_BLS_CLONES static void update_factor(const es_bls *model, uint32_t m)
     }
 }
 
+/* Two steps of a substitution on one entry each: y[p] = (y[p] - x[p] * a) - z[p] * b for p < n, elementwise
+ * (vectorizable): the two axpy updates in their order, y read and written once. */
+static void subtract_scaled_pair(float *restrict y, const float *restrict x, float a, const float *restrict z, float b,
+                                 uint32_t n)
+{
+    uint32_t p;
+    for (p = 0; p < n; p++) {
+        float t = y[p] - x[p] * a;
+        y[p] = t - z[p] * b;
+    }
+}
+
 /* L L^T X = rhs in place, rhs class-major (n_classes columns of m): forward then back substitution, each entry
- * updated in the specification's (axpy) order; row i of L is gathered into row (m floats) for the back
- * substitution so that every update is a contiguous elementwise loop. */
-ES_BLS_CLONES static void solve(const float *factor, float *rhs, float *row, uint32_t m, uint8_t n_classes)
+ * updated in the specification's (axpy) order. Columns (forward) and rows (back) go in pairs, so that each entry
+ * below them takes both updates in one pass; rows i and i - 1 of L are gathered into row and next_row (m floats
+ * each) for the back substitution, so that every update is a contiguous elementwise loop. */
+ES_BLS_CLONES static void solve(const float *factor, float *rhs, float *row, float *next_row, uint32_t m,
+                                uint8_t n_classes)
 {
     uint32_t i, p, k;
     uint8_t c;
 
-    for (i = 0, k = 0; i < m; k += m - i, i++) {
+    for (i = 0, k = 0; i + 1u < m; k += 2u * (m - i) - 1u, i += 2u) {
+        const float *column = factor + k, *next = column + (m - i); /* L[i.., i], L[i + 1.., i + 1] */
         for (c = 0; c < n_classes; c++) {
             float *x = rhs + (uint32_t)c * m;
-            x[i] = x[i] / factor[k];
-            subtract_scaled(x + i + 1u, factor + k + 1u, m - i - 1u, x[i]);
+            x[i] = x[i] / column[0];
+            x[i + 1u] = x[i + 1u] - column[1] * x[i];
+            x[i + 1u] = x[i + 1u] / next[0];
+            subtract_scaled_pair(x + i + 2u, column + 2u, x[i], next + 1u, x[i + 1u], m - i - 2u);
         }
     }
-    for (i = m; i-- > 0;) {
-        float lii = factor[i * m - i * (i - 1u) / 2u];
-        /* row i of L: L[i, p] for p < i sits in column p at offset(p) + (i - p) */
-        for (p = 0, k = 0; p < i; k += m - p, p++) {
-            row[p] = factor[k + i - p];
+    for (c = 0; i < m && c < n_classes; c++) { /* m odd: the last column */
+        rhs[(uint32_t)c * m + i] = rhs[(uint32_t)c * m + i] / factor[k];
+    }
+    for (i = m; i >= 2u; i -= 2u) {
+        uint32_t r = i - 1u; /* rows r and r - 1 */
+        float lrr = factor[r * m - r * (r - 1u) / 2u], lqq = factor[(r - 1u) * m - (r - 1u) * (r - 2u) / 2u];
+        /* L[r - 1, p] and L[r, p] for p < r - 1 sit side by side in column p at offset(p) + (r - 1 - p) */
+        for (p = 0, k = 0; p + 1u < r; k += m - p, p++) {
+            next_row[p] = factor[k + r - 1u - p];
+            row[p] = factor[k + r - p];
         }
+        row[r - 1u] = factor[k + 1u];
         for (c = 0; c < n_classes; c++) {
             float *x = rhs + (uint32_t)c * m;
-            x[i] = x[i] / lii;
-            subtract_scaled(x, row, i, x[i]);
+            x[r] = x[r] / lrr;
+            x[r - 1u] = x[r - 1u] - row[r - 1u] * x[r];
+            x[r - 1u] = x[r - 1u] / lqq;
+            subtract_scaled_pair(x, row, x[r], next_row, x[r - 1u], r - 1u);
         }
+    }
+    for (c = 0; i == 1u && c < n_classes; c++) { /* m odd: row 0 */
+        rhs[(uint32_t)c * m] = rhs[(uint32_t)c * m] / factor[0];
     }
 }
 
@@ -412,7 +437,7 @@ static void update(const es_bls *model)
     if (refresh != 0.0f) {
         model->counters->refresh = (uint16_t)((model->counters->refresh + 1u) % m);
     }
-    solve(model->factor, model->delta, model->rotate, m, n_classes);
+    solve(model->factor, model->delta, model->rotate, model->broad, m, n_classes); /* broad: consumed */
     for (i = 0; i < m; i++) {
         for (c = 0; c < n_classes; c++) {
             model->weights[i * n_classes + c] = model->weights[i * n_classes + c] + model->delta[c * m + i];
