@@ -55,36 +55,36 @@ float es_bls_tanh(float x)
  * consecutive numbers (independent chains the compiler vectorizes; one xorshift32 chain waits ~6 cycles a
  * number), lane l + 1 starting where lane l ends by the jump matrix T^ES_BLS_LANE_SPAN. */
 #define ES_BLS_LANES 16u
-#define ES_BLS_LANE_SPAN 64u
+#define ES_BLS_LANE_SPAN 256u
 #define ES_BLS_BLOCK (ES_BLS_LANES * ES_BLS_LANE_SPAN)
 
-/* jump_span[i][v]: T^64 (64 xorshift32 steps, linear over GF(2)) applied to the state v << 4 i. */
+/* jump_span[i][v]: T^256 (256 xorshift32 steps, linear over GF(2)) applied to the state v << 4 i. */
 static const uint32_t jump_span[8][16] = {
-    {0x00000000u, 0x379686C7u, 0x425170C2u, 0x75C7F605u, 0x117B6D68u, 0x26EDEBAFu, 0x532A1DAAu, 0x64BC9B6Du,
-     0x7CBD73D3u, 0x4B2BF514u, 0x3EEC0311u, 0x097A85D6u, 0x6DC61EBBu, 0x5A50987Cu, 0x2F976E79u, 0x1801E8BEu},
-    {0x00000000u, 0x60F17F4Fu, 0x40F3102Cu, 0x20026F63u, 0x122402CFu, 0x72D57D80u, 0x52D712E3u, 0x32266DACu,
-     0xDD277513u, 0xBDD60A5Cu, 0x9DD4653Fu, 0xFD251A70u, 0xCF0377DCu, 0xAFF20893u, 0x8FF067F0u, 0xEF0118BFu},
-    {0x00000000u, 0x74FFE4A2u, 0x9F857006u, 0xEB7A94A4u, 0x440C6E3Au, 0x30F38A98u, 0xDB891E3Cu, 0xAF76FA9Eu,
-     0xB312E9F2u, 0xC7ED0D50u, 0x2C9799F4u, 0x58687D56u, 0xF71E87C8u, 0x83E1636Au, 0x689BF7CEu, 0x1C64136Cu},
-    {0x00000000u, 0xDCA256B4u, 0xB0550F75u, 0x6CF759C1u, 0x5622227Du, 0x8A8074C9u, 0xE6772D08u, 0x3AD57BBCu,
-     0x7A03354Au, 0xA6A163FEu, 0xCA563A3Fu, 0x16F46C8Bu, 0x2C211737u, 0xF0834183u, 0x9C741842u, 0x40D64EF6u},
-    {0x00000000u, 0x9E3CFC35u, 0x3CB9B458u, 0xA285486Du, 0xC9BC20FEu, 0x5780DCCBu, 0xF50594A6u, 0x6B396893u,
-     0xE33E8A56u, 0x7D027663u, 0xDF873E0Eu, 0x41BBC23Bu, 0x2A82AAA8u, 0xB4BE569Du, 0x163B1EF0u, 0x8807E2C5u},
-    {0x00000000u, 0x50431E52u, 0x1C5647F4u, 0x4C1559A6u, 0x18A78D59u, 0x48E4930Bu, 0x04F1CAADu, 0x54B2D4FFu,
-     0xE1108752u, 0xB1539900u, 0xFD46C0A6u, 0xAD05DEF4u, 0xF9B70A0Bu, 0xA9F41459u, 0xE5E14DFFu, 0xB5A253ADu},
-    {0x00000000u, 0x539CACC1u, 0x1AA03C75u, 0x493C90B4u, 0xA29F511Du, 0xF103FDDCu, 0xB83F6D68u, 0xEBA3C1A9u,
-     0xD4CF1170u, 0x8753BDB1u, 0xCE6F2D05u, 0x9DF381C4u, 0x7650406Du, 0x25CCECACu, 0x6CF07C18u, 0x3F6CD0D9u},
-    {0x00000000u, 0x8E8B2620u, 0x548098C5u, 0xDA0BBEE5u, 0x66F61900u, 0xE87D3F20u, 0x327681C5u, 0xBCFDA7E5u,
-     0x341E7E45u, 0xBA955865u, 0x609EE680u, 0xEE15C0A0u, 0x52E86745u, 0xDC634165u, 0x0668FF80u, 0x88E3D9A0u}};
+    {0x00000000u, 0x54EDA13Cu, 0xE9CD73EEu, 0xBD20D2D2u, 0xB77136C3u, 0xE39C97FFu, 0x5EBC452Du, 0x0A51E411u,
+     0xDEB89E2Bu, 0x8A553F17u, 0x3775EDC5u, 0x63984CF9u, 0x69C9A8E8u, 0x3D2409D4u, 0x8004DB06u, 0xD4E97A3Au},
+    {0x00000000u, 0x4837DDB4u, 0xAA7186BDu, 0xE2465B09u, 0x47CCFD7Du, 0x0FFB20C9u, 0xEDBD7BC0u, 0xA58AA674u,
+     0x09409751u, 0x41774AE5u, 0xA33111ECu, 0xEB06CC58u, 0x4E8C6A2Cu, 0x06BBB798u, 0xE4FDEC91u, 0xACCA3125u},
+    {0x00000000u, 0x4852E923u, 0x935EB108u, 0xDB0C582Bu, 0x58647569u, 0x10369C4Au, 0xCB3AC461u, 0x83682D42u,
+     0x9E1D74F6u, 0xD64F9DD5u, 0x0D43C5FEu, 0x45112CDDu, 0xC679019Fu, 0x8E2BE8BCu, 0x5527B097u, 0x1D7559B4u},
+    {0x00000000u, 0xE6C5E3F7u, 0xB56F517Au, 0x53AAB28Du, 0xDFBAA62Au, 0x397F45DDu, 0x6AD5F750u, 0x8C1014A7u,
+     0x6551E937u, 0x83940AC0u, 0xD03EB84Du, 0x36FB5BBAu, 0xBAEB4F1Du, 0x5C2EACEAu, 0x0F841E67u, 0xE941FD90u},
+    {0x00000000u, 0x1933008Cu, 0x74359566u, 0x6D0695EAu, 0xB2730C82u, 0xAB400C0Eu, 0xC64699E4u, 0xDF759968u,
+     0xC019BE4Fu, 0xD92ABEC3u, 0xB42C2B29u, 0xAD1F2BA5u, 0x726AB2CDu, 0x6B59B241u, 0x065F27ABu, 0x1F6C2727u},
+    {0x00000000u, 0x7FEA9452u, 0xED17FDB1u, 0x92FD69E3u, 0x926154AFu, 0xED8BC0FDu, 0x7F76A91Eu, 0x009C3D4Cu,
+     0x200C67EBu, 0x5FE6F3B9u, 0xCD1B9A5Au, 0xB2F10E08u, 0xB26D3344u, 0xCD87A716u, 0x5F7ACEF5u, 0x20905AA7u},
+    {0x00000000u, 0x73FC8E9Au, 0x68787DF8u, 0x1B84F362u, 0x70E5D9CCu, 0x03195756u, 0x189DA434u, 0x6B612AAEu,
+     0xC61D550Eu, 0xB5E1DB94u, 0xAE6528F6u, 0xDD99A66Cu, 0xB6F88CC2u, 0xC5040258u, 0xDE80F13Au, 0xAD7C7FA0u},
+    {0x00000000u, 0xCB068D93u, 0x3BA1B411u, 0xF0A73982u, 0x0A6B48DAu, 0xC16DC549u, 0x31CAFCCBu, 0xFACC7158u,
+     0x8C5A768Cu, 0x475CFB1Fu, 0xB7FBC29Du, 0x7CFD4F0Eu, 0x86313E56u, 0x4D37B3C5u, 0xBD908A47u, 0x769607D4u}};
 
 typedef struct {
     uint32_t state;     /* the stream's state before block[0] */
     uint32_t remaining; /* numbers not drawn yet */
     uint32_t next;      /* the next weight's index in block */
-    float *block;       /* ES_BLS_BLOCK floats of the caller's (so that the stream itself stays in registers) */
+    float *block;       /* ES_BLS_BLOCK floats (a pointer: the stream itself stays in registers) */
 } weight_stream;
 
-/* T^64 s, nibble by nibble. */
+/* T^256 s, nibble by nibble. */
 static uint32_t jump(uint32_t s)
 {
     uint32_t i, out = 0;
@@ -134,12 +134,31 @@ __attribute__((noinline)) static uint32_t refill(float *block, uint32_t state, u
     return lanes[ES_BLS_VECTORS - 1u][3];
 }
 
-/* A stream of count weights from state. */
+/* The block of the last stream of at most ES_BLS_BLOCK weights this thread drew (the same every sample of a model):
+ * the stream's start and length, 0 when the block holds no whole stream. */
+static __thread struct {
+    uint32_t state, count;
+    float block[ES_BLS_BLOCK];
+} drawn;
+
+/* A stream of count weights from state: a short one is drawn once (while the thread draws no other). */
 static void start_stream(weight_stream *stream, uint32_t state, uint32_t count)
 {
+    stream->block = drawn.block;
     stream->state = state;
     stream->remaining = count;
     stream->next = ES_BLS_BLOCK;
+    if (count > ES_BLS_BLOCK) {
+        drawn.count = 0;
+        return;
+    }
+    if (drawn.count != count || drawn.state != state) {
+        refill(drawn.block, state, count);
+        drawn.state = state;
+        drawn.count = count;
+    }
+    stream->remaining = 0;
+    stream->next = 0;
 }
 
 static float next_weight(weight_stream *stream)
@@ -182,6 +201,62 @@ static int finite_row(const float *features, uint8_t n)
     return 1;
 }
 
+/* The standardized row (d floats) into out. */
+static void standardize(const es_bls *model, const float *features, uint8_t d, float *out)
+{
+    uint8_t j;
+    for (j = 0; j < d; j++) {
+        float u = features[j] - model->center[j];
+        u = u * model->scale[j];
+        if (u > ES_BLS_CLAMP) {
+            u = ES_BLS_CLAMP;
+        } else if (u < -ES_BLS_CLAMP) {
+            u = -ES_BLS_CLAMP;
+        }
+        out[j] = u;
+    }
+}
+
+#if ES_BLS_BLOCKS
+/* The host engine keeps the broad features of the row last predicted: model->inputs holds its standardized row
+ * while model->broad holds its broad features (a learn call consumes them, and marks inputs with a NaN, which no
+ * standardized row equals). Returns 0 when the row's standardized values are those (bit for bit; a row of zeros,
+ * as the scratch starts, never counts), else stores them in model->inputs and returns 1. */
+static int new_inputs(const es_bls *model, const float *features)
+{
+    float u[255];
+    uint32_t bits = 0, word;
+    uint8_t j, d = model->config->n_features;
+    standardize(model, features, d, u);
+    for (j = 0; j < d; j++) {
+        memcpy(&word, &u[j], sizeof word);
+        bits |= word;
+    }
+    if (bits != 0 && memcmp(u, model->inputs, d * sizeof u[0]) == 0) {
+        return 0;
+    }
+    memcpy(model->inputs, u, d * sizeof u[0]);
+    return 1;
+}
+
+static void broad_consumed(const es_bls *model)
+{
+    uint32_t nan = 0x7FC00000u;
+    memcpy(model->inputs, &nan, sizeof nan);
+}
+#else
+static int new_inputs(const es_bls *model, const float *features)
+{
+    standardize(model, features, model->config->n_features, model->inputs);
+    return 1;
+}
+
+static void broad_consumed(const es_bls *model)
+{
+    (void)model;
+}
+#endif
+
 /* The broad features of one (finite) row into model->broad; model->inputs holds the standardized row. */
 static void broad(const es_bls *model, const float *features)
 {
@@ -192,21 +267,10 @@ static void broad(const es_bls *model, const float *features)
     uint8_t j;
     float acc;
     weight_stream stream;
-#if ES_BLS_BLOCKS
-    float block[ES_BLS_BLOCK];
-    stream.block = block;
-#endif
 
     start_stream(&stream, state == 0 ? ES_BLS_SEED_MIX : state, (uint32_t)nf * (d + 1u) + (uint32_t)ne * (nf + 1u));
-    for (j = 0; j < d; j++) {
-        float u = features[j] - model->center[j];
-        u = u * model->scale[j];
-        if (u > ES_BLS_CLAMP) {
-            u = ES_BLS_CLAMP;
-        } else if (u < -ES_BLS_CLAMP) {
-            u = -ES_BLS_CLAMP;
-        }
-        model->inputs[j] = u;
+    if (!new_inputs(model, features)) {
+        return;
     }
     for (k = 0; k < nf; k++) {
         acc = 0.0f;
@@ -444,6 +508,7 @@ static void update(const es_bls *model)
         }
     }
     bound_factor(model, m);
+    broad_consumed(model);
     model->counters->n_learned++;
 }
 
