@@ -134,31 +134,24 @@ __attribute__((noinline)) static uint32_t refill(float *block, uint32_t state, u
     return lanes[ES_BLS_VECTORS - 1u][3];
 }
 
-/* The block of the last stream of at most ES_BLS_BLOCK weights this thread drew (the same every sample of a model):
- * the stream's start and length, 0 when the block holds no whole stream. */
+/* Per thread: the block being drawn, and the weights of the last model whose stream fits ES_BLS_TABLE (the same
+ * every sample), transposed: for each input its weight in every node, so that a layer's sums run over the nodes
+ * elementwise (each node's sum still over its inputs in order). The model: its stream's start and its sizes
+ * (d | F << 8 | E << 19; 0: none). */
+#define ES_BLS_TABLE 16384u
 static __thread struct {
-    uint32_t state, count;
+    uint32_t state, sizes;
     float block[ES_BLS_BLOCK];
-} drawn;
+    float table[ES_BLS_TABLE];
+} kept;
 
-/* A stream of count weights from state: a short one is drawn once (while the thread draws no other). */
+/* A stream of count weights from state. */
 static void start_stream(weight_stream *stream, uint32_t state, uint32_t count)
 {
-    stream->block = drawn.block;
+    stream->block = kept.block;
     stream->state = state;
     stream->remaining = count;
     stream->next = ES_BLS_BLOCK;
-    if (count > ES_BLS_BLOCK) {
-        drawn.count = 0;
-        return;
-    }
-    if (drawn.count != count || drawn.state != state) {
-        refill(drawn.block, state, count);
-        drawn.state = state;
-        drawn.count = count;
-    }
-    stream->remaining = 0;
-    stream->next = 0;
 }
 
 static float next_weight(weight_stream *stream)
@@ -171,6 +164,79 @@ static float next_weight(weight_stream *stream)
     }
     n = stream->next++;
     return stream->block[(n % ES_BLS_LANE_SPAN) * ES_BLS_LANES + n / ES_BLS_LANE_SPAN];
+}
+/* The table (kept.table's layout) of a stream of d, nf and ne nodes' weights. */
+static void fill_table(weight_stream *stream, uint8_t d, uint16_t nf, uint16_t ne, float *table)
+{
+    float *feature = table, *feature_bias = feature + (uint32_t)nf * d, *enhance = feature_bias + nf,
+          *enhance_bias = enhance + (uint32_t)ne * nf;
+    uint32_t j, k, q;
+    for (k = 0; k < nf; k++) {
+        for (j = 0; j < d; j++) {
+            feature[j * nf + k] = next_weight(stream);
+        }
+        feature_bias[k] = next_weight(stream);
+    }
+    for (q = 0; q < ne; q++) {
+        for (k = 0; k < nf; k++) {
+            enhance[k * ne + q] = next_weight(stream);
+        }
+        enhance_bias[q] = next_weight(stream);
+    }
+}
+
+/* broad() from the table: every node's operations in broad()'s order, the nodes side by side (vectorizable). */
+ES_BLS_CLONES static void broad_from_table(const es_bls *model, const float *table)
+{
+    const es_bls_config *config = model->config;
+    uint32_t d = config->n_features, nf = config->feature_nodes, ne = config->enhancement_nodes, j, k, q;
+    const float *feature = table, *feature_bias = feature + nf * d, *enhance = feature_bias + nf,
+                *enhance_bias = enhance + ne * nf;
+    float *restrict z = model->broad, *restrict h = model->broad + nf;
+    for (k = 0; k < nf; k++) {
+        z[k] = 0.0f;
+    }
+    for (j = 0; j < d; j++) {
+        float u = model->inputs[j];
+        for (k = 0; k < nf; k++) {
+            z[k] = z[k] + feature[j * nf + k] * u;
+        }
+    }
+    for (k = 0; k < nf; k++) {
+        float acc = z[k] * config->feature_scale;
+        z[k] = acc + feature_bias[k];
+    }
+    for (q = 0; q < ne; q++) {
+        h[q] = 0.0f;
+    }
+    for (k = 0; k < nf; k++) {
+        float zk = z[k];
+        for (q = 0; q < ne; q++) {
+            h[q] = h[q] + enhance[k * ne + q] * zk;
+        }
+    }
+    for (q = 0; q < ne; q++) {
+        float acc = h[q] * config->enhance_scale;
+        h[q] = es_bls_tanh(acc + enhance_bias[q]);
+    }
+}
+
+/* broad() through the thread's table when the model's stream fits one (filled from the stream when the table
+ * holds another model's); 0 when it does not fit (the stream is left as it started). */
+static int broad_by_table(const es_bls *model, weight_stream *stream, uint32_t count)
+{
+    const es_bls_config *config = model->config;
+    uint32_t sizes = config->n_features | (uint32_t)config->feature_nodes << 8 | (uint32_t)config->enhancement_nodes << 19;
+    if (count > ES_BLS_TABLE) {
+        return 0;
+    }
+    if (kept.sizes != sizes || kept.state != stream->state) {
+        kept.state = stream->state;
+        fill_table(stream, config->n_features, config->feature_nodes, config->enhancement_nodes, kept.table);
+        kept.sizes = sizes;
+    }
+    broad_from_table(model, kept.table);
+    return 1;
 }
 #else
 typedef struct {
@@ -272,6 +338,11 @@ static void broad(const es_bls *model, const float *features)
     if (!new_inputs(model, features)) {
         return;
     }
+#if ES_BLS_BLOCKS
+    if (broad_by_table(model, &stream, (uint32_t)nf * (d + 1u) + (uint32_t)ne * (nf + 1u))) {
+        return;
+    }
+#endif
     for (k = 0; k < nf; k++) {
         acc = 0.0f;
         for (j = 0; j < d; j++) {

@@ -150,11 +150,12 @@ def drifting_stream(n, d=4, seed=0):
     return X, y
 
 
-@pytest.mark.parametrize("feature_nodes, enhancement_nodes", [(40, 30), (100, 40)])
+@pytest.mark.parametrize("feature_nodes, enhancement_nodes", [(40, 30), (100, 170)])
 def test_engine_draws_long_weight_streams_like_the_specification(feature_nodes, enhancement_nodes):
-    """The host engine draws the random weights in blocks of 4,096 (16 lanes of 256 joined by a jump) and keeps a
-    stream that fits one: 1,430 weights (one partial block, kept) and 4,540 (a full block, then a partial one,
-    drawn every sample) give the specification's classes and state after every row."""
+    """The host engine draws the random weights in blocks of 4,096 (16 lanes of 256 joined by a jump) and keeps
+    up to 16,384 of them in a table: 1,430 weights (one partial block, into the table) and 17,670 (beyond the
+    table: four full blocks and a partial one every sample) give the specification's classes and state after
+    every row."""
     X, y = drifting_stream(12)
     spec = OnlineBLSClassifier(feature_nodes=feature_nodes, enhancement_nodes=enhancement_nodes, forgetting=0.99)
     spec.start(X[:6], [0, 1])
@@ -188,8 +189,8 @@ def test_engine_reuses_the_broad_features_of_the_row_it_predicted_only():
 
 
 def test_engines_of_two_models_in_turn_learn_as_the_specification():
-    """Two models of the same size and other seeds learning in turn on one thread (the host engine's kept weight
-    stream changes hands at every call) learn as their specifications."""
+    """Two models of the same size and other seeds learning in turn on one thread (the host engine's table of
+    weights changes hands at every call) learn as their specifications."""
     X, y = drifting_stream(10)
     pairs = []
     for seed in (1, 2):
