@@ -100,8 +100,8 @@ typedef float lane_floats __attribute__((vector_size(16)));
 #define ES_BLS_VECTORS (ES_BLS_LANES / 4u)
 
 /* The next ES_BLS_BLOCK weights of the stream at state into block (block[step * ES_BLS_LANES + l] is lane l's
- * number step), of which remaining are still to draw: only the lanes, lane vectors and steps they need. Returns the
- * state after the block (when a whole block is drawn). */
+ * number step), of which remaining (at least 1) are still to draw: only the lanes, lane vectors and steps they need.
+ * Returns the state of the last lane drawn: after the block when a whole block is drawn. */
 __attribute__((noinline)) static uint32_t refill(float *block, uint32_t state, uint32_t remaining)
 {
     uint32_t starts[ES_BLS_LANES], l, step, vectors, steps = ES_BLS_LANE_SPAN,
@@ -131,7 +131,7 @@ __attribute__((noinline)) static uint32_t refill(float *block, uint32_t state, u
             memcpy(block + step * ES_BLS_LANES + 4u * l, &w, sizeof w);
         }
     }
-    return lanes[ES_BLS_VECTORS - 1u][3];
+    return lanes[vectors - 1u][3];
 }
 
 /* Per thread: the block being drawn, and the weights of the last model whose stream fits ES_BLS_TABLE (the same
