@@ -1,6 +1,7 @@
 """Online-BLS: the C runtime (es_bls.c) equals the Python specification bit for bit after every update; the
 factor stays a Cholesky factor of the regularized, forgetting Gram matrix; memory and bad input."""
 
+import copy
 import json
 import math
 
@@ -10,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine_twin import EngineTwin
+from engine_twin import assert_same_state as assert_same_engine_state
 from edgestream import OnlineBLSClassifier
 from edgestream.learners import OnlineBLSRegressor
 from edgestream.export import export_bundle
@@ -146,6 +148,60 @@ def drifting_stream(n, d=4, seed=0):
     X = rng.uniform(0, 10, size=(n, d)).astype(np.float32)
     y = ((X[:, 0] + X[:, 1] > 10) ^ (np.arange(n) > n // 2)).astype(int)
     return X, y
+
+
+@pytest.mark.parametrize("feature_nodes, enhancement_nodes", [(40, 30), (100, 170)])
+def test_engine_draws_long_weight_streams_like_the_specification(feature_nodes, enhancement_nodes):
+    """The host engine draws the random weights in blocks of 4,096 (16 lanes of 256 joined by a jump) and keeps
+    up to 16,384 of them in a table: 1,430 weights (one partial block, into the table) and 17,670 (beyond the
+    table: four full blocks and a partial one every sample) give the specification's classes and state after
+    every row."""
+    X, y = drifting_stream(12)
+    spec = OnlineBLSClassifier(feature_nodes=feature_nodes, enhancement_nodes=enhancement_nodes, forgetting=0.99)
+    spec.start(X[:6], [0, 1])
+    spec.use_engine = False
+    twin = EngineTwin(spec)
+    for i, (x, label) in enumerate(zip(X, y)):
+        expected = spec.predict_encoded(x[None])[0]
+        spec.learn_encoded(x, int(label))
+        twin.step(x, int(label), spec, expected, f"row {i}")
+
+
+def test_engine_reuses_the_broad_features_of_the_row_it_predicted_only():
+    """The host engine keeps the broad features of the row last predicted for a learn call on it: learning a row
+    other than the one predicted, the same row twice (the first learn call consumed them), and a row equal to the
+    center (standardized to zeros, as the scratch starts) on a fresh engine all give the specification's state."""
+    X, y = drifting_stream(8)
+    spec = OnlineBLSClassifier(feature_nodes=6, enhancement_nodes=10, forgetting=0.99).start(X[:6], [0, 1])
+    spec.use_engine = False
+    engine = copy.deepcopy(spec)
+    engine.use_engine = True
+    center = spec.center.copy()
+    steps = [("learn", center, 1), ("predict", X[0], None), ("learn", X[1], 0), ("predict", X[2], None),
+             ("learn", X[2], int(y[2])), ("learn", X[2], int(y[2])), ("predict", center, None), ("learn", center, 0)]
+    for i, (call, x, label) in enumerate(steps):
+        if call == "predict":
+            assert engine.predict_row(x) == spec.predict_row(x), f"step {i}"
+        else:
+            engine.learn_row(x, label)
+            spec.learn_encoded(x, label)
+            assert_same_engine_state(engine, spec, f"step {i}")
+
+
+def test_engines_of_two_models_in_turn_learn_as_the_specification():
+    """Two models of the same size and other seeds learning in turn on one thread (the host engine's table of
+    weights changes hands at every call) learn as their specifications."""
+    X, y = drifting_stream(10)
+    pairs = []
+    for seed in (1, 2):
+        spec = OnlineBLSClassifier(feature_nodes=6, enhancement_nodes=10, seed=seed).start(X[:6], [0, 1])
+        spec.use_engine = False
+        pairs.append((EngineTwin(spec), spec))
+    for i, (x, label) in enumerate(zip(X, y)):
+        for twin, spec in pairs:
+            expected = spec.predict_encoded(x[None])[0]
+            spec.learn_encoded(x, int(label))
+            twin.step(x, int(label), spec, expected, f"row {i}, seed {spec.seed}")
 
 
 @pytest.mark.parametrize("forgetting", [1.0, 0.99])
