@@ -402,7 +402,10 @@ static ES_INLINE void es_scan_nodes(const es_scan *scan, uint32_t f, uint32_t le
             }
         }
     }
-    while (list != end) {
+    if (list == end) {
+        return;
+    }
+    do { /* the test at the end: one branch an entry */
         const uint32_t row = *list++;
         const uint32_t tag = node_of[row];
         uint32_t *st;
@@ -436,7 +439,7 @@ static ES_INLINE void es_scan_nodes(const es_scan *scan, uint32_t f, uint32_t le
             st[ES_ST_RUN_CLASS] = ES_MIXED;
         }
         st[ES_STATS + y] = left_y + 1u;
-    }
+    } while (list != end);
 }
 
 static ES_NOINLINE void es_scan_feature(const es_scan *scan, uint32_t f, uint32_t level_size)
@@ -534,7 +537,10 @@ static ES_INLINE void es_scan_root_node(const es_scan *scan, uint32_t f, int gin
     for (k = 0; k < scan->n_classes; k++) {
         left[k] = 0;
     }
-    while (list != end) {
+    if (list == end) {
+        return;
+    }
+    do { /* the test at the end: one branch an entry */
         const uint32_t row = *list++;
         const uint32_t bin = bins[row * d];
         const uint32_t y = labels[row];
@@ -557,7 +563,7 @@ static ES_INLINE void es_scan_root_node(const es_scan *scan, uint32_t f, int gin
             run_class = ES_MIXED;
         }
         left[y] = left_y + 1u;
-    }
+    } while (list != end);
 }
 
 static ES_NOINLINE void es_scan_root(const es_scan *scan, uint32_t f)
@@ -656,39 +662,69 @@ static ES_NOINLINE void es_level_setup_codes(const es_shrubs *model, uint32_t le
     }
 }
 
-/* Rows to the next level's nodes, whose class totals they count; the rows of the level's leaves take their leaf
- * in the new shrub's column of leaf_index and leave the tree. Node v's route word is split_stats[v]
- * (es_place_level): child << 16 | feature << 8 | threshold of a split, ES_ROUTE_LEAF | leaf of a leaf. */
-static ES_NOINLINE void es_level_reassign(const es_shrubs *model, uint32_t next_size, uint32_t slot)
+/* A row that reaches a leaf of the level: its leaf in the new shrub's column of leaf_index (row s's at
+ * leaves[s * slots]), out of the tree (a call out of the routing loop: it keeps fewer values in registers). */
+static ES_NOINLINE void es_row_to_leaf(const es_shrubs *model, uint16_t *tag, uint32_t slot, uint32_t leaf)
 {
-    const uint32_t n_classes = model->config->n_classes;
+    const uint32_t row = (uint32_t)(tag - model->node_of);
+    model->leaf_index[row * (model->config->max_shrubs + 1u) + slot] = (uint8_t)leaf;
+    *tag = ES_NONE;
+}
+
+/* es_level_reassign's loop over the rows, `n_classes` a constant in es_level_reassign2. */
+static ES_INLINE void es_route_rows(const es_shrubs *model, uint32_t slot, uint32_t n_classes)
+{
     const uint32_t d = model->config->n_features;
-    const uint32_t slots = model->config->max_shrubs + 1u;
     const uint32_t *route = model->split_stats;
     const uint8_t *bins = model->window_bins;
     uint16_t *node_of = model->node_of;
-    const uint16_t *end = node_of + model->counters->count;
+    uint16_t *const end = node_of + model->counters->count;
     uint16_t *split_counts = model->split_counts;
-    uint8_t *leaves = &model->leaf_index[slot]; /* row s's leaf at leaves[s * slots] */
+    if (node_of == end) {
+        return;
+    }
+    do { /* the test at the end: one branch a row */
+        const uint32_t tag = *node_of;
+        if (tag != ES_NONE) {
+            const uint32_t r = route[(tag >> 8) & 0x7Fu];
+            if (r < ES_ROUTE_LEAF) {
+                const uint32_t v = (r >> 16) + (bins[(r >> 8) & 0xFFu] > (r & 0xFFu) ? 1u : 0u);
+                const uint32_t y = tag & 0xFFu;
+                *node_of = (uint16_t)((v << 8) | y);
+                split_counts[v * n_classes + y]++;
+            } else {
+                es_row_to_leaf(model, node_of, slot, r);
+            }
+        }
+        bins += d;
+    } while (++node_of != end);
+}
+
+static ES_NOINLINE void es_level_reassign2(const es_shrubs *model, uint32_t slot)
+{
+    es_route_rows(model, slot, 2u);
+}
+
+static ES_NOINLINE void es_level_reassign_any(const es_shrubs *model, uint32_t slot)
+{
+    es_route_rows(model, slot, model->config->n_classes);
+}
+
+/* Rows to the next level's nodes, whose class totals they count; the rows of the level's leaves take their leaf
+ * in the new shrub's column of leaf_index and leave the tree. Node v's route word is split_stats[v]
+ * (es_place_level): child << 16 | feature << 8 | threshold of a split, ES_ROUTE_LEAF | leaf of a leaf. */
+static void es_level_reassign(const es_shrubs *model, uint32_t next_size, uint32_t slot)
+{
+    const uint32_t n_classes = model->config->n_classes;
+    uint16_t *split_counts = model->split_counts;
     uint32_t s;
     for (s = 0; s < next_size * n_classes; s++) {
         split_counts[s] = 0;
     }
-    for (; node_of != end; node_of++, bins += d) {
-        const uint32_t tag = *node_of;
-        uint32_t r;
-        if (tag == ES_NONE) {
-            continue;
-        }
-        r = route[(tag >> 8) & 0x7Fu];
-        if (r < ES_ROUTE_LEAF) {
-            const uint32_t v = (r >> 16) + (bins[(r >> 8) & 0xFFu] > (r & 0xFFu) ? 1u : 0u);
-            *node_of = (uint16_t)((v << 8) | (tag & 0xFFu));
-            split_counts[v * n_classes + (tag & 0xFFu)]++;
-        } else {
-            leaves[(uint32_t)(node_of - model->node_of) * slots] = (uint8_t)r;
-            *node_of = ES_NONE;
-        }
+    if (n_classes == 2u) {
+        es_level_reassign2(model, slot);
+    } else {
+        es_level_reassign_any(model, slot);
     }
 }
 
@@ -953,15 +989,20 @@ static ES_NOINLINE void es_column_terms2(const uint16_t *a0s, uint32_t rows, con
     const uint16_t *h_1 = pair->h_1;
     const int32_t apart = pair->apart;
     const uint32_t slots = pair->slots;
+    const uint16_t *end = a0s + rows;
     uint32_t sum0 = pair->sums[0];
     uint32_t sum1 = pair->sums[1];
-    for (; rows != 0u; rows--, l0 += slots) {
+    if (rows == 0u) {
+        return;
+    }
+    do { /* the test at the end: one branch a row */
         const uint32_t a0 = *a0s++;
         const uint32_t x0 = h_0[2u * l0[0]];
         const uint32_t y0 = h_1[2u * l0[apart]];
         sum0 += ((a0 * x0) >> 14) - x0;
         sum1 += ((a0 * y0) >> 14) - y0;
-    }
+        l0 += slots;
+    } while (a0s != end);
     pair->sums[0] = sum0;
     pair->sums[1] = sum1;
 }
@@ -1099,34 +1140,51 @@ static ES_NOINLINE int64_t es_split_dot(const uint32_t *g, const int32_t *w, uin
 }
 #endif
 
-/* m[0] + sum_j w[j] * g0[j] and m[1] + sum_j w[j] * g1[j]: two Gram rows share the loads of the weights (kept
- * small so that its loop stays in registers); in 32-bit products where a 64-bit one is a library call. */
-static ES_NOINLINE void es_gram_dots(const uint32_t *g0, const uint32_t *g1, const int32_t *w, uint32_t n, int64_t *m)
-{
-#ifdef ES_NO_MUL64
-    m[0] = es_split_dot(g0, w, n, m[0]);
-    m[1] = es_split_dot(g1, w, n, m[1]);
-#else
-    const int32_t *end = w + n;
-    int64_t m0 = m[0];
-    int64_t m1 = m[1];
-    while (w != end) {
-        const int64_t x = *w++;
-        m0 += x * es_as_int32(*g0++);
-        m1 += x * es_as_int32(*g1++);
-    }
-    m[0] = m0;
-    m[1] = m1;
-#endif
-}
-
 /* A weight after its gradient step (m: its gradient sum), clipped */
-static ES_NOINLINE int32_t es_step_weight(int32_t w, int64_t m, uint64_t scale)
+static ES_INLINE int32_t es_step_weight(int32_t w, int64_t m, uint64_t scale)
 {
     /* trunc(trunc(m / 2^15) * scale / 2^30) on |m|: both roundings toward zero keep the sign out */
     const uint64_t step = (((m < 0 ? 0u - (uint64_t)m : (uint64_t)m) >> 15) * scale) >> 30;
     const int64_t x = m < 0 ? w + (int64_t)step : w - (int64_t)step;
     return (int32_t)(x > ES_WEIGHT_LIMIT ? ES_WEIGHT_LIMIT : (x < -ES_WEIGHT_LIMIT ? -ES_WEIGHT_LIMIT : x));
+}
+
+/* What a gradient step reads beside the two candidates it moves: one pointer argument. */
+typedef struct es_jacobi {
+    const uint32_t *gram;
+    const uint32_t *label_sum;
+    const int32_t *w;      /* the weights before the step, by slot */
+    int32_t *next_w;       /* after it */
+    uint32_t slots;
+    uint32_t used;         /* the candidates' slots are below this */
+    uint64_t scale;
+} es_jacobi;
+
+/* The step of the candidates of slots a and b: their gradient sums m = sum_j w[j] gram[a][j] - 2^15 label_sum[a]
+ * along their Gram rows (two rows share the loads of the weights; in 32-bit products where a 64-bit one is a
+ * library call), then their weights. */
+static ES_NOINLINE void es_jacobi_pair(const es_jacobi *jacobi, uint32_t a, uint32_t b)
+{
+    const int32_t *w = jacobi->w;
+    const uint32_t *g0 = &jacobi->gram[a * jacobi->slots];
+    const uint32_t *g1 = &jacobi->gram[b * jacobi->slots];
+    int64_t m0 = -(int64_t)es_as_int32(jacobi->label_sum[a]) * 32768;
+    int64_t m1 = -(int64_t)es_as_int32(jacobi->label_sum[b]) * 32768;
+#ifdef ES_NO_MUL64
+    m0 = es_split_dot(g0, w, jacobi->used, m0);
+    m1 = es_split_dot(g1, w, jacobi->used, m1);
+#else
+    const int32_t *end = w + jacobi->used;
+    if (w != end) {
+        do { /* the test at the end: one branch a turn */
+            const int64_t x = *w++;
+            m0 += x * es_as_int32(*g0++);
+            m1 += x * es_as_int32(*g1++);
+        } while (w != end);
+    }
+#endif
+    jacobi->next_w[a] = es_step_weight(jacobi->w[a], m0, jacobi->scale);
+    jacobi->next_w[b] = es_step_weight(jacobi->w[b], m1, jacobi->scale);
 }
 
 /* `burnin` proximal gradient steps (Jacobi: every weight moves by the gradient at the previous weights) from the
@@ -1138,15 +1196,17 @@ static ES_NOINLINE const int32_t *es_gradient_steps(const es_shrubs *model, uint
     const es_shrubs_config *config = model->config;
     const uint32_t slots = config->max_shrubs + 1u;
     const uint8_t *cand_slot = model->cand_slot;
-    const uint32_t *gram = model->gram;
-    const uint32_t *label_sum = model->label_sum;
     int32_t *w = model->work_weights;
     int32_t *next_w = &model->work_weights[slots];
     const uint64_t alpha = config->step_q16 != 0u ? (uint64_t)config->step_q16 : 65536u / ((uint64_t)n_candidates + 1u);
-    const uint64_t scale = (alpha << 15) / ((uint64_t)model->counters->count * config->n_classes);
-    uint32_t used = 0; /* the candidates' slots are below this */
+    es_jacobi jacobi;
     uint32_t step;
     uint32_t k;
+    jacobi.gram = model->gram;
+    jacobi.label_sum = model->label_sum;
+    jacobi.slots = slots;
+    jacobi.used = 0;
+    jacobi.scale = (alpha << 15) / ((uint64_t)model->counters->count * config->n_classes);
     for (k = 0; k < slots; k++) {
         w[k] = 0;
         next_w[k] = 0;
@@ -1154,23 +1214,16 @@ static ES_NOINLINE const int32_t *es_gradient_steps(const es_shrubs *model, uint
     for (k = 0; k < n_candidates; k++) {
         const uint32_t a = cand_slot[k];
         w[a] = k < model->counters->n_shrubs ? (int32_t)model->weights[k] : 0;
-        used = a >= used ? a + 1u : used;
+        jacobi.used = a >= jacobi.used ? a + 1u : jacobi.used;
     }
     for (step = 0; step < config->burnin; step++) {
-        int32_t *swap;
+        jacobi.w = w;
+        jacobi.next_w = next_w;
         for (k = 0; k < n_candidates; k += 2u) { /* two candidates at a time (the last one twice if odd) */
-            const uint32_t a = cand_slot[k];
-            const uint32_t b = k + 1u < n_candidates ? cand_slot[k + 1u] : a;
-            int64_t m[2];
-            m[0] = -(int64_t)es_as_int32(label_sum[a]) * 32768;
-            m[1] = -(int64_t)es_as_int32(label_sum[b]) * 32768;
-            es_gram_dots(&gram[a * slots], &gram[b * slots], w, used, m);
-            next_w[a] = es_step_weight(w[a], m[0], scale);
-            next_w[b] = es_step_weight(w[b], m[1], scale);
+            es_jacobi_pair(&jacobi, cand_slot[k], cand_slot[k + 1u < n_candidates ? k + 1u : k]);
         }
-        swap = w;
-        w = next_w;
-        next_w = swap;
+        next_w = w;
+        w = (int32_t *)jacobi.next_w;
     }
     for (k = 0; k < n_candidates; k++) {
         next_w[k] = w[cand_slot[k]];
