@@ -303,12 +303,13 @@ static ES_INLINE void es_gini_candidate(uint32_t min_leaf, uint32_t *st, uint32_
     }
 }
 
-/* A 2-class gini candidate of the node of stats st: all it reads is in st (ES_ST_NODE), so that the scans call it
- * with four arguments in registers. */
-static ES_NOINLINE void es_score_gini2(uint32_t *st, uint32_t choice, uint32_t less_class, uint32_t less)
+/* A 2-class gini candidate of the node of stats st, its left side the rows counted in st less sub0 of class 0
+ * and sub1 of class 1: all it reads is in st (ES_ST_NODE), so that the scans call it with four arguments in
+ * registers, as the last thing an entry does (their loops then keep nothing else across the call). */
+static ES_NOINLINE void es_score_gini2(uint32_t *st, uint32_t choice, uint32_t sub0, uint32_t sub1)
 {
-    const uint32_t l0 = st[ES_STATS] - (less_class == 0u ? less : 0u);
-    const uint32_t l1 = st[ES_STATS + 1u] - (less_class == 1u ? less : 0u);
+    const uint32_t l0 = st[ES_STATS] - sub0;
+    const uint32_t l1 = st[ES_STATS + 1u] - sub1;
     const uint32_t r0 = (st[ES_ST_NODE] & 0xFFFFu) - l0;
     const uint32_t r1 = st[ES_ST_N_TOTAL] - (st[ES_ST_NODE] & 0xFFFFu) - l1;
     es_gini_candidate(st[ES_ST_NODE] >> 16, st, l0 + l1, l0 * l0 + l1 * l1, r0 * r0 + r1 * r1, choice);
@@ -317,7 +318,8 @@ static ES_NOINLINE void es_score_gini2(uint32_t *st, uint32_t choice, uint32_t l
 /* es_score_gini2 of node v through scan->score: where the scans are not instantiated for 2-class gini. */
 static void es_score_gini2_of(const es_scan *scan, uint32_t v, uint32_t choice, uint32_t less_class, uint32_t less)
 {
-    es_score_gini2(&scan->stats[v * (ES_STATS + 2u)], choice, less_class, less);
+    es_score_gini2(&scan->stats[v * (ES_STATS + 2u)], choice, less_class == 0u ? less : 0u,
+                   less_class == 1u ? less : 0u);
 }
 
 static void es_score_gini(const es_scan *scan, uint32_t v, uint32_t choice, uint32_t less_class, uint32_t less)
@@ -362,15 +364,20 @@ static void es_score_entropy(const es_scan *scan, uint32_t v, uint32_t choice, u
     }
 }
 
-/* Scores split `choice` of node v (stats st): 2-class gini by a direct call of four arguments in registers (the
- * scans' loops then keep what they read in registers), other criteria through scan->score. */
-static ES_INLINE void es_score(const es_scan *scan, int gini2, uint32_t *st, uint32_t v, uint32_t choice,
-                               uint32_t less_class, uint32_t less)
+
+/* Scores split `choice` of node v (stats st) whose left side is the rows counted in st but the last one (class y)
+ * and the last `less` rows of class less_class (another class, or less 0): 2-class gini by a direct call of four
+ * arguments in registers (y is 0 or 1), other criteria through scan->score. The scans call it last, their counts
+ * updated. */
+static ES_INLINE void es_score_run(const es_scan *scan, int gini2, uint32_t *st, uint32_t v, uint32_t choice,
+                                   uint32_t y, uint32_t less_class, uint32_t less)
 {
     if (gini2) {
-        es_score_gini2(st, choice, less_class, less);
+        es_score_gini2(st, choice, 1u - y + (less_class == 0u ? less : 0u), y + (less_class == 1u ? less : 0u));
     } else {
+        st[ES_STATS + y]--; /* the counts without the last row, as the criteria read them */
         scan->score(scan, v, choice, less_class, less);
+        st[ES_STATS + y]++;
     }
 }
 
@@ -379,12 +386,13 @@ static ES_INLINE void es_score(const es_scan *scan, int gini2, uint32_t *st, uin
  * class; it is scored as soon as that is known (at the next run's first row of another class). `stride` and
  * `gini2` are constants in es_scan_feature_gini2. */
 static ES_INLINE void es_scan_nodes(const es_scan *scan, uint32_t f, uint32_t level_size, uint32_t stride,
-                                    int gini2)
+                                    int gini2, int root)
 {
     const uint32_t d = scan->d;
     const uint16_t *list = &scan->sorted_rows[f * scan->window];
     const uint16_t *end = list + scan->count;
     const uint16_t *node_of = scan->node_of;
+    const uint8_t *labels = scan->labels;
     const uint8_t *bins = &scan->bins[f];
     uint32_t *stats = scan->stats;
     uint32_t v;
@@ -407,49 +415,60 @@ static ES_INLINE void es_scan_nodes(const es_scan *scan, uint32_t f, uint32_t le
     }
     do { /* the test at the end: one branch an entry */
         const uint32_t row = *list++;
-        const uint32_t tag = node_of[row];
+        const uint32_t tag = root ? labels[row] : node_of[row]; /* the root: every row in node 0 */
         uint32_t *st;
         uint32_t bin;
         uint32_t y;
         uint32_t left_y;
-        if (tag >= ES_PARKED) {
+        if (!root && tag >= ES_PARKED) {
             continue;
         }
         y = tag & 0xFFu;
-        st = &stats[(tag >> 8) * stride];
+        st = root ? stats : &stats[(tag >> 8) * stride];
         bin = bins[row * d];
         left_y = st[ES_STATS + y];
+        st[ES_STATS + y] = left_y + 1u;
         if (bin != st[ES_ST_LAST]) { /* a run of rows with the next bin starts */
-            if (st[ES_ST_LAST] <= ES_MAX_BIN && st[ES_ST_RUN_CLASS] != y) {
-                es_score(scan, gini2, st, tag >> 8, f | st[ES_ST_LAST], 0, 0);
-                st[ES_ST_PEND] = ES_NONE;
-            } else {
-                st[ES_ST_PEND] = st[ES_ST_LAST];
-            }
+            const uint32_t last = st[ES_ST_LAST];
+            const int boundary = last <= ES_MAX_BIN && st[ES_ST_RUN_CLASS] != y;
+            st[ES_ST_PEND] = boundary ? ES_NONE : last;
             st[ES_ST_LAST] = bin;
             st[ES_ST_RUN_CLASS] = y;
             st[ES_ST_RUN_START] = left_y;
-        } else if (st[ES_ST_RUN_CLASS] != y && st[ES_ST_RUN_CLASS] != ES_MIXED) {
-            if (st[ES_ST_PEND] <= ES_MAX_BIN) {
-                const uint32_t run_class = st[ES_ST_RUN_CLASS];
-                es_score(scan, gini2, st, tag >> 8, f | st[ES_ST_PEND], run_class,
-                         st[ES_STATS + run_class] - st[ES_ST_RUN_START]);
-                st[ES_ST_PEND] = ES_NONE;
+            if (boundary) { /* its left side: the rows before this one */
+                es_score_run(scan, gini2, st, tag >> 8, f | last, y, 0u, 0u);
             }
+        } else if (st[ES_ST_RUN_CLASS] != y && st[ES_ST_RUN_CLASS] != ES_MIXED) {
+            const uint32_t pend = st[ES_ST_PEND];
+            const uint32_t run_class = st[ES_ST_RUN_CLASS];
+            st[ES_ST_PEND] = ES_NONE;
             st[ES_ST_RUN_CLASS] = ES_MIXED;
+            if (pend <= ES_MAX_BIN) { /* its left side: the rows before the current run */
+                es_score_run(scan, gini2, st, tag >> 8, f | pend, y, run_class, st[ES_STATS + run_class] - st[ES_ST_RUN_START]);
+            }
         }
-        st[ES_STATS + y] = left_y + 1u;
     } while (list != end);
 }
 
 static ES_NOINLINE void es_scan_feature(const es_scan *scan, uint32_t f, uint32_t level_size)
 {
-    es_scan_nodes(scan, f, level_size, scan->stride, 0);
+    es_scan_nodes(scan, f, level_size, scan->stride, 0, 0);
 }
 
 static ES_NOINLINE void es_scan_feature_gini2(const es_scan *scan, uint32_t f, uint32_t level_size)
 {
-    es_scan_nodes(scan, f, level_size, ES_STATS + 2u, 1);
+    es_scan_nodes(scan, f, level_size, ES_STATS + 2u, 1, 0);
+}
+
+/* The root's scans (a level of one node, that of every row). */
+static ES_NOINLINE void es_scan_root(const es_scan *scan, uint32_t f)
+{
+    es_scan_nodes(scan, f, 1u, scan->stride, 0, 1);
+}
+
+static ES_NOINLINE void es_scan_root_gini2(const es_scan *scan, uint32_t f)
+{
+    es_scan_nodes(scan, f, 1u, ES_STATS + 2u, 1, 1);
 }
 
 /* A regressor's candidate (split `choice` of the node of stats st, the rows scanned so far on its left): kept if
@@ -517,63 +536,6 @@ static void es_node_sums(const es_shrubs *model, uint32_t level_size, uint32_t s
             stats[((tag >> 8) & 0x7Fu) * stride + at] += (uint32_t)es_row_code(model->window_labels, s);
         }
     }
-}
-
-/* es_scan_nodes for the root alone (every row in node 0): the running state in locals. */
-static ES_INLINE void es_scan_root_node(const es_scan *scan, uint32_t f, int gini2)
-{
-    const uint32_t d = scan->d;
-    const uint16_t *list = &scan->sorted_rows[f * scan->window];
-    const uint16_t *end = list + scan->count;
-    const uint8_t *bins = &scan->bins[f];
-    const uint8_t *labels = scan->labels;
-    uint32_t *left = scan->stats + ES_STATS;
-    uint32_t last = ES_NONE;
-    uint32_t pend = ES_NONE;
-    uint32_t run_class = ES_MIXED;
-    uint32_t run_start = 0; /* left[run_class] before the current run */
-    uint32_t k;
-    f <<= 8;
-    for (k = 0; k < scan->n_classes; k++) {
-        left[k] = 0;
-    }
-    if (list == end) {
-        return;
-    }
-    do { /* the test at the end: one branch an entry */
-        const uint32_t row = *list++;
-        const uint32_t bin = bins[row * d];
-        const uint32_t y = labels[row];
-        const uint32_t left_y = left[y];
-        if (bin != last) { /* a run of rows with the next bin starts */
-            if (last <= ES_MAX_BIN && run_class != y) {
-                es_score(scan, gini2, scan->stats, 0, f | last, 0, 0);
-                pend = ES_NONE;
-            } else {
-                pend = last;
-            }
-            last = bin;
-            run_class = y;
-            run_start = left_y;
-        } else if (run_class != y && run_class != ES_MIXED) {
-            if (pend <= ES_MAX_BIN) {
-                es_score(scan, gini2, scan->stats, 0, f | pend, run_class, left[run_class] - run_start);
-                pend = ES_NONE;
-            }
-            run_class = ES_MIXED;
-        }
-        left[y] = left_y + 1u;
-    } while (list != end);
-}
-
-static ES_NOINLINE void es_scan_root(const es_scan *scan, uint32_t f)
-{
-    es_scan_root_node(scan, f, 0);
-}
-
-static ES_NOINLINE void es_scan_root_gini2(const es_scan *scan, uint32_t f)
-{
-    es_scan_root_node(scan, f, 1);
 }
 
 /* The rows of the level's nodes that may not split (ES_LEAF_MARK) are parked: out of the scans, their node kept
@@ -815,13 +777,14 @@ static ES_NOINLINE void es_scan_level(const es_shrubs *model, uint32_t level, ui
     es_scan_init(model, &scan);
     scan.score = config->criterion != ES_GINI ? es_score_entropy : gini2 ? es_score_gini2_of : es_score_gini;
     es_level_setup(model, level_size);
+    if (level == 0u && model->split_stats[ES_ST_CHOICE] == ES_LEAF_MARK) {
+        return; /* the root may not split */
+    }
     for (f = 0; f < config->n_features; f++) {
         if (level > 0u && gini2 && ES_GINI2_SCANS) { /* direct calls (the stack analysis follows them) */
             es_scan_feature_gini2(&scan, f, level_size);
         } else if (level > 0u) {
             es_scan_feature(&scan, f, level_size);
-        } else if (model->split_stats[ES_ST_CHOICE] == ES_LEAF_MARK) {
-            return;
         } else if (gini2 && ES_GINI2_SCANS) {
             es_scan_root_gini2(&scan, f);
         } else {
