@@ -43,11 +43,33 @@
 #define ES_NOINLINE
 #define ES_INLINE inline
 #endif
+#if defined(__GNUC__) && !defined(__clang__)
+/* a zeroing loop stays a loop: GCC makes it a call to memset, a byte at a time in the small C libraries */
+#define ES_NO_MEMSET __attribute__((optimize("no-tree-loop-distribute-patterns")))
+#else
+#define ES_NO_MEMSET
+#endif
+
+static ES_NO_MEMSET void es_zero_words(uint32_t *words, uint32_t n)
+{
+    uint32_t i;
+    for (i = 0; i < n; i++) {
+        words[i] = 0;
+    }
+}
+
+static ES_NO_MEMSET void es_zero_halves(uint16_t *halves, uint32_t n)
+{
+    uint32_t i;
+    for (i = 0; i < n; i++) {
+        halves[i] = 0;
+    }
+}
 
 /* The steps that differ between the tasks, one table of them per task in flash: each task's entry points pass their
  * own down, so that a firmware links the steps of its task alone. */
-typedef void es_pair_step(const es_shrubs *model, uint32_t row, const int32_t *new_leaf, int has_old,
-                          const int32_t *old_leaf, int32_t old_target);
+typedef void es_pair_step(const es_shrubs *model, uint32_t row, int32_t *new_leaf, int has_old, int32_t *old_leaf,
+                          int32_t old_target); /* new_leaf and old_leaf: scratch, a step may overwrite them */
 typedef void es_level_step(const es_shrubs *model, uint32_t level, uint32_t last);
 typedef void es_slot_step(const es_shrubs *model, uint32_t slot);
 typedef struct {
@@ -124,31 +146,75 @@ static uint32_t es_term(const uint16_t *ha, const uint16_t *hb, uint32_t n_class
     return t >> 15;
 }
 
-/* The change of the 2-class terms of one active shrub (leaf values a of the new row, o of the old one) with the
- * shrubs of slots slot_of[0..n) (leaf rows new_leaf[j] and old_leaf[j]): gram_a[b] and gram_col[b * slots].
- * Complementary leaves: a term is (a0 b0 >> 14) + 32768 - a0 - b0 (es_column_terms2). */
-static ES_NOINLINE void es_pair_terms2(const uint16_t *leaf_values, const uint16_t *a, const uint16_t *o,
-                                       const uint8_t *slot_of, const int32_t *new_leaf, const int32_t *old_leaf,
-                                       uint32_t n, uint32_t *gram_a, uint32_t *gram_col, uint32_t slots)
+/* What es_pair_terms2 reads beside the other shrubs' values: one pointer argument. */
+typedef struct es_pair_terms {
+    uint32_t *gram_a;   /* the Gram row of the shrub whose terms change */
+    uint32_t *gram_col; /* its column: gram[b][a] at gram_col[b * slots] */
+    uint32_t slots;
+    uint32_t a0;        /* its class-0 leaf values of the new row and of the old one */
+    uint32_t o0;
+} es_pair_terms;
+
+/* The change of the 2-class terms of one shrub (pair->a0, pair->o0) with the shrubs of slots slot_of[0..n), whose
+ * class-0 values of the new and the old row are xy[j] & 0xFFFF and xy[j] >> 16. Complementary leaves: a term is
+ * (a0 b0 >> 14) + 32768 - a0 - b0 (es_column_terms2). */
+static ES_NOINLINE void es_pair_terms2(const es_pair_terms *pair, const uint8_t *slot_of, const uint32_t *xy,
+                                       uint32_t n)
 {
-    const uint32_t a0 = a[0];
-    const uint32_t o0 = o[0];
-    uint32_t j;
-    for (j = 0; j < n; j++) {
-        const uint32_t b = slot_of[j];
-        const uint32_t x0 = leaf_values[2u * (uint32_t)new_leaf[j]];
-        const uint32_t y0 = leaf_values[2u * (uint32_t)old_leaf[j]];
-        const uint32_t t = ((a0 * x0) >> 14) - x0 - ((o0 * y0) >> 14) + y0 + o0 - a0;
+    uint32_t *gram_a = pair->gram_a;
+    uint32_t *gram_col = pair->gram_col;
+    const uint32_t slots = pair->slots;
+    const uint32_t a0 = pair->a0;
+    const uint32_t o0 = pair->o0;
+    const uint8_t *end = slot_of + n;
+    if (n == 0u) {
+        return;
+    }
+    do { /* the test at the end: one branch a shrub */
+        const uint32_t b = *slot_of++;
+        const uint32_t x0 = *xy & 0xFFFFu;
+        const uint32_t y0 = *xy++ >> 16;
+        const uint32_t t = ((a0 * x0) >> 14) - ((o0 * y0) >> 14) + (y0 - x0) + (o0 - a0);
         gram_a[b] += t;
         gram_col[b * slots] += t;
+    } while (slot_of != end);
+}
+
+/* es_pair_update of 2 classes when an old row leaves (complementary leaves): the label sums, then every shrub's
+ * class-0 values of the new and the old row packed in old_leaf (a0 | o0 << 16), then the terms. */
+static ES_NOINLINE void es_pair_update2(const es_shrubs *model, uint32_t y, const int32_t *new_leaf,
+                                        int32_t *old_leaf, uint32_t old_label)
+{
+    const uint32_t slots = model->config->max_shrubs + 1u;
+    const uint32_t n = model->counters->n_shrubs;
+    const uint16_t *leaf_values = model->leaf_values;
+    const uint8_t *cand_slot = model->cand_slot;
+    uint32_t *xy = (uint32_t *)old_leaf; /* two values of at most 32768 a word, each leaf row read first */
+    es_pair_terms pair;
+    uint32_t i;
+    for (i = 0; i < n; i++) {
+        const uint16_t *ha = &leaf_values[2u * (uint32_t)new_leaf[i]];
+        const uint16_t *oa = &leaf_values[2u * (uint32_t)old_leaf[i]];
+        model->label_sum[cand_slot[i]] += (uint32_t)ha[y] - oa[old_label];
+        xy[i] = (uint32_t)ha[0] | ((uint32_t)oa[0] << 16);
+    }
+    pair.slots = slots;
+    for (i = 0; i < n; i++) {
+        const uint32_t a = cand_slot[i];
+        pair.a0 = xy[i] & 0xFFFFu;
+        pair.o0 = xy[i] >> 16;
+        pair.gram_a = &model->gram[a * slots];
+        pair.gram_col = &model->gram[a];
+        pair.gram_a[a] += ((pair.a0 * pair.a0) >> 14) - ((pair.o0 * pair.o0) >> 14) + 2u * (pair.o0 - pair.a0);
+        es_pair_terms2(&pair, &cand_slot[i + 1u], &xy[i + 1u], n - i - 1u);
     }
 }
 
 /* Window row `row` changed: its terms in the Gram matrix and label sums of the active shrubs (slots in
  * cand_slot[0..n_shrubs)) move from the old row (leaf rows old_leaf[i], label old_label; none if !has_old) to
  * the new one (leaf rows new_leaf[i], label in window_labels). Unsigned arithmetic: every sum stays below 2^32. */
-static ES_NOINLINE void es_pair_update(const es_shrubs *model, uint32_t row, const int32_t *new_leaf, int has_old,
-                                       const int32_t *old_leaf, int32_t old_label)
+static ES_NOINLINE void es_pair_update(const es_shrubs *model, uint32_t row, int32_t *new_leaf, int has_old,
+                                       int32_t *old_leaf, int32_t old_label)
 {
     const uint32_t n_classes = model->config->n_classes;
     const uint32_t slots = model->config->max_shrubs + 1u;
@@ -159,6 +225,10 @@ static ES_NOINLINE void es_pair_update(const es_shrubs *model, uint32_t row, con
     const uint32_t y = model->window_labels[row];
     uint32_t i;
     uint32_t j;
+    if (has_old && n_classes == 2u) {
+        es_pair_update2(model, y, new_leaf, old_leaf, (uint32_t)old_label);
+        return;
+    }
     for (i = 0; i < n; i++) {
         const uint32_t a = cand_slot[i];
         const uint16_t *ha = &leaf_values[(uint32_t)new_leaf[i] * n_classes];
@@ -167,11 +237,6 @@ static ES_NOINLINE void es_pair_update(const es_shrubs *model, uint32_t row, con
         uint32_t *gram_col = &gram[a]; /* gram[b * slots + a] at gram_col[b * slots] */
         model->label_sum[a] += (uint32_t)ha[y] - (has_old ? (uint32_t)oa[old_label] : 0u); /* 32-bit even where int is 16 */
         gram_a[a] += es_term(ha, ha, n_classes) - (has_old ? es_term(oa, oa, n_classes) : 0u);
-        if (has_old && n_classes == 2u) {
-            es_pair_terms2(leaf_values, ha, oa, &cand_slot[i + 1u], &new_leaf[i + 1u], &old_leaf[i + 1u],
-                           n - i - 1u, gram_a, gram_col, slots);
-            continue;
-        }
         for (j = i + 1u; j < n; j++) {
             const uint32_t b = cand_slot[j];
             const uint32_t t = es_term(ha, &leaf_values[(uint32_t)new_leaf[j] * n_classes], n_classes) -
@@ -183,8 +248,8 @@ static ES_NOINLINE void es_pair_update(const es_shrubs *model, uint32_t row, con
 }
 
 /* es_pair_update of a regressor: the terms of codes (es_code_term); old_y is the old row's code. */
-static ES_NOINLINE void es_pair_update_codes(const es_shrubs *model, uint32_t row, const int32_t *new_leaf,
-                                             int has_old, const int32_t *old_leaf, int32_t old_y)
+static ES_NOINLINE void es_pair_update_codes(const es_shrubs *model, uint32_t row, int32_t *new_leaf,
+                                             int has_old, int32_t *old_leaf, int32_t old_y)
 {
     const uint32_t slots = model->config->max_shrubs + 1u;
     const uint32_t n = model->counters->n_shrubs;
@@ -398,16 +463,13 @@ static ES_INLINE void es_scan_nodes(const es_scan *scan, uint32_t f, uint32_t le
     uint32_t v;
     f <<= 8;
     for (v = 0; v < level_size * stride; v += stride) { /* bin and pending threshold none, left counts 0 */
-        uint32_t k;
         stats[v + ES_ST_LAST] = ES_NONE;
         stats[v + ES_ST_PEND] = ES_NONE;
-        if (stride == ES_STATS + 2u) { /* 2 classes: two stores, not a call to memset per node */
+        if (stride == ES_STATS + 2u) { /* 2 classes: two stores, not a call per node */
             stats[v + ES_STATS] = 0;
             stats[v + ES_STATS + 1u] = 0;
         } else {
-            for (k = ES_STATS; k < stride; k++) {
-                stats[v + k] = 0;
-            }
+            es_zero_words(&stats[v + ES_STATS], stride - ES_STATS);
         }
     }
     if (list == end) {
@@ -543,11 +605,12 @@ static void es_node_sums(const es_shrubs *model, uint32_t level_size, uint32_t s
 static void es_park_rows(const es_shrubs *model, uint32_t stride)
 {
     const uint32_t n = model->counters->count;
+    const uint32_t *choice = &model->split_stats[ES_ST_CHOICE];
     uint16_t *node_of = model->node_of;
     uint32_t s;
     for (s = 0; s < n; s++) {
         const uint32_t v = node_of[s];
-        if (v != ES_NONE && model->split_stats[(v >> 8) * stride + ES_ST_CHOICE] == ES_LEAF_MARK) {
+        if (v != ES_NONE && choice[(v >> 8) * stride] == ES_LEAF_MARK) {
             node_of[s] = (uint16_t)(v | ES_PARKED);
         }
     }
@@ -678,11 +741,7 @@ static ES_NOINLINE void es_level_reassign_any(const es_shrubs *model, uint32_t s
 static void es_level_reassign(const es_shrubs *model, uint32_t next_size, uint32_t slot)
 {
     const uint32_t n_classes = model->config->n_classes;
-    uint16_t *split_counts = model->split_counts;
-    uint32_t s;
-    for (s = 0; s < next_size * n_classes; s++) {
-        split_counts[s] = 0;
-    }
+    es_zero_halves(model->split_counts, next_size * n_classes);
     if (n_classes == 2u) {
         es_level_reassign2(model, slot);
     } else {
@@ -729,13 +788,17 @@ static void es_start_shrub(const es_shrubs *model, uint32_t slot)
     const uint32_t n_classes = model->config->n_classes;
     uint16_t *split_counts = model->split_counts;
     uint32_t s;
-    for (s = 0; s < n_classes; s++) {
-        split_counts[s] = 0;
-    }
-    for (s = 0; s < counters->count; s++) {
-        const uint32_t y = es_regressor(model->config) ? 0u : model->window_labels[s]; /* a regressor's tag: node 0 */
-        model->node_of[s] = (uint16_t)y;
-        split_counts[y]++;
+    es_zero_halves(split_counts, n_classes);
+    if (es_regressor(model->config)) { /* a regressor's tag: node 0 */
+        es_zero_halves(model->node_of, counters->count);
+        split_counts[0] = counters->count;
+    } else {
+        const uint8_t *labels = model->window_labels;
+        uint16_t *node_of = model->node_of;
+        for (s = 0; s < counters->count; s++) {
+            node_of[s] = labels[s];
+            split_counts[labels[s]]++;
+        }
     }
     counters->level_first = 0;
     counters->level_size = 1;
@@ -1044,8 +1107,9 @@ static ES_NOINLINE void es_new_shrub_terms(const es_shrubs *model, uint32_t slot
     uint32_t i;
     if (model->config->n_classes == 2u) {
         const uint16_t *h_own = &leaf_values[(slot << depth) * 2u];
-        for (i = 0; i < count; i++) {
-            a0s[i] = h_own[2u * model->leaf_index[i * slots + slot]];
+        const uint8_t *own = &model->leaf_index[slot];
+        for (i = 0; i < count; i++, own += slots) {
+            a0s[i] = h_own[2u * *own];
             share += ES_Q15_ONE - (uint32_t)a0s[i];
         }
     }
@@ -1170,10 +1234,7 @@ static ES_NOINLINE const int32_t *es_gradient_steps(const es_shrubs *model, uint
     jacobi.slots = slots;
     jacobi.used = 0;
     jacobi.scale = (alpha << 15) / ((uint64_t)model->counters->count * config->n_classes);
-    for (k = 0; k < slots; k++) {
-        w[k] = 0;
-        next_w[k] = 0;
-    }
+    es_zero_words((uint32_t *)w, 2u * slots); /* w and next_w (int32 read as uint32: the same bits) */
     for (k = 0; k < n_candidates; k++) {
         const uint32_t a = cand_slot[k];
         w[a] = k < model->counters->n_shrubs ? (int32_t)model->weights[k] : 0;
@@ -1267,9 +1328,12 @@ static void es_row_leaves(const es_shrubs *model, uint32_t row, int32_t *leaf_ro
 static void es_active_slots(const es_shrubs *model)
 {
     const uint32_t per_shrub = es_nodes_per_shrub(model->config);
+    const uint32_t n = model->counters->n_shrubs;
+    const uint16_t *roots = model->roots;
+    uint8_t *cand_slot = model->cand_slot;
     uint32_t i;
-    for (i = 0; i < model->counters->n_shrubs; i++) {
-        model->cand_slot[i] = (uint8_t)(model->roots[i] / per_shrub);
+    for (i = 0; i < n; i++) {
+        cand_slot[i] = (uint8_t)(roots[i] / per_shrub);
     }
 }
 
