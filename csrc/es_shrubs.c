@@ -31,9 +31,9 @@
 #define ES_JOB_WEIGHTS 3u
 
 #if defined(__AVR__)
-#define ES_GINI2_SCANS 0 /* flash is scarce: 2-class gini scans through the general ones and es_score_gini2_of */
+#define ES_COPIES 0 /* flash is scarce: one copy of each loop, the general one (2-class gini through es_score_gini2_of) */
 #else
-#define ES_GINI2_SCANS 1 /* the scans instantiated for 2-class gini too (es_scan_feature_gini2, es_scan_root_gini2) */
+#define ES_COPIES 1 /* loops copied for speed: the root's scans, the 2-class gini scans, 2-class routing and pair update */
 #endif
 
 #if defined(__GNUC__)
@@ -225,7 +225,7 @@ static ES_NOINLINE void es_pair_update(const es_shrubs *model, uint32_t row, int
     const uint32_t y = model->window_labels[row];
     uint32_t i;
     uint32_t j;
-    if (has_old && n_classes == 2u) {
+    if (has_old && n_classes == 2u && ES_COPIES) {
         es_pair_update2(model, y, new_leaf, old_leaf, (uint32_t)old_label);
         return;
     }
@@ -742,7 +742,7 @@ static void es_level_reassign(const es_shrubs *model, uint32_t next_size, uint32
 {
     const uint32_t n_classes = model->config->n_classes;
     es_zero_halves(model->split_counts, next_size * n_classes);
-    if (n_classes == 2u) {
+    if (n_classes == 2u && ES_COPIES) {
         es_level_reassign2(model, slot);
     } else {
         es_level_reassign_any(model, slot);
@@ -844,11 +844,11 @@ static ES_NOINLINE void es_scan_level(const es_shrubs *model, uint32_t level, ui
         return; /* the root may not split */
     }
     for (f = 0; f < config->n_features; f++) {
-        if (level > 0u && gini2 && ES_GINI2_SCANS) { /* direct calls (the stack analysis follows them) */
+        if (level > 0u && gini2 && ES_COPIES) { /* direct calls (the stack analysis follows them) */
             es_scan_feature_gini2(&scan, f, level_size);
-        } else if (level > 0u) {
+        } else if (level > 0u || !ES_COPIES) { /* (the root's rows are tagged with their labels in node 0) */
             es_scan_feature(&scan, f, level_size);
-        } else if (gini2 && ES_GINI2_SCANS) {
+        } else if (gini2) {
             es_scan_root_gini2(&scan, f);
         } else {
             es_scan_root(&scan, f);
