@@ -31,9 +31,9 @@
 #define ES_JOB_WEIGHTS 3u
 
 #if defined(__AVR__)
-#define ES_COPIES 0 /* flash is scarce: one copy of each loop, the general one (2-class gini through es_score_gini2_of) */
+#define ES_COPIES 0 /* flash is scarce: one copy of each loop, the general one (2-class gini: es_score_gini2_of) */
 #else
-#define ES_COPIES 1 /* loops copied for speed: the root's scans, the 2-class gini scans, 2-class routing and pair update */
+#define ES_COPIES 1 /* loops copied for speed: the root's scans, 2-class gini scans, 2-class routing and pair update */
 #endif
 
 #if defined(__GNUC__)
@@ -429,7 +429,6 @@ static void es_score_entropy(const es_scan *scan, uint32_t v, uint32_t choice, u
     }
 }
 
-
 /* Scores split `choice` of node v (stats st) whose left side is the rows counted in st but the last one (class y)
  * and the last `less` rows of class less_class (another class, or less 0): 2-class gini by a direct call of four
  * arguments in registers (y is 0 or 1), other criteria through scan->score. The scans call it last, their counts
@@ -449,7 +448,7 @@ static ES_INLINE void es_score_run(const es_scan *scan, int gini2, uint32_t *st,
 /* One feature's scan of the level: the window rows in (bin, row) order, each to its node's running counts.
  * A threshold between two runs of rows (rows of one bin) is a candidate unless both runs have one and the same
  * class; it is scored as soon as that is known (at the next run's first row of another class). `stride` and
- * `gini2` are constants in es_scan_feature_gini2. */
+ * `gini2` are constants in es_scan_feature_gini2, `root` (a level of one node, every row's) in the root's scans. */
 static ES_INLINE void es_scan_nodes(const es_scan *scan, uint32_t f, uint32_t level_size, uint32_t stride,
                                     int gini2, int root)
 {
@@ -506,7 +505,8 @@ static ES_INLINE void es_scan_nodes(const es_scan *scan, uint32_t f, uint32_t le
             st[ES_ST_PEND] = ES_NONE;
             st[ES_ST_RUN_CLASS] = ES_MIXED;
             if (pend <= ES_MAX_BIN) { /* its left side: the rows before the current run */
-                es_score_run(scan, gini2, st, tag >> 8, f | pend, y, run_class, st[ES_STATS + run_class] - st[ES_ST_RUN_START]);
+                es_score_run(scan, gini2, st, tag >> 8, f | pend, y, run_class,
+                             st[ES_STATS + run_class] - st[ES_ST_RUN_START]);
             }
         }
     } while (list != end);
