@@ -31,9 +31,9 @@
 #define ES_JOB_WEIGHTS 3u
 
 #if defined(__AVR__)
-#define ES_GINI2_SCANS 0 /* flash is scarce: 2-class gini scans through the general ones and es_score_gini2_of */
+#define ES_COPIES 0 /* flash is scarce: one copy of each loop, the general one (2-class gini: es_score_gini2_of) */
 #else
-#define ES_GINI2_SCANS 1 /* the scans instantiated for 2-class gini too (es_scan_feature_gini2, es_scan_root_gini2) */
+#define ES_COPIES 1 /* loops copied for speed: the root's scans, 2-class gini scans, 2-class routing and pair update */
 #endif
 
 #if defined(__GNUC__)
@@ -43,11 +43,33 @@
 #define ES_NOINLINE
 #define ES_INLINE inline
 #endif
+#if defined(__GNUC__) && !defined(__clang__)
+/* a zeroing loop stays a loop: GCC makes it a call to memset, a byte at a time in the small C libraries */
+#define ES_NO_MEMSET __attribute__((optimize("no-tree-loop-distribute-patterns")))
+#else
+#define ES_NO_MEMSET
+#endif
+
+static ES_NO_MEMSET void es_zero_words(uint32_t *words, uint32_t n)
+{
+    uint32_t i;
+    for (i = 0; i < n; i++) {
+        words[i] = 0;
+    }
+}
+
+static ES_NO_MEMSET void es_zero_halves(uint16_t *halves, uint32_t n)
+{
+    uint32_t i;
+    for (i = 0; i < n; i++) {
+        halves[i] = 0;
+    }
+}
 
 /* The steps that differ between the tasks, one table of them per task in flash: each task's entry points pass their
  * own down, so that a firmware links the steps of its task alone. */
-typedef void es_pair_step(const es_shrubs *model, uint32_t row, const int32_t *new_leaf, int has_old,
-                          const int32_t *old_leaf, int32_t old_target);
+typedef void es_pair_step(const es_shrubs *model, uint32_t row, int32_t *new_leaf, int has_old, int32_t *old_leaf,
+                          int32_t old_target); /* new_leaf and old_leaf: scratch, a step may overwrite them */
 typedef void es_level_step(const es_shrubs *model, uint32_t level, uint32_t last);
 typedef void es_slot_step(const es_shrubs *model, uint32_t slot);
 typedef struct {
@@ -124,31 +146,75 @@ static uint32_t es_term(const uint16_t *ha, const uint16_t *hb, uint32_t n_class
     return t >> 15;
 }
 
-/* The change of the 2-class terms of one active shrub (leaf values a of the new row, o of the old one) with the
- * shrubs of slots slot_of[0..n) (leaf rows new_leaf[j] and old_leaf[j]): gram_a[b] and gram_col[b * slots].
- * Complementary leaves: a term is (a0 b0 >> 14) + 32768 - a0 - b0 (es_column_terms2). */
-static ES_NOINLINE void es_pair_terms2(const uint16_t *leaf_values, const uint16_t *a, const uint16_t *o,
-                                       const uint8_t *slot_of, const int32_t *new_leaf, const int32_t *old_leaf,
-                                       uint32_t n, uint32_t *gram_a, uint32_t *gram_col, uint32_t slots)
+/* What es_pair_terms2 reads beside the other shrubs' values: one pointer argument. */
+typedef struct es_pair_terms {
+    uint32_t *gram_a;   /* the Gram row of the shrub whose terms change */
+    uint32_t *gram_col; /* its column: gram[b][a] at gram_col[b * slots] */
+    uint32_t slots;
+    uint32_t a0;        /* its class-0 leaf values of the new row and of the old one */
+    uint32_t o0;
+} es_pair_terms;
+
+/* The change of the 2-class terms of one shrub (pair->a0, pair->o0) with the shrubs of slots slot_of[0..n), whose
+ * class-0 values of the new and the old row are xy[j] & 0xFFFF and xy[j] >> 16. Complementary leaves: a term is
+ * (a0 b0 >> 14) + 32768 - a0 - b0 (es_column_terms2). */
+static ES_NOINLINE void es_pair_terms2(const es_pair_terms *pair, const uint8_t *slot_of, const uint32_t *xy,
+                                       uint32_t n)
 {
-    const uint32_t a0 = a[0];
-    const uint32_t o0 = o[0];
-    uint32_t j;
-    for (j = 0; j < n; j++) {
-        const uint32_t b = slot_of[j];
-        const uint32_t x0 = leaf_values[2u * (uint32_t)new_leaf[j]];
-        const uint32_t y0 = leaf_values[2u * (uint32_t)old_leaf[j]];
-        const uint32_t t = ((a0 * x0) >> 14) - x0 - ((o0 * y0) >> 14) + y0 + o0 - a0;
+    uint32_t *gram_a = pair->gram_a;
+    uint32_t *gram_col = pair->gram_col;
+    const uint32_t slots = pair->slots;
+    const uint32_t a0 = pair->a0;
+    const uint32_t o0 = pair->o0;
+    const uint8_t *end = slot_of + n;
+    if (n == 0u) {
+        return;
+    }
+    do { /* the test at the end: one branch a shrub */
+        const uint32_t b = *slot_of++;
+        const uint32_t x0 = *xy & 0xFFFFu;
+        const uint32_t y0 = *xy++ >> 16;
+        const uint32_t t = ((a0 * x0) >> 14) - ((o0 * y0) >> 14) + (y0 - x0) + (o0 - a0);
         gram_a[b] += t;
         gram_col[b * slots] += t;
+    } while (slot_of != end);
+}
+
+/* es_pair_update of 2 classes when an old row leaves (complementary leaves): the label sums, then every shrub's
+ * class-0 values of the new and the old row packed in old_leaf (a0 | o0 << 16), then the terms. */
+static ES_NOINLINE void es_pair_update2(const es_shrubs *model, uint32_t y, const int32_t *new_leaf,
+                                        int32_t *old_leaf, uint32_t old_label)
+{
+    const uint32_t slots = model->config->max_shrubs + 1u;
+    const uint32_t n = model->counters->n_shrubs;
+    const uint16_t *leaf_values = model->leaf_values;
+    const uint8_t *cand_slot = model->cand_slot;
+    uint32_t *xy = (uint32_t *)old_leaf; /* two values of at most 32768 a word, each leaf row read first */
+    es_pair_terms pair;
+    uint32_t i;
+    for (i = 0; i < n; i++) {
+        const uint16_t *ha = &leaf_values[2u * (uint32_t)new_leaf[i]];
+        const uint16_t *oa = &leaf_values[2u * (uint32_t)old_leaf[i]];
+        model->label_sum[cand_slot[i]] += (uint32_t)ha[y] - oa[old_label];
+        xy[i] = (uint32_t)ha[0] | ((uint32_t)oa[0] << 16);
+    }
+    pair.slots = slots;
+    for (i = 0; i < n; i++) {
+        const uint32_t a = cand_slot[i];
+        pair.a0 = xy[i] & 0xFFFFu;
+        pair.o0 = xy[i] >> 16;
+        pair.gram_a = &model->gram[a * slots];
+        pair.gram_col = &model->gram[a];
+        pair.gram_a[a] += ((pair.a0 * pair.a0) >> 14) - ((pair.o0 * pair.o0) >> 14) + 2u * (pair.o0 - pair.a0);
+        es_pair_terms2(&pair, &cand_slot[i + 1u], &xy[i + 1u], n - i - 1u);
     }
 }
 
 /* Window row `row` changed: its terms in the Gram matrix and label sums of the active shrubs (slots in
  * cand_slot[0..n_shrubs)) move from the old row (leaf rows old_leaf[i], label old_label; none if !has_old) to
  * the new one (leaf rows new_leaf[i], label in window_labels). Unsigned arithmetic: every sum stays below 2^32. */
-static ES_NOINLINE void es_pair_update(const es_shrubs *model, uint32_t row, const int32_t *new_leaf, int has_old,
-                                       const int32_t *old_leaf, int32_t old_label)
+static ES_NOINLINE void es_pair_update(const es_shrubs *model, uint32_t row, int32_t *new_leaf, int has_old,
+                                       int32_t *old_leaf, int32_t old_label)
 {
     const uint32_t n_classes = model->config->n_classes;
     const uint32_t slots = model->config->max_shrubs + 1u;
@@ -159,6 +225,10 @@ static ES_NOINLINE void es_pair_update(const es_shrubs *model, uint32_t row, con
     const uint32_t y = model->window_labels[row];
     uint32_t i;
     uint32_t j;
+    if (has_old && n_classes == 2u && ES_COPIES) {
+        es_pair_update2(model, y, new_leaf, old_leaf, (uint32_t)old_label);
+        return;
+    }
     for (i = 0; i < n; i++) {
         const uint32_t a = cand_slot[i];
         const uint16_t *ha = &leaf_values[(uint32_t)new_leaf[i] * n_classes];
@@ -167,11 +237,6 @@ static ES_NOINLINE void es_pair_update(const es_shrubs *model, uint32_t row, con
         uint32_t *gram_col = &gram[a]; /* gram[b * slots + a] at gram_col[b * slots] */
         model->label_sum[a] += (uint32_t)ha[y] - (has_old ? (uint32_t)oa[old_label] : 0u); /* 32-bit even where int is 16 */
         gram_a[a] += es_term(ha, ha, n_classes) - (has_old ? es_term(oa, oa, n_classes) : 0u);
-        if (has_old && n_classes == 2u) {
-            es_pair_terms2(leaf_values, ha, oa, &cand_slot[i + 1u], &new_leaf[i + 1u], &old_leaf[i + 1u],
-                           n - i - 1u, gram_a, gram_col, slots);
-            continue;
-        }
         for (j = i + 1u; j < n; j++) {
             const uint32_t b = cand_slot[j];
             const uint32_t t = es_term(ha, &leaf_values[(uint32_t)new_leaf[j] * n_classes], n_classes) -
@@ -183,8 +248,8 @@ static ES_NOINLINE void es_pair_update(const es_shrubs *model, uint32_t row, con
 }
 
 /* es_pair_update of a regressor: the terms of codes (es_code_term); old_y is the old row's code. */
-static ES_NOINLINE void es_pair_update_codes(const es_shrubs *model, uint32_t row, const int32_t *new_leaf,
-                                             int has_old, const int32_t *old_leaf, int32_t old_y)
+static ES_NOINLINE void es_pair_update_codes(const es_shrubs *model, uint32_t row, int32_t *new_leaf,
+                                             int has_old, int32_t *old_leaf, int32_t old_y)
 {
     const uint32_t slots = model->config->max_shrubs + 1u;
     const uint32_t n = model->counters->n_shrubs;
@@ -303,12 +368,13 @@ static ES_INLINE void es_gini_candidate(uint32_t min_leaf, uint32_t *st, uint32_
     }
 }
 
-/* A 2-class gini candidate of the node of stats st: all it reads is in st (ES_ST_NODE), so that the scans call it
- * with four arguments in registers. */
-static ES_NOINLINE void es_score_gini2(uint32_t *st, uint32_t choice, uint32_t less_class, uint32_t less)
+/* A 2-class gini candidate of the node of stats st, its left side the rows counted in st less sub0 of class 0
+ * and sub1 of class 1: all it reads is in st (ES_ST_NODE), so that the scans call it with four arguments in
+ * registers, as the last thing an entry does (their loops then keep nothing else across the call). */
+static ES_NOINLINE void es_score_gini2(uint32_t *st, uint32_t choice, uint32_t sub0, uint32_t sub1)
 {
-    const uint32_t l0 = st[ES_STATS] - (less_class == 0u ? less : 0u);
-    const uint32_t l1 = st[ES_STATS + 1u] - (less_class == 1u ? less : 0u);
+    const uint32_t l0 = st[ES_STATS] - sub0;
+    const uint32_t l1 = st[ES_STATS + 1u] - sub1;
     const uint32_t r0 = (st[ES_ST_NODE] & 0xFFFFu) - l0;
     const uint32_t r1 = st[ES_ST_N_TOTAL] - (st[ES_ST_NODE] & 0xFFFFu) - l1;
     es_gini_candidate(st[ES_ST_NODE] >> 16, st, l0 + l1, l0 * l0 + l1 * l1, r0 * r0 + r1 * r1, choice);
@@ -317,7 +383,8 @@ static ES_NOINLINE void es_score_gini2(uint32_t *st, uint32_t choice, uint32_t l
 /* es_score_gini2 of node v through scan->score: where the scans are not instantiated for 2-class gini. */
 static void es_score_gini2_of(const es_scan *scan, uint32_t v, uint32_t choice, uint32_t less_class, uint32_t less)
 {
-    es_score_gini2(&scan->stats[v * (ES_STATS + 2u)], choice, less_class, less);
+    es_score_gini2(&scan->stats[v * (ES_STATS + 2u)], choice, less_class == 0u ? less : 0u,
+                   less_class == 1u ? less : 0u);
 }
 
 static void es_score_gini(const es_scan *scan, uint32_t v, uint32_t choice, uint32_t less_class, uint32_t less)
@@ -362,91 +429,108 @@ static void es_score_entropy(const es_scan *scan, uint32_t v, uint32_t choice, u
     }
 }
 
-/* Scores split `choice` of node v (stats st): 2-class gini by a direct call of four arguments in registers (the
- * scans' loops then keep what they read in registers), other criteria through scan->score. */
-static ES_INLINE void es_score(const es_scan *scan, int gini2, uint32_t *st, uint32_t v, uint32_t choice,
-                               uint32_t less_class, uint32_t less)
+/* Scores split `choice` of node v (stats st) whose left side is the rows counted in st but the last one (class y)
+ * and the last `less` rows of class less_class (another class, or less 0): 2-class gini by a direct call of four
+ * arguments in registers (y is 0 or 1), other criteria through scan->score. The scans call it last, their counts
+ * updated. */
+static ES_INLINE void es_score_run(const es_scan *scan, int gini2, uint32_t *st, uint32_t v, uint32_t choice,
+                                   uint32_t y, uint32_t less_class, uint32_t less)
 {
     if (gini2) {
-        es_score_gini2(st, choice, less_class, less);
+        es_score_gini2(st, choice, 1u - y + (less_class == 0u ? less : 0u), y + (less_class == 1u ? less : 0u));
     } else {
+        st[ES_STATS + y]--; /* the counts without the last row, as the criteria read them */
         scan->score(scan, v, choice, less_class, less);
+        st[ES_STATS + y]++;
     }
 }
 
 /* One feature's scan of the level: the window rows in (bin, row) order, each to its node's running counts.
  * A threshold between two runs of rows (rows of one bin) is a candidate unless both runs have one and the same
  * class; it is scored as soon as that is known (at the next run's first row of another class). `stride` and
- * `gini2` are constants in es_scan_feature_gini2. */
+ * `gini2` are constants in es_scan_feature_gini2, `root` (a level of one node, every row's) in the root's scans. */
 static ES_INLINE void es_scan_nodes(const es_scan *scan, uint32_t f, uint32_t level_size, uint32_t stride,
-                                    int gini2)
+                                    int gini2, int root)
 {
     const uint32_t d = scan->d;
     const uint16_t *list = &scan->sorted_rows[f * scan->window];
     const uint16_t *end = list + scan->count;
     const uint16_t *node_of = scan->node_of;
+    const uint8_t *labels = scan->labels;
     const uint8_t *bins = &scan->bins[f];
     uint32_t *stats = scan->stats;
     uint32_t v;
     f <<= 8;
     for (v = 0; v < level_size * stride; v += stride) { /* bin and pending threshold none, left counts 0 */
-        uint32_t k;
         stats[v + ES_ST_LAST] = ES_NONE;
         stats[v + ES_ST_PEND] = ES_NONE;
-        if (stride == ES_STATS + 2u) { /* 2 classes: two stores, not a call to memset per node */
+        if (stride == ES_STATS + 2u) { /* 2 classes: two stores, not a call per node */
             stats[v + ES_STATS] = 0;
             stats[v + ES_STATS + 1u] = 0;
         } else {
-            for (k = ES_STATS; k < stride; k++) {
-                stats[v + k] = 0;
-            }
+            es_zero_words(&stats[v + ES_STATS], stride - ES_STATS);
         }
     }
-    while (list != end) {
+    if (list == end) {
+        return;
+    }
+    do { /* the test at the end: one branch an entry */
         const uint32_t row = *list++;
-        const uint32_t tag = node_of[row];
+        const uint32_t tag = root ? labels[row] : node_of[row]; /* the root: every row in node 0 */
         uint32_t *st;
         uint32_t bin;
         uint32_t y;
         uint32_t left_y;
-        if (tag >= ES_PARKED) {
+        if (!root && tag >= ES_PARKED) {
             continue;
         }
         y = tag & 0xFFu;
-        st = &stats[(tag >> 8) * stride];
+        st = root ? stats : &stats[(tag >> 8) * stride];
         bin = bins[row * d];
         left_y = st[ES_STATS + y];
+        st[ES_STATS + y] = left_y + 1u;
         if (bin != st[ES_ST_LAST]) { /* a run of rows with the next bin starts */
-            if (st[ES_ST_LAST] <= ES_MAX_BIN && st[ES_ST_RUN_CLASS] != y) {
-                es_score(scan, gini2, st, tag >> 8, f | st[ES_ST_LAST], 0, 0);
-                st[ES_ST_PEND] = ES_NONE;
-            } else {
-                st[ES_ST_PEND] = st[ES_ST_LAST];
-            }
+            const uint32_t last = st[ES_ST_LAST];
+            const int boundary = last <= ES_MAX_BIN && st[ES_ST_RUN_CLASS] != y;
+            st[ES_ST_PEND] = boundary ? ES_NONE : last;
             st[ES_ST_LAST] = bin;
             st[ES_ST_RUN_CLASS] = y;
             st[ES_ST_RUN_START] = left_y;
-        } else if (st[ES_ST_RUN_CLASS] != y && st[ES_ST_RUN_CLASS] != ES_MIXED) {
-            if (st[ES_ST_PEND] <= ES_MAX_BIN) {
-                const uint32_t run_class = st[ES_ST_RUN_CLASS];
-                es_score(scan, gini2, st, tag >> 8, f | st[ES_ST_PEND], run_class,
-                         st[ES_STATS + run_class] - st[ES_ST_RUN_START]);
-                st[ES_ST_PEND] = ES_NONE;
+            if (boundary) { /* its left side: the rows before this one */
+                es_score_run(scan, gini2, st, tag >> 8, f | last, y, 0u, 0u);
             }
+        } else if (st[ES_ST_RUN_CLASS] != y && st[ES_ST_RUN_CLASS] != ES_MIXED) {
+            const uint32_t pend = st[ES_ST_PEND];
+            const uint32_t run_class = st[ES_ST_RUN_CLASS];
+            st[ES_ST_PEND] = ES_NONE;
             st[ES_ST_RUN_CLASS] = ES_MIXED;
+            if (pend <= ES_MAX_BIN) { /* its left side: the rows before the current run */
+                es_score_run(scan, gini2, st, tag >> 8, f | pend, y, run_class,
+                             st[ES_STATS + run_class] - st[ES_ST_RUN_START]);
+            }
         }
-        st[ES_STATS + y] = left_y + 1u;
-    }
+    } while (list != end);
 }
 
 static ES_NOINLINE void es_scan_feature(const es_scan *scan, uint32_t f, uint32_t level_size)
 {
-    es_scan_nodes(scan, f, level_size, scan->stride, 0);
+    es_scan_nodes(scan, f, level_size, scan->stride, 0, 0);
 }
 
 static ES_NOINLINE void es_scan_feature_gini2(const es_scan *scan, uint32_t f, uint32_t level_size)
 {
-    es_scan_nodes(scan, f, level_size, ES_STATS + 2u, 1);
+    es_scan_nodes(scan, f, level_size, ES_STATS + 2u, 1, 0);
+}
+
+/* The root's scans (a level of one node, that of every row). */
+static ES_NOINLINE void es_scan_root(const es_scan *scan, uint32_t f)
+{
+    es_scan_nodes(scan, f, 1u, scan->stride, 0, 1);
+}
+
+static ES_NOINLINE void es_scan_root_gini2(const es_scan *scan, uint32_t f)
+{
+    es_scan_nodes(scan, f, 1u, ES_STATS + 2u, 1, 1);
 }
 
 /* A regressor's candidate (split `choice` of the node of stats st, the rows scanned so far on its left): kept if
@@ -516,70 +600,17 @@ static void es_node_sums(const es_shrubs *model, uint32_t level_size, uint32_t s
     }
 }
 
-/* es_scan_nodes for the root alone (every row in node 0): the running state in locals. */
-static ES_INLINE void es_scan_root_node(const es_scan *scan, uint32_t f, int gini2)
-{
-    const uint32_t d = scan->d;
-    const uint16_t *list = &scan->sorted_rows[f * scan->window];
-    const uint16_t *end = list + scan->count;
-    const uint8_t *bins = &scan->bins[f];
-    const uint8_t *labels = scan->labels;
-    uint32_t *left = scan->stats + ES_STATS;
-    uint32_t last = ES_NONE;
-    uint32_t pend = ES_NONE;
-    uint32_t run_class = ES_MIXED;
-    uint32_t run_start = 0; /* left[run_class] before the current run */
-    uint32_t k;
-    f <<= 8;
-    for (k = 0; k < scan->n_classes; k++) {
-        left[k] = 0;
-    }
-    while (list != end) {
-        const uint32_t row = *list++;
-        const uint32_t bin = bins[row * d];
-        const uint32_t y = labels[row];
-        const uint32_t left_y = left[y];
-        if (bin != last) { /* a run of rows with the next bin starts */
-            if (last <= ES_MAX_BIN && run_class != y) {
-                es_score(scan, gini2, scan->stats, 0, f | last, 0, 0);
-                pend = ES_NONE;
-            } else {
-                pend = last;
-            }
-            last = bin;
-            run_class = y;
-            run_start = left_y;
-        } else if (run_class != y && run_class != ES_MIXED) {
-            if (pend <= ES_MAX_BIN) {
-                es_score(scan, gini2, scan->stats, 0, f | pend, run_class, left[run_class] - run_start);
-                pend = ES_NONE;
-            }
-            run_class = ES_MIXED;
-        }
-        left[y] = left_y + 1u;
-    }
-}
-
-static ES_NOINLINE void es_scan_root(const es_scan *scan, uint32_t f)
-{
-    es_scan_root_node(scan, f, 0);
-}
-
-static ES_NOINLINE void es_scan_root_gini2(const es_scan *scan, uint32_t f)
-{
-    es_scan_root_node(scan, f, 1);
-}
-
 /* The rows of the level's nodes that may not split (ES_LEAF_MARK) are parked: out of the scans, their node kept
  * for their leaf. Below the last level a tag is node << 8 | label with node < 128. */
 static void es_park_rows(const es_shrubs *model, uint32_t stride)
 {
     const uint32_t n = model->counters->count;
+    const uint32_t *choice = &model->split_stats[ES_ST_CHOICE];
     uint16_t *node_of = model->node_of;
     uint32_t s;
     for (s = 0; s < n; s++) {
         const uint32_t v = node_of[s];
-        if (v != ES_NONE && model->split_stats[(v >> 8) * stride + ES_ST_CHOICE] == ES_LEAF_MARK) {
+        if (v != ES_NONE && choice[(v >> 8) * stride] == ES_LEAF_MARK) {
             node_of[s] = (uint16_t)(v | ES_PARKED);
         }
     }
@@ -656,39 +687,65 @@ static ES_NOINLINE void es_level_setup_codes(const es_shrubs *model, uint32_t le
     }
 }
 
-/* Rows to the next level's nodes, whose class totals they count; the rows of the level's leaves take their leaf
- * in the new shrub's column of leaf_index and leave the tree. Node v's route word is split_stats[v]
- * (es_place_level): child << 16 | feature << 8 | threshold of a split, ES_ROUTE_LEAF | leaf of a leaf. */
-static ES_NOINLINE void es_level_reassign(const es_shrubs *model, uint32_t next_size, uint32_t slot)
+/* A row that reaches a leaf of the level: its leaf in the new shrub's column of leaf_index (row s's at
+ * leaves[s * slots]), out of the tree (a call out of the routing loop: it keeps fewer values in registers). */
+static ES_NOINLINE void es_row_to_leaf(const es_shrubs *model, uint16_t *tag, uint32_t slot, uint32_t leaf)
 {
-    const uint32_t n_classes = model->config->n_classes;
+    const uint32_t row = (uint32_t)(tag - model->node_of);
+    model->leaf_index[row * (model->config->max_shrubs + 1u) + slot] = (uint8_t)leaf;
+    *tag = ES_NONE;
+}
+
+/* es_level_reassign's loop over the rows, `n_classes` a constant in es_level_reassign2. */
+static ES_INLINE void es_route_rows(const es_shrubs *model, uint32_t slot, uint32_t n_classes)
+{
     const uint32_t d = model->config->n_features;
-    const uint32_t slots = model->config->max_shrubs + 1u;
     const uint32_t *route = model->split_stats;
     const uint8_t *bins = model->window_bins;
     uint16_t *node_of = model->node_of;
-    const uint16_t *end = node_of + model->counters->count;
+    uint16_t *const end = node_of + model->counters->count;
     uint16_t *split_counts = model->split_counts;
-    uint8_t *leaves = &model->leaf_index[slot]; /* row s's leaf at leaves[s * slots] */
-    uint32_t s;
-    for (s = 0; s < next_size * n_classes; s++) {
-        split_counts[s] = 0;
+    if (node_of == end) {
+        return;
     }
-    for (; node_of != end; node_of++, bins += d) {
+    do { /* the test at the end: one branch a row */
         const uint32_t tag = *node_of;
-        uint32_t r;
-        if (tag == ES_NONE) {
-            continue;
+        if (tag != ES_NONE) {
+            const uint32_t r = route[(tag >> 8) & 0x7Fu];
+            if (r < ES_ROUTE_LEAF) {
+                const uint32_t v = (r >> 16) + (bins[(r >> 8) & 0xFFu] > (r & 0xFFu) ? 1u : 0u);
+                const uint32_t y = tag & 0xFFu;
+                *node_of = (uint16_t)((v << 8) | y);
+                split_counts[v * n_classes + y]++;
+            } else {
+                es_row_to_leaf(model, node_of, slot, r);
+            }
         }
-        r = route[(tag >> 8) & 0x7Fu];
-        if (r < ES_ROUTE_LEAF) {
-            const uint32_t v = (r >> 16) + (bins[(r >> 8) & 0xFFu] > (r & 0xFFu) ? 1u : 0u);
-            *node_of = (uint16_t)((v << 8) | (tag & 0xFFu));
-            split_counts[v * n_classes + (tag & 0xFFu)]++;
-        } else {
-            leaves[(uint32_t)(node_of - model->node_of) * slots] = (uint8_t)r;
-            *node_of = ES_NONE;
-        }
+        bins += d;
+    } while (++node_of != end);
+}
+
+static ES_NOINLINE void es_level_reassign2(const es_shrubs *model, uint32_t slot)
+{
+    es_route_rows(model, slot, 2u);
+}
+
+static ES_NOINLINE void es_level_reassign_any(const es_shrubs *model, uint32_t slot)
+{
+    es_route_rows(model, slot, model->config->n_classes);
+}
+
+/* Rows to the next level's nodes, whose class totals they count; the rows of the level's leaves take their leaf
+ * in the new shrub's column of leaf_index and leave the tree. Node v's route word is split_stats[v]
+ * (es_place_level): child << 16 | feature << 8 | threshold of a split, ES_ROUTE_LEAF | leaf of a leaf. */
+static void es_level_reassign(const es_shrubs *model, uint32_t next_size, uint32_t slot)
+{
+    const uint32_t n_classes = model->config->n_classes;
+    es_zero_halves(model->split_counts, next_size * n_classes);
+    if (n_classes == 2u && ES_COPIES) {
+        es_level_reassign2(model, slot);
+    } else {
+        es_level_reassign_any(model, slot);
     }
 }
 
@@ -731,13 +788,17 @@ static void es_start_shrub(const es_shrubs *model, uint32_t slot)
     const uint32_t n_classes = model->config->n_classes;
     uint16_t *split_counts = model->split_counts;
     uint32_t s;
-    for (s = 0; s < n_classes; s++) {
-        split_counts[s] = 0;
-    }
-    for (s = 0; s < counters->count; s++) {
-        const uint32_t y = es_regressor(model->config) ? 0u : model->window_labels[s]; /* a regressor's tag: node 0 */
-        model->node_of[s] = (uint16_t)y;
-        split_counts[y]++;
+    es_zero_halves(split_counts, n_classes);
+    if (es_regressor(model->config)) { /* a regressor's tag: node 0 */
+        es_zero_halves(model->node_of, counters->count);
+        split_counts[0] = counters->count;
+    } else {
+        const uint8_t *labels = model->window_labels;
+        uint16_t *node_of = model->node_of;
+        for (s = 0; s < counters->count; s++) {
+            node_of[s] = labels[s];
+            split_counts[labels[s]]++;
+        }
     }
     counters->level_first = 0;
     counters->level_size = 1;
@@ -779,14 +840,15 @@ static ES_NOINLINE void es_scan_level(const es_shrubs *model, uint32_t level, ui
     es_scan_init(model, &scan);
     scan.score = config->criterion != ES_GINI ? es_score_entropy : gini2 ? es_score_gini2_of : es_score_gini;
     es_level_setup(model, level_size);
+    if (level == 0u && model->split_stats[ES_ST_CHOICE] == ES_LEAF_MARK) {
+        return; /* the root may not split */
+    }
     for (f = 0; f < config->n_features; f++) {
-        if (level > 0u && gini2 && ES_GINI2_SCANS) { /* direct calls (the stack analysis follows them) */
+        if (level > 0u && gini2 && ES_COPIES) { /* direct calls (the stack analysis follows them) */
             es_scan_feature_gini2(&scan, f, level_size);
-        } else if (level > 0u) {
+        } else if (level > 0u || !ES_COPIES) { /* (the root's rows are tagged with their labels in node 0) */
             es_scan_feature(&scan, f, level_size);
-        } else if (model->split_stats[ES_ST_CHOICE] == ES_LEAF_MARK) {
-            return;
-        } else if (gini2 && ES_GINI2_SCANS) {
+        } else if (gini2) {
             es_scan_root_gini2(&scan, f);
         } else {
             es_scan_root(&scan, f);
@@ -953,15 +1015,20 @@ static ES_NOINLINE void es_column_terms2(const uint16_t *a0s, uint32_t rows, con
     const uint16_t *h_1 = pair->h_1;
     const int32_t apart = pair->apart;
     const uint32_t slots = pair->slots;
+    const uint16_t *end = a0s + rows;
     uint32_t sum0 = pair->sums[0];
     uint32_t sum1 = pair->sums[1];
-    for (; rows != 0u; rows--, l0 += slots) {
+    if (rows == 0u) {
+        return;
+    }
+    do { /* the test at the end: one branch a row */
         const uint32_t a0 = *a0s++;
         const uint32_t x0 = h_0[2u * l0[0]];
         const uint32_t y0 = h_1[2u * l0[apart]];
         sum0 += ((a0 * x0) >> 14) - x0;
         sum1 += ((a0 * y0) >> 14) - y0;
-    }
+        l0 += slots;
+    } while (a0s != end);
     pair->sums[0] = sum0;
     pair->sums[1] = sum1;
 }
@@ -1040,8 +1107,9 @@ static ES_NOINLINE void es_new_shrub_terms(const es_shrubs *model, uint32_t slot
     uint32_t i;
     if (model->config->n_classes == 2u) {
         const uint16_t *h_own = &leaf_values[(slot << depth) * 2u];
-        for (i = 0; i < count; i++) {
-            a0s[i] = h_own[2u * model->leaf_index[i * slots + slot]];
+        const uint8_t *own = &model->leaf_index[slot];
+        for (i = 0; i < count; i++, own += slots) {
+            a0s[i] = h_own[2u * *own];
             share += ES_Q15_ONE - (uint32_t)a0s[i];
         }
     }
@@ -1099,34 +1167,51 @@ static ES_NOINLINE int64_t es_split_dot(const uint32_t *g, const int32_t *w, uin
 }
 #endif
 
-/* m[0] + sum_j w[j] * g0[j] and m[1] + sum_j w[j] * g1[j]: two Gram rows share the loads of the weights (kept
- * small so that its loop stays in registers); in 32-bit products where a 64-bit one is a library call. */
-static ES_NOINLINE void es_gram_dots(const uint32_t *g0, const uint32_t *g1, const int32_t *w, uint32_t n, int64_t *m)
-{
-#ifdef ES_NO_MUL64
-    m[0] = es_split_dot(g0, w, n, m[0]);
-    m[1] = es_split_dot(g1, w, n, m[1]);
-#else
-    const int32_t *end = w + n;
-    int64_t m0 = m[0];
-    int64_t m1 = m[1];
-    while (w != end) {
-        const int64_t x = *w++;
-        m0 += x * es_as_int32(*g0++);
-        m1 += x * es_as_int32(*g1++);
-    }
-    m[0] = m0;
-    m[1] = m1;
-#endif
-}
-
 /* A weight after its gradient step (m: its gradient sum), clipped */
-static ES_NOINLINE int32_t es_step_weight(int32_t w, int64_t m, uint64_t scale)
+static ES_INLINE int32_t es_step_weight(int32_t w, int64_t m, uint64_t scale)
 {
     /* trunc(trunc(m / 2^15) * scale / 2^30) on |m|: both roundings toward zero keep the sign out */
     const uint64_t step = (((m < 0 ? 0u - (uint64_t)m : (uint64_t)m) >> 15) * scale) >> 30;
     const int64_t x = m < 0 ? w + (int64_t)step : w - (int64_t)step;
     return (int32_t)(x > ES_WEIGHT_LIMIT ? ES_WEIGHT_LIMIT : (x < -ES_WEIGHT_LIMIT ? -ES_WEIGHT_LIMIT : x));
+}
+
+/* What a gradient step reads beside the two candidates it moves: one pointer argument. */
+typedef struct es_jacobi {
+    const uint32_t *gram;
+    const uint32_t *label_sum;
+    const int32_t *w;      /* the weights before the step, by slot */
+    int32_t *next_w;       /* after it */
+    uint32_t slots;
+    uint32_t used;         /* the candidates' slots are below this */
+    uint64_t scale;
+} es_jacobi;
+
+/* The step of the candidates of slots a and b: their gradient sums m = sum_j w[j] gram[a][j] - 2^15 label_sum[a]
+ * along their Gram rows (two rows share the loads of the weights; in 32-bit products where a 64-bit one is a
+ * library call), then their weights. */
+static ES_NOINLINE void es_jacobi_pair(const es_jacobi *jacobi, uint32_t a, uint32_t b)
+{
+    const int32_t *w = jacobi->w;
+    const uint32_t *g0 = &jacobi->gram[a * jacobi->slots];
+    const uint32_t *g1 = &jacobi->gram[b * jacobi->slots];
+    int64_t m0 = -(int64_t)es_as_int32(jacobi->label_sum[a]) * 32768;
+    int64_t m1 = -(int64_t)es_as_int32(jacobi->label_sum[b]) * 32768;
+#ifdef ES_NO_MUL64
+    m0 = es_split_dot(g0, w, jacobi->used, m0);
+    m1 = es_split_dot(g1, w, jacobi->used, m1);
+#else
+    const int32_t *end = w + jacobi->used;
+    if (w != end) {
+        do { /* the test at the end: one branch a turn */
+            const int64_t x = *w++;
+            m0 += x * es_as_int32(*g0++);
+            m1 += x * es_as_int32(*g1++);
+        } while (w != end);
+    }
+#endif
+    jacobi->next_w[a] = es_step_weight(jacobi->w[a], m0, jacobi->scale);
+    jacobi->next_w[b] = es_step_weight(jacobi->w[b], m1, jacobi->scale);
 }
 
 /* `burnin` proximal gradient steps (Jacobi: every weight moves by the gradient at the previous weights) from the
@@ -1138,39 +1223,31 @@ static ES_NOINLINE const int32_t *es_gradient_steps(const es_shrubs *model, uint
     const es_shrubs_config *config = model->config;
     const uint32_t slots = config->max_shrubs + 1u;
     const uint8_t *cand_slot = model->cand_slot;
-    const uint32_t *gram = model->gram;
-    const uint32_t *label_sum = model->label_sum;
     int32_t *w = model->work_weights;
     int32_t *next_w = &model->work_weights[slots];
     const uint64_t alpha = config->step_q16 != 0u ? (uint64_t)config->step_q16 : 65536u / ((uint64_t)n_candidates + 1u);
-    const uint64_t scale = (alpha << 15) / ((uint64_t)model->counters->count * config->n_classes);
-    uint32_t used = 0; /* the candidates' slots are below this */
+    es_jacobi jacobi;
     uint32_t step;
     uint32_t k;
-    for (k = 0; k < slots; k++) {
-        w[k] = 0;
-        next_w[k] = 0;
-    }
+    jacobi.gram = model->gram;
+    jacobi.label_sum = model->label_sum;
+    jacobi.slots = slots;
+    jacobi.used = 0;
+    jacobi.scale = (alpha << 15) / ((uint64_t)model->counters->count * config->n_classes);
+    es_zero_words((uint32_t *)w, 2u * slots); /* w and next_w (int32 read as uint32: the same bits) */
     for (k = 0; k < n_candidates; k++) {
         const uint32_t a = cand_slot[k];
         w[a] = k < model->counters->n_shrubs ? (int32_t)model->weights[k] : 0;
-        used = a >= used ? a + 1u : used;
+        jacobi.used = a >= jacobi.used ? a + 1u : jacobi.used;
     }
     for (step = 0; step < config->burnin; step++) {
-        int32_t *swap;
+        jacobi.w = w;
+        jacobi.next_w = next_w;
         for (k = 0; k < n_candidates; k += 2u) { /* two candidates at a time (the last one twice if odd) */
-            const uint32_t a = cand_slot[k];
-            const uint32_t b = k + 1u < n_candidates ? cand_slot[k + 1u] : a;
-            int64_t m[2];
-            m[0] = -(int64_t)es_as_int32(label_sum[a]) * 32768;
-            m[1] = -(int64_t)es_as_int32(label_sum[b]) * 32768;
-            es_gram_dots(&gram[a * slots], &gram[b * slots], w, used, m);
-            next_w[a] = es_step_weight(w[a], m[0], scale);
-            next_w[b] = es_step_weight(w[b], m[1], scale);
+            es_jacobi_pair(&jacobi, cand_slot[k], cand_slot[k + 1u < n_candidates ? k + 1u : k]);
         }
-        swap = w;
-        w = next_w;
-        next_w = swap;
+        next_w = w;
+        w = (int32_t *)jacobi.next_w;
     }
     for (k = 0; k < n_candidates; k++) {
         next_w[k] = w[cand_slot[k]];
@@ -1251,9 +1328,12 @@ static void es_row_leaves(const es_shrubs *model, uint32_t row, int32_t *leaf_ro
 static void es_active_slots(const es_shrubs *model)
 {
     const uint32_t per_shrub = es_nodes_per_shrub(model->config);
+    const uint32_t n = model->counters->n_shrubs;
+    const uint16_t *roots = model->roots;
+    uint8_t *cand_slot = model->cand_slot;
     uint32_t i;
-    for (i = 0; i < model->counters->n_shrubs; i++) {
-        model->cand_slot[i] = (uint8_t)(model->roots[i] / per_shrub);
+    for (i = 0; i < n; i++) {
+        cand_slot[i] = (uint8_t)(roots[i] / per_shrub);
     }
 }
 

@@ -107,9 +107,9 @@ Bounded work per call (``work_per_call = U``)
     units about, against the mean ``r + J / k``. Measured (QEMU, the 8 KiB plan on SEA with ``update_every =
     4, burnin = 1``: window 64, 16 shrubs of depth 4, 3 features; 1,500 rows learned in Python, then 80 calls;
     learn instructions mean / worst): at the automatic ``U`` = 2,248 units (a queue of 6 rows) Cortex-M4F
-    22,440 / 33,598 (1.50x), Cortex-M0 39,508 / 58,630 (1.48x); with ``U = 0`` 22,437 / 69,867 (3.11x) and
-    39,512 / 125,811 (3.18x). The worst calls grow two levels and insert a row or compute the Gram column
-    (2,048 units: 16 Cortex-M4F and 29 Cortex-M0 instructions a unit).
+    20,201 / 31,335 (1.55x), Cortex-M0 37,352 / 55,295 (1.48x); with ``U = 0`` 20,241 / 62,817 (3.10x) and
+    37,438 / 120,170 (3.21x). The worst calls grow two levels and insert a row or compute the Gram column
+    (2,048 units: 15 Cortex-M4F and 27 Cortex-M0 instructions a unit).
 """
 
 from __future__ import annotations
