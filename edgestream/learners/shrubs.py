@@ -993,7 +993,9 @@ def cost_terms(params: dict, n_features: int, n_classes: int) -> CostTerms:
     division per class and leaf, 2^depth C; its Gram column, B M g; the gradient steps' dot products, ``burnin`` times ``2 ceil((M + 1) / 2) (M + 1)``: the M + 1
     candidates go two at a time, each pair reading its two Gram rows, so an odd count reads one row more),
     amortized over ``update_every`` steps in the mean. A Gram term reads g = 1 leaf value per shrub with 2
-    classes (the two are complementary), C otherwise.
+    classes (the two are complementary), C otherwise. With more than 2 classes a scan entry also takes the general
+    path (the 2-class scans keep their counts in registers): the scans' ``d B depth`` again, in a column of its
+    own, zero for 2 classes.
 
     A spread call (``work_per_call`` U > 0, the automatic one included, "Bounded work per call") runs whole pieces
     while the next one fits: at worst the most units a call of the repeating schedule runs
@@ -1038,9 +1040,11 @@ def _classifier_shaped_terms(params: dict, n_features: int, n_classes: int) -> C
     job = job_pieces(units, depth)
     share = most_units_per_call(units["row"], job, params["update_every"], budget) / (units["row"] + sum(job)) \
         if budget else 1.0
+    general_scans = d * b * depth * (c > 2)  # the scans off the 2-class paths
     return CostTerms(predict=[1, quantize, m * depth, m * c],
-                     learn_mean=step + [t / params["update_every"] for t in train],
-                     learn_worst=step[:2] + [t * share for t in step[2:] + train[1:-1]] + train[-1:])
+                     learn_mean=step + [t / params["update_every"] for t in train + [general_scans]],
+                     learn_worst=step[:2] + [t * share for t in step[2:] + train[1:-1]] + train[-1:] + [
+                         general_scans * share])
 
 
 # The budget's search on data (edgestream.search): sizes (window, shrubs, depth) times how they learn (a new shrub
